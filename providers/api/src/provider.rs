@@ -1,0 +1,81 @@
+//! The provider trait: the small set of questions every cloud answers.
+
+use crate::{Attrs, Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Where a call is made: a region of the provider's cloud.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Scope {
+    pub region: String,
+}
+
+/// A request to create one resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreateRequest {
+    pub kind: ResourceKind,
+    pub scope: Scope,
+    pub attrs: Attrs,
+    /// Provider ids of the resources this one depends on, by role:
+    /// `network`, `subnet`, `firewall`, `placement`, `instance`.
+    pub refs: BTreeMap<String, String>,
+    /// Must be set on the resource atomically with its creation, and
+    /// `ownership.token` passed as the cloud's idempotency token.
+    pub ownership: OwnershipTags,
+}
+
+/// How fast a provider may be called: a token bucket shared by every call
+/// the engine makes to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+/// One cloud (or the sandbox simulating one).
+///
+/// Contract:
+/// - `create` sets the ownership tags at creation and uses the token for
+///   idempotency, so that a crash between the call and recording its result
+///   is healed by adoption (`list_owned`) on the next run.
+/// - `read` and `list_owned` are batched: their cost grows with pages, not
+///   with resources. They never return resources that are gone.
+/// - `delete` of a resource that no longer exists succeeds.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// The cloud this provider speaks (or simulates).
+    fn cloud(&self) -> Cloud;
+
+    /// A short label for output: `aws`, `sandbox(aws)`.
+    fn label(&self) -> String;
+
+    /// The call budget the engine keeps to for this provider.
+    fn rate_limit(&self) -> RateLimit;
+
+    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError>;
+
+    /// Reads the given resources of one kind; absent ones are left out.
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError>;
+
+    /// Everything in `scope` tagged with this project.
+    async fn list_owned(&self, scope: &Scope, project: &str)
+        -> Result<Vec<ObservedResource>, ProviderError>;
+
+    /// Changes updatable attributes in place (see
+    /// [`ResourceKind::updatable_attrs`]). `changes` holds only the new values.
+    async fn update(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        changes: &Attrs,
+    ) -> Result<ObservedResource, ProviderError>;
+
+    async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<(), ProviderError>;
+}

@@ -1,0 +1,142 @@
+//! The neutral resource model: what a cluster is made of, in words every
+//! provider understands.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Attributes of a resource: neutral keys (documented per kind on
+/// [`ResourceKind`]) to JSON values. A map rather than a struct per kind so
+/// that diffing, state and rendering are one generic mechanism.
+pub type Attrs = BTreeMap<String, serde_json::Value>;
+
+/// The kinds of resource a GPU cluster is made of.
+///
+/// Neutral attribute keys per kind:
+/// - `network`: `cidr`
+/// - `subnet`: `zone`, `cidr`
+/// - `firewall`: `ingress` (list of `{protocol, from_port, to_port, cidr}`); all
+///   traffic between members is always allowed
+/// - `placement`: `strategy` (`cluster`: packed for NVLink/RDMA)
+/// - `instance`: `instance_type`, `zone`, `image`, `pricing`, `root_gb`,
+///   `rdma` (bool), `user_data`, `tags`
+/// - `volume`: `zone`, `size_gb`, `volume_type`
+/// - `bucket`: `name`
+///
+/// Dependencies are passed separately, as provider ids by role (see
+/// [`crate::CreateRequest::refs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceKind {
+    Network,
+    Subnet,
+    Firewall,
+    Placement,
+    Instance,
+    Volume,
+    Bucket,
+}
+
+impl ResourceKind {
+    pub const ALL: [ResourceKind; 7] = [
+        ResourceKind::Network,
+        ResourceKind::Subnet,
+        ResourceKind::Firewall,
+        ResourceKind::Placement,
+        ResourceKind::Instance,
+        ResourceKind::Volume,
+        ResourceKind::Bucket,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceKind::Network => "network",
+            ResourceKind::Subnet => "subnet",
+            ResourceKind::Firewall => "firewall",
+            ResourceKind::Placement => "placement",
+            ResourceKind::Instance => "instance",
+            ResourceKind::Volume => "volume",
+            ResourceKind::Bucket => "bucket",
+        }
+    }
+
+    /// Attributes that can change on an existing resource without replacing
+    /// it. Every other attribute change forces a replacement.
+    pub fn updatable_attrs(self) -> &'static [&'static str] {
+        match self {
+            ResourceKind::Instance => &["tags"],
+            ResourceKind::Volume => &["size_gb", "tags"],
+            ResourceKind::Firewall => &["ingress", "tags"],
+            _ => &["tags"],
+        }
+    }
+
+    pub fn is_updatable(self, attr: &str) -> bool {
+        self.updatable_attrs().contains(&attr)
+    }
+}
+
+impl fmt::Display for ResourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The tags gpuform puts on everything it creates, atomically with the
+/// creation. They are how a crashed apply's work is found again (adoption),
+/// and how refresh finds everything of a project in a few paginated calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnershipTags {
+    pub project: String,
+    /// Resource address, e.g. `cluster.trainer.node[3]`.
+    pub address: String,
+    /// The idempotency token journaled before the create call.
+    pub token: String,
+    /// The state lineage: two states with the same project never adopt each
+    /// other's resources.
+    pub lineage: String,
+}
+
+impl OwnershipTags {
+    pub const PROJECT: &'static str = "gpuform:project";
+    pub const ADDRESS: &'static str = "gpuform:address";
+    pub const TOKEN: &'static str = "gpuform:token";
+    pub const LINEAGE: &'static str = "gpuform:lineage";
+
+    /// As cloud tags (key, value), in a fixed order.
+    pub fn to_tags(&self) -> Vec<(&'static str, &str)> {
+        vec![
+            (Self::PROJECT, &self.project),
+            (Self::ADDRESS, &self.address),
+            (Self::TOKEN, &self.token),
+            (Self::LINEAGE, &self.lineage),
+        ]
+    }
+
+    /// Reads the ownership tags back from a resource's tags, if all are there.
+    pub fn from_tags<'a>(mut get: impl FnMut(&str) -> Option<&'a str>) -> Option<Self> {
+        Some(OwnershipTags {
+            project: get(Self::PROJECT)?.to_string(),
+            address: get(Self::ADDRESS)?.to_string(),
+            token: get(Self::TOKEN)?.to_string(),
+            lineage: get(Self::LINEAGE)?.to_string(),
+        })
+    }
+}
+
+/// A resource as a provider sees it in the cloud right now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObservedResource {
+    pub kind: ResourceKind,
+    /// The cloud's id (e.g. `i-0abc…`, `vpc-…`).
+    pub id: String,
+    pub region: String,
+    /// Ownership tags, when the resource carries them.
+    pub ownership: Option<OwnershipTags>,
+    /// Neutral attributes as observed (same keys as the desired ones where
+    /// the cloud reports them; missing keys mean "not reported").
+    pub attrs: Attrs,
+    /// The cloud's lifecycle status, lower case (`running`, `pending`, ...).
+    /// Providers never return resources that are gone (terminated/deleted).
+    pub status: String,
+}

@@ -1,0 +1,1 @@
+//! Cloud request signers (in progress).
