@@ -1,0 +1,73 @@
+//! The state document format.
+
+use gpuform_provider::{Attrs, ResourceKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bumped when the document changes incompatibly; older gpuforms refuse newer files.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateDoc {
+    pub format_version: u32,
+    /// Identifies this state for its whole life; saved plans and ownership
+    /// tags carry it so that nothing is applied to (or adopted by) another state.
+    pub lineage: String,
+    /// Incremented by every write: a saved plan applies only at the serial it was made at.
+    pub serial: u64,
+    pub project: String,
+    /// Resources gpuform made, by address.
+    #[serde(default)]
+    pub resources: BTreeMap<String, Record>,
+    /// Create calls that were started but whose result was never recorded
+    /// (a crash). The next refresh looks for them by ownership tags.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pending: BTreeMap<String, PendingIntent>,
+}
+
+/// One resource gpuform made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub kind: ResourceKind,
+    /// Provider key, e.g. `aws` or `sandbox:aws`.
+    pub provider: String,
+    pub region: String,
+    /// The cloud's id.
+    pub id: String,
+    /// The attributes gpuform asked for (never secrets).
+    pub attrs: Attrs,
+    /// Dependencies by role -> address.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deps: BTreeMap<String, String>,
+    /// The idempotency token it was created with.
+    pub token: String,
+}
+
+/// A create that was started and not (yet) known to have finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingIntent {
+    pub kind: ResourceKind,
+    pub provider: String,
+    pub region: String,
+    pub token: String,
+    pub attrs: Attrs,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deps: BTreeMap<String, String>,
+}
+
+impl StateDoc {
+    pub fn new(project: &str) -> StateDoc {
+        StateDoc {
+            format_version: FORMAT_VERSION,
+            lineage: uuid::Uuid::new_v4().to_string(),
+            serial: 0,
+            project: project.to_string(),
+            resources: BTreeMap::new(),
+            pending: BTreeMap::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty() && self.pending.is_empty()
+    }
+}

@@ -1,0 +1,164 @@
+//! The local state backend: one JSON file, written atomically.
+
+use super::{StateDoc, StateError, FORMAT_VERSION};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where a state lives, and the files that go with it.
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    path: PathBuf,
+}
+
+impl StateStore {
+    pub fn new(path: impl Into<PathBuf>) -> StateStore {
+        StateStore { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sibling(&self, suffix: &str) -> PathBuf {
+        let mut name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(suffix);
+        self.path.with_file_name(name)
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.sibling(".lock")
+    }
+
+    pub fn journal_path(&self) -> PathBuf {
+        self.sibling(".journal")
+    }
+
+    pub fn backup_path(&self) -> PathBuf {
+        self.sibling(".backup")
+    }
+
+    /// The directory holding the state (and, by default, the sandbox cloud).
+    pub fn dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    /// Reads the state; `None` when there is none yet.
+    pub fn load(&self) -> Result<Option<StateDoc>, StateError> {
+        let bytes = match fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(StateError::Read { path: self.path.clone(), source }),
+        };
+        parse(&self.path, &bytes).map(Some)
+    }
+
+    /// Writes the state atomically: temp file, fsync, keep the previous
+    /// version as `.backup`, rename over, fsync the directory. Mode 0600:
+    /// state holds ids and addresses that are nobody else's business.
+    pub fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
+        let werr = |source| StateError::Write { path: self.path.clone(), source };
+        let dir = self.dir();
+        fs::create_dir_all(&dir).map_err(werr)?;
+        let tmp = self.sibling(".tmp");
+        let mut json = serde_json::to_vec_pretty(doc).expect("state serialises");
+        json.push(b'\n');
+        {
+            let mut f = open_private(&tmp).map_err(werr)?;
+            f.write_all(&json).map_err(werr)?;
+            f.sync_all().map_err(werr)?;
+        }
+        if self.path.exists() {
+            // A hard link keeps the old version without copying it; fall back
+            // to a copy on filesystems without links.
+            let backup = self.backup_path();
+            let _ = fs::remove_file(&backup);
+            if fs::hard_link(&self.path, &backup).is_err() {
+                fs::copy(&self.path, &backup).map_err(werr)?;
+            }
+        }
+        fs::rename(&tmp, &self.path).map_err(werr)?;
+        sync_dir(&dir).map_err(werr)?;
+        Ok(())
+    }
+}
+
+pub(crate) fn open_private(path: &Path) -> std::io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
+    let corrupt = |message: String| StateError::Corrupt { path: path.to_path_buf(), message };
+    // Read the version first, so that a newer format says "upgrade" rather
+    // than failing on a field it does not know.
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| corrupt(format!("{e} (line {}, column {})", e.line(), e.column())))?;
+    let version = value
+        .get("format_version")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| corrupt("missing `format_version`".to_string()))?;
+    if version > FORMAT_VERSION as u64 {
+        return Err(StateError::TooNew {
+            path: path.to_path_buf(),
+            found: version as u32,
+            supported: FORMAT_VERSION,
+        });
+    }
+    serde_json::from_value(value).map_err(|e| corrupt(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_then_load_round_trips_and_keeps_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        assert!(store.load().unwrap().is_none());
+        let mut doc = StateDoc::new("p");
+        store.save(&doc).unwrap();
+        doc.serial = 1;
+        store.save(&doc).unwrap();
+        assert_eq!(store.load().unwrap().unwrap().serial, 1);
+        let backup = StateStore::new(store.backup_path()).load().unwrap().unwrap();
+        assert_eq!(backup.serial, 0);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(store.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn corrupt_and_newer_files_are_refused_with_hints() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        fs::write(store.path(), "{ not json").unwrap();
+        let err = store.load().unwrap_err().to_string();
+        assert!(err.contains("not valid gpuform state"), "{err}");
+        fs::write(store.path(), r#"{"format_version": 99}"#).unwrap();
+        let err = store.load().unwrap_err().to_string();
+        assert!(err.contains("format version 99"), "{err}");
+        assert!(err.contains("upgrade gpuform"), "{err}");
+    }
+}
