@@ -410,9 +410,11 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                     "" => None,
                     "nvlink" => Some(Interconnect::Nvlink),
                     "pcie" => Some(Interconnect::Pcie),
-                    other => return Err(row.err(format!(
+                    other => {
+                        return Err(row.err(format!(
                         "column `interconnect`: expected nvlink, pcie or empty, found `{other}`"
-                    ))),
+                    )))
+                    }
                 };
                 let rdma = match row.get("rdma") {
                 "" | "none" => None,

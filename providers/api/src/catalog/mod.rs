@@ -262,7 +262,7 @@ pub struct Note {
 
 impl Note {
     fn applies(&self, region: &str, instance_type: &str) -> bool {
-        let region_ok = self.region.as_deref().map_or(true, |r| r == region);
+        let region_ok = self.region.is_none() || self.region.as_deref() == Some(region);
         let type_ok = match self.instance_type.as_deref() {
             None => true,
             Some(p) => match p.strip_suffix('*') {

@@ -357,7 +357,7 @@ fn random_query(rng: &mut Rng, c: &Catalog) -> OfferQuery {
 }
 
 /// The obvious, slow reading of the query semantics.
-fn brute_force<'a>(c: &'a Catalog, q: &OfferQuery) -> Vec<(Cloud, String, String, Option<f64>)> {
+fn brute_force(c: &Catalog, q: &OfferQuery) -> Vec<(Cloud, String, String, Option<f64>)> {
     let mut out = Vec::new();
     for o in c.offerings() {
         let t = c
