@@ -1,0 +1,158 @@
+//! The worked examples published by the vendors (the expected values are
+//! the ones printed in their signing guides; see /fixtures/README.md).
+
+use gpuform_signing::{acs3, aliyun_rpc, huawei, tc3, Credentials, OffsetDateTime, Request};
+
+fn at(unix: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(unix).unwrap()
+}
+
+#[test]
+fn tencent_tc3_describe_instances() {
+    // Tencent Cloud API 3.0 "Signature v3": DescribeInstances, 2019-02-25 16:44:25 UTC.
+    let req = Request::new("POST", "cvm.tencentcloudapi.com", "/")
+        .with_header("Content-Type", "application/json; charset=utf-8")
+        .with_header("X-TC-Action", "DescribeInstances")
+        .with_header("X-TC-Version", "2017-03-12")
+        .with_header("X-TC-Region", "ap-guangzhou")
+        .with_body(
+            &br#"{"Limit": 1, "Filters": [{"Values": ["\u672a\u547d\u540d"], "Name": "instance-name"}]}"#[..],
+        );
+    let creds = Credentials::new(
+        "AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE",
+        "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE",
+    );
+    let s = tc3::sign(&req, &creds, "cvm", at(1551113065)).unwrap();
+    assert_eq!(
+        s.authorization(),
+        "TC3-HMAC-SHA256 Credential=AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE/2019-02-25/cvm/tc3_request, \
+         SignedHeaders=content-type;host, \
+         Signature=72e494ea809ad7a8c8f7a4507b9bddcbaa8e581f516e8da2f66e2c5a96525168"
+    );
+    assert_eq!(
+        s.headers[0],
+        ("X-TC-Timestamp".to_string(), "1551113065".to_string())
+    );
+}
+
+#[test]
+fn alibaba_acs3_run_instances() {
+    // Alibaba Cloud "V3 request structure and signature": RunInstances, ecs.cn-shanghai.
+    let req = Request::new("POST", "ecs.cn-shanghai.aliyuncs.com", "/")
+        .with_query(
+            "ImageId",
+            "win2019_1809_x64_dtc_zh-cn_40G_alibase_20230811.vhd",
+        )
+        .with_query("RegionId", "cn-shanghai")
+        .with_header("x-acs-action", "RunInstances")
+        .with_header("x-acs-version", "2014-05-26");
+    let creds = Credentials::new("YourAccessKeyId", "YourAccessKeySecret");
+    let s = acs3::sign(
+        &req,
+        &creds,
+        at(1698315752),
+        "3156853299f313e23d1673dc12e1703d",
+    )
+    .unwrap();
+    assert_eq!(
+        s.string_to_sign,
+        "ACS3-HMAC-SHA256\n7ea06492da5221eba5297e897ce16e55f964061054b7695beedaac1145b1e259"
+    );
+    assert_eq!(
+        s.authorization(),
+        "ACS3-HMAC-SHA256 Credential=YourAccessKeyId,\
+         SignedHeaders=host;x-acs-action;x-acs-content-sha256;x-acs-date;x-acs-signature-nonce;x-acs-version,\
+         Signature=06563a9e1b43f5dfe96b81484da74bceab24a1d853912eee15083a6f0f3283c0"
+    );
+    assert_eq!(
+        s.headers[..3],
+        [
+            ("x-acs-date".to_string(), "2023-10-26T10:22:32Z".to_string()),
+            (
+                "x-acs-signature-nonce".to_string(),
+                "3156853299f313e23d1673dc12e1703d".to_string()
+            ),
+            (
+                "x-acs-content-sha256".to_string(),
+                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn alibaba_rpc_describe_regions() {
+    // ECS RPC "Signature method" example: DescribeRegions, testid/testsecret, GET.
+    let params: Vec<(String, String)> = [
+        ("Format", "XML"),
+        ("Action", "DescribeRegions"),
+        ("Version", "2014-05-26"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let creds = Credentials::new("testid", "testsecret");
+    let s = aliyun_rpc::sign(
+        "GET",
+        &params,
+        &creds,
+        at(1456231584),
+        "3ee8c1b8-83d3-44af-a94f-4e0ad82fd6cf",
+    )
+    .unwrap();
+    assert_eq!(s.signature, "OLeaidS1JvxuMvnyHOwuJ+uX5qY=");
+    assert_eq!(
+        s.params.last().unwrap(),
+        &(
+            "Signature".to_string(),
+            "OLeaidS1JvxuMvnyHOwuJ+uX5qY=".to_string()
+        )
+    );
+}
+
+#[test]
+fn huawei_apig_list_vpcs() {
+    // Huawei "API Request Signing Guide": GET .../vpcs?limit=2&marker=..., 20191115T033655Z.
+    let req = Request::new(
+        "GET",
+        "service.region.example.com",
+        "/v1/77b6a44cba5143ab91d13ab9a8ff44fd/vpcs",
+    )
+    .with_query("marker", "13551d6b-755d-4757-b956-536f674975c0")
+    .with_query("limit", "2")
+    .with_header("Content-Type", "application/json");
+    let creds = Credentials::new(
+        "QTWAOYTTINDUT2QVKYUC",
+        "MFyfvK41ba2giqM7Uio6PznpdUKGpownRZlmVmHc",
+    );
+    let s = huawei::sign(&req, &creds, at(1573789015)).unwrap();
+    assert_eq!(
+        s.string_to_sign,
+        "SDK-HMAC-SHA256\n20191115T033655Z\nb25362e603ee30f4f25e7858e8a7160fd36e803bb2dfe206278659d71a9bcd7a"
+    );
+    assert_eq!(
+        s.authorization(),
+        "SDK-HMAC-SHA256 Access=QTWAOYTTINDUT2QVKYUC, SignedHeaders=content-type;host;x-sdk-date, \
+         Signature=7be6668032f70418fcc22abc52071e57aff61b84a1d2381bb430d6870f4f6ebe"
+    );
+    assert_eq!(
+        s.headers[0],
+        ("X-Sdk-Date".to_string(), "20191115T033655Z".to_string())
+    );
+}
+
+#[test]
+fn debug_output_never_shows_a_secret() {
+    let creds = Credentials::new(
+        "QTWAOYTTINDUT2QVKYUC",
+        "MFyfvK41ba2giqM7Uio6PznpdUKGpownRZlmVmHc",
+    );
+    let req = Request::new("GET", "h", "/").with_header("Content-Type", "application/json");
+    let s = huawei::sign(&req, &creds, at(1573789015)).unwrap();
+    for text in [format!("{creds:?}"), format!("{s:?}"), format!("{req:?}")] {
+        assert!(
+            !text.contains("MFyfvK41ba2giqM7Uio6PznpdUKGpownRZlmVmHc"),
+            "{text}"
+        );
+    }
+}
