@@ -1,0 +1,282 @@
+//! Fault injection: what the sandbox does wrong on purpose, parsed from
+//! `GPUFORM_SANDBOX_FAULTS` (or built in code by tests).
+
+use crate::SandboxError;
+use std::time::Duration;
+
+/// The environment variable [`Faults::from_env`] reads.
+pub const FAULTS_ENV: &str = "GPUFORM_SANDBOX_FAULTS";
+
+const ACCEPTED: &str = "latency=<duration: 50ms, 1s, 250us, 0>, throttle=<probability 0..1>, \
+fail=<probability 0..1>, capacity=<instance type or *>@<zone or *> (repeatable), \
+crash_after=<call number >= 1>, seed=<unsigned integer>, quota_gpus=<unsigned integer>, \
+rate=<calls per second > 0>";
+
+/// Faults the sandbox injects. `Default` injects none.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Faults {
+    /// Slept (tokio) before every API call.
+    pub latency: Duration,
+    /// Probability that a call fails with `Throttled` (before any effect).
+    pub throttle_rate: f64,
+    /// Probability that a call fails with `Transient` (before any effect).
+    pub fail_rate: f64,
+    /// (instance type or `*`, zone or `*`) pairs with no capacity: creating a
+    /// matching instance fails with `Capacity`.
+    pub capacity: Vec<(String, String)>,
+    /// The N-th API call of this process takes full effect, then the process
+    /// aborts before the call returns.
+    pub crash_after: Option<u64>,
+    /// Seed of the RNG that decides throttling and failures.
+    pub seed: u64,
+    /// GPUs allowed per region (per mirrored cloud); `None`: unlimited.
+    pub quota_gpus: Option<u32>,
+    /// API rate limit: advertised to the engine and enforced (calls beyond it
+    /// are throttled). `None`: effectively unlimited.
+    pub rate_per_second: Option<f64>,
+}
+
+impl Faults {
+    /// Reads [`FAULTS_ENV`]; unset or blank means no faults.
+    pub fn from_env() -> Result<Faults, SandboxError> {
+        match std::env::var(FAULTS_ENV) {
+            Ok(s) => Faults::parse(&s).map_err(|e| match e {
+                SandboxError::Faults { item, message } => SandboxError::Faults {
+                    item,
+                    message: format!("{message} (in {FAULTS_ENV})"),
+                },
+                other => other,
+            }),
+            Err(std::env::VarError::NotPresent) => Ok(Faults::default()),
+            Err(std::env::VarError::NotUnicode(_)) => Err(SandboxError::Faults {
+                item: FAULTS_ENV.to_string(),
+                message: "the variable is not valid UTF-8".to_string(),
+            }),
+        }
+    }
+
+    /// Parses `key=value` items separated by commas, e.g.
+    /// `latency=50ms,throttle=0.1,capacity=p4d.24xlarge@us-east-1a,seed=7`.
+    pub fn parse(s: &str) -> Result<Faults, SandboxError> {
+        let mut f = Faults::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for raw in s.split(',') {
+            let item = raw.trim();
+            if item.is_empty() {
+                continue;
+            }
+            let err = |message: String| SandboxError::Faults {
+                item: item.to_string(),
+                message,
+            };
+            let Some((key, value)) = item.split_once('=') else {
+                return Err(err(format!(
+                    "expected key=value; accepted items: {ACCEPTED}"
+                )));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            if key != "capacity" {
+                if seen.contains(&key) {
+                    return Err(err(format!("`{key}` is given more than once")));
+                }
+                seen.push(key);
+            }
+            match key {
+                "latency" => f.latency = parse_duration(value).map_err(err)?,
+                "throttle" => f.throttle_rate = parse_probability(value).map_err(err)?,
+                "fail" => f.fail_rate = parse_probability(value).map_err(err)?,
+                "capacity" => {
+                    let (ty, zone) = value.split_once('@').unwrap_or((value, "*"));
+                    let (ty, zone) = (ty.trim(), zone.trim());
+                    if ty.is_empty() || zone.is_empty() {
+                        return Err(err(
+                            "expected capacity=<instance type or *>@<zone or *>, e.g. \
+                             capacity=p4d.24xlarge@us-east-1a or capacity=*@us-east-1b"
+                                .to_string(),
+                        ));
+                    }
+                    f.capacity.push((ty.to_string(), zone.to_string()));
+                }
+                "crash_after" => {
+                    let n: u64 = value.parse().map_err(|_| {
+                        err("expected crash_after=<call number >= 1>, e.g. crash_after=17".into())
+                    })?;
+                    if n == 0 {
+                        return Err(err(
+                            "calls are counted from 1: crash_after must be at least 1".into(),
+                        ));
+                    }
+                    f.crash_after = Some(n);
+                }
+                "seed" => {
+                    f.seed = value.parse().map_err(|_| {
+                        err("expected seed=<unsigned 64-bit integer>, e.g. seed=7".into())
+                    })?
+                }
+                "quota_gpus" => {
+                    f.quota_gpus = Some(value.parse().map_err(|_| {
+                        err("expected quota_gpus=<unsigned integer>, e.g. quota_gpus=64".into())
+                    })?)
+                }
+                "rate" => {
+                    let r: f64 = value.parse().map_err(|_| {
+                        err("expected rate=<calls per second>, e.g. rate=200".into())
+                    })?;
+                    if !(r.is_finite() && r > 0.0) {
+                        return Err(err(
+                            "rate must be a positive number of calls per second".into()
+                        ));
+                    }
+                    f.rate_per_second = Some(r);
+                }
+                other => {
+                    return Err(err(format!(
+                        "unknown fault `{other}`; accepted items: {ACCEPTED}"
+                    )))
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// Whether creating `instance_type` in `zone` hits a capacity fault.
+    pub fn no_capacity(&self, instance_type: &str, zone: &str) -> bool {
+        self.capacity
+            .iter()
+            .any(|(t, z)| (t == "*" || t == instance_type) && (z == "*" || z == zone))
+    }
+}
+
+fn parse_probability(v: &str) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "expected a probability between 0 and 1 (e.g. 0.1), got `{v}`"
+        )),
+    }
+}
+
+fn parse_duration(v: &str) -> Result<Duration, String> {
+    let bad = || format!("expected a duration like 50ms, 1s, 1.5s, 250us or 0, got `{v}`");
+    if v == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(bad)?;
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit.trim() {
+        "s" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "ns" => n / 1e9,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let f = Faults::parse(
+            "latency=50ms,throttle=0.1,fail=0.05,capacity=p4d.24xlarge@us-east-1a,\
+             capacity=*@us-east-1b,crash_after=17,seed=7,quota_gpus=64,rate=200",
+        )
+        .expect("parses");
+        assert_eq!(f.latency, Duration::from_millis(50));
+        assert_eq!(f.throttle_rate, 0.1);
+        assert_eq!(f.fail_rate, 0.05);
+        assert_eq!(
+            f.capacity,
+            vec![
+                ("p4d.24xlarge".to_string(), "us-east-1a".to_string()),
+                ("*".to_string(), "us-east-1b".to_string())
+            ]
+        );
+        assert_eq!(f.crash_after, Some(17));
+        assert_eq!(f.seed, 7);
+        assert_eq!(f.quota_gpus, Some(64));
+        assert_eq!(f.rate_per_second, Some(200.0));
+        assert!(f.no_capacity("p4d.24xlarge", "us-east-1a"));
+        assert!(!f.no_capacity("p4d.24xlarge", "us-east-1c"));
+        assert!(f.no_capacity("g5.xlarge", "us-east-1b"));
+    }
+
+    #[test]
+    fn empty_means_no_faults() {
+        assert_eq!(Faults::parse("").expect("parses"), Faults::default());
+        assert_eq!(Faults::parse(" , ").expect("parses"), Faults::default());
+    }
+
+    #[test]
+    fn durations() {
+        for (s, d) in [
+            ("0", Duration::ZERO),
+            ("1s", Duration::from_secs(1)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("250us", Duration::from_micros(250)),
+            ("7ns", Duration::from_nanos(7)),
+        ] {
+            assert_eq!(parse_duration(s), Ok(d), "{s}");
+        }
+    }
+
+    #[test]
+    fn capacity_without_zone_means_every_zone() {
+        let f = Faults::parse("capacity=p5.48xlarge").expect("parses");
+        assert!(f.no_capacity("p5.48xlarge", "us-west-2b"));
+    }
+
+    fn err_of(s: &str) -> String {
+        match Faults::parse(s) {
+            Err(e) => e.to_string(),
+            Ok(f) => panic!("`{s}` parsed as {f:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_item_and_the_accepted_forms() {
+        let e = err_of("latency=50ms,bogus=1");
+        assert!(
+            e.contains("bogus=1") && e.contains("unknown fault") && e.contains("throttle="),
+            "{e}"
+        );
+        let e = err_of("latency=fast");
+        assert!(e.contains("latency=fast") && e.contains("50ms"), "{e}");
+        let e = err_of("latency=5m");
+        assert!(e.contains("latency=5m"), "{e}");
+        let e = err_of("throttle=1.5");
+        assert!(
+            e.contains("throttle=1.5") && e.contains("between 0 and 1"),
+            "{e}"
+        );
+        let e = err_of("fail=-0.1");
+        assert!(e.contains("fail=-0.1"), "{e}");
+        let e = err_of("crash_after=0");
+        assert!(
+            e.contains("crash_after=0") && e.contains("at least 1"),
+            "{e}"
+        );
+        let e = err_of("crash_after=x");
+        assert!(e.contains("crash_after=x"), "{e}");
+        let e = err_of("seed=-1");
+        assert!(e.contains("seed=-1"), "{e}");
+        let e = err_of("quota_gpus=lots");
+        assert!(e.contains("quota_gpus=lots"), "{e}");
+        let e = err_of("rate=0");
+        assert!(e.contains("rate=0") && e.contains("positive"), "{e}");
+        let e = err_of("capacity=@us-east-1a");
+        assert!(
+            e.contains("capacity=@us-east-1a") && e.contains("@<zone"),
+            "{e}"
+        );
+        let e = err_of("seed");
+        assert!(e.contains("key=value"), "{e}");
+        let e = err_of("seed=1,seed=2");
+        assert!(e.contains("more than once"), "{e}");
+    }
+}

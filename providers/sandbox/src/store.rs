@@ -1,0 +1,421 @@
+//! The in-memory inventory: every live resource, indexed by id, token,
+//! (region, project) and address, and the records that change it.
+//!
+//! Live calls and replay go through the same `apply_*` functions, so what a
+//! process sees after reopening is exactly what the previous one had.
+
+use gpuform_provider::{Attrs, Cloud, ObservedResource, OwnershipTags, ResourceKind};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// One line of the inventory log.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub(crate) enum Record {
+    Header {
+        version: u32,
+        salt: u64,
+        next_seq: u64,
+    },
+    Create(CreateRec),
+    Set {
+        cloud: Cloud,
+        id: String,
+        attrs: serde_json::Value,
+    },
+    Delete {
+        cloud: Cloud,
+        id: String,
+    },
+}
+
+/// The fields of a create record other than `attrs` (written separately, as
+/// the already-serialized JSON the store keeps).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CreateRec {
+    pub seq: u64,
+    pub cloud: Cloud,
+    pub kind: ResourceKind,
+    pub id: String,
+    pub region: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    #[serde(default)]
+    pub gpus: u32,
+    pub project: String,
+    pub address: String,
+    pub token: String,
+    pub lineage: String,
+    #[serde(default)]
+    pub refs: BTreeMap<String, String>,
+    #[serde(default, skip_serializing)]
+    pub attrs: Option<serde_json::Value>,
+}
+
+impl CreateRec {
+    /// The log line for this record with `attrs_json` (a JSON object).
+    pub fn line(&self, attrs_json: &str) -> String {
+        #[derive(Serialize)]
+        struct Tagged<'a> {
+            op: &'static str,
+            #[serde(flatten)]
+            rec: &'a CreateRec,
+        }
+        // Serializing plain strings, numbers and maps cannot fail.
+        let mut line = serde_json::to_string(&Tagged {
+            op: "create",
+            rec: self,
+        })
+        .unwrap_or_else(|_| String::from("{}"));
+        line.pop();
+        line.push_str(",\"attrs\":");
+        line.push_str(attrs_json);
+        line.push_str("}\n");
+        line
+    }
+}
+
+pub(crate) fn header_line(salt: u64, next_seq: u64) -> String {
+    format!("{{\"op\":\"header\",\"version\":{FORMAT_VERSION},\"salt\":{salt},\"next_seq\":{next_seq}}}\n")
+}
+
+pub(crate) fn set_line(cloud: Cloud, id: &str, attrs_json: &str) -> String {
+    format!(
+        "{{\"op\":\"set\",\"cloud\":\"{}\",\"id\":{},\"attrs\":{attrs_json}}}\n",
+        cloud.as_str(),
+        json_str(id)
+    )
+}
+
+pub(crate) fn delete_line(cloud: Cloud, id: &str) -> String {
+    format!(
+        "{{\"op\":\"delete\",\"cloud\":\"{}\",\"id\":{}}}\n",
+        cloud.as_str(),
+        json_str(id)
+    )
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
+}
+
+/// The roles of a kind's refs that keep the referenced resource from being
+/// deleted (AWS's DependencyViolation). A volume's instance does not: ending
+/// an instance detaches its volumes.
+pub(crate) fn blocking_roles(kind: ResourceKind) -> &'static [&'static str] {
+    match kind {
+        ResourceKind::Subnet | ResourceKind::Firewall => &["network"],
+        ResourceKind::Instance => &["subnet", "firewall", "placement"],
+        _ => &[],
+    }
+}
+
+pub(crate) struct Entry {
+    pub kind: ResourceKind,
+    pub seq: u64,
+    pub region: Arc<str>,
+    pub zone: Option<Arc<str>>,
+    pub project: Arc<str>,
+    pub lineage: Arc<str>,
+    pub address: Box<str>,
+    pub token: Box<str>,
+    /// The attributes as a compact JSON object: a few hundred bytes instead
+    /// of a tree of maps (a BTreeMap node alone is ~600 bytes).
+    pub attrs: Box<str>,
+    pub refs: Box<[(Box<str>, Box<str>)]>,
+    pub gpus: u32,
+    /// Live resources whose blocking refs point here.
+    pub dependents: u32,
+}
+
+impl Entry {
+    pub fn attrs(&self) -> Attrs {
+        serde_json::from_str(&self.attrs).unwrap_or_default()
+    }
+
+    pub fn ref_of(&self, role: &str) -> Option<&str> {
+        self.refs
+            .iter()
+            .find(|(r, _)| &**r == role)
+            .map(|(_, id)| &**id)
+    }
+
+    pub fn ownership(&self) -> OwnershipTags {
+        OwnershipTags {
+            project: self.project.to_string(),
+            address: self.address.to_string(),
+            token: self.token.to_string(),
+            lineage: self.lineage.to_string(),
+        }
+    }
+
+    pub fn observed(&self, id: &str) -> ObservedResource {
+        self.observed_with(id, self.attrs())
+    }
+
+    pub fn observed_with(&self, id: &str, attrs: Attrs) -> ObservedResource {
+        ObservedResource {
+            kind: self.kind,
+            id: id.to_string(),
+            region: self.region.to_string(),
+            ownership: Some(self.ownership()),
+            attrs,
+            status: if self.kind == ResourceKind::Instance {
+                "running"
+            } else {
+                "available"
+            }
+            .to_string(),
+        }
+    }
+
+    /// Ownership tags plus the user's `tags` attribute.
+    pub fn tags(&self, attrs: &Attrs) -> BTreeMap<String, String> {
+        let mut tags = BTreeMap::new();
+        if let Some(serde_json::Value::Object(user)) = attrs.get("tags") {
+            for (k, v) in user {
+                if let Some(v) = v.as_str() {
+                    tags.insert(k.clone(), v.to_string());
+                }
+            }
+        }
+        for (k, v) in self.ownership().to_tags() {
+            tags.insert(k.to_string(), v.to_string());
+        }
+        tags
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct CloudStore {
+    pub by_id: HashMap<Box<str>, Entry>,
+    pub by_token: HashMap<Box<str>, Box<str>>,
+    /// region -> project -> ids (sorted, so pages are stable).
+    pub owned: HashMap<Arc<str>, HashMap<Arc<str>, BTreeSet<Box<str>>>>,
+    /// region -> GPUs of live instances.
+    pub gpus: HashMap<Arc<str>, u64>,
+}
+
+pub(crate) struct Store {
+    pub clouds: [CloudStore; 4],
+    pub by_address: HashMap<Box<str>, Vec<(Cloud, Box<str>)>>,
+    interned: HashSet<Arc<str>>,
+    pub salt: u64,
+    pub next_seq: u64,
+    /// Lines in the log (header included), to decide on compaction.
+    pub records: u64,
+}
+
+pub(crate) fn cloud_index(cloud: Cloud) -> usize {
+    match cloud {
+        Cloud::Aws => 0,
+        Cloud::Alibaba => 1,
+        Cloud::Tencent => 2,
+        Cloud::Huawei => 3,
+    }
+}
+
+impl Store {
+    pub fn new(salt: u64, next_seq: u64) -> Store {
+        Store {
+            clouds: Default::default(),
+            by_address: HashMap::new(),
+            interned: HashSet::new(),
+            salt,
+            next_seq,
+            records: 0,
+        }
+    }
+
+    pub fn cloud(&self, cloud: Cloud) -> &CloudStore {
+        &self.clouds[cloud_index(cloud)]
+    }
+
+    pub fn get(&self, cloud: Cloud, id: &str) -> Option<&Entry> {
+        self.cloud(cloud).by_id.get(id)
+    }
+
+    pub fn live(&self) -> usize {
+        self.clouds.iter().map(|c| c.by_id.len()).sum()
+    }
+
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.interned.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.interned.insert(a.clone());
+        a
+    }
+
+    /// Adds a resource. `attrs_json` is a compact JSON object.
+    pub fn apply_create(&mut self, rec: &CreateRec, attrs_json: Box<str>) -> Result<(), String> {
+        let ci = cloud_index(rec.cloud);
+        if self.clouds[ci].by_id.contains_key(rec.id.as_str()) {
+            return Err(format!("{} `{}` is created twice", rec.kind, rec.id));
+        }
+        for role in blocking_roles(rec.kind) {
+            if let Some(parent) = rec.refs.get(*role) {
+                if let Some(p) = self.clouds[ci].by_id.get_mut(parent.as_str()) {
+                    p.dependents += 1;
+                }
+            }
+        }
+        let region = self.intern(&rec.region);
+        let project = self.intern(&rec.project);
+        let lineage = self.intern(&rec.lineage);
+        let zone = rec.zone.as_deref().map(|z| self.intern(z));
+        let id: Box<str> = rec.id.as_str().into();
+        let cs = &mut self.clouds[ci];
+        if !rec.token.is_empty() {
+            cs.by_token.insert(rec.token.as_str().into(), id.clone());
+        }
+        cs.owned
+            .entry(region.clone())
+            .or_default()
+            .entry(project.clone())
+            .or_default()
+            .insert(id.clone());
+        if rec.gpus > 0 {
+            *cs.gpus.entry(region.clone()).or_default() += u64::from(rec.gpus);
+        }
+        cs.by_id.insert(
+            id.clone(),
+            Entry {
+                kind: rec.kind,
+                seq: rec.seq,
+                region,
+                zone,
+                project,
+                lineage,
+                address: rec.address.as_str().into(),
+                token: rec.token.as_str().into(),
+                attrs: attrs_json,
+                refs: rec
+                    .refs
+                    .iter()
+                    .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
+                    .collect(),
+                gpus: rec.gpus,
+                dependents: 0,
+            },
+        );
+        self.by_address
+            .entry(rec.address.as_str().into())
+            .or_default()
+            .push((rec.cloud, id));
+        self.next_seq = self.next_seq.max(rec.seq + 1);
+        Ok(())
+    }
+
+    /// Replaces a resource's attributes; a missing id is ignored.
+    pub fn apply_set(&mut self, cloud: Cloud, id: &str, attrs_json: Box<str>) {
+        if let Some(e) = self.clouds[cloud_index(cloud)].by_id.get_mut(id) {
+            e.attrs = attrs_json;
+        }
+    }
+
+    /// Removes a resource; a missing id is ignored (deletes are idempotent).
+    pub fn apply_delete(&mut self, cloud: Cloud, id: &str) {
+        let cs = &mut self.clouds[cloud_index(cloud)];
+        let Some((id, e)) = cs.by_id.remove_entry(id) else {
+            return;
+        };
+        for role in blocking_roles(e.kind) {
+            if let Some(parent) = e.ref_of(role) {
+                if let Some(p) = cs.by_id.get_mut(parent) {
+                    p.dependents = p.dependents.saturating_sub(1);
+                }
+            }
+        }
+        if !e.token.is_empty() && cs.by_token.get(&*e.token) == Some(&id) {
+            cs.by_token.remove(&*e.token);
+        }
+        if let Some(projects) = cs.owned.get_mut(&*e.region) {
+            if let Some(ids) = projects.get_mut(&*e.project) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    projects.remove(&*e.project);
+                }
+            }
+        }
+        if e.gpus > 0 {
+            if let Some(n) = cs.gpus.get_mut(&*e.region) {
+                *n = n.saturating_sub(u64::from(e.gpus));
+            }
+        }
+        if let Some(list) = self.by_address.get_mut(&*e.address) {
+            list.retain(|(c, i)| !(*c == cloud && *i == id));
+            if list.is_empty() {
+                self.by_address.remove(&*e.address);
+            }
+        }
+    }
+
+    /// Applies one parsed log record (replay).
+    pub fn apply(&mut self, rec: Record) -> Result<(), String> {
+        match rec {
+            Record::Header { .. } => Err("a header record in the middle of the log".to_string()),
+            Record::Create(mut c) => {
+                let attrs = match c.attrs.take() {
+                    Some(v @ serde_json::Value::Object(_)) => v.to_string(),
+                    Some(_) => return Err("`attrs` is not a JSON object".to_string()),
+                    None => "{}".to_string(),
+                };
+                self.apply_create(&c, attrs.into_boxed_str())
+            }
+            Record::Set { cloud, id, attrs } => {
+                if !attrs.is_object() {
+                    return Err("`attrs` is not a JSON object".to_string());
+                }
+                self.apply_set(cloud, &id, attrs.to_string().into_boxed_str());
+                Ok(())
+            }
+            Record::Delete { cloud, id } => {
+                self.apply_delete(cloud, &id);
+                Ok(())
+            }
+        }
+    }
+
+    /// The log lines that recreate this store: a header, then every live
+    /// resource in creation order (parents before children, so dependents
+    /// are counted again on replay).
+    pub fn snapshot_lines(&self) -> Vec<String> {
+        let mut all: Vec<(u64, Cloud, &str, &Entry)> = Vec::with_capacity(self.live());
+        for cloud in Cloud::ALL {
+            for (id, e) in &self.cloud(cloud).by_id {
+                all.push((e.seq, cloud, id, e));
+            }
+        }
+        all.sort_by_key(|(seq, ..)| *seq);
+        let mut lines = Vec::with_capacity(all.len() + 1);
+        lines.push(header_line(self.salt, self.next_seq));
+        for (seq, cloud, id, e) in all {
+            let rec = CreateRec {
+                seq,
+                cloud,
+                kind: e.kind,
+                id: id.to_string(),
+                region: e.region.to_string(),
+                zone: e.zone.as_deref().map(str::to_string),
+                gpus: e.gpus,
+                project: e.project.to_string(),
+                address: e.address.to_string(),
+                token: e.token.to_string(),
+                lineage: e.lineage.to_string(),
+                refs: e
+                    .refs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                attrs: None,
+            };
+            lines.push(rec.line(&e.attrs));
+        }
+        lines
+    }
+}
