@@ -148,9 +148,12 @@ impl fmt::Debug for Request {
             .headers
             .iter()
             .map(|(n, v)| {
-                let l = n.to_ascii_lowercase();
-                let hide = l == "authorization" || l.ends_with("token") && l != "x-client-token";
-                (n.as_str(), if hide { "<redacted>" } else { v.as_str() })
+                let shown = if is_sensitive_header(n) {
+                    "<redacted>"
+                } else {
+                    v.as_str()
+                };
+                (n.as_str(), shown)
             })
             .collect();
         f.debug_struct("Request")
@@ -164,11 +167,19 @@ impl fmt::Debug for Request {
     }
 }
 
+/// Headers whose values are credentials: `Authorization` and STS session
+/// tokens (`X-TC-Token`, `x-acs-security-token`, `X-Security-Token`), but not
+/// the `X-Client-Token` idempotency key.
+fn is_sensitive_header(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l == "authorization" || (l.ends_with("token") && l != "x-client-token")
+}
+
 /// What a header signer returns. `headers` are to be added to the request
 /// as they are (date / nonce / content hash headers first, `Authorization`
 /// last). The other fields are for debugging a rejected signature; none of
 /// them contains the secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Signed {
     pub headers: Vec<(String, String)>,
     pub canonical_request: String,
@@ -188,6 +199,39 @@ impl Signed {
     /// that already carries its headers.
     pub fn apply(&self, req: &mut Request) {
         req.headers.extend(self.headers.iter().cloned());
+    }
+}
+
+/// Hides credential-bearing headers, including their lines in the canonical
+/// request (an STS token is a signed header for ACS3 and Huawei).
+impl fmt::Debug for Signed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redact = |name: &str, value: &str| {
+            if is_sensitive_header(name) {
+                "<redacted>".to_string()
+            } else {
+                value.to_string()
+            }
+        };
+        let headers: Vec<(&str, String)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), redact(n, v)))
+            .collect();
+        let canonical: Vec<String> = self
+            .canonical_request
+            .split('\n')
+            .map(|line| match line.split_once(':') {
+                Some((n, v)) if !n.contains(' ') => format!("{n}:{}", redact(n, v)),
+                _ => line.to_string(),
+            })
+            .collect();
+        f.debug_struct("Signed")
+            .field("headers", &headers)
+            .field("canonical_request", &canonical.join("\n"))
+            .field("string_to_sign", &self.string_to_sign)
+            .field("signature", &self.signature)
+            .finish()
     }
 }
 
@@ -238,6 +282,27 @@ mod tests {
         let d = format!("{r:?}");
         assert!(!d.contains("hunter2") && !d.contains("SIG") && !d.contains("TOKEN"));
         assert!(d.contains("idem-1") && d.contains("<23 bytes>"));
+    }
+
+    #[test]
+    fn signed_debug_hides_session_tokens() {
+        let r = Request::new("POST", "h", "/")
+            .with_header("x-acs-security-token", "STS-SECRET-TOKEN")
+            .with_header("x-acs-action", "RunInstances");
+        let s = acs3::sign(
+            &r,
+            &Credentials::new("id", "secret"),
+            OffsetDateTime::UNIX_EPOCH,
+            "n",
+        )
+        .unwrap();
+        assert!(s.canonical_request.contains("STS-SECRET-TOKEN"));
+        let d = format!("{s:?}");
+        assert!(!d.contains("STS-SECRET-TOKEN"), "{d}");
+        assert!(
+            d.contains("x-acs-security-token:<redacted>")
+                && d.contains("x-acs-action:RunInstances")
+        );
     }
 
     #[test]
