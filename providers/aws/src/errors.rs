@@ -1,0 +1,328 @@
+//! EC2 errors mapped to gpuform's neutral error kinds.
+//!
+//! The mapping is a pure function of the EC2 error code (and the HTTP status
+//! when there is no code), so it is unit-tested as a table. Every
+//! [`ProviderError`] built here carries the EC2 code and request id, and never
+//! anything from the request's credentials: messages come from EC2's own error
+//! body (which never echoes secrets) or from this module.
+
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_ec2::operation::RequestId;
+use gpuform_provider::{ErrorKind, ProviderError};
+
+/// What kind of call failed: a `*.NotFound` code means "the resource is gone"
+/// when reading or deleting it, but "your input is wrong" when it names
+/// something the request refers to (an image, a subnet...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Create,
+    Other,
+}
+
+/// Codes whose `NotFound` always means bad input, whatever the call.
+const INPUT_NOT_FOUND_PREFIXES: &[&str] =
+    &["InvalidAMIID.", "InvalidInstanceType", "InvalidKeyPair."];
+
+/// The neutral kind of an EC2 error code. `status` is the HTTP status, used
+/// when the code says nothing (5xx -> transient).
+pub fn classify(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
+    match code {
+        // Capacity: the engine tries the next zone.
+        "InsufficientInstanceCapacity"
+        | "InsufficientHostCapacity"
+        | "InsufficientReservedInstanceCapacity"
+        | "InsufficientCapacity"
+        | "InsufficientCapacityOnHost"
+        | "InsufficientFreeAddressesInSubnet"
+        | "SpotMaxPriceTooLow"
+        | "Unsupported" => return ErrorKind::Capacity,
+        // Throttling: back off within the shared rate budget.
+        "RequestLimitExceeded"
+        | "Throttling"
+        | "ThrottlingException"
+        | "RequestThrottled"
+        | "RequestThrottledException"
+        | "TooManyRequestsException"
+        | "SlowDown" => return ErrorKind::Throttled,
+        // Credentials and permissions.
+        "AuthFailure"
+        | "UnauthorizedOperation"
+        | "Blocked"
+        | "OptInRequired"
+        | "PendingVerification"
+        | "SignatureDoesNotMatch"
+        | "InvalidClientTokenId"
+        | "InvalidAccessKeyId"
+        | "ExpiredToken"
+        | "RequestExpired"
+        | "MissingAuthenticationToken"
+        | "AccessDenied"
+        | "AccessDeniedException" => return ErrorKind::Auth,
+        // Something still uses the resource, or it is not in a state that
+        // allows the call yet: retry later.
+        "DependencyViolation"
+        | "VolumeInUse"
+        | "IncorrectState"
+        | "IncorrectInstanceState"
+        | "InvalidPlacementGroup.InUse" => return ErrorKind::DependencyViolation,
+        "InternalError" | "InternalFailure" | "ServiceUnavailable" | "Unavailable" => {
+            return ErrorKind::Transient
+        }
+        _ => {}
+    }
+    if code.ends_with("LimitExceeded") {
+        // InstanceLimitExceeded, VcpuLimitExceeded, VolumeLimitExceeded,
+        // VpcLimitExceeded, MaxSpotInstanceCountExceeded is below.
+        return ErrorKind::Quota;
+    }
+    if code == "MaxSpotInstanceCountExceeded" || code == "ResourceCountExceeded" {
+        return ErrorKind::Quota;
+    }
+    if code.ends_with(".NotFound") || code.ends_with(".Unknown") {
+        if INPUT_NOT_FOUND_PREFIXES.iter().any(|p| code.starts_with(p)) {
+            return ErrorKind::Invalid;
+        }
+        return match op {
+            // A create names the resources it refers to; one missing is an
+            // input problem (stale state), not "the thing created is gone".
+            Op::Create => ErrorKind::Invalid,
+            Op::Other => ErrorKind::NotFound,
+        };
+    }
+    if code.starts_with("Invalid")
+        || code.starts_with("Missing")
+        || code.starts_with("Unknown")
+        || code.starts_with("Unsupported")
+        || code == "IdempotentParameterMismatch"
+        || code == "ValidationError"
+        || code == "OperationNotPermitted"
+    {
+        return ErrorKind::Invalid;
+    }
+    match status {
+        Some(s) if s >= 500 => ErrorKind::Transient,
+        Some(429) => ErrorKind::Throttled,
+        Some(401) | Some(403) => ErrorKind::Auth,
+        Some(s) if s >= 400 => ErrorKind::Invalid,
+        _ => ErrorKind::Transient,
+    }
+}
+
+/// A hint appended to the message for codes where the fix is not obvious.
+pub fn hint(code: &str, kind: ErrorKind) -> Option<String> {
+    let h = if code.starts_with("InvalidAMIID") {
+        "hint: the image does not exist in this region or is not visible to this account; use a logical image name (e.g. ubuntu-22.04-cuda) or an AMI id from this region"
+    } else if code.starts_with("InvalidInstanceType") {
+        "hint: this instance type does not exist or is not offered in this region; check `aws ec2 describe-instance-type-offerings`"
+    } else if code.starts_with("InvalidSubnetID")
+        || code.starts_with("InvalidGroup")
+        || code.starts_with("InvalidVpcID")
+        || code.starts_with("InvalidPlacementGroup")
+    {
+        "hint: a resource this one depends on is gone; run a refresh (plan) so gpuform re-creates it"
+    } else if code == "InstanceLimitExceeded"
+        || code == "VcpuLimitExceeded"
+        || code == "MaxSpotInstanceCountExceeded"
+    {
+        "this is an EC2 service quota (vCPUs of running instances per family, e.g. \"Running On-Demand P instances\" or \"All P Spot Instance Requests\"); retrying will not help. Raise it in the Service Quotas console (Amazon EC2) or with `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code <code> --desired-value <vCPUs>` (find the code with `aws service-quotas list-service-quotas --service-code ec2`)"
+    } else if kind == ErrorKind::Quota {
+        "this is an account quota; retrying will not help. Raise it in the Service Quotas console (Amazon EC2) or with `aws service-quotas request-service-quota-increase --service-code ec2 ...`"
+    } else if kind == ErrorKind::Capacity {
+        "AWS has no capacity for this request in this zone right now; another zone or a later try may succeed"
+    } else if kind == ErrorKind::Auth {
+        "hint: check the credentials aws-config found (environment, ~/.aws profiles, SSO, instance metadata) and their IAM permissions"
+    } else {
+        return None;
+    };
+    Some(h.to_string())
+}
+
+/// Builds the neutral error from a code, message, status and request id.
+pub fn from_parts(
+    action: &str,
+    code: Option<&str>,
+    message: Option<&str>,
+    status: Option<u16>,
+    request_id: Option<&str>,
+    op: Op,
+) -> ProviderError {
+    let kind = match code {
+        Some(c) => classify(c, status, op),
+        None => classify("", status, op),
+    };
+    let mut msg = format!("EC2 {action} failed");
+    if let Some(m) = message.filter(|m| !m.is_empty()) {
+        msg.push_str(": ");
+        msg.push_str(m);
+    } else if let Some(s) = status {
+        msg.push_str(&format!(": HTTP {s}"));
+    }
+    if let Some(h) = code.and_then(|c| hint(c, kind)) {
+        msg.push_str(". ");
+        msg.push_str(&h);
+    }
+    let mut err = ProviderError::new(kind, msg);
+    if let Some(c) = code {
+        err = err.with_code(c);
+    }
+    if let Some(r) = request_id {
+        err = err.with_request_id(r);
+    }
+    err
+}
+
+/// Maps any SDK operation error to the neutral error.
+pub fn map_sdk<E>(action: &str, op: Op, err: SdkError<E, HttpResponse>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match &err {
+        SdkError::ServiceError(se) => {
+            let status = se.raw().status().as_u16();
+            let meta = se.err().meta();
+            let request_id = meta
+                .request_id()
+                .or_else(|| se.raw().headers().request_id());
+            from_parts(
+                action,
+                meta.code(),
+                meta.message(),
+                Some(status),
+                request_id,
+                op,
+            )
+        }
+        SdkError::ResponseError(re) => {
+            // A response that is not EC2's XML (e.g. an HTML 500 page).
+            let status = re.raw().status().as_u16();
+            let request_id = re.raw().headers().request_id();
+            let mut e = from_parts(
+                action,
+                None,
+                Some(&format!("unparseable response (HTTP {status})")),
+                Some(status),
+                request_id,
+                op,
+            );
+            if status < 500 && status != 429 {
+                e.kind = ErrorKind::Invalid;
+            }
+            e
+        }
+        SdkError::TimeoutError(_) => {
+            ProviderError::new(ErrorKind::Transient, format!("EC2 {action} timed out"))
+        }
+        SdkError::DispatchFailure(df) => {
+            // The connector error's Display names the endpoint and the I/O
+            // failure, never credentials.
+            let what = if df.is_timeout() {
+                "timed out".to_string()
+            } else if df.is_io() {
+                "could not reach the endpoint (I/O error)".to_string()
+            } else {
+                "could not send the request".to_string()
+            };
+            ProviderError::new(ErrorKind::Transient, format!("EC2 {action} {what}"))
+        }
+        SdkError::ConstructionFailure(_) => ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "EC2 {action}: the request could not be built (missing region or invalid input?)"
+            ),
+        ),
+        _ => ProviderError::new(ErrorKind::Transient, format!("EC2 {action} failed")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ErrorKind::*;
+
+    #[test]
+    fn mapping_table() {
+        let table: &[(&str, Op, ErrorKind)] = &[
+            ("InsufficientInstanceCapacity", Op::Create, Capacity),
+            ("Unsupported", Op::Create, Capacity),
+            ("InsufficientHostCapacity", Op::Create, Capacity),
+            ("RequestLimitExceeded", Op::Other, Throttled),
+            ("Throttling", Op::Other, Throttled),
+            ("InstanceLimitExceeded", Op::Create, Quota),
+            ("VcpuLimitExceeded", Op::Create, Quota),
+            ("MaxSpotInstanceCountExceeded", Op::Create, Quota),
+            ("VolumeLimitExceeded", Op::Create, Quota),
+            ("VpcLimitExceeded", Op::Create, Quota),
+            ("DependencyViolation", Op::Other, DependencyViolation),
+            ("VolumeInUse", Op::Other, DependencyViolation),
+            ("IncorrectInstanceState", Op::Create, DependencyViolation),
+            ("InvalidInstanceID.NotFound", Op::Other, NotFound),
+            ("InvalidVpcID.NotFound", Op::Other, NotFound),
+            ("InvalidGroup.NotFound", Op::Other, NotFound),
+            ("InvalidPlacementGroup.Unknown", Op::Other, NotFound),
+            ("InvalidSubnetID.NotFound", Op::Create, Invalid),
+            ("InvalidAMIID.NotFound", Op::Create, Invalid),
+            ("InvalidAMIID.NotFound", Op::Other, Invalid),
+            ("InvalidAMIID.Malformed", Op::Create, Invalid),
+            ("InvalidInstanceType", Op::Create, Invalid),
+            ("InvalidParameterValue", Op::Create, Invalid),
+            ("InvalidParameterCombination", Op::Create, Invalid),
+            ("IdempotentParameterMismatch", Op::Create, Invalid),
+            ("AuthFailure", Op::Other, Auth),
+            ("UnauthorizedOperation", Op::Create, Auth),
+            ("InternalError", Op::Other, Transient),
+            ("ServiceUnavailable", Op::Other, Transient),
+        ];
+        for (code, op, want) in table {
+            assert_eq!(classify(code, Some(400), *op), *want, "{code} ({op:?})");
+        }
+        // No code: the status decides.
+        assert_eq!(classify("", Some(500), Op::Other), Transient);
+        assert_eq!(classify("", Some(503), Op::Create), Transient);
+        assert_eq!(classify("", Some(403), Op::Other), Auth);
+        assert_eq!(classify("", None, Op::Other), Transient);
+        assert_eq!(classify("SomethingNew", Some(502), Op::Other), Transient);
+    }
+
+    #[test]
+    fn errors_carry_code_request_id_and_hints() {
+        let e = from_parts(
+            "RunInstances",
+            Some("VcpuLimitExceeded"),
+            Some("You have requested more vCPU capacity than your current vCPU limit of 0 allows"),
+            Some(400),
+            Some("req-123"),
+            Op::Create,
+        );
+        assert_eq!(e.kind, Quota);
+        assert_eq!(e.code.as_deref(), Some("VcpuLimitExceeded"));
+        assert_eq!(e.request_id.as_deref(), Some("req-123"));
+        assert!(
+            e.message.contains("Service Quotas console"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .contains("aws service-quotas request-service-quota-increase"),
+            "{}",
+            e.message
+        );
+        let shown = e.to_string();
+        assert!(
+            shown.contains("code VcpuLimitExceeded") && shown.contains("req-123"),
+            "{shown}"
+        );
+
+        let e = from_parts(
+            "RunInstances",
+            Some("InvalidAMIID.NotFound"),
+            Some("The image id '[ami-1]' does not exist"),
+            Some(400),
+            None,
+            Op::Create,
+        );
+        assert_eq!(e.kind, Invalid);
+        assert!(e.message.contains("hint: the image"), "{}", e.message);
+    }
+}
