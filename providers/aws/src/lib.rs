@@ -544,19 +544,20 @@ impl AwsProvider {
             attr_str(a, "instance_type")?.ok_or_else(|| missing("instance", "instance_type"))?;
         let image = attr_str(a, "image")?.ok_or_else(|| missing("instance", "image"))?;
         let pricing = attr_str(a, "pricing")?.unwrap_or_else(|| "on-demand".to_string());
-        let spot =
-            match pricing.as_str() {
-                "spot" => true,
-                // Reserved instances and savings plans are billing constructs: the
-                // launch is an ordinary on-demand one.
-                "on-demand" | "reserved-1y" | "reserved-3y" => false,
-                other => return Err(ProviderError::new(
+        let spot = match pricing.as_str() {
+            "spot" => true,
+            // Reserved instances and savings plans are billing constructs: the
+            // launch is an ordinary on-demand one.
+            "on-demand" | "reserved-1y" | "reserved-3y" => false,
+            other => {
+                return Err(ProviderError::new(
                     ErrorKind::Invalid,
                     format!(
                         "pricing `{other}` is not one of on-demand, spot, reserved-1y, reserved-3y"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let rdma = attr_bool(a, "rdma")?.unwrap_or(false);
         let root_gb = attr_u32(a, "root_gb")?;
         let user_data = attr_str(a, "user_data")?;
@@ -862,18 +863,35 @@ impl AwsProvider {
         if volume_gone(v) {
             return Ok(());
         }
-        let attached = v.attachments().iter().any(|a| {
-            matches!(
-                a.state().map(|s| s.as_str()),
-                Some("attached") | Some("attaching")
-            )
-        });
-        if attached {
-            c.detach_volume()
+        let attached: Vec<(Option<String>, Option<String>)> = v
+            .attachments()
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a.state().map(|s| s.as_str()),
+                    Some("attached") | Some("attaching")
+                )
+            })
+            .map(|a| {
+                (
+                    a.instance_id().map(str::to_string),
+                    a.device().map(str::to_string),
+                )
+            })
+            .collect();
+        for (instance_id, device) in &attached {
+            // Naming the instance and device is optional on AWS but makes the
+            // call unambiguous (and moto requires the instance).
+            let detached = c
+                .detach_volume()
                 .volume_id(id)
+                .set_instance_id(instance_id.clone())
+                .set_device(device.clone())
                 .send()
-                .await
-                .map_err(|e| map_sdk("DetachVolume", Op::Other, e))?;
+                .await;
+            ok_if_gone(detached.map(|_| ()), "DetachVolume")?;
+        }
+        if !attached.is_empty() {
             // Detaching takes a moment on AWS; wait a little, then let the
             // engine's retry of DependencyViolation do the rest.
             for _ in 0..15 {
