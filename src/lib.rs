@@ -4,3 +4,4 @@
 //! → apply (concurrent walk, journal) → state; providers behind a neutral trait.
 
 pub mod state;
+pub mod spec;

@@ -1,0 +1,524 @@
+//! The spec's data model: what a user writes, in provider-neutral words.
+//!
+//! These types are the single source of truth for the YAML format and for
+//! schemas/gpuform.schema.json (generated from them with schemars).
+
+use gpuform_provider::catalog::PricingModel;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A gpuform spec file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Project name: tags every resource (`gpuform:project`) and names the state.
+    pub project: String,
+    /// GPU clusters by name.
+    #[serde(default)]
+    pub clusters: BTreeMap<String, Cluster>,
+    /// Object-storage buckets by name.
+    #[serde(default)]
+    pub buckets: BTreeMap<String, Bucket>,
+    /// Spending limits; a plan above them fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
+    /// Where state is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateSettings>,
+    /// Declared variables with optional defaults, substituted as `${var.NAME}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variables: BTreeMap<String, Variable>,
+}
+
+/// Where a cluster runs: a cloud, or the built-in sandbox (which simulates AWS
+/// unless `--sandbox` is used, which simulates each cluster's own cloud).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CloudName {
+    /// Amazon Web Services.
+    Aws,
+    /// Alibaba Cloud.
+    Alibaba,
+    /// Tencent Cloud.
+    Tencent,
+    /// Huawei Cloud.
+    Huawei,
+    /// The built-in offline simulator.
+    Sandbox,
+}
+
+impl CloudName {
+    /// Every cloud, in the order they are listed to users.
+    pub const ALL: [CloudName; 5] = [
+        CloudName::Aws,
+        CloudName::Alibaba,
+        CloudName::Tencent,
+        CloudName::Huawei,
+        CloudName::Sandbox,
+    ];
+
+    /// The name as written in a spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloudName::Aws => "aws",
+            CloudName::Alibaba => "alibaba",
+            CloudName::Tencent => "tencent",
+            CloudName::Huawei => "huawei",
+            CloudName::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// What links the GPUs inside a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum InterconnectReq {
+    /// GPUs linked by NVLink/NVSwitch inside each node.
+    Nvlink,
+    /// PCIe only.
+    Pcie,
+    /// Whatever the instance type has (default).
+    #[default]
+    Any,
+}
+
+/// The network between nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fabric {
+    /// RDMA between nodes: EFA on AWS, eRDMA on Alibaba, RoCE/IB elsewhere.
+    Rdma,
+    /// Plain Ethernet/VPC networking (default).
+    #[default]
+    Ethernet,
+}
+
+/// One GPU cluster: `nodes` identical machines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    pub cloud: CloudName,
+    pub region: String,
+    /// Zones in order of preference; empty means every zone of the region, in
+    /// the cloud's order. Tried in order on capacity errors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
+    /// Number of nodes (at least 1).
+    #[schemars(schema_with = "count_schema")]
+    pub nodes: u32,
+    /// GPU model and count per node, e.g. `A100-80GB:8` or `T4` (count 1).
+    pub gpu: GpuRequest,
+    /// How the nodes are paid for: `on-demand` (default), `spot`,
+    /// `reserved-1y` or `reserved-3y`.
+    #[serde(default = "default_pricing")]
+    #[schemars(with = "PricingModelSchema")]
+    pub pricing: PricingModel,
+    #[serde(default)]
+    pub interconnect: InterconnectReq,
+    #[serde(default)]
+    pub fabric: Fabric,
+    #[serde(default)]
+    pub disk: Disk,
+    /// Logical image name each provider maps (e.g. `ubuntu-22.04-cuda`); a raw
+    /// image id is accepted and reported as lock-in.
+    #[serde(default = "default_image")]
+    pub image: String,
+    /// MIG profile to partition every GPU into (e.g. `3g.40gb`); validated
+    /// against the GPU model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<String>,
+    /// Escape hatch: a raw provider instance type. Always reported as lock-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    /// Cloud-init / user-data script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data: Option<String>,
+    /// Extra inbound rules; traffic between the cluster's nodes is always allowed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ingress: Vec<Ingress>,
+    /// Network CIDR of the cluster's private network.
+    #[serde(default = "default_cidr")]
+    pub cidr: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+}
+
+/// `MODEL[:COUNT]`, written as a string in YAML: `A100-80GB:8`, `T4` (count 1).
+///
+/// The model is checked against the catalog later (resolve); here only the
+/// syntax: a model of letters, digits, `-`, `_`, `.`, and a count of at least 1.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GpuRequest {
+    pub model: String,
+    pub count: u32,
+}
+
+/// Disks of each node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Disk {
+    /// Root volume size in GiB.
+    #[serde(default = "default_root_gb")]
+    #[schemars(schema_with = "count_schema")]
+    pub root_gb: u32,
+    /// Size of one extra data volume per node in GiB; none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_count_schema")]
+    pub data_gb: Option<u32>,
+}
+
+impl Default for Disk {
+    fn default() -> Self {
+        Disk {
+            root_gb: default_root_gb(),
+            data_gb: None,
+        }
+    }
+}
+
+/// An inbound firewall rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ingress {
+    /// `tcp`, `udp` or `icmp`.
+    #[serde(default = "default_protocol")]
+    pub protocol: String,
+    /// A port (`22`) or range (`8000-8100`), 1-65535. Required for every
+    /// protocol; for `icmp` it is checked but has no meaning (suggestion: make
+    /// it optional for `icmp`).
+    pub ports: String,
+    /// Source CIDR.
+    pub cidr: String,
+}
+
+/// An object-storage bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bucket {
+    pub cloud: CloudName,
+    pub region: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+}
+
+/// Spending limits in US dollars (each > 0); a plan above them fails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hourly_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_monthly_usd: Option<f64>,
+}
+
+/// Where state is kept, chosen by `backend`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "backend", rename_all = "lowercase", deny_unknown_fields)]
+pub enum StateSettings {
+    /// A JSON file on local disk (default `.gpuform/<project>.state.json`).
+    Local {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+}
+
+/// A declared variable: `variables: { nodes: { default: "2" } }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Variable {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+fn default_pricing() -> PricingModel {
+    PricingModel::OnDemand
+}
+fn default_image() -> String {
+    "ubuntu-22.04-cuda".to_string()
+}
+fn default_root_gb() -> u32 {
+    100
+}
+fn default_protocol() -> String {
+    "tcp".to_string()
+}
+fn default_cidr() -> String {
+    "10.0.0.0/16".to_string()
+}
+
+// ---------------------------------------------------------------------------
+// GpuRequest as a `MODEL[:COUNT]` string.
+
+impl GpuRequest {
+    /// Parses `MODEL[:COUNT]`. The error is a message and a hint.
+    pub fn parse(text: &str) -> Result<GpuRequest, (String, String)> {
+        let example = "write MODEL or MODEL:COUNT, e.g. `A100-80GB:8` or `T4`";
+        if text.trim() != text || text.contains(' ') {
+            return Err((
+                format!("GPU `{text}` contains spaces"),
+                format!("{example}, without spaces"),
+            ));
+        }
+        let (model, count) = match text.split_once(':') {
+            Some((m, c)) => (m, Some(c)),
+            None => (text, None),
+        };
+        if model.is_empty() {
+            return Err((format!("GPU `{text}` has no model"), example.to_string()));
+        }
+        let model_ok = model
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+            && model
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !model_ok {
+            return Err((
+                format!("GPU model `{model}` may contain only letters, digits, `-`, `_` and `.`"),
+                example.to_string(),
+            ));
+        }
+        let count = match count {
+            None => 1,
+            Some(c) => {
+                if c.is_empty() || !c.chars().all(|ch| ch.is_ascii_digit()) {
+                    return Err((
+                        format!("GPU count `{c}` in `{text}` is not a whole number"),
+                        example.to_string(),
+                    ));
+                }
+                let n = c.trim_start_matches('0');
+                if n.is_empty() {
+                    return Err((
+                        format!("GPU count in `{text}` must be at least 1"),
+                        format!("use `{model}:1` (or just `{model}`) for one GPU per node"),
+                    ));
+                }
+                if c.starts_with('0') {
+                    return Err((
+                        format!("GPU count `{c}` in `{text}` has a leading zero"),
+                        format!("write `{model}:{n}`"),
+                    ));
+                }
+                match n.parse::<u32>() {
+                    Ok(v) => v,
+                    Err(_) => {
+                        return Err((
+                            format!("GPU count `{c}` in `{text}` is too large"),
+                            example.to_string(),
+                        ))
+                    }
+                }
+            }
+        };
+        Ok(GpuRequest {
+            model: model.to_string(),
+            count,
+        })
+    }
+}
+
+impl std::fmt::Display for GpuRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.count == 1 {
+            write!(f, "{}", self.model)
+        } else {
+            write!(f, "{}:{}", self.model, self.count)
+        }
+    }
+}
+
+impl std::str::FromStr for GpuRequest {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        GpuRequest::parse(s).map_err(|(m, h)| format!("{m} ({h})"))
+    }
+}
+
+impl Serialize for GpuRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = GpuRequest;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a GPU as MODEL[:COUNT], e.g. `A100-80GB:8` or `T4`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<GpuRequest, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}
+
+/// The regular expression the schema gives for [`GpuRequest`].
+pub const GPU_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9._-]*(:[1-9][0-9]*)?$";
+
+impl JsonSchema for GpuRequest {
+    fn schema_name() -> String {
+        "GpuRequest".to_string()
+    }
+
+    fn json_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        use schemars::schema::{InstanceType, Metadata, SchemaObject, StringValidation};
+        SchemaObject {
+            instance_type: Some(InstanceType::String.into()),
+            string: Some(Box::new(StringValidation { pattern: Some(GPU_PATTERN.to_string()), ..Default::default() })),
+            metadata: Some(Box::new(Metadata {
+                description: Some("GPU model and count per node: MODEL[:COUNT], e.g. `A100-80GB:8` or `T4` (count 1).".into()),
+                examples: vec![serde_json::json!("A100-80GB:8"), serde_json::json!("T4"), serde_json::json!("L4:1")],
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+        .into()
+    }
+}
+
+/// Schema stand-in for [`PricingModel`], which lives in the provider crate
+/// and has no `JsonSchema` (its serde names are mirrored here).
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum PricingModelSchema {
+    /// Pay per hour, no commitment.
+    OnDemand,
+    /// Spare capacity at a discount; may be reclaimed.
+    Spot,
+    /// One-year reservation.
+    #[serde(rename = "reserved-1y")]
+    Reserved1y,
+    /// Three-year reservation.
+    #[serde(rename = "reserved-3y")]
+    Reserved3y,
+}
+
+/// A variable reference as a whole value, allowed where the schema expects a number.
+const VAR_REF_PATTERN: &str = r"^\$\{var\.[A-Za-z_][A-Za-z0-9_]*\}$";
+
+/// An integer of at least 1, or a `${var.NAME}` reference.
+fn count_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{
+        InstanceType, NumberValidation, SchemaObject, StringValidation, SubschemaValidation,
+    };
+    let int = SchemaObject {
+        instance_type: Some(InstanceType::Integer.into()),
+        number: Some(Box::new(NumberValidation {
+            minimum: Some(1.0),
+            maximum: Some(u32::MAX as f64),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let var = SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        string: Some(Box::new(StringValidation {
+            pattern: Some(VAR_REF_PATTERN.to_string()),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    SchemaObject {
+        subschemas: Some(Box::new(SubschemaValidation {
+            any_of: Some(vec![int.into(), var.into()]),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+    .into()
+}
+
+/// Like [`count_schema`], or null.
+fn optional_count_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, Schema, SchemaObject};
+    let mut base = match count_schema(gen) {
+        Schema::Object(o) => o,
+        other => return other,
+    };
+    if let Some(sub) = base.subschemas.as_mut() {
+        if let Some(any) = sub.any_of.as_mut() {
+            any.push(
+                SchemaObject {
+                    instance_type: Some(InstanceType::Null.into()),
+                    ..Default::default()
+                }
+                .into(),
+            );
+        }
+    }
+    base.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_request_syntax() {
+        assert_eq!(
+            GpuRequest::parse("A100-80GB:8"),
+            Ok(GpuRequest {
+                model: "A100-80GB".into(),
+                count: 8
+            })
+        );
+        assert_eq!(
+            GpuRequest::parse("T4"),
+            Ok(GpuRequest {
+                model: "T4".into(),
+                count: 1
+            })
+        );
+        for bad in [
+            "",
+            ":2",
+            "A100:0",
+            "A100:",
+            "A100:x",
+            "A100:-1",
+            "A 100",
+            "A100:08",
+            "A100:99999999999",
+            "/x",
+        ] {
+            assert!(GpuRequest::parse(bad).is_err(), "{bad}");
+        }
+        assert!(GpuRequest::parse("A100:0")
+            .unwrap_err()
+            .0
+            .contains("at least 1"));
+    }
+
+    #[test]
+    fn gpu_request_serde_round_trip() {
+        let g: GpuRequest = serde_json::from_value(serde_json::json!("H100:8")).unwrap();
+        assert_eq!(
+            serde_json::to_value(&g).unwrap(),
+            serde_json::json!("H100:8")
+        );
+        let t: GpuRequest = serde_yaml::from_str("T4").unwrap();
+        assert_eq!(t.to_string(), "T4");
+        assert!(serde_json::from_value::<GpuRequest>(serde_json::json!("T4:0")).is_err());
+        assert!(serde_json::from_value::<GpuRequest>(serde_json::json!(4)).is_err());
+    }
+
+    #[test]
+    fn cloud_names_match_serde() {
+        for c in CloudName::ALL {
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::json!(c.as_str())
+            );
+        }
+    }
+}

@@ -1,0 +1,1092 @@
+//! Validation: walks the YAML tree against the shape of [`Spec`](super::Spec),
+//! collecting every problem (unknown keys, wrong types, bad values) with its
+//! position, and builds the JSON value that serde then turns into a `Spec`.
+//!
+//! Walking the tree ourselves, rather than relying on serde's first error, is
+//! what lets one run report many errors, each at its own line and column.
+//! The allowed keys below must match the model; a unit test compares them with
+//! the generated JSON Schema so they cannot drift apart.
+
+use super::diagnostics::{Diagnostic, Diagnostics};
+use super::model::{CloudName, GpuRequest};
+use super::yaml::{shorten, Entry, Kind, Node, Pos, Style};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+pub(crate) const ROOT_KEYS: &[&str] = &[
+    "project",
+    "clusters",
+    "buckets",
+    "budget",
+    "state",
+    "variables",
+];
+pub(crate) const CLUSTER_KEYS: &[&str] = &[
+    "cloud",
+    "region",
+    "zones",
+    "nodes",
+    "gpu",
+    "pricing",
+    "interconnect",
+    "fabric",
+    "disk",
+    "image",
+    "mig",
+    "instance_type",
+    "user_data",
+    "ingress",
+    "cidr",
+    "tags",
+];
+pub(crate) const DISK_KEYS: &[&str] = &["root_gb", "data_gb"];
+pub(crate) const INGRESS_KEYS: &[&str] = &["protocol", "ports", "cidr"];
+pub(crate) const BUCKET_KEYS: &[&str] = &["cloud", "region", "tags"];
+pub(crate) const BUDGET_KEYS: &[&str] = &["max_hourly_usd", "max_monthly_usd"];
+pub(crate) const VARIABLE_KEYS: &[&str] = &["default", "description"];
+pub(crate) const STATE_LOCAL_KEYS: &[&str] = &["backend", "path"];
+
+const PRICING: &[&str] = &["on-demand", "spot", "reserved-1y", "reserved-3y"];
+const INTERCONNECT: &[&str] = &["nvlink", "pcie", "any"];
+const FABRIC: &[&str] = &["rdma", "ethernet"];
+const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp"];
+const BACKENDS: &[&str] = &["local"];
+
+/// The closest candidate to `name`, if close enough to be a likely typo.
+pub(crate) fn suggest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let lower = name.to_lowercase();
+    let limit = ((name.chars().count() + 2) / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (strsim::damerau_levenshtein(&lower, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Cluster and bucket names: lowercase letters, digits and `-`, starting with a letter.
+pub fn valid_resource_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A suggested valid name for an invalid one (lowercased, `_`/spaces to `-`).
+fn fix_name(name: &str) -> String {
+    let mut s: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while s.starts_with(|c: char| !c.is_ascii_lowercase()) && !s.is_empty() {
+        s.remove(0);
+    }
+    if s.is_empty() {
+        "my-cluster".to_string()
+    } else {
+        s
+    }
+}
+
+/// Checks an IPv4 or IPv6 CIDR; `Err((message, hint))`.
+pub fn check_cidr(text: &str, allow_v6: bool) -> Result<(), (String, String)> {
+    let example = if allow_v6 {
+        "e.g. `10.0.0.0/16`, `0.0.0.0/0` or `::/0`"
+    } else {
+        "e.g. `10.0.0.0/16`"
+    };
+    let Some((addr, prefix)) = text.split_once('/') else {
+        return Err((
+            format!("`{}` is not a CIDR block (no `/prefix`)", shorten(text)),
+            format!("write ADDRESS/PREFIX, {example}"),
+        ));
+    };
+    let bad = || {
+        (
+            format!("`{}` is not a valid CIDR block", shorten(text)),
+            format!("write ADDRESS/PREFIX, {example}"),
+        )
+    };
+    let prefix: u32 =
+        if !prefix.is_empty() && prefix.len() <= 3 && prefix.chars().all(|c| c.is_ascii_digit()) {
+            prefix.parse().map_err(|_| bad())?
+        } else {
+            return Err(bad());
+        };
+    if let Ok(v4) = addr.parse::<Ipv4Addr>() {
+        if prefix > 32 {
+            return Err((
+                format!("prefix /{prefix} in `{text}` is larger than 32"),
+                format!("an IPv4 prefix is 0-32, {example}"),
+            ));
+        }
+        let bits = u32::from(v4);
+        let mask = if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - prefix)
+        };
+        if bits & !mask != 0 {
+            let net = Ipv4Addr::from(bits & mask);
+            return Err((
+                format!("`{text}` has host bits set"),
+                format!("did you mean `{net}/{prefix}`?"),
+            ));
+        }
+        return Ok(());
+    }
+    if allow_v6 {
+        if let Ok(v6) = addr.parse::<Ipv6Addr>() {
+            if prefix > 128 {
+                return Err((
+                    format!("prefix /{prefix} in `{text}` is larger than 128"),
+                    "an IPv6 prefix is 0-128".to_string(),
+                ));
+            }
+            let bits = u128::from(v6);
+            let mask = if prefix == 0 {
+                0
+            } else {
+                u128::MAX << (128 - prefix)
+            };
+            if bits & !mask != 0 {
+                let net = Ipv6Addr::from(bits & mask);
+                return Err((
+                    format!("`{text}` has host bits set"),
+                    format!("did you mean `{net}/{prefix}`?"),
+                ));
+            }
+            return Ok(());
+        }
+    }
+    Err(bad())
+}
+
+/// Checks `22` or `8000-8100` (1-65535, low ≤ high); `Err((message, hint))`.
+pub fn check_ports(text: &str) -> Result<(u16, u16), (String, String)> {
+    let hint = "write a port (`22`) or a range (`8000-8100`) between 1 and 65535".to_string();
+    let port = |s: &str| -> Result<u16, (String, String)> {
+        let s = s.trim();
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) {
+            return Err((
+                format!("`{}` is not a port or port range", shorten(text)),
+                hint.clone(),
+            ));
+        }
+        match s.parse::<u32>() {
+            Ok(p) if (1..=65535).contains(&p) => Ok(p as u16),
+            _ => Err((
+                format!("port {} in `{}` is out of range", shorten(s), shorten(text)),
+                hint.clone(),
+            )),
+        }
+    };
+    let (lo, hi) = match text.split_once('-') {
+        Some((a, b)) => (port(a)?, port(b)?),
+        None => {
+            let p = port(text)?;
+            (p, p)
+        }
+    };
+    if lo > hi {
+        return Err((
+            format!("port range `{text}` is reversed"),
+            format!("write `{hi}-{lo}`"),
+        ));
+    }
+    Ok((lo, hi))
+}
+
+/// Walks a parsed spec, collecting diagnostics and building its JSON form.
+pub(crate) struct Validator {
+    file: String,
+    pub diags: Diagnostics,
+}
+
+type Conv = fn(&mut Validator, &Node, &str) -> Option<Value>;
+
+struct Field {
+    name: &'static str,
+    required: bool,
+    conv: Conv,
+}
+
+const fn req(name: &'static str, conv: Conv) -> Field {
+    Field {
+        name,
+        required: true,
+        conv,
+    }
+}
+const fn opt(name: &'static str, conv: Conv) -> Field {
+    Field {
+        name,
+        required: false,
+        conv,
+    }
+}
+
+impl Validator {
+    pub fn new(file: &str) -> Validator {
+        Validator {
+            file: file.to_string(),
+            diags: Diagnostics::new(),
+        }
+    }
+
+    fn error(&mut self, pos: Pos, path: &str, message: impl Into<String>, hint: impl Into<String>) {
+        self.diags.push(
+            Diagnostic::new(&self.file, message)
+                .at(pos.line, pos.col)
+                .path(path)
+                .hint(hint),
+        );
+    }
+
+    /// The whole spec.
+    pub fn spec(&mut self, root: Option<&Node>) -> Option<Value> {
+        let Some(root) = root.filter(|r| !r.is_null()) else {
+            self.error(
+                Pos { line: 1, col: 1 },
+                "",
+                "the spec is empty",
+                "start with `project: NAME` and a `clusters:` mapping (see examples/quickstart.yaml)",
+            );
+            return None;
+        };
+        const FIELDS: &[Field] = &[
+            req("project", Validator::project),
+            opt("clusters", Validator::clusters),
+            opt("buckets", Validator::buckets),
+            opt("budget", Validator::budget),
+            opt("state", Validator::state),
+            opt("variables", Validator::variables),
+        ];
+        self.object(root, "", root.start, FIELDS, "the spec", &[])
+            .map(Value::Object)
+    }
+
+    /// A mapping with known fields. `missing_at` is where a missing key is reported.
+    fn object(
+        &mut self,
+        node: &Node,
+        path: &str,
+        missing_at: Pos,
+        fields: &[Field],
+        what: &str,
+        elsewhere: &[(&str, &str)],
+    ) -> Option<Map<String, Value>> {
+        let Kind::Map(entries) = &node.kind else {
+            let keys: Vec<&str> = fields.iter().map(|f| f.name).collect();
+            self.error(
+                node.start,
+                path,
+                format!("expected {what} as a mapping, found {}", node.describe()),
+                format!("write `key: value` lines with the keys {}", list(&keys)),
+            );
+            return None;
+        };
+        let mut out = Map::new();
+        let mut ok = true;
+        for Entry {
+            key,
+            key_pos,
+            value,
+        } in entries
+        {
+            let p = join(path, key);
+            let Some(field) = fields.iter().find(|f| f.name == key) else {
+                let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
+                let hint = if let Some(s) = suggest(key, names.iter().copied()) {
+                    format!("did you mean `{s}`?")
+                } else if let Some((_, parent)) = elsewhere.iter().find(|(k, _)| k == key) {
+                    format!("`{key}` belongs under `{parent}:`")
+                } else {
+                    format!("the keys allowed here are {}", list(&names))
+                };
+                self.error(
+                    *key_pos,
+                    &p,
+                    format!("unknown key `{}` in {what}", shorten(key)),
+                    hint,
+                );
+                ok = false;
+                continue;
+            };
+            if value.is_null() {
+                if field.required {
+                    self.error(
+                        *key_pos,
+                        &p,
+                        format!("`{key}` needs a value"),
+                        format!("write `{key}: ...` with a value"),
+                    );
+                    ok = false;
+                }
+                continue;
+            }
+            match (field.conv)(self, value, &p) {
+                Some(v) => {
+                    out.insert(key.clone(), v);
+                }
+                None => ok = false,
+            }
+        }
+        for f in fields.iter().filter(|f| f.required) {
+            let present = entries.iter().any(|e| e.key == f.name);
+            if !present {
+                self.error(
+                    missing_at,
+                    path,
+                    format!("{what} is missing the required key `{}`", f.name),
+                    format!("add `{}: ...`{}", f.name, example_for(f.name)),
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A mapping of validated names to objects.
+    fn named_map(
+        &mut self,
+        node: &Node,
+        path: &str,
+        what: &str,
+        conv: fn(&mut Validator, &Node, &str, Pos) -> Option<Value>,
+    ) -> Option<Value> {
+        let Kind::Map(entries) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected `{path}` to be a mapping of {what} names to settings, found {}",
+                    node.describe()
+                ),
+                format!("write `{path}:` followed by indented `NAME:` entries"),
+            );
+            return None;
+        };
+        let mut out = Map::new();
+        let mut ok = true;
+        for e in entries {
+            let p = join(path, &e.key);
+            if !valid_resource_name(&e.key) {
+                self.error(
+                    e.key_pos,
+                    &p,
+                    format!("invalid {what} name `{}`", shorten(&e.key)),
+                    format!("names become parts of resource addresses: lowercase letters, digits and `-`, starting with a letter (e.g. `{}`)", fix_name(&e.key)),
+                );
+                ok = false;
+            }
+            if e.value.is_null() {
+                self.error(
+                    e.key_pos,
+                    &p,
+                    format!("{what} `{}` has no settings", shorten(&e.key)),
+                    format!("indent its settings under `{}:`", shorten(&e.key)),
+                );
+                ok = false;
+                continue;
+            }
+            match conv(self, &e.value, &p, e.key_pos) {
+                Some(v) => {
+                    out.insert(e.key.clone(), v);
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(Value::Object(out))
+    }
+
+    fn clusters(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.named_map(node, path, "cluster", Validator::cluster)
+    }
+
+    fn buckets(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.named_map(node, path, "bucket", Validator::bucket)
+    }
+
+    fn cluster(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
+        const FIELDS: &[Field] = &[
+            req("cloud", Validator::cloud),
+            req("region", Validator::nonempty),
+            opt("zones", Validator::zones),
+            req("nodes", Validator::count),
+            req("gpu", Validator::gpu),
+            opt("pricing", |v, n, p| {
+                v.choice(n, p, PRICING, "pricing model")
+            }),
+            opt("interconnect", |v, n, p| {
+                v.choice(n, p, INTERCONNECT, "interconnect")
+            }),
+            opt("fabric", |v, n, p| v.choice(n, p, FABRIC, "fabric")),
+            opt("disk", Validator::disk),
+            opt("image", Validator::nonempty),
+            opt("mig", Validator::nonempty),
+            opt("instance_type", Validator::nonempty),
+            opt("user_data", Validator::string),
+            opt("ingress", Validator::ingress_list),
+            opt("cidr", |v, n, p| v.cidr(n, p, false)),
+            opt("tags", Validator::tags),
+        ];
+        const ELSEWHERE: &[(&str, &str)] = &[
+            ("root_gb", "disk"),
+            ("data_gb", "disk"),
+            ("ports", "ingress"),
+            ("protocol", "ingress"),
+            ("max_hourly_usd", "budget"),
+            ("max_monthly_usd", "budget"),
+        ];
+        self.object(node, path, at, FIELDS, "a cluster", ELSEWHERE)
+            .map(Value::Object)
+    }
+
+    fn bucket(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
+        const FIELDS: &[Field] = &[
+            req("cloud", Validator::cloud),
+            req("region", Validator::nonempty),
+            opt("tags", Validator::tags),
+        ];
+        self.object(node, path, at, FIELDS, "a bucket", &[])
+            .map(Value::Object)
+    }
+
+    fn disk(&mut self, node: &Node, path: &str) -> Option<Value> {
+        const FIELDS: &[Field] = &[
+            opt("root_gb", Validator::count),
+            opt("data_gb", Validator::count),
+        ];
+        self.object(node, path, node.start, FIELDS, "`disk`", &[])
+            .map(Value::Object)
+    }
+
+    fn budget(&mut self, node: &Node, path: &str) -> Option<Value> {
+        const FIELDS: &[Field] = &[
+            opt("max_hourly_usd", Validator::positive),
+            opt("max_monthly_usd", Validator::positive),
+        ];
+        self.object(node, path, node.start, FIELDS, "`budget`", &[])
+            .map(Value::Object)
+    }
+
+    fn state(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let backend = match &node.kind {
+            Kind::Map(entries) => entries.iter().find(|e| e.key == "backend"),
+            _ => {
+                self.error(
+                    node.start,
+                    path,
+                    format!("expected `state` as a mapping, found {}", node.describe()),
+                    "write `state: { backend: local }`",
+                );
+                return None;
+            }
+        };
+        let Some(backend) = backend else {
+            self.error(
+                node.start,
+                path,
+                "`state` is missing the required key `backend`",
+                format!("add `backend: ...`, one of {}", list(BACKENDS)),
+            );
+            return None;
+        };
+        let p = join(path, "backend");
+        let name = self.choice(&backend.value, &p, BACKENDS, "state backend")?;
+        const LOCAL: &[Field] = &[
+            req("backend", |v, n, p| {
+                v.choice(n, p, BACKENDS, "state backend")
+            }),
+            opt("path", Validator::nonempty),
+        ];
+        let fields = match name.as_str() {
+            Some("local") => LOCAL,
+            _ => return None,
+        };
+        self.object(node, path, node.start, fields, "`state`", &[])
+            .map(Value::Object)
+    }
+
+    fn variables(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Map(entries) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected `variables` as a mapping, found {}",
+                    node.describe()
+                ),
+                "write `variables:` then `NAME: { default: VALUE }` entries",
+            );
+            return None;
+        };
+        let mut out = Map::new();
+        let mut ok = true;
+        const FIELDS: &[Field] = &[
+            opt("default", Validator::string),
+            opt("description", Validator::string),
+        ];
+        for e in entries {
+            let p = join(path, &e.key);
+            if !super::vars::valid_name(&e.key) {
+                self.error(
+                    e.key_pos,
+                    &p,
+                    format!("invalid variable name `{}`", shorten(&e.key)),
+                    "variable names are letters, digits and `_`, starting with a letter or `_`",
+                );
+                ok = false;
+                continue;
+            }
+            if e.value.is_null() {
+                out.insert(e.key.clone(), Value::Object(Map::new()));
+                continue;
+            }
+            match self.object(&e.value, &p, e.key_pos, FIELDS, "a variable", &[]) {
+                Some(v) => {
+                    out.insert(e.key.clone(), Value::Object(v));
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(Value::Object(out))
+    }
+
+    fn ingress_list(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Seq(items) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected `ingress` as a list of rules, found {}",
+                    node.describe()
+                ),
+                "write `- { ports: \"22\", cidr: 203.0.113.0/24 }` items",
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            const FIELDS: &[Field] = &[
+                opt("protocol", |v, n, p| v.choice(n, p, PROTOCOLS, "protocol")),
+                req("ports", Validator::ports),
+                req("cidr", |v, n, p| v.cidr(n, p, true)),
+            ];
+            match self.object(item, &p, item.start, FIELDS, "an ingress rule", &[]) {
+                Some(v) => out.push(Value::Object(v)),
+                None => ok = false,
+            }
+        }
+        ok.then_some(Value::Array(out))
+    }
+
+    // ----- scalars ---------------------------------------------------------
+
+    /// Any scalar as a string.
+    fn scalar_text(&mut self, node: &Node, path: &str, what: &str) -> Option<String> {
+        match &node.kind {
+            Kind::Scalar { text, .. } => Some(text.clone()),
+            _ => {
+                let last = path.rsplit('.').next().unwrap_or(path);
+                self.error(
+                    node.start,
+                    path,
+                    format!("expected {what}, found {}", node.describe()),
+                    format!("write `{last}: VALUE` on one line"),
+                );
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.scalar_text(node, path, "a string").map(Value::String)
+    }
+
+    fn nonempty(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let text = self.scalar_text(node, path, "a string")?;
+        if text.trim().is_empty() {
+            self.error(
+                node.start,
+                path,
+                "expected a non-empty string",
+                format!(
+                    "give `{}` a value or remove the key",
+                    path.rsplit('.').next().unwrap_or(path)
+                ),
+            );
+            return None;
+        }
+        Some(Value::String(text))
+    }
+
+    fn project(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let text = self.scalar_text(node, path, "a project name")?;
+        let valid = text
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && text.len() <= 64;
+        if text.is_empty() {
+            self.error(
+                node.start,
+                path,
+                "the project name is empty",
+                "write e.g. `project: llm-research`; it tags every resource and names the state",
+            );
+            return None;
+        }
+        if !valid {
+            self.error(
+                node.start,
+                path,
+                format!("invalid project name `{}`", shorten(&text)),
+                "use up to 64 letters, digits, `-`, `_` and `.`, starting with a letter or digit; it tags every resource and names the state file",
+            );
+            return None;
+        }
+        Some(Value::String(text))
+    }
+
+    fn cloud(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let names: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
+        self.choice(node, path, &names, "cloud")
+    }
+
+    fn choice(&mut self, node: &Node, path: &str, allowed: &[&str], what: &str) -> Option<Value> {
+        let text = self.scalar_text(node, path, &format!("a {what}"))?;
+        if allowed.contains(&text.as_str()) {
+            return Some(Value::String(text));
+        }
+        let hint = match suggest(&text, allowed.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`? Expected one of {}", list(allowed)),
+            None => format!("expected one of {}", list(allowed)),
+        };
+        self.error(
+            node.start,
+            path,
+            format!("unknown {what} `{}`", shorten(&text)),
+            hint,
+        );
+        None
+    }
+
+    /// An integer ≥ 1 (plain, or quoted only when it came from a variable).
+    fn count(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let key = path.rsplit('.').next().unwrap_or(path);
+        let Kind::Scalar {
+            text,
+            style,
+            substituted,
+        } = &node.kind
+        else {
+            self.error(
+                node.start,
+                path,
+                format!("expected a whole number ≥ 1, found {}", node.describe()),
+                format!("write e.g. `{key}: 2`"),
+            );
+            return None;
+        };
+        if *style != Style::Plain && !substituted {
+            if text.trim().parse::<i64>().is_ok() {
+                self.error(
+                    node.start,
+                    path,
+                    format!(
+                        "expected a whole number ≥ 1, found the string \"{}\"",
+                        shorten(text)
+                    ),
+                    format!("remove the quotes: `{key}: {}`", text.trim()),
+                );
+            } else {
+                self.error(
+                    node.start,
+                    path,
+                    format!("expected a whole number ≥ 1, found {}", node.describe()),
+                    format!("write e.g. `{key}: 2`"),
+                );
+            }
+            return None;
+        }
+        let t = text.trim();
+        match t.parse::<i64>() {
+            Ok(n) if n >= 1 && n <= u32::MAX as i64 => Some(Value::from(n)),
+            Ok(n) if n < 1 => {
+                self.error(
+                    node.start,
+                    path,
+                    format!("`{key}` must be at least 1, found {n}"),
+                    format!("write e.g. `{key}: 1`; remove the cluster to have none"),
+                );
+                None
+            }
+            Ok(n) => {
+                self.error(
+                    node.start,
+                    path,
+                    format!("`{key}` is too large: {n}"),
+                    format!("the largest value is {}", u32::MAX),
+                );
+                None
+            }
+            Err(_) => {
+                let found = if t.is_empty() {
+                    "an empty value".to_string()
+                } else {
+                    format!("\"{}\"", shorten(t))
+                };
+                let hint = if t.parse::<f64>().is_ok() {
+                    format!("`{key}` is a whole number, e.g. `{key}: 2`")
+                } else {
+                    format!("write a number, e.g. `{key}: 4`")
+                };
+                self.error(
+                    node.start,
+                    path,
+                    format!("expected a whole number ≥ 1 for `{key}`, found {found}"),
+                    hint,
+                );
+                None
+            }
+        }
+    }
+
+    /// A number > 0 (for money).
+    fn positive(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let key = path.rsplit('.').next().unwrap_or(path);
+        let parsed = match &node.kind {
+            Kind::Scalar {
+                text,
+                style,
+                substituted,
+            } if *style == Style::Plain || *substituted => text
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && !text.trim().starts_with('.')),
+            _ => None,
+        };
+        match parsed {
+            Some(f) if f > 0.0 => serde_json::Number::from_f64(f).map(Value::Number),
+            Some(f) => {
+                self.error(
+                    node.start,
+                    path,
+                    format!("`{key}` must be greater than 0, found {f}"),
+                    "remove the key to set no limit",
+                );
+                None
+            }
+            None => {
+                self.error(
+                    node.start,
+                    path,
+                    format!(
+                        "expected an amount in US dollars for `{key}`, found {}",
+                        node.describe()
+                    ),
+                    format!("write e.g. `{key}: 250`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn gpu(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let text = self.scalar_text(node, path, "a GPU as MODEL[:COUNT]")?;
+        match GpuRequest::parse(&text) {
+            Ok(g) => Some(Value::String(format!("{}:{}", g.model, g.count))),
+            Err((m, h)) => {
+                self.error(node.start, path, m, h);
+                None
+            }
+        }
+    }
+
+    fn zones(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Seq(items) = &node.kind else {
+            let hint = match &node.kind {
+                Kind::Scalar { text, .. } => format!("write a list: `zones: [{}]`", shorten(text)),
+                _ => "write a list: `zones: [us-east-1a, us-east-1b]`".to_string(),
+            };
+            self.error(
+                node.start,
+                path,
+                format!("expected `zones` as a list, found {}", node.describe()),
+                hint,
+            );
+            return None;
+        };
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let Some(Value::String(z)) = self.nonempty(item, &p) else {
+                ok = false;
+                continue;
+            };
+            if let Some(first) = seen.get(&z) {
+                self.error(
+                    item.start,
+                    &p,
+                    format!(
+                        "zone `{}` is listed twice (first at line {first})",
+                        shorten(&z)
+                    ),
+                    "list each zone once, in order of preference",
+                );
+                ok = false;
+                continue;
+            }
+            seen.insert(z.clone(), item.start.line);
+            out.push(Value::String(z));
+        }
+        ok.then_some(Value::Array(out))
+    }
+
+    fn tags(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Map(entries) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!("expected `tags` as a mapping, found {}", node.describe()),
+                "write `tags: { team: research }`",
+            );
+            return None;
+        };
+        let mut out = Map::new();
+        let mut ok = true;
+        for e in entries {
+            let p = join(path, &e.key);
+            if e.key.trim().is_empty() {
+                self.error(e.key_pos, &p, "empty tag key", "give the tag a name");
+                ok = false;
+                continue;
+            }
+            if e.key.starts_with("gpuform:") {
+                self.error(
+                    e.key_pos,
+                    &p,
+                    format!(
+                        "tag `{}` uses the reserved prefix `gpuform:`",
+                        shorten(&e.key)
+                    ),
+                    "gpuform sets `gpuform:*` tags itself to find what it owns; choose another key",
+                );
+                ok = false;
+                continue;
+            }
+            let value = if e.value.is_null() {
+                Some(Value::String(String::new()))
+            } else {
+                self.string(&e.value, &p)
+            };
+            match value {
+                Some(v) => {
+                    out.insert(e.key.clone(), v);
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(Value::Object(out))
+    }
+
+    fn cidr(&mut self, node: &Node, path: &str, allow_v6: bool) -> Option<Value> {
+        let text = self.scalar_text(node, path, "a CIDR block")?;
+        if let Err((m, h)) = check_cidr(&text, allow_v6) {
+            self.error(node.start, path, m, h);
+            return None;
+        }
+        if !allow_v6 {
+            // A cluster network: the clouds accept /8 to /28 for a private network.
+            let prefix: u32 = text
+                .rsplit('/')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            if !(8..=28).contains(&prefix) {
+                self.error(
+                    node.start,
+                    path,
+                    format!(
+                        "network `{text}` has prefix /{prefix}; a cluster network needs /8 to /28"
+                    ),
+                    "e.g. `cidr: 10.0.0.0/16`",
+                );
+                return None;
+            }
+        }
+        Some(Value::String(text))
+    }
+
+    fn ports(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let text = self.scalar_text(node, path, "a port or port range")?;
+        match check_ports(&text) {
+            Ok(_) => Some(Value::String(text)),
+            Err((m, h)) => {
+                self.error(node.start, path, m, h);
+                None
+            }
+        }
+    }
+}
+
+fn list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn example_for(key: &str) -> &'static str {
+    match key {
+        "project" => " (e.g. `project: llm-research`)",
+        "cloud" => " (one of aws, alibaba, tencent, huawei, sandbox)",
+        "region" => " (e.g. `region: us-east-1`)",
+        "nodes" => " (e.g. `nodes: 2`)",
+        "gpu" => " (e.g. `gpu: A100-80GB:8` or `gpu: T4`)",
+        "ports" => " (e.g. `ports: \"22\"` or `ports: 8000-8100`)",
+        "cidr" => " (e.g. `cidr: 0.0.0.0/0`)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(
+            suggest("zone", CLUSTER_KEYS.iter().copied()).as_deref(),
+            Some("zones")
+        );
+        assert_eq!(
+            suggest("regoin", CLUSTER_KEYS.iter().copied()).as_deref(),
+            Some("region")
+        );
+        assert_eq!(
+            suggest("gpus", CLUSTER_KEYS.iter().copied()).as_deref(),
+            Some("gpu")
+        );
+        assert_eq!(
+            suggest("azure", ["aws", "alibaba", "tencent", "huawei", "sandbox"]),
+            None
+        );
+        assert_eq!(suggest("AWS", ["aws", "alibaba"]).as_deref(), Some("aws"));
+    }
+
+    #[test]
+    fn names() {
+        assert!(valid_resource_name("trainer-2"));
+        for bad in ["", "2x", "Trainer", "a_b", "a.b", "-a", "a b"] {
+            assert!(!valid_resource_name(bad), "{bad}");
+        }
+        assert_eq!(fix_name("My_Trainer"), "my-trainer");
+    }
+
+    #[test]
+    fn cidrs() {
+        assert!(check_cidr("10.0.0.0/16", false).is_ok());
+        assert!(check_cidr("0.0.0.0/0", true).is_ok());
+        assert!(check_cidr("::/0", true).is_ok());
+        assert!(check_cidr("2001:db8::/32", true).is_ok());
+        assert!(check_cidr("::/0", false).is_err());
+        assert!(check_cidr("10.0.0.0", false).is_err());
+        assert!(check_cidr("10.0.0.0/33", false).is_err());
+        assert!(check_cidr("10.0.0.256/16", false).is_err());
+        assert!(check_cidr("10.0.0.0/+8", false).is_err());
+        let (_, hint) = check_cidr("10.0.1.5/16", false).unwrap_err();
+        assert!(hint.contains("10.0.0.0/16"), "{hint}");
+    }
+
+    #[test]
+    fn ports() {
+        assert_eq!(check_ports("22"), Ok((22, 22)));
+        assert_eq!(check_ports("8000-8100"), Ok((8000, 8100)));
+        for bad in ["0", "65536", "a", "", "10-", "-5", "100-10", "1-2-3", "+22"] {
+            assert!(check_ports(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The key lists above must be exactly the properties of the schema.
+    #[test]
+    fn allowed_keys_match_schema() {
+        let schema = super::super::schema::schema_json();
+        let defs = &schema["definitions"];
+        let props = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v["properties"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            k.sort();
+            k
+        };
+        let sorted = |keys: &[&str]| -> Vec<String> {
+            let mut k: Vec<String> = keys.iter().map(|s| s.to_string()).collect();
+            k.sort();
+            k
+        };
+        assert_eq!(props(&schema), sorted(ROOT_KEYS));
+        assert_eq!(props(&defs["Cluster"]), sorted(CLUSTER_KEYS));
+        assert_eq!(props(&defs["Disk"]), sorted(DISK_KEYS));
+        assert_eq!(props(&defs["Ingress"]), sorted(INGRESS_KEYS));
+        assert_eq!(props(&defs["Bucket"]), sorted(BUCKET_KEYS));
+        assert_eq!(props(&defs["Budget"]), sorted(BUDGET_KEYS));
+        assert_eq!(props(&defs["Variable"]), sorted(VARIABLE_KEYS));
+        assert_eq!(
+            props(&defs["StateSettings"]["oneOf"][0]),
+            sorted(STATE_LOCAL_KEYS)
+        );
+        let enum_of = |name: &str| -> Vec<String> {
+            let d = &defs[name];
+            let mut out: Vec<String> = Vec::new();
+            if let Some(e) = d["enum"].as_array() {
+                out.extend(e.iter().filter_map(|v| v.as_str().map(str::to_string)));
+            }
+            if let Some(one) = d["oneOf"].as_array() {
+                for o in one {
+                    if let Some(e) = o["enum"].as_array() {
+                        out.extend(e.iter().filter_map(|v| v.as_str().map(str::to_string)));
+                    }
+                }
+            }
+            out.sort();
+            out
+        };
+        assert_eq!(enum_of("PricingModelSchema"), sorted(PRICING));
+        assert_eq!(enum_of("InterconnectReq"), sorted(INTERCONNECT));
+        assert_eq!(enum_of("Fabric"), sorted(FABRIC));
+        let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(enum_of("CloudName"), sorted(&clouds));
+    }
+}
