@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     rng: StdRng,
     bucket: Option<TokenBucket>,
     calls: u64,
+    /// Reused for log lines.
+    pub scratch: Vec<u8>,
 }
 
 /// The outcome of starting one provider operation (one or more API calls).
@@ -129,6 +131,7 @@ impl SandboxCloud {
                 rng: StdRng::seed_from_u64(faults.seed),
                 bucket,
                 calls: 0,
+                scratch: Vec::with_capacity(4096),
             }),
             faults,
         });

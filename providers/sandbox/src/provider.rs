@@ -756,7 +756,12 @@ fn create(
         refs: req.refs.clone(),
         attrs: None,
     };
-    inner.inv.append(&rec.line(&json)).map_err(internal)?;
+    let mut buf = std::mem::take(&mut inner.scratch);
+    buf.clear();
+    rec.write_line(&json, &mut buf);
+    let written = inner.inv.append_bytes(&buf).map_err(internal);
+    inner.scratch = buf;
+    written?;
     inner.store.records += 1;
     inner
         .store

@@ -6,10 +6,50 @@
 
 use gpuform_provider::{Attrs, Cloud, ObservedResource, OwnershipTags, ResourceKind};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// A fast multiply-rotate hasher for the in-memory indexes (SipHash was a
+/// tenth of a create's time). Keys are ids, tokens and addresses gpuform
+/// made itself, in a local process: no untrusted input to defend against.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        // Spread the high bits down: hashbrown uses the top 7 for tags and
+        // the low ones for buckets.
+        let x = self.0;
+        x ^ (x >> 29) ^ (x >> 47)
+    }
+}
+
+pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub(crate) type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// One line of the inventory log.
 #[derive(Debug, Deserialize)]
@@ -58,23 +98,28 @@ pub(crate) struct CreateRec {
 impl CreateRec {
     /// The log line for this record with `attrs_json` (a JSON object).
     pub fn line(&self, attrs_json: &str) -> String {
-        #[derive(Serialize)]
-        struct Tagged<'a> {
-            op: &'static str,
-            #[serde(flatten)]
-            rec: &'a CreateRec,
+        let mut buf = Vec::with_capacity(attrs_json.len() + 512);
+        self.write_line(attrs_json, &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+
+    /// Appends the log line to `buf` (a buffer reused across calls, so a
+    /// create allocates no line).
+    pub fn write_line(&self, attrs_json: &str, buf: &mut Vec<u8>) {
+        let start = buf.len();
+        buf.extend_from_slice(b"{\"op\":\"create\",");
+        let body = buf.len();
+        // Serializing plain strings, numbers and maps into memory cannot fail.
+        if serde_json::to_writer(&mut *buf, self).is_err() {
+            buf.truncate(start);
+            buf.extend_from_slice(b"{\"op\":\"create\",{}");
         }
-        // Serializing plain strings, numbers and maps cannot fail.
-        let mut line = serde_json::to_string(&Tagged {
-            op: "create",
-            rec: self,
-        })
-        .unwrap_or_else(|_| String::from("{}"));
-        line.pop();
-        line.push_str(",\"attrs\":");
-        line.push_str(attrs_json);
-        line.push_str("}\n");
-        line
+        // Splice: drop the struct's own `{` and `}`, then add the attrs.
+        buf.remove(body);
+        buf.pop();
+        buf.extend_from_slice(b",\"attrs\":");
+        buf.extend_from_slice(attrs_json.as_bytes());
+        buf.extend_from_slice(b"}\n");
     }
 }
 
@@ -222,8 +267,8 @@ impl Store {
     pub fn new(salt: u64, next_seq: u64) -> Store {
         Store {
             clouds: Default::default(),
-            by_address: HashMap::new(),
-            interned: HashSet::new(),
+            by_address: HashMap::default(),
+            interned: HashSet::default(),
             salt,
             next_seq,
             records: 0,
