@@ -311,6 +311,13 @@ impl SandboxCloud {
         inner.store = store;
         Ok(())
     }
+
+    /// Empties the inventory in `dir` without opening it: the way out of a
+    /// corrupt inventory, which [`SandboxCloud::open`] refuses. A cloud open
+    /// on `dir` in this or another process sees the reset on its next call.
+    pub fn reset_dir(dir: &Path) -> Result<(), SandboxError> {
+        crate::inventory::reset_dir(dir)
+    }
 }
 
 impl std::fmt::Debug for SandboxCloud {

@@ -159,6 +159,40 @@ enum Fix {
     AddNewline,
 }
 
+/// Empties the inventory in `dir` without replaying it, so that it works on
+/// a corrupt log too. Keeps the salt and id sequence of whatever can still be
+/// read, so that ids handed out before are not handed out again.
+pub(crate) fn reset_dir(dir: &Path) -> Result<(), SandboxError> {
+    let path = dir.join(LOG_NAME);
+    let mut store = fresh_store();
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+                let Ok(v) = serde_json::from_slice::<serde_json::Value>(raw) else {
+                    continue;
+                };
+                if i == 0 && v.get("op").and_then(|o| o.as_str()) == Some("header") {
+                    if let Some(salt) = v.get("salt").and_then(|x| x.as_u64()) {
+                        store.salt = salt;
+                    }
+                }
+                for key in ["next_seq", "seq"] {
+                    if let Some(n) = v.get(key).and_then(|x| x.as_u64()) {
+                        let next = if key == "seq" { n.saturating_add(1) } else { n };
+                        store.next_seq = store.next_seq.max(next);
+                    }
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| io_err(dir, "create the inventory directory", e))?;
+        }
+        Err(e) => return Err(io_err(&path, "read the inventory log", e)),
+    }
+    write_atomically(dir, &path, &store.snapshot_lines())
+}
+
 fn fresh_store() -> Store {
     Store::new(rand::random::<u64>(), 1)
 }

@@ -4,6 +4,24 @@
 //! processes see the same cloud, and fault injection (latency, throttling,
 //! failures, capacity, quota, crashes) for crash-safety tests and CI.
 //!
+//! Faults come from `GPUFORM_SANDBOX_FAULTS` ([`Faults::from_env`]): comma-
+//! separated `key=value` items, e.g.
+//! `latency=50ms,throttle=0.1,fail=0.05,capacity=p4d.24xlarge@us-east-1a,capacity=*@us-east-1b,crash_after=17,seed=7,quota_gpus=64,rate=200`.
+//!
+//! | item | meaning |
+//! | --- | --- |
+//! | `latency=50ms` | tokio sleep per API call (`s`, `ms`, `us`, `ns`, or `0`) |
+//! | `throttle=P` | probability of `Throttled` (`RequestLimitExceeded`), before any effect |
+//! | `fail=P` | probability of `Transient` (`InternalError`), before any effect |
+//! | `capacity=TYPE@ZONE` | repeatable; `*` matches any; `TYPE` alone means every zone: instance creates fail with `Capacity` (`InsufficientInstanceCapacity`) |
+//! | `crash_after=N` | the N-th API call of the process takes effect, then the process aborts |
+//! | `seed=N` | seed of the RNG behind `throttle` and `fail` |
+//! | `quota_gpus=N` | GPUs per region and mirrored cloud; beyond it `Quota` |
+//! | `rate=R` | calls per second: advertised by `rate_limit()` and enforced (`Throttled`) |
+//!
+//! The inventory is `inventory.jsonl` in the directory: one JSON line per
+//! operation, replayed on open (see the `inventory` module for durability).
+//!
 //! ```no_run
 //! use gpuform_sandbox::{Faults, SandboxCloud};
 //! use gpuform_provider::Cloud;

@@ -234,12 +234,15 @@ impl Entry {
     }
 }
 
+/// project -> ids of its resources in one region, sorted.
+pub(crate) type ProjectIds = HashMap<Arc<str>, BTreeSet<Box<str>>>;
+
 #[derive(Default)]
 pub(crate) struct CloudStore {
     pub by_id: HashMap<Box<str>, Entry>,
     pub by_token: HashMap<Box<str>, Box<str>>,
     /// region -> project -> ids (sorted, so pages are stable).
-    pub owned: HashMap<Arc<str>, HashMap<Arc<str>, BTreeSet<Box<str>>>>,
+    pub owned: HashMap<Arc<str>, ProjectIds>,
     /// region -> GPUs of live instances.
     pub gpus: HashMap<Arc<str>, u64>,
 }

@@ -44,7 +44,10 @@ pub fn offer(cloud: Cloud) -> Offer {
         }
         // A zone the catalog does not rule out for this type.
         let allowed = |z: &String| match cat.availability(cloud, &o.region, &o.instance_type) {
-            Some(av) if !av.assumed => av.zones.as_ref().map_or(true, |zs| zs.contains(z)),
+            Some(av) if !av.assumed => match &av.zones {
+                Some(zs) => zs.contains(z),
+                None => true,
+            },
             _ => true,
         };
         let zones: Vec<&String> = region.zones.iter().filter(|z| allowed(z)).collect();
