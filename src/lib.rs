@@ -3,5 +3,14 @@
 //! Layers (see ARCHITECTURE.md): spec → resolve (catalog) → plan (diff + DAG)
 //! → apply (concurrent walk, journal) → state; providers behind a neutral trait.
 
-pub mod state;
+pub mod apply;
+pub mod cli;
+pub mod engine;
+pub mod plan;
+pub mod providers;
+pub mod refresh;
+pub mod resolve;
 pub mod spec;
+pub mod state;
+
+pub use engine::EngineError;

@@ -22,7 +22,10 @@ pub enum JournalEntry {
     /// First line: which state this journal belongs to.
     Begin { lineage: String, serial: u64 },
     /// A create is about to be called with this token.
-    Intent { address: String, intent: PendingIntent },
+    Intent {
+        address: String,
+        intent: PendingIntent,
+    },
     /// A resource exists and is ours: created, adopted or updated.
     Recorded { address: String, record: Record },
     /// A resource is gone: deleted, or found deleted.
@@ -44,7 +47,10 @@ impl Journal {
     /// Starts a new journal for the state at `lineage`/`serial`. Any previous
     /// journal must have been folded first (see [`Journal::recover`]).
     pub fn create(path: &Path, lineage: &str, serial: u64) -> Result<Journal, StateError> {
-        let werr = |source| StateError::Write { path: path.to_path_buf(), source };
+        let werr = |source| StateError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut file = OpenOptions::new();
         file.create(true).truncate(true).write(true);
         #[cfg(unix)]
@@ -53,11 +59,18 @@ impl Journal {
             file.mode(0o600);
         }
         let mut file = file.open(path).map_err(werr)?;
-        let begin = line(&JournalEntry::Begin { lineage: lineage.to_string(), serial });
+        let begin = line(&JournalEntry::Begin {
+            lineage: lineage.to_string(),
+            serial,
+        });
         file.write_all(&begin).map_err(werr)?;
         file.sync_all().map_err(werr)?;
         if let Some(dir) = path.parent() {
-            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
             super::store::sync_dir(dir).map_err(werr)?;
         }
         let (tx, rx) = mpsc::channel::<(Vec<u8>, Ack)>();
@@ -65,7 +78,11 @@ impl Journal {
             .name("gpuform-journal".into())
             .spawn(move || group_commit(file, rx))
             .map_err(werr)?;
-        Ok(Journal { path: path.to_path_buf(), tx: Some(tx), writer: Some(writer) })
+        Ok(Journal {
+            path: path.to_path_buf(),
+            tx: Some(tx),
+            writer: Some(writer),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -79,10 +96,17 @@ impl Journal {
             path: self.path.clone(),
             source: std::io::Error::other("journal writer stopped"),
         };
-        self.tx.as_ref().ok_or_else(closed)?.send((line(entry), ack)).map_err(|_| closed())?;
+        self.tx
+            .as_ref()
+            .ok_or_else(closed)?
+            .send((line(entry), ack))
+            .map_err(|_| closed())?;
         done.await
             .map_err(|_| closed())?
-            .map_err(|source| StateError::Write { path: self.path.clone(), source })
+            .map_err(|source| StateError::Write {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     /// Stops the writer after everything sent so far is durable.
@@ -103,11 +127,19 @@ impl Journal {
         let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StateError::Read { path: path.to_path_buf(), source }),
+            Err(source) => {
+                return Err(StateError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
         let mut lines: Vec<String> = Vec::new();
         for l in BufReader::new(file).lines() {
-            lines.push(l.map_err(|source| StateError::Read { path: path.to_path_buf(), source })?);
+            lines.push(l.map_err(|source| StateError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?);
         }
         let mut entries = Vec::with_capacity(lines.len());
         let last = lines.len().saturating_sub(1);
@@ -164,7 +196,10 @@ impl Journal {
         match fs::remove_file(path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StateError::Write { path: path.to_path_buf(), source }),
+            Err(source) => Err(StateError::Write {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 }
@@ -253,9 +288,24 @@ mod tests {
             attrs: Default::default(),
             deps: Default::default(),
         };
-        j.append(&JournalEntry::Intent { address: "a".into(), intent: intent.clone() }).await.unwrap();
-        j.append(&JournalEntry::Intent { address: "b".into(), intent }).await.unwrap();
-        j.append(&JournalEntry::Recorded { address: "a".into(), record: record("i-1") }).await.unwrap();
+        j.append(&JournalEntry::Intent {
+            address: "a".into(),
+            intent: intent.clone(),
+        })
+        .await
+        .unwrap();
+        j.append(&JournalEntry::Intent {
+            address: "b".into(),
+            intent,
+        })
+        .await
+        .unwrap();
+        j.append(&JournalEntry::Recorded {
+            address: "a".into(),
+            record: record("i-1"),
+        })
+        .await
+        .unwrap();
         j.close();
         // a crash in the middle of the next write
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();

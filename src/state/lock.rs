@@ -1,10 +1,9 @@
 //! One writer per state: a lock file created exclusively, naming its holder.
 
-use super::store::sync_dir;
 use super::{StateError, StateStore};
 use serde::{Deserialize, Serialize};
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,11 +33,14 @@ impl LockInfo {
     }
 }
 
-/// A held lock; released when dropped.
+/// A held lock; released when dropped — or by the kernel if the process
+/// dies: the lock is an advisory `flock` on the lock file, so a crashed
+/// apply never blocks the next one, while a live one always does.
 #[derive(Debug)]
 pub struct StateLock {
     path: PathBuf,
     info: LockInfo,
+    file: File,
 }
 
 impl StateLock {
@@ -46,94 +48,135 @@ impl StateLock {
     /// writer must never wait silently behind a long apply.
     pub fn acquire(store: &StateStore, operation: &str) -> Result<StateLock, StateError> {
         let path = store.lock_path();
-        let werr = |source| StateError::Write { path: path.clone(), source };
+        let werr = |source| StateError::Write {
+            path: path.clone(),
+            source,
+        };
         fs::create_dir_all(store.dir()).map_err(werr)?;
         let host = hostname();
         let info = LockInfo {
             id: uuid::Uuid::new_v4().to_string(),
-            owner: format!("{}@{}", std::env::var("USER").unwrap_or_else(|_| "unknown".into()), host),
+            owner: format!(
+                "{}@{}",
+                std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
+                host
+            ),
             host,
             pid: std::process::id(),
             created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             operation: operation.to_string(),
         };
         let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true);
+        opts.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
             opts.mode(0o600);
         }
-        match opts.open(&path) {
-            Ok(mut f) => {
-                let json = serde_json::to_vec_pretty(&info).expect("lock info serialises");
-                f.write_all(&json).map_err(werr)?;
-                f.sync_all().map_err(werr)?;
-                sync_dir(&store.dir()).map_err(werr)?;
-                Ok(StateLock { path, info })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder = read_info(&path);
-                Err(StateError::Locked {
-                    path: store.path().to_path_buf(),
-                    holder: holder.as_ref().map(|h| h.describe()).unwrap_or_else(|| "an unreadable lock file".into()),
-                    id: holder.map(|h| h.id).unwrap_or_else(|| "<see the .lock file>".into()),
-                })
-            }
-            Err(e) => Err(werr(e)),
+        let mut file = opts.open(&path).map_err(werr)?;
+        if !try_flock(&file).map_err(werr)? {
+            let holder = read_info(&path);
+            return Err(StateError::Locked {
+                path: store.path().to_path_buf(),
+                holder: holder
+                    .as_ref()
+                    .map(|h| h.describe())
+                    .unwrap_or_else(|| "another process".into()),
+                id: holder
+                    .map(|h| h.id)
+                    .unwrap_or_else(|| "<see the .lock file>".into()),
+            });
         }
+        // Ours now. A leftover description from a crashed holder is overwritten.
+        let json = serde_json::to_vec_pretty(&info).expect("lock info serialises");
+        file.set_len(0).map_err(werr)?;
+        file.seek(SeekFrom::Start(0)).map_err(werr)?;
+        file.write_all(&json).map_err(werr)?;
+        file.sync_all().map_err(werr)?;
+        Ok(StateLock { path, info, file })
     }
 
     pub fn info(&self) -> &LockInfo {
         &self.info
     }
 
-    /// Who holds the lock on `store`, if anyone.
+    /// Who holds the lock on `store`, if anyone (a live holder only).
     pub fn holder(store: &StateStore) -> Option<LockInfo> {
-        read_info(&store.lock_path())
+        let path = store.lock_path();
+        let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
+        match try_flock(&file) {
+            Ok(false) => read_info(&path),
+            _ => None,
+        }
     }
 
     /// Breaks a lock deliberately; the id must match, so that a typo cannot
-    /// break a lock someone just took.
+    /// break a lock someone just took. A holder alive on this host must be
+    /// stopped first: removing its lock would let two writers in.
     pub fn force_unlock(store: &StateStore, id: &str) -> Result<LockInfo, StateError> {
         let path = store.lock_path();
-        if !path.exists() {
-            return Err(StateError::NotLocked { path: store.path().to_path_buf() });
-        }
-        let info = read_info(&path);
-        match info {
-            Some(info) if info.id == id => {
-                fs::remove_file(&path).map_err(|source| StateError::Write { path, source })?;
-                Ok(info)
-            }
-            Some(info) => Err(StateError::WrongLockId {
+        let Some(info) = read_info(&path) else {
+            return Err(StateError::NotLocked {
+                path: store.path().to_path_buf(),
+            });
+        };
+        if info.id != id {
+            return Err(StateError::WrongLockId {
                 path: store.path().to_path_buf(),
                 given: id.to_string(),
                 actual: info.id.clone(),
                 holder: info.describe(),
-            }),
-            // An unreadable lock (e.g. torn by a crash while being written) can be broken by anyone.
-            None => {
-                fs::remove_file(&path).map_err(|source| StateError::Write { path, source })?;
-                Ok(LockInfo {
-                    id: id.to_string(),
-                    owner: "unknown".into(),
-                    host: "unknown".into(),
-                    pid: 0,
-                    created: "unknown".into(),
-                    operation: "unknown".into(),
-                })
-            }
+            });
         }
+        if info.host == hostname() && pid_alive(info.pid) && Self::holder(store).is_some() {
+            return Err(StateError::Locked {
+                path: store.path().to_path_buf(),
+                holder: format!(
+                    "{} — it is still running; stop it (kill {}) rather than unlocking",
+                    info.describe(),
+                    info.pid
+                ),
+                id: info.id,
+            });
+        }
+        fs::remove_file(&path).map_err(|source| StateError::Write { path, source })?;
+        Ok(info)
     }
 }
 
 impl Drop for StateLock {
     fn drop(&mut self) {
-        // Remove only our own lock: it may have been force-unlocked and taken by another.
-        if read_info(&self.path).map(|i| i.id == self.info.id).unwrap_or(false) {
+        // Empty the description before the kernel lock goes with the file handle.
+        if read_info(&self.path)
+            .map(|i| i.id == self.info.id)
+            .unwrap_or(false)
+        {
+            let _ = self.file.set_len(0);
             let _ = fs::remove_file(&self.path);
         }
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: true when taken, false when another holds it.
+fn try_flock(file: &File) -> std::io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(false)
+        } else {
+            Err(e)
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        Ok(true)
     }
 }
 
@@ -165,21 +208,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn second_writer_is_refused_naming_the_holder_and_force_unlock_needs_the_id() {
+    fn second_writer_is_refused_naming_the_holder_and_a_dropped_lock_frees_the_state() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path().join("s.json"));
         let first = StateLock::acquire(&store, "apply").unwrap();
         let err = StateLock::acquire(&store, "apply").unwrap_err().to_string();
         assert!(err.contains("is locked by"), "{err}");
         assert!(err.contains(&first.info().id), "{err}");
-        assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
         assert!(StateLock::force_unlock(&store, "wrong").is_err());
+        // A live holder on this host is not unlocked by force: it must be stopped.
         let id = first.info().id.clone();
-        StateLock::force_unlock(&store, &id).unwrap();
-        let second = StateLock::acquire(&store, "apply").unwrap();
-        drop(first); // must not remove the second holder's lock
-        assert!(StateLock::holder(&store).map(|h| h.id == second.info().id).unwrap());
-        drop(second);
+        assert!(StateLock::force_unlock(&store, &id).is_err());
+        assert_eq!(StateLock::holder(&store).unwrap().id, id);
+        drop(first);
         assert!(StateLock::holder(&store).is_none());
+        let second = StateLock::acquire(&store, "apply").unwrap();
+        drop(second);
+    }
+
+    #[test]
+    fn a_lock_file_left_by_a_dead_process_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        // What a crashed holder leaves: the description, but no kernel lock.
+        let stale = LockInfo {
+            id: "stale".into(),
+            owner: "x@y".into(),
+            host: "y".into(),
+            pid: 1,
+            created: "then".into(),
+            operation: "apply".into(),
+        };
+        fs::write(store.lock_path(), serde_json::to_vec(&stale).unwrap()).unwrap();
+        let lock = StateLock::acquire(&store, "apply").unwrap();
+        assert_ne!(lock.info().id, "stale");
     }
 }

@@ -21,7 +21,11 @@ impl StateStore {
     }
 
     fn sibling(&self, suffix: &str) -> PathBuf {
-        let mut name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        let mut name = self
+            .path
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default();
         name.push(suffix);
         self.path.with_file_name(name)
     }
@@ -51,7 +55,12 @@ impl StateStore {
         let bytes = match fs::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StateError::Read { path: self.path.clone(), source }),
+            Err(source) => {
+                return Err(StateError::Read {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
         };
         parse(&self.path, &bytes).map(Some)
     }
@@ -60,7 +69,10 @@ impl StateStore {
     /// version as `.backup`, rename over, fsync the directory. Mode 0600:
     /// state holds ids and addresses that are nobody else's business.
     pub fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
-        let werr = |source| StateError::Write { path: self.path.clone(), source };
+        let werr = |source| StateError::Write {
+            path: self.path.clone(),
+            source,
+        };
         let dir = self.dir();
         fs::create_dir_all(&dir).map_err(werr)?;
         let tmp = self.sibling(".tmp");
@@ -106,7 +118,10 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
-    let corrupt = |message: String| StateError::Corrupt { path: path.to_path_buf(), message };
+    let corrupt = |message: String| StateError::Corrupt {
+        path: path.to_path_buf(),
+        message,
+    };
     // Read the version first, so that a newer format says "upgrade" rather
     // than failing on a field it does not know.
     let value: serde_json::Value = serde_json::from_slice(bytes)
@@ -139,7 +154,10 @@ mod tests {
         doc.serial = 1;
         store.save(&doc).unwrap();
         assert_eq!(store.load().unwrap().unwrap().serial, 1);
-        let backup = StateStore::new(store.backup_path()).load().unwrap().unwrap();
+        let backup = StateStore::new(store.backup_path())
+            .load()
+            .unwrap()
+            .unwrap();
         assert_eq!(backup.serial, 0);
         #[cfg(unix)]
         {

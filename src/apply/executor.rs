@@ -1,0 +1,468 @@
+//! The concurrent DAG walk.
+
+use super::graph::{build_graph, Op, OpKind};
+use super::progress::{Progress, ProgressMode};
+use crate::plan::{Plan, ResourceChange};
+use crate::providers::Providers;
+use crate::state::{Journal, JournalEntry, PendingIntent, Record, StateDoc};
+use crate::EngineError;
+use backon::{ExponentialBuilder, Retryable};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use gpuform_provider::{CreateRequest, ErrorKind, OwnershipTags, Provider, ProviderError, Scope};
+use petgraph::graph::NodeIndex;
+use petgraph::visit::{Dfs, EdgeRef};
+use petgraph::Direction;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// Operations in flight at once.
+    pub parallelism: usize,
+    pub progress: ProgressMode,
+    /// Ceiling on retries of throttled/transient calls.
+    pub max_retries: usize,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            parallelism: 64,
+            progress: ProgressMode::Auto,
+            max_retries: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum OpOutcome {
+    Created {
+        id: String,
+    },
+    Updated {
+        id: String,
+    },
+    Deleted,
+    Failed {
+        error: String,
+    },
+    /// Not attempted because a dependency failed.
+    Skipped {
+        because: String,
+    },
+    /// Not started because the apply was interrupted.
+    NotStarted,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ApplyReport {
+    /// Outcome per address and operation, in plan order.
+    pub outcomes: Vec<(String, &'static str, OpOutcome)>,
+    pub interrupted: bool,
+    pub elapsed_ms: u128,
+}
+
+impl ApplyReport {
+    pub fn failed(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|(_, _, o)| matches!(o, OpOutcome::Failed { .. }))
+            .count()
+    }
+    pub fn count(&self, f: impl Fn(&OpOutcome) -> bool) -> usize {
+        self.outcomes.iter().filter(|(_, _, o)| f(o)).count()
+    }
+    pub fn ok(&self) -> bool {
+        !self.interrupted
+            && self.outcomes.iter().all(|(_, _, o)| {
+                matches!(
+                    o,
+                    OpOutcome::Created { .. } | OpOutcome::Updated { .. } | OpOutcome::Deleted
+                )
+            })
+    }
+}
+
+struct Shared {
+    plan: Plan,
+    providers: Arc<Providers>,
+    journal: Journal,
+    doc: Mutex<StateDoc>,
+    limiters: HashMap<String, DefaultDirectRateLimiter>,
+    max_retries: usize,
+}
+
+/// Runs the plan against the providers, journaling as it goes, and returns
+/// the resulting state (not yet saved) with a report. Stops starting new work
+/// when `cancel` is set (Ctrl-C), letting in-flight calls finish.
+pub async fn execute(
+    plan: Plan,
+    doc: StateDoc,
+    journal: Journal,
+    providers: Arc<Providers>,
+    opts: &ApplyOptions,
+    cancel: Arc<AtomicBool>,
+) -> Result<(StateDoc, ApplyReport), EngineError> {
+    let started = Instant::now();
+    let graph = build_graph(&plan).map_err(EngineError::Plan)?;
+    // One rate budget per provider, shared by every call made to it.
+    let mut limiters = HashMap::new();
+    for c in &plan.changes {
+        let keys = [Some(&c.provider), c.old_provider.as_ref()];
+        for key in keys.into_iter().flatten() {
+            if limiters.contains_key(key) || c.action == crate::plan::Action::NoOp {
+                continue;
+            }
+            let rl = providers.get(key).await?.rate_limit();
+            let period = Duration::from_secs_f64(1.0 / rl.per_second.max(0.001));
+            let burst = NonZeroU32::new(rl.burst.max(1)).expect("max(1)");
+            let quota = Quota::with_period(period)
+                .expect("non-zero period")
+                .allow_burst(burst);
+            limiters.insert(key.clone(), RateLimiter::direct(quota));
+        }
+    }
+    let shared = Arc::new(Shared {
+        plan,
+        providers,
+        journal,
+        doc: Mutex::new(doc),
+        limiters,
+        max_retries: opts.max_retries,
+    });
+
+    let progress = Progress::new(opts.progress, graph.node_count());
+    let mut indegree: Vec<usize> = graph
+        .node_indices()
+        .map(|n| graph.edges_directed(n, Direction::Incoming).count())
+        .collect();
+    let mut ready: VecDeque<NodeIndex> = graph
+        .node_indices()
+        .filter(|n| indegree[n.index()] == 0)
+        .collect();
+    let mut outcome: Vec<Option<OpOutcome>> = vec![None; graph.node_count()];
+    let mut in_flight: JoinSet<(NodeIndex, Result<OpOutcome, String>, Duration)> = JoinSet::new();
+    let parallelism = opts.parallelism.max(1);
+    let mut interrupted = false;
+
+    loop {
+        if cancel.load(Ordering::SeqCst) && !interrupted {
+            interrupted = true;
+            progress.note(&format!(
+                "Interrupted: starting nothing new; waiting for {} call(s) in flight (Ctrl-C again to stop at once — the journal keeps what is done).",
+                in_flight.len()
+            ));
+        }
+        while !interrupted && in_flight.len() < parallelism {
+            let Some(n) = ready.pop_front() else { break };
+            let op = graph[n].clone();
+            let shared = shared.clone();
+            in_flight.spawn(async move {
+                let t = Instant::now();
+                let r = run_op(&shared, &op).await;
+                (n, r, t.elapsed())
+            });
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        // Wake up for a finished op, or every 50 ms to notice Ctrl-C.
+        let next = tokio::time::timeout(Duration::from_millis(50), in_flight.join_next()).await;
+        let Ok(Some(joined)) = next else { continue };
+        let (n, result, elapsed) = match joined {
+            Ok(v) => v,
+            Err(e) => return Err(EngineError::Internal(format!("an apply task failed: {e}"))),
+        };
+        let op = &graph[n];
+        let address = &shared.plan.changes[op.change].address;
+        match result {
+            Ok(o) => {
+                progress.done(address, &describe(&o), elapsed);
+                outcome[n.index()] = Some(o);
+                for e in graph.edges_directed(n, Direction::Outgoing) {
+                    let t = e.target();
+                    indegree[t.index()] -= 1;
+                    if indegree[t.index()] == 0 && outcome[t.index()].is_none() {
+                        ready.push_back(t);
+                    }
+                }
+            }
+            Err(error) => {
+                progress.note(&format!("{address}: FAILED: {error}"));
+                outcome[n.index()] = Some(OpOutcome::Failed { error });
+                // Everything downstream is skipped; independent branches go on.
+                let mut dfs = Dfs::new(&graph, n);
+                dfs.next(&graph);
+                while let Some(d) = dfs.next(&graph) {
+                    if outcome[d.index()].is_none() {
+                        outcome[d.index()] = Some(OpOutcome::Skipped {
+                            because: format!("{address} failed"),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    progress.finish();
+
+    let mut report = ApplyReport {
+        interrupted,
+        ..Default::default()
+    };
+    for n in graph.node_indices() {
+        let op = &graph[n];
+        let o = outcome[n.index()].take().unwrap_or(OpOutcome::NotStarted);
+        let verb = match op.kind {
+            OpKind::Create => "create",
+            OpKind::Update => "update",
+            OpKind::Delete => "delete",
+        };
+        report
+            .outcomes
+            .push((shared.plan.changes[op.change].address.clone(), verb, o));
+    }
+    report.elapsed_ms = started.elapsed().as_millis();
+    let shared = Arc::try_unwrap(shared)
+        .map_err(|_| EngineError::Internal("apply tasks still running".into()))?;
+    shared.journal.close();
+    let doc = shared
+        .doc
+        .into_inner()
+        .expect("no task panicked holding the state");
+    Ok((doc, report))
+}
+
+fn describe(o: &OpOutcome) -> String {
+    match o {
+        OpOutcome::Created { id } => format!("created {id}"),
+        OpOutcome::Updated { id } => format!("updated {id}"),
+        OpOutcome::Deleted => "deleted".into(),
+        OpOutcome::Failed { error } => format!("failed: {error}"),
+        OpOutcome::Skipped { because } => format!("skipped ({because})"),
+        OpOutcome::NotStarted => "not started".into(),
+    }
+}
+
+async fn run_op(shared: &Shared, op: &Op) -> Result<OpOutcome, String> {
+    let change = &shared.plan.changes[op.change];
+    match op.kind {
+        OpKind::Create => create(shared, change).await,
+        OpKind::Update => update(shared, change).await,
+        OpKind::Delete => delete(shared, change).await,
+    }
+}
+
+/// Calls a provider within its rate budget, retrying what is retryable.
+async fn call<T, F, Fut>(shared: &Shared, key: &str, f: F) -> Result<T, ProviderError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let limiter = shared.limiters.get(key);
+    let attempt = || async {
+        if let Some(l) = limiter {
+            l.until_ready().await;
+        }
+        f().await
+    };
+    attempt
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(100))
+                .with_max_delay(Duration::from_secs(20))
+                .with_max_times(shared.max_retries)
+                .with_jitter(),
+        )
+        .when(|e: &ProviderError| e.kind.is_retryable())
+        .notify(|e: &ProviderError, wait: Duration| {
+            tracing::debug!(provider = key, "retrying in {wait:?} after {e}");
+        })
+        .await
+}
+
+async fn provider(shared: &Shared, key: &str) -> Result<Arc<dyn Provider>, String> {
+    shared.providers.get(key).await.map_err(|e| e.to_string())
+}
+
+async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), String> {
+    shared
+        .journal
+        .append(&entry)
+        .await
+        .map_err(|e| e.to_string())?;
+    crate::state::journal::fold(&mut shared.doc.lock().expect("state lock"), entry);
+    Ok(())
+}
+
+async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String> {
+    let p = provider(shared, &c.provider).await?;
+    let attrs = c.after.clone().unwrap_or_default();
+    // Provider ids of the dependencies, as recorded by now.
+    let mut refs = BTreeMap::new();
+    {
+        let doc = shared.doc.lock().expect("state lock");
+        for (role, dep) in &c.deps {
+            let id = doc
+                .resources
+                .get(dep)
+                .map(|r| r.id.clone())
+                .ok_or_else(|| format!("{dep} has no id yet"))?;
+            refs.insert(role.clone(), id);
+        }
+    }
+    let (project, lineage) = {
+        let doc = shared.doc.lock().expect("state lock");
+        (doc.project.clone(), doc.lineage.clone())
+    };
+    let token = c.token.clone().unwrap_or_else(new_token);
+    // The intent is durable before the call: a crash from here on is healed
+    // by adoption (ownership tags + token) on the next run.
+    journal(
+        shared,
+        JournalEntry::Intent {
+            address: c.address.clone(),
+            intent: PendingIntent {
+                kind: c.kind,
+                provider: c.provider.clone(),
+                region: c.region.clone(),
+                token: token.clone(),
+                attrs: attrs.clone(),
+                deps: c.deps.clone(),
+            },
+        },
+    )
+    .await?;
+    let req = CreateRequest {
+        kind: c.kind,
+        scope: Scope {
+            region: c.region.clone(),
+        },
+        attrs: attrs.clone(),
+        refs,
+        ownership: OwnershipTags {
+            project,
+            address: c.address.clone(),
+            token: token.clone(),
+            lineage,
+        },
+    };
+    match call(shared, &c.provider, || p.create(&req)).await {
+        Ok(observed) => {
+            let record = Record {
+                kind: c.kind,
+                provider: c.provider.clone(),
+                region: c.region.clone(),
+                id: observed.id.clone(),
+                attrs,
+                deps: c.deps.clone(),
+                token,
+            };
+            journal(
+                shared,
+                JournalEntry::Recorded {
+                    address: c.address.clone(),
+                    record,
+                },
+            )
+            .await?;
+            Ok(OpOutcome::Created { id: observed.id })
+        }
+        Err(e) => {
+            // These errors mean the cloud refused before making anything;
+            // anything else may have made something, so the intent stays
+            // pending and the next refresh looks for it.
+            if matches!(
+                e.kind,
+                ErrorKind::Invalid | ErrorKind::Quota | ErrorKind::Auth | ErrorKind::Capacity
+            ) {
+                journal(
+                    shared,
+                    JournalEntry::Abandoned {
+                        address: c.address.clone(),
+                    },
+                )
+                .await?;
+            }
+            Err(e.to_string())
+        }
+    }
+}
+
+async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String> {
+    let p = provider(shared, &c.provider).await?;
+    let id = c.id.clone().ok_or("update without an id")?;
+    let after = c.after.clone().unwrap_or_default();
+    let before = c.before.clone().unwrap_or_default();
+    // Only what changed; a key the spec dropped is sent as null ("none").
+    let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let changes: gpuform_provider::Attrs = keys
+        .into_iter()
+        .filter(|k| !crate::plan::diff::same_value(before.get(*k), after.get(*k)))
+        .map(|k| {
+            (
+                k.clone(),
+                after.get(k).cloned().unwrap_or(serde_json::Value::Null),
+            )
+        })
+        .collect();
+    let scope = Scope {
+        region: c.region.clone(),
+    };
+    call(shared, &c.provider, || {
+        p.update(&scope, c.kind, &id, &changes)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut record = shared
+        .doc
+        .lock()
+        .expect("state lock")
+        .resources
+        .get(&c.address)
+        .cloned()
+        .ok_or("updated resource missing from state")?;
+    record.attrs = after;
+    journal(
+        shared,
+        JournalEntry::Recorded {
+            address: c.address.clone(),
+            record,
+        },
+    )
+    .await?;
+    Ok(OpOutcome::Updated { id })
+}
+
+async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String> {
+    let key = c.old_provider.as_ref().unwrap_or(&c.provider);
+    let region = c.old_region.as_ref().unwrap_or(&c.region);
+    let p = provider(shared, key).await?;
+    let id = c.id.clone().ok_or("delete without an id")?;
+    let scope = Scope {
+        region: region.clone(),
+    };
+    match call(shared, key, || p.delete(&scope, c.kind, &id)).await {
+        Ok(()) => {}
+        Err(e) if e.kind == ErrorKind::NotFound => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    journal(
+        shared,
+        JournalEntry::Removed {
+            address: c.address.clone(),
+        },
+    )
+    .await?;
+    Ok(OpOutcome::Deleted)
+}
+
+/// A fresh idempotency token: ≤ 64 ASCII characters, as ClientToken requires.
+pub fn new_token() -> String {
+    format!("gf-{}", uuid::Uuid::new_v4().simple())
+}

@@ -1,0 +1,108 @@
+//! Plan changes → a DAG of operations.
+//!
+//! A replace is a delete followed by a create; a create waits for the
+//! creates of its dependencies; a delete waits for the deletes of everything
+//! that depended on it (reverse order).
+
+use crate::plan::{Action, Plan, ResourceChange};
+use petgraph::algo::toposort;
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Create,
+    Update,
+    Delete,
+}
+
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub kind: OpKind,
+    /// Index into `plan.changes`.
+    pub change: usize,
+}
+
+pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
+    let mut g: DiGraph<Op, ()> = DiGraph::new();
+    let mut creates: HashMap<&str, NodeIndex> = HashMap::new();
+    let mut deletes: HashMap<&str, NodeIndex> = HashMap::new();
+    for (i, c) in plan.changes.iter().enumerate() {
+        let a = c.address.as_str();
+        match c.action {
+            Action::Create => {
+                creates.insert(
+                    a,
+                    g.add_node(Op {
+                        kind: OpKind::Create,
+                        change: i,
+                    }),
+                );
+            }
+            Action::Update => {
+                creates.insert(
+                    a,
+                    g.add_node(Op {
+                        kind: OpKind::Update,
+                        change: i,
+                    }),
+                );
+            }
+            Action::Delete => {
+                deletes.insert(
+                    a,
+                    g.add_node(Op {
+                        kind: OpKind::Delete,
+                        change: i,
+                    }),
+                );
+            }
+            Action::Replace => {
+                let d = g.add_node(Op {
+                    kind: OpKind::Delete,
+                    change: i,
+                });
+                let c = g.add_node(Op {
+                    kind: OpKind::Create,
+                    change: i,
+                });
+                g.add_edge(d, c, ());
+                deletes.insert(a, d);
+                creates.insert(a, c);
+            }
+            Action::NoOp => {}
+        }
+    }
+    let known: HashMap<&str, &ResourceChange> = plan
+        .changes
+        .iter()
+        .map(|c| (c.address.as_str(), c))
+        .collect();
+    for c in &plan.changes {
+        if let Some(&n) = creates.get(c.address.as_str()) {
+            for dep in c.deps.values() {
+                if !known.contains_key(dep.as_str()) {
+                    return Err(format!(
+                        "{} depends on {dep}, which is not in the plan",
+                        c.address
+                    ));
+                }
+                if let Some(&d) = creates.get(dep.as_str()) {
+                    g.add_edge(d, n, ());
+                }
+            }
+        }
+        if let Some(&n) = deletes.get(c.address.as_str()) {
+            for dep in c.old_deps.values() {
+                if let Some(&d) = deletes.get(dep.as_str()) {
+                    g.add_edge(n, d, ());
+                }
+            }
+        }
+    }
+    if let Err(cycle) = toposort(&g, None) {
+        let c = &plan.changes[g[cycle.node_id()].change];
+        return Err(format!("dependency cycle through {}", c.address));
+    }
+    Ok(g)
+}

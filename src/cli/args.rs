@@ -1,0 +1,243 @@
+//! Command-line arguments (clap). Help texts teach: each command says what
+//! it does, what it writes, and its exit codes.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (with --detailed-exitcode: success and no changes)
+  1  error: bad input, a failed resource, a locked or stale state
+  2  with --detailed-exitcode: success and the plan has changes";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpuform",
+    version,
+    about = "Declarative, crash-safe provisioning of GPU clusters across clouds",
+    long_about = "gpuform turns one YAML file describing GPU clusters (GPU model and count, nodes, pricing, \
+interconnect, fabric, regions) into resources on AWS, Alibaba Cloud, Tencent Cloud, Huawei Cloud or the \
+built-in sandbox, shows the difference and its cost, and applies it concurrently and safely.\n\n\
+Start offline, no account needed:\n  gpuform plan examples/quickstart.yaml --sandbox\n  gpuform apply examples/quickstart.yaml --sandbox --auto-approve",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// Print nothing but results and errors.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a spec: syntax, types, unknown keys, GPU models, regions and offers. Writes nothing.
+    #[command(after_help = EXIT_CODES)]
+    Validate {
+        file: PathBuf,
+        #[command(flatten)]
+        vars: VarArgs,
+        /// Run every cluster on the sandbox (validates against each cluster's own cloud catalog).
+        #[arg(long)]
+        sandbox: bool,
+        /// Errors as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite specs in canonical layout (comments kept). --check only reports, as a diff.
+    Fmt {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print a unified diff and exit 1 if a file is not formatted; change nothing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Show what apply would do and what it costs. Writes nothing unless --out.
+    #[command(after_help = EXIT_CODES)]
+    Plan(PlanArgs),
+    /// Make the clouds match a spec (plans first) or a saved plan file.
+    #[command(after_help = EXIT_CODES)]
+    Apply(ApplyArgs),
+    /// Delete everything a spec's state records, in reverse dependency order.
+    #[command(after_help = EXIT_CODES)]
+    Destroy(ApplyArgs),
+    /// Show the state (or a saved plan file) in human form or as JSON.
+    Show {
+        /// A saved plan file; without it, the state of --state or the spec.
+        plan: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print each cluster's nodes (address, id, zone, instance type) from state.
+    Output {
+        #[command(flatten)]
+        state: StateArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect or edit state: list, show, rm (forget), mv (rename).
+    #[command(subcommand)]
+    State(StateCommand),
+    /// Print the resource dependency graph of a spec in Graphviz DOT.
+    Graph {
+        file: PathBuf,
+        #[command(flatten)]
+        vars: VarArgs,
+        #[arg(long)]
+        sandbox: bool,
+    },
+    /// Break a state lock left by a dead process. Needs the lock id from the error message.
+    ForceUnlock {
+        id: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Operate the built-in sandbox cloud behind gpuform's back (drift tests, demos).
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// Print the version.
+    Version,
+    /// Print shell completions (bash, zsh, fish, powershell, elvish).
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct VarArgs {
+    /// Set a variable: `--var nodes=6` (overrides var files, GPUFORM_VAR_* and defaults).
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub vars: Vec<String>,
+    /// Read variables from a file (YAML map or KEY=VALUE lines).
+    #[arg(long = "var-file", value_name = "FILE")]
+    pub var_files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct StateArgs {
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub state: Option<PathBuf>,
+    /// A spec, to find its state.
+    #[arg(long, short = 'f', value_name = "SPEC", global = true)]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PlanArgs {
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
+    #[arg(long)]
+    pub sandbox: bool,
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// Save the plan; `gpuform apply FILE` applies exactly it, once, to this state.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The plan as JSON on stdout (shape: docs/plan-json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 2 when there are changes, 0 when there are none.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Limit to an address or prefix (`cluster.trainer`, `cluster.trainer.node[3]`) and its dependencies.
+    #[arg(long = "target", value_name = "ADDR")]
+    pub targets: Vec<String>,
+    /// Ask the providers what exists (default true); false plans from state alone.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub refresh: bool,
+    /// Plan the deletion of everything in state.
+    #[arg(long)]
+    pub destroy: bool,
+    /// CNY per USD for prices quoted in yuan.
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ApplyArgs {
+    /// A spec, or a plan file saved with `gpuform plan --out`.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    #[arg(long)]
+    pub sandbox: bool,
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// Skip the interactive confirmation (required when stdin is not a terminal).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Operations in flight at once.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub parallelism: usize,
+    #[arg(long = "target", value_name = "ADDR")]
+    pub targets: Vec<String>,
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub refresh: bool,
+    /// The plan and the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// List recorded addresses.
+    List {
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Show one recorded resource.
+    Show {
+        address: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Forget resources without deleting them (they stay in the cloud).
+    Rm {
+        #[arg(required = true)]
+        addresses: Vec<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Rename a recorded resource (e.g. after renaming a cluster).
+    Mv {
+        from: String,
+        to: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// List everything in the sandbox cloud.
+    Ls {
+        #[command(flatten)]
+        state: StateArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a resource behind gpuform's back (by id or address).
+    Delete {
+        target: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Change an attribute behind gpuform's back: `KEY=JSON_OR_STRING`.
+    Set {
+        target: String,
+        assignment: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Empty the sandbox cloud.
+    Reset {
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}

@@ -1,0 +1,709 @@
+//! One function per command.
+
+use super::args::*;
+use super::{CmdResult, Failure};
+use crate::apply::progress::ProgressMode;
+use crate::apply::{ApplyOptions, ApplyReport, OpOutcome};
+use crate::engine::{self, EngineError, PlanRequest};
+use crate::plan::render::render;
+use crate::plan::{DiffOptions, Plan};
+use crate::providers::Providers;
+use crate::resolve::ResolveOptions;
+use crate::spec::{self, LoadedSpec, Vars};
+use crate::state::{StateDoc, StateLock, StateStore};
+use gpuform_provider::catalog::DEFAULT_CNY_PER_USD;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub async fn run(cli: Cli) -> CmdResult {
+    let quiet = cli.quiet;
+    match cli.command {
+        Command::Validate {
+            file,
+            vars,
+            sandbox,
+            json,
+        } => validate(&file, &vars, sandbox, json),
+        Command::Fmt { files, check } => fmt(&files, check),
+        Command::Plan(a) => plan(a, quiet).await,
+        Command::Apply(a) => apply(a, false, quiet).await,
+        Command::Destroy(a) => apply(a, true, quiet).await,
+        Command::Show { plan, state, json } => show(plan.as_deref(), &state, json),
+        Command::Output { state, json } => output(&state, json),
+        Command::State(c) => state_cmd(c),
+        Command::Graph {
+            file,
+            vars,
+            sandbox,
+        } => graph(&file, &vars, sandbox),
+        Command::ForceUnlock { id, state } => {
+            let store = store_for(&state)?;
+            let info = StateLock::force_unlock(&store, &id)?;
+            println!(
+                "Unlocked {} (was held by {} pid {}).",
+                store.path().display(),
+                info.owner,
+                info.pid
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sandbox(c) => sandbox_cmd(c),
+        Command::Version => {
+            println!("gpuform {}", env!("CARGO_PKG_VERSION"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "gpuform",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn load(file: &Path, vars: &VarArgs) -> Result<LoadedSpec, Failure> {
+    let vars = Vars::parse_cli(&vars.vars, &vars.var_files).map_err(|d| Failure(d.to_string()))?;
+    spec::load(file, &vars).map_err(|d| Failure(d.to_string()))
+}
+
+fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
+    ResolveOptions {
+        sandbox,
+        cny_per_usd: cny.unwrap_or(DEFAULT_CNY_PER_USD),
+    }
+}
+
+fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult {
+    let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| spec::load(file, &v));
+    let result = parsed.and_then(|loaded| {
+        engine::desired(&loaded, &resolve_opts(sandbox, None))
+            .map(|d| (loaded, d))
+            .map_err(|e| match e {
+                EngineError::Spec(d) => d,
+                other => spec::Diagnostics(vec![spec::Diagnostic {
+                    file: file.display().to_string(),
+                    line: None,
+                    column: None,
+                    yaml_path: None,
+                    message: other.to_string(),
+                    hint: None,
+                }]),
+            })
+    });
+    match result {
+        Ok((loaded, desired)) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"valid": true, "file": file.display().to_string(), "resources": desired.resources.len(), "lockin": desired.lockin, "diagnostics": []})
+                );
+            } else {
+                println!(
+                    "{} is valid: project {}, {} cluster(s), {} resource(s).",
+                    file.display(),
+                    loaded.spec.project,
+                    loaded.spec.clusters.len(),
+                    desired.resources.len()
+                );
+                for l in &desired.lockin {
+                    println!("  lock-in: {}: {}", l.yaml_path, l.reason);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(d) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"valid": false, "file": file.display().to_string(), "diagnostics": d.to_json()})
+                );
+                Ok(ExitCode::from(1))
+            } else {
+                Err(Failure(d.to_string()))
+            }
+        }
+    }
+}
+
+fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
+    let mut unformatted = 0;
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| Failure(format!("cannot read {}: {e}", f.display())))?;
+        let formatted = spec::format(&text).map_err(|d| Failure(d.to_string()))?;
+        if formatted == text {
+            continue;
+        }
+        unformatted += 1;
+        if check {
+            print!(
+                "{}",
+                spec::format_diff(&f.display().to_string(), &text, &formatted)
+            );
+        } else {
+            // Atomic: a crash never leaves a half-written spec.
+            let tmp = f.with_extension("gpuform-fmt.tmp");
+            std::fs::write(&tmp, &formatted)
+                .and_then(|_| std::fs::rename(&tmp, f))
+                .map_err(|e| Failure(format!("cannot write {}: {e}", f.display())))?;
+            println!("{}", f.display());
+        }
+    }
+    Ok(if check && unformatted > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn providers_for(store: &StateStore) -> Arc<Providers> {
+    Arc::new(Providers::new(engine::sandbox_dir(store)))
+}
+
+async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
+    let loaded = load(&a.file, &a.vars)?;
+    let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
+    let (doc, existed) = engine::read_state(&store, &loaded.spec.project)?;
+    if existed && doc.project != loaded.spec.project {
+        return Err(project_mismatch(&store, &doc, &loaded));
+    }
+    let providers = providers_for(&store);
+    let req = PlanRequest {
+        loaded: &loaded,
+        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+        diff: DiffOptions {
+            destroy: a.destroy,
+            targets: a.targets.clone(),
+            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
+        },
+        refresh: a.refresh,
+    };
+    let (mut plan, _) = engine::make_plan(&req, doc, existed, &providers)
+        .await
+        .map_err(engine_failure)?;
+    plan.state_path = Some(store.path().display().to_string());
+    if let Some(out) = &a.out {
+        write_plan_file(out, &plan)?;
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan).expect("plans serialise")
+        );
+    } else if !quiet {
+        print!("{}", render(&plan));
+        for n in &plan.notes {
+            println!("  note: {n}");
+        }
+        if let Some(out) = &a.out {
+            println!(
+                "\nSaved the plan to {}. Apply exactly it with:\n  gpuform apply {}",
+                out.display(),
+                out.display()
+            );
+        }
+    }
+    Ok(if a.detailed_exitcode && plan.has_changes() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn write_plan_file(out: &Path, plan: &Plan) -> Result<(), Failure> {
+    let json = serde_json::to_vec_pretty(plan).expect("plans serialise");
+    let tmp = out.with_extension("tmp");
+    std::fs::write(&tmp, json)
+        .and_then(|_| std::fs::rename(&tmp, out))
+        .map_err(|e| Failure(format!("cannot write plan file {}: {e}", out.display())))
+}
+
+/// A saved plan, if `file` is one (JSON with a plan format version).
+fn read_plan_file(file: &Path) -> Result<Option<Plan>, Failure> {
+    let bytes =
+        std::fs::read(file).map_err(|e| Failure(format!("cannot read {}: {e}", file.display())))?;
+    if !bytes.trim_ascii_start().starts_with(b"{") {
+        return Ok(None);
+    }
+    let v: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(_) => return Ok(None), // YAML flow mapping: a spec
+    };
+    if v.get("changes").is_none() || v.get("format_version").is_none() {
+        return Ok(None);
+    }
+    let version = v["format_version"].as_u64().unwrap_or(0);
+    if version > crate::plan::PLAN_FORMAT_VERSION as u64 {
+        return Err(Failure(format!(
+            "{} is a plan of format {version}, newer than this gpuform understands; upgrade gpuform",
+            file.display()
+        )));
+    }
+    serde_json::from_value(v).map(Some).map_err(|e| {
+        Failure(format!(
+            "{} is not a valid gpuform plan file: {e}",
+            file.display()
+        ))
+    })
+}
+
+async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
+    let saved = read_plan_file(&a.file)?;
+    // A saved plan was reviewed when it was made: it applies without asking.
+    let reviewed = saved.is_some();
+    let (plan, locked, current, store) = match saved {
+        Some(plan) => {
+            if destroy {
+                return Err(Failure("`gpuform destroy` takes a spec; to apply a saved destroy plan use `gpuform apply PLANFILE`".into()));
+            }
+            let path = a
+                .state
+                .clone()
+                .or_else(|| plan.state_path.as_ref().map(PathBuf::from))
+                .ok_or_else(|| Failure("the plan file names no state; pass --state".into()))?;
+            let store = StateStore::new(path);
+            let locked =
+                engine::lock_state(&store, &plan.project, "apply").map_err(engine_failure)?;
+            engine::check_saved_plan(&plan, &locked).map_err(engine_failure)?;
+            (plan, locked, None, store)
+        }
+        None => {
+            let loaded = load(&a.file, &a.vars)?;
+            let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
+            let locked = engine::lock_state(
+                &store,
+                &loaded.spec.project,
+                if destroy { "destroy" } else { "apply" },
+            )
+            .map_err(engine_failure)?;
+            if locked.existed && locked.doc.project != loaded.spec.project {
+                return Err(project_mismatch(&store, &locked.doc, &loaded));
+            }
+            let providers = providers_for(&store);
+            let req = PlanRequest {
+                loaded: &loaded,
+                resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+                diff: DiffOptions {
+                    destroy,
+                    targets: a.targets.clone(),
+                    cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
+                },
+                refresh: a.refresh,
+            };
+            let (plan, current) =
+                engine::make_plan(&req, locked.doc.clone(), locked.existed, &providers)
+                    .await
+                    .map_err(engine_failure)?;
+            (plan, locked, Some(current), store)
+        }
+    };
+    if !a.json && !quiet {
+        print!("{}", render(&plan));
+    }
+    if !plan.has_changes() {
+        let (doc, report) = run_apply(locked, plan.clone(), current, &store, &a, quiet).await?;
+        return finish_apply(&plan, &doc, &report, a.json, quiet);
+    }
+    if !a.auto_approve && !reviewed {
+        confirm(if destroy {
+            "destroy these resources"
+        } else {
+            "perform these actions"
+        })?;
+    }
+    let (doc, report) = run_apply(locked, plan.clone(), current, &store, &a, quiet).await?;
+    finish_apply(&plan, &doc, &report, a.json, quiet)
+}
+
+async fn run_apply(
+    locked: engine::LockedState,
+    plan: Plan,
+    current: Option<crate::refresh::Current>,
+    store: &StateStore,
+    a: &ApplyArgs,
+    quiet: bool,
+) -> Result<(StateDoc, ApplyReport), Failure> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            c.store(true, Ordering::SeqCst);
+            // A second Ctrl-C stops at once; the journal already holds every result.
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("Stopped. Run apply again to finish: it picks up from the journal.");
+                std::process::exit(130);
+            }
+        }
+    });
+    let opts = ApplyOptions {
+        parallelism: a.parallelism,
+        progress: if quiet || a.json {
+            ProgressMode::Quiet
+        } else {
+            ProgressMode::Auto
+        },
+        ..ApplyOptions::default()
+    };
+    engine::apply_plan(locked, plan, current, providers_for(store), &opts, cancel)
+        .await
+        .map_err(engine_failure)
+}
+
+fn finish_apply(
+    plan: &Plan,
+    doc: &StateDoc,
+    report: &ApplyReport,
+    json: bool,
+    quiet: bool,
+) -> CmdResult {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "plan": plan,
+                "outcomes": report.outcomes.iter().map(|(a, op, o)| serde_json::json!({"address": a, "operation": op, "result": o})).collect::<Vec<_>>(),
+                "interrupted": report.interrupted,
+                "elapsed_ms": report.elapsed_ms,
+                "state": {"lineage": doc.lineage, "serial": doc.serial, "resources": doc.resources.len()},
+            }))
+            .expect("serialises")
+        );
+    } else if !quiet {
+        let created = report.count(|o| matches!(o, OpOutcome::Created { .. }));
+        let updated = report.count(|o| matches!(o, OpOutcome::Updated { .. }));
+        let deleted = report.count(|o| matches!(o, OpOutcome::Deleted));
+        println!(
+            "\nApply {}: {created} created, {updated} updated, {deleted} destroyed in {:.2}s. State serial {} ({} resources).",
+            if report.ok() { "complete" } else { "INCOMPLETE" },
+            report.elapsed_ms as f64 / 1000.0,
+            doc.serial,
+            doc.resources.len()
+        );
+    }
+    for (address, op, o) in &report.outcomes {
+        match o {
+            OpOutcome::Failed { error } => eprintln!("error: {op} {address}: {error}"),
+            OpOutcome::Skipped { because } if !quiet => {
+                eprintln!("skipped: {op} {address}: {because}")
+            }
+            _ => {}
+        }
+    }
+    if report.interrupted {
+        return Err(Failure(format!(
+            "interrupted: {} operation(s) not started; state is saved — run apply again to finish",
+            report.count(|o| matches!(o, OpOutcome::NotStarted))
+        )));
+    }
+    if report.failed() > 0 {
+        return Err(Failure(format!(
+            "{} operation(s) failed; everything that succeeded is recorded in state",
+            report.failed()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn confirm(what: &str) -> Result<(), Failure> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure(
+            "refusing to apply without confirmation: stdin is not a terminal\n  hint: review the plan, then pass --auto-approve (or apply a saved plan)".into(),
+        ));
+    }
+    print!("\nDo you want to {what}? Only 'yes' will be accepted: ");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Failure(e.to_string()))?;
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(Failure("apply cancelled".into()))
+    }
+}
+
+fn engine_failure(e: EngineError) -> Failure {
+    Failure(e.to_string())
+}
+
+fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> Failure {
+    Failure(format!(
+        "state {} belongs to project `{}`, but {} is project `{}`\n  hint: pass --state with this project's own state file",
+        store.path().display(),
+        doc.project,
+        loaded.path.display(),
+        loaded.spec.project
+    ))
+}
+
+/// The state named by --state, or by a spec (-f), or the only one in .gpuform/.
+fn store_for(s: &StateArgs) -> Result<StateStore, Failure> {
+    if let Some(p) = &s.state {
+        return Ok(StateStore::new(p));
+    }
+    if let Some(f) = &s.file {
+        let loaded = load(f, &VarArgs::default())?;
+        return Ok(StateStore::new(engine::state_path(Some(&loaded), None)));
+    }
+    let found: Vec<PathBuf> = std::fs::read_dir(".gpuform")
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().ends_with(".state.json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    match found.as_slice() {
+        [one] => Ok(StateStore::new(one)),
+        [] => Err(Failure(
+            "no state found in .gpuform/\n  hint: pass --state PATH or -f SPEC".into(),
+        )),
+        many => Err(Failure(format!(
+            "several states in .gpuform/ ({}); pass --state PATH or -f SPEC",
+            many.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn load_state(s: &StateArgs) -> Result<(StateStore, StateDoc), Failure> {
+    let store = store_for(s)?;
+    let (doc, existed) = engine::read_state(&store, "")?;
+    if !existed {
+        return Err(Failure(format!("no state at {}", store.path().display())));
+    }
+    Ok((store, doc))
+}
+
+fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
+    if let Some(p) = plan {
+        let plan = read_plan_file(p)?
+            .ok_or_else(|| Failure(format!("{} is not a gpuform plan file", p.display())))?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&plan).expect("serialises")
+            );
+        } else {
+            print!("{}", render(&plan));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (store, doc) = load_state(s)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialises")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "State {} — project {}, lineage {}, serial {}, {} resource(s)",
+        store.path().display(),
+        doc.project,
+        doc.lineage,
+        doc.serial,
+        doc.resources.len()
+    );
+    for (address, r) in &doc.resources {
+        println!(
+            "\n# {address}\n  {} {} ({} {})",
+            r.kind, r.id, r.provider, r.region
+        );
+        for (k, v) in &r.attrs {
+            println!("    {k} = {v}");
+        }
+    }
+    if !doc.pending.is_empty() {
+        println!(
+            "\nInterrupted creates to be checked by the next refresh: {}",
+            doc.pending.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn output(s: &StateArgs, json: bool) -> CmdResult {
+    let (_, doc) = load_state(s)?;
+    let nodes: Vec<serde_json::Value> = doc
+        .resources
+        .iter()
+        .filter(|(_, r)| r.kind == gpuform_provider::ResourceKind::Instance)
+        .map(|(a, r)| {
+            serde_json::json!({
+                "address": a, "id": r.id, "provider": r.provider, "region": r.region,
+                "zone": r.attrs.get("zone"), "instance_type": r.attrs.get("instance_type"),
+            })
+        })
+        .collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&nodes).expect("serialises")
+        );
+    } else {
+        let mut table = comfy_table::Table::new();
+        table.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+        table.set_header(["address", "id", "provider", "zone", "instance type"]);
+        for n in &nodes {
+            let s = |k: &str| n[k].as_str().unwrap_or("").to_string();
+            table.add_row([
+                s("address"),
+                s("id"),
+                s("provider"),
+                s("zone"),
+                s("instance_type"),
+            ]);
+        }
+        println!("{table}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn state_cmd(c: StateCommand) -> CmdResult {
+    match c {
+        StateCommand::List { state } => {
+            let (_, doc) = load_state(&state)?;
+            for a in doc.resources.keys() {
+                println!("{a}");
+            }
+        }
+        StateCommand::Show { address, state } => {
+            let (_, doc) = load_state(&state)?;
+            let r = doc
+                .resources
+                .get(&address)
+                .ok_or_else(|| Failure(format!("no resource `{address}` in state")))?;
+            println!("{}", serde_json::to_string_pretty(r).expect("serialises"));
+        }
+        StateCommand::Rm { addresses, state } => {
+            let store = store_for(&state)?;
+            let mut locked = engine::lock_state(&store, "", "state rm").map_err(engine_failure)?;
+            for a in &addresses {
+                if locked.doc.resources.remove(a).is_none() {
+                    return Err(Failure(format!(
+                        "no resource `{a}` in state; nothing was changed"
+                    )));
+                }
+            }
+            locked.doc.serial += 1;
+            store.save(&locked.doc)?;
+            println!(
+                "Removed {} address(es) from state; the resources themselves were not touched.",
+                addresses.len()
+            );
+        }
+        StateCommand::Mv { from, to, state } => {
+            let store = store_for(&state)?;
+            let mut locked = engine::lock_state(&store, "", "state mv").map_err(engine_failure)?;
+            if locked.doc.resources.contains_key(&to) {
+                return Err(Failure(format!(
+                    "`{to}` is already in state; nothing was changed"
+                )));
+            }
+            let r = locked
+                .doc
+                .resources
+                .remove(&from)
+                .ok_or_else(|| Failure(format!("no resource `{from}` in state")))?;
+            locked.doc.resources.insert(to.clone(), r);
+            locked.doc.serial += 1;
+            store.save(&locked.doc)?;
+            println!("Moved {from} to {to}.");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn graph(file: &Path, vars: &VarArgs, sandbox: bool) -> CmdResult {
+    let loaded = load(file, vars)?;
+    let desired = engine::desired(&loaded, &resolve_opts(sandbox, None)).map_err(engine_failure)?;
+    let mut g = petgraph::Graph::<String, String>::new();
+    let mut idx = std::collections::HashMap::new();
+    for r in &desired.resources {
+        idx.insert(r.address.clone(), g.add_node(r.address.clone()));
+    }
+    for r in &desired.resources {
+        for (role, dep) in &r.deps {
+            let (Some(&a), Some(&b)) = (idx.get(dep), idx.get(&r.address)) else {
+                return Err(Failure(format!("{} depends on unknown {dep}", r.address)));
+            };
+            g.add_edge(a, b, role.clone());
+        }
+    }
+    if petgraph::algo::is_cyclic_directed(&g) {
+        return Err(Failure("the resource graph has a cycle".into()));
+    }
+    println!("{}", petgraph::dot::Dot::new(&g));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
+    let state = match &c {
+        SandboxCommand::Ls { state, .. }
+        | SandboxCommand::Delete { state, .. }
+        | SandboxCommand::Set { state, .. }
+        | SandboxCommand::Reset { state } => state.clone(),
+    };
+    let dir = match std::env::var_os("GPUFORM_SANDBOX_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => engine::sandbox_dir(&store_for(&state)?),
+    };
+    let cloud = Providers::new(dir).sandbox().map_err(engine_failure)?;
+    match c {
+        SandboxCommand::Ls { json, .. } => {
+            let all = cloud.list_all();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&all).map_err(|e| Failure(e.to_string()))?
+                );
+            } else {
+                for r in all {
+                    let address = r
+                        .tags
+                        .get(gpuform_provider::OwnershipTags::ADDRESS)
+                        .cloned()
+                        .unwrap_or_default();
+                    println!(
+                        "{:<24} {:<10} {:<9} {:<16} {address}",
+                        r.id, r.kind, r.cloud, r.region
+                    );
+                }
+            }
+        }
+        SandboxCommand::Delete { target, .. } => {
+            let r = cloud
+                .delete_behind(&target)
+                .map_err(|e| Failure(e.to_string()))?;
+            println!("Deleted {} {} behind gpuform's back.", r.kind, r.id);
+        }
+        SandboxCommand::Set {
+            target, assignment, ..
+        } => {
+            let (k, v) = assignment
+                .split_once('=')
+                .ok_or_else(|| Failure(format!("`{assignment}` is not KEY=VALUE")))?;
+            let value = serde_json::from_str(v)
+                .unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+            cloud
+                .set_attr_behind(&target, k, value)
+                .map_err(|e| Failure(e.to_string()))?;
+            println!("Set {k} on {target} behind gpuform's back.");
+        }
+        SandboxCommand::Reset { .. } => {
+            cloud.reset().map_err(|e| Failure(e.to_string()))?;
+            println!("The sandbox cloud is empty.");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

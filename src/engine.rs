@@ -1,0 +1,278 @@
+//! The workflows behind the commands, shared by the CLI and the tests:
+//! load → resolve → refresh → diff (plan); lock → recover → refresh → diff →
+//! execute → save (apply).
+
+use crate::apply::{execute, ApplyOptions, ApplyReport};
+use crate::plan::{diff, DiffOptions, Plan, StateRef};
+use crate::providers::Providers;
+use crate::refresh::{refresh, Current};
+use crate::resolve::{resolve, Desired, ResolveOptions};
+use crate::spec::{Diagnostics, LoadedSpec};
+use crate::state::{Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
+use gpuform_provider::catalog::Catalog;
+use gpuform_provider::ProviderError;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Spec(Diagnostics),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("{context}: {error}")]
+    Provider {
+        context: String,
+        error: ProviderError,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("invalid plan: {0}")]
+    Plan(String),
+    #[error("{0}")]
+    StalePlan(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Where a spec's state lives: `--state`, else the spec's `state.path`, else
+/// `.gpuform/<project>.state.json` in the working directory.
+pub fn state_path(loaded: Option<&LoadedSpec>, flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    if let Some(l) = loaded {
+        if let Some(crate::spec::StateSettings::Local { path: Some(p) }) = &l.spec.state {
+            return PathBuf::from(p);
+        }
+        return PathBuf::from(".gpuform").join(format!("{}.state.json", l.spec.project));
+    }
+    PathBuf::from(".gpuform").join("state.json")
+}
+
+/// The sandbox inventory: `GPUFORM_SANDBOX_DIR`, else `sandbox/` beside the state.
+pub fn sandbox_dir(store: &StateStore) -> PathBuf {
+    std::env::var_os("GPUFORM_SANDBOX_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| store.dir().join("sandbox"))
+}
+
+/// Reads state for a read-only command: a leftover journal is folded in
+/// memory (nothing is written).
+pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool), EngineError> {
+    let existed;
+    let mut doc = match store.load()? {
+        Some(d) => {
+            existed = true;
+            d
+        }
+        None => {
+            existed = false;
+            StateDoc::new(project)
+        }
+    };
+    if existed {
+        Journal::recover(&store.journal_path(), &mut doc)?;
+    }
+    Ok((doc, existed))
+}
+
+pub struct PlanRequest<'a> {
+    pub loaded: &'a LoadedSpec,
+    pub resolve: ResolveOptions,
+    pub diff: DiffOptions,
+    pub refresh: bool,
+}
+
+/// Resolves the spec against the catalog, with catalog errors pointing into the YAML.
+pub fn desired(loaded: &LoadedSpec, opts: &ResolveOptions) -> Result<Desired, EngineError> {
+    resolve(loaded, Catalog::builtin(), opts).map_err(EngineError::Spec)
+}
+
+/// Computes a plan against `doc` (already read or recovered).
+pub async fn make_plan(
+    req: &PlanRequest<'_>,
+    doc: StateDoc,
+    state_existed: bool,
+    providers: &Providers,
+) -> Result<(Plan, Current), EngineError> {
+    let desired = if req.diff.destroy {
+        Desired::default()
+    } else {
+        desired(req.loaded, &req.resolve)?
+    };
+    let state_ref = StateRef {
+        lineage: state_existed.then(|| doc.lineage.clone()),
+        serial: doc.serial,
+    };
+    let current = if req.refresh {
+        refresh(doc, providers).await?
+    } else {
+        Current::unrefreshed(doc)
+    };
+    let mut plan = diff(&desired, &current, Catalog::builtin(), &req.diff);
+    plan.project = req.loaded.spec.project.clone();
+    plan.state = state_ref;
+    if !current.adopted.is_empty() {
+        plan.warnings.push(format!(
+            "{} resource(s) made by an interrupted apply were found by their ownership tags and will be recorded: {}",
+            current.adopted.len(),
+            current.adopted.join(", ")
+        ));
+    }
+    budget_check(req.loaded, &plan)?;
+    Ok((plan, current))
+}
+
+/// A plan whose cost exceeds the spec's budget is an error.
+fn budget_check(loaded: &LoadedSpec, plan: &Plan) -> Result<(), EngineError> {
+    let Some(b) = &loaded.spec.budget else {
+        return Ok(());
+    };
+    let mut over = Vec::new();
+    if let Some(max) = b.max_hourly_usd {
+        if plan.cost.hourly_usd_after > max + 1e-9 {
+            over.push(format!(
+                "${:.2}/h exceeds budget.max_hourly_usd ${max:.2} by ${:.2}",
+                plan.cost.hourly_usd_after,
+                plan.cost.hourly_usd_after - max
+            ));
+        }
+    }
+    if let Some(max) = b.max_monthly_usd {
+        if plan.cost.monthly_usd_after > max + 1e-9 {
+            over.push(format!(
+                "${:.0}/month exceeds budget.max_monthly_usd ${max:.0} by ${:.0}",
+                plan.cost.monthly_usd_after,
+                plan.cost.monthly_usd_after - max
+            ));
+        }
+    }
+    if over.is_empty() {
+        return Ok(());
+    }
+    let d = loaded.diagnostic(
+        "budget",
+        format!("the plan is over budget: {}", over.join("; ")),
+        Some(
+            "lower `nodes`, choose `pricing: spot` or a reserved term, or raise the budget".into(),
+        ),
+    );
+    Err(EngineError::Spec(Diagnostics(vec![d])))
+}
+
+/// A locked state, ready to be changed: the lock is held until dropped, any
+/// leftover journal is folded and saved, and the state file exists (so its
+/// lineage is durable before the first intent).
+pub struct LockedState {
+    pub store: StateStore,
+    pub lock: StateLock,
+    pub doc: StateDoc,
+    pub existed: bool,
+}
+
+pub fn lock_state(
+    store: &StateStore,
+    project: &str,
+    operation: &str,
+) -> Result<LockedState, EngineError> {
+    let lock = StateLock::acquire(store, operation)?;
+    let (mut doc, existed) = match store.load()? {
+        Some(d) => (d, true),
+        None => (StateDoc::new(project), false),
+    };
+    if Journal::recover(&store.journal_path(), &mut doc)? {
+        doc.serial += 1;
+        store.save(&doc)?;
+        Journal::remove(&store.journal_path())?;
+    }
+    Ok(LockedState {
+        store: store.clone(),
+        lock,
+        doc,
+        existed,
+    })
+}
+
+/// Checks that a saved plan was made against this state, at this serial.
+pub fn check_saved_plan(plan: &Plan, locked: &LockedState) -> Result<(), EngineError> {
+    let current_lineage = locked.existed.then(|| locked.doc.lineage.clone());
+    if plan.state.lineage.is_some() && plan.state.lineage != current_lineage {
+        return Err(EngineError::StalePlan(format!(
+            "this plan was made for another state (lineage {}), not {}\n  hint: make a new plan with `gpuform plan --out FILE` against this state",
+            plan.state.lineage.as_deref().unwrap_or("none"),
+            current_lineage.as_deref().unwrap_or("an empty state")
+        )));
+    }
+    if plan.state.lineage.is_none() && locked.existed && !locked.doc.is_empty() {
+        return Err(EngineError::StalePlan(
+            "this plan was made when there was no state, and state exists now (it was applied already, or by someone else)\n  hint: make a new plan".into(),
+        ));
+    }
+    if plan.state.serial != locked.doc.serial && plan.state.lineage.is_some() {
+        return Err(EngineError::StalePlan(format!(
+            "the state changed since this plan was made (serial {} → {}): it was applied already, or something else changed the state\n  hint: make a new plan with `gpuform plan --out FILE`",
+            plan.state.serial, locked.doc.serial
+        )));
+    }
+    Ok(())
+}
+
+/// Applies a plan to a locked state and saves the result. The state is saved
+/// even when some resources failed or the run was interrupted.
+pub async fn apply_plan(
+    mut locked: LockedState,
+    plan: Plan,
+    current: Option<Current>,
+    providers: Arc<Providers>,
+    opts: &ApplyOptions,
+    cancel: Arc<AtomicBool>,
+) -> Result<(StateDoc, ApplyReport), EngineError> {
+    if !locked.existed {
+        locked.store.save(&locked.doc)?;
+        locked.existed = true;
+    }
+    let journal = Journal::create(
+        &locked.store.journal_path(),
+        &locked.doc.lineage,
+        locked.doc.serial,
+    )?;
+    let mut doc = locked.doc.clone();
+    // Record what refresh found (adoptions), before anything else happens.
+    if let Some(cur) = &current {
+        for address in &cur.adopted {
+            if let Some(record) = cur.doc.resources.get(address) {
+                let e = JournalEntry::Recorded {
+                    address: address.clone(),
+                    record: record.clone(),
+                };
+                journal.append(&e).await?;
+                crate::state::journal::fold(&mut doc, e);
+            }
+        }
+        for address in cur.abandoned.keys() {
+            let e = JournalEntry::Abandoned {
+                address: address.clone(),
+            };
+            journal.append(&e).await?;
+            crate::state::journal::fold(&mut doc, e);
+        }
+        // Forget resources found deleted that the plan does not re-create.
+        for (address, o) in &cur.observed {
+            if o.is_none() && !plan.changes.iter().any(|c| &c.address == address) {
+                let e = JournalEntry::Removed {
+                    address: address.clone(),
+                };
+                journal.append(&e).await?;
+                crate::state::journal::fold(&mut doc, e);
+            }
+        }
+    }
+    let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
+    doc.serial += 1;
+    locked.store.save(&doc)?;
+    Journal::remove(&locked.store.journal_path())?;
+    drop(locked.lock);
+    Ok((doc, report))
+}

@@ -1,0 +1,320 @@
+//! The diff: desired resources vs recorded state vs what providers observe.
+
+use super::{Action, CostSummary, Plan, ResourceChange, StateRef, Summary, PLAN_FORMAT_VERSION};
+use crate::refresh::Current;
+use crate::resolve::{Desired, Target, HOURS_PER_MONTH};
+use crate::state::Record;
+use gpuform_provider::catalog::{Catalog, PricingModel};
+use gpuform_provider::{Attrs, ResourceKind};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Debug, Clone, Default)]
+pub struct DiffOptions {
+    /// Plan to delete everything in state.
+    pub destroy: bool,
+    /// Limit the plan to these addresses (or address prefixes like
+    /// `cluster.trainer`) and what they depend on.
+    pub targets: Vec<String>,
+    pub cny_per_usd: f64,
+}
+
+pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &DiffOptions) -> Plan {
+    let doc = &current.doc;
+    let mut changes: Vec<ResourceChange> = Vec::new();
+    // Addresses whose provider id will change in this plan: their dependents must follow.
+    let mut renewed: BTreeSet<String> = BTreeSet::new();
+
+    if !opts.destroy {
+        // Dependencies are always of an earlier kind (network → subnet → ...),
+        // so visiting by kind sees every dependency's fate before its dependents.
+        let mut order: Vec<_> = desired.resources.iter().collect();
+        order.sort_by_key(|r| (kind_rank(r.kind), &r.address));
+        for d in order {
+            let price_after = d.hourly_usd;
+            let record = doc.resources.get(&d.address);
+            let observed = current.observed.get(&d.address);
+            let mut change = ResourceChange {
+                address: d.address.clone(),
+                kind: d.kind,
+                provider: d.target.key(),
+                region: d.region.clone(),
+                action: Action::NoOp,
+                reason: None,
+                replace_because: Vec::new(),
+                id: None,
+                old_provider: None,
+                old_region: None,
+                before: None,
+                after: Some(d.attrs.clone()),
+                deps: d.deps.clone(),
+                old_deps: BTreeMap::new(),
+                token: None,
+                hourly_usd_before: None,
+                hourly_usd_after: price_after,
+            };
+            match record {
+                None => {
+                    change.action = Action::Create;
+                    change.token = current.abandoned.get(&d.address).cloned();
+                    if change.token.is_some() {
+                        change.reason = Some("an interrupted apply started it; retried with the same idempotency token".into());
+                    }
+                }
+                Some(r) => {
+                    change.id = Some(r.id.clone());
+                    change.old_deps = r.deps.clone();
+                    change.hourly_usd_before = record_price(r, catalog, opts.cny_per_usd);
+                    let actual = actual_attrs(r, observed.and_then(|o| o.as_ref()));
+                    change.before = Some(actual.clone());
+                    if matches!(observed, Some(None)) {
+                        change.action = Action::Create;
+                        change.id = None;
+                        change.before = None;
+                        change.hourly_usd_before = None;
+                        change.reason = Some(format!("{} was deleted outside gpuform", r.id));
+                    } else if r.provider != change.provider || r.region != d.region {
+                        change.action = Action::Replace;
+                        change.old_provider = Some(r.provider.clone());
+                        change.old_region = Some(r.region.clone());
+                        change.reason = Some(format!(
+                            "moves from {} {} to {} {}",
+                            r.provider, r.region, change.provider, d.region
+                        ));
+                    } else if let Some(dep) = d.deps.values().find(|a| renewed.contains(*a)) {
+                        change.action = Action::Replace;
+                        change.reason = Some(format!("{dep} is replaced"));
+                    } else if r.deps != d.deps {
+                        change.action = Action::Replace;
+                        change.reason = Some("its dependencies changed".into());
+                    } else {
+                        let changed = changed_keys(&actual, &d.attrs);
+                        let forcing: Vec<String> = changed
+                            .iter()
+                            .filter(|k| !d.kind.is_updatable(k))
+                            .cloned()
+                            .collect();
+                        if !forcing.is_empty() {
+                            change.action = Action::Replace;
+                            change.replace_because = forcing;
+                        } else if !changed.is_empty() {
+                            change.action = Action::Update;
+                        }
+                        if !changed.is_empty()
+                            && observed_differs(r, observed.and_then(|o| o.as_ref()), &changed)
+                        {
+                            change.reason = Some("changed outside gpuform".into());
+                        }
+                    }
+                }
+            }
+            if matches!(change.action, Action::Create | Action::Replace) {
+                renewed.insert(d.address.clone());
+            }
+            changes.push(change);
+        }
+    }
+
+    // Everything recorded that is no longer desired (or all, for --destroy).
+    for (address, r) in &doc.resources {
+        if !opts.destroy && desired.get(address).is_some() {
+            continue;
+        }
+        if matches!(current.observed.get(address), Some(None)) {
+            // Already gone: just forget it (a delete that finds nothing succeeds).
+        }
+        changes.push(delete_change(
+            address,
+            r,
+            catalog,
+            opts,
+            matches!(current.observed.get(address), Some(None)),
+        ));
+    }
+    for (address, r) in &current.strays {
+        let mut c = delete_change(address, r, catalog, opts, false);
+        c.reason = Some(
+            "a duplicate tagged with this state's lineage (left by an interrupted apply)".into(),
+        );
+        changes.push(c);
+    }
+
+    if !opts.targets.is_empty() {
+        changes = restrict_to_targets(changes, &opts.targets);
+    }
+    changes.sort_by(|a, b| a.address.cmp(&b.address));
+
+    let mut summary = Summary::default();
+    let mut cost = CostSummary::default();
+    for c in &changes {
+        match c.action {
+            Action::Create => summary.create += 1,
+            Action::Update => summary.update += 1,
+            Action::Replace => summary.replace += 1,
+            Action::Delete => summary.delete += 1,
+            Action::NoOp => summary.no_op += 1,
+        }
+        cost.hourly_usd_before += c.hourly_usd_before.unwrap_or(0.0);
+        if c.action != Action::Delete {
+            cost.hourly_usd_after += c.hourly_usd_after.unwrap_or(0.0);
+            if c.kind == ResourceKind::Instance && c.hourly_usd_after.is_none() {
+                cost.unpriced.push(c.address.clone());
+            }
+        }
+    }
+    cost.hourly_usd_delta = cost.hourly_usd_after - cost.hourly_usd_before;
+    cost.monthly_usd_before = cost.hourly_usd_before * HOURS_PER_MONTH;
+    cost.monthly_usd_after = cost.hourly_usd_after * HOURS_PER_MONTH;
+    cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
+
+    Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        gpuform_version: env!("CARGO_PKG_VERSION").to_string(),
+        project: doc.project.clone(),
+        state: StateRef {
+            lineage: None,
+            serial: 0,
+        },
+        destroy: opts.destroy,
+        changes,
+        summary,
+        cost,
+        lockin: desired.lockin.clone(),
+        notes: desired.notes.clone(),
+        warnings: Vec::new(),
+        state_path: None,
+    }
+}
+
+fn delete_change(
+    address: &str,
+    r: &Record,
+    catalog: &Catalog,
+    opts: &DiffOptions,
+    gone: bool,
+) -> ResourceChange {
+    ResourceChange {
+        address: address.to_string(),
+        kind: r.kind,
+        provider: r.provider.clone(),
+        region: r.region.clone(),
+        action: Action::Delete,
+        reason: gone.then(|| format!("{} was already deleted outside gpuform", r.id)),
+        replace_because: Vec::new(),
+        id: Some(r.id.clone()),
+        old_provider: None,
+        old_region: None,
+        before: Some(r.attrs.clone()),
+        after: None,
+        deps: BTreeMap::new(),
+        old_deps: r.deps.clone(),
+        token: None,
+        hourly_usd_before: record_price(r, catalog, opts.cny_per_usd),
+        hourly_usd_after: None,
+    }
+}
+
+/// Attributes as they are: the provider's observation where it reports a
+/// key, the recorded request otherwise (so keys a cloud does not echo back
+/// never show as perpetual changes).
+fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource>) -> Attrs {
+    let mut a = r.attrs.clone();
+    if let Some(o) = observed {
+        for (k, v) in &o.attrs {
+            // Updatable attributes (tags...) count even when gpuform never set them.
+            if a.contains_key(k) || r.kind.is_updatable(k) {
+                a.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    a
+}
+
+fn observed_differs(
+    r: &Record,
+    observed: Option<&gpuform_provider::ObservedResource>,
+    keys: &[String],
+) -> bool {
+    let Some(o) = observed else { return false };
+    keys.iter()
+        .any(|k| o.attrs.get(k).is_some() && o.attrs.get(k) != r.attrs.get(k))
+}
+
+fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
+    let keys: BTreeSet<&String> = actual.keys().chain(desired.keys()).collect();
+    keys.into_iter()
+        .filter(|k| !same_value(actual.get(*k), desired.get(*k)))
+        .cloned()
+        .collect()
+}
+
+/// Absent, null, `{}` and `[]` all mean "none": a cloud that reports empty
+/// tags must not show a change against a spec that has no tags.
+pub(crate) fn same_value(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>) -> bool {
+    fn empty(v: Option<&serde_json::Value>) -> bool {
+        match v {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::Object(m)) => m.is_empty(),
+            Some(serde_json::Value::Array(a)) => a.is_empty(),
+            _ => false,
+        }
+    }
+    a == b || (empty(a) && empty(b))
+}
+
+fn kind_rank(k: ResourceKind) -> u8 {
+    match k {
+        ResourceKind::Network => 0,
+        ResourceKind::Placement => 1,
+        ResourceKind::Bucket => 1,
+        ResourceKind::Subnet => 2,
+        ResourceKind::Firewall => 2,
+        ResourceKind::Instance => 3,
+        ResourceKind::Volume => 4,
+    }
+}
+
+/// The hourly price of a recorded instance, from the catalog.
+pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f64> {
+    if r.kind != ResourceKind::Instance {
+        return None;
+    }
+    let target = Target::parse(&r.provider)?;
+    let itype = r.attrs.get("instance_type")?.as_str()?;
+    let pricing: PricingModel = serde_json::from_value(r.attrs.get("pricing")?.clone()).ok()?;
+    let offering = catalog.offering(target.cloud, &r.region, itype)?;
+    Some(offering.prices.get(&pricing)?.hourly_usd(cny_per_usd))
+}
+
+/// Keeps the changes whose address matches a target (exactly, or as a
+/// prefix ending at a `.` or `[`), plus what those depend on.
+fn restrict_to_targets(changes: Vec<ResourceChange>, targets: &[String]) -> Vec<ResourceChange> {
+    let matches = |a: &str| {
+        targets.iter().any(|t| {
+            a == t
+                || (a.starts_with(t.as_str())
+                    && matches!(a.as_bytes().get(t.len()), Some(b'.') | Some(b'[')))
+        })
+    };
+    let by_addr: HashMap<&str, &ResourceChange> =
+        changes.iter().map(|c| (c.address.as_str(), c)).collect();
+    let mut keep: BTreeSet<String> = BTreeSet::new();
+    let mut stack: Vec<&str> = changes
+        .iter()
+        .filter(|c| matches(&c.address))
+        .map(|c| c.address.as_str())
+        .collect();
+    while let Some(a) = stack.pop() {
+        if !keep.insert(a.to_string()) {
+            continue;
+        }
+        if let Some(c) = by_addr.get(a) {
+            for dep in c.deps.values() {
+                stack.push(dep.as_str());
+            }
+        }
+    }
+    changes
+        .into_iter()
+        .filter(|c| keep.contains(&c.address))
+        .collect()
+}

@@ -1,0 +1,142 @@
+//! Plan: the difference between what the spec asks for and what exists, as
+//! an ordered list of actions with their cost. The JSON form of [`Plan`] is
+//! the `--json` output and the saved-plan file; its shape is documented in
+//! docs/plan-json.md and only grows (new fields), never changes meaning.
+
+pub mod diff;
+pub mod render;
+
+pub use diff::{diff, DiffOptions};
+
+use gpuform_provider::{Attrs, ResourceKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const PLAN_FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    Create,
+    Update,
+    Replace,
+    Delete,
+    NoOp,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Replace => "replace",
+            Action::Delete => "delete",
+            Action::NoOp => "no-op",
+        }
+    }
+}
+
+/// One resource's change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceChange {
+    pub address: String,
+    pub kind: ResourceKind,
+    /// Provider key after the change (`aws`, `sandbox:aws`); for deletes, the current one.
+    pub provider: String,
+    pub region: String,
+    pub action: Action,
+    /// Why, when it is not obvious: drift, a forcing attribute, a replaced dependency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Attributes whose change forces the replacement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replace_because: Vec<String>,
+    /// The existing resource's id (update, replace, delete, no-op).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Provider and region of the existing resource, when a replace moves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Attrs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Attrs>,
+    /// Dependencies after the change: role → address.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deps: BTreeMap<String, String>,
+    /// Dependencies of the existing resource (ordering its deletion).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub old_deps: BTreeMap<String, String>,
+    /// Idempotency token for the create (reused from an interrupted apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hourly_usd_before: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hourly_usd_after: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub create: usize,
+    pub update: usize,
+    pub replace: usize,
+    pub delete: usize,
+    pub no_op: usize,
+}
+
+impl Summary {
+    pub fn has_changes(&self) -> bool {
+        self.create + self.update + self.replace + self.delete > 0
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostSummary {
+    pub hourly_usd_before: f64,
+    pub hourly_usd_after: f64,
+    pub hourly_usd_delta: f64,
+    pub monthly_usd_before: f64,
+    pub monthly_usd_after: f64,
+    pub monthly_usd_delta: f64,
+    /// Resources the catalog has no price for (counted as 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
+}
+
+/// The state a plan was made against: a saved plan applies only there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateRef {
+    /// `None` when there was no state yet.
+    pub lineage: Option<String>,
+    pub serial: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format_version: u32,
+    pub gpuform_version: String,
+    pub project: String,
+    pub state: StateRef,
+    pub destroy: bool,
+    pub changes: Vec<ResourceChange>,
+    pub summary: Summary,
+    pub cost: CostSummary,
+    #[serde(default)]
+    pub lockin: Vec<crate::resolve::LockIn>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// The state file the plan was made against (saved plans apply there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_path: Option<String>,
+}
+
+impl Plan {
+    pub fn has_changes(&self) -> bool {
+        self.summary.has_changes()
+    }
+}

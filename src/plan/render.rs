@@ -1,0 +1,248 @@
+//! Human rendering of plans, Terraform-style: one block per changed
+//! resource, per-attribute before → after, multi-line values as a unified
+//! diff, a summary line and the cost.
+
+use super::{Action, Plan, ResourceChange};
+use crate::resolve::HOURS_PER_MONTH;
+use owo_colors::{OwoColorize, Stream};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+pub fn render(plan: &Plan) -> String {
+    let mut out = String::new();
+    let changed: Vec<&ResourceChange> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::NoOp)
+        .collect();
+    for w in &plan.warnings {
+        let _ = writeln!(
+            out,
+            "{} {w}",
+            "Warning:".if_supports_color(Stream::Stdout, |t| t.yellow())
+        );
+    }
+    if changed.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} The clouds match the spec ({} resource(s)).",
+            "No changes.".if_supports_color(Stream::Stdout, |t| t.bold()),
+            plan.summary.no_op
+        );
+        render_cost(&mut out, plan);
+        return out;
+    }
+    let _ = writeln!(out, "gpuform will perform the following actions:\n");
+    for c in changed {
+        render_change(&mut out, c);
+    }
+    let s = &plan.summary;
+    let _ = writeln!(
+        out,
+        "{} {} to add, {} to change, {} to replace, {} to destroy.",
+        "Plan:".if_supports_color(Stream::Stdout, |t| t.bold()),
+        s.create,
+        s.update,
+        s.replace,
+        s.delete
+    );
+    render_cost(&mut out, plan);
+    if !plan.lockin.is_empty() {
+        let _ = writeln!(out, "\nLock-in (provider-specific choices):");
+        for l in &plan.lockin {
+            let _ = writeln!(out, "  - {}: {}", l.yaml_path, l.reason);
+        }
+    }
+    out
+}
+
+fn render_cost(out: &mut String, plan: &Plan) {
+    let c = &plan.cost;
+    let sign = |d: f64| {
+        if d >= 0.0 {
+            format!("+${}", money(d))
+        } else {
+            format!("-${}", money(-d))
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{} ${}/h → ${}/h ({}/h); ${}/month → ${}/month ({}/month, {} h/month)",
+        "Cost:".if_supports_color(Stream::Stdout, |t| t.bold()),
+        money(c.hourly_usd_before),
+        money(c.hourly_usd_after),
+        sign(c.hourly_usd_delta),
+        money(c.monthly_usd_before),
+        money(c.monthly_usd_after),
+        sign(c.monthly_usd_delta),
+        HOURS_PER_MONTH
+    );
+    if !c.unpriced.is_empty() {
+        let _ = writeln!(
+            out,
+            "      {} instance(s) have no price in the catalog for their pricing model and count as $0: {}",
+            c.unpriced.len(),
+            abbreviate(&c.unpriced, 3)
+        );
+    }
+}
+
+fn render_change(out: &mut String, c: &ResourceChange) {
+    let (symbol, verb) = match c.action {
+        Action::Create => ("+", "will be created"),
+        Action::Update => ("~", "will be updated in place"),
+        Action::Replace => ("-/+", "must be replaced"),
+        Action::Delete => ("-", "will be destroyed"),
+        Action::NoOp => (" ", "is unchanged"),
+    };
+    let colored = |s: &str| -> String {
+        match c.action {
+            Action::Create => s
+                .if_supports_color(Stream::Stdout, |t| t.green())
+                .to_string(),
+            Action::Update => s
+                .if_supports_color(Stream::Stdout, |t| t.yellow())
+                .to_string(),
+            Action::Replace => s
+                .if_supports_color(Stream::Stdout, |t| t.magenta())
+                .to_string(),
+            Action::Delete => s.if_supports_color(Stream::Stdout, |t| t.red()).to_string(),
+            Action::NoOp => s.to_string(),
+        }
+    };
+    let mut why = String::new();
+    if !c.replace_because.is_empty() {
+        why = format!(" ({} forces replacement)", c.replace_because.join(", "));
+    }
+    if let Some(r) = &c.reason {
+        why.push_str(&format!(" ({r})"));
+    }
+    let _ = writeln!(
+        out,
+        "  # {} {verb}{why}",
+        c.address.if_supports_color(Stream::Stdout, |t| t.bold())
+    );
+    let price = match (c.hourly_usd_before, c.hourly_usd_after, c.action) {
+        (_, Some(a), Action::Create) => format!(", ${}/h", money(a)),
+        (Some(b), _, Action::Delete) => format!(", -${}/h", money(b)),
+        (Some(b), Some(a), _) if (a - b).abs() > 1e-9 => {
+            format!(", ${}/h → ${}/h", money(b), money(a))
+        }
+        (_, Some(a), _) => format!(", ${}/h", money(a)),
+        _ => String::new(),
+    };
+    let id = c.id.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {} {}{id} ({} {}{price})",
+        colored(symbol),
+        c.kind,
+        c.provider,
+        c.region
+    );
+
+    let empty = Default::default();
+    let before = c.before.as_ref().unwrap_or(&empty);
+    let after = c.after.as_ref().unwrap_or(&empty);
+    let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let width = keys.iter().map(|k| k.len()).max().unwrap_or(0);
+    for k in keys {
+        let (b, a) = (before.get(k), after.get(k));
+        let forces = c.replace_because.contains(k);
+        let line = match (c.action, b, a) {
+            (Action::Create, _, Some(a)) => attr_line("+", k, width, None, Some(a)),
+            (Action::Delete, Some(b), _) => attr_line("-", k, width, Some(b), None),
+            (_, Some(b), Some(a)) if a == b => continue,
+            (_, b, a) => attr_line("~", k, width, b, a),
+        };
+        out.push_str(&line);
+        if forces {
+            let _ = writeln!(out, "{:>w$}# forces replacement", "", w = 8 + width);
+        }
+    }
+    let _ = writeln!(out);
+}
+
+fn attr_line(
+    sym: &str,
+    key: &str,
+    width: usize,
+    before: Option<&Value>,
+    after: Option<&Value>,
+) -> String {
+    // Multi-line strings (user-data) read best as a unified diff.
+    let multi = |v: Option<&Value>| v.and_then(|v| v.as_str()).is_some_and(|s| s.contains('\n'));
+    if multi(before) || multi(after) {
+        let b = before.and_then(|v| v.as_str()).unwrap_or("");
+        let a = after.and_then(|v| v.as_str()).unwrap_or("");
+        let mut s = format!("      {sym} {key:<width$} = <<EOT\n");
+        let diff = similar::TextDiff::from_lines(b, a);
+        for change in diff.iter_all_changes() {
+            let tag = match change.tag() {
+                similar::ChangeTag::Delete => "-",
+                similar::ChangeTag::Insert => "+",
+                similar::ChangeTag::Equal => " ",
+            };
+            let _ = write!(s, "          {tag} {}", change.value());
+            if !change.value().ends_with('\n') {
+                s.push('\n');
+            }
+        }
+        s.push_str("        EOT\n");
+        return s;
+    }
+    match (before, after) {
+        (None, Some(a)) if sym == "~" => {
+            format!("      {sym} {key:<width$} = (none) -> {}\n", show(a))
+        }
+        (None, Some(a)) => format!("      {sym} {key:<width$} = {}\n", show(a)),
+        (Some(b), None) if sym == "~" => {
+            format!("      {sym} {key:<width$} = {} -> (none)\n", show(b))
+        }
+        (Some(b), None) => format!("      {sym} {key:<width$} = {}\n", show(b)),
+        (Some(b), Some(a)) => format!("      {sym} {key:<width$} = {} -> {}\n", show(b), show(a)),
+        (None, None) => String::new(),
+    }
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// `1234.5` → `1,234.50`.
+pub fn money(v: f64) -> String {
+    let s = format!("{:.2}", v.abs());
+    let (int, frac) = s.split_once('.').unwrap_or((&s, "00"));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    format!("{}{grouped}.{frac}", if v < 0.0 { "-" } else { "" })
+}
+
+fn abbreviate(items: &[String], n: usize) -> String {
+    if items.len() <= n {
+        items.join(", ")
+    } else {
+        format!("{} and {} more", items[..n].join(", "), items.len() - n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_groups_thousands() {
+        assert_eq!(money(0.0), "0.00");
+        assert_eq!(money(1234.5), "1,234.50");
+        assert_eq!(money(1234567.891), "1,234,567.89");
+    }
+}

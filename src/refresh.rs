@@ -1,0 +1,221 @@
+//! Refresh: ask the providers what exists of what state records, find what
+//! an interrupted apply made (adoption by ownership tags), and notice what was
+//! deleted or changed behind gpuform's back. Batched: one `list_owned` per
+//! (provider, region), plus one `read` per kind only for recorded ids that
+//! lost their tags.
+
+use crate::providers::Providers;
+use crate::resolve::Target;
+use crate::state::{Record, StateDoc};
+use crate::EngineError;
+use gpuform_provider::{ObservedResource, ResourceKind, Scope};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// State as it really is now.
+#[derive(Debug, Clone)]
+pub struct Current {
+    /// State with adoptions applied (in memory; apply journals them).
+    pub doc: StateDoc,
+    /// What the providers report per recorded address: `None` = gone.
+    /// Addresses not refreshed (`--refresh=false`) are absent.
+    pub observed: HashMap<String, Option<ObservedResource>>,
+    /// Addresses whose resource was found by its ownership tags and recorded.
+    pub adopted: Vec<String>,
+    /// Interrupted creates that made nothing; their token is reused.
+    pub abandoned: BTreeMap<String, String>,
+    /// Extra resources tagged as ours (duplicates of a recorded address, or
+    /// addresses state forgot): planned for deletion, keyed by a synthetic
+    /// address `ADDRESS~ID`.
+    pub strays: BTreeMap<String, Record>,
+}
+
+impl Current {
+    /// State as recorded, without asking any provider (`--refresh=false`).
+    pub fn unrefreshed(doc: StateDoc) -> Current {
+        let abandoned = doc
+            .pending
+            .iter()
+            .map(|(a, p)| (a.clone(), p.token.clone()))
+            .collect();
+        Current {
+            doc,
+            observed: HashMap::new(),
+            adopted: Vec::new(),
+            abandoned,
+            strays: BTreeMap::new(),
+        }
+    }
+}
+
+pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, EngineError> {
+    let mut cur = Current::unrefreshed(doc);
+    cur.abandoned.clear();
+    if cur.doc.is_empty() {
+        // Nothing recorded and no create ever started for this lineage:
+        // nothing can exist that is ours, so there is nothing to ask.
+        return Ok(cur);
+    }
+    // Group what we know by (provider, region).
+    let mut groups: BTreeMap<(String, String), ()> = BTreeMap::new();
+    for r in cur.doc.resources.values() {
+        groups.insert((r.provider.clone(), r.region.clone()), ());
+    }
+    for p in cur.doc.pending.values() {
+        groups.insert((p.provider.clone(), p.region.clone()), ());
+    }
+    let project = cur.doc.project.clone();
+    let lineage = cur.doc.lineage.clone();
+    // Ask every group concurrently: refresh costs one round trip, not one per region.
+    let mut calls = Vec::new();
+    for (provider_key, region) in groups.keys() {
+        let provider = providers.get(provider_key).await?;
+        let scope = Scope {
+            region: region.clone(),
+        };
+        let project = project.clone();
+        let key = (provider_key.clone(), region.clone());
+        calls.push(async move {
+            let found = provider.list_owned(&scope, &project).await;
+            (key, provider, scope, found)
+        });
+    }
+    let results = futures_util::future::join_all(calls).await;
+    for ((provider_key, region), provider, scope, found) in results {
+        let found = found.map_err(|e| EngineError::Provider {
+            context: format!("refreshing {provider_key} {region}"),
+            error: e,
+        })?;
+        let ours: Vec<ObservedResource> = found
+            .into_iter()
+            .filter(|o| {
+                o.ownership
+                    .as_ref()
+                    .map(|t| t.lineage == lineage)
+                    .unwrap_or(false)
+            })
+            .collect();
+        let mut by_id: HashMap<&str, &ObservedResource> =
+            ours.iter().map(|o| (o.id.as_str(), o)).collect();
+
+        // Recorded resources of this group.
+        let recorded: Vec<(String, Record)> = cur
+            .doc
+            .resources
+            .iter()
+            .filter(|(_, r)| r.provider == provider_key && r.region == region)
+            .map(|(a, r)| (a.clone(), r.clone()))
+            .collect();
+        // Ids that lost their tags are looked up directly, batched per kind.
+        let mut missing: BTreeMap<ResourceKind, Vec<String>> = BTreeMap::new();
+        for (_, r) in &recorded {
+            if !by_id.contains_key(r.id.as_str()) {
+                missing.entry(r.kind).or_default().push(r.id.clone());
+            }
+        }
+        let mut untagged: HashMap<String, ObservedResource> = HashMap::new();
+        for (kind, ids) in missing {
+            let got =
+                provider
+                    .read(&scope, kind, &ids)
+                    .await
+                    .map_err(|e| EngineError::Provider {
+                        context: format!("refreshing {provider_key} {region}"),
+                        error: e,
+                    })?;
+            for o in got {
+                untagged.insert(o.id.clone(), o);
+            }
+        }
+        let mut claimed: BTreeSet<String> = BTreeSet::new();
+        for (address, r) in &recorded {
+            let o = by_id
+                .get(r.id.as_str())
+                .map(|o| (*o).clone())
+                .or_else(|| untagged.remove(&r.id));
+            if o.is_some() {
+                claimed.insert(r.id.clone());
+            }
+            cur.observed.insert(address.clone(), o);
+        }
+        // Interrupted creates: adopt what carries their address, preferring the token.
+        let pending: Vec<_> = cur
+            .doc
+            .pending
+            .iter()
+            .filter(|(_, p)| p.provider == provider_key && p.region == region)
+            .map(|(a, p)| (a.clone(), p.clone()))
+            .collect();
+        for (address, p) in pending {
+            let hit = ours
+                .iter()
+                .filter(|o| !claimed.contains(&o.id))
+                .filter(|o| {
+                    o.ownership
+                        .as_ref()
+                        .map(|t| t.address == address)
+                        .unwrap_or(false)
+                })
+                .max_by_key(|o| {
+                    o.ownership
+                        .as_ref()
+                        .map(|t| t.token == p.token)
+                        .unwrap_or(false)
+                })
+                .cloned();
+            cur.doc.pending.remove(&address);
+            match hit {
+                Some(o) if !cur.doc.resources.contains_key(&address) => {
+                    claimed.insert(o.id.clone());
+                    cur.doc.resources.insert(
+                        address.clone(),
+                        Record {
+                            kind: p.kind,
+                            provider: provider_key.clone(),
+                            region: region.clone(),
+                            id: o.id.clone(),
+                            attrs: p.attrs.clone(),
+                            deps: p.deps.clone(),
+                            token: p.token.clone(),
+                        },
+                    );
+                    cur.observed.insert(address.clone(), Some(o));
+                    cur.adopted.push(address);
+                }
+                _ => {
+                    cur.abandoned.insert(address, p.token);
+                }
+            }
+        }
+        // Anything else tagged as ours is a stray: adopt it under its address
+        // if state has nothing there, otherwise it is a duplicate to delete.
+        for o in &ours {
+            if claimed.contains(&o.id) {
+                continue;
+            }
+            let t = o.ownership.as_ref().expect("filtered on ownership");
+            let record = Record {
+                kind: o.kind,
+                provider: provider_key.clone(),
+                region: region.clone(),
+                id: o.id.clone(),
+                attrs: o.attrs.clone(),
+                deps: BTreeMap::new(),
+                token: t.token.clone(),
+            };
+            if cur.doc.resources.contains_key(&t.address) {
+                cur.strays.insert(format!("{}~{}", t.address, o.id), record);
+            } else {
+                cur.doc.resources.insert(t.address.clone(), record);
+                cur.observed.insert(t.address.clone(), Some(o.clone()));
+                cur.adopted.push(t.address.clone());
+            }
+        }
+        by_id.clear();
+    }
+    Ok(cur)
+}
+
+/// The target of a recorded resource (its provider key parsed).
+pub fn record_target(r: &Record) -> Option<Target> {
+    Target::parse(&r.provider)
+}

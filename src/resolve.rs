@@ -1,0 +1,517 @@
+//! Resolve: spec + catalog → the concrete resources a spec asks for, with
+//! their dependency edges. Pure: no API calls, so it runs in microseconds and
+//! `plan` works offline.
+
+use crate::spec::{
+    CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, LoadedSpec,
+};
+use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_provider::{Attrs, Cloud, ResourceKind};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Hours in an average month, for monthly figures (365 × 24 / 12).
+pub const HOURS_PER_MONTH: f64 = 730.0;
+
+#[derive(Debug, Clone)]
+pub struct ResolveOptions {
+    /// Run every cluster on the sandbox, mirroring its own cloud.
+    pub sandbox: bool,
+    pub cny_per_usd: f64,
+}
+
+impl Default for ResolveOptions {
+    fn default() -> Self {
+        ResolveOptions {
+            sandbox: false,
+            cny_per_usd: DEFAULT_CNY_PER_USD,
+        }
+    }
+}
+
+/// Which provider serves a resource: a cloud, real or simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Target {
+    pub cloud: Cloud,
+    pub sandbox: bool,
+}
+
+impl Target {
+    /// The key recorded in state: `aws`, `sandbox:aws`.
+    pub fn key(&self) -> String {
+        if self.sandbox {
+            format!("sandbox:{}", self.cloud)
+        } else {
+            self.cloud.to_string()
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<Target> {
+        match key.strip_prefix("sandbox:") {
+            Some(c) => Some(Target {
+                cloud: c.parse().ok()?,
+                sandbox: true,
+            }),
+            None => Some(Target {
+                cloud: key.parse().ok()?,
+                sandbox: false,
+            }),
+        }
+    }
+}
+
+/// One resource the spec asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesiredResource {
+    /// e.g. `cluster.trainer.node[3]`.
+    pub address: String,
+    pub kind: ResourceKind,
+    pub target: Target,
+    pub region: String,
+    pub attrs: Attrs,
+    /// Dependencies: role → address.
+    pub deps: BTreeMap<String, String>,
+    /// USD per hour, when the catalog knows the price.
+    pub hourly_usd: Option<f64>,
+    /// Where it comes from in the spec, for messages.
+    pub yaml_path: String,
+}
+
+/// A use of something that ties a cluster to one cloud.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockIn {
+    pub yaml_path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Desired {
+    pub resources: Vec<DesiredResource>,
+    pub lockin: Vec<LockIn>,
+    /// Why each cluster got its instance type, and what the catalog lacks.
+    pub notes: Vec<String>,
+}
+
+impl Desired {
+    pub fn get(&self, address: &str) -> Option<&DesiredResource> {
+        self.resources
+            .binary_search_by(|r| r.address.as_str().cmp(address))
+            .ok()
+            .map(|i| &self.resources[i])
+    }
+}
+
+pub fn resolve(
+    loaded: &LoadedSpec,
+    catalog: &Catalog,
+    opts: &ResolveOptions,
+) -> Result<Desired, Diagnostics> {
+    let spec = &loaded.spec;
+    let mut out = Desired::default();
+    let mut errors: Vec<Diagnostic> = Vec::new();
+    for (name, cluster) in &spec.clusters {
+        if let Err(d) = resolve_cluster(loaded, catalog, opts, name, cluster, &mut out) {
+            errors.extend(d);
+        }
+    }
+    for (name, bucket) in &spec.buckets {
+        let path = format!("buckets.{name}");
+        let (target, region) =
+            match target_for(loaded, catalog, opts, &path, bucket.cloud, &bucket.region) {
+                Ok(t) => t,
+                Err(d) => {
+                    errors.push(d);
+                    continue;
+                }
+            };
+        let mut attrs = Attrs::new();
+        attrs.insert("name".into(), json!(format!("{}-{}", spec.project, name)));
+        if !bucket.tags.is_empty() {
+            attrs.insert("tags".into(), json!(bucket.tags));
+        }
+        out.resources.push(DesiredResource {
+            address: format!("bucket.{name}"),
+            kind: ResourceKind::Bucket,
+            target,
+            region: region.to_string(),
+            attrs,
+            deps: BTreeMap::new(),
+            hourly_usd: None,
+            yaml_path: path,
+        });
+    }
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    out.resources.sort_by(|a, b| a.address.cmp(&b.address));
+    Ok(out)
+}
+
+fn target_for<'c>(
+    loaded: &LoadedSpec,
+    catalog: &'c Catalog,
+    opts: &ResolveOptions,
+    path: &str,
+    cloud: CloudName,
+    region: &str,
+) -> Result<(Target, &'c str), Diagnostic> {
+    let (cloud, sandbox) = match cloud {
+        CloudName::Aws => (Cloud::Aws, opts.sandbox),
+        CloudName::Alibaba => (Cloud::Alibaba, opts.sandbox),
+        CloudName::Tencent => (Cloud::Tencent, opts.sandbox),
+        CloudName::Huawei => (Cloud::Huawei, opts.sandbox),
+        // `cloud: sandbox` simulates AWS, whose catalog is the most complete.
+        CloudName::Sandbox => (Cloud::Aws, true),
+    };
+    match catalog.region(cloud, region) {
+        Some(r) => Ok((Target { cloud, sandbox }, r.name.as_str())),
+        None => {
+            let known: Vec<&str> = catalog
+                .regions(cloud)
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect();
+            let close = closest_names(region, &known);
+            Err(loaded.diagnostic(
+                &format!("{path}.region"),
+                format!("region `{region}` is not a {cloud} region gpuform knows"),
+                Some(if close.is_empty() {
+                    format!("{cloud} regions: {}", known.join(", "))
+                } else {
+                    format!(
+                        "did you mean {}? ({cloud} regions: {})",
+                        close.join(" or "),
+                        known.join(", ")
+                    )
+                }),
+            ))
+        }
+    }
+}
+
+fn resolve_cluster(
+    loaded: &LoadedSpec,
+    catalog: &Catalog,
+    opts: &ResolveOptions,
+    name: &str,
+    c: &Cluster,
+    out: &mut Desired,
+) -> Result<(), Vec<Diagnostic>> {
+    let path = format!("clusters.{name}");
+    let (target, region) =
+        target_for(loaded, catalog, opts, &path, c.cloud, &c.region).map_err(|d| vec![d])?;
+    let cloud = target.cloud;
+    let mut errors = Vec::new();
+    let region_zones = &catalog.region(cloud, region).expect("checked above").zones;
+
+    let zones: Vec<String> = if c.zones.is_empty() {
+        region_zones.clone()
+    } else {
+        for (i, z) in c.zones.iter().enumerate() {
+            if !region_zones.contains(z) {
+                errors.push(loaded.diagnostic(
+                    &format!("{path}.zones[{i}]"),
+                    format!("zone `{z}` is not in {cloud} region {region}"),
+                    Some(format!("zones of {region}: {}", region_zones.join(", "))),
+                ));
+            }
+        }
+        c.zones.clone()
+    };
+    if zones.is_empty() {
+        errors.push(loaded.diagnostic(
+            &format!("{path}.region"),
+            format!("gpuform knows no zones of {cloud} region {region}"),
+            Some("list the zones to use under `zones:`".into()),
+        ));
+    }
+
+    let gpu = match catalog.gpu(&c.gpu.model) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            errors.push(loaded.diagnostic(&format!("{path}.gpu"), e.to_string(), None));
+            None
+        }
+    };
+    if let (Some(g), Some(profile)) = (gpu, &c.mig) {
+        if !g.mig_profiles.iter().any(|p| &p.name == profile) {
+            let valid: Vec<&str> = g.mig_profiles.iter().map(|p| p.name.as_str()).collect();
+            errors.push(loaded.diagnostic(
+                &format!("{path}.mig"),
+                format!("MIG profile `{profile}` does not exist on {}", g.name),
+                Some(if valid.is_empty() {
+                    format!("{} does not support MIG; remove `mig:`", g.name)
+                } else {
+                    format!("profiles of {}: {}", g.name, valid.join(", "))
+                }),
+            ));
+        }
+    }
+    let Some(gpu) = gpu else { return Err(errors) };
+
+    // The instance type: the escape hatch, or the cheapest catalog offer
+    // meeting the GPU, interconnect and fabric constraints.
+    let query = OfferQuery {
+        cloud: Some(cloud),
+        region: Some(region.to_string()),
+        gpu_model: Some(gpu.name.clone()),
+        gpu_count: Some(c.gpu.count),
+        interconnect: match c.interconnect {
+            InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
+            InterconnectReq::Pcie => Some(Interconnect::Pcie),
+            InterconnectReq::Any => None,
+        },
+        rdma: (c.fabric == Fabric::Rdma).then_some(true),
+        pricing: c.pricing,
+        cny_per_usd: opts.cny_per_usd,
+        ..OfferQuery::default()
+    };
+    let (instance_type, hourly_usd) = if let Some(raw) = &c.instance_type {
+        out.lockin.push(LockIn {
+            yaml_path: format!("{path}.instance_type"),
+            reason: format!("raw {cloud} instance type `{raw}`"),
+        });
+        match catalog.offering(cloud, region, raw) {
+            Some(o) => (
+                raw.clone(),
+                o.prices
+                    .get(&c.pricing)
+                    .map(|p| p.hourly_usd(opts.cny_per_usd)),
+            ),
+            None => {
+                errors.push(loaded.diagnostic(
+                    &format!("{path}.instance_type"),
+                    format!("{cloud} does not offer `{raw}` in {region} (per gpuform's catalog)"),
+                    Some(suggest(catalog, &query)),
+                ));
+                return Err(errors);
+            }
+        }
+    } else {
+        let matches = catalog.matching(&query);
+        match matches.first() {
+            Some(m) => {
+                out.notes.push(format!(
+                    "cluster.{name}: {} ({} × {}{}) — {}",
+                    m.instance.name,
+                    m.instance.gpu_count,
+                    m.instance.gpu_model,
+                    m.instance
+                        .rdma
+                        .map(|r| format!(", {r:?}").to_lowercase())
+                        .unwrap_or_default(),
+                    match m.hourly_usd {
+                        Some(p) => format!(
+                            "cheapest of {} matching offer(s) at ${p:.2}/h {}",
+                            matches.len(),
+                            c.pricing.as_str()
+                        ),
+                        None => format!("no {} price in the catalog", c.pricing.as_str()),
+                    }
+                ));
+                (m.instance.name.clone(), m.hourly_usd)
+            }
+            None => {
+                errors.push(loaded.diagnostic(
+                    &format!("{path}.gpu"),
+                    format!(
+                        "{cloud} {region} offers no instance with {} × {}{}{}",
+                        c.gpu.count,
+                        gpu.name,
+                        match c.interconnect {
+                            InterconnectReq::Nvlink => " over NVLink",
+                            InterconnectReq::Pcie => " over PCIe",
+                            InterconnectReq::Any => "",
+                        },
+                        if c.fabric == Fabric::Rdma {
+                            " with RDMA"
+                        } else {
+                            ""
+                        }
+                    ),
+                    Some(suggest(catalog, &query)),
+                ));
+                return Err(errors);
+            }
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    if c.image.starts_with("ami-") || c.image.starts_with("m-") || c.image.starts_with("img-") {
+        out.lockin.push(LockIn {
+            yaml_path: format!("{path}.image"),
+            reason: format!("raw image id `{}`", c.image),
+        });
+    }
+
+    let prefix = format!("cluster.{name}");
+    let zone = zones[0].clone();
+    let mut push = |suffix: &str, kind, attrs: Attrs, deps: &[(&str, String)], hourly_usd| {
+        out.resources.push(DesiredResource {
+            address: format!("{prefix}.{suffix}"),
+            kind,
+            target,
+            region: region.to_string(),
+            attrs,
+            deps: deps
+                .iter()
+                .map(|(r, a)| (r.to_string(), a.clone()))
+                .collect(),
+            hourly_usd,
+            yaml_path: path.clone(),
+        })
+    };
+    let network = format!("{prefix}.network");
+    push(
+        "network",
+        ResourceKind::Network,
+        attrs([("cidr", json!(c.cidr))]),
+        &[],
+        None,
+    );
+    let subnet_suffix = format!("subnet[{zone}]");
+    let subnet = format!("{prefix}.{subnet_suffix}");
+    push(
+        &subnet_suffix,
+        ResourceKind::Subnet,
+        attrs([
+            ("zone", json!(zone)),
+            ("cidr", json!(first_subnet(&c.cidr))),
+        ]),
+        &[("network", network.clone())],
+        None,
+    );
+    let firewall = format!("{prefix}.firewall");
+    let ingress: Vec<_> = c
+        .ingress
+        .iter()
+        .map(|i| {
+            let (from, to) = port_range(&i.ports);
+            json!({"protocol": i.protocol, "from_port": from, "to_port": to, "cidr": i.cidr})
+        })
+        .collect();
+    push(
+        "firewall",
+        ResourceKind::Firewall,
+        attrs([("ingress", json!(ingress))]),
+        &[("network", network.clone())],
+        None,
+    );
+    // Packed placement pays off only when nodes talk over NVLink-class or RDMA links.
+    let placement = (c.nodes > 1
+        && (c.interconnect == InterconnectReq::Nvlink || c.fabric == Fabric::Rdma))
+        .then(|| format!("{prefix}.placement"));
+    if placement.is_some() {
+        push(
+            "placement",
+            ResourceKind::Placement,
+            attrs([("strategy", json!("cluster"))]),
+            &[],
+            None,
+        );
+    }
+    for i in 0..c.nodes {
+        let mut a = attrs([
+            ("instance_type", json!(instance_type)),
+            ("zone", json!(zone)),
+            ("image", json!(c.image)),
+            ("pricing", json!(c.pricing.as_str())),
+            ("root_gb", json!(c.disk.root_gb)),
+            ("rdma", json!(c.fabric == Fabric::Rdma)),
+            ("gpu", json!(format!("{}:{}", gpu.name, c.gpu.count))),
+        ]);
+        if let Some(m) = &c.mig {
+            a.insert("mig".into(), json!(m));
+        }
+        if let Some(u) = &c.user_data {
+            a.insert("user_data".into(), json!(u));
+        }
+        if !c.tags.is_empty() {
+            a.insert("tags".into(), json!(c.tags));
+        }
+        let mut deps = vec![("subnet", subnet.clone()), ("firewall", firewall.clone())];
+        if let Some(p) = &placement {
+            deps.push(("placement", p.clone()));
+        }
+        let node = format!("node[{i}]");
+        push(&node, ResourceKind::Instance, a, &deps, hourly_usd);
+        if let Some(size) = c.disk.data_gb {
+            push(
+                &format!("volume[{i}]"),
+                ResourceKind::Volume,
+                attrs([
+                    ("zone", json!(zone)),
+                    ("size_gb", json!(size)),
+                    ("volume_type", json!("ssd")),
+                ]),
+                &[("instance", format!("{prefix}.{node}"))],
+                None,
+            );
+        }
+    }
+    Ok(())
+}
+
+fn attrs<const N: usize>(pairs: [(&str, serde_json::Value); N]) -> Attrs {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+fn suggest(catalog: &Catalog, q: &OfferQuery) -> String {
+    let close = catalog.closest(q, 3);
+    if close.is_empty() {
+        return "run `gpuform offers` to see what each cloud offers".into();
+    }
+    let list: Vec<String> = close
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} {} ({} × {}){}",
+                m.offering.cloud,
+                m.offering.region,
+                m.instance.name,
+                m.instance.gpu_count,
+                m.instance.gpu_model,
+                m.difference
+                    .as_ref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    format!("closest offers: {}", list.join("; "))
+}
+
+fn closest_names<'a>(given: &str, known: &[&'a str]) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(given, k), *k))
+        .filter(|(s, _)| *s > 0.85)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(2).map(|(_, k)| k).collect()
+}
+
+/// The first subnet of a network: four more prefix bits (a /16 gives a /20),
+/// leaving room for one subnet per zone.
+fn first_subnet(cidr: &str) -> String {
+    match cidr.split_once('/') {
+        Some((addr, bits)) => match bits.parse::<u8>() {
+            Ok(b) => format!("{addr}/{}", (b + 4).min(28)),
+            Err(_) => cidr.to_string(),
+        },
+        None => cidr.to_string(),
+    }
+}
+
+/// `22` → (22, 22); `8000-8100` → (8000, 8100). The spec layer has validated the syntax.
+fn port_range(ports: &str) -> (u32, u32) {
+    match ports.split_once('-') {
+        Some((a, b)) => (a.trim().parse().unwrap_or(0), b.trim().parse().unwrap_or(0)),
+        None => {
+            let p = ports.trim().parse().unwrap_or(0);
+            (p, p)
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! End to end: the gpuform binary against the sandbox cloud, in a temporary
+//! working directory per test (state in .gpuform/, sandbox inventory beside it).
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SPEC: &str = r#"project: e2e
+variables:
+  nodes:
+    default: "2"
+clusters:
+  trainer:
+    cloud: aws
+    region: us-east-1
+    zones: [us-east-1a, us-east-1b]
+    nodes: ${var.nodes}
+    gpu: A100-80GB:8
+    interconnect: nvlink
+    fabric: rdma
+    pricing: on-demand
+    disk:
+      root_gb: 200
+      data_gb: 500
+  inference:
+    cloud: aws
+    region: us-west-2
+    nodes: 1
+    gpu: T4
+    pricing: spot
+buckets:
+  datasets:
+    cloud: aws
+    region: us-east-1
+"#;
+
+struct Work {
+    dir: tempfile::TempDir,
+}
+
+impl Work {
+    fn new() -> Work {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("spec.yaml"), SPEC).expect("write spec");
+        Work { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+        c.args(args)
+            .current_dir(self.path())
+            .env_remove("GPUFORM_SANDBOX_FAULTS")
+            .env("NO_COLOR", "1");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run gpuform")
+    }
+
+    fn run_with_faults(&self, args: &[&str], faults: &str) -> Output {
+        self.cmd(args)
+            .env("GPUFORM_SANDBOX_FAULTS", faults)
+            .output()
+            .expect("run gpuform")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "gpuform {args:?} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn apply(&self, extra: &[&str]) -> String {
+        let mut args = vec!["apply", "spec.yaml", "--sandbox", "--auto-approve"];
+        args.extend_from_slice(extra);
+        self.ok(&args)
+    }
+
+    fn plan_json(&self, extra: &[&str]) -> Value {
+        let mut args = vec!["plan", "spec.yaml", "--sandbox", "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&self.ok(&args)).expect("plan json")
+    }
+
+    fn plan_exit(&self, extra: &[&str]) -> i32 {
+        let mut args = vec!["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"];
+        args.extend_from_slice(extra);
+        self.run(&args).status.code().expect("exit code")
+    }
+
+    /// Everything alive in the sandbox cloud: id → address tag.
+    fn cloud(&self) -> BTreeMap<String, String> {
+        let out = self.ok(&[
+            "sandbox",
+            "ls",
+            "--json",
+            "--state",
+            ".gpuform/e2e.state.json",
+        ]);
+        let all: Vec<Value> = serde_json::from_str(&out).expect("sandbox json");
+        all.iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_string(),
+                    r["tags"]["gpuform:address"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn state(&self) -> Value {
+        let p: PathBuf = self.path().join(".gpuform/e2e.state.json");
+        serde_json::from_slice(&std::fs::read(p).expect("state")).expect("state json")
+    }
+
+    /// The invariant: the cloud holds exactly one resource per desired
+    /// address, and state records exactly those, with their real ids.
+    fn assert_exact(&self, expected: &BTreeSet<String>, context: &str) {
+        let cloud = self.cloud();
+        let mut by_addr: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (id, addr) in &cloud {
+            by_addr.entry(addr.as_str()).or_default().push(id.as_str());
+        }
+        for (addr, ids) in &by_addr {
+            assert!(
+                ids.len() == 1,
+                "{context}: duplicate resources for {addr}: {ids:?}"
+            );
+            assert!(
+                expected.contains(*addr),
+                "{context}: orphan {addr} {ids:?} in the cloud"
+            );
+        }
+        let got: BTreeSet<String> = by_addr.keys().map(|s| s.to_string()).collect();
+        assert_eq!(
+            &got, expected,
+            "{context}: cloud does not hold exactly the desired resources"
+        );
+        let state = self.state();
+        let recorded: BTreeMap<String, String> = state["resources"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(a, r)| (a.clone(), r["id"].as_str().unwrap().to_string()))
+            .collect();
+        let recorded_addrs: BTreeSet<String> = recorded.keys().cloned().collect();
+        assert_eq!(
+            &recorded_addrs, expected,
+            "{context}: state does not record exactly the desired resources"
+        );
+        for (addr, id) in &recorded {
+            assert_eq!(
+                cloud.get(id).map(|s| s.as_str()),
+                Some(addr.as_str()),
+                "{context}: state id {id} of {addr} is not real"
+            );
+        }
+    }
+}
+
+fn desired_addresses(nodes: usize) -> BTreeSet<String> {
+    let mut s: BTreeSet<String> = [
+        "bucket.datasets",
+        "cluster.inference.firewall",
+        "cluster.inference.network",
+        "cluster.inference.node[0]",
+        "cluster.inference.subnet[us-west-2a]",
+        "cluster.trainer.firewall",
+        "cluster.trainer.network",
+        "cluster.trainer.subnet[us-east-1a]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if nodes > 1 {
+        s.insert("cluster.trainer.placement".into());
+    }
+    for i in 0..nodes {
+        s.insert(format!("cluster.trainer.node[{i}]"));
+        s.insert(format!("cluster.trainer.volume[{i}]"));
+    }
+    s
+}
+
+#[test]
+fn apply_then_plan_shows_no_changes_and_scaling_plans_only_new_nodes() {
+    let w = Work::new();
+    assert_eq!(w.plan_exit(&[]), 2, "an empty state has changes to make");
+    w.apply(&[]);
+    w.assert_exact(&desired_addresses(2), "after apply");
+    assert_eq!(w.plan_exit(&[]), 0, "apply then plan must show no changes");
+
+    // nodes 2 → 4 plans exactly the two new nodes and their volumes.
+    let plan = w.plan_json(&["--var", "nodes=4"]);
+    let changes: BTreeSet<(String, String)> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] != "no-op")
+        .map(|c| {
+            (
+                c["action"].as_str().unwrap().to_string(),
+                c["address"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: BTreeSet<(String, String)> = [
+        "cluster.trainer.node[2]",
+        "cluster.trainer.node[3]",
+        "cluster.trainer.volume[2]",
+        "cluster.trainer.volume[3]",
+    ]
+    .iter()
+    .map(|a| ("create".to_string(), a.to_string()))
+    .collect();
+    assert_eq!(changes, expected);
+    assert!(
+        plan["cost"]["hourly_usd_delta"].as_f64().unwrap() > 0.0,
+        "two more A100 nodes cost more"
+    );
+    w.apply(&["--var", "nodes=4"]);
+    w.assert_exact(&desired_addresses(4), "after scale up");
+
+    // ... and back down, then destroy leaves nothing.
+    w.apply(&["--var", "nodes=1"]);
+    w.assert_exact(&desired_addresses(1), "after scale down");
+    w.ok(&["destroy", "spec.yaml", "--sandbox", "--auto-approve"]);
+    w.assert_exact(&BTreeSet::new(), "after destroy");
+}
+
+#[test]
+fn a_resource_deleted_behind_gpuforms_back_is_recreated() {
+    let w = Work::new();
+    w.apply(&[]);
+    w.ok(&[
+        "sandbox",
+        "delete",
+        "cluster.trainer.node[1]",
+        "--state",
+        ".gpuform/e2e.state.json",
+    ]);
+    let plan = w.plan_json(&[]);
+    let node = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "cluster.trainer.node[1]")
+        .unwrap();
+    assert_eq!(node["action"], "create");
+    assert!(node["reason"]
+        .as_str()
+        .unwrap()
+        .contains("deleted outside gpuform"));
+    w.apply(&[]);
+    w.assert_exact(&desired_addresses(2), "after re-create");
+    assert_eq!(w.plan_exit(&[]), 0);
+}
+
+#[test]
+fn an_attribute_changed_behind_gpuforms_back_is_planned_back() {
+    let w = Work::new();
+    w.apply(&[]);
+    w.ok(&[
+        "sandbox",
+        "set",
+        "cluster.trainer.node[0]",
+        "tags={\"team\":\"x\"}",
+        "--state",
+        ".gpuform/e2e.state.json",
+    ]);
+    let plan = w.plan_json(&[]);
+    let node = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "cluster.trainer.node[0]")
+        .unwrap();
+    assert_eq!(node["action"], "update", "{node}");
+    w.apply(&[]);
+    assert_eq!(w.plan_exit(&[]), 0);
+}
+
+/// Aborts the process at every API call N of an apply, a scale-up and a
+/// destroy; the next apply must leave exactly the desired resources.
+#[test]
+fn a_crash_at_any_api_call_then_apply_leaves_exactly_the_desired_resources() {
+    for (phase, setup_nodes, target_nodes, destroy) in [
+        ("create", None, 2usize, false),
+        ("scale", Some(1usize), 3usize, false),
+        ("destroy", Some(2usize), 0usize, true),
+    ] {
+        let mut crashed_at_least_once = false;
+        for n in 1.. {
+            let w = Work::new();
+            if let Some(k) = setup_nodes {
+                w.apply(&["--var", &format!("nodes={k}")]);
+            }
+            let nodes_var = format!("nodes={}", target_nodes.max(1));
+            let mut args = vec![
+                if destroy { "destroy" } else { "apply" },
+                "spec.yaml",
+                "--sandbox",
+                "--auto-approve",
+            ];
+            args.extend_from_slice(&["--var", &nodes_var]);
+            let out = w.run_with_faults(&args, &format!("crash_after={n}"));
+            if out.status.success() {
+                // N is past the last call: the run completed; every N before it crashed.
+                assert!(
+                    crashed_at_least_once,
+                    "{phase}: crash injection never fired"
+                );
+                break;
+            }
+            assert!(
+                out.status.code().is_none(),
+                "{phase} N={n}: expected an abort, got {:?}",
+                out.status
+            );
+            crashed_at_least_once = true;
+            // Recover: the same command again, no faults.
+            let out = w.run(&args);
+            assert!(
+                out.status.success(),
+                "{phase} N={n}: re-apply failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let expected = if destroy {
+                BTreeSet::new()
+            } else {
+                desired_addresses(target_nodes)
+            };
+            w.assert_exact(&expected, &format!("{phase}, crash at call {n}"));
+            if !destroy {
+                assert_eq!(
+                    w.plan_exit(&["--var", &nodes_var]),
+                    0,
+                    "{phase} N={n}: plan after recovery must be clean"
+                );
+            }
+            assert!(n < 200, "{phase}: runaway");
+        }
+    }
+}
+
+#[test]
+fn a_second_apply_on_a_locked_state_fails_at_once_naming_the_holder() {
+    let w = Work::new();
+    // The first apply is slow (300 ms per API call), so it holds the lock a while.
+    let mut first = w
+        .cmd(&[
+            "apply",
+            "spec.yaml",
+            "--sandbox",
+            "--auto-approve",
+            "--parallelism",
+            "1",
+        ])
+        .env("GPUFORM_SANDBOX_FAULTS", "latency=300ms")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = w.path().join(".gpuform/e2e.state.json.lock");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !lock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first apply never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let started = std::time::Instant::now();
+    let second = w.run(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
+    let waited = started.elapsed();
+    assert_eq!(second.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("is locked by"), "{err}");
+    assert!(err.contains(&format!("pid {}", first.id())), "{err}");
+    assert!(err.contains("force-unlock"), "{err}");
+    assert!(
+        waited < std::time::Duration::from_secs(5),
+        "refused at once, not after waiting ({waited:?})"
+    );
+    assert!(first.wait().unwrap().success());
+    w.assert_exact(&desired_addresses(2), "after the first apply");
+}
+
+#[test]
+fn a_saved_plan_applies_once_and_only_to_its_state() {
+    let w = Work::new();
+    w.ok(&["plan", "spec.yaml", "--sandbox", "--out", "p.json"]);
+    w.ok(&["apply", "p.json"]);
+    w.assert_exact(&desired_addresses(2), "after saved plan");
+    let again = w.run(&["apply", "p.json"]);
+    assert_eq!(again.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("no state") || err.contains("serial"), "{err}");
+
+    w.ok(&[
+        "plan",
+        "spec.yaml",
+        "--sandbox",
+        "--var",
+        "nodes=3",
+        "--out",
+        "p2.json",
+    ]);
+    w.apply(&["--var", "nodes=4"]);
+    let stale = w.run(&["apply", "p2.json"]);
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&stale.stderr).contains("state changed since this plan was made")
+    );
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_writes_nothing() {
+    let w = Work::new();
+    std::fs::write(w.path().join("bad.yaml"), "project: x\nclusters:\n  a:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: A100-80GB:0\n").unwrap();
+    let out = w.run(&["apply", "bad.yaml", "--sandbox", "--auto-approve"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.yaml"), "{err}");
+    assert!(
+        !w.path().join(".gpuform").exists(),
+        "nothing may be written for bad input"
+    );
+
+    std::fs::create_dir_all(w.path().join(".gpuform")).unwrap();
+    std::fs::write(
+        w.path().join(".gpuform/e2e.state.json"),
+        "{\"format_version\": 7}",
+    )
+    .unwrap();
+    let out = w.run(&["plan", "spec.yaml", "--sandbox"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("upgrade gpuform"));
+}
+
+#[test]
+fn apply_refuses_without_a_terminal_unless_auto_approved() {
+    let w = Work::new();
+    let out = w.run(&["apply", "spec.yaml", "--sandbox"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--auto-approve"));
+    assert!(w.cloud().is_empty());
+}
