@@ -40,3 +40,7 @@ pub trait MockCloud: Send + Sync {
     fn requests(&self) -> u64;
     fn set_hook(&self, hook: Option<RequestHook>);
 }
+
+pub mod alibaba;
+pub mod huawei;
+pub mod tencent;

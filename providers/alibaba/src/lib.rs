@@ -1,0 +1,1 @@
+//! alibaba provider (in progress).

@@ -1,0 +1,1 @@
+//! huawei provider (in progress).

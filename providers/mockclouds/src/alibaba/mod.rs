@@ -1,0 +1,1 @@
+//! alibaba API stand-in (in progress).

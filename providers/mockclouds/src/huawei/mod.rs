@@ -1,0 +1,1 @@
+//! huawei API stand-in (in progress).

@@ -1,0 +1,1 @@
+//! tencent API stand-in (in progress).

@@ -1,0 +1,1 @@
+//! tencent provider (in progress).
