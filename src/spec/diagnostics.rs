@@ -109,7 +109,7 @@ impl Diagnostic {
             writeln!(f, "  hint: {h}")?;
         }
         if let (Some(src), Some(line)) = (source, self.line) {
-            if let Some(text) = src.lines().nth(line.saturating_sub(1)) {
+            if let Some(text) = nth_line(src, line) {
                 let text = text.trim_end_matches('\r').replace('\t', " ");
                 let col = self.column.unwrap_or(1).max(1);
                 let width = caret_width(&text, col);
@@ -122,6 +122,17 @@ impl Diagnostic {
         }
         Ok(())
     }
+}
+
+/// Line `n` (1-based) of `src`, counting CR LF, LF and a lone CR as breaks (as YAML does).
+fn nth_line(src: &str, n: usize) -> Option<&str> {
+    let mut rest = src;
+    for _ in 1..n {
+        let i = rest.find(['\n', '\r'])?;
+        let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+        rest = &rest[i + skip..];
+    }
+    Some(rest.split(['\n', '\r']).next().unwrap_or(""))
 }
 
 /// How many characters the caret under `col` should cover: the token there.
@@ -387,20 +398,43 @@ fn registry() -> &'static Mutex<VecDeque<(String, Arc<str>)>> {
     REG.get_or_init(|| Mutex::new(VecDeque::new()))
 }
 
+thread_local! {
+    /// The texts registered by this thread: preferred over the process-wide
+    /// list, so concurrent loads of different texts under one name (tests,
+    /// servers) each render their own excerpt.
+    static LOCAL: std::cell::RefCell<VecDeque<(String, Arc<str>)>> =
+        const { std::cell::RefCell::new(VecDeque::new()) };
+}
+
+fn remember(list: &mut VecDeque<(String, Arc<str>)>, file: &str, text: &Arc<str>) {
+    list.retain(|(f, _)| f != file);
+    if list.len() >= MAX_SOURCES {
+        list.pop_front();
+    }
+    list.push_back((file.to_string(), text.clone()));
+}
+
 /// Remembers the text of `file` so its diagnostics can show excerpts.
 pub fn register_source(file: &str, text: &str) {
+    let text: Arc<str> = Arc::from(text);
+    LOCAL.with(|l| remember(&mut l.borrow_mut(), file, &text));
     let mut reg = match registry().lock() {
         Ok(r) => r,
         Err(poisoned) => poisoned.into_inner(),
     };
-    reg.retain(|(f, _)| f != file);
-    if reg.len() >= MAX_SOURCES {
-        reg.pop_front();
-    }
-    reg.push_back((file.to_string(), Arc::from(text)));
+    remember(&mut reg, file, &text);
 }
 
 fn source_for(file: &str) -> Option<Arc<str>> {
+    let local = LOCAL.with(|l| {
+        l.borrow()
+            .iter()
+            .find(|(f, _)| f == file)
+            .map(|(_, t)| t.clone())
+    });
+    if local.is_some() {
+        return local;
+    }
     {
         let reg = match registry().lock() {
             Ok(r) => r,
@@ -474,6 +508,13 @@ mod tests {
         assert_eq!(caret_width("  zones: [a, b]", 11), 1);
         assert_eq!(caret_width("", 1), 1);
         assert_eq!(caret_width("  key: v", 3), 3);
+    }
+
+    #[test]
+    fn lines_with_any_break() {
+        assert_eq!(nth_line("a\r\nb\rc\nd", 3), Some("c"));
+        assert_eq!(nth_line("a\r\nb\rc\nd", 4), Some("d"));
+        assert_eq!(nth_line("a", 2), None);
     }
 
     #[test]

@@ -26,6 +26,14 @@ pub fn format(text: &str) -> Result<String, Diagnostics> {
 /// [`format`] with a file name for the diagnostics.
 pub fn format_named(name: &str, text: &str) -> Result<String, Diagnostics> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // YAML reads CR LF and a lone CR as line breaks; so do we, as LF.
+    let normalized;
+    let text = if text.contains('\r') {
+        normalized = text.replace("\r\n", "\n").replace('\r', "\n");
+        normalized.as_str()
+    } else {
+        text
+    };
     let parsed = yaml::parse(text);
     if parsed.root.is_none() && !parsed.issues.is_empty() {
         let mut d = Diagnostics::new();
@@ -83,6 +91,8 @@ struct PendingComment {
     line: usize,
     orig: usize,
     frame_match: Option<usize>,
+    /// New column of the deepest open element at or left of the comment.
+    enclosing: Option<usize>,
 }
 
 struct Formatter<'a> {
@@ -263,10 +273,17 @@ impl<'a> Formatter<'a> {
                 .rev()
                 .find(|f| f.orig == ind)
                 .map(|f| f.new);
+            let enclosing = self
+                .stack
+                .iter()
+                .rev()
+                .find(|f| f.orig <= ind)
+                .map(|f| f.new);
             self.pending.push(PendingComment {
                 line: l,
                 orig: ind,
                 frame_match,
+                enclosing,
             });
             return;
         }
@@ -435,17 +452,12 @@ impl<'a> Formatter<'a> {
         for c in std::mem::take(&mut self.pending) {
             let col = match next {
                 Some((orig, new)) if orig == c.orig => new,
-                _ => match c.frame_match {
-                    Some(n) => n,
-                    None => match next {
-                        Some((_, new)) => new,
-                        None => self
-                            .stack
-                            .iter()
-                            .rev()
-                            .find(|f| f.orig <= c.orig)
-                            .map_or(0, |f| f.new),
-                    },
+                _ => match (c.frame_match, next) {
+                    (Some(n), _) => n,
+                    // Deeper than what follows: it ends the block above it.
+                    (None, Some((orig, _))) if c.orig > orig => c.enclosing.unwrap_or(0),
+                    (None, Some((_, new))) => new,
+                    (None, None) => c.enclosing.unwrap_or(0),
                 },
             };
             let chars = &self.lines[c.line];

@@ -14,39 +14,6 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-pub(crate) const ROOT_KEYS: &[&str] = &[
-    "project",
-    "clusters",
-    "buckets",
-    "budget",
-    "state",
-    "variables",
-];
-pub(crate) const CLUSTER_KEYS: &[&str] = &[
-    "cloud",
-    "region",
-    "zones",
-    "nodes",
-    "gpu",
-    "pricing",
-    "interconnect",
-    "fabric",
-    "disk",
-    "image",
-    "mig",
-    "instance_type",
-    "user_data",
-    "ingress",
-    "cidr",
-    "tags",
-];
-pub(crate) const DISK_KEYS: &[&str] = &["root_gb", "data_gb"];
-pub(crate) const INGRESS_KEYS: &[&str] = &["protocol", "ports", "cidr"];
-pub(crate) const BUCKET_KEYS: &[&str] = &["cloud", "region", "tags"];
-pub(crate) const BUDGET_KEYS: &[&str] = &["max_hourly_usd", "max_monthly_usd"];
-pub(crate) const VARIABLE_KEYS: &[&str] = &["default", "description"];
-pub(crate) const STATE_LOCAL_KEYS: &[&str] = &["backend", "path"];
-
 const PRICING: &[&str] = &["on-demand", "spot", "reserved-1y", "reserved-3y"];
 const INTERCONNECT: &[&str] = &["nvlink", "pcie", "any"];
 const FABRIC: &[&str] = &["rdma", "ethernet"];
@@ -245,6 +212,81 @@ const fn opt(name: &'static str, conv: Conv) -> Field {
     }
 }
 
+const ROOT_FIELDS: &[Field] = &[
+    req("project", Validator::project),
+    opt("clusters", Validator::clusters),
+    opt("buckets", Validator::buckets),
+    opt("budget", Validator::budget),
+    opt("state", Validator::state),
+    opt("variables", Validator::variables),
+];
+
+const CLUSTER_FIELDS: &[Field] = &[
+    req("cloud", Validator::cloud),
+    req("region", Validator::nonempty),
+    opt("zones", Validator::zones),
+    req("nodes", Validator::count),
+    req("gpu", Validator::gpu),
+    opt("pricing", |v, n, p| {
+        v.choice(n, p, PRICING, "pricing model")
+    }),
+    opt("interconnect", |v, n, p| {
+        v.choice(n, p, INTERCONNECT, "interconnect")
+    }),
+    opt("fabric", |v, n, p| v.choice(n, p, FABRIC, "fabric")),
+    opt("disk", Validator::disk),
+    opt("image", Validator::nonempty),
+    opt("mig", Validator::nonempty),
+    opt("instance_type", Validator::nonempty),
+    opt("user_data", Validator::string),
+    opt("ingress", Validator::ingress_list),
+    opt("cidr", |v, n, p| v.cidr(n, p, false)),
+    opt("tags", Validator::tags),
+];
+
+const BUCKET_FIELDS: &[Field] = &[
+    req("cloud", Validator::cloud),
+    req("region", Validator::nonempty),
+    opt("tags", Validator::tags),
+];
+
+const DISK_FIELDS: &[Field] = &[
+    opt("root_gb", Validator::count),
+    opt("data_gb", Validator::count),
+];
+
+const BUDGET_FIELDS: &[Field] = &[
+    opt("max_hourly_usd", Validator::positive),
+    opt("max_monthly_usd", Validator::positive),
+];
+
+const STATE_LOCAL_FIELDS: &[Field] = &[
+    req("backend", |v, n, p| {
+        v.choice(n, p, BACKENDS, "state backend")
+    }),
+    opt("path", Validator::nonempty),
+];
+
+const VARIABLE_FIELDS: &[Field] = &[
+    opt("default", Validator::string),
+    opt("description", Validator::string),
+];
+
+const INGRESS_FIELDS: &[Field] = &[
+    opt("protocol", |v, n, p| v.choice(n, p, PROTOCOLS, "protocol")),
+    req("ports", Validator::ports),
+    req("cidr", |v, n, p| v.cidr(n, p, true)),
+];
+
+const CLUSTER_ELSEWHERE: &[(&str, &str)] = &[
+    ("root_gb", "disk"),
+    ("data_gb", "disk"),
+    ("ports", "ingress"),
+    ("protocol", "ingress"),
+    ("max_hourly_usd", "budget"),
+    ("max_monthly_usd", "budget"),
+];
+
 impl Validator {
     pub fn new(file: &str) -> Validator {
         Validator {
@@ -273,15 +315,7 @@ impl Validator {
             );
             return None;
         };
-        const FIELDS: &[Field] = &[
-            req("project", Validator::project),
-            opt("clusters", Validator::clusters),
-            opt("buckets", Validator::buckets),
-            opt("budget", Validator::budget),
-            opt("state", Validator::state),
-            opt("variables", Validator::variables),
-        ];
-        self.object(root, "", root.start, FIELDS, "the spec", &[])
+        self.object(root, "", root.start, ROOT_FIELDS, "the spec", &[])
             .map(Value::Object)
     }
 
@@ -428,65 +462,29 @@ impl Validator {
     }
 
     fn cluster(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
-        const FIELDS: &[Field] = &[
-            req("cloud", Validator::cloud),
-            req("region", Validator::nonempty),
-            opt("zones", Validator::zones),
-            req("nodes", Validator::count),
-            req("gpu", Validator::gpu),
-            opt("pricing", |v, n, p| {
-                v.choice(n, p, PRICING, "pricing model")
-            }),
-            opt("interconnect", |v, n, p| {
-                v.choice(n, p, INTERCONNECT, "interconnect")
-            }),
-            opt("fabric", |v, n, p| v.choice(n, p, FABRIC, "fabric")),
-            opt("disk", Validator::disk),
-            opt("image", Validator::nonempty),
-            opt("mig", Validator::nonempty),
-            opt("instance_type", Validator::nonempty),
-            opt("user_data", Validator::string),
-            opt("ingress", Validator::ingress_list),
-            opt("cidr", |v, n, p| v.cidr(n, p, false)),
-            opt("tags", Validator::tags),
-        ];
-        const ELSEWHERE: &[(&str, &str)] = &[
-            ("root_gb", "disk"),
-            ("data_gb", "disk"),
-            ("ports", "ingress"),
-            ("protocol", "ingress"),
-            ("max_hourly_usd", "budget"),
-            ("max_monthly_usd", "budget"),
-        ];
-        self.object(node, path, at, FIELDS, "a cluster", ELSEWHERE)
-            .map(Value::Object)
+        self.object(
+            node,
+            path,
+            at,
+            CLUSTER_FIELDS,
+            "a cluster",
+            CLUSTER_ELSEWHERE,
+        )
+        .map(Value::Object)
     }
 
     fn bucket(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
-        const FIELDS: &[Field] = &[
-            req("cloud", Validator::cloud),
-            req("region", Validator::nonempty),
-            opt("tags", Validator::tags),
-        ];
-        self.object(node, path, at, FIELDS, "a bucket", &[])
+        self.object(node, path, at, BUCKET_FIELDS, "a bucket", &[])
             .map(Value::Object)
     }
 
     fn disk(&mut self, node: &Node, path: &str) -> Option<Value> {
-        const FIELDS: &[Field] = &[
-            opt("root_gb", Validator::count),
-            opt("data_gb", Validator::count),
-        ];
-        self.object(node, path, node.start, FIELDS, "`disk`", &[])
+        self.object(node, path, node.start, DISK_FIELDS, "`disk`", &[])
             .map(Value::Object)
     }
 
     fn budget(&mut self, node: &Node, path: &str) -> Option<Value> {
-        const FIELDS: &[Field] = &[
-            opt("max_hourly_usd", Validator::positive),
-            opt("max_monthly_usd", Validator::positive),
-        ];
-        self.object(node, path, node.start, FIELDS, "`budget`", &[])
+        self.object(node, path, node.start, BUDGET_FIELDS, "`budget`", &[])
             .map(Value::Object)
     }
 
@@ -514,14 +512,8 @@ impl Validator {
         };
         let p = join(path, "backend");
         let name = self.choice(&backend.value, &p, BACKENDS, "state backend")?;
-        const LOCAL: &[Field] = &[
-            req("backend", |v, n, p| {
-                v.choice(n, p, BACKENDS, "state backend")
-            }),
-            opt("path", Validator::nonempty),
-        ];
         let fields = match name.as_str() {
-            Some("local") => LOCAL,
+            Some("local") => STATE_LOCAL_FIELDS,
             _ => return None,
         };
         self.object(node, path, node.start, fields, "`state`", &[])
@@ -543,10 +535,6 @@ impl Validator {
         };
         let mut out = Map::new();
         let mut ok = true;
-        const FIELDS: &[Field] = &[
-            opt("default", Validator::string),
-            opt("description", Validator::string),
-        ];
         for e in entries {
             let p = join(path, &e.key);
             if !super::vars::valid_name(&e.key) {
@@ -563,7 +551,7 @@ impl Validator {
                 out.insert(e.key.clone(), Value::Object(Map::new()));
                 continue;
             }
-            match self.object(&e.value, &p, e.key_pos, FIELDS, "a variable", &[]) {
+            match self.object(&e.value, &p, e.key_pos, VARIABLE_FIELDS, "a variable", &[]) {
                 Some(v) => {
                     out.insert(e.key.clone(), Value::Object(v));
                 }
@@ -590,12 +578,7 @@ impl Validator {
         let mut ok = true;
         for (i, item) in items.iter().enumerate() {
             let p = format!("{path}[{i}]");
-            const FIELDS: &[Field] = &[
-                opt("protocol", |v, n, p| v.choice(n, p, PROTOCOLS, "protocol")),
-                req("ports", Validator::ports),
-                req("cidr", |v, n, p| v.cidr(n, p, true)),
-            ];
-            match self.object(item, &p, item.start, FIELDS, "an ingress rule", &[]) {
+            match self.object(item, &p, item.start, INGRESS_FIELDS, "an ingress rule", &[]) {
                 Some(v) => out.push(Value::Object(v)),
                 None => ok = false,
             }
@@ -987,15 +970,15 @@ mod tests {
     #[test]
     fn suggestions() {
         assert_eq!(
-            suggest("zone", CLUSTER_KEYS.iter().copied()).as_deref(),
+            suggest("zone", CLUSTER_FIELDS.iter().map(|f| f.name)).as_deref(),
             Some("zones")
         );
         assert_eq!(
-            suggest("regoin", CLUSTER_KEYS.iter().copied()).as_deref(),
+            suggest("regoin", CLUSTER_FIELDS.iter().map(|f| f.name)).as_deref(),
             Some("region")
         );
         assert_eq!(
-            suggest("gpus", CLUSTER_KEYS.iter().copied()).as_deref(),
+            suggest("gpus", CLUSTER_FIELDS.iter().map(|f| f.name)).as_deref(),
             Some("gpu")
         );
         assert_eq!(
@@ -1056,17 +1039,41 @@ mod tests {
             k.sort();
             k
         };
-        assert_eq!(props(&schema), sorted(ROOT_KEYS));
-        assert_eq!(props(&defs["Cluster"]), sorted(CLUSTER_KEYS));
-        assert_eq!(props(&defs["Disk"]), sorted(DISK_KEYS));
-        assert_eq!(props(&defs["Ingress"]), sorted(INGRESS_KEYS));
-        assert_eq!(props(&defs["Bucket"]), sorted(BUCKET_KEYS));
-        assert_eq!(props(&defs["Budget"]), sorted(BUDGET_KEYS));
-        assert_eq!(props(&defs["Variable"]), sorted(VARIABLE_KEYS));
-        assert_eq!(
-            props(&defs["StateSettings"]["oneOf"][0]),
-            sorted(STATE_LOCAL_KEYS)
-        );
+        let names = |fields: &[Field], only_required: bool| -> Vec<String> {
+            let mut k: Vec<String> = fields
+                .iter()
+                .filter(|f| f.required || !only_required)
+                .map(|f| f.name.to_string())
+                .collect();
+            k.sort();
+            k
+        };
+        let required = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v["required"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            k.sort();
+            k
+        };
+        let state_local = &defs["StateSettings"]["oneOf"][0];
+        for (schema_obj, fields) in [
+            (&schema, ROOT_FIELDS),
+            (&defs["Cluster"], CLUSTER_FIELDS),
+            (&defs["Disk"], DISK_FIELDS),
+            (&defs["Ingress"], INGRESS_FIELDS),
+            (&defs["Bucket"], BUCKET_FIELDS),
+            (&defs["Budget"], BUDGET_FIELDS),
+            (&defs["Variable"], VARIABLE_FIELDS),
+            (state_local, STATE_LOCAL_FIELDS),
+        ] {
+            assert_eq!(props(schema_obj), names(fields, false));
+            assert_eq!(required(schema_obj), names(fields, true), "{schema_obj}");
+        }
         let enum_of = |name: &str| -> Vec<String> {
             let d = &defs[name];
             let mut out: Vec<String> = Vec::new();

@@ -222,6 +222,14 @@ impl Builder {
                 }
                 None => match &node.kind {
                     Kind::Scalar { text, .. } => {
+                        if !*flow {
+                            if let Some(end) = key_end {
+                                if end.line == node.start.line {
+                                    self.block_keys
+                                        .insert((node.start.line, node.start.col), end.col);
+                                }
+                            }
+                        }
                         if let Some(first) = entries.iter().find(|e| &e.key == text) {
                             self.issues.push(Issue {
                                 pos: node.start,
@@ -234,14 +242,6 @@ impl Builder {
                             });
                             *bad_key = true;
                         } else {
-                            if !*flow {
-                                if let Some(end) = key_end {
-                                    if end.line == node.start.line {
-                                        self.block_keys
-                                            .insert((node.start.line, node.start.col), end.col);
-                                    }
-                                }
-                            }
                             *key = Some((text.clone(), node.start));
                         }
                     }
