@@ -658,6 +658,12 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
         Some(d) => PathBuf::from(d),
         None => engine::sandbox_dir(&store_for(&state)?),
     };
+    if let SandboxCommand::Reset { .. } = c {
+        // Works on an inventory too damaged to open.
+        gpuform_sandbox::SandboxCloud::reset_dir(&dir).map_err(|e| Failure(e.to_string()))?;
+        println!("The sandbox cloud at {} is empty.", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let cloud = Providers::new(dir).sandbox().map_err(engine_failure)?;
     match c {
         SandboxCommand::Ls { json, .. } => {
@@ -700,10 +706,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                 .map_err(|e| Failure(e.to_string()))?;
             println!("Set {k} on {target} behind gpuform's back.");
         }
-        SandboxCommand::Reset { .. } => {
-            cloud.reset().map_err(|e| Failure(e.to_string()))?;
-            println!("The sandbox cloud is empty.");
-        }
+        SandboxCommand::Reset { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
 }
