@@ -153,6 +153,11 @@ fn caret_width(line: &str, col: usize) -> usize {
         }
         return chars.len() - start;
     }
+    if chars[start] == '$' && chars.get(start + 1) == Some(&'{') {
+        if let Some(close) = chars[start..].iter().position(|c| *c == '}') {
+            return close + 1;
+        }
+    }
     let mut i = start;
     while i < chars.len() {
         let c = chars[i];
@@ -507,6 +512,7 @@ mod tests {
         assert_eq!(caret_width("  a: \"x y\" # c", 6), 5);
         assert_eq!(caret_width("  zones: [a, b]", 11), 1);
         assert_eq!(caret_width("", 1), 1);
+        assert_eq!(caret_width("  a: ${var.x}-y", 6), 8);
         assert_eq!(caret_width("  key: v", 3), 3);
     }
 

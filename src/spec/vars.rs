@@ -158,12 +158,9 @@ fn read_var_file(path: &std::path::Path) -> Result<BTreeMap<String, String>, Dia
             .all(|(_, l)| l.split_once('=').is_some_and(|(k, _)| valid_name(k.trim())));
     if looks_kv {
         let mut out = BTreeMap::new();
-        for (line, l) in meaningful {
+        for (_, l) in meaningful {
             if let Some((k, v)) = l.split_once('=') {
                 out.insert(k.trim().to_string(), unquote(v.trim()).to_string());
-            } else {
-                // Unreachable by `looks_kv`, kept total.
-                let _ = line;
             }
         }
         return Ok(out);
@@ -179,8 +176,7 @@ fn read_var_file(path: &std::path::Path) -> Result<BTreeMap<String, String>, Dia
     }
     let mut out = BTreeMap::new();
     match parsed.root {
-        None if diags.is_empty() => {} // empty file: no variables
-        None => {}
+        None => {} // empty file, or a syntax error reported above
         Some(root) if root.is_null() => {}
         Some(root) => match root.kind {
             Kind::Map(entries) => {

@@ -482,7 +482,7 @@ fn syntax_hint(info: &str) -> String {
     if info.contains("tab") {
         "indent with spaces; YAML does not allow tabs for indentation".into()
     } else if info.contains("':'") || info.contains("mapping values") {
-        "check the indentation of this line, and quote values that contain `: `".into()
+        "check the indentation of this line, that every `[` or `{` above it is closed, and quote values that contain `: `".into()
     } else if info.contains("flow") || info.contains(']') || info.contains('}') {
         "check that every `[` and `{` is closed on this or a following line".into()
     } else if info.contains("quote") || info.contains("quoted") {
