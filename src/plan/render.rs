@@ -156,9 +156,12 @@ fn render_change(out: &mut String, c: &ResourceChange) {
             (_, Some(b), Some(a)) if a == b => continue,
             (_, b, a) => attr_line("~", k, width, b, a),
         };
-        out.push_str(&line);
-        if forces {
-            let _ = writeln!(out, "{:>w$}# forces replacement", "", w = 8 + width);
+        // Terraform's marker goes at the end of the value's last line.
+        match (forces, line.strip_suffix('\n')) {
+            (true, Some(body)) => {
+                let _ = writeln!(out, "{body} # forces replacement");
+            }
+            _ => out.push_str(&line),
         }
     }
     let _ = writeln!(out);

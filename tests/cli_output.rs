@@ -1,0 +1,236 @@
+//! What a person sees: rendered plans (snapshots), help texts, exit codes,
+//! and Ctrl-C during apply.
+//!
+//! Snapshots live in tests/snapshots/; regenerate after an intended change
+//! with `GPUFORM_UPDATE_SNAPSHOTS=1 cargo test -p gpuform --test cli_output`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gpuform(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .output()
+        .expect("run gpuform")
+}
+
+fn snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("GPUFORM_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "no snapshot {}; run with GPUFORM_UPDATE_SNAPSHOTS=1 to create it",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let diff = similar::TextDiff::from_lines(expected.as_str(), actual)
+            .unified_diff()
+            .header("expected", "actual")
+            .to_string();
+        panic!("rendered output differs from {}:\n{diff}", path.display());
+    }
+}
+
+/// Ids are random; keep the shape.
+fn mask_ids(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_inclusive(|c: char| c.is_whitespace() || c == '(' || c == ')') {
+        let w = word.trim_end_matches(|c: char| c.is_whitespace() || c == '(' || c == ')');
+        let tail = &word[w.len()..];
+        let masked = ["i-", "vpc-", "subnet-", "sg-", "vol-", "pg-"]
+            .iter()
+            .find(|p| {
+                w.starts_with(*p)
+                    && w.len() > p.len() + 8
+                    && w[p.len()..].chars().all(|c| c.is_ascii_hexdigit())
+            })
+            .map(|p| format!("{p}<id>"));
+        out.push_str(masked.as_deref().unwrap_or(w));
+        out.push_str(tail);
+    }
+    out
+}
+
+const SPEC: &str = r#"project: render
+variables:
+  type:
+    default: "A10G:1"
+clusters:
+  web:
+    cloud: aws
+    region: us-east-1
+    nodes: 2
+    gpu: ${var.type}
+    user_data: |
+      #!/bin/sh
+      echo hello
+      nvidia-smi
+    tags:
+      team: ml
+"#;
+
+#[test]
+fn plans_render_like_terraform_with_costs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let create = gpuform(dir.path(), &["plan", "spec.yaml", "--sandbox"]);
+    assert!(create.status.success());
+    snapshot("plan_create.txt", &String::from_utf8_lossy(&create.stdout));
+
+    let apply = gpuform(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+    );
+    assert!(
+        apply.status.success(),
+        "{}",
+        String::from_utf8_lossy(&apply.stderr)
+    );
+
+    // Change user-data (a multi-line diff, forcing replacement), tags (in place) and the GPU.
+    let changed = SPEC
+        .replace("echo hello", "echo hello, world")
+        .replace("team: ml", "team: research");
+    std::fs::write(dir.path().join("spec.yaml"), &changed).unwrap();
+    let replace = gpuform(
+        dir.path(),
+        &["plan", "spec.yaml", "--sandbox", "--var", "type=L4:1"],
+    );
+    assert!(replace.status.success());
+    snapshot(
+        "plan_replace.txt",
+        &mask_ids(&String::from_utf8_lossy(&replace.stdout)),
+    );
+
+    let update = gpuform(
+        dir.path(),
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--target",
+            "cluster.web.firewall",
+        ],
+    );
+    assert!(update.status.success());
+    let nothing = String::from_utf8_lossy(&update.stdout);
+    assert!(nothing.starts_with("No changes."), "{nothing}");
+}
+
+#[test]
+fn help_teaches_commands_flags_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = gpuform(dir.path(), &["--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    for needle in [
+        "plan",
+        "apply",
+        "destroy",
+        "validate",
+        "fmt",
+        "force-unlock",
+        "Exit codes",
+        "--sandbox",
+    ] {
+        assert!(
+            text.contains(needle),
+            "`gpuform --help` lacks {needle}:\n{text}"
+        );
+    }
+    let plan = gpuform(dir.path(), &["plan", "--help"]);
+    let text = String::from_utf8_lossy(&plan.stdout);
+    for needle in [
+        "--detailed-exitcode",
+        "--out",
+        "--json",
+        "--target",
+        "--refresh",
+        "--destroy",
+        "--var",
+    ] {
+        assert!(
+            text.contains(needle),
+            "`gpuform plan --help` lacks {needle}"
+        );
+    }
+    let bad = gpuform(dir.path(), &["plan"]);
+    assert_ne!(bad.status.code(), Some(0));
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_starting_work_saves_state_and_the_next_apply_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        SPEC.replace("nodes: 2", "nodes: 12"),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .args([
+            "apply",
+            "spec.yaml",
+            "--sandbox",
+            "--auto-approve",
+            "--parallelism",
+            "2",
+        ])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("GPUFORM_SANDBOX_FAULTS", "latency=150ms")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it get some work done, then interrupt once.
+    let journal = dir.path().join(".gpuform/render.state.json.journal");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !journal.exists() {
+        assert!(std::time::Instant::now() < deadline, "apply never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !journal.exists(),
+        "the journal is folded into state on the way out"
+    );
+    assert!(!dir.path().join(".gpuform/render.state.json.lock").exists());
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(".gpuform/render.state.json")).unwrap(),
+    )
+    .unwrap();
+    let done = state["resources"].as_object().unwrap().len();
+    assert!(
+        done > 0 && done < 15,
+        "some but not all resources were made before the interrupt ({done})"
+    );
+
+    let again = gpuform(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+    );
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let plan = gpuform(
+        dir.path(),
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert_eq!(plan.status.code(), Some(0));
+}
