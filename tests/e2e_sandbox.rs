@@ -461,3 +461,58 @@ fn apply_refuses_without_a_terminal_unless_auto_approved() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--auto-approve"));
     assert!(w.cloud().is_empty());
 }
+
+#[test]
+fn throttling_and_transient_failures_are_retried_to_an_exact_result() {
+    let w = Work::new();
+    let out = w.run_with_faults(
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+        "throttle=0.3,fail=0.1,seed=11",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    w.assert_exact(&desired_addresses(2), "after a flaky apply");
+    assert_eq!(w.plan_exit(&[]), 0);
+}
+
+#[test]
+fn a_failed_resource_stops_only_its_dependents() {
+    let w = Work::new();
+    // No A100 capacity anywhere: the trainer nodes fail, the inference cluster and bucket do not.
+    let out = w.run_with_faults(
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+        "capacity=p4de.24xlarge@*",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cluster.trainer.node[0]") && err.contains("capacity"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped: create cluster.trainer.volume[0]"),
+        "{err}"
+    );
+    let state = w.state();
+    let recorded = state["resources"].as_object().unwrap();
+    assert!(
+        recorded.contains_key("cluster.inference.node[0]"),
+        "independent branches finish"
+    );
+    assert!(recorded.contains_key("bucket.datasets"));
+    assert!(
+        recorded.contains_key("cluster.trainer.network"),
+        "what succeeded is recorded"
+    );
+    assert!(!recorded.contains_key("cluster.trainer.node[0]"));
+    assert!(
+        state.get("pending").is_none(),
+        "a refused create leaves no pending intent"
+    );
+    // Capacity comes back: the next apply completes the rest.
+    w.apply(&[]);
+    w.assert_exact(&desired_addresses(2), "after capacity returned");
+}
