@@ -6,6 +6,7 @@
 //! anything from the request's credentials: messages come from EC2's own error
 //! body (which never echoes secrets) or from this module.
 
+use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::operation::RequestId;
@@ -214,8 +215,13 @@ where
             ProviderError::new(ErrorKind::Transient, format!("EC2 {action} timed out"))
         }
         SdkError::DispatchFailure(df) => {
-            // The connector error's Display names the endpoint and the I/O
-            // failure, never credentials.
+            // Credentials are resolved just before sending: a failure there
+            // is a dispatch failure whose cause is a CredentialsError.
+            if let Some(ce) = credentials_error(&err) {
+                return credentials_problem(action, ce);
+            }
+            // Only fixed words here: nothing from the request goes into the
+            // message.
             let what = if df.is_timeout() {
                 "timed out".to_string()
             } else if df.is_io() {
@@ -233,6 +239,45 @@ where
         ),
         _ => ProviderError::new(ErrorKind::Transient, format!("EC2 {action} failed")),
     }
+}
+
+/// The credentials error somewhere in the cause chain, if any.
+fn credentials_error<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a CredentialsError> {
+    let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(ce) = e.downcast_ref::<CredentialsError>() {
+            return Some(ce);
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// Missing or unusable credentials: `auth`, except a credentials source that
+/// timed out (IMDS, SSO), which may answer on the next try.
+fn credentials_problem(action: &str, ce: &CredentialsError) -> ProviderError {
+    // CredentialsError's own Display names the failure class, never a secret.
+    let (kind, what) = match ce {
+        CredentialsError::ProviderTimedOut(_) => (
+            ErrorKind::Transient,
+            "timed out while loading AWS credentials",
+        ),
+        CredentialsError::CredentialsNotLoaded(_) => (ErrorKind::Auth, "no AWS credentials found"),
+        CredentialsError::InvalidConfiguration(_) => (
+            ErrorKind::Auth,
+            "the AWS credentials configuration is invalid",
+        ),
+        _ => (ErrorKind::Auth, "AWS credentials could not be loaded"),
+    };
+    let mut msg = format!("EC2 {action}: {what}");
+    if kind == ErrorKind::Auth {
+        msg.push_str(
+            ". hint: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE (with `aws sso login` for SSO), or run on an instance with a role",
+        );
+    }
+    ProviderError::new(kind, msg)
 }
 
 #[cfg(test)]
@@ -324,5 +369,41 @@ mod tests {
         );
         assert_eq!(e.kind, Invalid);
         assert!(e.message.contains("hint: the image"), "{}", e.message);
+    }
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::*;
+    use aws_credential_types::provider::{future, ProvideCredentials};
+    use aws_sdk_ec2::config::{BehaviorVersion, Region};
+
+    #[derive(Debug)]
+    struct NoCredentials;
+    impl ProvideCredentials for NoCredentials {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            future::ProvideCredentials::ready(Err(CredentialsError::not_loaded(
+                "none in this test",
+            )))
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_credentials_are_auth_errors() {
+        let conf = aws_sdk_ec2::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            // Nothing listens there; the call fails before sending anyway.
+            .endpoint_url("http://127.0.0.1:9")
+            .credentials_provider(NoCredentials)
+            .build();
+        let client = aws_sdk_ec2::Client::from_conf(conf);
+        let err = client.describe_vpcs().send().await.unwrap_err();
+        let e = map_sdk("DescribeVpcs", Op::Other, err);
+        assert_eq!(e.kind, ErrorKind::Auth, "{e}");
+        assert!(e.message.contains("no AWS credentials found"), "{e}");
     }
 }

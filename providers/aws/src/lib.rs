@@ -108,7 +108,7 @@ impl fmt::Debug for AwsProvider {
             .map(|c| c.keys().cloned().collect())
             .unwrap_or_default();
         f.debug_struct("AwsProvider")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.as_deref().map(redact_url))
             .field(
                 "default_region",
                 &self.base.region().map(|r| r.as_ref().to_string()),
@@ -921,7 +921,7 @@ impl Provider for AwsProvider {
 
     fn label(&self) -> String {
         match &self.endpoint {
-            Some(e) => format!("aws({e})"),
+            Some(e) => format!("aws({})", redact_url(e)),
             None => "aws".to_string(),
         }
     }
@@ -1138,6 +1138,20 @@ impl Provider for AwsProvider {
 }
 
 // ----- helpers ----------------------------------------------------------------
+
+/// An endpoint URL without any `user:password@` part, for output.
+fn redact_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    }
+}
 
 fn buckets_unsupported() -> ProviderError {
     ProviderError::new(ErrorKind::Invalid, "buckets on aws are not supported yet")
@@ -1832,6 +1846,15 @@ mod tests {
         assert_eq!(client_token(&long).len(), 64);
         assert_eq!(client_token(&long), client_token(&long));
         assert_eq!(sanitize("a\"b<c>", 10), "a-b-c-");
+    }
+
+    #[test]
+    fn endpoint_userinfo_is_redacted() {
+        assert_eq!(redact_url("http://127.0.0.1:5555"), "http://127.0.0.1:5555");
+        assert_eq!(
+            redact_url("https://u:secret@ec2.example/x"),
+            "https://***@ec2.example/x"
+        );
     }
 
     #[test]
