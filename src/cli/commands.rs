@@ -77,6 +77,7 @@ fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
     ResolveOptions {
         sandbox,
         cny_per_usd: cny.unwrap_or(DEFAULT_CNY_PER_USD),
+        ..ResolveOptions::default()
     }
 }
 

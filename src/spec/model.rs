@@ -46,16 +46,20 @@ pub enum CloudName {
     Huawei,
     /// The built-in offline simulator.
     Sandbox,
+    /// Let gpuform choose among `candidates` (default: every cloud and
+    /// region it knows) by `strategy`.
+    Any,
 }
 
 impl CloudName {
     /// Every cloud, in the order they are listed to users.
-    pub const ALL: [CloudName; 5] = [
+    pub const ALL: [CloudName; 6] = [
         CloudName::Aws,
         CloudName::Alibaba,
         CloudName::Tencent,
         CloudName::Huawei,
         CloudName::Sandbox,
+        CloudName::Any,
     ];
 
     /// The name as written in a spec.
@@ -66,8 +70,20 @@ impl CloudName {
             CloudName::Tencent => "tencent",
             CloudName::Huawei => "huawei",
             CloudName::Sandbox => "sandbox",
+            CloudName::Any => "any",
         }
     }
+}
+
+/// How `cloud: any` chooses where a cluster runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// The cheapest matching offer among all candidates (default).
+    #[default]
+    Cheapest,
+    /// The first candidate, in the order written, that offers the GPU.
+    Ordered,
 }
 
 /// What links the GPUs inside a node.
@@ -99,7 +115,19 @@ pub enum Fabric {
 #[serde(deny_unknown_fields)]
 pub struct Cluster {
     pub cloud: CloudName,
+    /// Required unless `cloud: any` (then the strategy picks it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub region: String,
+    /// With `cloud: any`: where the cluster may run, as `CLOUD` or
+    /// `CLOUD/REGION` (e.g. `[aws/us-east-1, tencent]`); empty means every
+    /// cloud and region gpuform knows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+    /// With `cloud: any`: `cheapest` (default) picks the cheapest offer among
+    /// all candidates; `ordered` takes the first candidate that offers the
+    /// GPU. Capacity failover follows the same order.
+    #[serde(default)]
+    pub strategy: Strategy,
     /// Zones in order of preference; empty means every zone of the region, in
     /// the cloud's order. Tried in order on capacity errors.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

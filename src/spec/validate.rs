@@ -221,9 +221,13 @@ const ROOT_FIELDS: &[Field] = &[
     opt("variables", Validator::variables),
 ];
 
+const STRATEGY: &[&str] = &["cheapest", "ordered"];
+
 const CLUSTER_FIELDS: &[Field] = &[
     req("cloud", Validator::cloud),
-    req("region", Validator::nonempty),
+    opt("region", Validator::nonempty),
+    opt("candidates", Validator::candidates),
+    opt("strategy", |v, n, p| v.choice(n, p, STRATEGY, "strategy")),
     opt("zones", Validator::zones),
     req("nodes", Validator::count),
     req("gpu", Validator::gpu),
@@ -245,7 +249,7 @@ const CLUSTER_FIELDS: &[Field] = &[
 ];
 
 const BUCKET_FIELDS: &[Field] = &[
-    req("cloud", Validator::cloud),
+    req("cloud", Validator::bucket_cloud),
     req("region", Validator::nonempty),
     opt("tags", Validator::tags),
 ];
@@ -462,15 +466,128 @@ impl Validator {
     }
 
     fn cluster(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
-        self.object(
+        let map = self.object(
             node,
             path,
             at,
             CLUSTER_FIELDS,
             "a cluster",
             CLUSTER_ELSEWHERE,
-        )
-        .map(Value::Object)
+        );
+        // `region`, `candidates` and `strategy` depend on `cloud`; checked on
+        // the tree so that they are reported with the cluster's other errors.
+        let Kind::Map(entries) = &node.kind else {
+            return map.map(Value::Object);
+        };
+        let entry = |k: &str| entries.iter().find(|e| e.key == k);
+        let cloud_text = entry("cloud").and_then(|e| match &e.value.kind {
+            Kind::Scalar { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        let Some(cloud_text) = cloud_text else {
+            return map.map(Value::Object);
+        };
+        let any = cloud_text == "any";
+        let mut ok = true;
+        match entry("region") {
+            Some(e) if !any && e.value.is_null() => {
+                self.error(
+                    e.key_pos,
+                    &join(path, "region"),
+                    "`region` needs a value",
+                    "write `region: ...` with a value",
+                );
+                ok = false;
+            }
+            None if !any => {
+                self.error(
+                    at,
+                    path,
+                    "a cluster is missing the required key `region`",
+                    "add `region: ...`, or write `cloud: any` to let gpuform choose",
+                );
+                ok = false;
+            }
+            Some(e) if any => {
+                self.error(
+                    e.key_pos,
+                    &join(path, "region"),
+                    "`region` cannot be set with `cloud: any`: the strategy chooses it",
+                    "list where the cluster may run as `candidates: [aws/us-east-1, tencent]`",
+                );
+                ok = false;
+            }
+            _ => {}
+        }
+        for key in ["candidates", "strategy", "zones"] {
+            let wrong = if key == "zones" { any } else { !any };
+            if let Some(e) = entry(key).filter(|_| wrong) {
+                let (msg, hint) = if key == "zones" {
+                    (
+                        "`zones` cannot be set with `cloud: any`: zones belong to a region".to_string(),
+                        "pin a region with `candidates: [CLOUD/REGION]` and let gpuform use its zones in order".to_string(),
+                    )
+                } else {
+                    (
+                        format!("`{key}` only applies with `cloud: any`"),
+                        "write `cloud: any`, or remove it".to_string(),
+                    )
+                };
+                self.error(e.key_pos, &join(path, key), msg, hint);
+                ok = false;
+            }
+        }
+        if ok {
+            map.map(Value::Object)
+        } else {
+            None
+        }
+    }
+
+    /// `[CLOUD or CLOUD/REGION, ...]` for `cloud: any`.
+    fn candidates(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Seq(items) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!("expected a list of candidates, found {}", node.describe()),
+                "write e.g. `candidates: [aws/us-east-1, tencent]`",
+            );
+            return None;
+        };
+        let clouds = ["aws", "alibaba", "tencent", "huawei"];
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let Some(text) = self.scalar_text(item, &p, "a candidate like `aws/us-east-1`") else {
+                ok = false;
+                continue;
+            };
+            let cloud = text.split('/').next().unwrap_or("");
+            if !clouds.contains(&cloud) || text.split('/').count() > 2 || text.ends_with('/') {
+                let hint = match suggest(cloud, clouds.iter().copied()) {
+                    Some(s) => format!(
+                        "did you mean `{s}`? Write `CLOUD` or `CLOUD/REGION` with a cloud among {}",
+                        list(&clouds)
+                    ),
+                    None => format!(
+                        "write `CLOUD` or `CLOUD/REGION` with a cloud among {}",
+                        list(&clouds)
+                    ),
+                };
+                self.error(
+                    item.start,
+                    &p,
+                    format!("`{}` is not a candidate", shorten(&text)),
+                    hint,
+                );
+                ok = false;
+                continue;
+            }
+            out.push(Value::String(text));
+        }
+        ok.then_some(Value::Array(out))
     }
 
     fn bucket(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
@@ -655,6 +772,16 @@ impl Validator {
             return None;
         }
         Some(Value::String(text))
+    }
+
+    /// Buckets live where their data is: `any` is not a place.
+    fn bucket_cloud(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let names: Vec<&str> = CloudName::ALL
+            .iter()
+            .filter(|c| **c != CloudName::Any)
+            .map(|c| c.as_str())
+            .collect();
+        self.choice(node, path, &names, "cloud")
     }
 
     fn cloud(&mut self, node: &Node, path: &str) -> Option<Value> {

@@ -9,9 +9,11 @@ use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_P
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Hours in an average month, for monthly figures (365 × 24 / 12).
+pub mod placement;
+
 pub const HOURS_PER_MONTH: f64 = 730.0;
 
 #[derive(Debug, Clone)]
@@ -19,6 +21,8 @@ pub struct ResolveOptions {
     /// Run every cluster on the sandbox, mirroring its own cloud.
     pub sandbox: bool,
     pub cny_per_usd: f64,
+    /// Zones found out of capacity during this apply (capacity failover).
+    pub exhausted: BTreeSet<Exhausted>,
 }
 
 impl Default for ResolveOptions {
@@ -26,6 +30,27 @@ impl Default for ResolveOptions {
         ResolveOptions {
             sandbox: false,
             cny_per_usd: DEFAULT_CNY_PER_USD,
+            exhausted: BTreeSet::new(),
+        }
+    }
+}
+
+/// A (cluster, cloud, region, zone) that reported no capacity.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Exhausted {
+    pub cluster: String,
+    pub cloud: Cloud,
+    pub region: String,
+    pub zone: String,
+}
+
+impl Exhausted {
+    pub fn zone(cluster: &str, cloud: Cloud, region: &str, zone: &str) -> Exhausted {
+        Exhausted {
+            cluster: cluster.to_string(),
+            cloud,
+            region: region.to_string(),
+            zone: zone.to_string(),
         }
     }
 }
@@ -163,6 +188,13 @@ fn target_for<'c>(
         CloudName::Huawei => (Cloud::Huawei, opts.sandbox),
         // `cloud: sandbox` simulates AWS, whose catalog is the most complete.
         CloudName::Sandbox => (Cloud::Aws, true),
+        CloudName::Any => {
+            return Err(loaded.diagnostic(
+                &format!("{path}.cloud"),
+                "`cloud: any` is for clusters; a bucket needs a cloud and region",
+                Some("write one of aws, alibaba, tencent, huawei, sandbox".into()),
+            ))
+        }
     };
     match catalog.region(cloud, region) {
         Some(r) => Ok((Target { cloud, sandbox }, r.name.as_str())),
@@ -199,10 +231,59 @@ fn resolve_cluster(
     out: &mut Desired,
 ) -> Result<(), Vec<Diagnostic>> {
     let path = format!("clusters.{name}");
-    let (target, region) =
-        target_for(loaded, catalog, opts, &path, c.cloud, &c.region).map_err(|d| vec![d])?;
-    let cloud = target.cloud;
+    let gpu = catalog
+        .gpu(&c.gpu.model)
+        .map_err(|e| vec![loaded.diagnostic(&format!("{path}.gpu"), e.to_string(), None)])?;
     let mut errors = Vec::new();
+    if let Some(profile) = &c.mig {
+        if !gpu.mig_profiles.iter().any(|p| &p.name == profile) {
+            let valid: Vec<&str> = gpu.mig_profiles.iter().map(|p| p.name.as_str()).collect();
+            errors.push(loaded.diagnostic(
+                &format!("{path}.mig"),
+                format!("MIG profile `{profile}` does not exist on {}", gpu.name),
+                Some(if valid.is_empty() {
+                    format!("{} does not support MIG; remove `mig:`", gpu.name)
+                } else {
+                    format!("profiles of {}: {}", gpu.name, valid.join(", "))
+                }),
+            ));
+        }
+    }
+    let template = OfferQuery {
+        gpu_model: Some(gpu.name.clone()),
+        gpu_count: Some(c.gpu.count),
+        interconnect: match c.interconnect {
+            InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
+            InterconnectReq::Pcie => Some(Interconnect::Pcie),
+            InterconnectReq::Any => None,
+        },
+        rdma: (c.fabric == Fabric::Rdma).then_some(true),
+        pricing: c.pricing,
+        cny_per_usd: opts.cny_per_usd,
+        ..OfferQuery::default()
+    };
+    let (target, region) = if c.cloud == CloudName::Any {
+        let chosen = placement::choose(catalog, name, c, &template, opts)
+            .map_err(|why| vec![loaded.diagnostic(&format!("{path}.cloud"), why.0, Some(why.1))])?;
+        out.notes.push(format!(
+            "cluster.{name}: placed in {} {} — {}",
+            chosen.cloud, chosen.region, chosen.why
+        ));
+        let region = catalog
+            .region(chosen.cloud, &chosen.region)
+            .map(|r| r.name.as_str())
+            .unwrap_or_default();
+        (
+            Target {
+                cloud: chosen.cloud,
+                sandbox: opts.sandbox,
+            },
+            region,
+        )
+    } else {
+        target_for(loaded, catalog, opts, &path, c.cloud, &c.region).map_err(|d| vec![d])?
+    };
+    let cloud = target.cloud;
     let region_zones = &catalog.region(cloud, region).expect("checked above").zones;
 
     let zones: Vec<String> = if c.zones.is_empty() {
@@ -226,47 +307,38 @@ fn resolve_cluster(
             Some("list the zones to use under `zones:`".into()),
         ));
     }
-
-    let gpu = match catalog.gpu(&c.gpu.model) {
-        Ok(g) => Some(g),
-        Err(e) => {
-            errors.push(loaded.diagnostic(&format!("{path}.gpu"), e.to_string(), None));
-            None
-        }
-    };
-    if let (Some(g), Some(profile)) = (gpu, &c.mig) {
-        if !g.mig_profiles.iter().any(|p| &p.name == profile) {
-            let valid: Vec<&str> = g.mig_profiles.iter().map(|p| p.name.as_str()).collect();
-            errors.push(loaded.diagnostic(
-                &format!("{path}.mig"),
-                format!("MIG profile `{profile}` does not exist on {}", g.name),
-                Some(if valid.is_empty() {
-                    format!("{} does not support MIG; remove `mig:`", g.name)
-                } else {
-                    format!("profiles of {}: {}", g.name, valid.join(", "))
-                }),
-            ));
-        }
+    // Capacity failover: the first zone, in preference order, that has not
+    // run out of capacity for this cluster during this apply.
+    let usable: Vec<&String> = zones
+        .iter()
+        .filter(|z| {
+            !opts
+                .exhausted
+                .contains(&Exhausted::zone(name, cloud, region, z))
+        })
+        .collect();
+    if usable.is_empty() && !zones.is_empty() && errors.is_empty() {
+        errors.push(loaded.diagnostic(
+            &path,
+            format!(
+                "no capacity for cluster {name} in any zone of {cloud} {region} (tried {})",
+                zones.join(", ")
+            ),
+            Some(if c.cloud == CloudName::Any {
+                "add more `candidates`, or try again later".into()
+            } else {
+                "add zones, use `cloud: any` with candidates, or try again later".into()
+            }),
+        ));
     }
-    let Some(gpu) = gpu else { return Err(errors) };
-
-    // The instance type: the escape hatch, or the cheapest catalog offer
-    // meeting the GPU, interconnect and fabric constraints.
     let query = OfferQuery {
         cloud: Some(cloud),
         region: Some(region.to_string()),
-        gpu_model: Some(gpu.name.clone()),
-        gpu_count: Some(c.gpu.count),
-        interconnect: match c.interconnect {
-            InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
-            InterconnectReq::Pcie => Some(Interconnect::Pcie),
-            InterconnectReq::Any => None,
-        },
-        rdma: (c.fabric == Fabric::Rdma).then_some(true),
-        pricing: c.pricing,
-        cny_per_usd: opts.cny_per_usd,
-        ..OfferQuery::default()
+        ..template.clone()
     };
+
+    // The instance type: the escape hatch, or the cheapest catalog offer
+    // meeting the GPU, interconnect and fabric constraints.
     let (instance_type, hourly_usd) = if let Some(raw) = &c.instance_type {
         out.lockin.push(LockIn {
             yaml_path: format!("{path}.instance_type"),
@@ -346,8 +418,27 @@ fn resolve_cluster(
         });
     }
 
+    // Prefer zones where the catalog says this type is sold (when it knows).
+    let sold_in = catalog
+        .availability(cloud, region, &instance_type)
+        .and_then(|a| a.zones.clone());
+    let zone = match &sold_in {
+        Some(sold) => match usable.iter().find(|z| sold.contains(z)) {
+            Some(z) => (*z).clone(),
+            None => {
+                return Err(vec![loaded.diagnostic(
+                    &format!("{path}.zones"),
+                    format!(
+                        "{instance_type} is sold only in {} of {cloud} {region}, and none of those is usable here",
+                        sold.join(", ")
+                    ),
+                    Some("use one of those zones (or leave `zones` out)".into()),
+                )])
+            }
+        },
+        None => usable[0].clone(),
+    };
     let prefix = format!("cluster.{name}");
-    let zone = zones[0].clone();
     let mut push = |suffix: &str, kind, attrs: Attrs, deps: &[(&str, String)], hourly_usd| {
         out.resources.push(DesiredResource {
             address: format!("{prefix}.{suffix}"),
