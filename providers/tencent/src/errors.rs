@@ -1,0 +1,141 @@
+//! Tencent Cloud API 3.0 error codes → neutral error kinds.
+//!
+//! Sources: the common error codes of API 3.0 ("Error Codes" page of every
+//! product, e.g. https://www.tencentcloud.com/document/api/213/15694) and the
+//! per-product codes listed on each action's page (CVM RunInstances
+//! https://www.tencentcloud.com/document/api/213/33237, VPC, CBS). A code is
+//! `Category` or `Category.Detail`; we classify by exact code first, then by
+//! category prefix.
+
+use gpuform_provider::ErrorKind;
+
+/// The neutral kind of a Tencent error code.
+pub fn classify(code: &str) -> ErrorKind {
+    // Exact codes whose category alone would mislead.
+    match code {
+        // Spot bid lost / no spot stock: another zone (or on-demand) may have it.
+        "InvalidParameterValue.InsufficientOffering"
+        | "InvalidParameterValue.InsufficientPrice" => return ErrorKind::Capacity,
+        // "This zone does not sell this instance type": the next zone may.
+        "ResourceUnavailable.InstanceType" | "ResourceNotFound.InvalidZoneInstanceType" => {
+            return ErrorKind::Capacity
+        }
+        "InstancesQuotaLimitExceeded"
+        | "UnsupportedOperation.InsufficientClusterQuota"
+        | "InvalidParameterValue.TagQuotaLimitExceeded"
+        | "InvalidAccount.InsufficientBalance"
+        | "InvalidAccount.UnpaidOrder" => return ErrorKind::Quota,
+        // A placement group / HPC cluster that still holds instances.
+        "FailedOperation.PlacementSetNotEmpty" => return ErrorKind::DependencyViolation,
+        // The same job is already running on the resource, or it is busy: try again.
+        "ResourceBusy"
+        | "MutexOperation.TaskRunning"
+        | "OperationDenied.InstanceOperationInProgress"
+        | "FailedOperation.InvalidImageState"
+        | "UnsupportedOperation.InstanceStatePending"
+        | "UnsupportedOperation.InstanceStateStarting"
+        | "UnsupportedOperation.InstanceStateRebooting"
+        | "UnsupportedOperation.InstanceStateStopping" => return ErrorKind::Transient,
+        "FailedOperation.DisasterRecoverGroupNotFound" => return ErrorKind::NotFound,
+        "InvalidImageId.NotFound" => return ErrorKind::Invalid,
+        _ => {}
+    }
+    let starts = |p: &str| code.starts_with(p);
+    if starts("RequestLimitExceeded") {
+        ErrorKind::Throttled
+    } else if starts("AuthFailure") || starts("UnauthorizedOperation") {
+        ErrorKind::Auth
+    } else if starts("ResourceInsufficient") || starts("ResourcesSoldOut") {
+        ErrorKind::Capacity
+    } else if starts("LimitExceeded") || code.ends_with("QuotaLimitExceeded") || code == "OverQuota"
+    {
+        ErrorKind::Quota
+    } else if starts("ResourceNotFound") || code.ends_with(".NotFound") {
+        ErrorKind::NotFound
+    } else if starts("ResourceInUse") || starts("DependencyViolation") {
+        ErrorKind::DependencyViolation
+    } else if starts("InternalError")
+        || code == "InternalServerError"
+        || starts("ServiceUnavailable")
+    {
+        ErrorKind::Transient
+    } else {
+        // InvalidParameter*, InvalidParameterValue.*, MissingParameter,
+        // UnknownParameter, InvalidAction, NoSuchVersion, Unsupported*,
+        // InvalidZone.*, and anything undocumented: retrying will not help.
+        ErrorKind::Invalid
+    }
+}
+
+/// A hint appended to messages of some kinds, so the user knows what to do.
+pub fn hint(kind: ErrorKind, code: &str) -> Option<&'static str> {
+    match kind {
+        ErrorKind::Auth if code.starts_with("AuthFailure") => Some(
+            "check TENCENTCLOUD_SECRET_ID / TENCENTCLOUD_SECRET_KEY (and TENCENTCLOUD_SESSION_TOKEN for temporary keys) and the machine's clock",
+        ),
+        ErrorKind::Auth => Some("the key lacks a CAM permission for this action"),
+        ErrorKind::Quota => Some(
+            "an account quota or balance limit was hit; raise it in the Tencent Cloud console (quota centre) or lower the request",
+        ),
+        ErrorKind::Capacity => Some("no stock for this type here right now; another zone may have it"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_codes() {
+        let cases = [
+            (
+                "ResourceInsufficient.SpecifiedInstanceType",
+                ErrorKind::Capacity,
+            ),
+            (
+                "ResourceInsufficient.ZoneSoldOutForSpecifiedInstance",
+                ErrorKind::Capacity,
+            ),
+            (
+                "ResourcesSoldOut.SpecifiedInstanceType",
+                ErrorKind::Capacity,
+            ),
+            (
+                "InvalidParameterValue.InsufficientOffering",
+                ErrorKind::Capacity,
+            ),
+            ("LimitExceeded.InstanceQuota", ErrorKind::Quota),
+            ("LimitExceeded.SpotQuota", ErrorKind::Quota),
+            ("InstancesQuotaLimitExceeded", ErrorKind::Quota),
+            ("RequestLimitExceeded", ErrorKind::Throttled),
+            (
+                "RequestLimitExceeded.UinLimitExceeded",
+                ErrorKind::Throttled,
+            ),
+            ("AuthFailure.SignatureFailure", ErrorKind::Auth),
+            ("AuthFailure.SecretIdNotFound", ErrorKind::Auth),
+            ("UnauthorizedOperation", ErrorKind::Auth),
+            ("InvalidParameter", ErrorKind::Invalid),
+            ("InvalidParameterValue.Range", ErrorKind::Invalid),
+            ("InvalidParameterValue.LimitExceeded", ErrorKind::Invalid),
+            ("MissingParameter", ErrorKind::Invalid),
+            ("InvalidImageId.NotFound", ErrorKind::Invalid),
+            ("ResourceNotFound", ErrorKind::NotFound),
+            ("ResourceNotFound.InvalidPlacementSet", ErrorKind::NotFound),
+            ("InvalidInstanceId.NotFound", ErrorKind::NotFound),
+            ("InvalidDiskId.NotFound", ErrorKind::NotFound),
+            ("ResourceInUse", ErrorKind::DependencyViolation),
+            (
+                "FailedOperation.PlacementSetNotEmpty",
+                ErrorKind::DependencyViolation,
+            ),
+            ("InternalError", ErrorKind::Transient),
+            ("InternalError.TradeUnknownError", ErrorKind::Transient),
+            ("ResourceBusy", ErrorKind::Transient),
+        ];
+        for (code, kind) in cases {
+            assert_eq!(classify(code), kind, "{code}");
+        }
+    }
+}
