@@ -1,0 +1,462 @@
+//! Signed JSON calls to Huawei Cloud's REST endpoints, error mapping and
+//! asynchronous job polling.
+
+use gpuform_provider::{ErrorKind, ProviderError};
+use gpuform_signing::{huawei, Credentials, Request};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// The services gpuform calls; each has its own regional endpoint
+/// (`https://{service}.{region}.myhuaweicloud.com`, see "Regions and
+/// Endpoints", developer.huaweicloud.com/intl/en-us/endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Ecs,
+    Vpc,
+    Evs,
+    Ims,
+}
+
+impl Service {
+    fn name(self) -> &'static str {
+        match self {
+            Service::Ecs => "ecs",
+            Service::Vpc => "vpc",
+            Service::Evs => "evs",
+            Service::Ims => "ims",
+        }
+    }
+}
+
+/// How asynchronous jobs are waited for.
+#[derive(Debug, Clone, Copy)]
+pub struct JobPolling {
+    pub initial: Duration,
+    pub max: Duration,
+    pub deadline: Duration,
+}
+
+impl Default for JobPolling {
+    fn default() -> Self {
+        JobPolling {
+            initial: Duration::from_secs(2),
+            max: Duration::from_secs(15),
+            deadline: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    creds: Credentials,
+    /// `GPUFORM_HUAWEI_ENDPOINT`: one base URL for every service.
+    endpoint: Option<String>,
+    pub polling: JobPolling,
+}
+
+/// What the signer and the wire need of one call.
+pub struct Call<'a> {
+    pub service: Service,
+    pub region: &'a str,
+    pub method: &'a str,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub body: Option<Value>,
+    pub client_token: Option<&'a str>,
+}
+
+impl<'a> Call<'a> {
+    pub fn new(service: Service, region: &'a str, method: &'a str, path: String) -> Self {
+        Call {
+            service,
+            region,
+            method,
+            path,
+            query: Vec::new(),
+            body: None,
+            client_token: None,
+        }
+    }
+    pub fn query(mut self, k: &str, v: impl Into<String>) -> Self {
+        self.query.push((k.to_string(), v.into()));
+        self
+    }
+    pub fn body(mut self, b: Value) -> Self {
+        self.body = Some(b);
+        self
+    }
+    pub fn token(mut self, t: &'a str) -> Self {
+        self.client_token = Some(t);
+        self
+    }
+}
+
+impl Client {
+    pub fn new(creds: Credentials, endpoint: Option<String>) -> Result<Client, ProviderError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("HTTP client: {e}")))?;
+        Ok(Client {
+            http,
+            creds,
+            endpoint,
+            polling: JobPolling::default(),
+        })
+    }
+
+    fn base(&self, service: Service, region: &str) -> String {
+        match &self.endpoint {
+            Some(e) => e.trim_end_matches('/').to_string(),
+            None => format!("https://{}.{region}.myhuaweicloud.com", service.name()),
+        }
+    }
+
+    /// Sends one signed request; a 2xx answer's JSON body (or `null`).
+    pub async fn send(&self, call: Call<'_>) -> Result<Value, ProviderError> {
+        let base = self.base(call.service, call.region);
+        let parsed = reqwest::Url::parse(&base).map_err(|e| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("endpoint `{base}` is not a URL: {e}"),
+            )
+        })?;
+        let host = match (parsed.host_str(), parsed.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_string(),
+            (None, _) => {
+                return Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("endpoint `{base}` has no host"),
+                ))
+            }
+        };
+        let body = match &call.body {
+            Some(b) => serde_json::to_vec(b).map_err(|e| {
+                ProviderError::new(ErrorKind::Invalid, format!("request body: {e}"))
+            })?,
+            None => Vec::new(),
+        };
+        let mut req = Request::new(call.method, host, call.path.clone());
+        req.query = call.query.clone();
+        req.headers
+            .push(("Content-Type".into(), "application/json".into()));
+        if let Some(t) = call.client_token {
+            req.headers.push(("X-Client-Token".into(), t.to_string()));
+        }
+        req.body = body;
+        let signed = huawei::sign_now(&req, &self.creds).map_err(|e| {
+            ProviderError::new(ErrorKind::Invalid, format!("cannot sign request: {e}"))
+        })?;
+        let url = format!("{base}{}", req.encoded_target());
+        let method = reqwest::Method::from_bytes(call.method.as_bytes())
+            .map_err(|_| ProviderError::new(ErrorKind::Invalid, "bad HTTP method"))?;
+        let mut rb = self.http.request(method, &url);
+        for (n, v) in req.headers.iter().chain(signed.headers.iter()) {
+            rb = rb.header(n.as_str(), v.as_str());
+        }
+        let what = format!("{} {}", call.method, call.path);
+        tracing::debug!(target: "gpuform::huawei", "{what}");
+        let resp = rb.body(req.body.clone()).send().await.map_err(|e| {
+            let kind = ErrorKind::Transient;
+            ProviderError::new(kind, format!("{what}: {}", strip_url(&e)))
+        })?;
+        let status = resp.status().as_u16();
+        let request_id = resp
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let bytes = resp.bytes().await.map_err(|e| {
+            ProviderError::new(
+                ErrorKind::Transient,
+                format!("{what}: reading answer: {}", strip_url(&e)),
+            )
+        })?;
+        let json: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        if (200..300).contains(&status) {
+            return Ok(json);
+        }
+        let (code, msg) = error_fields(&json);
+        let kind = classify(status, code.as_deref(), &msg);
+        let msg = if msg.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            msg
+        };
+        let mut e = ProviderError::new(kind, format!("{what}: {msg}"));
+        if let Some(c) = code {
+            e = e.with_code(c);
+        }
+        if let Some(r) = request_id {
+            e = e.with_request_id(r);
+        }
+        Err(e)
+    }
+
+    /// Polls `GET /v1/{project_id}/jobs/{job_id}` ("Querying Job Execution
+    /// Status", support.huaweicloud.com/api-ecs/ecs_02_0901.html; EVS has the
+    /// same call on its own endpoint) until SUCCESS or FAIL, with exponential
+    /// backoff and a deadline. Returns the finished job.
+    pub async fn wait_job(
+        &self,
+        service: Service,
+        region: &str,
+        project_id: &str,
+        job_id: &str,
+    ) -> Result<Value, ProviderError> {
+        let start = Instant::now();
+        let mut delay = self.polling.initial;
+        loop {
+            let job = self
+                .send(Call::new(
+                    service,
+                    region,
+                    "GET",
+                    format!("/v1/{project_id}/jobs/{job_id}"),
+                ))
+                .await?;
+            match job.get("status").and_then(Value::as_str).unwrap_or("") {
+                "SUCCESS" => return Ok(job),
+                "FAIL" => {
+                    let code = job
+                        .get("error_code")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let reason = job
+                        .get("fail_reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no reason given")
+                        .to_string();
+                    let reason = sub_job_reason(&job).unwrap_or(reason);
+                    let kind = classify(400, code.as_deref(), &reason);
+                    let mut e = ProviderError::new(kind, format!("job {job_id} failed: {reason}"));
+                    if let Some(c) = code.or_else(|| sub_job_code(&job)) {
+                        e = e.with_code(c);
+                    }
+                    return Err(e);
+                }
+                _ => {}
+            }
+            if start.elapsed() >= self.polling.deadline {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!(
+                        "job {job_id} still running after {}s; it may finish later (the next refresh adopts what it made)",
+                        self.polling.deadline.as_secs()
+                    ),
+                ));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(self.polling.max);
+        }
+    }
+}
+
+fn sub_jobs(job: &Value) -> impl Iterator<Item = &Value> {
+    job.pointer("/entities/sub_jobs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn sub_job_reason(job: &Value) -> Option<String> {
+    sub_jobs(job)
+        .filter(|s| s.get("status").and_then(Value::as_str) == Some("FAIL"))
+        .find_map(|s| {
+            s.get("fail_reason")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+}
+
+fn sub_job_code(job: &Value) -> Option<String> {
+    sub_jobs(job).find_map(|s| {
+        s.get("error_code")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
+/// Server ids a finished create job made: `entities.sub_jobs[].entities.server_id`
+/// (or `entities.server_id` for single-server jobs).
+pub fn job_entity_ids(job: &Value, field: &str) -> Vec<String> {
+    let mut ids: Vec<String> = sub_jobs(job)
+        .filter(|s| s.get("status").and_then(Value::as_str) != Some("FAIL"))
+        .filter_map(|s| {
+            s.pointer(&format!("/entities/{field}"))
+                .and_then(Value::as_str)
+        })
+        .map(str::to_string)
+        .collect();
+    if let Some(id) = job
+        .pointer(&format!("/entities/{field}"))
+        .and_then(Value::as_str)
+    {
+        ids.push(id.to_string());
+    }
+    ids
+}
+
+/// reqwest errors can carry the URL; ours holds no secret, but keep messages short.
+fn strip_url(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else {
+        "request failed"
+    };
+    let mut s = kind.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s = format!("{s}: {inner}");
+        src = inner.source();
+    }
+    s
+}
+
+/// The error code and message from any of Huawei's error body shapes:
+/// ECS `{"error": {"code", "message"}}`, APIG/EVS/IMS `{"error_code", "error_msg"}`,
+/// VPC `{"code", "message"}` and Neutron `{"NeutronError": {"type", "message"}}`.
+pub fn error_fields(v: &Value) -> (Option<String>, String) {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    if let Some(e) = v.get("error").filter(|e| e.is_object()) {
+        return (s(e.get("code")), s(e.get("message")).unwrap_or_default());
+    }
+    if v.get("error_code").is_some() {
+        return (
+            s(v.get("error_code")),
+            s(v.get("error_msg")).unwrap_or_default(),
+        );
+    }
+    if let Some(e) = v.get("NeutronError") {
+        return (s(e.get("type")), s(e.get("message")).unwrap_or_default());
+    }
+    (s(v.get("code")), s(v.get("message")).unwrap_or_default())
+}
+
+/// Huawei error → neutral kind. Sources: API Gateway error codes
+/// (support.huaweicloud.com/devg-apisign/api-sign-errorcode.html), ECS error
+/// codes (support.huaweicloud.com/api-ecs/ecs_07_0002.html), VPC and EVS error
+/// code pages. Capacity has no single documented code (jobs fail with a
+/// reason text), so it is recognised by the message as well.
+pub fn classify(status: u16, code: Option<&str>, msg: &str) -> ErrorKind {
+    let code = code.unwrap_or("");
+    let m = msg.to_ascii_lowercase();
+    if status == 429
+        || code == "APIGW.0308"
+        || m.contains("throttl")
+        || m.contains("too many requests")
+    {
+        return ErrorKind::Throttled;
+    }
+    // APIGW.0101: "The API does not exist" — a wrong endpoint or region, not a
+    // missing resource (a delete must not count it as done).
+    if code == "APIGW.0101" {
+        return ErrorKind::Invalid;
+    }
+    if code.starts_with("APIGW.03") || status == 401 || code == "Ecs.0003" {
+        return ErrorKind::Auth;
+    }
+    let capacity = [
+        "sold out",
+        "insufficient resource",
+        "insufficient capacity",
+        "no valid host",
+        "not enough resource",
+        "resources are insufficient",
+    ];
+    if capacity.iter().any(|c| m.contains(c)) {
+        return ErrorKind::Capacity;
+    }
+    if code == "Ecs.0001" || m.contains("quota") {
+        return ErrorKind::Quota;
+    }
+    if status == 403 {
+        return ErrorKind::Auth;
+    }
+    if status == 404 {
+        return ErrorKind::NotFound;
+    }
+    let in_use = [
+        "in use",
+        "in-use",
+        "still has",
+        "still contains",
+        "is being used",
+        "has dependen",
+        "associated with",
+    ];
+    if status == 409 || in_use.iter().any(|c| m.contains(c)) {
+        return ErrorKind::DependencyViolation;
+    }
+    if status >= 500 {
+        return ErrorKind::Transient;
+    }
+    ErrorKind::Invalid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn error_shapes() {
+        assert_eq!(
+            error_fields(&json!({"error": {"code": "Ecs.0005", "message": "bad"}})),
+            (Some("Ecs.0005".into()), "bad".into())
+        );
+        assert_eq!(
+            error_fields(&json!({"error_code": "APIGW.0301", "error_msg": "sig"})),
+            (Some("APIGW.0301".into()), "sig".into())
+        );
+        assert_eq!(
+            error_fields(&json!({"code": "VPC.0202", "message": "x"})),
+            (Some("VPC.0202".into()), "x".into())
+        );
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(classify(429, Some("APIGW.0308"), ""), ErrorKind::Throttled);
+        assert_eq!(
+            classify(401, Some("APIGW.0301"), "verify aksk signature fail"),
+            ErrorKind::Auth
+        );
+        assert_eq!(
+            classify(404, Some("APIGW.0101"), "The API does not exist"),
+            ErrorKind::Invalid
+        );
+        assert_eq!(
+            classify(400, Some("Ecs.0001"), "Insufficient ECS quota"),
+            ErrorKind::Quota
+        );
+        assert_eq!(
+            classify(
+                400,
+                Some("Ecs.0000"),
+                "flavor p2s.2xlarge.8 is sold out in cn-north-4a"
+            ),
+            ErrorKind::Capacity
+        );
+        assert_eq!(
+            classify(404, Some("Ecs.0114"), "server not found"),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            classify(409, Some("VPC.0106"), "vpc still has subnets"),
+            ErrorKind::DependencyViolation
+        );
+        assert_eq!(classify(503, None, ""), ErrorKind::Transient);
+        assert_eq!(
+            classify(400, Some("Ecs.0005"), "Invalid parameter values"),
+            ErrorKind::Invalid
+        );
+    }
+}
