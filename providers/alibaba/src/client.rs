@@ -1,0 +1,290 @@
+//! One signed RPC call to an Alibaba Cloud product (ECS, VPC), as the
+//! current official SDKs send it: `POST /?<parameters>` with an empty body,
+//! `x-acs-action` / `x-acs-version` headers and the `ACS3-HMAC-SHA256`
+//! signature (see `gpuform_signing::acs3`).
+//!
+//! Endpoints (Alibaba Cloud "Endpoints" pages of ECS and VPC):
+//! - ECS: `ecs.{region}.aliyuncs.com` in every region.
+//! - VPC: the regions that VPC's own `DescribeRegions` answers with
+//!   `RegionEndpoint = vpc.aliyuncs.com` are served by the central endpoint
+//!   (see [`CENTRAL_VPC_REGIONS`]); every other region by
+//!   `vpc.{region}.aliyuncs.com`.
+//!
+//! `GPUFORM_ALIBABA_ENDPOINT` replaces both with one base URL (a private
+//! region, a proxy, or the local stand-in); the `Host` header and the
+//! signature then use that URL's host.
+
+use crate::errors::{classify, transport_error};
+use gpuform_provider::{ErrorKind, ProviderError};
+use gpuform_signing::{acs3, Credentials, Request};
+use serde_json::Value;
+use std::fmt;
+use std::time::Duration;
+
+/// An API product and the version its RPC API is called with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Product {
+    /// Elastic Compute Service, API version 2014-05-26.
+    Ecs,
+    /// Virtual Private Cloud, API version 2016-04-28.
+    Vpc,
+}
+
+impl Product {
+    pub fn code(self) -> &'static str {
+        match self {
+            Product::Ecs => "ecs",
+            Product::Vpc => "vpc",
+        }
+    }
+
+    pub fn version(self) -> &'static str {
+        match self {
+            Product::Ecs => "2014-05-26",
+            Product::Vpc => "2016-04-28",
+        }
+    }
+}
+
+/// Regions whose VPC API answers at the central `vpc.aliyuncs.com` (the
+/// `RegionEndpoint` that VPC `DescribeRegions` reports for them); newer
+/// regions use `vpc.{region}.aliyuncs.com`.
+pub const CENTRAL_VPC_REGIONS: &[&str] = &[
+    "cn-qingdao",
+    "cn-beijing",
+    "cn-hangzhou",
+    "cn-shanghai",
+    "cn-shenzhen",
+    "cn-hongkong",
+    "ap-southeast-1",
+    "us-west-1",
+    "us-east-1",
+];
+
+/// The public endpoint host of `product` in `region`.
+pub fn default_host(product: Product, region: &str) -> String {
+    match product {
+        Product::Vpc if CENTRAL_VPC_REGIONS.contains(&region) => "vpc.aliyuncs.com".to_string(),
+        _ => format!("{}.{region}.aliyuncs.com", product.code()),
+    }
+}
+
+/// A parsed endpoint override: scheme and `host[:port]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub scheme: String,
+    pub authority: String,
+}
+
+impl Endpoint {
+    /// Parses `http://127.0.0.1:8080` or `https://host` (a trailing `/` is
+    /// allowed; a path, query or user info is refused).
+    pub fn parse(url: &str) -> Result<Endpoint, ProviderError> {
+        let bad = |why: &str| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("GPUFORM_ALIBABA_ENDPOINT `{url}` {why} (expected a base URL like http://127.0.0.1:8080)"),
+            )
+        };
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("has no scheme"))?;
+        if scheme != "http" && scheme != "https" {
+            return Err(bad("is not http(s)"));
+        }
+        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        if authority.is_empty() {
+            return Err(bad("has no host"));
+        }
+        if authority.contains(['/', '?', '#', '@', ' ']) {
+            return Err(bad("must be scheme://host[:port] only"));
+        }
+        Ok(Endpoint {
+            scheme: scheme.to_string(),
+            authority: authority.to_string(),
+        })
+    }
+}
+
+/// The HTTP side of the provider: credentials, endpoint choice, signing,
+/// error decoding. `Debug` shows no secret.
+pub struct RpcClient {
+    http: reqwest::Client,
+    creds: Credentials,
+    security_token: Option<String>,
+    endpoint: Option<Endpoint>,
+}
+
+impl fmt::Debug for RpcClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RpcClient")
+            .field("access_key_id", &self.creds.access_key_id())
+            .field("secret", &"<redacted>")
+            .field(
+                "security_token",
+                &self.security_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+pub const USER_AGENT: &str = concat!("gpuform/", env!("CARGO_PKG_VERSION"));
+
+impl RpcClient {
+    pub fn new(
+        creds: Credentials,
+        security_token: Option<String>,
+        endpoint: Option<Endpoint>,
+    ) -> Result<RpcClient, ProviderError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| {
+                ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("cannot build the HTTP client: {e}"),
+                )
+            })?;
+        Ok(RpcClient {
+            http,
+            creds,
+            security_token,
+            endpoint,
+        })
+    }
+
+    pub fn endpoint(&self) -> Option<&Endpoint> {
+        self.endpoint.as_ref()
+    }
+
+    /// Calls `action` of `product` in `region` with `params` (`RegionId` is
+    /// added). Returns the JSON body of a 2xx answer; anything else becomes a
+    /// [`ProviderError`] with Alibaba's `Code` and `RequestId`.
+    pub async fn call(
+        &self,
+        product: Product,
+        region: &str,
+        action: &str,
+        params: &[(String, String)],
+    ) -> Result<Value, ProviderError> {
+        let (scheme, host) = match &self.endpoint {
+            Some(e) => (e.scheme.clone(), e.authority.clone()),
+            None => ("https".to_string(), default_host(product, region)),
+        };
+        let mut req = Request::new("POST", host.clone(), "/")
+            .with_query("RegionId", region)
+            .with_header("x-acs-action", action)
+            .with_header("x-acs-version", product.version())
+            .with_header("accept", "application/json")
+            .with_header("user-agent", USER_AGENT);
+        for (k, v) in params {
+            req.query.push((k.clone(), v.clone()));
+        }
+        if let Some(token) = &self.security_token {
+            req.headers
+                .push(("x-acs-security-token".to_string(), token.clone()));
+        }
+        let signed = acs3::sign_now(&req, &self.creds).map_err(|e| {
+            ProviderError::new(ErrorKind::Invalid, format!("cannot sign {action}: {e}"))
+        })?;
+        let url = format!("{scheme}://{host}{}", req.encoded_target());
+        let mut builder = self.http.post(&url);
+        for (n, v) in req.headers.iter().chain(signed.headers.iter()) {
+            builder = builder.header(n.as_str(), v.as_str());
+        }
+        tracing::debug!(action, region, host = %host, "alibaba call");
+        let resp = builder
+            .body(Vec::<u8>::new())
+            .send()
+            .await
+            .map_err(|e| transport_error(action, &e.without_url()))?;
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| transport_error(action, &e.without_url()))?;
+        let body: Option<Value> = serde_json::from_slice(&bytes).ok();
+        if (200..300).contains(&status) {
+            return body.ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("{action}: HTTP {status} with a body that is not JSON"),
+                )
+            });
+        }
+        Err(api_error(action, status, body.as_ref()))
+    }
+}
+
+/// Turns an error answer (`{"RequestId","HostId","Code","Message",...}`)
+/// into a neutral error.
+pub fn api_error(action: &str, status: u16, body: Option<&Value>) -> ProviderError {
+    let s = |k: &str| {
+        body.and_then(|b| b.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let code = s("Code");
+    let message = s("Message").unwrap_or_else(|| format!("HTTP {status}"));
+    let kind = classify(code.as_deref(), status);
+    let mut e = ProviderError::new(kind, format!("{action}: {message}"));
+    if let Some(c) = code {
+        e = e.with_code(c);
+    }
+    if let Some(r) = s("RequestId") {
+        e = e.with_request_id(r);
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts() {
+        assert_eq!(default_host(Product::Ecs, "cn-hangzhou"), "ecs.cn-hangzhou.aliyuncs.com");
+        assert_eq!(default_host(Product::Vpc, "cn-hangzhou"), "vpc.aliyuncs.com");
+        assert_eq!(
+            default_host(Product::Vpc, "cn-wulanchabu"),
+            "vpc.cn-wulanchabu.aliyuncs.com"
+        );
+    }
+
+    #[test]
+    fn endpoint_override() {
+        let e = Endpoint::parse("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(e.scheme, "http");
+        assert_eq!(e.authority, "127.0.0.1:8080");
+        assert!(Endpoint::parse("127.0.0.1:8080").is_err());
+        assert!(Endpoint::parse("http://u:p@host").is_err());
+        assert!(Endpoint::parse("http://host/path").is_err());
+        assert!(Endpoint::parse("ftp://host").is_err());
+    }
+
+    #[test]
+    fn error_bodies() {
+        let b = serde_json::json!({"RequestId":"R1","HostId":"ecs","Code":"OperationDenied.NoStock","Message":"sold out"});
+        let e = api_error("RunInstances", 403, Some(&b));
+        assert_eq!(e.kind, ErrorKind::Capacity);
+        assert_eq!(e.code.as_deref(), Some("OperationDenied.NoStock"));
+        assert_eq!(e.request_id.as_deref(), Some("R1"));
+        assert!(e.message.contains("sold out"));
+        let e = api_error("X", 502, None);
+        assert_eq!(e.kind, ErrorKind::Transient);
+    }
+
+    #[test]
+    fn debug_has_no_secret() {
+        let c = RpcClient::new(
+            Credentials::new("AKID", "SUPERSECRET"),
+            Some("STSTOKEN".into()),
+            None,
+        )
+        .unwrap();
+        let d = format!("{c:?}");
+        assert!(d.contains("AKID") && !d.contains("SUPERSECRET") && !d.contains("STSTOKEN"));
+    }
+}
