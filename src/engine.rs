@@ -2,15 +2,15 @@
 //! load → resolve → refresh → diff (plan); lock → recover → refresh → diff →
 //! execute → save (apply).
 
-use crate::apply::{execute, ApplyOptions, ApplyReport};
+use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current};
-use crate::resolve::{resolve, Desired, ResolveOptions};
+use crate::resolve::{resolve, Desired, Exhausted, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
-use crate::state::{Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
+use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
 use gpuform_provider::catalog::Catalog;
-use gpuform_provider::ProviderError;
+use gpuform_provider::{ErrorKind, ProviderError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -97,10 +97,12 @@ pub async fn make_plan(
     state_existed: bool,
     providers: &Providers,
 ) -> Result<(Plan, Current), EngineError> {
+    let mut resolve_opts = req.resolve.clone();
+    resolve_opts.exhausted.extend(exhausted(&doc));
     let desired = if req.diff.destroy {
         Desired::default()
     } else {
-        desired(req.loaded, &req.resolve)?
+        desired(req.loaded, &resolve_opts)?
     };
     let state_ref = StateRef {
         lineage: state_existed.then(|| doc.lineage.clone()),
@@ -220,15 +222,16 @@ pub fn check_saved_plan(plan: &Plan, locked: &LockedState) -> Result<(), EngineE
 }
 
 /// Applies a plan to a locked state and saves the result. The state is saved
-/// even when some resources failed or the run was interrupted.
+/// even when some resources failed or the run was interrupted; the lock stays
+/// held (it goes with `locked`), so a caller may apply again (failover).
 pub async fn apply_plan(
-    mut locked: LockedState,
+    locked: &mut LockedState,
     plan: Plan,
     current: Option<Current>,
     providers: Arc<Providers>,
     opts: &ApplyOptions,
     cancel: Arc<AtomicBool>,
-) -> Result<(StateDoc, ApplyReport), EngineError> {
+) -> Result<ApplyReport, EngineError> {
     if !locked.existed {
         locked.store.save(&locked.doc)?;
         locked.existed = true;
@@ -241,38 +244,92 @@ pub async fn apply_plan(
     let mut doc = locked.doc.clone();
     // Record what refresh found (adoptions), before anything else happens.
     if let Some(cur) = &current {
+        let mut entries = Vec::new();
         for address in &cur.adopted {
             if let Some(record) = cur.doc.resources.get(address) {
-                let e = JournalEntry::Recorded {
+                entries.push(JournalEntry::Recorded {
                     address: address.clone(),
                     record: record.clone(),
-                };
-                journal.append(&e).await?;
-                crate::state::journal::fold(&mut doc, e);
+                });
             }
         }
         for address in cur.abandoned.keys() {
-            let e = JournalEntry::Abandoned {
+            entries.push(JournalEntry::Abandoned {
                 address: address.clone(),
-            };
-            journal.append(&e).await?;
-            crate::state::journal::fold(&mut doc, e);
+            });
         }
         // Forget resources found deleted that the plan does not re-create.
         for (address, o) in &cur.observed {
             if o.is_none() && !plan.changes.iter().any(|c| &c.address == address) {
-                let e = JournalEntry::Removed {
+                entries.push(JournalEntry::Removed {
                     address: address.clone(),
-                };
-                journal.append(&e).await?;
-                crate::state::journal::fold(&mut doc, e);
+                });
             }
+        }
+        for e in entries {
+            journal.append(&e).await?;
+            crate::state::journal::fold(&mut doc, e);
         }
     }
     let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
     doc.serial += 1;
     locked.store.save(&doc)?;
     Journal::remove(&locked.store.journal_path())?;
-    drop(locked.lock);
-    Ok((doc, report))
+    locked.doc = doc;
+    Ok(report)
+}
+
+/// The zones an apply found out of capacity, from its failed instance creates.
+pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
+    let mut out: Vec<Failover> = Vec::new();
+    for (address, op, outcome) in &report.outcomes {
+        let OpOutcome::Failed {
+            error,
+            kind: Some(ErrorKind::Capacity),
+        } = outcome
+        else {
+            continue;
+        };
+        if *op != "create" {
+            continue;
+        }
+        let Some(c) = plan.changes.iter().find(|c| &c.address == address) else {
+            continue;
+        };
+        let (Some(cluster), Some(target), Some(zone)) = (
+            address
+                .strip_prefix("cluster.")
+                .and_then(|r| r.split('.').next()),
+            crate::resolve::Target::parse(&c.provider),
+            c.after
+                .as_ref()
+                .and_then(|a| a.get("zone"))
+                .and_then(|z| z.as_str()),
+        ) else {
+            continue;
+        };
+        if out
+            .iter()
+            .any(|f| f.cluster == cluster && f.zone == zone && f.region == c.region)
+        {
+            continue;
+        }
+        out.push(Failover {
+            cluster: cluster.to_string(),
+            cloud: target.cloud,
+            region: c.region.clone(),
+            zone: zone.to_string(),
+            error: error.clone(),
+            at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        });
+    }
+    out
+}
+
+/// Zones to avoid, from the failovers state remembers.
+pub fn exhausted(doc: &StateDoc) -> std::collections::BTreeSet<Exhausted> {
+    doc.failovers
+        .iter()
+        .map(|f| Exhausted::zone(&f.cluster, f.cloud, &f.region, &f.zone))
+        .collect()
 }

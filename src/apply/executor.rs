@@ -51,6 +51,9 @@ pub enum OpOutcome {
     Deleted,
     Failed {
         error: String,
+        /// The neutral kind when a provider refused (capacity drives failover).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<gpuform_provider::ErrorKind>,
     },
     /// Not attempted because a dependency failed.
     Skipped {
@@ -147,7 +150,7 @@ pub async fn execute(
         .filter(|n| indegree[n.index()] == 0)
         .collect();
     let mut outcome: Vec<Option<OpOutcome>> = vec![None; graph.node_count()];
-    let mut in_flight: JoinSet<(NodeIndex, Result<OpOutcome, String>, Duration)> = JoinSet::new();
+    let mut in_flight: JoinSet<(NodeIndex, Result<OpOutcome, OpError>, Duration)> = JoinSet::new();
     let parallelism = opts.parallelism.max(1);
     let mut interrupted = false;
 
@@ -195,7 +198,10 @@ pub async fn execute(
             }
             Err(error) => {
                 progress.note(&format!("{address}: FAILED: {error}"));
-                outcome[n.index()] = Some(OpOutcome::Failed { error });
+                outcome[n.index()] = Some(OpOutcome::Failed {
+                    error: error.message,
+                    kind: error.kind,
+                });
                 // Everything downstream is skipped; independent branches go on.
                 let mut dfs = Dfs::new(&graph, n);
                 dfs.next(&graph);
@@ -243,13 +249,13 @@ fn describe(o: &OpOutcome) -> String {
         OpOutcome::Created { id } => format!("created {id}"),
         OpOutcome::Updated { id } => format!("updated {id}"),
         OpOutcome::Deleted => "deleted".into(),
-        OpOutcome::Failed { error } => format!("failed: {error}"),
+        OpOutcome::Failed { error, .. } => format!("failed: {error}"),
         OpOutcome::Skipped { because } => format!("skipped ({because})"),
         OpOutcome::NotStarted => "not started".into(),
     }
 }
 
-async fn run_op(shared: &Shared, op: &Op) -> Result<OpOutcome, String> {
+async fn run_op(shared: &Shared, op: &Op) -> Result<OpOutcome, OpError> {
     let change = &shared.plan.changes[op.change];
     match op.kind {
         OpKind::Create => create(shared, change).await,
@@ -286,21 +292,25 @@ where
         .await
 }
 
-async fn provider(shared: &Shared, key: &str) -> Result<Arc<dyn Provider>, String> {
-    shared.providers.get(key).await.map_err(|e| e.to_string())
+async fn provider(shared: &Shared, key: &str) -> Result<Arc<dyn Provider>, OpError> {
+    shared
+        .providers
+        .get(key)
+        .await
+        .map_err(|e| OpError::from(e.to_string()))
 }
 
-async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), String> {
+async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
     shared
         .journal
         .append(&entry)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| OpError::from(e.to_string()))?;
     crate::state::journal::fold(&mut shared.doc.lock().expect("state lock"), entry);
     Ok(())
 }
 
-async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String> {
+async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, &c.provider).await?;
     let attrs = c.after.clone().unwrap_or_default();
     // Provider ids of the dependencies, as recorded by now.
@@ -321,6 +331,35 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String
         (doc.project.clone(), doc.lineage.clone())
     };
     let token = c.token.clone().unwrap_or_else(new_token);
+    // A move: before the new copy is started, the old one is recorded under
+    // `ADDRESS~OLD_ID`, so a crash anywhere leaves both recorded (the old one
+    // then planned for deletion) and neither orphaned.
+    if let Some(old_address) = super::graph::moved_address(c) {
+        let old = shared
+            .doc
+            .lock()
+            .expect("state lock")
+            .resources
+            .get(&c.address)
+            .cloned();
+        if let Some(old) = old.filter(|r| Some(&r.id) == c.id.as_ref()) {
+            journal(
+                shared,
+                JournalEntry::Recorded {
+                    address: old_address,
+                    record: old,
+                },
+            )
+            .await?;
+            journal(
+                shared,
+                JournalEntry::Removed {
+                    address: c.address.clone(),
+                },
+            )
+            .await?;
+        }
+    }
     // The intent is durable before the call: a crash from here on is healed
     // by adoption (ownership tags + token) on the next run.
     journal(
@@ -389,12 +428,12 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String
                 )
                 .await?;
             }
-            Err(e.to_string())
+            Err(e.into())
         }
     }
 }
 
-async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String> {
+async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, &c.provider).await?;
     let id = c.id.clone().ok_or("update without an id")?;
     let after = c.after.clone().unwrap_or_default();
@@ -418,7 +457,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String
         p.update(&scope, c.kind, &id, &changes)
     })
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(OpError::from)?;
     let mut record = shared
         .doc
         .lock()
@@ -439,7 +478,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String
     Ok(OpOutcome::Updated { id })
 }
 
-async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String> {
+async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let key = c.old_provider.as_ref().unwrap_or(&c.provider);
     let region = c.old_region.as_ref().unwrap_or(&c.region);
     let p = provider(shared, key).await?;
@@ -450,16 +489,51 @@ async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, String
     match call(shared, key, || p.delete(&scope, c.kind, &id)).await {
         Ok(()) => {}
         Err(e) if e.kind == ErrorKind::NotFound => {}
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     }
-    journal(
-        shared,
-        JournalEntry::Removed {
-            address: c.address.clone(),
-        },
-    )
-    .await?;
+    let address = super::graph::moved_address(c).unwrap_or_else(|| c.address.clone());
+    journal(shared, JournalEntry::Removed { address }).await?;
     Ok(OpOutcome::Deleted)
+}
+
+/// Why an operation failed; the neutral kind when a provider said so.
+#[derive(Debug, Clone)]
+pub struct OpError {
+    pub message: String,
+    pub kind: Option<ErrorKind>,
+}
+
+impl From<String> for OpError {
+    fn from(message: String) -> Self {
+        OpError {
+            message,
+            kind: None,
+        }
+    }
+}
+
+impl From<&str> for OpError {
+    fn from(message: &str) -> Self {
+        OpError {
+            message: message.to_string(),
+            kind: None,
+        }
+    }
+}
+
+impl From<ProviderError> for OpError {
+    fn from(e: ProviderError) -> Self {
+        OpError {
+            message: e.to_string(),
+            kind: Some(e.kind),
+        }
+    }
+}
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// A fresh idempotency token: ≤ 64 ASCII characters, as ClientToken requires.

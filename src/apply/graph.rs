@@ -23,6 +23,19 @@ pub struct Op {
     pub change: usize,
 }
 
+/// A replace that moves the resource to another provider or region.
+pub fn is_move(c: &ResourceChange) -> bool {
+    c.old_provider.is_some() || c.old_region.is_some()
+}
+
+/// The address a moved resource's old copy is recorded under while both
+/// exist, so that neither is ever unrecorded: `ADDRESS~OLD_ID`.
+pub fn moved_address(c: &ResourceChange) -> Option<String> {
+    c.id.as_ref()
+        .filter(|_| is_move(c))
+        .map(|id| format!("{}~{id}", c.address))
+}
+
 pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
     let mut g: DiGraph<Op, ()> = DiGraph::new();
     let mut creates: HashMap<&str, NodeIndex> = HashMap::new();
@@ -66,7 +79,13 @@ pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
                     kind: OpKind::Create,
                     change: i,
                 });
-                g.add_edge(d, c, ());
+                // Moving to another provider or region: the new one first,
+                // so that a failure leaves the old cluster running.
+                if is_move(&plan.changes[i]) {
+                    g.add_edge(c, d, ());
+                } else {
+                    g.add_edge(d, c, ());
+                }
                 deletes.insert(a, d);
                 creates.insert(a, c);
             }

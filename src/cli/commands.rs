@@ -259,7 +259,8 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
     let saved = read_plan_file(&a.file)?;
     // A saved plan was reviewed when it was made: it applies without asking.
     let reviewed = saved.is_some();
-    let (plan, locked, current, store) = match saved {
+    let mut loaded_spec: Option<LoadedSpec> = None;
+    let (plan, mut locked, current, store) = match saved {
         Some(plan) => {
             if destroy {
                 return Err(Failure("`gpuform destroy` takes a spec; to apply a saved destroy plan use `gpuform apply PLANFILE`".into()));
@@ -278,7 +279,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         None => {
             let loaded = load(&a.file, &a.vars)?;
             let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
-            let locked = engine::lock_state(
+            let mut locked = engine::lock_state(
                 &store,
                 &loaded.spec.project,
                 if destroy { "destroy" } else { "apply" },
@@ -287,53 +288,138 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if locked.existed && locked.doc.project != loaded.spec.project {
                 return Err(project_mismatch(&store, &locked.doc, &loaded));
             }
-            let providers = providers_for(&store);
-            let req = PlanRequest {
-                loaded: &loaded,
-                resolve: resolve_opts(a.sandbox, a.cny_per_usd),
-                diff: DiffOptions {
-                    destroy,
-                    targets: a.targets.clone(),
-                    cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
-                },
-                refresh: a.refresh,
-            };
-            let (plan, current) =
-                engine::make_plan(&req, locked.doc.clone(), locked.existed, &providers)
-                    .await
-                    .map_err(engine_failure)?;
+            if a.retry_zones {
+                locked.doc.failovers.clear();
+            }
+            let (plan, current) = plan_locked(&a, &loaded, &locked, &store, destroy).await?;
+            loaded_spec = Some(loaded);
             (plan, locked, Some(current), store)
         }
     };
     if !a.json && !quiet {
         print!("{}", render(&plan));
     }
-    if !plan.has_changes() {
-        let (doc, report) = run_apply(locked, plan.clone(), current, &store, &a, quiet).await?;
-        return finish_apply(&plan, &doc, &report, a.json, quiet);
-    }
-    if !a.auto_approve && !reviewed {
+    if plan.has_changes() && !a.auto_approve && !reviewed {
         confirm(if destroy {
             "destroy these resources"
         } else {
             "perform these actions"
         })?;
     }
-    let (doc, report) = run_apply(locked, plan.clone(), current, &store, &a, quiet).await?;
-    finish_apply(&plan, &doc, &report, a.json, quiet)
+    let first_plan = plan.clone();
+    let mut plan = plan;
+    let mut current = current;
+    // Capacity failover: a zone that reports no capacity is remembered in
+    // state and the spec re-planned without it, until every node has a home
+    // or every zone/candidate is exhausted.
+    const MAX_ROUNDS: usize = 8;
+    let mut round = 1;
+    let report = loop {
+        let report =
+            run_apply(&mut locked, plan.clone(), current.take(), &store, &a, quiet).await?;
+        let Some(loaded) = loaded_spec
+            .as_ref()
+            .filter(|_| !destroy && !report.interrupted)
+        else {
+            break report;
+        };
+        let failures = engine::capacity_failures(&plan, &report);
+        let fresh: Vec<_> = failures
+            .into_iter()
+            .filter(|f| {
+                !locked.doc.failovers.iter().any(|o| {
+                    o.cluster == f.cluster
+                        && o.cloud == f.cloud
+                        && o.region == f.region
+                        && o.zone == f.zone
+                })
+            })
+            .collect();
+        if fresh.is_empty() || round >= MAX_ROUNDS {
+            break report;
+        }
+        for f in &fresh {
+            if !quiet {
+                eprintln!(
+                    "capacity: cluster {} has no capacity in {} {} {}: {}; trying the next zone or candidate",
+                    f.cluster, f.cloud, f.region, f.zone, f.error
+                );
+            }
+        }
+        locked.doc.failovers.extend(fresh);
+        locked.doc.serial += 1;
+        locked
+            .store
+            .save(&locked.doc)
+            .map_err(|e| Failure(e.to_string()))?;
+        match plan_locked(&a, loaded, &locked, &store, destroy).await {
+            Ok((next, cur)) => {
+                if !a.json && !quiet {
+                    println!("\nFailover round {}:", round + 1);
+                    print!("{}", render(&next));
+                }
+                plan = next;
+                current = Some(cur);
+                round += 1;
+            }
+            // Nowhere left to go: say so, with what was tried.
+            Err(f) => {
+                let tried: Vec<String> = locked
+                    .doc
+                    .failovers
+                    .iter()
+                    .map(|f| format!("{} {} {} {}", f.cluster, f.cloud, f.region, f.zone))
+                    .collect();
+                return Err(Failure(format!("{}\n  tried: {}", f.0, tried.join("; "))));
+            }
+        }
+    };
+    let doc = locked.doc.clone();
+    drop(locked);
+    finish_apply(
+        if round > 1 { &plan } else { &first_plan },
+        &doc,
+        &report,
+        a.json,
+        quiet,
+    )
+}
+
+/// Plans a spec against a locked state (refresh included).
+async fn plan_locked(
+    a: &ApplyArgs,
+    loaded: &LoadedSpec,
+    locked: &engine::LockedState,
+    store: &StateStore,
+    destroy: bool,
+) -> Result<(Plan, crate::refresh::Current), Failure> {
+    let providers = providers_for(store);
+    let req = PlanRequest {
+        loaded,
+        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+        diff: DiffOptions {
+            destroy,
+            targets: a.targets.clone(),
+            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
+        },
+        refresh: a.refresh,
+    };
+    engine::make_plan(&req, locked.doc.clone(), locked.existed, &providers)
+        .await
+        .map_err(engine_failure)
 }
 
 async fn run_apply(
-    locked: engine::LockedState,
+    locked: &mut engine::LockedState,
     plan: Plan,
     current: Option<crate::refresh::Current>,
     store: &StateStore,
     a: &ApplyArgs,
     quiet: bool,
-) -> Result<(StateDoc, ApplyReport), Failure> {
+) -> Result<ApplyReport, Failure> {
     let cancel = Arc::new(AtomicBool::new(false));
     let c = cancel.clone();
-    tokio::spawn(async move {
+    let watcher = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             c.store(true, Ordering::SeqCst);
             // A second Ctrl-C stops at once; the journal already holds every result.
@@ -352,9 +438,11 @@ async fn run_apply(
         },
         ..ApplyOptions::default()
     };
-    engine::apply_plan(locked, plan, current, providers_for(store), &opts, cancel)
+    let result = engine::apply_plan(locked, plan, current, providers_for(store), &opts, cancel)
         .await
-        .map_err(engine_failure)
+        .map_err(engine_failure);
+    watcher.abort();
+    result
 }
 
 fn finish_apply(
@@ -390,7 +478,7 @@ fn finish_apply(
     }
     for (address, op, o) in &report.outcomes {
         match o {
-            OpOutcome::Failed { error } => eprintln!("error: {op} {address}: {error}"),
+            OpOutcome::Failed { error, .. } => eprintln!("error: {op} {address}: {error}"),
             OpOutcome::Skipped { because } if !quiet => {
                 eprintln!("skipped: {op} {address}: {because}")
             }

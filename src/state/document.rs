@@ -23,6 +23,24 @@ pub struct StateDoc {
     /// (a crash). The next refresh looks for them by ownership tags.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<String, PendingIntent>,
+    /// Zones that ran out of capacity for a cluster, in the order they were
+    /// tried. Resolve avoids them, so a cluster that failed over stays where
+    /// it landed; `--retry-zones` forgets them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failovers: Vec<Failover>,
+}
+
+/// One capacity failure that moved a cluster on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failover {
+    pub cluster: String,
+    pub cloud: gpuform_provider::Cloud,
+    pub region: String,
+    pub zone: String,
+    /// The provider's message (code and request id included).
+    pub error: String,
+    /// RFC 3339.
+    pub at: String,
 }
 
 /// One resource gpuform made.
@@ -64,6 +82,7 @@ impl StateDoc {
             project: project.to_string(),
             resources: BTreeMap::new(),
             pending: BTreeMap::new(),
+            failovers: Vec::new(),
         }
     }
 

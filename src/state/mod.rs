@@ -12,7 +12,7 @@ pub mod journal;
 pub mod lock;
 pub mod store;
 
-pub use document::{PendingIntent, Record, StateDoc, FORMAT_VERSION};
+pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION};
 pub use journal::{Journal, JournalEntry};
 pub use lock::{LockInfo, StateLock};
 pub use store::StateStore;

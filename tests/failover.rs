@@ -1,0 +1,304 @@
+//! Capacity failover and moving clusters between clouds, on the sandbox.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    c.args(args).current_dir(dir).env("NO_COLOR", "1");
+    match faults {
+        Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),
+        None => c.env_remove("GPUFORM_SANDBOX_FAULTS"),
+    };
+    c.output().expect("run gpuform")
+}
+
+fn ok(dir: &Path, args: &[&str], faults: Option<&str>) -> String {
+    let out = gpuform(dir, args, faults);
+    assert!(
+        out.status.success(),
+        "gpuform {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn state(dir: &Path, project: &str) -> Value {
+    let p = dir.join(format!(".gpuform/{project}.state.json"));
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// Live sandbox resources: address tag → (cloud, region, zone attr), with duplicates detected.
+fn cloud(dir: &Path, project: &str) -> BTreeMap<String, (String, String, String)> {
+    let st = format!(".gpuform/{project}.state.json");
+    let all: Vec<Value> = serde_json::from_str(
+        &ok(dir, &["sandbox", "ls", "--json", "--state", &st], None)
+            .lines()
+            .take_while(|_| true)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let mut out = BTreeMap::new();
+    for r in all {
+        let addr = r["tags"]["gpuform:address"].as_str().unwrap().to_string();
+        let v = (
+            r["cloud"].as_str().unwrap().to_string(),
+            r["region"].as_str().unwrap().to_string(),
+            r["attrs"]["zone"].as_str().unwrap_or("").to_string(),
+        );
+        assert!(
+            out.insert(addr.clone(), v).is_none(),
+            "duplicate resource for {addr}"
+        );
+    }
+    out
+}
+
+fn addresses(v: &BTreeMap<String, (String, String, String)>) -> BTreeSet<String> {
+    v.keys().cloned().collect()
+}
+
+#[test]
+fn a_zone_without_capacity_moves_the_cluster_to_the_next_zone_and_state_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "project: fo\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a, us-east-1b]\n    nodes: 2\n    gpu: A100-80GB:8\n    fabric: rdma\n",
+    )
+    .unwrap();
+    let out = ok(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+        Some("capacity=p4de.24xlarge@us-east-1a"),
+    );
+    assert!(
+        out.contains("no capacity in aws us-east-1 us-east-1a"),
+        "{out}"
+    );
+    let live = cloud(dir.path(), "fo");
+    for i in 0..2 {
+        assert_eq!(live[&format!("cluster.train.node[{i}]")].2, "us-east-1b");
+    }
+    assert!(live.contains_key("cluster.train.subnet[us-east-1b]"));
+    assert!(
+        !live.contains_key("cluster.train.subnet[us-east-1a]"),
+        "the partial creation is cleaned up"
+    );
+    let st = state(dir.path(), "fo");
+    assert_eq!(st["failovers"][0]["zone"], "us-east-1a");
+    assert!(st["failovers"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("InsufficientInstanceCapacity"));
+    // Stable: the next plan keeps the cluster where it landed.
+    let plan = gpuform(
+        dir.path(),
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+        None,
+    );
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+}
+
+#[test]
+fn every_zone_exhausted_fails_naming_what_was_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "project: fo\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a, us-east-1b]\n    nodes: 1\n    gpu: A100-80GB:8\n",
+    )
+    .unwrap();
+    let out = gpuform(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+        Some("capacity=p4de.24xlarge@*"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no capacity for cluster train in any zone"),
+        "{err}"
+    );
+    assert!(
+        err.contains("us-east-1a") && err.contains("us-east-1b"),
+        "{err}"
+    );
+    let live = cloud(dir.path(), "fo");
+    assert!(!live.keys().any(|a| a.contains("node")), "no node was made");
+}
+
+#[test]
+fn cloud_any_fails_over_to_the_next_candidate_creating_before_destroying() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "project: fo\nclusters:\n  infer:\n    cloud: any\n    candidates: [aws/us-east-1, aws/us-west-2]\n    strategy: ordered\n    nodes: 2\n    gpu: T4\n",
+    )
+    .unwrap();
+    // Every us-east-1 zone is out of g4dn capacity.
+    let faults = "capacity=*@us-east-1a,capacity=*@us-east-1b,capacity=*@us-east-1c,capacity=*@us-east-1d,capacity=*@us-east-1e,capacity=*@us-east-1f";
+    let out = ok(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+        Some(faults),
+    );
+    assert!(out.contains("Failover round"), "{out}");
+    let live = cloud(dir.path(), "fo");
+    assert!(
+        live.values().all(|(_, region, _)| region == "us-west-2"),
+        "{live:?}"
+    );
+    assert_eq!(
+        addresses(&live),
+        [
+            "cluster.infer.firewall",
+            "cluster.infer.network",
+            "cluster.infer.node[0]",
+            "cluster.infer.node[1]",
+            "cluster.infer.subnet[us-west-2a]"
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    );
+    let plan = gpuform(
+        dir.path(),
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+        None,
+    );
+    assert_eq!(plan.status.code(), Some(0));
+}
+
+const MOVE_SPEC: &str = "project: mv\nclusters:\n  train:\n    cloud: CLOUD\n    region: REGION\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 100\n";
+
+/// Moving a cluster to another cloud creates the new one before deleting the
+/// old, and a crash at any API call of the move leaves, after one more
+/// apply, exactly the moved cluster: no duplicate, no orphan.
+#[test]
+fn moving_a_cluster_to_another_cloud_survives_a_crash_at_every_call() {
+    let from = MOVE_SPEC
+        .replace("CLOUD", "aws")
+        .replace("REGION", "us-east-1");
+    let to = MOVE_SPEC
+        .replace("CLOUD", "tencent")
+        .replace("REGION", "ap-guangzhou");
+    let mut crashed = 0;
+    for n in 1.. {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("spec.yaml"), &from).unwrap();
+        ok(
+            dir.path(),
+            &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+            None,
+        );
+        std::fs::write(dir.path().join("spec.yaml"), &to).unwrap();
+        if n == 1 {
+            let plan = ok(dir.path(), &["plan", "spec.yaml", "--sandbox"], None);
+            assert!(
+                plan.contains("moves from sandbox:aws us-east-1 to sandbox:tencent ap-guangzhou"),
+                "{plan}"
+            );
+        }
+        let out = gpuform(
+            dir.path(),
+            &[
+                "apply",
+                "spec.yaml",
+                "--sandbox",
+                "--auto-approve",
+                "-q",
+                "--parallelism",
+                "1",
+            ],
+            Some(&format!("crash_after={n}")),
+        );
+        if out.status.success() {
+            assert!(crashed > 5, "the move makes several calls");
+            break;
+        }
+        crashed += 1;
+        ok(
+            dir.path(),
+            &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+            None,
+        );
+        let live = cloud(dir.path(), "mv");
+        assert!(
+            live.values().all(|(c, _, _)| c == "tencent"),
+            "crash at {n}: old resources left: {live:?}"
+        );
+        let want: BTreeSet<String> = [
+            "cluster.train.firewall",
+            "cluster.train.network",
+            "cluster.train.node[0]",
+            "cluster.train.node[1]",
+            "cluster.train.volume[0]",
+            "cluster.train.volume[1]",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let got: BTreeSet<String> = addresses(&live)
+            .into_iter()
+            .filter(|a| !a.contains("subnet"))
+            .collect();
+        assert_eq!(got, want, "crash at {n}");
+        let st = state(dir.path(), "mv");
+        assert_eq!(
+            st["resources"].as_object().unwrap().len(),
+            live.len(),
+            "crash at {n}: state matches the cloud"
+        );
+        assert!(n < 100);
+    }
+}
+
+#[test]
+fn a_move_creates_the_new_cluster_before_deleting_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = MOVE_SPEC
+        .replace("CLOUD", "aws")
+        .replace("REGION", "us-east-1");
+    let to = MOVE_SPEC
+        .replace("CLOUD", "tencent")
+        .replace("REGION", "ap-guangzhou");
+    std::fs::write(dir.path().join("spec.yaml"), &from).unwrap();
+    ok(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+        None,
+    );
+    std::fs::write(dir.path().join("spec.yaml"), &to).unwrap();
+    // One call at a time, so the order of the lines is the order of the calls.
+    let out = ok(
+        dir.path(),
+        &[
+            "apply",
+            "spec.yaml",
+            "--sandbox",
+            "--auto-approve",
+            "--parallelism",
+            "1",
+        ],
+        None,
+    );
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("cluster.train."))
+        .collect();
+    let last_create = lines.iter().rposition(|l| l.contains(": created")).unwrap();
+    let first_delete = lines.iter().position(|l| l.contains(": deleted")).unwrap();
+    assert!(last_create < first_delete, "{lines:#?}");
+}
