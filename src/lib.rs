@@ -4,8 +4,12 @@
 //! → apply (concurrent walk, journal) → state; providers behind a neutral trait.
 
 pub mod apply;
+pub mod breakeven;
 pub mod cli;
 pub mod engine;
+pub mod lockin;
+pub mod migrate;
+pub mod offers;
 pub mod plan;
 pub mod providers;
 pub mod refresh;
