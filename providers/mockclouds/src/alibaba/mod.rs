@@ -1,1 +1,392 @@
-//! alibaba API stand-in (in progress).
+//! A local stand-in for the Alibaba Cloud ECS (2014-05-26) and VPC
+//! (2016-04-28) RPC APIs, as far as gpuform uses them.
+//!
+//! **This is not Alibaba Cloud.** It follows the API reference pages cited
+//! beside each action in [`cloud`], not observed behaviour, and implements
+//! only what gpuform calls. What it does check, strictly:
+//!
+//! - every request's `ACS3-HMAC-SHA256` signature, recomputed with
+//!   `gpuform-signing` from exactly what arrived (method, host, path, query,
+//!   the headers named in `SignedHeaders`, the body), plus the
+//!   `x-acs-content-sha256` body hash, the `x-acs-date` window (15 minutes)
+//!   and nonce reuse; failures answer with Alibaba's common error codes
+//!   (`SignatureDoesNotMatch`, `IncompleteSignature`,
+//!   `InvalidAccessKeyId.NotFound`, `InvalidTimeStamp.Expired`,
+//!   `SignatureNonceUsed`);
+//! - the API version of each action (`x-acs-version`);
+//! - ids in Alibaba's formats (`vpc-`, `vsw-`, `sg-`, `ds-`, `i-`, `d-`),
+//!   `ClientToken` idempotency, `Tag.N` filters, both pagination styles
+//!   (`PageNumber`/`PageSize`/`TotalCount` and `MaxResults`/`NextToken`),
+//!   instance states (Pending → Running; `DeleteInstances` → gone), and
+//!   `DependencyViolation.*` when deleting something still in use.
+//!
+//! Error answers are `{"RequestId","HostId","Code","Message","Recommend"}`
+//! with the HTTP status the reference lists for the code.
+//!
+//! One server answers for both products (the provider's endpoint override
+//! points ECS and VPC at the same base URL); the action's version header
+//! says which API is meant.
+
+mod cloud;
+
+use crate::{MockCloud, MockResource, RequestHook};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Request as HttpRequest, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use cloud::{ApiError, Cloud};
+use gpuform_signing::{acs3, canon, Credentials, OffsetDateTime, Request};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use cloud::Fault;
+
+/// Test credentials the stand-in accepts (and [`AlibabaMock::env`] hands out).
+pub const ACCESS_KEY_ID: &str = "LTAI5tGpuformMockKeyId01";
+pub const ACCESS_KEY_SECRET: &str = "gpuformMockSecretDoNotUseAnywhere0001";
+
+/// The region the stand-in's resources live in when a test does not care.
+pub const DEFAULT_REGION: &str = "cn-hangzhou";
+
+struct Shared {
+    cloud: Mutex<Cloud>,
+    creds: Credentials,
+    nonces: Mutex<HashSet<String>>,
+    requests: AtomicU64,
+    hook: Mutex<Option<RequestHook>>,
+}
+
+/// The running stand-in. Dropping it stops the server.
+pub struct AlibabaMock {
+    shared: Arc<Shared>,
+    addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl AlibabaMock {
+    /// Starts the server on 127.0.0.1 (a free port) on its own thread and
+    /// tokio runtime.
+    pub fn start() -> AlibabaMock {
+        let shared = Arc::new(Shared {
+            cloud: Mutex::new(Cloud::new()),
+            creds: Credentials::new(ACCESS_KEY_ID, ACCESS_KEY_SECRET),
+            nonces: Mutex::new(HashSet::new()),
+            requests: AtomicU64::new(0),
+            hook: Mutex::new(None),
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("non-blocking listener");
+        let addr = listener.local_addr().expect("local address");
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let state = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("alibaba-mock".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("tokio runtime");
+                rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                    let app = Router::new().fallback(handle).with_state(state);
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(async {
+                            let _ = stop_rx.await;
+                        })
+                        .await;
+                });
+            })
+            .expect("spawn the alibaba mock thread");
+        AlibabaMock {
+            shared,
+            addr,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Makes later requests fail: see [`Fault`].
+    pub fn inject(&self, fault: Fault) {
+        self.cloud().inject(fault);
+    }
+
+    /// How long a new instance stays Pending before it is Running (default 50 ms).
+    pub fn set_pending_time(&self, d: Duration) {
+        self.cloud().pending_for = d;
+    }
+
+    /// Tag keys and values of a live resource (for tests).
+    pub fn tags(&self, id: &str) -> Option<Vec<(String, String)>> {
+        self.cloud().tags_of(id)
+    }
+
+    /// A resource's current state as the API would describe it (for tests).
+    pub fn status(&self, id: &str) -> Option<String> {
+        self.cloud().status_of(id)
+    }
+
+    fn cloud(&self) -> std::sync::MutexGuard<'_, Cloud> {
+        self.shared.cloud.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for AlibabaMock {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl MockCloud for AlibabaMock {
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("GPUFORM_ALIBABA_ENDPOINT".into(), self.endpoint()),
+            ("ALIBABA_CLOUD_ACCESS_KEY_ID".into(), ACCESS_KEY_ID.into()),
+            ("ALIBABA_CLOUD_ACCESS_KEY_SECRET".into(), ACCESS_KEY_SECRET.into()),
+        ]
+    }
+
+    fn resources(&self) -> Vec<MockResource> {
+        self.cloud().resources()
+    }
+
+    fn delete_behind(&self, id: &str) -> bool {
+        self.cloud().delete_behind(id)
+    }
+
+    fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    fn set_hook(&self, hook: Option<RequestHook>) {
+        *self.shared.hook.lock().unwrap_or_else(|p| p.into_inner()) = hook;
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest<Body>) -> Response {
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    let (parts, body) = req.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    let host = header(&parts.headers, "host").unwrap_or_default();
+    let raw_query = parts.uri.query().unwrap_or("").to_string();
+    let result = match parse_query(&raw_query) {
+        None => Err(ApiError::new(400, "InvalidParameter", "The query string is not valid percent-encoding.")),
+        Some(query) => {
+            match verify(&shared, parts.method.as_str(), &host, parts.uri.path(), &query, &parts.headers, &body) {
+                Err(e) => Err(e),
+                Ok(()) => {
+                    let action = header(&parts.headers, "x-acs-action").unwrap_or_default();
+                    let version = header(&parts.headers, "x-acs-version").unwrap_or_default();
+                    let mut cloud = shared.cloud.lock().unwrap_or_else(|p| p.into_inner());
+                    cloud.dispatch(&action, &version, &query)
+                }
+            }
+        }
+    };
+    // The call has taken effect (or was refused): tell the test before answering.
+    let hook = shared.hook.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(h) = hook {
+        h(n);
+    }
+    let request_id = cloud::request_id();
+    match result {
+        Ok(mut v) => {
+            if let Value::Object(m) = &mut v {
+                m.insert("RequestId".into(), Value::String(request_id));
+            }
+            json_response(StatusCode::OK, &v)
+        }
+        Err(e) => {
+            let body = serde_json::json!({
+                "RequestId": request_id,
+                "HostId": host,
+                "Code": e.code,
+                "Message": e.message,
+                "Recommend": format!("https://api.aliyun.com/troubleshoot?q={}", e.code),
+            });
+            json_response(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &body)
+        }
+    }
+}
+
+fn json_response(status: StatusCode, v: &Value) -> Response {
+    (status, [("content-type", "application/json;charset=utf-8")], v.to_string()).into_response()
+}
+
+fn header(h: &HeaderMap, name: &str) -> Option<String> {
+    let vals: Vec<&str> = h.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
+    if vals.is_empty() {
+        None
+    } else {
+        Some(vals.join(","))
+    }
+}
+
+/// Decodes `k=v&k=v` (RFC 3986 percent-encoding; `+` is a literal plus).
+fn parse_query(q: &str) -> Option<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for part in q.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').unwrap_or((part, ""));
+        out.push((decode(k)?, decode(v)?));
+    }
+    Some(out)
+}
+
+fn decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let h = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(h, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `2023-10-26T10:22:32Z` → time.
+fn parse_date(s: &str) -> Option<OffsetDateTime> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z' {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d, h, mi, se) = (n(0..4)?, n(5..7)?, n(8..10)?, n(11..13)?, n(14..16)?, n(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    // Days from the civil date (proleptic Gregorian), 1970-01-01 = 0.
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    OffsetDateTime::from_unix_timestamp(days * 86400 + h * 3600 + mi * 60 + se).ok()
+}
+
+/// Recomputes the ACS3 signature from what arrived.
+fn verify(
+    shared: &Shared,
+    method: &str,
+    host: &str,
+    path: &str,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let incomplete = |why: &str| {
+        ApiError::new(400, "IncompleteSignature", format!("The request signature does not conform to Aliyun standards: {why}."))
+    };
+    let auth = header(headers, "authorization").ok_or_else(|| incomplete("no Authorization header"))?;
+    let rest = auth
+        .strip_prefix(acs3::ALGORITHM)
+        .map(str::trim_start)
+        .ok_or_else(|| incomplete("the algorithm is not ACS3-HMAC-SHA256"))?;
+    let mut credential = None;
+    let mut signed_headers = None;
+    let mut signature = None;
+    for field in rest.split(',') {
+        match field.trim().split_once('=') {
+            Some(("Credential", v)) => credential = Some(v.to_string()),
+            Some(("SignedHeaders", v)) => signed_headers = Some(v.to_string()),
+            Some(("Signature", v)) => signature = Some(v.to_string()),
+            _ => return Err(incomplete("the Authorization header has an unknown field")),
+        }
+    }
+    let (Some(credential), Some(signed_headers), Some(signature)) = (credential, signed_headers, signature) else {
+        return Err(incomplete("Credential, SignedHeaders and Signature are required"));
+    };
+    if credential != shared.creds.access_key_id() {
+        return Err(ApiError::new(404, "InvalidAccessKeyId.NotFound", "Specified access key is not found."));
+    }
+    let names: Vec<&str> = signed_headers.split(';').collect();
+    for required in ["host", "x-acs-action", "x-acs-version", "x-acs-date", "x-acs-signature-nonce", "x-acs-content-sha256"] {
+        if !names.contains(&required) {
+            return Err(incomplete(&format!("`{required}` must be a signed header")));
+        }
+    }
+    let content = header(headers, "x-acs-content-sha256").unwrap_or_default();
+    if content != canon::sha256_hex(body) {
+        return Err(ApiError::new(
+            400,
+            "SignatureDoesNotMatch",
+            "Specified signature is not matched with our calculation: x-acs-content-sha256 is not the SHA-256 of the body.",
+        ));
+    }
+    let date = header(headers, "x-acs-date").unwrap_or_default();
+    let time = parse_date(&date)
+        .ok_or_else(|| ApiError::new(400, "InvalidTimeStamp.Format", "Specified time stamp or date value is not well formatted."))?;
+    let skew = (OffsetDateTime::now_utc() - time).whole_seconds().abs();
+    if skew > 15 * 60 {
+        return Err(ApiError::new(400, "InvalidTimeStamp.Expired", "Specified time stamp or date value is expired."));
+    }
+    let nonce = header(headers, "x-acs-signature-nonce").unwrap_or_default();
+    let mut req = Request::new(method, host, decode(path).unwrap_or_else(|| path.to_string()));
+    req.query = query.to_vec();
+    for name in &names {
+        if matches!(*name, "host" | "x-acs-date" | "x-acs-signature-nonce" | "x-acs-content-sha256" | "authorization") {
+            continue;
+        }
+        let v = header(headers, name).ok_or_else(|| incomplete(&format!("signed header `{name}` is missing")))?;
+        req.headers.push((name.to_string(), v));
+    }
+    req.body = body.to_vec();
+    let expected = acs3::sign(&req, &shared.creds, time, &nonce)
+        .map_err(|e| incomplete(&e.to_string()))?;
+    if expected.signature != signature {
+        return Err(ApiError::new(
+            400,
+            "SignatureDoesNotMatch",
+            "Specified signature is not matched with our calculation.",
+        ));
+    }
+    let mut seen = shared.nonces.lock().unwrap_or_else(|p| p.into_inner());
+    if !seen.insert(nonce) {
+        return Err(ApiError::new(400, "SignatureNonceUsed", "Specified signature nonce was used already."));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        let t = parse_date("2023-10-26T10:22:32Z").unwrap();
+        assert_eq!(t.unix_timestamp(), 1698315752);
+        assert!(parse_date("2023-13-26T10:22:32Z").is_none());
+        assert!(parse_date("yesterday").is_none());
+    }
+
+    #[test]
+    fn queries() {
+        let q = parse_query("a=b%20c&Tag.1.Key=gpuform%3Aproject&x").unwrap();
+        assert_eq!(q[0], ("a".into(), "b c".into()));
+        assert_eq!(q[1].1, "gpuform:project");
+        assert_eq!(q[2], ("x".into(), "".into()));
+        assert!(parse_query("a=%zz").is_none());
+    }
+}
