@@ -101,6 +101,14 @@ pub enum Command {
     Version,
     /// Print shell completions (bash, zsh, fish, powershell, elvish).
     Completions { shell: clap_complete::Shell },
+    /// List instance types with a GPU across all clouds and regions, cheapest GPU-hour first.
+    Offers(super::portability::OffersArgs),
+    /// Monthly cost of on-demand, spot and reserved at H hours a month, and where a reservation pays.
+    Breakeven(super::portability::BreakevenArgs),
+    /// Matrix of clusters × clouds: where each cluster could run and at what cost, or why not.
+    Lockin(super::portability::LockinArgs),
+    /// Re-target a cluster to another cloud: prints the spec diff, cost delta and caveats; --write saves it.
+    Migrate(super::portability::MigrateArgs),
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -51,6 +51,10 @@ pub async fn run(cli: Cli) -> CmdResult {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sandbox(c) => sandbox_cmd(c),
+        Command::Offers(a) => super::portability::offers_cmd(a),
+        Command::Breakeven(a) => super::portability::breakeven_cmd(a),
+        Command::Lockin(a) => super::portability::lockin_cmd(a),
+        Command::Migrate(a) => super::portability::migrate_cmd(a),
         Command::Version => {
             println!("gpuform {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod commands;
+pub mod portability;
 
 pub use args::Cli;
 

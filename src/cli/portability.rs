@@ -1,0 +1,268 @@
+//! The portability and cost commands: `offers`, `breakeven`, `lockin`,
+//! `migrate`. Arguments here; the work in the library modules
+//! ([`crate::offers`], [`crate::breakeven`], [`crate::lockin`],
+//! [`crate::migrate`]).
+
+use super::args::VarArgs;
+use super::{CmdResult, Failure};
+use crate::offers::{self, Day, InputError, DEFAULT_STALE_DAYS};
+use crate::spec::{self, Vars};
+use crate::{breakeven, lockin, migrate};
+use clap::{Args, ValueEnum};
+use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InterconnectArg {
+    Nvlink,
+    Pcie,
+}
+
+/// `gpuform offers GPU[:COUNT]`.
+#[derive(Debug, Args, Clone)]
+pub struct OffersArgs {
+    /// GPU model and optional count per instance, e.g. `A100-80GB:8`, `H100`, `T4:1`.
+    #[arg(value_name = "GPU[:COUNT]")]
+    pub gpu: String,
+    /// Only this cloud: aws, alibaba, tencent, huawei.
+    #[arg(long)]
+    pub cloud: Option<String>,
+    /// Only this region.
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Price by this model: on-demand, spot, reserved-1y, reserved-3y.
+    #[arg(long, default_value = "on-demand")]
+    pub pricing: String,
+    /// Minimum memory per GPU, GiB.
+    #[arg(long, value_name = "GIB")]
+    pub min_gpu_mem: Option<f64>,
+    /// Link between the GPUs of an instance.
+    #[arg(long, value_enum)]
+    pub interconnect: Option<InterconnectArg>,
+    /// Only instance types with an RDMA fabric (EFA, eRDMA, RoCE, InfiniBand).
+    #[arg(long)]
+    pub rdma: bool,
+    /// Maximum price per instance-hour in USD (offers without a price are left out).
+    #[arg(long, value_name = "USD_PER_HOUR")]
+    pub max_price: Option<f64>,
+    /// CNY per USD for prices quoted in yuan.
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+    /// Flag prices older than this many days.
+    #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_STALE_DAYS)]
+    pub stale_days: i64,
+    /// The offers as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `gpuform breakeven GPU[:COUNT]`.
+#[derive(Debug, Args, Clone)]
+pub struct BreakevenArgs {
+    /// GPU model and optional count per instance, e.g. `A100-80GB:8`.
+    #[arg(value_name = "GPU[:COUNT]")]
+    pub gpu: String,
+    #[arg(long)]
+    pub cloud: Option<String>,
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Hours each instance is expected to run per month (730 = always on).
+    #[arg(long, default_value_t = crate::resolve::HOURS_PER_MONTH, value_name = "H")]
+    pub hours: f64,
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `gpuform lockin FILE`.
+#[derive(Debug, Args, Clone)]
+pub struct LockinArgs {
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `gpuform migrate CLUSTER --to CLOUD[/REGION] FILE`.
+#[derive(Debug, Args, Clone)]
+pub struct MigrateArgs {
+    /// The cluster to move (a key under `clusters:`).
+    pub cluster: String,
+    /// Target: `CLOUD` (its cheapest region offering the equivalent) or `CLOUD/REGION`.
+    #[arg(long, value_name = "CLOUD[/REGION]")]
+    pub to: String,
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// Write the re-targeted spec over FILE (atomically) instead of only printing the diff.
+    #[arg(long)]
+    pub write: bool,
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+    /// The migration as JSON on stdout (diff included).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn input(e: InputError) -> Failure {
+    Failure(format!("error: {e}"))
+}
+
+fn rate(r: Option<f64>) -> Result<f64, Failure> {
+    offers::check_rate(r.unwrap_or(DEFAULT_CNY_PER_USD)).map_err(input)
+}
+
+fn json_out<T: serde::Serialize>(v: &T) -> CmdResult {
+    let text = serde_json::to_string_pretty(v)
+        .map_err(|e| Failure(format!("cannot serialise the result: {e}")))?;
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// GPU, cloud and region filters shared by `offers` and `breakeven`.
+fn base_query(
+    catalog: &Catalog,
+    gpu: &str,
+    cloud: Option<&str>,
+    region: Option<&str>,
+    cny_per_usd: f64,
+) -> Result<OfferQuery, Failure> {
+    let (model, count) = offers::parse_gpu_arg(catalog, gpu).map_err(input)?;
+    let cloud = cloud.map(offers::parse_cloud).transpose().map_err(input)?;
+    if let Some(r) = region {
+        offers::check_region(catalog, cloud, r).map_err(input)?;
+    }
+    Ok(OfferQuery {
+        cloud,
+        region: region.map(str::to_string),
+        gpu_model: Some(model),
+        gpu_count: count,
+        cny_per_usd,
+        ..OfferQuery::default()
+    })
+}
+
+pub fn offers_cmd(a: OffersArgs) -> CmdResult {
+    let catalog = Catalog::builtin();
+    let mut q = base_query(
+        catalog,
+        &a.gpu,
+        a.cloud.as_deref(),
+        a.region.as_deref(),
+        rate(a.cny_per_usd)?,
+    )?;
+    q.pricing = offers::parse_pricing(&a.pricing).map_err(input)?;
+    if let Some(m) = a.min_gpu_mem {
+        if !(m.is_finite() && m >= 0.0) {
+            return Err(input(InputError::new(
+                format!("--min-gpu-mem must be a number of GiB ≥ 0, found {m}"),
+                "e.g. --min-gpu-mem 40",
+            )));
+        }
+        q.min_gpu_mem_gib = Some(m);
+    }
+    if let Some(p) = a.max_price {
+        if !(p.is_finite() && p > 0.0) {
+            return Err(input(InputError::new(
+                format!("--max-price must be a positive USD amount per hour, found {p}"),
+                "e.g. --max-price 30",
+            )));
+        }
+        q.max_hourly_usd = Some(p);
+    }
+    if a.stale_days < 0 {
+        return Err(input(InputError::new(
+            format!("--stale-days must be ≥ 0, found {}", a.stale_days),
+            "e.g. --stale-days 180",
+        )));
+    }
+    q.interconnect = a.interconnect.map(|i| match i {
+        InterconnectArg::Nvlink => Interconnect::Nvlink,
+        InterconnectArg::Pcie => Interconnect::Pcie,
+    });
+    q.rdma = a.rdma.then_some(true);
+    let report = offers::offers(catalog, &q, Day::today(), a.stale_days);
+    if a.json {
+        return json_out(&report);
+    }
+    print!("{}", offers::render_table(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
+    let catalog = Catalog::builtin();
+    let q = base_query(
+        catalog,
+        &a.gpu,
+        a.cloud.as_deref(),
+        a.region.as_deref(),
+        rate(a.cny_per_usd)?,
+    )?;
+    let hours = breakeven::check_hours(a.hours).map_err(input)?;
+    let report = breakeven::breakeven(catalog, &q, hours);
+    if a.json {
+        return json_out(&report);
+    }
+    print!("{}", breakeven::render_table(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load(file: &std::path::Path, vars: &VarArgs) -> Result<(spec::LoadedSpec, Vars), Failure> {
+    let vars = Vars::parse_cli(&vars.vars, &vars.var_files).map_err(|d| Failure(d.to_string()))?;
+    let loaded = spec::load(file, &vars).map_err(|d| Failure(d.to_string()))?;
+    Ok((loaded, vars))
+}
+
+pub fn lockin_cmd(a: LockinArgs) -> CmdResult {
+    let cny = rate(a.cny_per_usd)?;
+    let (loaded, _) = load(&a.file, &a.vars)?;
+    let report = lockin::lockin(&loaded, Catalog::builtin(), cny);
+    if a.json {
+        return json_out(&report);
+    }
+    print!("{}", lockin::render_table(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn migrate_cmd(a: MigrateArgs) -> CmdResult {
+    let cny = rate(a.cny_per_usd)?;
+    let catalog = Catalog::builtin();
+    let (to, region) = lockin::parse_target(catalog, &a.to).map_err(input)?;
+    let (loaded, vars) = load(&a.file, &a.vars)?;
+    let m = migrate::migrate(
+        &loaded,
+        &vars,
+        catalog,
+        &a.cluster,
+        to,
+        region.as_deref(),
+        cny,
+    )
+    .map_err(|e| Failure(format!("error: {e}")))?;
+    if a.write {
+        migrate::write_atomically(&a.file, &m.new_text)
+            .map_err(|e| Failure(format!("cannot write {}: {e}", a.file.display())))?;
+    }
+    if a.json {
+        return json_out(&m);
+    }
+    print!("{}", migrate::render(&m));
+    if a.write {
+        println!(
+            "Wrote {}. Next: `gpuform plan {}` shows the move.",
+            a.file.display(),
+            a.file.display()
+        );
+    } else {
+        println!(
+            "Nothing written; add --write to update {}.",
+            a.file.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
