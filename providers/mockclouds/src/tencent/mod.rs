@@ -1,1 +1,404 @@
-//! tencent API stand-in (in progress).
+//! A stand-in for Tencent Cloud API 3.0 (cvm, vpc and cbs, version
+//! 2017-03-12) on 127.0.0.1. It is NOT Tencent Cloud: it implements the
+//! actions gpuform calls, as their API reference pages describe them (each
+//! handler in `actions.rs` cites its page), and nothing else.
+//!
+//! Every request must be a POST with `Content-Type: application/json`, the
+//! `X-TC-Action` / `X-TC-Version` / `X-TC-Region` / `X-TC-Timestamp` headers
+//! and a TC3-HMAC-SHA256 `Authorization` that this server recomputes from the
+//! received method, `Host`, content type and body bytes with
+//! `gpuform-signing` ("Signature v3",
+//! https://www.tencentcloud.com/document/api/213/30654). The service is the
+//! one named in the credential scope (`date/service/tc3_request`), since one
+//! local endpoint stands for cvm, vpc and cbs.
+//!
+//! Answers use the API 3.0 envelopes (https://www.tencentcloud.com/document/api/213/15694):
+//! `{"Response": {..., "RequestId"}}` and, with HTTP 200,
+//! `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}`.
+//!
+//! Asynchronous behaviour is made deterministic: a state change that the API
+//! reports in steps (instance PENDING → RUNNING, TERMINATING → gone, disk
+//! ATTACHING → ATTACHED, DETACHING → UNATTACHED) completes at the start of
+//! the next request.
+
+mod actions;
+mod state;
+
+use crate::{MockCloud, MockResource, RequestHook};
+use axum::body::Bytes;
+use axum::extract::State as AxState;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use gpuform_signing::{tc3, Credentials, OffsetDateTime, Request};
+use serde_json::{json, Value};
+use state::State;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The test credentials the stand-in accepts (also returned by [`MockCloud::env`]).
+pub const SECRET_ID: &str = "AKIDgpuformTencentMock0000000000000";
+pub const SECRET_KEY: &str = "gpuformTencentMockSecretKey000000";
+
+/// Largest accepted difference between `X-TC-Timestamp` and the server clock
+/// (AuthFailure.SignatureExpire: "Timestamp and server time cannot differ by
+/// more than five minutes").
+const MAX_SKEW_SECS: i64 = 300;
+
+struct Shared {
+    state: Mutex<State>,
+    requests: AtomicU64,
+    hook: Mutex<Option<RequestHook>>,
+    creds: Credentials,
+}
+
+/// A running Tencent Cloud stand-in; stops when dropped.
+pub struct TencentMock {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TencentMock {
+    /// Starts the server on 127.0.0.1 (a free port) on its own thread and runtime.
+    pub fn start() -> TencentMock {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let addr = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new()),
+            requests: AtomicU64::new(0),
+            hook: Mutex::new(None),
+            creds: Credentials::new(SECRET_ID, SECRET_KEY),
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let thread = std::thread::Builder::new()
+            .name("tencent-mock".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("tokio runtime");
+                rt.block_on(async move {
+                    let listener =
+                        tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(async {
+                            let _ = rx.await;
+                        })
+                        .await;
+                });
+            })
+            .expect("spawn the tencent mock thread");
+        TencentMock {
+            addr,
+            shared,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut st = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut st)
+    }
+
+    /// Makes RunInstances of `instance_type` in `zone` fail with
+    /// `ResourceInsufficient.SpecifiedInstanceType` (no stock).
+    pub fn set_sold_out(&self, instance_type: &str, zone: &str) {
+        self.with_state(|s| {
+            s.faults
+                .sold_out
+                .insert((instance_type.to_string(), zone.to_string()))
+        });
+    }
+
+    /// Caps the instances the account may run (`LimitExceeded.InstanceQuota` past it).
+    pub fn set_instance_quota(&self, max: Option<usize>) {
+        self.with_state(|s| s.faults.instance_quota = max);
+    }
+
+    /// The next `n` requests are refused with `RequestLimitExceeded`.
+    pub fn throttle_next(&self, n: u32) {
+        self.with_state(|s| s.faults.throttle_next = n);
+    }
+
+    /// The state of an instance (`PENDING`, `RUNNING`, `TERMINATING`), if it exists.
+    pub fn instance_state(&self, id: &str) -> Option<String> {
+        self.with_state(|s| s.instances.get(id).map(|i| i.state.clone()))
+    }
+
+    /// Tags of a resource, by id.
+    pub fn tags(&self, id: &str) -> Option<Vec<(String, String)>> {
+        self.with_state(|s| s.tags_of(id))
+    }
+
+    /// Ingress and egress policies of a security group (as stored from the requests).
+    pub fn security_group_policies(&self, id: &str) -> Option<(Vec<Value>, Vec<Value>)> {
+        self.with_state(|s| s.sgs.get(id).map(|g| (g.ingress.clone(), g.egress.clone())))
+    }
+}
+
+impl Drop for TencentMock {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl MockCloud for TencentMock {
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("GPUFORM_TENCENT_ENDPOINT".into(), self.endpoint()),
+            ("TENCENTCLOUD_SECRET_ID".into(), SECRET_ID.into()),
+            ("TENCENTCLOUD_SECRET_KEY".into(), SECRET_KEY.into()),
+        ]
+    }
+
+    fn resources(&self) -> Vec<MockResource> {
+        self.with_state(|s| s.alive())
+    }
+
+    fn delete_behind(&self, id: &str) -> bool {
+        self.with_state(|s| s.delete_behind(id))
+    }
+
+    fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    fn set_hook(&self, hook: Option<RequestHook>) {
+        *self.shared.hook.lock().unwrap_or_else(|p| p.into_inner()) = hook;
+    }
+}
+
+/// An API error: `Code` and `Message` of the error envelope.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    pub code: String,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+async fn handle(
+    AxState(shared): AxState<Arc<Shared>>,
+    method: Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    let request_id = format!("6c0f7b2e-0000-4000-8000-{n:012x}");
+    let outcome = serve(&shared, &method, uri.path(), &headers, &body);
+    // The request has taken effect (or been refused): the hook may kill the
+    // client now, before it sees the answer.
+    let hook = shared
+        .hook
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    if let Some(h) = hook {
+        h(n);
+    }
+    let body = match outcome {
+        Ok(mut v) => {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("RequestId".into(), json!(request_id));
+            }
+            json!({ "Response": v })
+        }
+        Err(e) => json!({
+            "Response": {
+                "Error": {"Code": e.code, "Message": e.message},
+                "RequestId": request_id,
+            }
+        }),
+    };
+    // API 3.0 answers errors with HTTP 200 and the error envelope.
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Checks the signature, then runs the action.
+fn serve(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let service = verify_signature(shared, method, path, headers, body)?;
+    let action = header(headers, "x-tc-action").ok_or_else(|| {
+        ApiError::new(
+            "MissingParameter",
+            "The request is missing the X-TC-Action header.",
+        )
+    })?;
+    let version = header(headers, "x-tc-version").ok_or_else(|| {
+        ApiError::new(
+            "MissingParameter",
+            "The request is missing the X-TC-Version header.",
+        )
+    })?;
+    let region = header(headers, "x-tc-region").unwrap_or("");
+    if version != "2017-03-12" {
+        return Err(ApiError::new(
+            "NoSuchVersion",
+            format!("The API version `{version}` of {service} does not exist."),
+        ));
+    }
+    let params: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::new(
+                "InvalidParameter",
+                format!("The request body is not valid JSON: {e}."),
+            )
+        })?
+    };
+    if !params.is_object() {
+        return Err(ApiError::new(
+            "InvalidParameter",
+            "The request body must be a JSON object.",
+        ));
+    }
+    if region.is_empty() {
+        return Err(ApiError::new(
+            "MissingParameter",
+            "The request is missing the X-TC-Region header.",
+        ));
+    }
+    let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+    st.tick();
+    if st.faults.throttle_next > 0 {
+        st.faults.throttle_next -= 1;
+        return Err(ApiError::new(
+            "RequestLimitExceeded",
+            "Your current request times exceeds the limit. Please try again later.",
+        ));
+    }
+    actions::dispatch(&mut st, &service, action, region, &params)
+}
+
+/// Recomputes the TC3 signature; returns the service of the credential scope.
+fn verify_signature(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<String, ApiError> {
+    let invalid = |m: &str| ApiError::new("AuthFailure.InvalidAuthorization", m.to_string());
+    let auth = header(headers, "authorization")
+        .ok_or_else(|| invalid("The Authorization header is missing."))?;
+    let rest = auth
+        .strip_prefix("TC3-HMAC-SHA256 ")
+        .ok_or_else(|| invalid("The Authorization header does not use TC3-HMAC-SHA256."))?;
+    let mut credential = None;
+    let mut signed_headers = None;
+    for part in rest.split(',') {
+        let part = part.trim();
+        if let Some(v) = part.strip_prefix("Credential=") {
+            credential = Some(v);
+        } else if let Some(v) = part.strip_prefix("SignedHeaders=") {
+            signed_headers = Some(v);
+        }
+    }
+    let credential =
+        credential.ok_or_else(|| invalid("The Authorization header has no Credential."))?;
+    let mut scope = credential.split('/');
+    let (Some(secret_id), Some(_date), Some(service), Some("tc3_request"), None) = (
+        scope.next(),
+        scope.next(),
+        scope.next(),
+        scope.next(),
+        scope.next(),
+    ) else {
+        return Err(invalid(
+            "The credential scope is not SecretId/Date/Service/tc3_request.",
+        ));
+    };
+    if signed_headers != Some("content-type;host") {
+        return Err(invalid("SignedHeaders must be content-type;host."));
+    }
+    if secret_id != shared.creds.access_key_id() {
+        return Err(ApiError::new(
+            "AuthFailure.SecretIdNotFound",
+            "The SecretId is not found, please ensure that your SecretId is correct.",
+        ));
+    }
+    let ts: i64 = header(headers, "x-tc-timestamp")
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| {
+            ApiError::new(
+                "MissingParameter",
+                "The request is missing a valid X-TC-Timestamp header.",
+            )
+        })?;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    if (now - ts).abs() > MAX_SKEW_SECS {
+        return Err(ApiError::new(
+            "AuthFailure.SignatureExpire",
+            "Signature expired. Timestamp and server time cannot differ by more than five minutes.",
+        ));
+    }
+    let time = OffsetDateTime::from_unix_timestamp(ts)
+        .map_err(|_| invalid("X-TC-Timestamp is out of range."))?;
+    let host = header(headers, "host").ok_or_else(|| invalid("The Host header is missing."))?;
+    let content_type = header(headers, "content-type").ok_or_else(|| {
+        ApiError::new(
+            "AuthFailure.SignatureFailure",
+            "The Content-Type header is missing.",
+        )
+    })?;
+    let req = Request::new(method.as_str(), host, path)
+        .with_header("Content-Type", content_type)
+        .with_body(body.to_vec());
+    let expected =
+        tc3::sign(&req, &shared.creds, service, time).map_err(|e| invalid(&e.to_string()))?;
+    if expected.authorization() != auth {
+        return Err(ApiError::new(
+            "AuthFailure.SignatureFailure",
+            "The provided credentials could not be validated. Please check your signature is correct.",
+        ));
+    }
+    if method != Method::POST {
+        return Err(ApiError::new(
+            "InvalidParameter",
+            "gpuform's stand-in accepts POST JSON requests only.",
+        ));
+    }
+    Ok(service.to_string())
+}
