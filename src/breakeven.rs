@@ -238,18 +238,21 @@ pub fn render_table(r: &BreakevenReport) -> String {
         out.push_str("  hint: drop --region or --cloud; `gpuform offers` lists every price\n");
         return out;
     }
-    let mut t = new_table(&[
-        "cloud",
-        "region",
-        "instance type",
-        "GPUs",
-        "on-demand/mo",
-        "spot/mo",
-        "reserved-1y/mo",
-        "reserved-3y/mo",
-        "cheapest",
-        "reserved pays above",
-    ]);
+    let mut t = new_table(
+        &[
+            "cloud",
+            "region",
+            "instance type",
+            "GPUs",
+            "on-demand/mo",
+            "spot/mo",
+            "reserved-1y/mo",
+            "reserved-3y/mo",
+            "cheapest",
+            "reserved pays above",
+        ],
+        false,
+    );
     for row in &r.rows {
         let cell = |p: PricingModel| row.cost(p).map_or("—".to_string(), |c| usd(c.monthly_usd));
         let be: Vec<String> = row

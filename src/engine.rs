@@ -6,7 +6,7 @@ use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current};
-use crate::resolve::{resolve, Desired, Exhausted, ResolveOptions};
+use crate::resolve::{resolve, Desired, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
 use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
 use gpuform_provider::catalog::Catalog;
@@ -98,7 +98,7 @@ pub async fn make_plan(
     providers: &Providers,
 ) -> Result<(Plan, Current), EngineError> {
     let mut resolve_opts = req.resolve.clone();
-    resolve_opts.exhausted.extend(exhausted(&doc));
+    resolve_opts.current = current_placements(&doc);
     let desired = if req.diff.destroy {
         Desired::default()
     } else {
@@ -326,10 +326,29 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
     out
 }
 
-/// Zones to avoid, from the failovers state remembers.
-pub fn exhausted(doc: &StateDoc) -> std::collections::BTreeSet<Exhausted> {
-    doc.failovers
-        .iter()
-        .map(|f| Exhausted::zone(&f.cluster, f.cloud, &f.region, &f.zone))
-        .collect()
+/// Where each cluster's nodes run now, from state: resolve keeps a cluster
+/// there while it still fits, so a cluster that failed over does not flap
+/// back, and `cloud: any` does not move a running cluster on its own.
+pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, Placement> {
+    let mut out = std::collections::BTreeMap::new();
+    for (address, r) in &doc.resources {
+        if r.kind != gpuform_provider::ResourceKind::Instance || address.contains('~') {
+            continue;
+        }
+        let (Some(cluster), Some(target), Some(zone)) = (
+            address
+                .strip_prefix("cluster.")
+                .and_then(|r| r.split('.').next()),
+            crate::resolve::Target::parse(&r.provider),
+            r.attrs.get("zone").and_then(|z| z.as_str()),
+        ) else {
+            continue;
+        };
+        out.entry(cluster.to_string()).or_insert(Placement {
+            cloud: target.cloud,
+            region: r.region.clone(),
+            zone: zone.to_string(),
+        });
+    }
+    out
 }

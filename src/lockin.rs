@@ -553,7 +553,7 @@ pub fn render_table(r: &LockinReport) -> String {
     let mut header = vec!["cluster".to_string()];
     header.extend(r.clouds.iter().map(|c| c.to_string()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut t = new_table(&header);
+    let mut t = new_table(&header, true);
     let mut details = Vec::new();
     for row in &r.clusters {
         let current_cost = row
@@ -563,7 +563,7 @@ pub fn render_table(r: &LockinReport) -> String {
             .and_then(|c| c.cluster_hourly_usd);
         let mut first = vec![row.cluster.clone()];
         if let Some(req) = &row.requirement {
-            first.push(format!("{} nodes × {}", req.nodes, req.describe()));
+            first.push(format!("{} node{} × {}", req.nodes, if req.nodes == 1 { "" } else { "s" }, req.describe()));
             first.push(req.pricing.as_str().to_string());
         }
         let mut cells = vec![first.join("\n")];

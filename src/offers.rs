@@ -431,9 +431,17 @@ impl Footnotes {
     }
 }
 
-pub(crate) fn new_table(header: &[&str]) -> comfy_table::Table {
+/// A table in gpuform's style; `row_lines` draws a line between rows
+/// (for multi-line cells).
+pub(crate) fn new_table(header: &[&str], row_lines: bool) -> comfy_table::Table {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+    if !row_lines {
+        t.remove_style(comfy_table::TableComponent::HorizontalLines);
+        t.remove_style(comfy_table::TableComponent::MiddleIntersections);
+        t.remove_style(comfy_table::TableComponent::LeftBorderIntersections);
+        t.remove_style(comfy_table::TableComponent::RightBorderIntersections);
+    }
     t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
     t.set_header(header.iter().copied());
     t
@@ -458,20 +466,23 @@ pub fn render_table(r: &OffersReport) -> String {
         );
         return out;
     }
-    let mut t = new_table(&[
-        "cloud",
-        "region",
-        "instance type",
-        "GPUs",
-        "GPU mem",
-        "vCPU",
-        "RAM",
-        "interconnect",
-        "RDMA",
-        "$/h",
-        "$/GPU-h",
-        "price source",
-    ]);
+    let mut t = new_table(
+        &[
+            "cloud",
+            "region",
+            "instance type",
+            "GPUs",
+            "GPU mem",
+            "vCPU",
+            "RAM",
+            "interconnect",
+            "RDMA",
+            "$/h",
+            "$/GPU-h",
+            "price source",
+        ],
+        false,
+    );
     let mut notes = Footnotes::default();
     let mut any_cny = false;
     for row in &r.offers {
@@ -513,7 +524,7 @@ pub fn render_table(r: &OffersReport) -> String {
     out.push('\n');
     let priced = r.offers.iter().filter(|o| o.price.is_some()).count();
     out.push_str(&format!(
-        "{} offer(s), {} with a {} price; sorted by $/GPU-h.\n",
+        "{} offer(s), {} priced for {}; sorted by $/GPU-h, unpriced last.\n",
         r.offers.len(),
         priced,
         r.pricing

@@ -481,38 +481,47 @@ fn throttling_and_transient_failures_are_retried_to_an_exact_result() {
 #[test]
 fn a_failed_resource_stops_only_its_dependents() {
     let w = Work::new();
-    // No A100 capacity anywhere: the trainer nodes fail, the inference cluster and bucket do not.
+    // A GPU quota of 8 per region: one 8-GPU trainer node fits, the second does not.
     let out = w.run_with_faults(
-        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
-        "capacity=p4de.24xlarge@*",
+        &[
+            "apply",
+            "spec.yaml",
+            "--sandbox",
+            "--auto-approve",
+            "--parallelism",
+            "1",
+        ],
+        "quota_gpus=8",
     );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cluster.trainer.node[0]") && err.contains("capacity"),
-        "{err}"
-    );
-    assert!(
-        err.contains("skipped: create cluster.trainer.volume[0]"),
-        "{err}"
-    );
+    assert!(err.contains("quota"), "{err}");
     let state = w.state();
     let recorded = state["resources"].as_object().unwrap();
+    let nodes: Vec<&String> = recorded
+        .keys()
+        .filter(|a| a.starts_with("cluster.trainer.node"))
+        .collect();
+    assert_eq!(nodes.len(), 1, "one trainer node fits the quota: {nodes:?}");
+    let failed = if nodes[0].ends_with("[0]") { 1 } else { 0 };
+    assert!(
+        err.contains(&format!("skipped: create cluster.trainer.volume[{failed}]")),
+        "its dependent is skipped:\n{err}"
+    );
     assert!(
         recorded.contains_key("cluster.inference.node[0]"),
         "independent branches finish"
     );
     assert!(recorded.contains_key("bucket.datasets"));
     assert!(
-        recorded.contains_key("cluster.trainer.network"),
+        recorded.contains_key(&format!("cluster.trainer.volume[{}]", 1 - failed)),
         "what succeeded is recorded"
     );
-    assert!(!recorded.contains_key("cluster.trainer.node[0]"));
     assert!(
         state.get("pending").is_none(),
         "a refused create leaves no pending intent"
     );
-    // Capacity comes back: the next apply completes the rest.
+    // The quota is raised: the next apply completes the rest.
     w.apply(&[]);
-    w.assert_exact(&desired_addresses(2), "after capacity returned");
+    w.assert_exact(&desired_addresses(2), "after the quota was raised");
 }

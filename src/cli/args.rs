@@ -188,9 +188,6 @@ pub struct ApplyArgs {
     /// The plan and the outcome as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Try zones again that earlier applies found out of capacity (state remembers them).
-    #[arg(long)]
-    pub retry_zones: bool,
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,
 }

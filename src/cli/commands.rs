@@ -8,7 +8,11 @@ use crate::engine::{self, EngineError, PlanRequest};
 use crate::plan::render::render;
 use crate::plan::{DiffOptions, Plan};
 use crate::providers::Providers;
-use crate::resolve::ResolveOptions;
+use crate::resolve::{Exhausted, ResolveOptions};
+use std::collections::BTreeSet;
+
+/// How many capacity failures state keeps as a log.
+const FAILOVER_LOG: usize = 50;
 use crate::spec::{self, LoadedSpec, Vars};
 use crate::state::{StateDoc, StateLock, StateStore};
 use gpuform_provider::catalog::DEFAULT_CNY_PER_USD;
@@ -283,7 +287,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         None => {
             let loaded = load(&a.file, &a.vars)?;
             let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
-            let mut locked = engine::lock_state(
+            let locked = engine::lock_state(
                 &store,
                 &loaded.spec.project,
                 if destroy { "destroy" } else { "apply" },
@@ -292,10 +296,8 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if locked.existed && locked.doc.project != loaded.spec.project {
                 return Err(project_mismatch(&store, &locked.doc, &loaded));
             }
-            if a.retry_zones {
-                locked.doc.failovers.clear();
-            }
-            let (plan, current) = plan_locked(&a, &loaded, &locked, &store, destroy).await?;
+            let (plan, current) =
+                plan_locked(&a, &loaded, &locked, &store, destroy, &Default::default()).await?;
             loaded_spec = Some(loaded);
             (plan, locked, Some(current), store)
         }
@@ -313,10 +315,12 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
     let first_plan = plan.clone();
     let mut plan = plan;
     let mut current = current;
-    // Capacity failover: a zone that reports no capacity is remembered in
-    // state and the spec re-planned without it, until every node has a home
-    // or every zone/candidate is exhausted.
+    // Capacity failover: a zone that reports no capacity is avoided for the
+    // rest of this apply and the spec re-planned without it, until every node
+    // has a home or every zone/candidate is exhausted. State keeps a log of
+    // what was tried; the next apply keeps clusters where they landed.
     const MAX_ROUNDS: usize = 8;
+    let mut exhausted: BTreeSet<Exhausted> = BTreeSet::new();
     let mut round = 1;
     let report = loop {
         let report =
@@ -327,17 +331,9 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         else {
             break report;
         };
-        let failures = engine::capacity_failures(&plan, &report);
-        let fresh: Vec<_> = failures
+        let fresh: Vec<_> = engine::capacity_failures(&plan, &report)
             .into_iter()
-            .filter(|f| {
-                !locked.doc.failovers.iter().any(|o| {
-                    o.cluster == f.cluster
-                        && o.cloud == f.cloud
-                        && o.region == f.region
-                        && o.zone == f.zone
-                })
-            })
+            .filter(|f| exhausted.insert(Exhausted::zone(&f.cluster, f.cloud, &f.region, &f.zone)))
             .collect();
         if fresh.is_empty() || round >= MAX_ROUNDS {
             break report;
@@ -351,12 +347,14 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             }
         }
         locked.doc.failovers.extend(fresh);
+        let excess = locked.doc.failovers.len().saturating_sub(FAILOVER_LOG);
+        locked.doc.failovers.drain(..excess);
         locked.doc.serial += 1;
         locked
             .store
             .save(&locked.doc)
             .map_err(|e| Failure(e.to_string()))?;
-        match plan_locked(&a, loaded, &locked, &store, destroy).await {
+        match plan_locked(&a, loaded, &locked, &store, destroy, &exhausted).await {
             Ok((next, cur)) => {
                 if !a.json && !quiet {
                     println!("\nFailover round {}:", round + 1);
@@ -368,11 +366,9 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             }
             // Nowhere left to go: say so, with what was tried.
             Err(f) => {
-                let tried: Vec<String> = locked
-                    .doc
-                    .failovers
+                let tried: Vec<String> = exhausted
                     .iter()
-                    .map(|f| format!("{} {} {} {}", f.cluster, f.cloud, f.region, f.zone))
+                    .map(|e| format!("{} {} {} {}", e.cluster, e.cloud, e.region, e.zone))
                     .collect();
                 return Err(Failure(format!("{}\n  tried: {}", f.0, tried.join("; "))));
             }
@@ -396,11 +392,15 @@ async fn plan_locked(
     locked: &engine::LockedState,
     store: &StateStore,
     destroy: bool,
+    exhausted: &BTreeSet<Exhausted>,
 ) -> Result<(Plan, crate::refresh::Current), Failure> {
     let providers = providers_for(store);
     let req = PlanRequest {
         loaded,
-        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+        resolve: ResolveOptions {
+            exhausted: exhausted.clone(),
+            ..resolve_opts(a.sandbox, a.cny_per_usd)
+        },
         diff: DiffOptions {
             destroy,
             targets: a.targets.clone(),

@@ -23,6 +23,16 @@ pub struct ResolveOptions {
     pub cny_per_usd: f64,
     /// Zones found out of capacity during this apply (capacity failover).
     pub exhausted: BTreeSet<Exhausted>,
+    /// Where each cluster runs now (from state), kept while it still fits.
+    pub current: BTreeMap<String, Placement>,
+}
+
+/// Where a cluster's nodes run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub cloud: Cloud,
+    pub region: String,
+    pub zone: String,
 }
 
 impl Default for ResolveOptions {
@@ -31,6 +41,7 @@ impl Default for ResolveOptions {
             sandbox: false,
             cny_per_usd: DEFAULT_CNY_PER_USD,
             exhausted: BTreeSet::new(),
+            current: BTreeMap::new(),
         }
     }
 }
@@ -422,8 +433,17 @@ fn resolve_cluster(
     let sold_in = catalog
         .availability(cloud, region, &instance_type)
         .and_then(|a| a.zones.clone());
-    let zone = match &sold_in {
-        Some(sold) => match usable.iter().find(|z| sold.contains(z)) {
+    let sold_here = |z: &String| sold_in.as_ref().map_or(true, |s| s.contains(z));
+    // A cluster stays in the zone it runs in while that zone is usable.
+    let staying = opts
+        .current
+        .get(name)
+        .filter(|p| p.cloud == cloud && p.region == region)
+        .and_then(|p| usable.iter().find(|z| ***z == p.zone && sold_here(z)))
+        .map(|z| (*z).clone());
+    let zone = match (&staying, &sold_in) {
+        (Some(z), _) => z.clone(),
+        (None, Some(sold)) => match usable.iter().find(|z| sold.contains(z)) {
             Some(z) => (*z).clone(),
             None => {
                 return Err(vec![loaded.diagnostic(
@@ -436,7 +456,7 @@ fn resolve_cluster(
                 )])
             }
         },
-        None => usable[0].clone(),
+        (None, None) => usable[0].clone(),
     };
     let prefix = format!("cluster.{name}");
     let mut push = |suffix: &str, kind, attrs: Attrs, deps: &[(&str, String)], hourly_usd| {

@@ -153,12 +153,30 @@ pub fn choose(
                 .unwrap_or_else(|| " (no price)".into())
         )
     };
-    let pick = match c.strategy {
-        Strategy::Cheapest => {
-            let mut all: Vec<&Match<'_>> =
-                per_candidate.iter().flat_map(|(_, ms)| ms.iter()).collect();
-            all.sort_by(|a, b| by_price(a, b));
-            all.first().map(|m| {
+    // A running cluster stays where it is while that place still fits: a
+    // move is a reviewed migration, never a side effect of a price list.
+    let here = opts.current.get(cluster).and_then(|p| {
+        per_candidate
+            .iter()
+            .flat_map(|(_, ms)| ms.iter())
+            .find(|m| m.offering.cloud == p.cloud && m.offering.region == p.region)
+    });
+    let pick = match (here, c.strategy) {
+        (Some(m), _) => Some((
+            m.clone(),
+            format!(
+                "stays in {} {} where it runs: {}{capacity_note}",
+                m.offering.cloud,
+                m.offering.region,
+                describe(m)
+            ),
+        )),
+        (None, strategy) => match strategy {
+            Strategy::Cheapest => {
+                let mut all: Vec<&Match<'_>> =
+                    per_candidate.iter().flat_map(|(_, ms)| ms.iter()).collect();
+                all.sort_by(|a, b| by_price(a, b));
+                all.first().map(|m| {
                 let runner_up = all
                     .iter()
                     .find(|o| (o.offering.cloud, &o.offering.region) != (m.offering.cloud, &m.offering.region))
@@ -174,29 +192,30 @@ pub fn choose(
                     ),
                 )
             })
-        }
-        Strategy::Ordered => per_candidate
-            .iter()
-            .enumerate()
-            .find_map(|(i, (cand, ms))| {
-                ms.first().map(|m| {
-                    let passed: Vec<String> =
-                        per_candidate[..i].iter().map(|(c, _)| c.label()).collect();
-                    (
-                        m.clone(),
-                        format!(
-                            "first candidate in order that offers it ({}): {}{}{capacity_note}",
-                            cand.label(),
-                            describe(m),
-                            if passed.is_empty() {
-                                String::new()
-                            } else {
-                                format!("; {} offer(s) none", passed.join(", "))
-                            }
-                        ),
-                    )
-                })
-            }),
+            }
+            Strategy::Ordered => per_candidate
+                .iter()
+                .enumerate()
+                .find_map(|(i, (cand, ms))| {
+                    ms.first().map(|m| {
+                        let passed: Vec<String> =
+                            per_candidate[..i].iter().map(|(c, _)| c.label()).collect();
+                        (
+                            m.clone(),
+                            format!(
+                                "first candidate in order that offers it ({}): {}{}{capacity_note}",
+                                cand.label(),
+                                describe(m),
+                                if passed.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("; {} offer(s) none", passed.join(", "))
+                                }
+                            ),
+                        )
+                    })
+                }),
+        },
     };
     match pick {
         Some((m, why)) => Ok(Chosen {
