@@ -1,0 +1,424 @@
+//! The Huawei provider against the local stand-in (gpuform-mockclouds):
+//! every request is signed and verified, jobs are polled, tags filtered.
+
+use gpuform_huawei::{HuaweiProvider, JobPolling};
+use gpuform_mockclouds::huawei::HuaweiMock;
+use gpuform_mockclouds::MockCloud;
+use gpuform_provider::{
+    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
+};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const REGION: &str = "cn-north-4";
+
+fn provider(mock: &HuaweiMock) -> HuaweiProvider {
+    HuaweiProvider::from_vars(mock.env())
+        .expect("provider from mock env")
+        .with_job_polling(JobPolling {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(50),
+            deadline: Duration::from_secs(20),
+        })
+}
+
+fn scope() -> Scope {
+    Scope {
+        region: REGION.into(),
+    }
+}
+
+fn own(address: &str, token: &str) -> OwnershipTags {
+    OwnershipTags {
+        project: "llm".into(),
+        address: address.into(),
+        token: token.into(),
+        lineage: "2b1c7f0e-0000-4000-8000-000000000001".into(),
+    }
+}
+
+fn req(
+    kind: ResourceKind,
+    address: &str,
+    token: &str,
+    attrs: serde_json::Value,
+    refs: &[(&str, &str)],
+) -> CreateRequest {
+    let attrs: Attrs = attrs
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    CreateRequest {
+        kind,
+        scope: scope(),
+        attrs,
+        refs: refs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ownership: own(address, token),
+    }
+}
+
+struct Net {
+    vpc: ObservedResource,
+    subnet: ObservedResource,
+    fw: ObservedResource,
+}
+
+async fn network(p: &HuaweiProvider) -> Net {
+    let vpc = p
+        .create(&req(
+            ResourceKind::Network,
+            "cluster.t.network",
+            "gf-net1",
+            json!({"cidr": "10.0.0.0/16"}),
+            &[],
+        ))
+        .await
+        .expect("vpc");
+    let subnet = p
+        .create(&req(
+            ResourceKind::Subnet,
+            "cluster.t.subnet[cn-north-4a]",
+            "gf-sub1",
+            json!({"cidr": "10.0.0.0/24", "zone": "cn-north-4a"}),
+            &[("network", &vpc.id)],
+        ))
+        .await
+        .expect("subnet");
+    let fw = p
+        .create(&req(
+            ResourceKind::Firewall,
+            "cluster.t.firewall",
+            "gf-fw1",
+            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
+            &[("network", &vpc.id)],
+        ))
+        .await
+        .expect("firewall");
+    Net { vpc, subnet, fw }
+}
+
+fn instance_req(net: &Net, i: usize, token: &str) -> CreateRequest {
+    req(
+        ResourceKind::Instance,
+        &format!("cluster.t.node[{i}]"),
+        token,
+        json!({"instance_type": "p2s.2xlarge.8", "zone": "cn-north-4a", "image": "ubuntu-22.04-cuda",
+               "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\necho hi\n",
+               "tags": {"team": "ml"}}),
+        &[("subnet", &net.subnet.id), ("firewall", &net.fw.id)],
+    )
+}
+
+#[tokio::test]
+async fn lifecycle_list_read_drift_destroy() {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    assert_eq!(net.vpc.attrs["cidr"], json!("10.0.0.0/16"));
+    assert_eq!(net.subnet.attrs["zone"], json!("cn-north-4a"));
+    assert_eq!(
+        net.fw.attrs["ingress"],
+        json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
+    );
+    assert_eq!(
+        net.vpc.ownership.as_ref().map(|o| o.address.as_str()),
+        Some("cluster.t.network")
+    );
+
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let n = p
+            .create(&instance_req(&net, i, &format!("gf-node{i}")))
+            .await
+            .expect("instance");
+        assert_eq!(n.status, "active", "job polled to SUCCESS");
+        assert_eq!(n.attrs["instance_type"], json!("p2s.2xlarge.8"));
+        assert_eq!(n.attrs["image"], json!("ubuntu-22.04-cuda"));
+        assert_eq!(n.attrs["pricing"], json!("on-demand"));
+        assert_eq!(n.attrs["root_gb"], json!(200));
+        assert_eq!(n.attrs["zone"], json!("cn-north-4a"));
+        assert_eq!(n.attrs["tags"], json!({"team": "ml"}));
+        assert_eq!(n.attrs["user_data"], json!("#!/bin/sh\necho hi\n"));
+        assert_eq!(
+            n.ownership.as_ref().map(|o| o.address.clone()),
+            Some(format!("cluster.t.node[{i}]"))
+        );
+        nodes.push(n);
+    }
+    let vol = p
+        .create(&req(
+            ResourceKind::Volume,
+            "cluster.t.volume[0]",
+            "gf-vol0",
+            json!({"zone": "cn-north-4a", "size_gb": 500, "volume_type": "ssd"}),
+            &[("instance", &nodes[0].id)],
+        ))
+        .await
+        .expect("volume");
+    assert_eq!(vol.status, "in-use");
+    assert_eq!(vol.attrs["size_gb"], json!(500));
+    assert_eq!(vol.attrs["volume_type"], json!("ssd"));
+
+    // list_owned finds everything by tags, in a handful of requests.
+    let before = mock.requests();
+    let owned = p.list_owned(&scope(), "llm").await.expect("list_owned");
+    let list_cost = mock.requests() - before;
+    let count = |k| owned.iter().filter(|o| o.kind == k).count();
+    assert_eq!(
+        (
+            count(ResourceKind::Network),
+            count(ResourceKind::Subnet),
+            count(ResourceKind::Firewall),
+            count(ResourceKind::Instance),
+            count(ResourceKind::Volume)
+        ),
+        (1, 1, 1, 3, 1),
+        "{owned:#?}"
+    );
+    assert!(list_cost <= 10, "list_owned took {list_cost} requests");
+    assert!(p
+        .list_owned(&scope(), "someone-else")
+        .await
+        .expect("list")
+        .is_empty());
+
+    // read is batched: cost does not grow with the number of ids.
+    let ids: Vec<String> = nodes.iter().map(|n| n.id.clone()).collect();
+    let before = mock.requests();
+    let read = p
+        .read(&scope(), ResourceKind::Instance, &ids)
+        .await
+        .expect("read");
+    assert_eq!(read.len(), 3);
+    assert!(
+        mock.requests() - before <= 2,
+        "read of 3 servers took {} requests",
+        mock.requests() - before
+    );
+    // Unchanged resources read back the same neutral attributes.
+    for (n, r) in nodes.iter().zip(&read) {
+        assert_eq!(n.attrs, r.attrs);
+    }
+
+    // Update: tags and firewall rules in place.
+    let mut changes = Attrs::new();
+    changes.insert("tags".into(), json!({"team": "infra", "cost": "42"}));
+    let upd = p
+        .update(&scope(), ResourceKind::Instance, &nodes[1].id, &changes)
+        .await
+        .expect("update tags");
+    assert_eq!(upd.attrs["tags"], json!({"team": "infra", "cost": "42"}));
+    assert!(upd.ownership.is_some(), "ownership tags kept");
+    let mut changes = Attrs::new();
+    changes.insert(
+        "ingress".into(),
+        json!([{"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.1.0.0/16"}]),
+    );
+    let fw = p
+        .update(&scope(), ResourceKind::Firewall, &net.fw.id, &changes)
+        .await
+        .expect("update rules");
+    assert_eq!(
+        fw.attrs["ingress"],
+        json!([{"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.1.0.0/16"}])
+    );
+
+    // Drift: a server deleted behind gpuform's back is gone from list_owned.
+    assert!(mock.delete_behind(&nodes[2].id));
+    let owned = p.list_owned(&scope(), "llm").await.expect("list_owned");
+    assert!(!owned.iter().any(|o| o.id == nodes[2].id));
+    assert_eq!(
+        p.read(&scope(), ResourceKind::Instance, &[nodes[2].id.clone()])
+            .await
+            .expect("read")
+            .len(),
+        0
+    );
+    p.delete(&scope(), ResourceKind::Instance, &nodes[2].id)
+        .await
+        .expect("deleting a missing server succeeds");
+
+    // A VPC with subnets cannot go first.
+    let e = p
+        .delete(&scope(), ResourceKind::Network, &net.vpc.id)
+        .await
+        .expect_err("vpc in use");
+    assert_eq!(e.kind, ErrorKind::DependencyViolation, "{e}");
+
+    // Destroy in dependency order.
+    p.delete(&scope(), ResourceKind::Volume, &vol.id)
+        .await
+        .expect("volume");
+    for n in &nodes[..2] {
+        p.delete(&scope(), ResourceKind::Instance, &n.id)
+            .await
+            .expect("instance");
+    }
+    p.delete(&scope(), ResourceKind::Firewall, &net.fw.id)
+        .await
+        .expect("fw");
+    p.delete(&scope(), ResourceKind::Subnet, &net.subnet.id)
+        .await
+        .expect("subnet");
+    p.delete(&scope(), ResourceKind::Network, &net.vpc.id)
+        .await
+        .expect("vpc");
+    p.delete(&scope(), ResourceKind::Network, &net.vpc.id)
+        .await
+        .expect("again: missing = success");
+    assert!(mock.resources().is_empty(), "{:?}", mock.resources());
+    assert!(p
+        .list_owned(&scope(), "llm")
+        .await
+        .expect("list")
+        .is_empty());
+}
+
+#[tokio::test]
+async fn idempotent_create_and_crash_adoption() {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    let a = p
+        .create(&instance_req(&net, 0, "gf-same-token"))
+        .await
+        .expect("first");
+    // The same X-Client-Token: the same server, not a second one.
+    let b = p
+        .create(&instance_req(&net, 0, "gf-same-token"))
+        .await
+        .expect("retry");
+    assert_eq!(a.id, b.id);
+    assert_eq!(
+        mock.resources()
+            .iter()
+            .filter(|r| r.kind == ResourceKind::Instance)
+            .count(),
+        1
+    );
+    // Network kinds are found again by their token-derived names.
+    let again = network(&p).await;
+    assert_eq!(
+        (again.vpc.id, again.subnet.id, again.fw.id),
+        (net.vpc.id.clone(), net.subnet.id.clone(), net.fw.id.clone())
+    );
+
+    // Crash adoption: the result of a create is lost; list_owned finds it by
+    // its address and token tags.
+    let _ = p
+        .create(&instance_req(&net, 1, "gf-lost"))
+        .await
+        .expect("create");
+    let owned = p.list_owned(&scope(), "llm").await.expect("list");
+    let found = owned.iter().find(|o| {
+        o.ownership
+            .as_ref()
+            .map(|x| (x.address.as_str(), x.token.as_str()))
+            == Some(("cluster.t.node[1]", "gf-lost"))
+    });
+    assert!(found.is_some(), "{owned:#?}");
+    assert_eq!(
+        mock.resources()
+            .iter()
+            .find(|r| r.kind == ResourceKind::Instance
+                && r.address.as_deref() == Some("cluster.t.node[1]"))
+            .map(|_| ()),
+        Some(())
+    );
+}
+
+#[tokio::test]
+async fn error_mapping() {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+
+    mock.sell_out("p2s.2xlarge.8");
+    let e = p
+        .create(&instance_req(&net, 0, "gf-cap"))
+        .await
+        .expect_err("sold out");
+    assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
+    assert!(e.code.is_some());
+
+    let mut r = instance_req(&net, 0, "gf-quota");
+    r.attrs
+        .insert("instance_type".into(), json!("g6.4xlarge.4"));
+    mock.set_server_quota(Some(0));
+    let e = p.create(&r).await.expect_err("quota");
+    assert_eq!(e.kind, ErrorKind::Quota, "{e}");
+    assert_eq!(e.code.as_deref(), Some("Ecs.0001"));
+    assert!(e.request_id.is_some());
+    mock.set_server_quota(None);
+
+    // A wrong secret: the stand-in recomputes the signature and refuses.
+    let mut env = mock.env();
+    for (k, v) in env.iter_mut() {
+        if k == "HUAWEICLOUD_SDK_SK" {
+            *v = "not-the-secret".into();
+        }
+    }
+    let bad = HuaweiProvider::from_vars(env).expect("provider");
+    let e = bad
+        .list_owned(&scope(), "llm")
+        .await
+        .expect_err("bad signature");
+    assert_eq!(e.kind, ErrorKind::Auth, "{e}");
+    assert_eq!(e.code.as_deref(), Some("APIGW.0301"));
+    assert!(!e.to_string().contains("not-the-secret"));
+
+    // Placement: Huawei only has anti-affinity, so packed placement is refused.
+    let e = p
+        .create(&req(
+            ResourceKind::Placement,
+            "cluster.t.placement",
+            "gf-pl",
+            json!({"strategy": "cluster"}),
+            &[],
+        ))
+        .await
+        .expect_err("cluster placement");
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    let g = p
+        .create(&req(
+            ResourceKind::Placement,
+            "cluster.t.spread",
+            "gf-sp",
+            json!({"strategy": "spread"}),
+            &[],
+        ))
+        .await
+        .expect("spread placement");
+    let mut r = instance_req(&net, 3, "gf-in-group");
+    r.attrs
+        .insert("instance_type".into(), json!("g6.4xlarge.4"));
+    r.refs.insert("placement".into(), g.id.clone());
+    p.create(&r)
+        .await
+        .expect("instance in an anti-affinity group");
+
+    let e = p
+        .create(&req(
+            ResourceKind::Bucket,
+            "bucket.b",
+            "gf-b",
+            json!({"name": "b"}),
+            &[],
+        ))
+        .await
+        .expect_err("bucket");
+    assert_eq!(e.kind, ErrorKind::Invalid);
+
+    let mut r = instance_req(&net, 4, "gf-img");
+    r.attrs.insert("image".into(), json!("windows-95"));
+    assert_eq!(
+        p.create(&r).await.expect_err("unknown image").kind,
+        ErrorKind::Invalid
+    );
+}
