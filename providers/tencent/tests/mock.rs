@@ -1,0 +1,656 @@
+//! The Tencent provider against the local Tencent Cloud stand-in
+//! (`gpuform_mockclouds::tencent::TencentMock`), which verifies every TC3
+//! signature and answers as the API reference pages describe.
+
+use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_mockclouds::MockCloud;
+use gpuform_provider::provider::RateLimit;
+use gpuform_provider::{
+    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
+};
+use gpuform_signing::Credentials;
+use gpuform_tencent::TencentProvider;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const REGION: &str = "ap-guangzhou";
+const ZONE: &str = "ap-guangzhou-3";
+const PROJECT: &str = "llm";
+
+fn provider(mock: &TencentMock) -> TencentProvider {
+    provider_with(mock, SECRET_ID, SECRET_KEY)
+}
+
+fn provider_with(mock: &TencentMock, id: &str, key: &str) -> TencentProvider {
+    let url = reqwest_url(&mock.endpoint());
+    TencentProvider::new(Credentials::new(id, key), None, Some(url)).expect("provider")
+}
+
+fn reqwest_url(s: &str) -> reqwest::Url {
+    reqwest::Url::parse(s).expect("url")
+}
+
+fn scope() -> Scope {
+    Scope {
+        region: REGION.into(),
+    }
+}
+
+fn attrs(pairs: &[(&str, Value)]) -> Attrs {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+fn request(kind: ResourceKind, address: &str, a: Attrs, refs: &[(&str, &str)]) -> CreateRequest {
+    CreateRequest {
+        kind,
+        scope: scope(),
+        attrs: a,
+        refs: refs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ownership: OwnershipTags {
+            project: PROJECT.into(),
+            address: address.into(),
+            token: format!("tok-{}", address.replace(['[', ']', '.'], "-")),
+            lineage: "lineage-1".into(),
+        },
+    }
+}
+
+struct Net {
+    vpc: String,
+    subnet: String,
+    sg: String,
+}
+
+async fn network(p: &TencentProvider) -> Net {
+    let vpc = p
+        .create(&request(
+            ResourceKind::Network,
+            "cluster.t.network",
+            attrs(&[("cidr", json!("10.0.0.0/16"))]),
+            &[],
+        ))
+        .await
+        .expect("vpc");
+    let subnet = p
+        .create(&request(
+            ResourceKind::Subnet,
+            &format!("cluster.t.subnet[{ZONE}]"),
+            attrs(&[("zone", json!(ZONE)), ("cidr", json!("10.0.0.0/20"))]),
+            &[("network", &vpc.id)],
+        ))
+        .await
+        .expect("subnet");
+    let sg = p
+        .create(&request(
+            ResourceKind::Firewall,
+            "cluster.t.firewall",
+            attrs(&[(
+                "ingress",
+                json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]),
+            )]),
+            &[("network", &vpc.id)],
+        ))
+        .await
+        .expect("firewall");
+    Net {
+        vpc: vpc.id,
+        subnet: subnet.id,
+        sg: sg.id,
+    }
+}
+
+fn instance_attrs(pricing: &str) -> Attrs {
+    attrs(&[
+        ("instance_type", json!("GN7.2XLARGE32")),
+        ("zone", json!(ZONE)),
+        ("image", json!("ubuntu-22.04-cuda")),
+        ("pricing", json!(pricing)),
+        ("root_gb", json!(100)),
+        ("rdma", json!(false)),
+        ("gpu", json!("T4:1")),
+        ("user_data", json!("#!/bin/sh\necho hi\n")),
+        ("tags", json!({"team": "ml"})),
+    ])
+}
+
+fn instance_req(net: &Net, i: usize, pricing: &str, placement: Option<&str>) -> CreateRequest {
+    let mut refs = vec![
+        ("subnet", net.subnet.as_str()),
+        ("firewall", net.sg.as_str()),
+    ];
+    if let Some(p) = placement {
+        refs.push(("placement", p));
+    }
+    request(
+        ResourceKind::Instance,
+        &format!("cluster.t.node[{i}]"),
+        instance_attrs(pricing),
+        &refs,
+    )
+}
+
+fn by_id(list: &[ObservedResource], id: &str) -> Option<ObservedResource> {
+    list.iter().find(|r| r.id == id).cloned()
+}
+
+/// Every observed key the engine sent must come back equal (the diff is clean).
+fn assert_same_attrs(desired: &Attrs, observed: &ObservedResource) {
+    for (k, v) in &observed.attrs {
+        if let Some(d) = desired.get(k) {
+            assert_eq!(d, v, "attribute `{k}` of {}", observed.id);
+        }
+    }
+}
+
+#[tokio::test]
+async fn lifecycle_create_list_read_update_destroy() {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    assert!(
+        net.vpc.starts_with("vpc-")
+            && net.subnet.starts_with("subnet-")
+            && net.sg.starts_with("sg-")
+    );
+
+    let ps = p
+        .create(&request(
+            ResourceKind::Placement,
+            "cluster.t.placement",
+            attrs(&[("strategy", json!("cluster"))]),
+            &[],
+        ))
+        .await
+        .expect("placement");
+    assert!(ps.id.starts_with("ps-"), "{}", ps.id);
+
+    let mut instances = Vec::new();
+    for (i, pricing) in ["on-demand", "spot", "reserved-3y"].iter().enumerate() {
+        let req = instance_req(&net, i, pricing, Some(&ps.id));
+        let obs = p.create(&req).await.expect("instance");
+        assert!(obs.id.starts_with("ins-"));
+        assert_same_attrs(&req.attrs, &obs);
+        assert_eq!(obs.attrs["tags"], json!({"team": "ml"}));
+        instances.push((req, obs));
+    }
+    let vol_req = request(
+        ResourceKind::Volume,
+        "cluster.t.volume[0]",
+        attrs(&[
+            ("zone", json!(ZONE)),
+            ("size_gb", json!(200)),
+            ("volume_type", json!("ssd")),
+        ]),
+        &[("instance", &instances[0].1.id)],
+    );
+    let vol = p.create(&vol_req).await.expect("volume");
+    assert!(vol.id.starts_with("disk-"));
+    assert_eq!(vol.status, "attached");
+    assert_same_attrs(&vol_req.attrs, &vol);
+
+    // list_owned finds everything by its tags, with ownership, and the attrs diff clean.
+    let owned = p.list_owned(&scope(), PROJECT).await.expect("list_owned");
+    assert_eq!(owned.len(), 4 + 3 + 1, "{owned:#?}");
+    for (req, obs) in &instances {
+        let seen = by_id(&owned, &obs.id).expect("instance listed");
+        assert_eq!(seen.ownership.as_ref(), Some(&req.ownership));
+        assert_eq!(seen.status, "running");
+        assert_same_attrs(&req.attrs, &seen);
+        for k in [
+            "instance_type",
+            "zone",
+            "image",
+            "pricing",
+            "root_gb",
+            "tags",
+        ] {
+            assert!(seen.attrs.contains_key(k), "{k} not reported");
+        }
+    }
+    assert!(by_id(&owned, &ps.id).and_then(|r| r.ownership).is_some());
+    assert!(p
+        .list_owned(&scope(), "other-project")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // read, per kind.
+    let ids: Vec<String> = instances.iter().map(|(_, o)| o.id.clone()).collect();
+    assert_eq!(
+        p.read(&scope(), ResourceKind::Instance, &ids)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        p.read(&scope(), ResourceKind::Network, &[net.vpc.clone()])
+            .await
+            .unwrap()[0]
+            .attrs["cidr"],
+        json!("10.0.0.0/16")
+    );
+    assert_eq!(
+        p.read(&scope(), ResourceKind::Volume, &[vol.id.clone()])
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // update: firewall rules and volume size in place; tags refused clearly.
+    let fw = p
+        .update(
+            &scope(),
+            ResourceKind::Firewall,
+            &net.sg,
+            &attrs(&[("ingress", json!([{"protocol": "tcp", "from_port": 8000, "to_port": 8010, "cidr": "10.0.0.0/8"}]))]),
+        )
+        .await
+        .expect("update firewall");
+    assert_eq!(fw.id, net.sg);
+    let (ingress, egress) = mock.security_group_policies(&net.sg).unwrap();
+    assert_eq!(ingress.len(), 2, "{ingress:?}");
+    assert_eq!(ingress[0]["SecurityGroupId"], json!(net.sg));
+    assert_eq!(ingress[1]["Port"], json!("8000-8010"));
+    assert_eq!(egress.len(), 1);
+    let grown = p
+        .update(
+            &scope(),
+            ResourceKind::Volume,
+            &vol.id,
+            &attrs(&[("size_gb", json!(300))]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(grown.attrs["size_gb"], json!(300));
+    let e = p
+        .update(
+            &scope(),
+            ResourceKind::Instance,
+            &ids[0],
+            &attrs(&[("tags", json!({"a": "b"}))]),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+
+    // A VPC that still has subnets cannot go: dependency violation, retryable.
+    let e = p
+        .delete(&scope(), ResourceKind::Network, &net.vpc)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::DependencyViolation, "{e}");
+    assert_eq!(e.code.as_deref(), Some("ResourceInUse"));
+    assert!(e.request_id.is_some());
+
+    // destroy in dependency order.
+    p.delete(&scope(), ResourceKind::Volume, &vol.id)
+        .await
+        .expect("delete volume");
+    for id in &ids {
+        p.delete(&scope(), ResourceKind::Instance, id)
+            .await
+            .expect("terminate");
+    }
+    p.delete(&scope(), ResourceKind::Placement, &ps.id)
+        .await
+        .expect("delete placement");
+    p.delete(&scope(), ResourceKind::Firewall, &net.sg)
+        .await
+        .expect("delete sg");
+    p.delete(&scope(), ResourceKind::Subnet, &net.subnet)
+        .await
+        .expect("delete subnet");
+    p.delete(&scope(), ResourceKind::Network, &net.vpc)
+        .await
+        .expect("delete vpc");
+    assert!(p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
+    assert!(mock.resources().is_empty(), "{:?}", mock.resources());
+
+    // Deleting what is gone succeeds.
+    p.delete(&scope(), ResourceKind::Network, &net.vpc)
+        .await
+        .expect("gone vpc");
+    p.delete(&scope(), ResourceKind::Instance, &ids[0])
+        .await
+        .expect("gone instance");
+    p.delete(&scope(), ResourceKind::Volume, &vol.id)
+        .await
+        .expect("gone volume");
+    p.delete(&scope(), ResourceKind::Placement, &ps.id)
+        .await
+        .expect("gone placement");
+}
+
+#[tokio::test]
+async fn refresh_of_fifty_instances_is_a_handful_of_calls() {
+    let mock = TencentMock::start();
+    let p = provider(&mock).with_rate_limit(RateLimit {
+        per_second: 1000.0,
+        burst: 1000,
+    });
+    let net = network(&p).await;
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        ids.push(
+            p.create(&instance_req(&net, i, "on-demand", None))
+                .await
+                .expect("instance")
+                .id,
+        );
+    }
+    assert_eq!(mock.resources().len(), 53);
+
+    let before = mock.requests();
+    let read = p
+        .read(&scope(), ResourceKind::Instance, &ids)
+        .await
+        .unwrap();
+    assert_eq!(read.len(), 50);
+    let read_calls = mock.requests() - before;
+    assert_eq!(read_calls, 1, "one DescribeInstances of 50 ids");
+
+    let before = mock.requests();
+    let owned = p.list_owned(&scope(), PROJECT).await.unwrap();
+    assert_eq!(owned.len(), 53);
+    let list_calls = mock.requests() - before;
+    // One page per kind: VPCs, subnets, groups, placement groups, instances, disks.
+    assert_eq!(list_calls, 6);
+
+    // Past one page (Limit 100): pages, not resources, drive the cost.
+    for i in 50..120 {
+        p.create(&instance_req(&net, i, "on-demand", None))
+            .await
+            .expect("instance");
+    }
+    let before = mock.requests();
+    assert_eq!(p.list_owned(&scope(), PROJECT).await.unwrap().len(), 123);
+    assert_eq!(mock.requests() - before, 7);
+}
+
+#[tokio::test]
+async fn deleted_behind_our_back_is_gone() {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    let a = p
+        .create(&instance_req(&net, 0, "on-demand", None))
+        .await
+        .unwrap();
+    let b = p
+        .create(&instance_req(&net, 1, "on-demand", None))
+        .await
+        .unwrap();
+    assert!(mock.delete_behind(&a.id));
+
+    let owned = p.list_owned(&scope(), PROJECT).await.unwrap();
+    assert!(by_id(&owned, &a.id).is_none());
+    assert!(by_id(&owned, &b.id).is_some());
+    let read = p
+        .read(
+            &scope(),
+            ResourceKind::Instance,
+            &[a.id.clone(), b.id.clone()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].id, b.id);
+    p.delete(&scope(), ResourceKind::Instance, &a.id)
+        .await
+        .expect("delete of a gone instance succeeds");
+
+    // Terminated instances are not returned while they wind down either.
+    p.delete(&scope(), ResourceKind::Instance, &b.id)
+        .await
+        .unwrap();
+    assert!(p
+        .read(&scope(), ResourceKind::Instance, &[b.id.clone()])
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn errors_map_to_neutral_kinds() {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+
+    mock.set_sold_out("GN7.2XLARGE32", ZONE);
+    let e = p
+        .create(&instance_req(&net, 0, "on-demand", None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
+    assert_eq!(
+        e.code.as_deref(),
+        Some("ResourceInsufficient.SpecifiedInstanceType")
+    );
+    assert!(e.request_id.is_some());
+    mock.set_sold_out("none", "none");
+
+    let mock2 = TencentMock::start();
+    let p2 = provider(&mock2);
+    let net2 = network(&p2).await;
+    mock2.set_instance_quota(Some(1));
+    p2.create(&instance_req(&net2, 0, "on-demand", None))
+        .await
+        .expect("first fits");
+    let e = p2
+        .create(&instance_req(&net2, 1, "on-demand", None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Quota, "{e}");
+    assert_eq!(e.code.as_deref(), Some("LimitExceeded.InstanceQuota"));
+
+    mock.throttle_next(1);
+    let e = p.list_owned(&scope(), PROJECT).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Throttled);
+    assert_eq!(e.code.as_deref(), Some("RequestLimitExceeded"));
+
+    let wrong_key = provider_with(&mock, SECRET_ID, "not-the-secret");
+    let e = wrong_key.list_owned(&scope(), PROJECT).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth);
+    assert_eq!(e.code.as_deref(), Some("AuthFailure.SignatureFailure"));
+    assert!(!e.to_string().contains("not-the-secret") && !e.to_string().contains(SECRET_KEY));
+
+    let wrong_id = provider_with(&mock, "AKIDunknown", SECRET_KEY);
+    let e = wrong_id.list_owned(&scope(), PROJECT).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth);
+    assert_eq!(e.code.as_deref(), Some("AuthFailure.SecretIdNotFound"));
+
+    // A bad request: an unknown image name is refused before any call.
+    let mut req = instance_req(&net, 3, "on-demand", None);
+    req.attrs.insert("image".into(), json!("windows-95"));
+    assert_eq!(p.create(&req).await.unwrap_err().kind, ErrorKind::Invalid);
+    // A subnet CIDR outside the VPC: the API's InvalidParameterValue.*.
+    let e = p
+        .create(&request(
+            ResourceKind::Subnet,
+            "cluster.t.subnet[x]",
+            attrs(&[("zone", json!(ZONE)), ("cidr", json!("192.168.0.0/24"))]),
+            &[("network", &net.vpc)],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert_eq!(e.code.as_deref(), Some("InvalidParameterValue.SubnetRange"));
+
+    let e = p
+        .create(&request(
+            ResourceKind::Bucket,
+            "bucket.b",
+            attrs(&[("name", json!("b"))]),
+            &[],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(e.message.contains("not supported"));
+
+    let mut rdma = request(
+        ResourceKind::Placement,
+        "cluster.t.placement",
+        attrs(&[("rdma", json!(true))]),
+        &[],
+    );
+    rdma.attrs.insert("strategy".into(), json!("cluster"));
+    assert_eq!(p.create(&rdma).await.unwrap_err().kind, ErrorKind::Invalid);
+}
+
+#[tokio::test]
+async fn the_same_token_creates_once() {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    // Network, subnet and firewall have no ClientToken: the token tag is looked up.
+    let again = network(&p).await;
+    assert_eq!(
+        (again.vpc.as_str(), again.subnet.as_str(), again.sg.as_str()),
+        (net.vpc.as_str(), net.subnet.as_str(), net.sg.as_str())
+    );
+
+    let req = instance_req(&net, 0, "on-demand", None);
+    let a = p.create(&req).await.unwrap();
+    let b = p.create(&req).await.unwrap();
+    assert_eq!(a.id, b.id);
+    let vol = request(
+        ResourceKind::Volume,
+        "cluster.t.volume[0]",
+        attrs(&[
+            ("zone", json!(ZONE)),
+            ("size_gb", json!(100)),
+            ("volume_type", json!("ssd")),
+        ]),
+        &[("instance", &a.id)],
+    );
+    let v1 = p.create(&vol).await.unwrap();
+    let v2 = p.create(&vol).await.unwrap();
+    assert_eq!(v1.id, v2.id);
+    let ps = request(
+        ResourceKind::Placement,
+        "cluster.t.placement",
+        attrs(&[("strategy", json!("cluster"))]),
+        &[],
+    );
+    assert_eq!(
+        p.create(&ps).await.unwrap().id,
+        p.create(&ps).await.unwrap().id
+    );
+
+    let kinds: BTreeMap<String, usize> =
+        mock.resources().iter().fold(BTreeMap::new(), |mut m, r| {
+            *m.entry(r.kind.to_string()).or_default() += 1;
+            m
+        });
+    assert_eq!(
+        kinds,
+        [
+            ("firewall", 1),
+            ("instance", 1),
+            ("network", 1),
+            ("placement", 1),
+            ("subnet", 1),
+            ("volume", 1)
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    );
+}
+
+#[tokio::test]
+async fn a_lost_answer_is_adopted_by_its_tags() {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    let req = instance_req(&net, 7, "spot", None);
+    // Warm the image and subnet caches, so RunInstances is the next request.
+    let warm = p
+        .create(&instance_req(&net, 8, "on-demand", None))
+        .await
+        .unwrap();
+    p.delete(&scope(), ResourceKind::Instance, &warm.id)
+        .await
+        .unwrap();
+
+    // The RunInstances answer never arrives: the stand-in drops the connection
+    // after the instance was made (as a crash of gpuform right then would).
+    let target = Arc::new(AtomicU64::new(mock.requests() + 1));
+    let t = target.clone();
+    mock.set_hook(Some(Arc::new(move |n| {
+        if n == t.load(Ordering::SeqCst) {
+            panic!("simulated crash after request {n}");
+        }
+    })));
+    let e = p.create(&req).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transient, "{e}");
+    mock.set_hook(None);
+
+    let owned = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let adopted: Vec<_> = owned
+        .iter()
+        .filter(|r| r.kind == ResourceKind::Instance)
+        .filter(|r| {
+            r.ownership.as_ref().is_some_and(|o| {
+                o.address == req.ownership.address && o.token == req.ownership.token
+            })
+        })
+        .collect();
+    assert_eq!(adopted.len(), 1, "{owned:#?}");
+    assert_eq!(adopted[0].attrs["pricing"], json!("spot"));
+    // Retrying with the same token returns the same instance.
+    assert_eq!(p.create(&req).await.unwrap().id, adopted[0].id);
+    assert_eq!(
+        mock.resources()
+            .iter()
+            .filter(|r| r.kind == ResourceKind::Instance)
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn from_env_names_the_variables_and_uses_the_override() {
+    // The only test that touches the environment.
+    for k in [
+        "TENCENTCLOUD_SECRET_ID",
+        "TENCENTCLOUD_SECRET_KEY",
+        "TENCENTCLOUD_SESSION_TOKEN",
+        "GPUFORM_TENCENT_ENDPOINT",
+    ] {
+        std::env::remove_var(k);
+    }
+    let e = gpuform_tencent::from_env().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth);
+    assert!(
+        e.message.contains("TENCENTCLOUD_SECRET_ID")
+            && e.message.contains("TENCENTCLOUD_SECRET_KEY")
+    );
+
+    let mock = TencentMock::start();
+    for (k, v) in mock.env() {
+        std::env::set_var(k, v);
+    }
+    std::env::set_var("TENCENTCLOUD_SESSION_TOKEN", "sts-token-value");
+    let p = gpuform_tencent::from_env().expect("from env");
+    assert!(
+        !format!("{p:?}").contains(SECRET_KEY) && !format!("{p:?}").contains("sts-token-value")
+    );
+    assert!(p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
+    assert_eq!(p.cloud(), gpuform_provider::Cloud::Tencent);
+    for (k, _) in mock.env() {
+        std::env::remove_var(k);
+    }
+    std::env::remove_var("TENCENTCLOUD_SESSION_TOKEN");
+}
