@@ -86,9 +86,7 @@ impl Endpoint {
                 format!("GPUFORM_ALIBABA_ENDPOINT `{url}` {why} (expected a base URL like http://127.0.0.1:8080)"),
             )
         };
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| bad("has no scheme"))?;
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("has no scheme"))?;
         if scheme != "http" && scheme != "https" {
             return Err(bad("is not http(s)"));
         }
@@ -245,8 +243,14 @@ mod tests {
 
     #[test]
     fn hosts() {
-        assert_eq!(default_host(Product::Ecs, "cn-hangzhou"), "ecs.cn-hangzhou.aliyuncs.com");
-        assert_eq!(default_host(Product::Vpc, "cn-hangzhou"), "vpc.aliyuncs.com");
+        assert_eq!(
+            default_host(Product::Ecs, "cn-hangzhou"),
+            "ecs.cn-hangzhou.aliyuncs.com"
+        );
+        assert_eq!(
+            default_host(Product::Vpc, "cn-hangzhou"),
+            "vpc.aliyuncs.com"
+        );
         assert_eq!(
             default_host(Product::Vpc, "cn-wulanchabu"),
             "vpc.cn-wulanchabu.aliyuncs.com"

@@ -127,9 +127,15 @@ mod tests {
         let k = |c: &str, s: u16| classify(Some(c), s);
         assert_eq!(k("OperationDenied.NoStock", 403), ErrorKind::Capacity);
         assert_eq!(k("Zone.NotOnSale", 403), ErrorKind::Capacity);
-        assert_eq!(k("InvalidResourceType.NotSupported", 403), ErrorKind::Capacity);
+        assert_eq!(
+            k("InvalidResourceType.NotSupported", 403),
+            ErrorKind::Capacity
+        );
         assert_eq!(k("QuotaExceed.ElasticQuotaNo", 403), ErrorKind::Quota);
-        assert_eq!(k("InvalidAccountStatus.NotEnoughBalance", 403), ErrorKind::Quota);
+        assert_eq!(
+            k("InvalidAccountStatus.NotEnoughBalance", 403),
+            ErrorKind::Quota
+        );
         assert_eq!(k("Throttling.User", 400), ErrorKind::Throttled);
         assert_eq!(k("Throttling", 400), ErrorKind::Throttled);
         assert_eq!(k("InvalidAccessKeyId.NotFound", 404), ErrorKind::Auth);
@@ -140,8 +146,14 @@ mod tests {
         assert_eq!(k("InvalidInstanceId.NotFound", 404), ErrorKind::NotFound);
         assert_eq!(k("InvalidVpcId.NotFound", 404), ErrorKind::NotFound);
         assert_eq!(k("Forbidden.VpcNotFound", 400), ErrorKind::NotFound);
-        assert_eq!(k("DependencyViolation.VSwitch", 400), ErrorKind::DependencyViolation);
-        assert_eq!(k("DependencyViolation", 403), ErrorKind::DependencyViolation);
+        assert_eq!(
+            k("DependencyViolation.VSwitch", 400),
+            ErrorKind::DependencyViolation
+        );
+        assert_eq!(
+            k("DependencyViolation", 403),
+            ErrorKind::DependencyViolation
+        );
         assert_eq!(k("InternalError", 500), ErrorKind::Transient);
         assert_eq!(k("ServiceUnavailable", 503), ErrorKind::Transient);
         assert_eq!(k("IncorrectInstanceStatus", 403), ErrorKind::Transient);

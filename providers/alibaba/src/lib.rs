@@ -139,7 +139,11 @@ impl AlibabaProvider {
             ));
         };
         let endpoint = var(ENV_ENDPOINT).map(|u| Endpoint::parse(&u)).transpose()?;
-        Self::new(Credentials::new(id, secret), var(ENV_SECURITY_TOKEN), endpoint)
+        Self::new(
+            Credentials::new(id, secret),
+            var(ENV_SECURITY_TOKEN),
+            endpoint,
+        )
     }
 
     /// A provider with explicit credentials and endpoint (tests, embedding).
@@ -232,7 +236,9 @@ impl AlibabaProvider {
             let body = self.ecs(region, action, &p).await?;
             out.extend(items(&body, path.0, path.1).into_iter().cloned());
             match body.get("NextToken").and_then(Value::as_str) {
-                Some(t) if !t.is_empty() && token.as_deref() != Some(t) => token = Some(t.to_string()),
+                Some(t) if !t.is_empty() && token.as_deref() != Some(t) => {
+                    token = Some(t.to_string())
+                }
                 _ => return Ok(out),
             }
         }
@@ -240,25 +246,58 @@ impl AlibabaProvider {
 
     // ----------------------------------------------------------------- describe
 
-    async fn describe_vpcs(&self, region: &str, filter: &Params) -> Result<Vec<Value>, ProviderError> {
+    async fn describe_vpcs(
+        &self,
+        region: &str,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
         // DescribeVpcs: PageNumber/PageSize ≤ 50, Tag.N, VpcId (≤ 20, comma-separated).
-        self.pages_by_number(Product::Vpc, region, "DescribeVpcs", filter, ("Vpcs", "Vpc"))
-            .await
+        self.pages_by_number(
+            Product::Vpc,
+            region,
+            "DescribeVpcs",
+            filter,
+            ("Vpcs", "Vpc"),
+        )
+        .await
     }
 
-    async fn describe_vswitches(&self, region: &str, filter: &Params) -> Result<Vec<Value>, ProviderError> {
+    async fn describe_vswitches(
+        &self,
+        region: &str,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
         // DescribeVSwitches: PageNumber/PageSize ≤ 50, Tag.N, VpcId, VSwitchId.
-        self.pages_by_number(Product::Vpc, region, "DescribeVSwitches", filter, ("VSwitches", "VSwitch"))
-            .await
+        self.pages_by_number(
+            Product::Vpc,
+            region,
+            "DescribeVSwitches",
+            filter,
+            ("VSwitches", "VSwitch"),
+        )
+        .await
     }
 
-    async fn describe_groups(&self, region: &str, filter: &Params) -> Result<Vec<Value>, ProviderError> {
+    async fn describe_groups(
+        &self,
+        region: &str,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
         // DescribeSecurityGroups: MaxResults ≤ 100 / NextToken, Tag.N, SecurityGroupIds.
-        self.pages_by_token(region, "DescribeSecurityGroups", filter, ("SecurityGroups", "SecurityGroup"))
-            .await
+        self.pages_by_token(
+            region,
+            "DescribeSecurityGroups",
+            filter,
+            ("SecurityGroups", "SecurityGroup"),
+        )
+        .await
     }
 
-    async fn describe_deployment_sets(&self, region: &str, filter: &Params) -> Result<Vec<Value>, ProviderError> {
+    async fn describe_deployment_sets(
+        &self,
+        region: &str,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
         // DescribeDeploymentSets: PageNumber/PageSize ≤ 50, DeploymentSetIds.
         self.pages_by_number(
             Product::Ecs,
@@ -270,13 +309,26 @@ impl AlibabaProvider {
         .await
     }
 
-    async fn describe_instances(&self, region: &str, filter: &Params) -> Result<Vec<Value>, ProviderError> {
+    async fn describe_instances(
+        &self,
+        region: &str,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
         // DescribeInstances: MaxResults ≤ 100 / NextToken, Tag.N, InstanceIds.
-        self.pages_by_token(region, "DescribeInstances", filter, ("Instances", "Instance"))
-            .await
+        self.pages_by_token(
+            region,
+            "DescribeInstances",
+            filter,
+            ("Instances", "Instance"),
+        )
+        .await
     }
 
-    async fn describe_disks(&self, region: &str, filter: &Params) -> Result<Vec<Value>, ProviderError> {
+    async fn describe_disks(
+        &self,
+        region: &str,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
         // DescribeDisks: MaxResults / NextToken, Tag.N, DiskIds, DiskType.
         self.pages_by_token(region, "DescribeDisks", filter, ("Disks", "Disk"))
             .await
@@ -288,11 +340,20 @@ impl AlibabaProvider {
         let mut p = Params::default();
         p.push("SecurityGroupId", group_id);
         p.push("Direction", "ingress");
-        let body = self.ecs(region, "DescribeSecurityGroupAttribute", &p).await?;
-        Ok(items(&body, "Permissions", "Permission").into_iter().cloned().collect())
+        let body = self
+            .ecs(region, "DescribeSecurityGroupAttribute", &p)
+            .await?;
+        Ok(items(&body, "Permissions", "Permission")
+            .into_iter()
+            .cloned()
+            .collect())
     }
 
-    async fn observe_groups(&self, region: &str, groups: Vec<Value>) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn observe_groups(
+        &self,
+        region: &str,
+        groups: Vec<Value>,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
         let mut out = Vec::with_capacity(groups.len());
         for g in groups {
             let id = text(&g, "SecurityGroupId");
@@ -306,14 +367,23 @@ impl AlibabaProvider {
     }
 
     /// System disk sizes by instance id, for `root_gb`.
-    async fn root_sizes(&self, region: &str, project: &str) -> Result<HashMap<String, u64>, ProviderError> {
+    async fn root_sizes(
+        &self,
+        region: &str,
+        project: &str,
+    ) -> Result<HashMap<String, u64>, ProviderError> {
         let mut p = tag_filter(project);
         p.push("DiskType", "system");
         let disks = self.describe_disks(region, &p).await?;
         Ok(system_sizes(&disks))
     }
 
-    async fn read_impl(&self, region: &str, kind: ResourceKind, ids: &[String]) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn read_impl(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
         let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
         let mut out = Vec::new();
         if ids.is_empty() {
@@ -406,13 +476,21 @@ impl AlibabaProvider {
         Ok(out)
     }
 
-    async fn read_one(&self, region: &str, kind: ResourceKind, id: &str) -> Result<ObservedResource, ProviderError> {
+    async fn read_one(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        id: &str,
+    ) -> Result<ObservedResource, ProviderError> {
         self.read_impl(region, kind, &[id.to_string()])
             .await?
             .into_iter()
             .next()
             .ok_or_else(|| {
-                ProviderError::new(ErrorKind::NotFound, format!("{kind} {id} was not found in {region}"))
+                ProviderError::new(
+                    ErrorKind::NotFound,
+                    format!("{kind} {id} was not found in {region}"),
+                )
             })
     }
 
@@ -433,7 +511,10 @@ impl AlibabaProvider {
                 Ok(o) if start.elapsed() >= self.settle => {
                     return Err(ProviderError::new(
                         ErrorKind::Transient,
-                        format!("{kind} {id} is still {} after {:?}, waiting for it to be {what}", o.status, self.settle),
+                        format!(
+                            "{kind} {id} is still {} after {:?}, waiting for it to be {what}",
+                            o.status, self.settle
+                        ),
                     ))
                 }
                 // Eventually consistent reads: a fresh id may not show yet.
@@ -459,12 +540,19 @@ impl AlibabaProvider {
         p.push("VpcName", resource_name(&req.ownership));
         p.push("Description", description(&req.ownership));
         p.push("ClientToken", client_token(&req.ownership.token)?);
-        p.tags(&creation_tags(&req.ownership, ResourceKind::Network, &user_tags(a)?, &[])?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Network,
+            &user_tags(a)?,
+            &[],
+        )?);
         let body = self.vpc(region, "CreateVpc", &p).await?;
         let id = required(&body, "VpcId", "CreateVpc")?;
         // CreateVpc is asynchronous (Creating → Available).
-        self.wait_for(region, ResourceKind::Network, &id, "available", |o| o.status == "available")
-            .await
+        self.wait_for(region, ResourceKind::Network, &id, "available", |o| {
+            o.status == "available"
+        })
+        .await
     }
 
     async fn create_subnet(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
@@ -482,14 +570,24 @@ impl AlibabaProvider {
         p.push("VSwitchName", resource_name(&req.ownership));
         p.push("Description", description(&req.ownership));
         p.push("ClientToken", client_token(&req.ownership.token)?);
-        p.tags(&creation_tags(&req.ownership, ResourceKind::Subnet, &user_tags(a)?, &[])?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Subnet,
+            &user_tags(a)?,
+            &[],
+        )?);
         let body = self.vpc(region, "CreateVSwitch", &p).await?;
         let id = required(&body, "VSwitchId", "CreateVSwitch")?;
-        self.wait_for(region, ResourceKind::Subnet, &id, "available", |o| o.status == "available")
-            .await
+        self.wait_for(region, ResourceKind::Subnet, &id, "available", |o| {
+            o.status == "available"
+        })
+        .await
     }
 
-    async fn create_firewall(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(
+        &self,
+        req: &CreateRequest,
+    ) -> Result<ObservedResource, ProviderError> {
         let region = &req.scope.region;
         let a = &req.attrs;
         let vpc = reference(req, "network")?;
@@ -502,7 +600,12 @@ impl AlibabaProvider {
         p.push("Description", description(&req.ownership));
         p.push("SecurityGroupType", "normal");
         p.push("ClientToken", client_token(&req.ownership.token)?);
-        p.tags(&creation_tags(&req.ownership, ResourceKind::Firewall, &user_tags(a)?, &[])?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Firewall,
+            &user_tags(a)?,
+            &[],
+        )?);
         let body = self.ecs(region, "CreateSecurityGroup", &p).await?;
         let id = required(&body, "SecurityGroupId", "CreateSecurityGroup")?;
         // A crash between these two calls leaves a tagged group without
@@ -516,8 +619,18 @@ impl AlibabaProvider {
     /// Makes the inbound rules of `group` exactly the member rule plus
     /// `rules`: AuthorizeSecurityGroup for what is missing,
     /// RevokeSecurityGroup for what is extra (`Permissions.N.*`, ≤ 100 per call).
-    async fn sync_rules(&self, region: &str, group: &str, rules: &[Rule], fresh: bool) -> Result<(), ProviderError> {
-        let current: Vec<Value> = if fresh { Vec::new() } else { self.group_rules(region, group).await? };
+    async fn sync_rules(
+        &self,
+        region: &str,
+        group: &str,
+        rules: &[Rule],
+        fresh: bool,
+    ) -> Result<(), ProviderError> {
+        let current: Vec<Value> = if fresh {
+            Vec::new()
+        } else {
+            self.group_rules(region, group).await?
+        };
         let mut want: Vec<Perm> = vec![Perm::member(group)];
         want.extend(rules.iter().map(Perm::from_rule));
         let have: Vec<Perm> = current.iter().filter_map(Perm::from_api).collect();
@@ -531,7 +644,9 @@ impl AlibabaProvider {
             }
             match self.ecs(region, "RevokeSecurityGroup", &p).await {
                 Ok(_) => {}
-                Err(e) if e.kind == ErrorKind::NotFound && e.code.as_deref() != Some("InvalidSecurityGroupId.NotFound") => {}
+                Err(e)
+                    if e.kind == ErrorKind::NotFound
+                        && e.code.as_deref() != Some("InvalidSecurityGroupId.NotFound") => {}
                 Err(e) => return Err(e),
             }
         }
@@ -546,7 +661,10 @@ impl AlibabaProvider {
         Ok(())
     }
 
-    async fn create_placement(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(
+        &self,
+        req: &CreateRequest,
+    ) -> Result<ObservedResource, ProviderError> {
         let region = &req.scope.region;
         let strategy = attr_str(&req.attrs, "strategy")?.unwrap_or_else(|| "cluster".into());
         // CreateDeploymentSet (ECS): Strategy Availability | AvailabilityGroup
@@ -588,7 +706,11 @@ impl AlibabaProvider {
                 ErrorKind::Invalid,
                 format!(
                     "image `{image}` is neither an Alibaba image id nor a known name ({})",
-                    LOGICAL_IMAGES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    LOGICAL_IMAGES
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         };
@@ -599,18 +721,28 @@ impl AlibabaProvider {
         p.push("Architecture", "x86_64");
         p.push("Status", "Available");
         let images = self
-            .pages_by_number(Product::Ecs, region, "DescribeImages", &p, ("Images", "Image"))
+            .pages_by_number(
+                Product::Ecs,
+                region,
+                "DescribeImages",
+                &p,
+                ("Images", "Image"),
+            )
             .await?;
         let best = images
             .iter()
-            .filter(|i| text(i, "ImageName").starts_with(prefix) || text(i, "ImageId").starts_with(prefix))
+            .filter(|i| {
+                text(i, "ImageName").starts_with(prefix) || text(i, "ImageId").starts_with(prefix)
+            })
             .max_by_key(|i| text(i, "CreationTime"))
             .map(|i| text(i, "ImageId"))
             .filter(|id| !id.is_empty())
             .ok_or_else(|| {
                 ProviderError::new(
                     ErrorKind::Invalid,
-                    format!("no public image named {prefix}* is available in {region} (for `{image}`)"),
+                    format!(
+                        "no public image named {prefix}* is available in {region} (for `{image}`)"
+                    ),
                 )
             })?;
         if let Ok(mut m) = self.images.lock() {
@@ -619,10 +751,14 @@ impl AlibabaProvider {
         Ok(best)
     }
 
-    async fn create_instance(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(
+        &self,
+        req: &CreateRequest,
+    ) -> Result<ObservedResource, ProviderError> {
         let region = &req.scope.region;
         let a = &req.attrs;
-        let itype = attr_str(a, "instance_type")?.ok_or_else(|| missing("instance", "instance_type"))?;
+        let itype =
+            attr_str(a, "instance_type")?.ok_or_else(|| missing("instance", "instance_type"))?;
         let zone = attr_str(a, "zone")?.ok_or_else(|| missing("instance", "zone"))?;
         let image = attr_str(a, "image")?.ok_or_else(|| missing("instance", "image"))?;
         let pricing = attr_str(a, "pricing")?.unwrap_or_else(|| "on-demand".to_string());
@@ -663,7 +799,9 @@ impl AlibabaProvider {
             other => {
                 return Err(ProviderError::new(
                     ErrorKind::Invalid,
-                    format!("pricing `{other}` is not one of on-demand, spot, reserved-1y, reserved-3y"),
+                    format!(
+                        "pricing `{other}` is not one of on-demand, spot, reserved-1y, reserved-3y"
+                    ),
                 ))
             }
         }
@@ -688,7 +826,12 @@ impl AlibabaProvider {
             (RDMA_TAG, rdma.to_string()),
         ];
         // RunInstances puts Tag.N on the instance and on the disks it makes.
-        p.tags(&creation_tags(&req.ownership, ResourceKind::Instance, &user_tags(a)?, &extra)?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Instance,
+            &user_tags(a)?,
+            &extra,
+        )?);
         let body = self.ecs(region, "RunInstances", &p).await?;
         let id = items(&body, "InstanceIdSets", "InstanceIdSet")
             .first()
@@ -729,13 +872,20 @@ impl AlibabaProvider {
         p.push("DiskName", resource_name(&req.ownership));
         p.push("Description", description(&req.ownership));
         p.push("ClientToken", client_token(&req.ownership.token)?);
-        p.tags(&creation_tags(&req.ownership, ResourceKind::Volume, &user_tags(a)?, &[])?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Volume,
+            &user_tags(a)?,
+            &[],
+        )?);
         let body = self.ecs(region, "CreateDisk", &p).await?;
         let disk = required(&body, "DiskId", "CreateDisk")?;
         // A retried create (same ClientToken) gets the same disk back, which
         // may already be attached.
         let d = self
-            .wait_for(region, ResourceKind::Volume, &disk, "available", |o| o.status != "creating")
+            .wait_for(region, ResourceKind::Volume, &disk, "available", |o| {
+                o.status != "creating"
+            })
             .await?;
         if d.status != "in_use" {
             // AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false.
@@ -745,8 +895,10 @@ impl AlibabaProvider {
             p.push("DeleteWithInstance", "false");
             self.ecs(region, "AttachDisk", &p).await?;
         }
-        self.wait_for(region, ResourceKind::Volume, &disk, "in use", |o| o.status == "in_use")
-            .await
+        self.wait_for(region, ResourceKind::Volume, &disk, "in use", |o| {
+            o.status == "in_use"
+        })
+        .await
     }
 
     // ----------------------------------------------------------------- delete
@@ -754,7 +906,12 @@ impl AlibabaProvider {
     async fn delete_volume(&self, region: &str, id: &str) -> Result<(), ProviderError> {
         let mut p = Params::default();
         p.push("DiskIds", json_array(&[id.to_string()]));
-        let Some(d) = self.describe_disks(region, &p).await?.into_iter().find(|d| text(d, "DiskId") == id) else {
+        let Some(d) = self
+            .describe_disks(region, &p)
+            .await?
+            .into_iter()
+            .find(|d| text(d, "DiskId") == id)
+        else {
             return Ok(());
         };
         let attached_to = text(&d, "InstanceId");
@@ -765,7 +922,9 @@ impl AlibabaProvider {
             p.push("DiskId", id);
             ok_if_gone(self.ecs(region, "DetachDisk", &p).await)?;
             match self
-                .wait_for(region, ResourceKind::Volume, id, "detached", |o| o.status == "available")
+                .wait_for(region, ResourceKind::Volume, id, "detached", |o| {
+                    o.status == "available"
+                })
                 .await
             {
                 Ok(_) => {}
@@ -778,7 +937,13 @@ impl AlibabaProvider {
         ok_if_gone(self.ecs(region, "DeleteDisk", &p).await)
     }
 
-    async fn sync_tags(&self, region: &str, kind: ResourceKind, id: &str, new: &BTreeMap<String, String>) -> Result<(), ProviderError> {
+    async fn sync_tags(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        id: &str,
+        new: &BTreeMap<String, String>,
+    ) -> Result<(), ProviderError> {
         let (product, rtype) = match kind {
             ResourceKind::Network => (Product::Vpc, "VPC"),
             ResourceKind::Subnet => (Product::Vpc, "VSWITCH"),
@@ -799,7 +964,11 @@ impl AlibabaProvider {
             .attrs
             .get("tags")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
             .unwrap_or_default();
         let removed: Vec<&String> = have.keys().filter(|k| !new.contains_key(*k)).collect();
         let changed: Vec<(String, String)> = new
@@ -816,7 +985,11 @@ impl AlibabaProvider {
             for (i, k) in removed.iter().enumerate() {
                 p.push(format!("TagKey.{}", i + 1), (*k).clone());
             }
-            let action = if product == Product::Vpc { "UnTagResources" } else { "UntagResources" };
+            let action = if product == Product::Vpc {
+                "UnTagResources"
+            } else {
+                "UntagResources"
+            };
             self.client.call(product, region, action, &p.0).await?;
         }
         if !changed.is_empty() {
@@ -825,7 +998,9 @@ impl AlibabaProvider {
             p.push("ResourceType", rtype);
             p.push("ResourceId.1", id);
             p.tags(&changed);
-            self.client.call(product, region, "TagResources", &p.0).await?;
+            self.client
+                .call(product, region, "TagResources", &p.0)
+                .await?;
         }
         Ok(())
     }
@@ -860,11 +1035,20 @@ impl Provider for AlibabaProvider {
         }
     }
 
-    async fn read(&self, scope: &Scope, kind: ResourceKind, ids: &[String]) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
         self.read_impl(&scope.region, kind, ids).await
     }
 
-    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
         let region = scope.region.as_str();
         let filter = tag_filter(project);
         let no_filter = Params::default();
@@ -886,10 +1070,18 @@ impl Provider for AlibabaProvider {
         out.extend(
             sets.iter()
                 .map(|d| observe_deployment_set(d, region))
-                .filter(|o| o.ownership.as_ref().is_some_and(|own| own.project == project)),
+                .filter(|o| {
+                    o.ownership
+                        .as_ref()
+                        .is_some_and(|own| own.project == project)
+                }),
         );
         let sizes = system_sizes(&disks);
-        out.extend(instances.iter().map(|i| observe_instance(i, region, sizes.get(&text(i, "InstanceId")).copied())));
+        out.extend(
+            instances
+                .iter()
+                .map(|i| observe_instance(i, region, sizes.get(&text(i, "InstanceId")).copied())),
+        );
         out.extend(
             disks
                 .iter()
@@ -898,11 +1090,21 @@ impl Provider for AlibabaProvider {
         );
         // The tag filter is the cloud's; check it here too, so that a
         // stand-in or an API that ignores it cannot hand over others' resources.
-        out.retain(|o| o.ownership.as_ref().is_some_and(|own| own.project == project));
+        out.retain(|o| {
+            o.ownership
+                .as_ref()
+                .is_some_and(|own| own.project == project)
+        });
         Ok(out)
     }
 
-    async fn update(&self, scope: &Scope, kind: ResourceKind, id: &str, changes: &Attrs) -> Result<ObservedResource, ProviderError> {
+    async fn update(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        changes: &Attrs,
+    ) -> Result<ObservedResource, ProviderError> {
         let region = scope.region.as_str();
         for key in changes.keys() {
             if !kind.is_updatable(key) {
@@ -927,7 +1129,10 @@ impl Provider for AlibabaProvider {
         }
         if let Some(size) = changes.get("size_gb") {
             let size = size.as_u64().ok_or_else(|| {
-                ProviderError::new(ErrorKind::Invalid, format!("volume size_gb {size} is not a size in GiB"))
+                ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("volume size_gb {size} is not a size in GiB"),
+                )
             })?;
             // ResizeDisk (ECS): DiskId, NewSize, Type=online (grow only).
             let mut p = Params::default();
@@ -939,7 +1144,12 @@ impl Provider for AlibabaProvider {
         self.read_one(region, kind, id).await
     }
 
-    async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<(), ProviderError> {
+    async fn delete(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+    ) -> Result<(), ProviderError> {
         let region = scope.region.as_str();
         let mut p = Params::default();
         match kind {
@@ -1055,13 +1265,19 @@ fn check_user_tags(user: &BTreeMap<String, String>) -> Result<(), ProviderError>
             Some("uses the reserved prefix `gpuform:`")
         } else if lk.starts_with("aliyun") || lk.starts_with("acs:") {
             Some("starts with `aliyun` or `acs:`, which Alibaba Cloud reserves")
-        } else if [k, v].iter().any(|s| s.contains("http://") || s.contains("https://")) {
+        } else if [k, v]
+            .iter()
+            .any(|s| s.contains("http://") || s.contains("https://"))
+        {
             Some("contains http:// or https://, which Alibaba Cloud refuses")
         } else {
             None
         };
         if let Some(why) = bad {
-            return Err(ProviderError::new(ErrorKind::Invalid, format!("tag `{k}` {why}")));
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("tag `{k}` {why}"),
+            ));
         }
     }
     Ok(())
@@ -1072,8 +1288,14 @@ fn check_user_tags(user: &BTreeMap<String, String>) -> Result<(), ProviderError>
 fn tags_of(item: &Value) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for t in items(item, "Tags", "Tag") {
-        let k = t.get("TagKey").or_else(|| t.get("Key")).and_then(Value::as_str);
-        let v = t.get("TagValue").or_else(|| t.get("Value")).and_then(Value::as_str);
+        let k = t
+            .get("TagKey")
+            .or_else(|| t.get("Key"))
+            .and_then(Value::as_str);
+        let v = t
+            .get("TagValue")
+            .or_else(|| t.get("Value"))
+            .and_then(Value::as_str);
         if let Some(k) = k {
             out.insert(k.to_string(), v.unwrap_or_default().to_string());
         }
@@ -1096,7 +1318,10 @@ fn user_tags_value(tags: &BTreeMap<String, String>) -> Value {
 
 fn tags_from_value(v: &Value) -> Result<BTreeMap<String, String>, ProviderError> {
     let obj = v.as_object().ok_or_else(|| {
-        ProviderError::new(ErrorKind::Invalid, format!("`tags` must be a map of strings, got {v}"))
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("`tags` must be a map of strings, got {v}"),
+        )
     })?;
     obj.iter()
         .map(|(k, v)| match v {
@@ -1125,7 +1350,13 @@ fn resource_name(own: &OwnershipTags) -> String {
     let raw = format!("gpuform-{}-{}", own.project, own.address);
     let mut s: String = raw
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     s.truncate(128);
     s
@@ -1212,7 +1443,9 @@ fn client_token(token: &str) -> Result<String, ProviderError> {
     if token.is_empty() || token.len() > 64 || !token.is_ascii() {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
-            format!("idempotency token `{token}` is not 1-64 ASCII characters, as ClientToken requires"),
+            format!(
+                "idempotency token `{token}` is not 1-64 ASCII characters, as ClientToken requires"
+            ),
         ));
     }
     Ok(token.to_string())
@@ -1237,7 +1470,10 @@ pub const LOGICAL_IMAGES: &[(&str, &str)] = &[
 ];
 
 pub fn image_name_prefix(logical: &str) -> Option<&'static str> {
-    LOGICAL_IMAGES.iter().find(|(n, _)| *n == logical).map(|(_, p)| *p)
+    LOGICAL_IMAGES
+        .iter()
+        .find(|(n, _)| *n == logical)
+        .map(|(_, p)| *p)
 }
 
 /// An Alibaba image id: a custom/shared image `m-…`, or a public image id
@@ -1262,13 +1498,25 @@ fn ingress_rules(a: &Attrs) -> Result<Vec<Rule>, ProviderError> {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(l)) => l,
         Some(other) => {
-            return Err(ProviderError::new(ErrorKind::Invalid, format!("`ingress` must be a list, got {other}")))
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("`ingress` must be a list, got {other}"),
+            ))
         }
     };
     list.iter()
         .map(|r| {
-            let bad = || ProviderError::new(ErrorKind::Invalid, format!("ingress rule {r} needs protocol, from_port, to_port, cidr"));
-            let protocol = r.get("protocol").and_then(Value::as_str).unwrap_or("tcp").to_ascii_lowercase();
+            let bad = || {
+                ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("ingress rule {r} needs protocol, from_port, to_port, cidr"),
+                )
+            };
+            let protocol = r
+                .get("protocol")
+                .and_then(Value::as_str)
+                .unwrap_or("tcp")
+                .to_ascii_lowercase();
             if !["tcp", "udp", "icmp", "all"].contains(&protocol.as_str()) {
                 return Err(ProviderError::new(
                     ErrorKind::Invalid,
@@ -1279,7 +1527,11 @@ fn ingress_rules(a: &Attrs) -> Result<Vec<Rule>, ProviderError> {
                 protocol,
                 from: r.get("from_port").and_then(Value::as_i64).ok_or_else(bad)?,
                 to: r.get("to_port").and_then(Value::as_i64).ok_or_else(bad)?,
-                cidr: r.get("cidr").and_then(Value::as_str).ok_or_else(bad)?.to_string(),
+                cidr: r
+                    .get("cidr")
+                    .and_then(Value::as_str)
+                    .ok_or_else(bad)?
+                    .to_string(),
             })
         })
         .collect()
@@ -1314,7 +1566,11 @@ impl Perm {
         let portless = r.protocol == "icmp" || r.protocol == "all";
         Perm {
             protocol: r.protocol.clone(),
-            port_range: if portless { "-1/-1".into() } else { format!("{}/{}", r.from, r.to) },
+            port_range: if portless {
+                "-1/-1".into()
+            } else {
+                format!("{}/{}", r.from, r.to)
+            },
             source_cidr: Some(r.cidr.clone()),
             source_group: None,
             description: format!("gpuform ports={}-{}", r.from, r.to),
@@ -1337,14 +1593,25 @@ impl Perm {
 
     fn to_rule(&self) -> Option<Rule> {
         let cidr = self.source_cidr.clone()?;
-        let (from, to) = match self.description.strip_prefix("gpuform ports=").and_then(|p| p.split_once('-')) {
-            Some((a, b)) if self.protocol == "icmp" || self.protocol == "all" => (a.parse().ok()?, b.parse().ok()?),
+        let (from, to) = match self
+            .description
+            .strip_prefix("gpuform ports=")
+            .and_then(|p| p.split_once('-'))
+        {
+            Some((a, b)) if self.protocol == "icmp" || self.protocol == "all" => {
+                (a.parse().ok()?, b.parse().ok()?)
+            }
             _ => {
                 let (a, b) = self.port_range.split_once('/')?;
                 (a.parse().ok()?, b.parse().ok()?)
             }
         };
-        Some(Rule { protocol: self.protocol.clone(), from, to, cidr })
+        Some(Rule {
+            protocol: self.protocol.clone(),
+            from,
+            to,
+            cidr,
+        })
     }
 
     fn push(&self, p: &mut Params, n: usize) {
@@ -1389,14 +1656,28 @@ fn observed(
 fn observe_vpc(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
     a.insert("cidr".into(), json!(text(v, "CidrBlock")));
-    observed(ResourceKind::Network, text(v, "VpcId"), region, &tags_of(v), a, text(v, "Status").to_ascii_lowercase())
+    observed(
+        ResourceKind::Network,
+        text(v, "VpcId"),
+        region,
+        &tags_of(v),
+        a,
+        text(v, "Status").to_ascii_lowercase(),
+    )
 }
 
 fn observe_vswitch(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
     a.insert("cidr".into(), json!(text(v, "CidrBlock")));
     a.insert("zone".into(), json!(text(v, "ZoneId")));
-    observed(ResourceKind::Subnet, text(v, "VSwitchId"), region, &tags_of(v), a, text(v, "Status").to_ascii_lowercase())
+    observed(
+        ResourceKind::Subnet,
+        text(v, "VSwitchId"),
+        region,
+        &tags_of(v),
+        a,
+        text(v, "Status").to_ascii_lowercase(),
+    )
 }
 
 fn observe_group(g: &Value, rules: &[Value], region: &str) -> ObservedResource {
@@ -1419,12 +1700,23 @@ fn observe_group(g: &Value, rules: &[Value], region: &str) -> ObservedResource {
     }
     let mut a = Attrs::new();
     a.insert("ingress".into(), Value::Array(ingress));
-    observed(ResourceKind::Firewall, id, region, &tags_of(g), a, "available".into())
+    observed(
+        ResourceKind::Firewall,
+        id,
+        region,
+        &tags_of(g),
+        a,
+        "available".into(),
+    )
 }
 
 fn observe_deployment_set(d: &Value, region: &str) -> ObservedResource {
     let strategy = text(d, "DeploymentStrategy");
-    let strategy = if strategy.is_empty() { text(d, "Strategy") } else { strategy };
+    let strategy = if strategy.is_empty() {
+        text(d, "Strategy")
+    } else {
+        strategy
+    };
     let mut a = Attrs::new();
     match strategy.as_str() {
         "LowLatency" => {
@@ -1436,7 +1728,11 @@ fn observe_deployment_set(d: &Value, region: &str) -> ObservedResource {
         _ => {}
     }
     let desc = text(d, "DeploymentSetDescription");
-    let desc = if desc.is_empty() { text(d, "Description") } else { desc };
+    let desc = if desc.is_empty() {
+        text(d, "Description")
+    } else {
+        desc
+    };
     ObservedResource {
         kind: ResourceKind::Placement,
         id: text(d, "DeploymentSetId"),
@@ -1454,7 +1750,10 @@ fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedRe
     a.insert("zone".into(), json!(text(i, "ZoneId")));
     // The image asked for (logical name or id) while the instance still runs
     // the image gpuform resolved it to; the API's ImageId otherwise.
-    let image = tags.get(IMAGE_TAG).cloned().unwrap_or_else(|| text(i, "ImageId"));
+    let image = tags
+        .get(IMAGE_TAG)
+        .cloned()
+        .unwrap_or_else(|| text(i, "ImageId"));
     a.insert("image".into(), json!(image));
     let charge = text(i, "InstanceChargeType");
     let spot = text(i, "SpotStrategy");
@@ -1475,7 +1774,14 @@ fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedRe
     if let Some(r) = tags.get(RDMA_TAG) {
         a.insert("rdma".into(), json!(r == "true"));
     }
-    observed(ResourceKind::Instance, text(i, "InstanceId"), region, &tags, a, text(i, "Status").to_ascii_lowercase())
+    observed(
+        ResourceKind::Instance,
+        text(i, "InstanceId"),
+        region,
+        &tags,
+        a,
+        text(i, "Status").to_ascii_lowercase(),
+    )
 }
 
 fn observe_disk(d: &Value, region: &str) -> ObservedResource {
@@ -1484,8 +1790,18 @@ fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     if let Some(s) = d.get("Size").and_then(Value::as_u64) {
         a.insert("size_gb".into(), json!(s));
     }
-    a.insert("volume_type".into(), json!(volume_type(&text(d, "Category"))));
-    observed(ResourceKind::Volume, text(d, "DiskId"), region, &tags_of(d), a, text(d, "Status").to_ascii_lowercase())
+    a.insert(
+        "volume_type".into(),
+        json!(volume_type(&text(d, "Category"))),
+    );
+    observed(
+        ResourceKind::Volume,
+        text(d, "DiskId"),
+        region,
+        &tags_of(d),
+        a,
+        text(d, "Status").to_ascii_lowercase(),
+    )
 }
 
 fn system_sizes(disks: &[Value]) -> HashMap<String, u64> {
@@ -1536,11 +1852,16 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 fn required(body: &Value, key: &str, action: &str) -> Result<String, ProviderError> {
-    Some(text(body, key)).filter(|s| !s.is_empty()).ok_or_else(|| empty_answer(action))
+    Some(text(body, key))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| empty_answer(action))
 }
 
 fn empty_answer(action: &str) -> ProviderError {
-    ProviderError::new(ErrorKind::Transient, format!("{action} answered without the id of what it made"))
+    ProviderError::new(
+        ErrorKind::Transient,
+        format!("{action} answered without the id of what it made"),
+    )
 }
 
 fn buckets_unsupported() -> ProviderError {
@@ -1559,7 +1880,10 @@ fn reference(req: &CreateRequest, role: &str) -> Result<String, ProviderError> {
     req.refs.get(role).cloned().ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,
-            format!("{} {} needs a `{role}` reference", req.kind, req.ownership.address),
+            format!(
+                "{} {} needs a `{role}` reference",
+                req.kind, req.ownership.address
+            ),
         )
     })
 }
@@ -1576,7 +1900,10 @@ fn attr_str(a: &Attrs, key: &str) -> Result<Option<String>, ProviderError> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(ProviderError::new(ErrorKind::Invalid, format!("`{key}` must be a string, got {other}"))),
+        Some(other) => Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!("`{key}` must be a string, got {other}"),
+        )),
     }
 }
 
@@ -1584,17 +1911,22 @@ fn attr_bool(a: &Attrs, key: &str) -> Result<Option<bool>, ProviderError> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(ProviderError::new(ErrorKind::Invalid, format!("`{key}` must be true or false, got {other}"))),
+        Some(other) => Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!("`{key}` must be true or false, got {other}"),
+        )),
     }
 }
 
 fn attr_u64(a: &Attrs, key: &str) -> Result<Option<u64>, ProviderError> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| ProviderError::new(ErrorKind::Invalid, format!("`{key}` must be a whole number, got {v}"))),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("`{key}` must be a whole number, got {v}"),
+            )
+        }),
     }
 }
 
@@ -1623,7 +1955,13 @@ mod tests {
     fn tags_at_creation() {
         let mut user = BTreeMap::new();
         user.insert("team".to_string(), "ml".to_string());
-        let t = creation_tags(&own(), ResourceKind::Instance, &user, &[(IMAGE_TAG, "ubuntu-22.04-cuda".into())]).unwrap();
+        let t = creation_tags(
+            &own(),
+            ResourceKind::Instance,
+            &user,
+            &[(IMAGE_TAG, "ubuntu-22.04-cuda".into())],
+        )
+        .unwrap();
         assert_eq!(t.len(), 7);
         assert!(t.contains(&("gpuform:token".into(), own().token)));
         user.insert("gpuform:x".into(), "y".into());
@@ -1639,20 +1977,35 @@ mod tests {
     fn names_images_tokens() {
         let n = resource_name(&own());
         assert!(n.starts_with("gpuform-llm-research-cluster-trainer-placement"));
-        assert!(is_image_id("m-bp1abc") && is_image_id("ubuntu_22_04_x64_20G_alibase_20240130.vhd"));
+        assert!(
+            is_image_id("m-bp1abc") && is_image_id("ubuntu_22_04_x64_20G_alibase_20240130.vhd")
+        );
         assert!(!is_image_id("ubuntu-22.04-cuda"));
-        assert_eq!(image_name_prefix("ubuntu-22.04-cuda"), Some("ubuntu_22_04_x64"));
+        assert_eq!(
+            image_name_prefix("ubuntu-22.04-cuda"),
+            Some("ubuntu_22_04_x64")
+        );
         assert!(client_token(&"x".repeat(65)).is_err());
         assert!(client_token("gf-1").is_ok());
     }
 
     #[test]
     fn rules_round_trip() {
-        let r = Rule { protocol: "icmp".into(), from: 0, to: 0, cidr: "10.0.0.0/8".into() };
+        let r = Rule {
+            protocol: "icmp".into(),
+            from: 0,
+            to: 0,
+            cidr: "10.0.0.0/8".into(),
+        };
         let p = Perm::from_rule(&r);
         assert_eq!(p.port_range, "-1/-1");
         assert_eq!(p.to_rule(), Some(r));
-        let r = Rule { protocol: "tcp".into(), from: 22, to: 22, cidr: "0.0.0.0/0".into() };
+        let r = Rule {
+            protocol: "tcp".into(),
+            from: 22,
+            to: 22,
+            cidr: "0.0.0.0/0".into(),
+        };
         assert_eq!(Perm::from_rule(&r).port_range, "22/22");
         assert_eq!(Perm::from_rule(&r).to_rule(), Some(r));
     }
@@ -1663,7 +2016,9 @@ mod tests {
         if std::env::var(ENV_ACCESS_KEY_ID).is_err() {
             let e = AlibabaProvider::from_env().unwrap_err();
             assert_eq!(e.kind, ErrorKind::Auth);
-            assert!(e.message.contains(ENV_ACCESS_KEY_ID) && e.message.contains(ENV_ACCESS_KEY_SECRET));
+            assert!(
+                e.message.contains(ENV_ACCESS_KEY_ID) && e.message.contains(ENV_ACCESS_KEY_SECRET)
+            );
         }
     }
 }

@@ -4,6 +4,9 @@
 //! codes and HTTP statuses come from each page's "Error codes" table or the
 //! common error codes.
 
+// `map_or(true, …)` keeps the crate's MSRV (1.80; `is_none_or` is 1.82).
+#![allow(clippy::unnecessary_map_or)]
+
 use crate::MockResource;
 use gpuform_provider::ResourceKind;
 use serde_json::{json, Value};
@@ -24,11 +27,18 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, code: impl Into<String>, message: impl Into<String>) -> ApiError {
-        ApiError { status, code: code.into(), message: message.into() }
+        ApiError {
+            status,
+            code: code.into(),
+            message: message.into(),
+        }
     }
 }
 
 type R = Result<Value, ApiError>;
+
+/// What a ClientToken was first used for: the ids made and the parameters sent.
+type TokenUse = (Vec<String>, Vec<(String, String)>);
 
 /// Faults a test can inject.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +52,11 @@ pub enum Fault {
     InstanceQuota(usize),
     /// The next call of `action` fails with this status and code (e.g. 400
     /// `Throttling.User`, 503 `ServiceUnavailable`), without taking effect.
-    Once { action: String, status: u16, code: String },
+    Once {
+        action: String,
+        status: u16,
+        code: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -135,11 +149,31 @@ struct Image {
 
 /// Public images the stand-in knows (names in Alibaba's public-image style).
 const IMAGES: &[Image] = &[
-    Image { id: "ubuntu_22_04_x64_20G_alibase_20230515.vhd", name: "ubuntu_22_04_x64_20G_alibase_20230515.vhd", created: "2023-05-15T08:00:00Z" },
-    Image { id: "ubuntu_22_04_x64_20G_alibase_20240130.vhd", name: "ubuntu_22_04_x64_20G_alibase_20240130.vhd", created: "2024-01-30T08:00:00Z" },
-    Image { id: "ubuntu_20_04_x64_20G_alibase_20240130.vhd", name: "ubuntu_20_04_x64_20G_alibase_20240130.vhd", created: "2024-01-30T08:00:00Z" },
-    Image { id: "ubuntu_24_04_x64_20G_alibase_20240812.vhd", name: "ubuntu_24_04_x64_20G_alibase_20240812.vhd", created: "2024-08-12T08:00:00Z" },
-    Image { id: "aliyun_3_x64_20G_alibase_20240528.vhd", name: "aliyun_3_x64_20G_alibase_20240528.vhd", created: "2024-05-28T08:00:00Z" },
+    Image {
+        id: "ubuntu_22_04_x64_20G_alibase_20230515.vhd",
+        name: "ubuntu_22_04_x64_20G_alibase_20230515.vhd",
+        created: "2023-05-15T08:00:00Z",
+    },
+    Image {
+        id: "ubuntu_22_04_x64_20G_alibase_20240130.vhd",
+        name: "ubuntu_22_04_x64_20G_alibase_20240130.vhd",
+        created: "2024-01-30T08:00:00Z",
+    },
+    Image {
+        id: "ubuntu_20_04_x64_20G_alibase_20240130.vhd",
+        name: "ubuntu_20_04_x64_20G_alibase_20240130.vhd",
+        created: "2024-01-30T08:00:00Z",
+    },
+    Image {
+        id: "ubuntu_24_04_x64_20G_alibase_20240812.vhd",
+        name: "ubuntu_24_04_x64_20G_alibase_20240812.vhd",
+        created: "2024-08-12T08:00:00Z",
+    },
+    Image {
+        id: "aliyun_3_x64_20G_alibase_20240528.vhd",
+        name: "aliyun_3_x64_20G_alibase_20240528.vhd",
+        created: "2024-05-28T08:00:00Z",
+    },
 ];
 
 /// Everything alive in the stand-in.
@@ -151,7 +185,7 @@ pub struct Cloud {
     instances: Vec<Instance>,
     disks: Vec<Disk>,
     /// (action, ClientToken) → (ids made, parameters of the first call).
-    tokens: HashMap<(String, String), (Vec<String>, Vec<(String, String)>)>,
+    tokens: HashMap<(String, String), TokenUse>,
     faults: VecDeque<Fault>,
     no_stock: Vec<(String, String)>,
     quota: Option<usize>,
@@ -174,11 +208,18 @@ fn need<'a>(q: &'a Q, k: &str) -> Result<&'a str, ApiError> {
 fn indexed(q: &Q, prefix: &str, fields: &[&str]) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for n in 1.. {
-        let row: Vec<Option<&str>> = fields.iter().map(|f| get(q, &format!("{prefix}.{n}.{f}"))).collect();
+        let row: Vec<Option<&str>> = fields
+            .iter()
+            .map(|f| get(q, &format!("{prefix}.{n}.{f}")))
+            .collect();
         if row.iter().all(Option::is_none) {
             break;
         }
-        out.push(row.into_iter().map(|v| v.unwrap_or_default().to_string()).collect());
+        out.push(
+            row.into_iter()
+                .map(|v| v.unwrap_or_default().to_string())
+                .collect(),
+        );
     }
     out
 }
@@ -196,13 +237,24 @@ fn listed(q: &Q, prefix: &str) -> Vec<String> {
 }
 
 fn tags_param(q: &Q) -> Result<Vec<(String, String)>, ApiError> {
-    let tags: Vec<(String, String)> = indexed(q, "Tag", &["Key", "Value"]).into_iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    let tags: Vec<(String, String)> = indexed(q, "Tag", &["Key", "Value"])
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
     if tags.len() > 20 {
-        return Err(ApiError::new(400, "InvalidTagCount", "The number of tags exceeds 20."));
+        return Err(ApiError::new(
+            400,
+            "InvalidTagCount",
+            "The number of tags exceeds 20.",
+        ));
     }
     for (k, _) in &tags {
         if k.is_empty() || k.starts_with("aliyun") || k.starts_with("acs:") {
-            return Err(ApiError::new(400, "InvalidTagKey.Malformed", "The specified Tag.n.Key is not valid."));
+            return Err(ApiError::new(
+                400,
+                "InvalidTagKey.Malformed",
+                "The specified Tag.n.Key is not valid.",
+            ));
         }
     }
     Ok(tags)
@@ -211,16 +263,30 @@ fn tags_param(q: &Q) -> Result<Vec<(String, String)>, ApiError> {
 /// `Tag.N.Key`/`Tag.N.Value` as a filter: every given key must be there,
 /// with the given value when one is given.
 fn matches_tags(have: &[(String, String)], want: &[(String, String)]) -> bool {
-    want.iter().all(|(k, v)| have.iter().any(|(hk, hv)| hk == k && (v.is_empty() || hv == v)))
+    want.iter().all(|(k, v)| {
+        have.iter()
+            .any(|(hk, hv)| hk == k && (v.is_empty() || hv == v))
+    })
 }
 
 /// A JSON array of ids (`["i-1","i-2"]`), as the batched Describe calls take.
 fn id_array(q: &Q, k: &str, max: usize) -> Result<Option<Vec<String>>, ApiError> {
-    let Some(raw) = get(q, k) else { return Ok(None) };
-    let ids: Vec<String> = serde_json::from_str(raw)
-        .map_err(|_| ApiError::new(400, format!("Invalid{k}.Malformed"), format!("The specified parameter \"{k}\" is not a JSON array.")))?;
+    let Some(raw) = get(q, k) else {
+        return Ok(None);
+    };
+    let ids: Vec<String> = serde_json::from_str(raw).map_err(|_| {
+        ApiError::new(
+            400,
+            format!("Invalid{k}.Malformed"),
+            format!("The specified parameter \"{k}\" is not a JSON array."),
+        )
+    })?;
     if ids.len() > max {
-        return Err(ApiError::new(400, format!("Invalid{k}.Malformed"), format!("\"{k}\" holds more than {max} ids.")));
+        return Err(ApiError::new(
+            400,
+            format!("Invalid{k}.Malformed"),
+            format!("\"{k}\" holds more than {max} ids."),
+        ));
     }
     Ok(Some(ids))
 }
@@ -235,7 +301,12 @@ fn vpc_tags(t: &[(String, String)]) -> Value {
 
 fn random_u64() -> u64 {
     let mut h = RandomState::new().build_hasher();
-    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0));
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
     h.finish()
 }
 
@@ -262,31 +333,73 @@ fn new_id(prefix: &str, region: &str) -> String {
 /// A RequestId in Alibaba's form (an upper-case UUID).
 pub fn request_id() -> String {
     let h = format!("{:016X}{:016X}", random_u64(), random_u64());
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 fn now_iso() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let t = gpuform_signing::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(gpuform_signing::OffsetDateTime::UNIX_EPOCH);
-    format!("{:04}-{:02}-{:02}T{:02}:{:02}Z", t.year(), u8::from(t.month()), t.day(), t.hour(), t.minute())
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let t = gpuform_signing::OffsetDateTime::from_unix_timestamp(secs)
+        .unwrap_or(gpuform_signing::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
 }
 
 fn valid_cidr(c: &str) -> bool {
-    let Some((ip, bits)) = c.split_once('/') else { return false };
+    let Some((ip, bits)) = c.split_once('/') else {
+        return false;
+    };
     let octets: Vec<&str> = ip.split('.').collect();
-    octets.len() == 4 && octets.iter().all(|o| o.parse::<u8>().is_ok()) && bits.parse::<u8>().is_ok_and(|b| b <= 32)
+    octets.len() == 4
+        && octets.iter().all(|o| o.parse::<u8>().is_ok())
+        && bits.parse::<u8>().is_ok_and(|b| b <= 32)
 }
 
 /// `PageNumber`/`PageSize` pagination (DescribeVpcs, DescribeVSwitches,
 /// DescribeDeploymentSets, DescribeImages: PageSize ≤ 50, default 10).
 fn page_by_number(q: &Q, all: Vec<Value>, list: (&str, &str)) -> R {
-    let number: usize = get(q, "PageNumber").unwrap_or("1").parse().map_err(|_| ApiError::new(400, "InvalidPageNumber", "The specified PageNumber is not valid."))?;
-    let size: usize = get(q, "PageSize").unwrap_or("10").parse().map_err(|_| ApiError::new(400, "InvalidPageSize", "The specified PageSize is not valid."))?;
+    let number: usize = get(q, "PageNumber").unwrap_or("1").parse().map_err(|_| {
+        ApiError::new(
+            400,
+            "InvalidPageNumber",
+            "The specified PageNumber is not valid.",
+        )
+    })?;
+    let size: usize = get(q, "PageSize").unwrap_or("10").parse().map_err(|_| {
+        ApiError::new(
+            400,
+            "InvalidPageSize",
+            "The specified PageSize is not valid.",
+        )
+    })?;
     if number == 0 || size == 0 || size > 50 {
-        return Err(ApiError::new(400, "InvalidParameter", "PageNumber starts at 1 and PageSize is 1 to 50."));
+        return Err(ApiError::new(
+            400,
+            "InvalidParameter",
+            "PageNumber starts at 1 and PageSize is 1 to 50.",
+        ));
     }
     let total = all.len();
-    let page: Vec<Value> = all.into_iter().skip((number - 1) * size).take(size).collect();
+    let page: Vec<Value> = all
+        .into_iter()
+        .skip((number - 1) * size)
+        .take(size)
+        .collect();
     let mut v = json!({"TotalCount": total, "PageNumber": number, "PageSize": size});
     v[list.0] = json!({ list.1: page });
     Ok(v)
@@ -295,20 +408,40 @@ fn page_by_number(q: &Q, all: Vec<Value>, list: (&str, &str)) -> R {
 /// `MaxResults`/`NextToken` pagination (DescribeInstances,
 /// DescribeSecurityGroups, DescribeDisks: MaxResults ≤ 100).
 fn page_by_token(q: &Q, all: Vec<Value>, list: (&str, &str)) -> R {
-    let max: usize = get(q, "MaxResults").unwrap_or("10").parse().map_err(|_| ApiError::new(400, "InvalidParameter", "The specified MaxResults is not valid."))?;
+    let max: usize = get(q, "MaxResults").unwrap_or("10").parse().map_err(|_| {
+        ApiError::new(
+            400,
+            "InvalidParameter",
+            "The specified MaxResults is not valid.",
+        )
+    })?;
     if max == 0 || max > 100 {
-        return Err(ApiError::new(400, "InvalidParameter", "MaxResults is 1 to 100."));
+        return Err(ApiError::new(
+            400,
+            "InvalidParameter",
+            "MaxResults is 1 to 100.",
+        ));
     }
     let start = match get(q, "NextToken").filter(|t| !t.is_empty()) {
         None => 0,
         Some(t) => t
             .strip_prefix("nt")
             .and_then(|h| usize::from_str_radix(h, 16).ok())
-            .ok_or_else(|| ApiError::new(400, "InvalidNextToken", "The specified NextToken is not valid."))?,
+            .ok_or_else(|| {
+                ApiError::new(
+                    400,
+                    "InvalidNextToken",
+                    "The specified NextToken is not valid.",
+                )
+            })?,
     };
     let total = all.len();
     let page: Vec<Value> = all.into_iter().skip(start).take(max).collect();
-    let next = if start + page.len() < total { format!("nt{:08x}", start + page.len()) } else { String::new() };
+    let next = if start + page.len() < total {
+        format!("nt{:08x}", start + page.len())
+    } else {
+        String::new()
+    };
     let mut v = json!({"NextToken": next, "TotalCount": total, "MaxResults": max});
     v[list.0] = json!({ list.1: page });
     Ok(v)
@@ -333,8 +466,14 @@ impl Cloud {
 
     pub fn inject(&mut self, f: Fault) {
         match f {
-            Fault::NoStock { zone, instance_type } if zone.is_empty() => self.no_stock.retain(|(_, t)| *t != instance_type),
-            Fault::NoStock { zone, instance_type } => self.no_stock.push((zone, instance_type)),
+            Fault::NoStock {
+                zone,
+                instance_type,
+            } if zone.is_empty() => self.no_stock.retain(|(_, t)| *t != instance_type),
+            Fault::NoStock {
+                zone,
+                instance_type,
+            } => self.no_stock.push((zone, instance_type)),
             Fault::InstanceQuota(n) => self.quota = Some(n),
             once @ Fault::Once { .. } => self.faults.push_back(once),
         }
@@ -350,32 +489,77 @@ impl Cloud {
 
     pub fn dispatch(&mut self, action: &str, version: &str, q: &Q) -> R {
         let ecs = [
-            "CreateSecurityGroup", "AuthorizeSecurityGroup", "RevokeSecurityGroup", "DescribeSecurityGroups",
-            "DescribeSecurityGroupAttribute", "DeleteSecurityGroup", "CreateDeploymentSet", "DescribeDeploymentSets",
-            "DeleteDeploymentSet", "DescribeImages", "RunInstances", "DescribeInstances", "DeleteInstances",
-            "CreateDisk", "AttachDisk", "DetachDisk", "DescribeDisks", "DeleteDisk", "ResizeDisk", "TagResources",
+            "CreateSecurityGroup",
+            "AuthorizeSecurityGroup",
+            "RevokeSecurityGroup",
+            "DescribeSecurityGroups",
+            "DescribeSecurityGroupAttribute",
+            "DeleteSecurityGroup",
+            "CreateDeploymentSet",
+            "DescribeDeploymentSets",
+            "DeleteDeploymentSet",
+            "DescribeImages",
+            "RunInstances",
+            "DescribeInstances",
+            "DeleteInstances",
+            "CreateDisk",
+            "AttachDisk",
+            "DetachDisk",
+            "DescribeDisks",
+            "DeleteDisk",
+            "ResizeDisk",
+            "TagResources",
             "UntagResources",
         ];
-        let vpc = ["CreateVpc", "DescribeVpcs", "DeleteVpc", "CreateVSwitch", "DescribeVSwitches", "DeleteVSwitch", "TagResources", "UnTagResources"];
+        let vpc = [
+            "CreateVpc",
+            "DescribeVpcs",
+            "DeleteVpc",
+            "CreateVSwitch",
+            "DescribeVSwitches",
+            "DeleteVSwitch",
+            "TagResources",
+            "UnTagResources",
+        ];
         let known = match version {
             ECS_VERSION => ecs.contains(&action),
             VPC_VERSION => vpc.contains(&action),
-            _ => return Err(ApiError::new(400, "InvalidVersion", format!("Specified parameter Version `{version}` is not valid."))),
+            _ => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidVersion",
+                    format!("Specified parameter Version `{version}` is not valid."),
+                ))
+            }
         };
         if !known {
             // Common error code: the action does not exist in this API version.
-            return Err(ApiError::new(404, "InvalidAction.NotFound", "Specified api is not found, please check your url and method."));
+            return Err(ApiError::new(
+                404,
+                "InvalidAction.NotFound",
+                "Specified api is not found, please check your url and method.",
+            ));
         }
         let region = need(q, "RegionId")?.to_string();
-        if let Some(pos) = self.faults.iter().position(|f| matches!(f, Fault::Once { action: a, .. } if a == action)) {
+        if let Some(pos) = self
+            .faults
+            .iter()
+            .position(|f| matches!(f, Fault::Once { action: a, .. } if a == action))
+        {
             if let Some(Fault::Once { status, code, .. }) = self.faults.remove(pos) {
                 return Err(ApiError::new(status, code, "Injected by the test."));
             }
         }
-        let token = get(q, "ClientToken").filter(|t| !t.is_empty()).map(str::to_string);
+        let token = get(q, "ClientToken")
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
         if let Some(t) = &token {
             if t.len() > 64 || !t.is_ascii() {
-                return Err(ApiError::new(400, "InvalidClientToken.Malformed", "The specified ClientToken is not valid."));
+                return Err(ApiError::new(
+                    400,
+                    "InvalidClientToken.Malformed",
+                    "The specified ClientToken is not valid.",
+                ));
             }
             if let Some((ids, first)) = self.tokens.get(&(action.to_string(), t.clone())) {
                 // "How to ensure idempotence": the same ClientToken with the
@@ -394,8 +578,12 @@ impl Cloud {
             (VPC_VERSION, "CreateVSwitch") => self.create_vswitch(&region, q),
             (VPC_VERSION, "DescribeVSwitches") => self.describe_vswitches(&region, q),
             (VPC_VERSION, "DeleteVSwitch") => self.delete_vswitch(q),
-            (VPC_VERSION, "TagResources") | (ECS_VERSION, "TagResources") => self.tag_resources(version, q),
-            (VPC_VERSION, "UnTagResources") | (ECS_VERSION, "UntagResources") => self.untag_resources(version, q),
+            (VPC_VERSION, "TagResources") | (ECS_VERSION, "TagResources") => {
+                self.tag_resources(version, q)
+            }
+            (VPC_VERSION, "UnTagResources") | (ECS_VERSION, "UntagResources") => {
+                self.untag_resources(version, q)
+            }
             (_, "CreateSecurityGroup") => self.create_group(&region, q),
             (_, "AuthorizeSecurityGroup") => self.authorize(q, true),
             (_, "RevokeSecurityGroup") => self.authorize(q, false),
@@ -415,17 +603,27 @@ impl Cloud {
             (_, "DescribeDisks") => self.describe_disks(&region, q),
             (_, "DeleteDisk") => self.delete_disk(q),
             (_, "ResizeDisk") => self.resize_disk(q),
-            _ => Err(ApiError::new(404, "InvalidAction.NotFound", "Specified api is not found, please check your url and method.")),
+            _ => Err(ApiError::new(
+                404,
+                "InvalidAction.NotFound",
+                "Specified api is not found, please check your url and method.",
+            )),
         };
         if let (Some(t), Ok(v)) = (&token, &out) {
             let ids = self.ids_in_answer(action, v);
-            self.tokens.insert((action.to_string(), t.clone()), (ids, q.to_vec()));
+            self.tokens
+                .insert((action.to_string(), t.clone()), (ids, q.to_vec()));
         }
         out
     }
 
     fn ids_in_answer(&self, action: &str, v: &Value) -> Vec<String> {
-        let one = |k: &str| v.get(k).and_then(Value::as_str).map(|s| vec![s.to_string()]).unwrap_or_default();
+        let one = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(|s| vec![s.to_string()])
+                .unwrap_or_default()
+        };
         match action {
             "CreateVpc" => one("VpcId"),
             "CreateVSwitch" => one("VSwitchId"),
@@ -434,7 +632,11 @@ impl Cloud {
             "CreateDisk" => one("DiskId"),
             "RunInstances" => v["InstanceIdSets"]["InstanceIdSet"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|i| i.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default(),
             _ => Vec::new(),
         }
@@ -461,12 +663,24 @@ impl Cloud {
     fn create_vpc(&mut self, region: &str, q: &Q) -> R {
         let cidr = get(q, "CidrBlock").unwrap_or("172.16.0.0/12").to_string();
         if !valid_cidr(&cidr) {
-            return Err(ApiError::new(400, "InvalidCidrBlock.Malformed", "Specified CIDR block is not valid."));
+            return Err(ApiError::new(
+                400,
+                "InvalidCidrBlock.Malformed",
+                "Specified CIDR block is not valid.",
+            ));
         }
         let tags = tags_param(q)?;
         let id = new_id("vpc", region);
-        self.vpcs.push(Vpc { id: id.clone(), region: region.into(), cidr, name: get(q, "VpcName").unwrap_or_default().into(), tags });
-        Ok(json!({"VpcId": id, "VRouterId": new_id("vrt", region), "RouteTableId": new_id("vtb", region), "ResourceGroupId": "rg-acfmdefault"}))
+        self.vpcs.push(Vpc {
+            id: id.clone(),
+            region: region.into(),
+            cidr,
+            name: get(q, "VpcName").unwrap_or_default().into(),
+            tags,
+        });
+        Ok(
+            json!({"VpcId": id, "VRouterId": new_id("vrt", region), "RouteTableId": new_id("vtb", region), "ResourceGroupId": "rg-acfmdefault"}),
+        )
     }
 
     /// DescribeVpcs — VPC API reference "DescribeVpcs": VpcId (up to 20,
@@ -475,7 +689,11 @@ impl Cloud {
     fn describe_vpcs(&self, region: &str, q: &Q) -> R {
         let ids: Option<Vec<&str>> = get(q, "VpcId").map(|s| s.split(',').map(str::trim).collect());
         if ids.as_ref().is_some_and(|i| i.len() > 20) {
-            return Err(ApiError::new(400, "InvalidVpcId.Malformed", "Up to 20 VPC ids are allowed."));
+            return Err(ApiError::new(
+                400,
+                "InvalidVpcId.Malformed",
+                "Up to 20 VPC ids are allowed.",
+            ));
         }
         let tags = tags_param(q)?;
         let all: Vec<Value> = self
@@ -497,13 +715,25 @@ impl Cloud {
     fn delete_vpc(&mut self, q: &Q) -> R {
         let id = need(q, "VpcId")?;
         if !self.vpcs.iter().any(|v| v.id == id) {
-            return Err(ApiError::new(404, "InvalidVpcId.NotFound", "Specified VPC does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidVpcId.NotFound",
+                "Specified VPC does not exist.",
+            ));
         }
         if self.vswitches.iter().any(|s| s.vpc == id) {
-            return Err(ApiError::new(400, "DependencyViolation.VSwitch", "Specified object has dependent resources"));
+            return Err(ApiError::new(
+                400,
+                "DependencyViolation.VSwitch",
+                "Specified object has dependent resources",
+            ));
         }
         if self.groups.iter().any(|g| g.vpc == id) {
-            return Err(ApiError::new(400, "DependencyViolation.SecurityGroup", "Specified object has dependent resources SecurityGroup."));
+            return Err(ApiError::new(
+                400,
+                "DependencyViolation.SecurityGroup",
+                "Specified object has dependent resources SecurityGroup.",
+            ));
         }
         self.vpcs.retain(|v| v.id != id);
         Ok(json!({}))
@@ -516,17 +746,37 @@ impl Cloud {
         let zone = need(q, "ZoneId")?.to_string();
         let cidr = need(q, "CidrBlock")?.to_string();
         if !self.vpcs.iter().any(|v| v.id == vpc && v.region == region) {
-            return Err(ApiError::new(404, "InvalidVpcId.NotFound", "Specified VPC does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidVpcId.NotFound",
+                "Specified VPC does not exist.",
+            ));
         }
         if !zone.starts_with(region) {
-            return Err(ApiError::new(400, "InvalidZoneId.NotFound", "The specified zone does not exist."));
+            return Err(ApiError::new(
+                400,
+                "InvalidZoneId.NotFound",
+                "The specified zone does not exist.",
+            ));
         }
         if !valid_cidr(&cidr) {
-            return Err(ApiError::new(400, "InvalidCidrBlock.Malformed", "Specified CIDR block is not valid."));
+            return Err(ApiError::new(
+                400,
+                "InvalidCidrBlock.Malformed",
+                "Specified CIDR block is not valid.",
+            ));
         }
         let tags = tags_param(q)?;
         let id = new_id("vsw", region);
-        self.vswitches.push(VSwitch { id: id.clone(), region: region.into(), vpc, zone, cidr, name: get(q, "VSwitchName").unwrap_or_default().into(), tags });
+        self.vswitches.push(VSwitch {
+            id: id.clone(),
+            region: region.into(),
+            vpc,
+            zone,
+            cidr,
+            name: get(q, "VSwitchName").unwrap_or_default().into(),
+            tags,
+        });
         Ok(json!({"VSwitchId": id}))
     }
 
@@ -555,10 +805,18 @@ impl Cloud {
     fn delete_vswitch(&mut self, q: &Q) -> R {
         let id = need(q, "VSwitchId")?;
         if !self.vswitches.iter().any(|s| s.id == id) {
-            return Err(ApiError::new(404, "InvalidVSwitchId.NotFound", "Specified virtual switch does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidVSwitchId.NotFound",
+                "Specified virtual switch does not exist.",
+            ));
         }
         if self.instances.iter().any(|i| i.vswitch == id) {
-            return Err(ApiError::new(400, "DependencyViolation", "Specified object has dependent resources."));
+            return Err(ApiError::new(
+                400,
+                "DependencyViolation",
+                "Specified object has dependent resources.",
+            ));
         }
         self.vswitches.retain(|s| s.id != id);
         Ok(json!({}))
@@ -572,11 +830,22 @@ impl Cloud {
     fn create_group(&mut self, region: &str, q: &Q) -> R {
         let vpc = get(q, "VpcId").unwrap_or_default().to_string();
         if !vpc.is_empty() && !self.vpcs.iter().any(|v| v.id == vpc) {
-            return Err(ApiError::new(404, "InvalidVpcId.NotFound", "Specified VPC does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidVpcId.NotFound",
+                "Specified VPC does not exist.",
+            ));
         }
         let tags = tags_param(q)?;
         let id = new_id("sg", region);
-        self.groups.push(Group { id: id.clone(), region: region.into(), vpc, name: get(q, "SecurityGroupName").unwrap_or_default().into(), tags, perms: Vec::new() });
+        self.groups.push(Group {
+            id: id.clone(),
+            region: region.into(),
+            vpc,
+            name: get(q, "SecurityGroupName").unwrap_or_default().into(),
+            tags,
+            perms: Vec::new(),
+        });
         Ok(json!({"SecurityGroupId": id}))
     }
 
@@ -586,40 +855,98 @@ impl Cloud {
     /// not added twice; revoking a rule that is not there changes nothing.
     fn authorize(&mut self, q: &Q, add: bool) -> R {
         let id = need(q, "SecurityGroupId")?.to_string();
-        let rows = indexed(q, "Permissions", &["IpProtocol", "PortRange", "SourceCidrIp", "SourceGroupId", "Policy", "Description"]);
+        let rows = indexed(
+            q,
+            "Permissions",
+            &[
+                "IpProtocol",
+                "PortRange",
+                "SourceCidrIp",
+                "SourceGroupId",
+                "Policy",
+                "Description",
+            ],
+        );
         if rows.is_empty() {
-            return Err(ApiError::new(400, "MissingParameter", "Permissions.N.IpProtocol and Permissions.N.PortRange are required."));
+            return Err(ApiError::new(
+                400,
+                "MissingParameter",
+                "Permissions.N.IpProtocol and Permissions.N.PortRange are required.",
+            ));
         }
         let mut perms = Vec::new();
         for r in rows {
             let protocol = r[0].to_ascii_uppercase();
             if !["TCP", "UDP", "ICMP", "GRE", "ALL"].contains(&protocol.as_str()) {
-                return Err(ApiError::new(400, "InvalidIpProtocol.Malformed", "The specified IpProtocol is not valid."));
+                return Err(ApiError::new(
+                    400,
+                    "InvalidIpProtocol.Malformed",
+                    "The specified IpProtocol is not valid.",
+                ));
             }
             let range = r[1].clone();
             let ok_range = match range.split_once('/') {
                 Some((a, b)) => match (a.parse::<i32>(), b.parse::<i32>()) {
-                    (Ok(-1), Ok(-1)) => protocol == "ICMP" || protocol == "GRE" || protocol == "ALL",
-                    (Ok(a), Ok(b)) => (1..=65535).contains(&a) && (a..=65535).contains(&b) && (protocol == "TCP" || protocol == "UDP"),
+                    (Ok(-1), Ok(-1)) => {
+                        protocol == "ICMP" || protocol == "GRE" || protocol == "ALL"
+                    }
+                    (Ok(a), Ok(b)) => {
+                        (1..=65535).contains(&a)
+                            && (a..=65535).contains(&b)
+                            && (protocol == "TCP" || protocol == "UDP")
+                    }
                     _ => false,
                 },
                 None => false,
             };
             if !ok_range {
-                return Err(ApiError::new(400, "InvalidPortRange.Malformed", "The specified PortRange is not valid."));
+                return Err(ApiError::new(
+                    400,
+                    "InvalidPortRange.Malformed",
+                    "The specified PortRange is not valid.",
+                ));
             }
             if r[2].is_empty() && r[3].is_empty() {
-                return Err(ApiError::new(400, "MissingParameter", "SourceCidrIp or SourceGroupId is required."));
+                return Err(ApiError::new(
+                    400,
+                    "MissingParameter",
+                    "SourceCidrIp or SourceGroupId is required.",
+                ));
             }
             if !r[3].is_empty() && !self.groups.iter().any(|g| g.id == r[3]) {
-                return Err(ApiError::new(404, "InvalidSecurityGroupId.NotFound", "The specified source security group does not exist."));
+                return Err(ApiError::new(
+                    404,
+                    "InvalidSecurityGroupId.NotFound",
+                    "The specified source security group does not exist.",
+                ));
             }
-            let policy = if r[4].is_empty() { "Accept".to_string() } else { capitalize(&r[4]) };
-            perms.push(Perm { protocol, port_range: range, source_cidr: r[2].clone(), source_group: r[3].clone(), policy, description: r[5].clone() });
+            let policy = if r[4].is_empty() {
+                "Accept".to_string()
+            } else {
+                capitalize(&r[4])
+            };
+            perms.push(Perm {
+                protocol,
+                port_range: range,
+                source_cidr: r[2].clone(),
+                source_group: r[3].clone(),
+                policy,
+                description: r[5].clone(),
+            });
         }
-        let g = self.groups.iter_mut().find(|g| g.id == id).ok_or_else(group_not_found)?;
+        let g = self
+            .groups
+            .iter_mut()
+            .find(|g| g.id == id)
+            .ok_or_else(group_not_found)?;
         for p in perms {
-            let same = |e: &Perm| e.protocol == p.protocol && e.port_range == p.port_range && e.source_cidr == p.source_cidr && e.source_group == p.source_group && e.policy == p.policy;
+            let same = |e: &Perm| {
+                e.protocol == p.protocol
+                    && e.port_range == p.port_range
+                    && e.source_cidr == p.source_cidr
+                    && e.source_group == p.source_group
+                    && e.policy == p.policy
+            };
             if add {
                 if !g.perms.iter().any(same) {
                     g.perms.push(p);
@@ -651,7 +978,11 @@ impl Cloud {
     /// Direction; answers Permissions.Permission[].
     fn group_attribute(&self, q: &Q) -> R {
         let id = need(q, "SecurityGroupId")?;
-        let g = self.groups.iter().find(|g| g.id == id).ok_or_else(group_not_found)?;
+        let g = self
+            .groups
+            .iter()
+            .find(|g| g.id == id)
+            .ok_or_else(group_not_found)?;
         let direction = get(q, "Direction").unwrap_or("all");
         let perms: Vec<Value> = if direction == "egress" {
             Vec::new()
@@ -662,8 +993,10 @@ impl Cloud {
                                  "Policy": p.policy, "Direction": "ingress", "Description": p.description, "Priority": "1", "CreateTime": now_iso()}))
                 .collect()
         };
-        Ok(json!({"SecurityGroupId": g.id, "SecurityGroupName": g.name, "VpcId": g.vpc, "RegionId": g.region, "InnerAccessPolicy": "Accept",
-                  "Permissions": {"Permission": perms}}))
+        Ok(
+            json!({"SecurityGroupId": g.id, "SecurityGroupName": g.name, "VpcId": g.vpc, "RegionId": g.region, "InnerAccessPolicy": "Accept",
+                  "Permissions": {"Permission": perms}}),
+        )
     }
 
     /// DeleteSecurityGroup — ECS API reference, error codes: 403
@@ -675,10 +1008,22 @@ impl Cloud {
             return Err(group_not_found());
         }
         if self.instances.iter().any(|i| i.group == id) {
-            return Err(ApiError::new(403, "DependencyViolation", "There is still instance(s) in the specified security group."));
+            return Err(ApiError::new(
+                403,
+                "DependencyViolation",
+                "There is still instance(s) in the specified security group.",
+            ));
         }
-        if self.groups.iter().any(|g| g.id != id && g.perms.iter().any(|p| p.source_group == id)) {
-            return Err(ApiError::new(403, "DependencyViolation", "The specified security group is referenced by another group's rules."));
+        if self
+            .groups
+            .iter()
+            .any(|g| g.id != id && g.perms.iter().any(|p| p.source_group == id))
+        {
+            return Err(ApiError::new(
+                403,
+                "DependencyViolation",
+                "The specified security group is referenced by another group's rules.",
+            ));
         }
         self.groups.retain(|g| g.id != id);
         Ok(json!({}))
@@ -693,14 +1038,29 @@ impl Cloud {
     fn create_set(&mut self, region: &str, q: &Q) -> R {
         let strategy = get(q, "Strategy").unwrap_or("Availability");
         if !["Availability", "AvailabilityGroup", "LowLatency"].contains(&strategy) {
-            return Err(ApiError::new(400, "InvalidParameter.Strategy", "The specified Strategy is not valid."));
+            return Err(ApiError::new(
+                400,
+                "InvalidParameter.Strategy",
+                "The specified Strategy is not valid.",
+            ));
         }
         let desc = get(q, "Description").unwrap_or_default();
-        if !desc.is_empty() && (desc.chars().count() < 2 || desc.chars().count() > 256 || desc.starts_with("http://") || desc.starts_with("https://")) {
+        if !desc.is_empty()
+            && (desc.chars().count() < 2
+                || desc.chars().count() > 256
+                || desc.starts_with("http://")
+                || desc.starts_with("https://"))
+        {
             return Err(ApiError::new(400, "InvalidDescription.Malformed", "The description must be 2 to 256 characters and cannot start with http:// or https://."));
         }
         let id = new_id("ds", region);
-        self.sets.push(DeploymentSet { id: id.clone(), region: region.into(), name: get(q, "DeploymentSetName").unwrap_or_default().into(), description: desc.into(), strategy: strategy.into() });
+        self.sets.push(DeploymentSet {
+            id: id.clone(),
+            region: region.into(),
+            name: get(q, "DeploymentSetName").unwrap_or_default().into(),
+            description: desc.into(),
+            strategy: strategy.into(),
+        });
         Ok(json!({"DeploymentSetId": id}))
     }
 
@@ -733,10 +1093,18 @@ impl Cloud {
     fn delete_set(&mut self, q: &Q) -> R {
         let id = need(q, "DeploymentSetId")?;
         if !self.sets.iter().any(|s| s.id == id) {
-            return Err(ApiError::new(404, "InvalidDeploymentSetId.NotFound", "The specified deployment set does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidDeploymentSetId.NotFound",
+                "The specified deployment set does not exist.",
+            ));
         }
         if self.instances.iter().any(|i| i.deployment_set == id) {
-            return Err(ApiError::new(403, "DependencyViolation", "The deployment set still contains instances."));
+            return Err(ApiError::new(
+                403,
+                "DependencyViolation",
+                "The deployment set still contains instances.",
+            ));
         }
         self.sets.retain(|s| s.id != id);
         Ok(json!({}))
@@ -781,39 +1149,100 @@ impl Cloud {
         let image = need(q, "ImageId")?.to_string();
         let vsw_id = need(q, "VSwitchId")?.to_string();
         let group = need(q, "SecurityGroupId")?.to_string();
-        let amount: usize = get(q, "Amount").unwrap_or("1").parse().map_err(|_| ApiError::new(400, "InvalidAmount.Malformed", "The specified Amount is not valid."))?;
+        let amount: usize = get(q, "Amount").unwrap_or("1").parse().map_err(|_| {
+            ApiError::new(
+                400,
+                "InvalidAmount.Malformed",
+                "The specified Amount is not valid.",
+            )
+        })?;
         if !(1..=100).contains(&amount) {
-            return Err(ApiError::new(400, "InvalidAmount.Malformed", "Amount is 1 to 100."));
+            return Err(ApiError::new(
+                400,
+                "InvalidAmount.Malformed",
+                "Amount is 1 to 100.",
+            ));
         }
         if !itype.starts_with("ecs.") {
-            return Err(ApiError::new(400, "InvalidInstanceType.ValueUnauthorized", "The specified InstanceType does not exist or beyond the permitted range."));
+            return Err(ApiError::new(
+                400,
+                "InvalidInstanceType.ValueUnauthorized",
+                "The specified InstanceType does not exist or beyond the permitted range.",
+            ));
         }
         if !self.image_exists(&image) {
-            return Err(ApiError::new(404, "InvalidImageId.NotFound", "The specified ImageId does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidImageId.NotFound",
+                "The specified ImageId does not exist.",
+            ));
         }
-        let vsw = self.vswitches.iter().find(|s| s.id == vsw_id).cloned().ok_or_else(|| ApiError::new(404, "InvalidVSwitchId.NotFound", "Specified virtual switch does not exist."))?;
+        let vsw = self
+            .vswitches
+            .iter()
+            .find(|s| s.id == vsw_id)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "InvalidVSwitchId.NotFound",
+                    "Specified virtual switch does not exist.",
+                )
+            })?;
         let zone = get(q, "ZoneId").unwrap_or(&vsw.zone).to_string();
         if zone != vsw.zone {
-            return Err(ApiError::new(400, "InvalidVSwitchId.NotBelongToZone", "The specified vswitch does not belong to the zone."));
+            return Err(ApiError::new(
+                400,
+                "InvalidVSwitchId.NotBelongToZone",
+                "The specified vswitch does not belong to the zone.",
+            ));
         }
-        let g = self.groups.iter().find(|g| g.id == group).ok_or_else(group_not_found)?;
+        let g = self
+            .groups
+            .iter()
+            .find(|g| g.id == group)
+            .ok_or_else(group_not_found)?;
         if g.vpc != vsw.vpc {
-            return Err(ApiError::new(400, "InvalidSecurityGroupId.VPCMismatch", "The specified security group and the vswitch are not in the same VPC."));
+            return Err(ApiError::new(
+                400,
+                "InvalidSecurityGroupId.VPCMismatch",
+                "The specified security group and the vswitch are not in the same VPC.",
+            ));
         }
         let ds = get(q, "DeploymentSetId").unwrap_or_default().to_string();
         if !ds.is_empty() && !self.sets.iter().any(|s| s.id == ds) {
-            return Err(ApiError::new(404, "InvalidDeploymentSetId.NotFound", "The specified deployment set does not exist."));
+            return Err(ApiError::new(
+                404,
+                "InvalidDeploymentSetId.NotFound",
+                "The specified deployment set does not exist.",
+            ));
         }
-        let charge = get(q, "InstanceChargeType").unwrap_or("PostPaid").to_string();
+        let charge = get(q, "InstanceChargeType")
+            .unwrap_or("PostPaid")
+            .to_string();
         if charge != "PostPaid" && charge != "PrePaid" {
-            return Err(ApiError::new(400, "InvalidInstanceChargeType.ValueNotSupported", "The specified InstanceChargeType is not valid."));
+            return Err(ApiError::new(
+                400,
+                "InvalidInstanceChargeType.ValueNotSupported",
+                "The specified InstanceChargeType is not valid.",
+            ));
         }
         if charge == "PrePaid" && get(q, "Period").is_none() {
-            return Err(ApiError::new(400, "MissingPeriod", "Period is required for PrePaid instances."));
+            return Err(ApiError::new(
+                400,
+                "MissingPeriod",
+                "Period is required for PrePaid instances.",
+            ));
         }
         let spot = get(q, "SpotStrategy").unwrap_or("NoSpot").to_string();
-        if !["NoSpot", "SpotAsPriceGo", "SpotWithPriceLimit"].contains(&spot.as_str()) || (spot != "NoSpot" && charge != "PostPaid") {
-            return Err(ApiError::new(400, "InvalidSpotStrategy", "The specified SpotStrategy is not valid."));
+        if !["NoSpot", "SpotAsPriceGo", "SpotWithPriceLimit"].contains(&spot.as_str())
+            || (spot != "NoSpot" && charge != "PostPaid")
+        {
+            return Err(ApiError::new(
+                400,
+                "InvalidSpotStrategy",
+                "The specified SpotStrategy is not valid.",
+            ));
         }
         if self.no_stock.iter().any(|(z, t)| *z == zone && *t == itype) {
             return Err(ApiError::new(403, "OperationDenied.NoStock", "The requested resource is sold out in the specified zone; try other types of resources or other regions and zones."));
@@ -823,13 +1252,34 @@ impl Cloud {
                 return Err(ApiError::new(403, "QuotaExceed.ElasticQuotaNo", "The number of vCPUs assigned to the ECS instances has exceeded the quota in the zone."));
             }
         }
-        let root: u64 = get(q, "SystemDisk.Size").unwrap_or("40").parse().map_err(|_| ApiError::new(400, "InvalidSystemDiskSize", "The specified SystemDisk.Size is not valid."))?;
+        let root: u64 = get(q, "SystemDisk.Size")
+            .unwrap_or("40")
+            .parse()
+            .map_err(|_| {
+                ApiError::new(
+                    400,
+                    "InvalidSystemDiskSize",
+                    "The specified SystemDisk.Size is not valid.",
+                )
+            })?;
         if !(20..=2048).contains(&root) {
-            return Err(ApiError::new(400, "InvalidSystemDiskSize.ValueNotSupported", "SystemDisk.Size is 20 to 2048 GiB."));
+            return Err(ApiError::new(
+                400,
+                "InvalidSystemDiskSize.ValueNotSupported",
+                "SystemDisk.Size is 20 to 2048 GiB.",
+            ));
         }
         if let Some(u) = get(q, "UserData") {
-            if u.len() > 32 * 1024 || !u.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)) {
-                return Err(ApiError::new(400, "InvalidUserData.NotBase64", "The specified UserData is not valid Base64 (at most 32 KB)."));
+            if u.len() > 32 * 1024
+                || !u
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+            {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidUserData.NotBase64",
+                    "The specified UserData is not valid Base64 (at most 32 KB).",
+                ));
             }
         }
         let tags = tags_param(q)?;
@@ -857,7 +1307,9 @@ impl Cloud {
                 region: region.into(),
                 zone: zone.clone(),
                 size: root,
-                category: get(q, "SystemDisk.Category").unwrap_or("cloud_efficiency").into(),
+                category: get(q, "SystemDisk.Category")
+                    .unwrap_or("cloud_efficiency")
+                    .into(),
                 system: true,
                 instance: id.clone(),
                 delete_with_instance: true,
@@ -866,7 +1318,9 @@ impl Cloud {
             });
             ids.push(id);
         }
-        Ok(json!({"InstanceIdSets": {"InstanceIdSet": ids}, "OrderId": format!("{}", random_u64() % 1_000_000_000_000), "TradePrice": 0.0}))
+        Ok(
+            json!({"InstanceIdSets": {"InstanceIdSet": ids}, "OrderId": format!("{}", random_u64() % 1_000_000_000_000), "TradePrice": 0.0}),
+        )
     }
 
     /// DescribeInstances — ECS API reference: InstanceIds (JSON array,
@@ -904,13 +1358,27 @@ impl Cloud {
     fn delete_instances(&mut self, q: &Q) -> R {
         let ids = listed(q, "InstanceId");
         if ids.is_empty() {
-            return Err(ApiError::new(400, "MissingInstanceId", "InstanceId.N is required."));
+            return Err(ApiError::new(
+                400,
+                "MissingInstanceId",
+                "InstanceId.N is required.",
+            ));
         }
         let force = get(q, "Force") == Some("true");
         for id in &ids {
-            let i = self.instances.iter().find(|i| i.id == *id).ok_or_else(|| ApiError::new(404, "InvalidInstanceId.NotFound", "The specified InstanceId does not exist."))?;
+            let i = self.instances.iter().find(|i| i.id == *id).ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "InvalidInstanceId.NotFound",
+                    "The specified InstanceId does not exist.",
+                )
+            })?;
             if self.instance_status(i) == "Running" && !force {
-                return Err(ApiError::new(403, "IncorrectInstanceStatus", "The current status of the resource does not support this operation."));
+                return Err(ApiError::new(
+                    403,
+                    "IncorrectInstanceStatus",
+                    "The current status of the resource does not support this operation.",
+                ));
             }
         }
         for id in &ids {
@@ -921,7 +1389,8 @@ impl Cloud {
 
     fn remove_instance(&mut self, id: &str) {
         self.instances.retain(|i| i.id != id);
-        self.disks.retain(|d| !(d.instance == id && d.delete_with_instance));
+        self.disks
+            .retain(|d| !(d.instance == id && d.delete_with_instance));
         for d in self.disks.iter_mut().filter(|d| d.instance == id) {
             d.instance.clear();
         }
@@ -933,14 +1402,31 @@ impl Cloud {
     /// ClientToken, Tag.N; answers DiskId.
     fn create_disk(&mut self, region: &str, q: &Q) -> R {
         let zone = need(q, "ZoneId")?.to_string();
-        let size: u64 = need(q, "Size")?.parse().map_err(|_| ApiError::new(400, "InvalidSize", "The specified Size is not valid."))?;
+        let size: u64 = need(q, "Size")?
+            .parse()
+            .map_err(|_| ApiError::new(400, "InvalidSize", "The specified Size is not valid."))?;
         if !(20..=32768).contains(&size) {
-            return Err(ApiError::new(400, "InvalidDiskSize.ValueNotSupported", "The specified disk size is out of range."));
+            return Err(ApiError::new(
+                400,
+                "InvalidDiskSize.ValueNotSupported",
+                "The specified disk size is out of range.",
+            ));
         }
         let category = get(q, "DiskCategory").unwrap_or("cloud").to_string();
         let tags = tags_param(q)?;
         let id = new_id("d", region);
-        self.disks.push(Disk { id: id.clone(), region: region.into(), zone, size, category, system: false, instance: String::new(), delete_with_instance: false, name: get(q, "DiskName").unwrap_or_default().into(), tags });
+        self.disks.push(Disk {
+            id: id.clone(),
+            region: region.into(),
+            zone,
+            size,
+            category,
+            system: false,
+            instance: String::new(),
+            delete_with_instance: false,
+            name: get(q, "DiskName").unwrap_or_default().into(),
+            tags,
+        });
         Ok(json!({"DiskId": id, "OrderId": ""}))
     }
 
@@ -951,17 +1437,39 @@ impl Cloud {
     fn attach_disk(&mut self, q: &Q) -> R {
         let iid = need(q, "InstanceId")?.to_string();
         let did = need(q, "DiskId")?.to_string();
-        let inst = self.instances.iter().find(|i| i.id == iid).ok_or_else(|| ApiError::new(404, "InvalidInstanceId.NotFound", "The specified InstanceId does not exist."))?;
+        let inst = self.instances.iter().find(|i| i.id == iid).ok_or_else(|| {
+            ApiError::new(
+                404,
+                "InvalidInstanceId.NotFound",
+                "The specified InstanceId does not exist.",
+            )
+        })?;
         if self.instance_status(inst) != "Running" {
-            return Err(ApiError::new(403, "IncorrectInstanceStatus", "The current status of the resource does not support this operation."));
+            return Err(ApiError::new(
+                403,
+                "IncorrectInstanceStatus",
+                "The current status of the resource does not support this operation.",
+            ));
         }
         let zone = inst.zone.clone();
-        let d = self.disks.iter_mut().find(|d| d.id == did).ok_or_else(disk_not_found)?;
+        let d = self
+            .disks
+            .iter_mut()
+            .find(|d| d.id == did)
+            .ok_or_else(disk_not_found)?;
         if !d.instance.is_empty() {
-            return Err(ApiError::new(403, "IncorrectDiskStatus", "The current disk status does not support this operation."));
+            return Err(ApiError::new(
+                403,
+                "IncorrectDiskStatus",
+                "The current disk status does not support this operation.",
+            ));
         }
         if d.zone != zone {
-            return Err(ApiError::new(403, "InstanceDiskNotMatch", "The specified instance and disk are not in the same zone."));
+            return Err(ApiError::new(
+                403,
+                "InstanceDiskNotMatch",
+                "The specified instance and disk are not in the same zone.",
+            ));
         }
         d.instance = iid;
         d.delete_with_instance = get(q, "DeleteWithInstance") == Some("true");
@@ -973,9 +1481,17 @@ impl Cloud {
     fn detach_disk(&mut self, q: &Q) -> R {
         let iid = need(q, "InstanceId")?.to_string();
         let did = need(q, "DiskId")?.to_string();
-        let d = self.disks.iter_mut().find(|d| d.id == did).ok_or_else(disk_not_found)?;
+        let d = self
+            .disks
+            .iter_mut()
+            .find(|d| d.id == did)
+            .ok_or_else(disk_not_found)?;
         if d.instance != iid || d.system {
-            return Err(ApiError::new(403, "IncorrectDiskStatus", "The current disk status does not support this operation."));
+            return Err(ApiError::new(
+                403,
+                "IncorrectDiskStatus",
+                "The current disk status does not support this operation.",
+            ));
         }
         d.instance.clear();
         Ok(json!({}))
@@ -1012,9 +1528,17 @@ impl Cloud {
     /// In_use, 404 InvalidDiskId.NotFound.
     fn delete_disk(&mut self, q: &Q) -> R {
         let id = need(q, "DiskId")?;
-        let d = self.disks.iter().find(|d| d.id == id).ok_or_else(disk_not_found)?;
+        let d = self
+            .disks
+            .iter()
+            .find(|d| d.id == id)
+            .ok_or_else(disk_not_found)?;
         if !d.instance.is_empty() {
-            return Err(ApiError::new(403, "IncorrectDiskStatus", "The current disk status does not support this operation."));
+            return Err(ApiError::new(
+                403,
+                "IncorrectDiskStatus",
+                "The current disk status does not support this operation.",
+            ));
         }
         self.disks.retain(|d| d.id != id);
         Ok(json!({}))
@@ -1023,10 +1547,24 @@ impl Cloud {
     /// ResizeDisk — ECS API reference: DiskId, NewSize (larger only), Type.
     fn resize_disk(&mut self, q: &Q) -> R {
         let id = need(q, "DiskId")?.to_string();
-        let size: u64 = need(q, "NewSize")?.parse().map_err(|_| ApiError::new(400, "InvalidDiskSize", "The specified NewSize is not valid."))?;
-        let d = self.disks.iter_mut().find(|d| d.id == id).ok_or_else(disk_not_found)?;
+        let size: u64 = need(q, "NewSize")?.parse().map_err(|_| {
+            ApiError::new(
+                400,
+                "InvalidDiskSize",
+                "The specified NewSize is not valid.",
+            )
+        })?;
+        let d = self
+            .disks
+            .iter_mut()
+            .find(|d| d.id == id)
+            .ok_or_else(disk_not_found)?;
         if size <= d.size {
-            return Err(ApiError::new(400, "InvalidDiskSize.TooSmall", "The new size must be larger than the current size."));
+            return Err(ApiError::new(
+                400,
+                "InvalidDiskSize.TooSmall",
+                "The new size must be larger than the current size.",
+            ));
         }
         d.size = size;
         Ok(json!({}))
@@ -1034,13 +1572,38 @@ impl Cloud {
 
     // ------------------------------------------------------------------ tags
 
-    fn tags_mut(&mut self, version: &str, rtype: &str, id: &str) -> Option<&mut Vec<(String, String)>> {
+    fn tags_mut(
+        &mut self,
+        version: &str,
+        rtype: &str,
+        id: &str,
+    ) -> Option<&mut Vec<(String, String)>> {
         match (version, rtype.to_ascii_lowercase().as_str()) {
-            (VPC_VERSION, "vpc") => self.vpcs.iter_mut().find(|v| v.id == id).map(|v| &mut v.tags),
-            (VPC_VERSION, "vswitch") => self.vswitches.iter_mut().find(|v| v.id == id).map(|v| &mut v.tags),
-            (ECS_VERSION, "instance") => self.instances.iter_mut().find(|v| v.id == id).map(|v| &mut v.tags),
-            (ECS_VERSION, "disk") => self.disks.iter_mut().find(|v| v.id == id).map(|v| &mut v.tags),
-            (ECS_VERSION, "securitygroup") => self.groups.iter_mut().find(|v| v.id == id).map(|v| &mut v.tags),
+            (VPC_VERSION, "vpc") => self
+                .vpcs
+                .iter_mut()
+                .find(|v| v.id == id)
+                .map(|v| &mut v.tags),
+            (VPC_VERSION, "vswitch") => self
+                .vswitches
+                .iter_mut()
+                .find(|v| v.id == id)
+                .map(|v| &mut v.tags),
+            (ECS_VERSION, "instance") => self
+                .instances
+                .iter_mut()
+                .find(|v| v.id == id)
+                .map(|v| &mut v.tags),
+            (ECS_VERSION, "disk") => self
+                .disks
+                .iter_mut()
+                .find(|v| v.id == id)
+                .map(|v| &mut v.tags),
+            (ECS_VERSION, "securitygroup") => self
+                .groups
+                .iter_mut()
+                .find(|v| v.id == id)
+                .map(|v| &mut v.tags),
             _ => None,
         }
     }
@@ -1052,7 +1615,13 @@ impl Cloud {
         let ids = listed(q, "ResourceId");
         let tags = tags_param(q)?;
         for id in &ids {
-            let have = self.tags_mut(version, &rtype, id).ok_or_else(|| ApiError::new(404, "InvalidResourceId.NotFound", "The specified ResourceIds are not found in our records."))?;
+            let have = self.tags_mut(version, &rtype, id).ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "InvalidResourceId.NotFound",
+                    "The specified ResourceIds are not found in our records.",
+                )
+            })?;
             for (k, v) in &tags {
                 match have.iter_mut().find(|(hk, _)| hk == k) {
                     Some(e) => e.1 = v.clone(),
@@ -1060,7 +1629,11 @@ impl Cloud {
                 }
             }
             if have.len() > 20 {
-                return Err(ApiError::new(400, "InvalidTagCount", "A resource holds at most 20 tags."));
+                return Err(ApiError::new(
+                    400,
+                    "InvalidTagCount",
+                    "A resource holds at most 20 tags.",
+                ));
             }
         }
         Ok(json!({}))
@@ -1074,7 +1647,13 @@ impl Cloud {
         let keys = listed(q, "TagKey");
         let all = get(q, "All") == Some("true");
         for id in &ids {
-            let have = self.tags_mut(version, &rtype, id).ok_or_else(|| ApiError::new(404, "InvalidResourceId.NotFound", "The specified ResourceIds are not found in our records."))?;
+            let have = self.tags_mut(version, &rtype, id).ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "InvalidResourceId.NotFound",
+                    "The specified ResourceIds are not found in our records.",
+                )
+            })?;
             have.retain(|(k, _)| !(all || keys.contains(k)));
         }
         Ok(json!({}))
@@ -1083,11 +1662,34 @@ impl Cloud {
     // ------------------------------------------------------------------ test hooks
 
     pub fn tags_of(&self, id: &str) -> Option<Vec<(String, String)>> {
-        self.vpcs.iter().find(|v| v.id == id).map(|v| v.tags.clone())
-            .or_else(|| self.vswitches.iter().find(|v| v.id == id).map(|v| v.tags.clone()))
-            .or_else(|| self.groups.iter().find(|v| v.id == id).map(|v| v.tags.clone()))
-            .or_else(|| self.instances.iter().find(|v| v.id == id).map(|v| v.tags.clone()))
-            .or_else(|| self.disks.iter().find(|v| v.id == id).map(|v| v.tags.clone()))
+        self.vpcs
+            .iter()
+            .find(|v| v.id == id)
+            .map(|v| v.tags.clone())
+            .or_else(|| {
+                self.vswitches
+                    .iter()
+                    .find(|v| v.id == id)
+                    .map(|v| v.tags.clone())
+            })
+            .or_else(|| {
+                self.groups
+                    .iter()
+                    .find(|v| v.id == id)
+                    .map(|v| v.tags.clone())
+            })
+            .or_else(|| {
+                self.instances
+                    .iter()
+                    .find(|v| v.id == id)
+                    .map(|v| v.tags.clone())
+            })
+            .or_else(|| {
+                self.disks
+                    .iter()
+                    .find(|v| v.id == id)
+                    .map(|v| v.tags.clone())
+            })
     }
 
     pub fn status_of(&self, id: &str) -> Option<String> {
@@ -1095,22 +1697,71 @@ impl Cloud {
             return Some(self.instance_status(i).to_string());
         }
         if let Some(d) = self.disks.iter().find(|d| d.id == id) {
-            return Some(if d.instance.is_empty() { "Available" } else { "In_use" }.to_string());
+            return Some(
+                if d.instance.is_empty() {
+                    "Available"
+                } else {
+                    "In_use"
+                }
+                .to_string(),
+            );
         }
-        let known = self.vpcs.iter().any(|v| v.id == id) || self.vswitches.iter().any(|v| v.id == id) || self.groups.iter().any(|v| v.id == id) || self.sets.iter().any(|v| v.id == id);
+        let known = self.vpcs.iter().any(|v| v.id == id)
+            || self.vswitches.iter().any(|v| v.id == id)
+            || self.groups.iter().any(|v| v.id == id)
+            || self.sets.iter().any(|v| v.id == id);
         known.then(|| "Available".to_string())
     }
 
     /// Everything alive (system disks are part of their instance), sorted by id.
     pub fn resources(&self) -> Vec<MockResource> {
-        let addr = |t: &[(String, String)]| t.iter().find(|(k, _)| k == "gpuform:address").map(|(_, v)| v.clone());
+        let addr = |t: &[(String, String)]| {
+            t.iter()
+                .find(|(k, _)| k == "gpuform:address")
+                .map(|(_, v)| v.clone())
+        };
         let mut out = Vec::new();
-        out.extend(self.vpcs.iter().map(|v| MockResource { kind: ResourceKind::Network, id: v.id.clone(), region: v.region.clone(), address: addr(&v.tags) }));
-        out.extend(self.vswitches.iter().map(|v| MockResource { kind: ResourceKind::Subnet, id: v.id.clone(), region: v.region.clone(), address: addr(&v.tags) }));
-        out.extend(self.groups.iter().map(|v| MockResource { kind: ResourceKind::Firewall, id: v.id.clone(), region: v.region.clone(), address: addr(&v.tags) }));
-        out.extend(self.sets.iter().map(|v| MockResource { kind: ResourceKind::Placement, id: v.id.clone(), region: v.region.clone(), address: placement_address(&v.description) }));
-        out.extend(self.instances.iter().map(|v| MockResource { kind: ResourceKind::Instance, id: v.id.clone(), region: v.region.clone(), address: addr(&v.tags) }));
-        out.extend(self.disks.iter().filter(|d| !d.system).map(|v| MockResource { kind: ResourceKind::Volume, id: v.id.clone(), region: v.region.clone(), address: addr(&v.tags) }));
+        out.extend(self.vpcs.iter().map(|v| MockResource {
+            kind: ResourceKind::Network,
+            id: v.id.clone(),
+            region: v.region.clone(),
+            address: addr(&v.tags),
+        }));
+        out.extend(self.vswitches.iter().map(|v| MockResource {
+            kind: ResourceKind::Subnet,
+            id: v.id.clone(),
+            region: v.region.clone(),
+            address: addr(&v.tags),
+        }));
+        out.extend(self.groups.iter().map(|v| MockResource {
+            kind: ResourceKind::Firewall,
+            id: v.id.clone(),
+            region: v.region.clone(),
+            address: addr(&v.tags),
+        }));
+        out.extend(self.sets.iter().map(|v| MockResource {
+            kind: ResourceKind::Placement,
+            id: v.id.clone(),
+            region: v.region.clone(),
+            address: placement_address(&v.description),
+        }));
+        out.extend(self.instances.iter().map(|v| MockResource {
+            kind: ResourceKind::Instance,
+            id: v.id.clone(),
+            region: v.region.clone(),
+            address: addr(&v.tags),
+        }));
+        out.extend(
+            self.disks
+                .iter()
+                .filter(|d| !d.system)
+                .map(|v| MockResource {
+                    kind: ResourceKind::Volume,
+                    id: v.id.clone(),
+                    region: v.region.clone(),
+                    address: addr(&v.tags),
+                }),
+        );
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
     }
@@ -1153,7 +1804,9 @@ impl Default for Cloud {
 /// provider's `placement_description`: `gpuform-owned … address=<pct> …`).
 fn placement_address(desc: &str) -> Option<String> {
     let rest = desc.strip_prefix("gpuform-owned")?;
-    let v = rest.split_whitespace().find_map(|p| p.strip_prefix("address="))?;
+    let v = rest
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("address="))?;
     let mut out = Vec::new();
     let b = v.as_bytes();
     let mut i = 0;
@@ -1179,9 +1832,17 @@ fn capitalize(s: &str) -> String {
 }
 
 fn group_not_found() -> ApiError {
-    ApiError::new(404, "InvalidSecurityGroupId.NotFound", "The specified security group does not exist.")
+    ApiError::new(
+        404,
+        "InvalidSecurityGroupId.NotFound",
+        "The specified security group does not exist.",
+    )
 }
 
 fn disk_not_found() -> ApiError {
-    ApiError::new(404, "InvalidDiskId.NotFound", "The specified disk does not exist.")
+    ApiError::new(
+        404,
+        "InvalidDiskId.NotFound",
+        "The specified disk does not exist.",
+    )
 }

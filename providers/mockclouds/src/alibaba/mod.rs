@@ -80,7 +80,9 @@ impl AlibabaMock {
             hook: Mutex::new(None),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener.set_nonblocking(true).expect("non-blocking listener");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
         let addr = listener.local_addr().expect("local address");
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let state = shared.clone();
@@ -93,7 +95,8 @@ impl AlibabaMock {
                     .build()
                     .expect("tokio runtime");
                 rt.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                    let listener =
+                        tokio::net::TcpListener::from_std(listener).expect("tokio listener");
                     let app = Router::new().fallback(handle).with_state(state);
                     let _ = axum::serve(listener, app)
                         .with_graceful_shutdown(async {
@@ -157,7 +160,10 @@ impl MockCloud for AlibabaMock {
         vec![
             ("GPUFORM_ALIBABA_ENDPOINT".into(), self.endpoint()),
             ("ALIBABA_CLOUD_ACCESS_KEY_ID".into(), ACCESS_KEY_ID.into()),
-            ("ALIBABA_CLOUD_ACCESS_KEY_SECRET".into(), ACCESS_KEY_SECRET.into()),
+            (
+                "ALIBABA_CLOUD_ACCESS_KEY_SECRET".into(),
+                ACCESS_KEY_SECRET.into(),
+            ),
         ]
     }
 
@@ -181,13 +187,27 @@ impl MockCloud for AlibabaMock {
 async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest<Body>) -> Response {
     let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
     let (parts, body) = req.into_parts();
-    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    let body = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
     let host = header(&parts.headers, "host").unwrap_or_default();
     let raw_query = parts.uri.query().unwrap_or("").to_string();
     let result = match parse_query(&raw_query) {
-        None => Err(ApiError::new(400, "InvalidParameter", "The query string is not valid percent-encoding.")),
+        None => Err(ApiError::new(
+            400,
+            "InvalidParameter",
+            "The query string is not valid percent-encoding.",
+        )),
         Some(query) => {
-            match verify(&shared, parts.method.as_str(), &host, parts.uri.path(), &query, &parts.headers, &body) {
+            match verify(
+                &shared,
+                parts.method.as_str(),
+                &host,
+                parts.uri.path(),
+                &query,
+                &parts.headers,
+                &body,
+            ) {
                 Err(e) => Err(e),
                 Ok(()) => {
                     let action = header(&parts.headers, "x-acs-action").unwrap_or_default();
@@ -199,7 +219,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest<Body>) -> Re
         }
     };
     // The call has taken effect (or was refused): tell the test before answering.
-    let hook = shared.hook.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let hook = shared
+        .hook
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     if let Some(h) = hook {
         h(n);
     }
@@ -219,17 +243,29 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest<Body>) -> Re
                 "Message": e.message,
                 "Recommend": format!("https://api.aliyun.com/troubleshoot?q={}", e.code),
             });
-            json_response(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &body)
+            json_response(
+                StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST),
+                &body,
+            )
         }
     }
 }
 
 fn json_response(status: StatusCode, v: &Value) -> Response {
-    (status, [("content-type", "application/json;charset=utf-8")], v.to_string()).into_response()
+    (
+        status,
+        [("content-type", "application/json;charset=utf-8")],
+        v.to_string(),
+    )
+        .into_response()
 }
 
 fn header(h: &HeaderMap, name: &str) -> Option<String> {
-    let vals: Vec<&str> = h.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
+    let vals: Vec<&str> = h
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
     if vals.is_empty() {
         None
     } else {
@@ -267,11 +303,25 @@ fn decode(s: &str) -> Option<String> {
 /// `2023-10-26T10:22:32Z` → time.
 fn parse_date(s: &str) -> Option<OffsetDateTime> {
     let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z' {
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
         return None;
     }
     let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d, h, mi, se) = (n(0..4)?, n(5..7)?, n(8..10)?, n(11..13)?, n(14..16)?, n(17..19)?);
+    let (y, mo, d, h, mi, se) = (
+        n(0..4)?,
+        n(5..7)?,
+        n(8..10)?,
+        n(11..13)?,
+        n(14..16)?,
+        n(17..19)?,
+    );
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
         return None;
     }
@@ -297,9 +347,14 @@ fn verify(
     body: &[u8],
 ) -> Result<(), ApiError> {
     let incomplete = |why: &str| {
-        ApiError::new(400, "IncompleteSignature", format!("The request signature does not conform to Aliyun standards: {why}."))
+        ApiError::new(
+            400,
+            "IncompleteSignature",
+            format!("The request signature does not conform to Aliyun standards: {why}."),
+        )
     };
-    let auth = header(headers, "authorization").ok_or_else(|| incomplete("no Authorization header"))?;
+    let auth =
+        header(headers, "authorization").ok_or_else(|| incomplete("no Authorization header"))?;
     let rest = auth
         .strip_prefix(acs3::ALGORITHM)
         .map(str::trim_start)
@@ -315,14 +370,29 @@ fn verify(
             _ => return Err(incomplete("the Authorization header has an unknown field")),
         }
     }
-    let (Some(credential), Some(signed_headers), Some(signature)) = (credential, signed_headers, signature) else {
-        return Err(incomplete("Credential, SignedHeaders and Signature are required"));
+    let (Some(credential), Some(signed_headers), Some(signature)) =
+        (credential, signed_headers, signature)
+    else {
+        return Err(incomplete(
+            "Credential, SignedHeaders and Signature are required",
+        ));
     };
     if credential != shared.creds.access_key_id() {
-        return Err(ApiError::new(404, "InvalidAccessKeyId.NotFound", "Specified access key is not found."));
+        return Err(ApiError::new(
+            404,
+            "InvalidAccessKeyId.NotFound",
+            "Specified access key is not found.",
+        ));
     }
     let names: Vec<&str> = signed_headers.split(';').collect();
-    for required in ["host", "x-acs-action", "x-acs-version", "x-acs-date", "x-acs-signature-nonce", "x-acs-content-sha256"] {
+    for required in [
+        "host",
+        "x-acs-action",
+        "x-acs-version",
+        "x-acs-date",
+        "x-acs-signature-nonce",
+        "x-acs-content-sha256",
+    ] {
         if !names.contains(&required) {
             return Err(incomplete(&format!("`{required}` must be a signed header")));
         }
@@ -336,25 +406,46 @@ fn verify(
         ));
     }
     let date = header(headers, "x-acs-date").unwrap_or_default();
-    let time = parse_date(&date)
-        .ok_or_else(|| ApiError::new(400, "InvalidTimeStamp.Format", "Specified time stamp or date value is not well formatted."))?;
+    let time = parse_date(&date).ok_or_else(|| {
+        ApiError::new(
+            400,
+            "InvalidTimeStamp.Format",
+            "Specified time stamp or date value is not well formatted.",
+        )
+    })?;
     let skew = (OffsetDateTime::now_utc() - time).whole_seconds().abs();
     if skew > 15 * 60 {
-        return Err(ApiError::new(400, "InvalidTimeStamp.Expired", "Specified time stamp or date value is expired."));
+        return Err(ApiError::new(
+            400,
+            "InvalidTimeStamp.Expired",
+            "Specified time stamp or date value is expired.",
+        ));
     }
     let nonce = header(headers, "x-acs-signature-nonce").unwrap_or_default();
-    let mut req = Request::new(method, host, decode(path).unwrap_or_else(|| path.to_string()));
+    let mut req = Request::new(
+        method,
+        host,
+        decode(path).unwrap_or_else(|| path.to_string()),
+    );
     req.query = query.to_vec();
     for name in &names {
-        if matches!(*name, "host" | "x-acs-date" | "x-acs-signature-nonce" | "x-acs-content-sha256" | "authorization") {
+        if matches!(
+            *name,
+            "host"
+                | "x-acs-date"
+                | "x-acs-signature-nonce"
+                | "x-acs-content-sha256"
+                | "authorization"
+        ) {
             continue;
         }
-        let v = header(headers, name).ok_or_else(|| incomplete(&format!("signed header `{name}` is missing")))?;
+        let v = header(headers, name)
+            .ok_or_else(|| incomplete(&format!("signed header `{name}` is missing")))?;
         req.headers.push((name.to_string(), v));
     }
     req.body = body.to_vec();
-    let expected = acs3::sign(&req, &shared.creds, time, &nonce)
-        .map_err(|e| incomplete(&e.to_string()))?;
+    let expected =
+        acs3::sign(&req, &shared.creds, time, &nonce).map_err(|e| incomplete(&e.to_string()))?;
     if expected.signature != signature {
         return Err(ApiError::new(
             400,
@@ -364,7 +455,11 @@ fn verify(
     }
     let mut seen = shared.nonces.lock().unwrap_or_else(|p| p.into_inner());
     if !seen.insert(nonce) {
-        return Err(ApiError::new(400, "SignatureNonceUsed", "Specified signature nonce was used already."));
+        return Err(ApiError::new(
+            400,
+            "SignatureNonceUsed",
+            "Specified signature nonce was used already.",
+        ));
     }
     Ok(())
 }
