@@ -190,6 +190,7 @@ impl TencentProvider {
     /// reject the whole request when one id is gone) is split in halves until
     /// the missing ids are isolated, so a deleted resource costs a few calls,
     /// not one per id.
+    #[allow(clippy::too_many_arguments)]
     async fn describe_ids(
         &self,
         api: (&str, &str),
@@ -205,7 +206,13 @@ impl TencentProvider {
         while let Some(batch) = work.pop() {
             let mut body = Map::new();
             body.insert(ids_key.into(), json!(batch));
-            body.insert("Limit".into(), json!(per_call));
+            // VPC's Describe calls document Limit as a String, CVM's and CBS's as an Integer.
+            let limit = if api.0 == VPC.0 {
+                json!(per_call.to_string())
+            } else {
+                json!(per_call)
+            };
+            body.insert("Limit".into(), limit);
             match self.call(api, action, region, Value::Object(body)).await {
                 Ok(resp) => {
                     if let Some(items) = resp.get(set_key).and_then(Value::as_array) {
@@ -1023,7 +1030,7 @@ impl TencentProvider {
                 region,
                 "InstanceIds",
                 "InstanceSet",
-                &[id.clone()],
+                std::slice::from_ref(&id),
                 1,
             )
             .await?;

@@ -232,17 +232,25 @@ async fn lifecycle_create_list_read_update_destroy() {
         3
     );
     assert_eq!(
-        p.read(&scope(), ResourceKind::Network, &[net.vpc.clone()])
-            .await
-            .unwrap()[0]
+        p.read(
+            &scope(),
+            ResourceKind::Network,
+            std::slice::from_ref(&net.vpc)
+        )
+        .await
+        .unwrap()[0]
             .attrs["cidr"],
         json!("10.0.0.0/16")
     );
     assert_eq!(
-        p.read(&scope(), ResourceKind::Volume, &[vol.id.clone()])
-            .await
-            .unwrap()
-            .len(),
+        p.read(
+            &scope(),
+            ResourceKind::Volume,
+            std::slice::from_ref(&vol.id)
+        )
+        .await
+        .unwrap()
+        .len(),
         1
     );
 
@@ -414,7 +422,11 @@ async fn deleted_behind_our_back_is_gone() {
         .await
         .unwrap();
     assert!(p
-        .read(&scope(), ResourceKind::Instance, &[b.id.clone()])
+        .read(
+            &scope(),
+            ResourceKind::Instance,
+            std::slice::from_ref(&b.id)
+        )
         .await
         .unwrap()
         .is_empty());
@@ -653,4 +665,49 @@ async fn from_env_names_the_variables_and_uses_the_override() {
         std::env::remove_var(k);
     }
     std::env::remove_var("TENCENTCLOUD_SESSION_TOKEN");
+}
+
+/// The stand-in recomputes the signature from what it received: a body
+/// changed after signing is refused, the same request unchanged is served.
+#[tokio::test]
+async fn the_stand_in_verifies_signatures_over_the_received_bytes() {
+    use gpuform_signing::{tc3, Request};
+    let mock = TencentMock::start();
+    let url = reqwest_url(&mock.endpoint());
+    let host = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+    let signed_body = br#"{"Limit": 1}"#.to_vec();
+    let req = Request::new("POST", host, "/")
+        .with_header("Content-Type", "application/json")
+        .with_body(signed_body.clone());
+    let sig = tc3::sign_now(&req, &Credentials::new(SECRET_ID, SECRET_KEY), "cvm").unwrap();
+    let send = |body: Vec<u8>| {
+        let mut rb = reqwest::Client::new()
+            .post(url.clone())
+            .header("Content-Type", "application/json")
+            .header("X-TC-Action", "DescribeInstances")
+            .header("X-TC-Version", "2017-03-12")
+            .header("X-TC-Region", REGION);
+        for (k, v) in &sig.headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        async move {
+            rb.body(body)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let ok = send(signed_body).await;
+    assert_eq!(ok["Response"]["TotalCount"], json!(0), "{ok}");
+    assert!(ok["Response"]["RequestId"].is_string());
+    let tampered = send(br#"{"Limit": 2}"#.to_vec()).await;
+    assert_eq!(
+        tampered["Response"]["Error"]["Code"],
+        json!("AuthFailure.SignatureFailure"),
+        "{tampered}"
+    );
+    assert!(tampered["Response"]["RequestId"].is_string());
 }

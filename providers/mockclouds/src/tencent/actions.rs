@@ -454,7 +454,7 @@ fn describe_vpcs(st: &mut State, region: &str, p: &Value) -> R {
 fn delete_vpc(st: &mut State, region: &str, p: &Value) -> R {
     let id = req_str(p, "VpcId")?;
     check_id(id, "vpc", "InvalidParameterValue.Malformed")?;
-    if !st.vpcs.get(id).is_some_and(|v| v.region == region) {
+    if st.vpcs.get(id).is_none_or(|v| v.region != region) {
         return Err(ApiError::new(
             "ResourceNotFound",
             format!("The VPC `{id}` does not exist."),
@@ -593,7 +593,7 @@ fn describe_subnets(st: &mut State, region: &str, p: &Value) -> R {
 fn delete_subnet(st: &mut State, region: &str, p: &Value) -> R {
     let id = req_str(p, "SubnetId")?;
     check_id(id, "subnet", "InvalidParameterValue.Malformed")?;
-    if !st.subnets.get(id).is_some_and(|s| s.region == region) {
+    if st.subnets.get(id).is_none_or(|s| s.region != region) {
         return Err(ApiError::new(
             "ResourceNotFound",
             format!("The subnet `{id}` does not exist."),
@@ -687,7 +687,7 @@ fn check_policy(st: &State, region: &str, pol: &Value) -> Result<Value, ApiError
             }
         }
         (None, Some(g)) => {
-            if !st.sgs.get(g).is_some_and(|x| x.region == region) {
+            if st.sgs.get(g).is_none_or(|x| x.region != region) {
                 return Err(ApiError::new("ResourceNotFound", format!("The security group `{g}` does not exist.")));
             }
         }
@@ -714,7 +714,7 @@ fn policy_lists(
     p: &Value,
 ) -> Result<(String, Vec<Value>, Vec<Value>), ApiError> {
     let id = req_str(p, "SecurityGroupId")?.to_string();
-    if !st.sgs.get(&id).is_some_and(|g| g.region == region) {
+    if st.sgs.get(&id).is_none_or(|g| g.region != region) {
         return Err(ApiError::new(
             "ResourceNotFound",
             format!("The security group `{id}` does not exist."),
@@ -797,7 +797,7 @@ fn describe_security_groups(st: &mut State, region: &str, p: &Value) -> R {
 fn delete_security_group(st: &mut State, region: &str, p: &Value) -> R {
     let id = req_str(p, "SecurityGroupId")?;
     check_id(id, "sg", "InvalidParameterValue.Malformed")?;
-    if !st.sgs.get(id).is_some_and(|g| g.region == region) {
+    if st.sgs.get(id).is_none_or(|g| g.region != region) {
         return Err(ApiError::new(
             "ResourceNotFound",
             format!("The security group `{id}` does not exist."),
@@ -940,7 +940,7 @@ fn delete_disaster_recover_groups(st: &mut State, region: &str, p: &Value) -> R 
         return Err(missing("DisasterRecoverGroupIds"));
     }
     for id in &ids {
-        if !st.groups.get(id).is_some_and(|g| g.region == region) {
+        if st.groups.get(id).is_none_or(|g| g.region != region) {
             return Err(ApiError::new(
                 "ResourceNotFound.InvalidPlacementSet",
                 format!("The placement group `{id}` does not exist."),
@@ -961,7 +961,7 @@ fn delete_disaster_recover_groups(st: &mut State, region: &str, p: &Value) -> R 
 
 fn is_base64(s: &str) -> bool {
     !s.is_empty()
-        && s.len() % 4 == 0
+        && s.len().is_multiple_of(4)
         && s.trim_end_matches('=')
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
@@ -1069,7 +1069,7 @@ fn run_instances(st: &mut State, region: &str, p: &Value) -> R {
         .ok_or_else(|| missing("VirtualPrivateCloud"))?;
     let vpc = req_str(vpc_cfg, "VpcId")?;
     let subnet = req_str(vpc_cfg, "SubnetId")?;
-    if !st.vpcs.get(vpc).is_some_and(|v| v.region == region) {
+    if st.vpcs.get(vpc).is_none_or(|v| v.region != region) {
         return Err(ApiError::new(
             "InvalidParameterValue.VpcIdNotExist",
             format!("The VPC `{vpc}` does not exist."),
@@ -1097,7 +1097,7 @@ fn run_instances(st: &mut State, region: &str, p: &Value) -> R {
     let subnet_cidr = parse_cidr(&sn.cidr).unwrap_or((0, 32));
     let sgs = str_list(p, "SecurityGroupIds")?;
     for g in &sgs {
-        if !st.sgs.get(g).is_some_and(|x| x.region == region) {
+        if st.sgs.get(g).is_none_or(|x| x.region != region) {
             return Err(ApiError::new(
                 "InvalidSecurityGroupId.NotFound",
                 format!("The security group `{g}` does not exist."),
@@ -1112,7 +1112,7 @@ fn run_instances(st: &mut State, region: &str, p: &Value) -> R {
         ));
     }
     if let Some(g) = groups.first() {
-        if !st.groups.get(g).is_some_and(|x| x.region == region) {
+        if st.groups.get(g).is_none_or(|x| x.region != region) {
             return Err(ApiError::new(
                 "ResourceNotFound.InvalidPlacementSet",
                 format!("The placement group `{g}` does not exist."),
@@ -1449,7 +1449,7 @@ fn disk_ids(st: &State, region: &str, p: &Value) -> Result<Vec<String>, ApiError
         return Err(missing("DiskIds"));
     }
     for id in &ids {
-        if !st.disks.get(id).is_some_and(|d| d.region == region) {
+        if st.disks.get(id).is_none_or(|d| d.region != region) {
             return Err(ApiError::new(
                 "InvalidDiskId.NotFound",
                 format!("The disk `{id}` does not exist."),
