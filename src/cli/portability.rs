@@ -35,7 +35,7 @@ pub struct OffersArgs {
     #[arg(long, default_value = "on-demand")]
     pub pricing: String,
     /// Minimum memory per GPU, GiB.
-    #[arg(long, value_name = "GIB")]
+    #[arg(long, value_name = "GIB", allow_negative_numbers = true)]
     pub min_gpu_mem: Option<f64>,
     /// Link between the GPUs of an instance.
     #[arg(long, value_enum)]
@@ -44,13 +44,13 @@ pub struct OffersArgs {
     #[arg(long)]
     pub rdma: bool,
     /// Maximum price per instance-hour in USD (offers without a price are left out).
-    #[arg(long, value_name = "USD_PER_HOUR")]
+    #[arg(long, value_name = "USD_PER_HOUR", allow_negative_numbers = true)]
     pub max_price: Option<f64>,
     /// CNY per USD for prices quoted in yuan.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     /// Flag prices older than this many days.
-    #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_STALE_DAYS)]
+    #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_STALE_DAYS, allow_negative_numbers = true)]
     pub stale_days: i64,
     /// The offers as JSON on stdout.
     #[arg(long)]
@@ -68,9 +68,9 @@ pub struct BreakevenArgs {
     #[arg(long)]
     pub region: Option<String>,
     /// Hours each instance is expected to run per month (730 = always on).
-    #[arg(long, default_value_t = crate::resolve::HOURS_PER_MONTH, value_name = "H")]
+    #[arg(long, default_value_t = crate::resolve::HOURS_PER_MONTH, value_name = "H", allow_negative_numbers = true)]
     pub hours: f64,
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     #[arg(long)]
     pub json: bool,
@@ -82,7 +82,7 @@ pub struct LockinArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub vars: VarArgs,
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     #[arg(long)]
     pub json: bool,
@@ -102,7 +102,7 @@ pub struct MigrateArgs {
     /// Write the re-targeted spec over FILE (atomically) instead of only printing the diff.
     #[arg(long)]
     pub write: bool,
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     /// The migration as JSON on stdout (diff included).
     #[arg(long)]
