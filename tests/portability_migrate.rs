@@ -1,0 +1,345 @@
+//! `gpuform migrate`: every cluster of every example, moved to every other
+//! cloud that offers its GPU, gives a spec that loads, resolves
+//! (`gpuform validate`) and keeps its comments; errors are clear.
+
+use assert_cmd::Command;
+use gpuform::lockin::{spec_cloud, Requirement};
+use gpuform::migrate;
+use gpuform::spec::{self, Vars};
+use gpuform_provider::catalog::Catalog;
+use gpuform_provider::Cloud;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn examples() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn gpuform(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("gpuform").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+/// Full-line comments, trimmed.
+fn comments(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_example_cluster_moves_to_every_cloud_offering_its_gpu() {
+    let catalog = Catalog::builtin();
+    let dir = tempfile::tempdir().unwrap();
+    let mut moves = 0;
+    for path in examples() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let loaded = spec::load(&path, &Vars::new()).unwrap();
+        for (name, c) in &loaded.spec.clusters {
+            let req = Requirement::of(catalog, c).unwrap();
+            for to in Cloud::ALL {
+                if spec_cloud(c.cloud) == Some(to) && c.cloud != spec::CloudName::Sandbox {
+                    continue;
+                }
+                if catalog.regions_offering(to, &req.gpu_model).is_empty() {
+                    continue;
+                }
+                let file = dir.path().join("spec.yaml");
+                std::fs::write(&file, &text).unwrap();
+                let out = gpuform(dir.path())
+                    .args(["migrate", name, "--to", to.as_str(), "spec.yaml", "--write"])
+                    .output()
+                    .unwrap();
+                let what = format!("{} {name} → {to}", path.display());
+                assert!(
+                    out.status.success(),
+                    "{what}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    stdout.contains(&format!("+    cloud: {to}")),
+                    "{what}:\n{stdout}"
+                );
+                assert!(stdout.contains("Instance type:"), "{what}:\n{stdout}");
+                assert!(stdout.contains("Does not carry over"), "{what}:\n{stdout}");
+                let new = std::fs::read_to_string(&file).unwrap();
+                // Comments and everything outside the cluster survive.
+                assert_eq!(comments(&new), comments(&text), "{what}");
+                // Valid and resolvable, by the binary.
+                let v = gpuform(dir.path())
+                    .args(["validate", "spec.yaml"])
+                    .output()
+                    .unwrap();
+                assert!(
+                    v.status.success(),
+                    "{what}: {}\n{new}",
+                    String::from_utf8_lossy(&v.stderr)
+                );
+                let reloaded = spec::load(&file, &Vars::new()).unwrap();
+                let moved = &reloaded.spec.clusters[name];
+                assert_eq!(spec_cloud(moved.cloud), Some(to), "{what}");
+                assert_eq!(moved.gpu.model, c.gpu.model, "{what}");
+                // Other clusters are untouched.
+                for (other, oc) in &loaded.spec.clusters {
+                    if other != name {
+                        assert_eq!(&reloaded.spec.clusters[other], oc, "{what}: {other}");
+                    }
+                }
+                moves += 1;
+            }
+        }
+    }
+    assert!(moves >= 8, "only {moves} migrations exercised");
+}
+
+#[test]
+fn migrated_spec_plans_on_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("examples/multi-cloud.yaml"),
+        dir.path().join("spec.yaml"),
+    )
+    .unwrap();
+    gpuform(dir.path())
+        .args([
+            "migrate",
+            "serve-alibaba",
+            "--to",
+            "tencent",
+            "spec.yaml",
+            "--write",
+        ])
+        .assert()
+        .success();
+    let out = gpuform(dir.path())
+        .env("GPUFORM_SANDBOX_DIR", dir.path().join("sandbox"))
+        .args(["plan", "spec.yaml", "--sandbox"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("sandbox:tencent"), "{plan}");
+}
+
+#[test]
+fn explicit_region_zones_and_variables() {
+    let vars = Vars::new();
+    let loaded = spec::load(&root().join("examples/training-nvlink.yaml"), &vars).unwrap();
+    let m = migrate::migrate(
+        &loaded,
+        &vars,
+        Catalog::builtin(),
+        "trainer",
+        Cloud::Aws,
+        Some("us-west-2"),
+        7.0,
+    )
+    .unwrap();
+    // The region was `${var.region}`: replaced by a literal; zones dropped.
+    assert!(
+        m.new_text.contains("    region: us-west-2\n"),
+        "{}",
+        m.new_text
+    );
+    assert!(!m.new_text.contains("zones:"), "{}", m.new_text);
+    assert!(m.equivalent.exact);
+    assert_eq!(m.to_instance_type, "p4de.24xlarge");
+    // Same type and price in both regions: no cost change.
+    assert!(m.hourly_delta().unwrap().abs() < 1e-9);
+    assert!(
+        m.changes.iter().any(|c| c.contains("${var.region}")),
+        "{:?}",
+        m.changes
+    );
+
+    // To Huawei: no NVLink stated and no RDMA -> both relaxed, named.
+    let m = migrate::migrate(
+        &loaded,
+        &vars,
+        Catalog::builtin(),
+        "trainer",
+        Cloud::Huawei,
+        None,
+        7.0,
+    )
+    .unwrap();
+    assert!(!m.equivalent.exact);
+    assert!(m.new_text.contains("interconnect: any"), "{}", m.new_text);
+    assert!(m.new_text.contains("fabric: ethernet"), "{}", m.new_text);
+    assert!(
+        m.caveats.iter().any(|c| c.contains("no exact equivalent")),
+        "{:?}",
+        m.caveats
+    );
+    assert!(
+        m.caveats.iter().any(|c| c.contains("data volume")),
+        "{:?}",
+        m.caveats
+    );
+    assert!(
+        m.caveats.iter().any(|c| c.contains("bucket `checkpoints`")),
+        "{:?}",
+        m.caveats
+    );
+}
+
+#[test]
+fn escape_hatches_are_replaced() {
+    let text = "project: p\nclusters:\n  t:\n    cloud: aws # keep me\n    region: us-east-1\n    zones:\n      - us-east-1a # first\n      - us-east-1b\n    nodes: 2\n    gpu: T4:1\n    instance_type: g4dn.xlarge # raw\n    image: ami-0123456789abcdef0\n    tags:\n      team: x\n";
+    let vars = Vars::new();
+    let loaded = spec::load_str("raw.yaml", text, &vars).unwrap();
+    let m = migrate::migrate(
+        &loaded,
+        &vars,
+        Catalog::builtin(),
+        "t",
+        Cloud::Tencent,
+        None,
+        7.0,
+    )
+    .unwrap();
+    assert!(
+        m.new_text.contains("    cloud: tencent # keep me\n"),
+        "{}",
+        m.new_text
+    );
+    assert!(!m.new_text.contains("instance_type"), "{}", m.new_text);
+    assert!(!m.new_text.contains("ami-"), "{}", m.new_text);
+    assert!(
+        m.new_text.contains("image: ubuntu-22.04-cuda"),
+        "{}",
+        m.new_text
+    );
+    // Tencent names zones for GN7: they replace the block list.
+    assert!(m.new_text.contains("    zones: [ap-"), "{}", m.new_text);
+    assert!(
+        m.caveats.iter().any(|c| c.contains("tags")),
+        "{:?}",
+        m.caveats
+    );
+    spec::load_str("raw.yaml", &m.new_text, &vars).unwrap();
+}
+
+#[test]
+fn count_change_scales_nodes() {
+    let text = "project: p\nclusters:\n  b:\n    cloud: huawei\n    region: cn-north-4\n    nodes: 3\n    gpu: A100-80GB:4\n";
+    let vars = Vars::new();
+    let loaded = spec::load_str("b.yaml", text, &vars).unwrap();
+    let m = migrate::migrate(
+        &loaded,
+        &vars,
+        Catalog::builtin(),
+        "b",
+        Cloud::Aws,
+        None,
+        7.0,
+    )
+    .unwrap();
+    // AWS has A100-80GB only as 8 per instance: 3 × 4 = 12 GPUs -> 2 × 8.
+    assert!(
+        m.new_text.contains("    gpu: A100-80GB:8\n"),
+        "{}",
+        m.new_text
+    );
+    assert!(m.new_text.contains("    nodes: 2\n"), "{}", m.new_text);
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("examples/multi-cloud.yaml"),
+        dir.path().join("spec.yaml"),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(dir.path().join("spec.yaml")).unwrap();
+    for (args, needle) in [
+        (vec!["nope", "--to", "aws"], "no cluster `nope`"),
+        (vec!["train-aws", "--to", "gcp"], "unknown cloud `gcp`"),
+        (
+            vec!["train-aws", "--to", "tencent"],
+            "tencent does not offer A100-80GB",
+        ),
+        (
+            vec!["train-aws", "--to", "alibaba/us-east-1"],
+            "not a alibaba region",
+        ),
+        (vec!["train-aws", "--to", "aws"], "already runs on aws"),
+        (
+            vec!["train-aws", "--to", "sandbox"],
+            "cannot migrate to `sandbox`",
+        ),
+        (
+            vec!["serve-alibaba", "--to", "tencent/ap-singapore"],
+            "does not offer A10",
+        ),
+    ] {
+        let out = gpuform(dir.path())
+            .arg("migrate")
+            .args(&args)
+            .args(["spec.yaml", "--write"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains("hint:"), "{args:?}: {err}");
+    }
+    // Nothing was written.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("spec.yaml")).unwrap(),
+        before
+    );
+    let out = gpuform(dir.path())
+        .args(["migrate", "x", "--to", "aws", "missing.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read spec file"));
+}
+
+#[test]
+fn json_output() {
+    let out = Command::cargo_bin("gpuform")
+        .unwrap()
+        .current_dir(root())
+        .args([
+            "migrate",
+            "serve-tencent",
+            "--to",
+            "aws",
+            "examples/multi-cloud.yaml",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["to_cloud"], "aws");
+    assert_eq!(v["to_instance_type"], "g4dn.xlarge");
+    assert!(v["diff"].as_str().unwrap().contains("+    cloud: aws"));
+    let before = v["hourly_before"].as_f64().unwrap();
+    let after = v["hourly_after"].as_f64().unwrap();
+    assert!(after < before, "{v}");
+}
