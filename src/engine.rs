@@ -115,6 +115,7 @@ pub async fn make_plan(
     };
     let mut plan = diff(&desired, &current, Catalog::builtin(), &req.diff);
     plan.project = req.loaded.spec.project.clone();
+    plan.endpoints = req.loaded.spec.endpoints.clone();
     plan.state = state_ref;
     if !current.adopted.is_empty() {
         plan.warnings.push(format!(

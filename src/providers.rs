@@ -4,12 +4,14 @@ use crate::resolve::Target;
 use crate::EngineError;
 use gpuform_provider::{Cloud, Provider};
 use gpuform_sandbox::{Faults, SandboxCloud};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub struct Providers {
     sandbox_dir: PathBuf,
+    /// Endpoint overrides per cloud, from the spec (`endpoints:`).
+    endpoints: BTreeMap<String, String>,
     sandbox: Mutex<Option<Arc<SandboxCloud>>>,
     cache: tokio::sync::Mutex<HashMap<String, Arc<dyn Provider>>>,
 }
@@ -19,9 +21,16 @@ impl Providers {
     pub fn new(sandbox_dir: PathBuf) -> Providers {
         Providers {
             sandbox_dir,
+            endpoints: BTreeMap::new(),
             sandbox: Mutex::new(None),
             cache: Default::default(),
         }
+    }
+
+    /// Uses these API endpoints (cloud name → base URL) instead of the defaults.
+    pub fn with_endpoints(mut self, endpoints: BTreeMap<String, String>) -> Providers {
+        self.endpoints = endpoints;
+        self
     }
 
     pub fn sandbox_dir(&self) -> &std::path::Path {
@@ -57,15 +66,52 @@ impl Providers {
         let p: Arc<dyn Provider> = if target.sandbox {
             self.sandbox()?.provider(target.cloud)
         } else {
-            real_provider(target.cloud).await?
+            real_provider(
+                target.cloud,
+                self.endpoints.get(target.cloud.as_str()).cloned(),
+            )
+            .await?
         };
         cache.insert(key.to_string(), p.clone());
         Ok(p)
     }
 }
 
-async fn real_provider(cloud: Cloud) -> Result<Arc<dyn Provider>, EngineError> {
-    Err(EngineError::Config(format!(
-        "the {cloud} provider is not available in this build of gpuform yet\n  hint: add --sandbox to run this spec on the built-in sandbox cloud"
-    )))
+async fn real_provider(
+    cloud: Cloud,
+    endpoint: Option<String>,
+) -> Result<Arc<dyn Provider>, EngineError> {
+    let unavailable = |why: &str| {
+        EngineError::Config(format!(
+            "the {cloud} provider is not available in this build of gpuform: {why}\n  hint: add --sandbox to run this spec on the built-in sandbox cloud"
+        ))
+    };
+    let provider_error = |e: gpuform_provider::ProviderError| EngineError::Provider {
+        context: format!("setting up the {cloud} provider"),
+        error: e,
+    };
+    match cloud {
+        #[cfg(feature = "aws")]
+        Cloud::Aws => {
+            // Placement groups are listed unless an EC2 emulation lacks them
+            // (moto answers HTTP 500); recorded ones are still read by id, and
+            // a retried create adopts its group by the token-derived name.
+            let list_pgs =
+                std::env::var("GPUFORM_AWS_PLACEMENT_GROUPS").map_or(true, |v| v != "off");
+            let p = gpuform_aws::AwsProvider::from_env(endpoint)
+                .await
+                .map_err(provider_error)?
+                .with_placement_groups(list_pgs);
+            Ok(Arc::new(p))
+        }
+        #[cfg(not(feature = "aws"))]
+        Cloud::Aws => {
+            let _ = endpoint;
+            Err(unavailable("it was built without the `aws` feature"))
+        }
+        Cloud::Alibaba | Cloud::Tencent | Cloud::Huawei => {
+            let _ = (endpoint, provider_error);
+            Err(unavailable("this provider is not wired into the CLI yet"))
+        }
+    }
 }

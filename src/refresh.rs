@@ -81,10 +81,51 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
     }
     let results = futures_util::future::join_all(calls).await;
     for ((provider_key, region), provider, scope, found) in results {
-        let found = found.map_err(|e| EngineError::Provider {
-            context: format!("refreshing {provider_key} {region}"),
-            error: e,
+        let context = || format!("refreshing {provider_key} {region}");
+        let mut found = found.map_err(|error| EngineError::Provider {
+            context: context(),
+            error,
         })?;
+        // After a crash, a create started moments ago may not be visible yet
+        // (eventual consistency, or a request still being processed after its
+        // client died): wait out the provider's settle time once and look
+        // again, rather than retrying a create that did happen.
+        let settle = provider.settle_time();
+        if !settle.is_zero() {
+            let seen = |address: &str| {
+                found.iter().any(|o| {
+                    o.ownership
+                        .as_ref()
+                        .is_some_and(|t| t.address == address && t.lineage == lineage)
+                })
+            };
+            let youngest_unseen = cur
+                .doc
+                .pending
+                .iter()
+                .filter(|(a, p)| p.provider == provider_key && p.region == region && !seen(a))
+                .map(|(_, p)| p.started_ms)
+                .max();
+            let now = crate::state::document::now_ms();
+            if let Some(ready_at) = youngest_unseen
+                .map(|t| t + settle.as_millis() as u64)
+                .filter(|t| *t > now)
+            {
+                let wait = std::time::Duration::from_millis(ready_at - now);
+                eprintln!(
+                    "Waiting {:.1}s for {provider_key} {region} to settle before looking for what an interrupted apply started...",
+                    wait.as_secs_f64()
+                );
+                tokio::time::sleep(wait).await;
+                found = provider
+                    .list_owned(&scope, &cur.doc.project)
+                    .await
+                    .map_err(|error| EngineError::Provider {
+                        context: context(),
+                        error,
+                    })?;
+            }
+        }
         let ours: Vec<ObservedResource> = found
             .into_iter()
             .filter(|o| {

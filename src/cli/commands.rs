@@ -9,7 +9,7 @@ use crate::plan::render::render;
 use crate::plan::{DiffOptions, Plan};
 use crate::providers::Providers;
 use crate::resolve::{Exhausted, ResolveOptions};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How many capacity failures state keeps as a log.
 const FAILOVER_LOG: usize = 50;
@@ -172,8 +172,8 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
     })
 }
 
-fn providers_for(store: &StateStore) -> Arc<Providers> {
-    Arc::new(Providers::new(engine::sandbox_dir(store)))
+fn providers_for(store: &StateStore, endpoints: &BTreeMap<String, String>) -> Arc<Providers> {
+    Arc::new(Providers::new(engine::sandbox_dir(store)).with_endpoints(endpoints.clone()))
 }
 
 async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
@@ -183,7 +183,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
     if existed && doc.project != loaded.spec.project {
         return Err(project_mismatch(&store, &doc, &loaded));
     }
-    let providers = providers_for(&store);
+    let providers = providers_for(&store, &loaded.spec.endpoints);
     let req = PlanRequest {
         loaded: &loaded,
         resolve: resolve_opts(a.sandbox, a.cny_per_usd),
@@ -394,7 +394,7 @@ async fn plan_locked(
     destroy: bool,
     exhausted: &BTreeSet<Exhausted>,
 ) -> Result<(Plan, crate::refresh::Current), Failure> {
-    let providers = providers_for(store);
+    let providers = providers_for(store, &loaded.spec.endpoints);
     let req = PlanRequest {
         loaded,
         resolve: ResolveOptions {
@@ -442,7 +442,8 @@ async fn run_apply(
         },
         ..ApplyOptions::default()
     };
-    let result = engine::apply_plan(locked, plan, current, providers_for(store), &opts, cancel)
+    let providers = providers_for(store, &plan.endpoints);
+    let result = engine::apply_plan(locked, plan, current, providers, &opts, cancel)
         .await
         .map_err(engine_failure);
     watcher.abort();

@@ -182,6 +182,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
         notes: desired.notes.clone(),
         warnings: Vec::new(),
         state_path: None,
+        endpoints: BTreeMap::new(),
     }
 }
 

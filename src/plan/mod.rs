@@ -133,6 +133,10 @@ pub struct Plan {
     /// The state file the plan was made against (saved plans apply there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_path: Option<String>,
+    /// API endpoint overrides from the spec, so a saved plan talks to the
+    /// same endpoints it was made against.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub endpoints: BTreeMap<String, String>,
 }
 
 impl Plan {

@@ -511,9 +511,17 @@ fn resolve_cluster(
         None,
     );
     // Packed placement pays off only when nodes talk over NVLink-class or RDMA links.
-    let placement = (c.nodes > 1
-        && (c.interconnect == InterconnectReq::Nvlink || c.fabric == Fabric::Rdma))
-        .then(|| format!("{prefix}.placement"));
+    let wants_packing =
+        c.nodes > 1 && (c.interconnect == InterconnectReq::Nvlink || c.fabric == Fabric::Rdma);
+    // Huawei's server groups only spread nodes apart (anti-affinity); there
+    // is nothing to ask for packing, so its scheduler places the nodes.
+    if wants_packing && cloud == Cloud::Huawei {
+        out.notes.push(format!(
+            "cluster.{name}: no placement group on huawei (its server groups are anti-affinity only); nodes are placed by the scheduler"
+        ));
+    }
+    let placement =
+        (wants_packing && cloud != Cloud::Huawei).then(|| format!("{prefix}.placement"));
     if placement.is_some() {
         push(
             "placement",

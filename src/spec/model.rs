@@ -29,6 +29,11 @@ pub struct Spec {
     /// Declared variables with optional defaults, substituted as `${var.NAME}`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub variables: BTreeMap<String, Variable>,
+    /// API endpoint overrides per cloud (private endpoints, local test
+    /// servers), e.g. `aws: http://127.0.0.1:5555`. Environment variables
+    /// (`AWS_ENDPOINT_URL`, `GPUFORM_TENCENT_ENDPOINT`, ...) apply otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub endpoints: BTreeMap<String, String>,
 }
 
 /// Where a cluster runs: a cloud, or the built-in sandbox (which simulates AWS

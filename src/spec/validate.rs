@@ -219,6 +219,7 @@ const ROOT_FIELDS: &[Field] = &[
     opt("budget", Validator::budget),
     opt("state", Validator::state),
     opt("variables", Validator::variables),
+    opt("endpoints", Validator::endpoints),
 ];
 
 const STRATEGY: &[&str] = &["cheapest", "ordered"];
@@ -980,6 +981,61 @@ impl Validator {
             out.push(Value::String(z));
         }
         ok.then_some(Value::Array(out))
+    }
+
+    /// `endpoints: { CLOUD: URL }`.
+    fn endpoints(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let clouds = ["aws", "alibaba", "tencent", "huawei"];
+        let Kind::Map(entries) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected `endpoints` as a mapping, found {}",
+                    node.describe()
+                ),
+                "write `endpoints: { aws: https://ec2.us-east-1.amazonaws.com }`",
+            );
+            return None;
+        };
+        let mut out = Map::new();
+        let mut ok = true;
+        for e in entries {
+            let p = join(path, &e.key);
+            if !clouds.contains(&e.key.as_str()) {
+                let hint = match suggest(&e.key, clouds.iter().copied()) {
+                    Some(s) => format!(
+                        "did you mean `{s}`? Endpoints are per cloud: {}",
+                        list(&clouds)
+                    ),
+                    None => format!("endpoints are per cloud: {}", list(&clouds)),
+                };
+                self.error(
+                    e.key_pos,
+                    &p,
+                    format!("unknown cloud `{}` in `endpoints`", shorten(&e.key)),
+                    hint,
+                );
+                ok = false;
+                continue;
+            }
+            let Some(url) = self.scalar_text(&e.value, &p, "a URL") else {
+                ok = false;
+                continue;
+            };
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+                self.error(
+                    e.value.start,
+                    &p,
+                    format!("`{}` is not an http(s) URL", shorten(&url)),
+                    "write the endpoint's base URL, e.g. `https://ec2.us-east-1.amazonaws.com` or `http://127.0.0.1:5555`",
+                );
+                ok = false;
+                continue;
+            }
+            out.insert(e.key.clone(), Value::String(url));
+        }
+        ok.then_some(Value::Object(out))
     }
 
     fn tags(&mut self, node: &Node, path: &str) -> Option<Value> {

@@ -64,6 +64,10 @@ pub struct Record {
 /// A create that was started and not (yet) known to have finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingIntent {
+    /// When the create was started (Unix milliseconds), to know whether the
+    /// cloud may still be settling when it is looked for after a crash.
+    #[serde(default)]
+    pub started_ms: u64,
     pub kind: ResourceKind,
     pub provider: String,
     pub region: String,
@@ -89,4 +93,12 @@ impl StateDoc {
     pub fn is_empty(&self) -> bool {
         self.resources.is_empty() && self.pending.is_empty()
     }
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }

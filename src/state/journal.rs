@@ -281,6 +281,7 @@ mod tests {
         let mut doc = StateDoc::new("p");
         let j = Journal::create(&path, &doc.lineage, 0).unwrap();
         let intent = PendingIntent {
+            started_ms: 0,
             kind: ResourceKind::Instance,
             provider: "sandbox:aws".into(),
             region: "us-east-1".into(),

@@ -64,8 +64,11 @@ pub trait Provider: Send + Sync {
     ) -> Result<Vec<ObservedResource>, ProviderError>;
 
     /// Everything in `scope` tagged with this project.
-    async fn list_owned(&self, scope: &Scope, project: &str)
-        -> Result<Vec<ObservedResource>, ProviderError>;
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError>;
 
     /// Changes updatable attributes in place (see
     /// [`ResourceKind::updatable_attrs`]). `changes` holds only the new values.
@@ -77,5 +80,20 @@ pub trait Provider: Send + Sync {
         changes: &Attrs,
     ) -> Result<ObservedResource, ProviderError>;
 
-    async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<(), ProviderError>;
+    async fn delete(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+    ) -> Result<(), ProviderError>;
+
+    /// How long after a create call its resource may still be missing from
+    /// `list_owned` (eventually consistent reads, a request still being
+    /// processed after its client died). After a crash, a create younger than
+    /// this that is not found yet is looked for again before it is retried,
+    /// so that clouds without idempotency tokens for some kinds do not get a
+    /// duplicate. Zero for clouds whose reads are consistent.
+    fn settle_time(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }

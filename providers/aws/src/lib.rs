@@ -930,6 +930,14 @@ impl Provider for AwsProvider {
         self.rate
     }
 
+    /// EC2's Describe calls are eventually consistent: "it might take a few
+    /// seconds" for a new resource to appear (EC2 API reference, "Eventual
+    /// consistency"). CreateVpc, CreateSubnet, CreateVolume... take no
+    /// ClientToken, so a lost create is looked for again before a retry.
+    fn settle_time(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(10)
+    }
+
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
         let c = self.client(&req.scope)?;
         match req.kind {
