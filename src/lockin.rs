@@ -6,6 +6,9 @@
 //! [`find_equivalent`] (the cheapest instance type meeting it in a cloud,
 //! or the nearest one with the difference named, or why there is none).
 
+// `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
+#![allow(clippy::unnecessary_map_or)]
+
 use crate::offers::{new_table, usd, InputError};
 use crate::resolve::HOURS_PER_MONTH;
 use crate::spec::{CloudName, Cluster, Fabric, InterconnectReq, LoadedSpec};
@@ -563,7 +566,12 @@ pub fn render_table(r: &LockinReport) -> String {
             .and_then(|c| c.cluster_hourly_usd);
         let mut first = vec![row.cluster.clone()];
         if let Some(req) = &row.requirement {
-            first.push(format!("{} node{} × {}", req.nodes, if req.nodes == 1 { "" } else { "s" }, req.describe()));
+            first.push(format!(
+                "{} node{} × {}",
+                req.nodes,
+                if req.nodes == 1 { "" } else { "s" },
+                req.describe()
+            ));
             first.push(req.pricing.as_str().to_string());
         }
         let mut cells = vec![first.join("\n")];

@@ -10,6 +10,9 @@
 //! `fabric:`). Escape hatches are replaced: a raw `instance_type:` is removed
 //! (gpuform picks the equivalent), a raw image id becomes the logical default.
 
+// `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
+#![allow(clippy::unnecessary_map_or)]
+
 use crate::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requirement};
 use crate::offers::usd;
 use crate::resolve::{resolve, Desired, ResolveOptions, HOURS_PER_MONTH};
@@ -451,9 +454,10 @@ fn what_does_not_carry_over(
     for n in catalog.notes(to, &eq.region, to_type) {
         out.push(format!("catalog note on {to_type}: {n}"));
     }
-    out.push(format!(
+    out.push(
         "nodes' disks are not copied: the new cluster starts from the image; the old one is destroyed after the new one is created"
-    ));
+            .to_string(),
+    );
     out
 }
 
