@@ -772,8 +772,14 @@ impl<'a> Editor<'a> {
 
     fn finish(mut self) -> String {
         // Bottom-up, so line numbers of earlier edits stay valid.
-        self.edits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-        for (first, last, replacement) in std::mem::take(&mut self.edits) {
+        // Insertions at one place: the later one is applied first, so they
+        // end up in the order they were asked for.
+        let mut edits: Vec<(usize, (usize, usize, Vec<String>))> = std::mem::take(&mut self.edits)
+            .into_iter()
+            .enumerate()
+            .collect();
+        edits.sort_by(|(ia, a), (ib, b)| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(ib.cmp(ia)));
+        for (_, (first, last, replacement)) in edits {
             if last + 1 == first {
                 // Insertion before `first`.
                 for (k, l) in replacement.into_iter().enumerate() {

@@ -343,3 +343,29 @@ fn json_output() {
     let after = v["hourly_after"].as_f64().unwrap();
     assert!(after < before, "{v}");
 }
+
+#[test]
+fn cloud_any_is_pinned() {
+    let text = "project: p\nclusters:\n  c:\n    cloud: any\n    candidates: [aws, tencent] # where it may go\n    strategy: cheapest\n    nodes: 2\n    gpu: T4:1\n";
+    let vars = Vars::new();
+    let loaded = spec::load_str("any.yaml", text, &vars).unwrap();
+    let m = migrate::migrate(
+        &loaded,
+        &vars,
+        Catalog::builtin(),
+        "c",
+        Cloud::Tencent,
+        None,
+        7.0,
+    )
+    .unwrap();
+    assert!(
+        m.new_text.contains("    cloud: tencent\n    region: ap-"),
+        "{}",
+        m.new_text
+    );
+    assert!(!m.new_text.contains("candidates"), "{}", m.new_text);
+    assert!(!m.new_text.contains("strategy"), "{}", m.new_text);
+    let pinned = spec::load_str("any.yaml", &m.new_text, &vars).unwrap();
+    assert_eq!(pinned.spec.clusters["c"].cloud, spec::CloudName::Tencent);
+}
