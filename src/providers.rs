@@ -81,11 +81,6 @@ async fn real_provider(
     cloud: Cloud,
     endpoint: Option<String>,
 ) -> Result<Arc<dyn Provider>, EngineError> {
-    let unavailable = |why: &str| {
-        EngineError::Config(format!(
-            "the {cloud} provider is not available in this build of gpuform: {why}\n  hint: add --sandbox to run this spec on the built-in sandbox cloud"
-        ))
-    };
     let provider_error = |e: gpuform_provider::ProviderError| EngineError::Provider {
         context: format!("setting up the {cloud} provider"),
         error: e,
@@ -107,11 +102,26 @@ async fn real_provider(
         #[cfg(not(feature = "aws"))]
         Cloud::Aws => {
             let _ = endpoint;
-            Err(unavailable("it was built without the `aws` feature"))
+            Err(EngineError::Config(
+                "the aws provider is not in this build of gpuform (built without the `aws` feature)\n  hint: rebuild with default features, or add --sandbox to run this spec on the built-in sandbox cloud".into(),
+            ))
         }
-        Cloud::Alibaba | Cloud::Tencent | Cloud::Huawei => {
-            let _ = (endpoint, provider_error);
-            Err(unavailable("this provider is not wired into the CLI yet"))
+        Cloud::Alibaba => Ok(Arc::new(
+            gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(endpoint)
+                .map_err(provider_error)?,
+        )),
+        Cloud::Tencent => Ok(Arc::new(
+            gpuform_tencent::TencentProvider::from_env_with_endpoint(endpoint)
+                .map_err(provider_error)?,
+        )),
+        Cloud::Huawei => {
+            let mut vars: Vec<(String, String)> = std::env::vars().collect();
+            if let Some(url) = endpoint {
+                vars.push(("GPUFORM_HUAWEI_ENDPOINT".into(), url));
+            }
+            Ok(Arc::new(
+                gpuform_huawei::HuaweiProvider::from_vars(vars).map_err(provider_error)?,
+            ))
         }
     }
 }

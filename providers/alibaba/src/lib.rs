@@ -127,6 +127,14 @@ impl AlibabaProvider {
     /// `ALIBABA_CLOUD_SECURITY_TOKEN`), and the endpoint override from
     /// `GPUFORM_ALIBABA_ENDPOINT`. Sends nothing.
     pub fn from_env() -> Result<AlibabaProvider, ProviderError> {
+        Self::from_env_with_endpoint(None)
+    }
+
+    /// Like [`AlibabaProvider::from_env`], with an endpoint override (from a
+    /// spec's `endpoints:`) that wins over `GPUFORM_ALIBABA_ENDPOINT`.
+    pub fn from_env_with_endpoint(
+        endpoint: Option<String>,
+    ) -> Result<AlibabaProvider, ProviderError> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let (Some(id), Some(secret)) = (var(ENV_ACCESS_KEY_ID), var(ENV_ACCESS_KEY_SECRET)) else {
             return Err(ProviderError::new(
@@ -138,7 +146,10 @@ impl AlibabaProvider {
                 ),
             ));
         };
-        let endpoint = var(ENV_ENDPOINT).map(|u| Endpoint::parse(&u)).transpose()?;
+        let endpoint = endpoint
+            .or_else(|| var(ENV_ENDPOINT))
+            .map(|u| Endpoint::parse(&u))
+            .transpose()?;
         Self::new(
             Credentials::new(id, secret),
             var(ENV_SECURITY_TOKEN),

@@ -92,6 +92,14 @@ fn env_nonempty(name: &str) -> Option<String> {
 
 impl TencentProvider {
     pub fn from_env() -> Result<TencentProvider, ProviderError> {
+        Self::from_env_with_endpoint(None)
+    }
+
+    /// Like [`TencentProvider::from_env`], with an endpoint override (from a
+    /// spec's `endpoints:`) that wins over `GPUFORM_TENCENT_ENDPOINT`.
+    pub fn from_env_with_endpoint(
+        endpoint: Option<String>,
+    ) -> Result<TencentProvider, ProviderError> {
         let (Some(id), Some(key)) = (env_nonempty(ENV_SECRET_ID), env_nonempty(ENV_SECRET_KEY))
         else {
             return Err(ProviderError::new(
@@ -103,7 +111,7 @@ impl TencentProvider {
             ));
         };
         let token = env_nonempty(ENV_SESSION_TOKEN).map(SessionToken);
-        let endpoint = match env_nonempty(ENV_ENDPOINT) {
+        let endpoint = match endpoint.or_else(|| env_nonempty(ENV_ENDPOINT)) {
             None => None,
             Some(raw) => Some(parse_endpoint(&raw)?),
         };

@@ -1,0 +1,383 @@
+//! The shared scenario suite for the clouds without an emulator: Alibaba,
+//! Tencent and Huawei. The gpuform binary runs against local stand-ins of
+//! their APIs (providers/mockclouds: they verify every signature and answer
+//! as the API references document) — the same scenarios for each: create,
+//! refresh, drift, scale, destroy, and a crash at every API call of an apply
+//! followed by another apply.
+
+use gpuform_mockclouds::{
+    alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, MockCloud,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+struct Case {
+    cloud: &'static str,
+    region: &'static str,
+    gpu: &'static str,
+}
+
+fn spec(c: &Case, project: &str, nodes: u32) -> String {
+    format!(
+        "project: {project}\nclusters:\n  infer:\n    cloud: {}\n    region: {}\n    nodes: {nodes}\n    gpu: {}\n    disk:\n      data_gb: 50\n",
+        c.cloud, c.region, c.gpu
+    )
+}
+
+fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
+    for (k, v) in mock.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn ok(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> String {
+    let out: Output = gpuform(dir, mock, args).output().expect("run gpuform");
+    assert!(
+        out.status.success(),
+        "gpuform {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn plan_exit(dir: &Path, mock: &dyn MockCloud) -> i32 {
+    gpuform(dir, mock, &["plan", "spec.yaml", "--detailed-exitcode"])
+        .output()
+        .unwrap()
+        .status
+        .code()
+        .unwrap()
+}
+
+fn desired(c: &Case, nodes: u32) -> BTreeSet<String> {
+    let zone_subnet = "cluster.infer.subnet[";
+    let mut s: BTreeSet<String> = ["cluster.infer.network", "cluster.infer.firewall"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    s.insert(zone_subnet.to_string()); // the one subnet, whatever its zone
+    for i in 0..nodes {
+        s.insert(format!("cluster.infer.node[{i}]"));
+        s.insert(format!("cluster.infer.volume[{i}]"));
+    }
+    let _ = c;
+    s
+}
+
+/// The cloud holds exactly one resource per desired address (subnets
+/// matched by prefix), and state records exactly those ids.
+fn assert_exact(
+    dir: &Path,
+    mock: &dyn MockCloud,
+    project: &str,
+    want: &BTreeSet<String>,
+    context: &str,
+) {
+    let live = mock.resources();
+    let mut by_addr: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in &live {
+        let addr = r
+            .address
+            .clone()
+            .unwrap_or_else(|| format!("<untagged {}>", r.id));
+        by_addr.entry(addr).or_default().push(r.id.clone());
+    }
+    for (addr, ids) in &by_addr {
+        assert_eq!(ids.len(), 1, "{context}: duplicates for {addr}: {ids:?}");
+    }
+    let normalized: BTreeSet<String> = by_addr
+        .keys()
+        .map(|a| {
+            if a.starts_with("cluster.infer.subnet[") {
+                "cluster.infer.subnet[".to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    assert_eq!(
+        &normalized, want,
+        "{context}: the cloud does not hold exactly the desired resources"
+    );
+    let st: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join(format!(".gpuform/{project}.state.json"))).expect("state"),
+    )
+    .unwrap();
+    let recorded: BTreeMap<String, String> = st["resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(a, r)| (a.clone(), r["id"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        recorded.len(),
+        live.len(),
+        "{context}: state and cloud differ:\n{recorded:#?}\n{by_addr:#?}"
+    );
+    for (addr, id) in &recorded {
+        assert_eq!(
+            by_addr.get(addr),
+            Some(&vec![id.clone()]),
+            "{context}: recorded {addr} = {id} is not real"
+        );
+    }
+}
+
+fn scenario(case: &Case, mock: &dyn MockCloud) {
+    let project = format!("suite-{}", case.cloud);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 2)).unwrap();
+
+    // create, then refresh finds nothing to do
+    assert_eq!(plan_exit(dir.path(), mock), 2);
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert_exact(
+        dir.path(),
+        mock,
+        &project,
+        &desired(case, 2),
+        "after create",
+    );
+    let before = mock.requests();
+    assert_eq!(
+        plan_exit(dir.path(), mock),
+        0,
+        "{}: apply then plan shows no changes",
+        case.cloud
+    );
+    let refresh_calls = mock.requests() - before;
+    assert!(
+        refresh_calls <= 12,
+        "{}: refresh is batched, not per resource ({refresh_calls} calls)",
+        case.cloud
+    );
+
+    // drift: a node deleted behind gpuform's back is re-created
+    let victim = mock
+        .resources()
+        .into_iter()
+        .find(|r| r.address.as_deref() == Some("cluster.infer.node[1]"))
+        .expect("node 1");
+    assert!(mock.delete_behind(&victim.id));
+    let plan = ok(dir.path(), mock, &["plan", "spec.yaml"]);
+    assert!(
+        plan.contains("deleted outside gpuform"),
+        "{}: {plan}",
+        case.cloud
+    );
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert_exact(
+        dir.path(),
+        mock,
+        &project,
+        &desired(case, 2),
+        "after drift repair",
+    );
+
+    // scale up and down
+    std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 3)).unwrap();
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert_exact(
+        dir.path(),
+        mock,
+        &project,
+        &desired(case, 3),
+        "after scale up",
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 1)).unwrap();
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert_exact(
+        dir.path(),
+        mock,
+        &project,
+        &desired(case, 1),
+        "after scale down",
+    );
+
+    // destroy
+    ok(
+        dir.path(),
+        mock,
+        &["destroy", "spec.yaml", "--auto-approve"],
+    );
+    assert!(
+        mock.resources().is_empty(),
+        "{}: destroy leaves nothing: {:?}",
+        case.cloud,
+        mock.resources()
+    );
+}
+
+/// Kills gpuform (SIGKILL) right after the N-th API request took effect and
+/// before its answer, for every N of an apply; one more apply must leave
+/// exactly the desired resources.
+fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
+    let pid = Arc::new(AtomicU32::new(0));
+    let target = Arc::new(AtomicU64::new(u64::MAX));
+    {
+        let (pid, target) = (pid.clone(), target.clone());
+        mock.set_hook(Some(Arc::new(move |n: u64| {
+            if n == target.load(Ordering::SeqCst) {
+                let p = pid.load(Ordering::SeqCst);
+                if p != 0 {
+                    unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
+                    // Give the kill time to land before this answer is sent.
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            }
+        })));
+    }
+    let mut crashed = 0;
+    for n in 1u64.. {
+        let project = format!("crash-{}-{n}", case.cloud);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 2)).unwrap();
+        let start = mock.requests();
+        target.store(start + n, Ordering::SeqCst);
+        let child = gpuform(
+            dir.path(),
+            mock,
+            &[
+                "apply",
+                "spec.yaml",
+                "--auto-approve",
+                "--parallelism",
+                "1",
+                "-q",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        pid.store(child.id(), Ordering::SeqCst);
+        let out = child.wait_with_output().unwrap();
+        pid.store(0, Ordering::SeqCst);
+        target.store(u64::MAX, Ordering::SeqCst);
+        if out.status.success() {
+            assert!(
+                crashed > 5,
+                "{}: crash injection fired {crashed} times",
+                case.cloud
+            );
+            ok(
+                dir.path(),
+                mock,
+                &["destroy", "spec.yaml", "--auto-approve", "-q"],
+            );
+            break;
+        }
+        assert!(
+            out.status.code().is_none(),
+            "{} N={n}: expected a kill, got {:?}: {}",
+            case.cloud,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        crashed += 1;
+        ok(
+            dir.path(),
+            mock,
+            &["apply", "spec.yaml", "--auto-approve", "-q"],
+        );
+        let live: Vec<_> = mock
+            .resources()
+            .into_iter()
+            .filter(|r| r.address.is_some())
+            .collect();
+        let mut seen = BTreeSet::new();
+        for r in &live {
+            // Other iterations' projects are destroyed; only this one may be alive.
+            assert!(
+                seen.insert(r.address.clone()),
+                "{} N={n}: duplicate {:?}",
+                case.cloud,
+                r.address
+            );
+        }
+        assert_exact(
+            dir.path(),
+            mock,
+            &project,
+            &desired(case, 2),
+            &format!("{} crash at call {n}", case.cloud),
+        );
+        assert_eq!(
+            plan_exit(dir.path(), mock),
+            0,
+            "{} N={n}: plan after recovery",
+            case.cloud
+        );
+        ok(
+            dir.path(),
+            mock,
+            &["destroy", "spec.yaml", "--auto-approve", "-q"],
+        );
+        assert!(
+            mock.resources().is_empty(),
+            "{} N={n}: destroy after recovery",
+            case.cloud
+        );
+        assert!(n < 200);
+    }
+    mock.set_hook(None);
+}
+
+const TENCENT: Case = Case {
+    cloud: "tencent",
+    region: "ap-guangzhou",
+    gpu: "T4",
+};
+const ALIBABA: Case = Case {
+    cloud: "alibaba",
+    region: "cn-hangzhou",
+    gpu: "A10",
+};
+const HUAWEI: Case = Case {
+    cloud: "huawei",
+    region: "cn-north-4",
+    gpu: "T4",
+};
+
+#[test]
+fn tencent_scenarios() {
+    let mock = TencentMock::start();
+    scenario(&TENCENT, &mock);
+}
+
+#[test]
+fn tencent_crash_at_every_call() {
+    let mock = TencentMock::start();
+    crash_at_every_call(&TENCENT, &mock);
+}
+
+#[test]
+fn alibaba_scenarios() {
+    let mock = AlibabaMock::start();
+    scenario(&ALIBABA, &mock);
+}
+
+#[test]
+fn alibaba_crash_at_every_call() {
+    let mock = AlibabaMock::start();
+    crash_at_every_call(&ALIBABA, &mock);
+}
+
+#[test]
+fn huawei_scenarios() {
+    let mock = HuaweiMock::start();
+    scenario(&HUAWEI, &mock);
+}
+
+#[test]
+fn huawei_crash_at_every_call() {
+    let mock = HuaweiMock::start();
+    crash_at_every_call(&HUAWEI, &mock);
+}
