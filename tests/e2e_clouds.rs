@@ -216,8 +216,9 @@ fn scenario(case: &Case, mock: &dyn MockCloud) {
 }
 
 /// Kills gpuform (SIGKILL) right after the N-th API request took effect and
-/// before its answer, for every N of an apply; one more apply must leave
-/// exactly the desired resources.
+/// before its answer, for every N of an apply of a one-node cluster (every
+/// kind of resource, each call of it); one more apply must leave exactly the
+/// desired resources.
 fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
     let pid = Arc::new(AtomicU32::new(0));
     let target = Arc::new(AtomicU64::new(u64::MAX));
@@ -238,7 +239,7 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
     for n in 1u64.. {
         let project = format!("crash-{}-{n}", case.cloud);
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 2)).unwrap();
+        std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 1)).unwrap();
         let start = mock.requests();
         target.store(start + n, Ordering::SeqCst);
         let child = gpuform(
@@ -306,7 +307,7 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
             dir.path(),
             mock,
             &project,
-            &desired(case, 2),
+            &desired(case, 1),
             &format!("{} crash at call {n}", case.cloud),
         );
         assert_eq!(

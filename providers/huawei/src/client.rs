@@ -39,7 +39,7 @@ pub struct JobPolling {
 impl Default for JobPolling {
     fn default() -> Self {
         JobPolling {
-            initial: Duration::from_secs(2),
+            initial: Duration::from_millis(500),
             max: Duration::from_secs(15),
             deadline: Duration::from_secs(30 * 60),
         }

@@ -100,29 +100,29 @@ pub struct CatalogError {
     pub message: String,
 }
 
-struct Row<'s> {
+pub(super) struct Row<'s> {
     file: &'s str,
-    line: u64,
+    pub(super) line: u64,
     header: &'s HashMap<String, usize>,
     rec: csv::StringRecord,
 }
 
 impl<'s> Row<'s> {
-    fn err(&self, message: impl Into<String>) -> CatalogError {
+    pub(super) fn err(&self, message: impl Into<String>) -> CatalogError {
         CatalogError {
             file: self.file.to_string(),
             line: self.line,
             message: message.into(),
         }
     }
-    fn get(&self, col: &str) -> &str {
+    pub(super) fn get(&self, col: &str) -> &str {
         self.header
             .get(col)
             .and_then(|&i| self.rec.get(i))
             .map(str::trim)
             .unwrap_or("")
     }
-    fn req(&self, col: &str) -> Result<&str, CatalogError> {
+    pub(super) fn req(&self, col: &str) -> Result<&str, CatalogError> {
         let v = self.get(col);
         if v.is_empty() {
             Err(self.err(format!("column `{col}` is empty; it is required")))
@@ -142,7 +142,7 @@ impl<'s> Row<'s> {
             ))),
         }
     }
-    fn f64(&self, col: &str) -> Result<f64, CatalogError> {
+    pub(super) fn f64(&self, col: &str) -> Result<f64, CatalogError> {
         self.opt_f64(col)?
             .ok_or_else(|| self.err(format!("column `{col}` is empty; it is required")))
     }
@@ -157,7 +157,7 @@ impl<'s> Row<'s> {
 }
 
 /// Parses `src` and calls `f` for each data row; checks the header has `required` columns.
-fn rows(
+pub(super) fn rows(
     src: &Source<'_>,
     required: &[&str],
     mut f: impl FnMut(Row<'_>) -> Result<(), CatalogError>,
@@ -251,7 +251,7 @@ fn split_list(cell: &str) -> Vec<String> {
         .collect()
 }
 
-fn parse_pricing(row: &Row<'_>) -> Result<PricingModel, CatalogError> {
+pub(super) fn parse_pricing(row: &Row<'_>) -> Result<PricingModel, CatalogError> {
     let v = row.req("pricing")?;
     PricingModel::ALL
         .into_iter()
@@ -259,7 +259,7 @@ fn parse_pricing(row: &Row<'_>) -> Result<PricingModel, CatalogError> {
         .ok_or_else(|| row.err(format!("column `pricing`: expected on-demand, spot, reserved-1y or reserved-3y, found `{v}`")))
 }
 
-fn parse_currency(row: &Row<'_>) -> Result<Currency, CatalogError> {
+pub(super) fn parse_currency(row: &Row<'_>) -> Result<Currency, CatalogError> {
     match row.req("currency")? {
         "USD" => Ok(Currency::USD),
         "CNY" => Ok(Currency::CNY),

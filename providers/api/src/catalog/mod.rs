@@ -16,6 +16,7 @@
 //! Empty cells mean unknown; the loader never fills them in.
 
 mod load;
+mod overrides;
 mod query;
 #[cfg(test)]
 mod tests;

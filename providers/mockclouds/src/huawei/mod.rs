@@ -17,7 +17,7 @@
 //! Asynchronous jobs ("Querying Job Execution Status", GET
 //! /v1/{project_id}/jobs/{job_id}, support.huaweicloud.com/api-ecs/ecs_02_0901.html)
 //! answer RUNNING to the first poll and SUCCESS (with their entities) to the
-//! second, or once a second has passed; only then does the work take effect
+//! second, or once 300 ms have passed; only then does the work take effect
 //! (a server goes BUILD → ACTIVE, a disk creating → available, a delete
 //! removes).
 
@@ -39,7 +39,7 @@ pub const TEST_SK: &str = "huawei-mock-secret-key-for-tests-only-0000";
 pub const TEST_PROJECT_ID: &str = "0b5d2c3a4e6f47a8b9c0d1e2f3a4b5c6";
 
 /// How long a job runs if nobody polls it twice.
-const JOB_TIME: Duration = Duration::from_secs(1);
+const JOB_TIME: Duration = Duration::from_millis(300);
 
 pub struct HuaweiMock {
     addr: SocketAddr,
