@@ -80,14 +80,20 @@ pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool),
 
 pub struct PlanRequest<'a> {
     pub loaded: &'a LoadedSpec,
+    /// The built-in catalog, or one with the user's price overrides.
+    pub catalog: &'a Catalog,
     pub resolve: ResolveOptions,
     pub diff: DiffOptions,
     pub refresh: bool,
 }
 
 /// Resolves the spec against the catalog, with catalog errors pointing into the YAML.
-pub fn desired(loaded: &LoadedSpec, opts: &ResolveOptions) -> Result<Desired, EngineError> {
-    resolve(loaded, Catalog::builtin(), opts).map_err(EngineError::Spec)
+pub fn desired(
+    loaded: &LoadedSpec,
+    catalog: &Catalog,
+    opts: &ResolveOptions,
+) -> Result<Desired, EngineError> {
+    resolve(loaded, catalog, opts).map_err(EngineError::Spec)
 }
 
 /// Computes a plan against `doc` (already read or recovered).
@@ -102,7 +108,7 @@ pub async fn make_plan(
     let desired = if req.diff.destroy {
         Desired::default()
     } else {
-        desired(req.loaded, &resolve_opts)?
+        desired(req.loaded, req.catalog, &resolve_opts)?
     };
     let state_ref = StateRef {
         lineage: state_existed.then(|| doc.lineage.clone()),
@@ -113,7 +119,7 @@ pub async fn make_plan(
     } else {
         Current::unrefreshed(doc)
     };
-    let mut plan = diff(&desired, &current, Catalog::builtin(), &req.diff);
+    let mut plan = diff(&desired, &current, req.catalog, &req.diff);
     plan.project = req.loaded.spec.project.clone();
     plan.endpoints = req.loaded.spec.endpoints.clone();
     plan.state = state_ref;
@@ -124,45 +130,17 @@ pub async fn make_plan(
             current.adopted.join(", ")
         ));
     }
-    budget_check(req.loaded, &plan)?;
-    Ok((plan, current))
-}
-
-/// A plan whose cost exceeds the spec's budget is an error.
-fn budget_check(loaded: &LoadedSpec, plan: &Plan) -> Result<(), EngineError> {
-    let Some(b) = &loaded.spec.budget else {
-        return Ok(());
-    };
-    let mut over = Vec::new();
-    if let Some(max) = b.max_hourly_usd {
-        if plan.cost.hourly_usd_after > max + 1e-9 {
-            over.push(format!(
-                "${:.2}/h exceeds budget.max_hourly_usd ${max:.2} by ${:.2}",
-                plan.cost.hourly_usd_after,
-                plan.cost.hourly_usd_after - max
-            ));
-        }
-    }
-    if let Some(max) = b.max_monthly_usd {
-        if plan.cost.monthly_usd_after > max + 1e-9 {
-            over.push(format!(
-                "${:.0}/month exceeds budget.max_monthly_usd ${max:.0} by ${:.0}",
-                plan.cost.monthly_usd_after,
-                plan.cost.monthly_usd_after - max
-            ));
-        }
-    }
-    if over.is_empty() {
-        return Ok(());
-    }
-    let d = loaded.diagnostic(
-        "budget",
-        format!("the plan is over budget: {}", over.join("; ")),
-        Some(
-            "lower `nodes`, choose `pricing: spot` or a reserved term, or raise the budget".into(),
-        ),
+    crate::cost::annotate(
+        &mut plan,
+        req.catalog,
+        req.diff.cny_per_usd,
+        crate::offers::Day::today(),
     );
-    Err(EngineError::Spec(Diagnostics(vec![d])))
+    if !req.diff.destroy {
+        crate::cost::budget_check(req.loaded, &plan, req.catalog)
+            .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
+    }
+    Ok((plan, current))
 }
 
 /// A locked state, ready to be changed: the lock is held until dropped, any

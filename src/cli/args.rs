@@ -163,6 +163,9 @@ pub struct PlanArgs {
     /// CNY per USD for prices quoted in yuan.
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,
+    /// Price overrides (negotiated discounts, private offers): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
+    #[arg(long, value_name = "FILE", env = "GPUFORM_PRICES")]
+    pub prices: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -190,6 +193,9 @@ pub struct ApplyArgs {
     pub json: bool,
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,
+    /// Price overrides (negotiated discounts, private offers): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
+    #[arg(long, value_name = "FILE", env = "GPUFORM_PRICES")]
+    pub prices: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

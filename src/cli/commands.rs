@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 const FAILOVER_LOG: usize = 50;
 use crate::spec::{self, LoadedSpec, Vars};
 use crate::state::{StateDoc, StateLock, StateStore};
-use gpuform_provider::catalog::DEFAULT_CNY_PER_USD;
+use gpuform_provider::catalog::{Catalog, DEFAULT_CNY_PER_USD};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -89,10 +89,28 @@ fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
     }
 }
 
+/// The built-in catalog, or a copy with the user's price overrides.
+fn catalog_for(prices: Option<&Path>) -> Result<std::borrow::Cow<'static, Catalog>, Failure> {
+    let Some(path) = prices else {
+        return Ok(std::borrow::Cow::Borrowed(Catalog::builtin()));
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure(format!(
+            "cannot read price overrides {}: {e}",
+            path.display()
+        ))
+    })?;
+    let file = path.display().to_string();
+    Catalog::builtin()
+        .with_price_overrides(&gpuform_provider::catalog::Source { file: &file, text: &text })
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| Failure(format!("{e}\n  hint: columns are cloud,region,instance_type,pricing,price,currency[,source,as_of]")))
+}
+
 fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult {
     let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| spec::load(file, &v));
     let result = parsed.and_then(|loaded| {
-        engine::desired(&loaded, &resolve_opts(sandbox, None))
+        engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
             .map(|d| (loaded, d))
             .map_err(|e| match e {
                 EngineError::Spec(d) => d,
@@ -184,8 +202,10 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
         return Err(project_mismatch(&store, &doc, &loaded));
     }
     let providers = providers_for(&store, &loaded.spec.endpoints);
+    let catalog = catalog_for(a.prices.as_deref())?;
     let req = PlanRequest {
         loaded: &loaded,
+        catalog: &catalog,
         resolve: resolve_opts(a.sandbox, a.cny_per_usd),
         diff: DiffOptions {
             destroy: a.destroy,
@@ -395,8 +415,10 @@ async fn plan_locked(
     exhausted: &BTreeSet<Exhausted>,
 ) -> Result<(Plan, crate::refresh::Current), Failure> {
     let providers = providers_for(store, &loaded.spec.endpoints);
+    let catalog = catalog_for(a.prices.as_deref())?;
     let req = PlanRequest {
         loaded,
+        catalog: &catalog,
         resolve: ResolveOptions {
             exhausted: exhausted.clone(),
             ..resolve_opts(a.sandbox, a.cny_per_usd)
@@ -720,7 +742,8 @@ fn state_cmd(c: StateCommand) -> CmdResult {
 
 fn graph(file: &Path, vars: &VarArgs, sandbox: bool) -> CmdResult {
     let loaded = load(file, vars)?;
-    let desired = engine::desired(&loaded, &resolve_opts(sandbox, None)).map_err(engine_failure)?;
+    let desired = engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
+        .map_err(engine_failure)?;
     let mut g = petgraph::Graph::<String, String>::new();
     let mut idx = std::collections::HashMap::new();
     for r in &desired.resources {

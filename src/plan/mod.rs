@@ -104,6 +104,32 @@ pub struct CostSummary {
     /// Resources the catalog has no price for (counted as 0).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unpriced: Vec<String>,
+    /// Per cluster, before → after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<ClusterCost>,
+    /// The rate prices quoted in CNY were converted at.
+    #[serde(default)]
+    pub cny_per_usd: f64,
+    /// Whether any price in this plan was quoted in CNY.
+    #[serde(default)]
+    pub prices_in_cny: bool,
+}
+
+/// What one cluster's nodes cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterCost {
+    pub cluster: String,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    /// Pricing model and instance type after the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    pub hourly_usd_before: f64,
+    pub hourly_usd_after: f64,
+    pub monthly_usd_before: f64,
+    pub monthly_usd_after: f64,
 }
 
 /// The state a plan was made against: a saved plan applies only there.

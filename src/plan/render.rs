@@ -78,6 +78,30 @@ fn render_cost(out: &mut String, plan: &Plan) {
         sign(c.monthly_usd_delta),
         HOURS_PER_MONTH
     );
+    for k in &c.clusters {
+        let nodes = if k.nodes_before == k.nodes_after {
+            format!("{}", k.nodes_after)
+        } else {
+            format!("{} → {}", k.nodes_before, k.nodes_after)
+        };
+        let _ = writeln!(
+            out,
+            "      cluster {}: {nodes} × {} {}: ${}/h → ${}/h (${}/month)",
+            k.cluster,
+            k.instance_type.as_deref().unwrap_or("-"),
+            k.pricing.as_deref().unwrap_or(""),
+            money(k.hourly_usd_before),
+            money(k.hourly_usd_after),
+            money(k.monthly_usd_after),
+        );
+    }
+    if c.prices_in_cny {
+        let _ = writeln!(
+            out,
+            "      prices quoted in CNY are converted at {:.2} CNY per USD (--cny-per-usd to change)",
+            c.cny_per_usd
+        );
+    }
     if !c.unpriced.is_empty() {
         let _ = writeln!(
             out,
