@@ -161,6 +161,24 @@ pub fn resolve(
                     continue;
                 }
             };
+        // Object storage (S3, OSS, COS, OBS) is a separate API from the
+        // compute ones the cloud providers speak; only the sandbox has it yet.
+        if !target.sandbox {
+            errors.push(
+                loaded.diagnostic(
+                    &format!("{path}.cloud"),
+                    format!(
+                        "buckets on {} are not supported by gpuform yet",
+                        target.cloud
+                    ),
+                    Some(
+                        "run the spec with --sandbox, or manage the bucket outside gpuform for now"
+                            .into(),
+                    ),
+                ),
+            );
+            continue;
+        }
         let mut attrs = Attrs::new();
         attrs.insert("name".into(), json!(format!("{}-{}", spec.project, name)));
         if !bucket.tags.is_empty() {
