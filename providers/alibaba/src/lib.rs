@@ -60,14 +60,14 @@ pub const ENV_SECURITY_TOKEN: &str = "ALIBABA_CLOUD_SECURITY_TOKEN";
 pub const ENV_ENDPOINT: &str = "GPUFORM_ALIBABA_ENDPOINT";
 
 /// Tag naming the neutral kind of what gpuform created.
-pub const KIND_TAG: &str = "gpuform:kind";
+pub const KIND_TAG: &str = gpuform_provider::resource::record_tags::KIND;
 /// Tag keeping the image the engine asked for (a logical name or an id).
-pub const IMAGE_TAG: &str = "gpuform:image";
+pub const IMAGE_TAG: &str = gpuform_provider::resource::record_tags::IMAGE;
 /// Tag keeping the pricing model the engine asked for (`reserved-1y` and
 /// `reserved-3y` are both `PrePaid` to ECS).
-pub const PRICING_TAG: &str = "gpuform:pricing";
+pub const PRICING_TAG: &str = gpuform_provider::resource::record_tags::PRICING;
 /// Tag keeping whether RDMA was asked for.
-pub const RDMA_TAG: &str = "gpuform:rdma";
+pub const RDMA_TAG: &str = gpuform_provider::resource::record_tags::RDMA;
 
 /// Prefix of a deployment set description that carries gpuform ownership.
 pub const PLACEMENT_MARK: &str = "gpuform-owned";

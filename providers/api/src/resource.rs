@@ -124,6 +124,20 @@ impl OwnershipTags {
     }
 }
 
+/// Tags a provider may add to keep what the engine asked for when the
+/// cloud's API cannot report it back (so an unchanged resource diffs clean).
+/// One set of names for every provider, so the clouds' consoles show the same.
+pub mod record_tags {
+    /// The neutral kind (`instance`, `volume`...).
+    pub const KIND: &str = "gpuform:kind";
+    /// The image the engine asked for (a logical name or a raw id).
+    pub const IMAGE: &str = "gpuform:image";
+    /// The pricing model the engine asked for.
+    pub const PRICING: &str = "gpuform:pricing";
+    /// Whether RDMA was asked for.
+    pub const RDMA: &str = "gpuform:rdma";
+}
+
 /// A resource as a provider sees it in the cloud right now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObservedResource {

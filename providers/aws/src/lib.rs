@@ -56,13 +56,13 @@ use errors::map_sdk;
 use requests::{tag_spec, Tags};
 
 /// Tag naming the neutral kind of what gpuform created.
-pub const KIND_TAG: &str = "gpuform:kind";
+pub const KIND_TAG: &str = gpuform_provider::resource::record_tags::KIND;
 /// Tag keeping the image the engine asked for (a logical name or an AMI id).
-pub const IMAGE_TAG: &str = "gpuform:image";
+pub const IMAGE_TAG: &str = gpuform_provider::resource::record_tags::IMAGE;
 /// Tag keeping the pricing model the engine asked for.
-pub const PRICING_TAG: &str = "gpuform:pricing";
+pub const PRICING_TAG: &str = gpuform_provider::resource::record_tags::PRICING;
 /// Tag keeping whether RDMA (EFA) was asked for.
-pub const RDMA_TAG: &str = "gpuform:rdma";
+pub const RDMA_TAG: &str = gpuform_provider::resource::record_tags::RDMA;
 /// `gpuform:kind` of the root volume made by RunInstances.
 pub const ROOT_VOLUME_KIND: &str = "root-volume";
 

@@ -305,7 +305,7 @@ mod tests {
             instance_tags: vec![("gpuform:project".into(), "p".into())],
             volume_tags: vec![
                 ("gpuform:project".into(), "p".into()),
-                ("gpuform:kind".into(), "root-volume".into()),
+                (crate::KIND_TAG.into(), crate::ROOT_VOLUME_KIND.into()),
             ],
         }
     }

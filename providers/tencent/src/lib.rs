@@ -56,8 +56,8 @@ const PLACEMENT_IDS_PER_CALL: usize = 10;
 
 /// Tags gpuform adds beside the ownership tags, for what the API cannot report
 /// back as it was asked.
-const TAG_IMAGE: &str = "gpuform:image";
-const TAG_PRICING: &str = "gpuform:pricing";
+const TAG_IMAGE: &str = gpuform_provider::resource::record_tags::IMAGE;
+const TAG_PRICING: &str = gpuform_provider::resource::record_tags::PRICING;
 const RESERVED_PREFIX: &str = "gpuform:";
 
 /// The Tencent Cloud provider.
