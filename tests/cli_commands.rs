@@ -1,0 +1,297 @@
+//! The rest of the command surface, through the binary: every example plans,
+//! state commands, show/output/graph, plan flags, the budget guard, and a
+//! `migrate --write` applied on the sandbox.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gpuform(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .env_remove("GPUFORM_PRICES")
+        .output()
+        .expect("run gpuform")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = gpuform(dir, args);
+    assert!(
+        out.status.success(),
+        "gpuform {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn every_example_validates_and_plans_on_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir(root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let p = path.to_str().unwrap();
+        ok(dir.path(), &["validate", p, "--sandbox"]);
+        let out = gpuform(
+            dir.path(),
+            &[
+                "plan",
+                p,
+                "--sandbox",
+                "--detailed-exitcode",
+                "--state",
+                "s.json",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{p}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Cost:"), "{p}: a plan shows its cost");
+        n += 1;
+    }
+    assert!(n >= 8, "examples found: {n}");
+}
+
+const SPEC: &str = "project: cmds\nclusters:\n  a:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: T4\n";
+
+#[test]
+fn state_show_output_graph_and_plan_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), SPEC).unwrap();
+    let graph = ok(d, &["graph", "spec.yaml", "--sandbox"]);
+    assert!(
+        graph.starts_with("digraph") && graph.contains("cluster.a.node[1]"),
+        "{graph}"
+    );
+    ok(
+        d,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+    );
+
+    let list = ok(d, &["state", "list", "-f", "spec.yaml"]);
+    assert!(list.lines().any(|l| l == "cluster.a.node[0]"), "{list}");
+    let one: Value = serde_json::from_str(&ok(
+        d,
+        &["state", "show", "cluster.a.node[0]", "-f", "spec.yaml"],
+    ))
+    .unwrap();
+    assert_eq!(one["kind"], "instance");
+    let shown: Value =
+        serde_json::from_str(&ok(d, &["show", "--json", "-f", "spec.yaml"])).unwrap();
+    assert_eq!(shown["project"], "cmds");
+    let nodes: Value =
+        serde_json::from_str(&ok(d, &["output", "--json", "-f", "spec.yaml"])).unwrap();
+    assert_eq!(nodes.as_array().unwrap().len(), 2);
+    assert!(ok(d, &["output", "-f", "spec.yaml"]).contains("g4dn.xlarge"));
+
+    // --refresh=false plans from state alone: drift is not seen.
+    ok(
+        d,
+        &["sandbox", "delete", "cluster.a.node[1]", "-f", "spec.yaml"],
+    );
+    let quiet = gpuform(
+        d,
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--refresh=false",
+            "--detailed-exitcode",
+        ],
+    );
+    assert_eq!(quiet.status.code(), Some(0));
+    let seen = gpuform(
+        d,
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert_eq!(seen.status.code(), Some(2));
+
+    // --destroy plans deleting everything.
+    let plan: Value = serde_json::from_str(&ok(
+        d,
+        &["plan", "spec.yaml", "--sandbox", "--destroy", "--json"],
+    ))
+    .unwrap();
+    assert!(plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["action"] == "delete"));
+    assert_eq!(
+        plan["summary"]["delete"].as_u64(),
+        Some(5),
+        "network, subnet, firewall, 2 nodes"
+    );
+
+    // state mv / rm: renames and forgets without touching the cloud.
+    ok(
+        d,
+        &[
+            "state",
+            "mv",
+            "cluster.a.node[0]",
+            "cluster.a.node[9]",
+            "-f",
+            "spec.yaml",
+        ],
+    );
+    assert!(ok(d, &["state", "list", "-f", "spec.yaml"]).contains("cluster.a.node[9]"));
+    let bad = gpuform(d, &["state", "rm", "cluster.nope", "-f", "spec.yaml"]);
+    assert_eq!(bad.status.code(), Some(1));
+    ok(d, &["state", "rm", "cluster.a.node[9]", "-f", "spec.yaml"]);
+    assert!(!ok(d, &["state", "list", "-f", "spec.yaml"]).contains("node[9]"));
+    // The forgotten node is still in the cloud, tagged: the next apply adopts it under its address.
+    ok(
+        d,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+    );
+    assert_eq!(
+        gpuform(
+            d,
+            &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"]
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    let live = ok(d, &["sandbox", "ls", "-f", "spec.yaml"]);
+    assert_eq!(
+        live.lines()
+            .filter(|l| l.contains("cluster.a.node["))
+            .count(),
+        2,
+        "{live}"
+    );
+
+    assert!(ok(d, &["version"]).starts_with("gpuform "));
+    assert!(ok(d, &["completions", "bash"]).contains("gpuform"));
+}
+
+#[test]
+fn a_plan_over_budget_fails_naming_the_cheapest_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("spec.yaml"),
+        "project: b\nclusters:\n  t:\n    cloud: aws\n    region: us-east-1\n    nodes: 4\n    gpu: A100-80GB:8\nbudget:\n  max_hourly_usd: 60\n",
+    )
+    .unwrap();
+    let out = gpuform(d, &["plan", "spec.yaml", "--sandbox"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("over budget") && err.contains("by $"), "{err}");
+    assert!(
+        err.contains("cheapest compliant alternative: cluster `t` as spot"),
+        "{err}"
+    );
+    // Negotiated prices make it fit.
+    std::fs::write(
+        d.join("prices.csv"),
+        "cloud,region,instance_type,pricing,price,currency,source,as_of\naws,us-east-1,p4de.24xlarge,on-demand,14.0,USD,EDP,2026-11-01\n",
+    )
+    .unwrap();
+    let plan: Value = serde_json::from_str(&ok(
+        d,
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--json",
+            "--prices",
+            "prices.csv",
+        ],
+    ))
+    .unwrap();
+    assert!((plan["cost"]["hourly_usd_after"].as_f64().unwrap() - 56.0).abs() < 1e-6);
+    assert_eq!(plan["cost"]["clusters"][0]["nodes_after"], 4);
+}
+
+#[test]
+fn a_migrated_cluster_applies_on_the_sandbox_creating_before_destroying() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(
+        root().join("examples/mixed-training-inference.yaml"),
+        d.join("spec.yaml"),
+    )
+    .unwrap();
+    ok(
+        d,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+    );
+    ok(
+        d,
+        &[
+            "migrate",
+            "serve",
+            "--to",
+            "tencent/ap-guangzhou",
+            "spec.yaml",
+            "--write",
+        ],
+    );
+    let plan: Value =
+        serde_json::from_str(&ok(d, &["plan", "spec.yaml", "--sandbox", "--json"])).unwrap();
+    let serve: Vec<&Value> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["address"].as_str().unwrap().starts_with("cluster.serve."))
+        .collect();
+    // Everything moves (the subnet is per zone: a new one, and the old one deleted).
+    assert!(
+        serve.iter().all(|c| c["action"] == "replace"
+            || c["action"] == "create"
+            || (c["action"] == "delete"
+                && c["address"].as_str().unwrap().contains(".subnet[us-east-1"))),
+        "{serve:#?}"
+    );
+    assert!(serve.iter().any(|c| c["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("moves from sandbox:aws"))));
+    ok(
+        d,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+    );
+    assert_eq!(
+        gpuform(
+            d,
+            &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"]
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    let live: Vec<Value> =
+        serde_json::from_str(&ok(d, &["sandbox", "ls", "--json", "-f", "spec.yaml"])).unwrap();
+    let serve_clouds: std::collections::BTreeSet<&str> = live
+        .iter()
+        .filter(|r| {
+            r["tags"]["gpuform:address"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("cluster.serve."))
+        })
+        .map(|r| r["cloud"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        serve_clouds.into_iter().collect::<Vec<_>>(),
+        vec!["tencent"],
+        "nothing of serve is left on aws"
+    );
+}
