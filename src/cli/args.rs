@@ -211,7 +211,9 @@ pub enum StateCommand {
         #[command(flatten)]
         state: StateArgs,
     },
-    /// Forget resources without deleting them (they stay in the cloud).
+    /// Forget resources without deleting them. They stay in the cloud with gpuform's
+    /// ownership tags, so the next apply adopts them again (and deletes them if the spec
+    /// no longer asks for them); remove the `gpuform:*` tags in the cloud to detach one for good.
     Rm {
         #[arg(required = true)]
         addresses: Vec<String>,
