@@ -205,7 +205,7 @@ pub fn check_saved_plan(plan: &Plan, locked: &LockedState) -> Result<(), EngineE
 /// held (it goes with `locked`), so a caller may apply again (failover).
 pub async fn apply_plan(
     locked: &mut LockedState,
-    plan: Plan,
+    plan: Arc<Plan>,
     current: Option<Current>,
     providers: Arc<Providers>,
     opts: &ApplyOptions,

@@ -93,7 +93,7 @@ impl ApplyReport {
 }
 
 struct Shared {
-    plan: Plan,
+    plan: Arc<Plan>,
     providers: Arc<Providers>,
     journal: Journal,
     doc: Mutex<StateDoc>,
@@ -105,7 +105,7 @@ struct Shared {
 /// the resulting state (not yet saved) with a report. Stops starting new work
 /// when `cancel` is set (Ctrl-C), letting in-flight calls finish.
 pub async fn execute(
-    plan: Plan,
+    plan: Arc<Plan>,
     doc: StateDoc,
     journal: Journal,
     providers: Arc<Providers>,

@@ -332,8 +332,9 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             "perform these actions"
         })?;
     }
-    let first_plan = plan.clone();
-    let mut plan = plan;
+    // Shared, not copied: at 10k resources a plan is tens of megabytes.
+    let first_plan = Arc::new(plan);
+    let mut plan = first_plan.clone();
     let mut current = current;
     // Capacity failover: a zone that reports no capacity is avoided for the
     // rest of this apply and the spec re-planned without it, until every node
@@ -380,7 +381,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
                     println!("\nFailover round {}:", round + 1);
                     print!("{}", render(&next));
                 }
-                plan = next;
+                plan = Arc::new(next);
                 current = Some(cur);
                 round += 1;
             }
@@ -437,7 +438,7 @@ async fn plan_locked(
 
 async fn run_apply(
     locked: &mut engine::LockedState,
-    plan: Plan,
+    plan: Arc<Plan>,
     current: Option<crate::refresh::Current>,
     store: &StateStore,
     a: &ApplyArgs,
