@@ -68,7 +68,12 @@ pub struct ProviderError {
 
 impl ProviderError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ProviderError { kind, message: message.into(), code: None, request_id: None }
+        ProviderError {
+            kind,
+            message: message.into(),
+            code: None,
+            request_id: None,
+        }
     }
 
     pub fn with_code(mut self, code: impl Into<String>) -> Self {

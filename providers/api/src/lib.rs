@@ -14,4 +14,4 @@ pub mod resource;
 pub use cloud::Cloud;
 pub use error::{ErrorKind, ProviderError};
 pub use provider::{CreateRequest, Provider, Scope};
-pub use resource::{Attrs, ObservedResource, ResourceKind, OwnershipTags};
+pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
