@@ -61,16 +61,9 @@ pub fn sandbox_dir(store: &StateStore) -> PathBuf {
 /// Reads state for a read-only command: a leftover journal is folded in
 /// memory (nothing is written).
 pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool), EngineError> {
-    let existed;
-    let mut doc = match store.load()? {
-        Some(d) => {
-            existed = true;
-            d
-        }
-        None => {
-            existed = false;
-            StateDoc::new(project)
-        }
+    let (mut doc, existed) = match store.load()? {
+        Some(d) => (d, true),
+        None => (StateDoc::new(project), false),
     };
     if existed {
         Journal::recover(&store.journal_path(), &mut doc)?;

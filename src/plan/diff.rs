@@ -237,7 +237,7 @@ fn observed_differs(
 ) -> bool {
     let Some(o) = observed else { return false };
     keys.iter()
-        .any(|k| o.attrs.get(k).is_some() && o.attrs.get(k) != r.attrs.get(k))
+        .any(|k| o.attrs.contains_key(k) && o.attrs.get(k) != r.attrs.get(k))
 }
 
 fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
