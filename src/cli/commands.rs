@@ -776,16 +776,19 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
         Some(d) => PathBuf::from(d),
         None => engine::sandbox_dir(&store_for(&state)?),
     };
-    if let SandboxCommand::Reset { .. } = c {
-        // Works on an inventory too damaged to open.
-        gpuform_sandbox::SandboxCloud::reset_dir(&dir).map_err(|e| Failure(e.to_string()))?;
-        println!("The sandbox cloud at {} is empty.", dir.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    let cloud = Providers::new(dir).sandbox().map_err(engine_failure)?;
+    // Reset works on an inventory too damaged to open; the rest opens it.
+    let open = || {
+        Providers::new(dir.clone())
+            .sandbox()
+            .map_err(engine_failure)
+    };
     match c {
+        SandboxCommand::Reset { .. } => {
+            gpuform_sandbox::SandboxCloud::reset_dir(&dir).map_err(|e| Failure(e.to_string()))?;
+            println!("The sandbox cloud at {} is empty.", dir.display());
+        }
         SandboxCommand::Ls { json, .. } => {
-            let all = cloud.list_all();
+            let all = open()?.list_all();
             if json {
                 println!(
                     "{}",
@@ -806,7 +809,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
             }
         }
         SandboxCommand::Delete { target, .. } => {
-            let r = cloud
+            let r = open()?
                 .delete_behind(&target)
                 .map_err(|e| Failure(e.to_string()))?;
             println!("Deleted {} {} behind gpuform's back.", r.kind, r.id);
@@ -819,12 +822,11 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                 .ok_or_else(|| Failure(format!("`{assignment}` is not KEY=VALUE")))?;
             let value = serde_json::from_str(v)
                 .unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
-            cloud
+            open()?
                 .set_attr_behind(&target, k, value)
                 .map_err(|e| Failure(e.to_string()))?;
             println!("Set {k} on {target} behind gpuform's back.");
         }
-        SandboxCommand::Reset { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
 }
