@@ -6,7 +6,7 @@ use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current};
-use crate::resolve::{resolve, Desired, Placement, ResolveOptions};
+use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
 use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
 use gpuform_provider::catalog::Catalog;
@@ -98,10 +98,26 @@ pub async fn make_plan(
 ) -> Result<(Plan, Current), EngineError> {
     let mut resolve_opts = req.resolve.clone();
     resolve_opts.current = current_placements(&doc);
+    let mut offering_notes = Vec::new();
     let desired = if req.diff.destroy {
         Desired::default()
     } else {
-        desired(req.loaded, req.catalog, &resolve_opts)?
+        // Ask the clouds (when reachable) whether each zone sells the type
+        // about to be created there; a zone that does not is skipped like a
+        // zone out of capacity, before anything is made.
+        let mut checked = std::collections::HashSet::new();
+        loop {
+            let d = desired(req.loaded, req.catalog, &resolve_opts)?;
+            if !req.refresh {
+                break d;
+            }
+            let unsold =
+                check_offerings(&d, &doc, providers, &mut checked, &mut offering_notes).await;
+            if unsold.is_empty() {
+                break d;
+            }
+            resolve_opts.exhausted.extend(unsold);
+        }
     };
     let state_ref = StateRef {
         lineage: state_existed.then(|| doc.lineage.clone()),
@@ -113,6 +129,7 @@ pub async fn make_plan(
         Current::unrefreshed(doc)
     };
     let mut plan = diff(&desired, &current, req.catalog, &req.diff);
+    plan.notes.extend(offering_notes);
     plan.project = req.loaded.spec.project.clone();
     plan.endpoints = req.loaded.spec.endpoints.clone();
     plan.state = state_ref;
@@ -296,6 +313,71 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
         });
     }
     out
+}
+
+/// Checks, for each instance about to be created, that its zone sells its
+/// type (DescribeInstanceTypeOfferings and the like). Returns the zones that
+/// do not; a cloud that cannot be asked (offline, no credentials) is noted
+/// and skipped: the catalog check already passed.
+async fn check_offerings(
+    desired: &Desired,
+    doc: &StateDoc,
+    providers: &Providers,
+    checked: &mut std::collections::HashSet<(String, String, String, String)>,
+    notes: &mut Vec<String>,
+) -> Vec<Exhausted> {
+    let mut unsold = Vec::new();
+    let mut unreachable: std::collections::BTreeSet<String> = Default::default();
+    for r in &desired.resources {
+        if r.kind != gpuform_provider::ResourceKind::Instance
+            || doc.resources.contains_key(&r.address)
+        {
+            continue;
+        }
+        let (Some(zone), Some(itype), Some(cluster)) = (
+            r.attrs.get("zone").and_then(|v| v.as_str()),
+            r.attrs.get("instance_type").and_then(|v| v.as_str()),
+            crate::cost::cluster_of(&r.address),
+        ) else {
+            continue;
+        };
+        let key = r.target.key();
+        if unreachable.contains(&key)
+            || !checked.insert((
+                key.clone(),
+                r.region.clone(),
+                zone.to_string(),
+                itype.to_string(),
+            ))
+        {
+            continue;
+        }
+        let provider = match providers.get(&key).await {
+            Ok(p) => p,
+            Err(e) => {
+                notes.push(format!("live offering check skipped for {key}: {e}"));
+                unreachable.insert(key);
+                continue;
+            }
+        };
+        let scope = gpuform_provider::Scope {
+            region: r.region.clone(),
+        };
+        match provider.offered(&scope, zone, itype).await {
+            Ok(Some(false)) => {
+                notes.push(format!(
+                    "{key} does not sell {itype} in {zone} right now; cluster {cluster} uses the next zone"
+                ));
+                unsold.push(Exhausted::zone(cluster, r.target.cloud, &r.region, zone));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                notes.push(format!("live offering check skipped for {key}: {e}"));
+                unreachable.insert(key);
+            }
+        }
+    }
+    unsold
 }
 
 /// Where each cluster's nodes run now, from state: resolve keeps a cluster

@@ -331,3 +331,31 @@ async fn the_aws_example_applies_against_moto_where_moto_can() {
         .unwrap()
         .is_empty());
 }
+
+/// Plans ask EC2 (DescribeInstanceTypeOfferings) whether a zone sells the
+/// type before creating anything there: moto, like AWS, sells p4de.24xlarge
+/// in only some us-east-1 zones, and the plan moves on to one that does.
+#[test]
+fn a_zone_that_does_not_sell_the_type_is_skipped_at_plan_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "project: {}\nendpoints:\n  aws: {}\nclusters:\n  t:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a, us-east-1b]\n    nodes: 1\n    gpu: A100-80GB:8\n    image: amazon-linux-2023\n",
+        project("offer"),
+        moto_url()
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_str(&ok(dir.path(), &["plan", "spec.yaml", "--json"])).unwrap();
+    let node = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "cluster.t.node[0]")
+        .unwrap();
+    assert_eq!(node["after"]["zone"], "us-east-1b", "{node}");
+    let notes = plan["notes"].to_string();
+    assert!(
+        notes.contains("does not sell p4de.24xlarge in us-east-1a"),
+        "{notes}"
+    );
+}

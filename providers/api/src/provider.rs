@@ -93,6 +93,19 @@ pub trait Provider: Send + Sync {
     /// this that is not found yet is looked for again before it is retried,
     /// so that clouds without idempotency tokens for some kinds do not get a
     /// duplicate. Zero for clouds whose reads are consistent.
+    /// Whether the cloud sells `instance_type` in `zone` right now, when it
+    /// can say (`None`: it cannot, or does not say). Checked at plan time so
+    /// that a zone without the type is skipped before anything is created.
+    async fn offered(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        instance_type: &str,
+    ) -> Result<Option<bool>, ProviderError> {
+        let _ = (scope, zone, instance_type);
+        Ok(None)
+    }
+
     fn settle_time(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }

@@ -930,6 +930,33 @@ impl Provider for AwsProvider {
         self.rate
     }
 
+    /// DescribeInstanceTypeOfferings for one zone and type: one call, so a
+    /// plan learns before any create that a zone does not sell the type.
+    async fn offered(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        instance_type: &str,
+    ) -> Result<Option<bool>, ProviderError> {
+        let c = self.client(scope)?;
+        let out = c
+            .describe_instance_type_offerings()
+            .location_type(aws_sdk_ec2::types::LocationType::AvailabilityZone)
+            .filters(Filter::builder().name("location").values(zone).build())
+            .filters(
+                Filter::builder()
+                    .name("instance-type")
+                    .values(instance_type)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| map_sdk("DescribeInstanceTypeOfferings", Op::Other, e))?;
+        Ok(Some(out.instance_type_offerings().iter().any(|o| {
+            o.instance_type().map(|t| t.as_str()) == Some(instance_type)
+        })))
+    }
+
     /// EC2's Describe calls are eventually consistent: "it might take a few
     /// seconds" for a new resource to appear (EC2 API reference, "Eventual
     /// consistency"). CreateVpc, CreateSubnet, CreateVolume... take no
