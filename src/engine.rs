@@ -286,9 +286,7 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             continue;
         };
         let (Some(cluster), Some(target), Some(zone)) = (
-            address
-                .strip_prefix("cluster.")
-                .and_then(|r| r.split('.').next()),
+            crate::cost::cluster_of(address),
             crate::resolve::Target::parse(&c.provider),
             c.after
                 .as_ref()
@@ -390,9 +388,7 @@ pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, 
             continue;
         }
         let (Some(cluster), Some(target), Some(zone)) = (
-            address
-                .strip_prefix("cluster.")
-                .and_then(|r| r.split('.').next()),
+            crate::cost::cluster_of(address),
             crate::resolve::Target::parse(&r.provider),
             r.attrs.get("zone").and_then(|z| z.as_str()),
         ) else {

@@ -5,7 +5,6 @@
 //! lost their tags.
 
 use crate::providers::Providers;
-use crate::resolve::Target;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
 use gpuform_provider::{ObservedResource, ResourceKind, Scope};
@@ -56,18 +55,23 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
         return Ok(cur);
     }
     // Group what we know by (provider, region).
-    let mut groups: BTreeMap<(String, String), ()> = BTreeMap::new();
-    for r in cur.doc.resources.values() {
-        groups.insert((r.provider.clone(), r.region.clone()), ());
-    }
-    for p in cur.doc.pending.values() {
-        groups.insert((p.provider.clone(), p.region.clone()), ());
-    }
+    let groups: BTreeSet<(String, String)> = cur
+        .doc
+        .resources
+        .values()
+        .map(|r| (r.provider.clone(), r.region.clone()))
+        .chain(
+            cur.doc
+                .pending
+                .values()
+                .map(|p| (p.provider.clone(), p.region.clone())),
+        )
+        .collect();
     let project = cur.doc.project.clone();
     let lineage = cur.doc.lineage.clone();
     // Ask every group concurrently: refresh costs one round trip, not one per region.
     let mut calls = Vec::new();
-    for (provider_key, region) in groups.keys() {
+    for (provider_key, region) in &groups {
         let provider = providers.get(provider_key).await?;
         let scope = Scope {
             region: region.clone(),
@@ -135,7 +139,7 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                     .unwrap_or(false)
             })
             .collect();
-        let mut by_id: HashMap<&str, &ObservedResource> =
+        let by_id: HashMap<&str, &ObservedResource> =
             ours.iter().map(|o| (o.id.as_str(), o)).collect();
 
         // Recorded resources of this group.
@@ -251,12 +255,6 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 cur.adopted.push(t.address.clone());
             }
         }
-        by_id.clear();
     }
     Ok(cur)
-}
-
-/// The target of a recorded resource (its provider key parsed).
-pub fn record_target(r: &Record) -> Option<Target> {
-    Target::parse(&r.provider)
 }
