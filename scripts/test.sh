@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: starts moto (the local EC2 API server
-# the AWS provider is tested against) and runs every crate's tests.
+# the AWS provider is tested against) and runs every crate's tests, all of
+# them even when one binary fails (--no-fail-fast), then prints one closing
+# line with the totals over every test binary.
 #
 #   scripts/test.sh [extra cargo test args]
 set -euo pipefail
@@ -10,4 +12,18 @@ GPUFORM_TEST_MOTO_URL="$(scripts/moto.sh "${GPUFORM_MOTO_PORT:-5555}")"
 export GPUFORM_TEST_MOTO_URL
 echo "moto EC2 server: $GPUFORM_TEST_MOTO_URL" >&2
 
-cargo test --workspace --locked "$@"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+
+# "test result: ok. 12 passed; 0 failed; 1 ignored; ..." once per binary.
+awk '/^test result:/ {
+       for (i = 1; i <= NF; i++) {
+         if ($(i) ~ /^passed;?$/) p += $(i-1)
+         if ($(i) ~ /^failed;?$/) f += $(i-1)
+         if ($(i) ~ /^ignored;?$/) s += $(i-1)
+       }
+     }
+     END { printf "all test binaries: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+exit "$status"

@@ -144,7 +144,7 @@ pub async fn make_plan(
         &mut plan,
         req.catalog,
         req.diff.cny_per_usd,
-        crate::offers::Day::today(),
+        crate::clock::today(),
     );
     if !req.diff.destroy {
         crate::cost::budget_check(req.loaded, &plan, req.catalog)

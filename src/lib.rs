@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod breakeven;
 pub mod cli;
+pub mod clock;
 pub mod cost;
 pub mod engine;
 pub mod lockin;

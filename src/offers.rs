@@ -12,31 +12,7 @@ use serde::Serialize;
 /// Prices older than this many days are flagged.
 pub const DEFAULT_STALE_DAYS: i64 = 180;
 
-/// A calendar date, as days since 1970-01-01 (proleptic Gregorian).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Day(pub i64);
-
-impl Day {
-    /// Days since the epoch of `y-m-d` (Howard Hinnant's `days_from_civil`).
-    pub fn from_ymd(y: i64, m: u32, d: u32) -> Day {
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let m = i64::from(m);
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Day(era * 146_097 + doe - 719_468)
-    }
-
-    /// Today, by the system clock (UTC).
-    pub fn today() -> Day {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
-        Day(secs.div_euclid(86_400))
-    }
-}
+pub use crate::clock::Day;
 
 /// How old a price is, read from its `as_of` text.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,6 +15,7 @@ fn gpuform(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
+        .env("GPUFORM_TODAY", "2026-11-29")
         .env_remove("GPUFORM_SANDBOX_FAULTS")
         .env_remove("GPUFORM_PRICES")
         .output()

@@ -7,11 +7,20 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The date every run of this file sees: rendered output must not depend
+/// on the day the suite runs.
+const TODAY: &str = "2026-11-29";
+
 fn gpuform(dir: &Path, args: &[&str]) -> Output {
+    gpuform_on(TODAY, dir, args)
+}
+
+fn gpuform_on(today: &str, dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuform"))
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
+        .env("GPUFORM_TODAY", today)
         .env_remove("GPUFORM_SANDBOX_FAULTS")
         .output()
         .expect("run gpuform")
@@ -124,6 +133,68 @@ fn plans_render_like_terraform_with_costs() {
     assert!(update.status.success());
     let nothing = String::from_utf8_lossy(&update.stdout);
     assert!(nothing.starts_with("No changes."), "{nothing}");
+}
+
+/// The pinned date moves only what depends on it: the price-age warning.
+/// 33 days later the age grows by 33 and nothing else changes; on a day when
+/// the price is young the warning goes and every other line stays.
+#[test]
+fn the_pinned_date_changes_only_the_price_age() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let plan_on = |today: &str| {
+        let out = gpuform_on(today, dir.path(), &["plan", "spec.yaml", "--sandbox"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let base = plan_on("2026-11-29");
+    let later = plan_on("2027-01-01");
+    let fresh = plan_on("2025-12-15");
+
+    let changed: Vec<(&str, &str)> = base
+        .lines()
+        .zip(later.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(base.lines().count(), later.lines().count());
+    assert_eq!(
+        changed.len(),
+        1,
+        "only the price-age line may change: {changed:?}"
+    );
+    let (a, b) = changed[0];
+    assert!(a.contains("393 days ago"), "{a}");
+    assert_eq!(b, a.replace("393 days ago", "426 days ago"));
+
+    // 2025-11 is 44 days before 2025-12-15: not stale, so no warning at all.
+    assert!(!fresh.contains("days ago"), "{fresh}");
+    let without_warning: Vec<&str> = base
+        .lines()
+        .filter(|l| !l.starts_with("Warning: prices older"))
+        .collect();
+    assert_eq!(fresh.lines().collect::<Vec<_>>(), without_warning);
+}
+
+#[test]
+fn a_malformed_pinned_date_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let out = gpuform_on(
+        "2026-02-30",
+        dir.path(),
+        &["plan", "spec.yaml", "--sandbox"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("GPUFORM_TODAY") && err.contains("YYYY-MM-DD"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

@@ -4,11 +4,28 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-const EXIT_CODES: &str = "\
+/// The exit-code table, as a literal so that it can be `concat!`ed.
+macro_rules! exit_codes {
+    () => {
+        "\
 Exit codes:
   0  success (with --detailed-exitcode: success and no changes)
   1  error: bad input, a failed resource, a locked or stale state
-  2  with --detailed-exitcode: success and the plan has changes";
+  2  with --detailed-exitcode: success and the plan has changes"
+    };
+}
+
+const EXIT_CODES: &str = exit_codes!();
+
+const TOP_LONG_HELP: &str = concat!(
+    exit_codes!(),
+    "
+
+Environment:
+  GPUFORM_TODAY=YYYY-MM-DD  pin today's date, from which price ages are counted
+                            (for tests and reproducible reports; unset, the
+                            system clock is used)"
+);
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,7 +36,8 @@ Exit codes:
 interconnect, fabric, regions) into resources on AWS, Alibaba Cloud, Tencent Cloud, Huawei Cloud or the \
 built-in sandbox, shows the difference and its cost, and applies it concurrently and safely.\n\n\
 Start offline, no account needed:\n  gpuform plan examples/quickstart.yaml --sandbox\n  gpuform apply examples/quickstart.yaml --sandbox --auto-approve",
-    after_help = EXIT_CODES
+    after_help = EXIT_CODES,
+    after_long_help = TOP_LONG_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -26,6 +26,11 @@ pub fn main() -> ExitCode {
     use clap::Parser;
     let cli = Cli::parse();
     init_tracing();
+    // A malformed date override is bad input: say so before doing anything.
+    if let Err(msg) = crate::clock::pinned() {
+        eprintln!("{}", error_text(&msg));
+        return ExitCode::from(1);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -5,7 +5,7 @@
 
 use super::args::VarArgs;
 use super::{CmdResult, Failure};
-use crate::offers::{self, Day, InputError, DEFAULT_STALE_DAYS};
+use crate::offers::{self, InputError, DEFAULT_STALE_DAYS};
 use crate::spec::{self, Vars};
 use crate::{breakeven, lockin, migrate};
 use clap::{Args, ValueEnum};
@@ -186,7 +186,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         InterconnectArg::Pcie => Interconnect::Pcie,
     });
     q.rdma = a.rdma.then_some(true);
-    let report = offers::offers(catalog, &q, Day::today(), a.stale_days);
+    let report = offers::offers(catalog, &q, crate::clock::today(), a.stale_days);
     if a.json {
         return json_out(&report);
     }
