@@ -32,8 +32,11 @@ impl Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[(self.next() % items.len() as u64) as usize]
     }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
     fn one_in(&mut self, n: u64) -> bool {
-        self.next() % n == 0
+        self.below(n) == 0
     }
 }
 
@@ -148,8 +151,9 @@ fn brute_force(cat: &Catalog, r: &Req) -> Outcome {
     let cheapest = |offers: &mut dyn Iterator<Item = &Offer>| -> Option<Offer> {
         let mut best: Option<&Offer> = None;
         for o in offers {
-            if best.map_or(true, |b| cheaper(o, b)) {
-                best = Some(o);
+            match best {
+                Some(b) if !cheaper(o, b) => {}
+                _ => best = Some(o),
             }
         }
         best.cloned()
@@ -172,7 +176,7 @@ fn brute_force(cat: &Catalog, r: &Req) -> Outcome {
         }
     });
     let Some((_, cloud, region, instance_type)) = pick else {
-        let labels: Vec<String> = r.candidates.iter().map(|c| label(c)).collect();
+        let labels: Vec<String> = r.candidates.iter().map(label).collect();
         let note = if skipped.is_empty() {
             String::new()
         } else {
@@ -198,7 +202,11 @@ fn brute_force(cat: &Catalog, r: &Req) -> Outcome {
         .availability(cloud, &region, &instance_type)
         .and_then(|a| a.zones.clone());
     let fits = |z: &String| {
-        !is_exhausted(r, cloud, &region, z) && sold.as_ref().map_or(true, |s| s.contains(z))
+        !is_exhausted(r, cloud, &region, z)
+            && match &sold {
+                Some(s) => s.contains(z),
+                None => true,
+            }
     };
     let zones = zones_of(cat, cloud, &region);
     let staying = r
