@@ -20,12 +20,10 @@
 //! DescribeInstances; CreateDisks then AttachDisks), which is where a second
 //! crash lands between the steps of a half-made resource.
 //!
-//! What this adds to the single-crash tests: a recovery that itself dies
-//! leaves resources that neither run recorded nor still holds an intent
-//! for; only the ownership-tag adoption of strays (src/refresh.rs) brings
-//! them back. With that step disabled, e2e_sandbox's and e2e_clouds'
-//! single-crash loops stay green and this grid goes red (a duplicate
-//! volume after a scale-up).
+//! What this adds to the single-crash tests: with the adoption of stray
+//! tagged resources disabled in src/refresh.rs, e2e_sandbox's and
+//! e2e_clouds' single-crash loops stay green while this grid goes red
+//! (sandbox scale 1→3, N=2 M=7: two volumes for cluster.trainer.volume[0]).
 
 mod support;
 
