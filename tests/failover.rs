@@ -95,6 +95,18 @@ fn a_zone_without_capacity_moves_the_cluster_to_the_next_zone_and_state_says_so(
         !live.contains_key("cluster.train.subnet[us-east-1a]"),
         "the partial creation is cleaned up"
     );
+    let want: BTreeSet<String> = [
+        "cluster.train.firewall",
+        "cluster.train.network",
+        "cluster.train.node[0]",
+        "cluster.train.node[1]",
+        "cluster.train.placement",
+        "cluster.train.subnet[us-east-1b]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    support::assert_sandbox_exact(dir.path(), "fo", &want, "after the zone failover");
     let st = state(dir.path(), "fo");
     assert_eq!(st["failovers"][0]["zone"], "us-east-1a");
     assert!(st["failovers"][0]["error"]
@@ -163,19 +175,18 @@ fn cloud_any_fails_over_to_the_next_candidate_creating_before_destroying() {
         live.values().all(|(_, region, _)| region == "us-west-2"),
         "{live:?}"
     );
-    assert_eq!(
-        addresses(&live),
-        [
-            "cluster.infer.firewall",
-            "cluster.infer.network",
-            "cluster.infer.node[0]",
-            "cluster.infer.node[1]",
-            "cluster.infer.subnet[us-west-2a]"
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    );
+    let want: BTreeSet<String> = [
+        "cluster.infer.firewall",
+        "cluster.infer.network",
+        "cluster.infer.node[0]",
+        "cluster.infer.node[1]",
+        "cluster.infer.subnet[us-west-2a]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(addresses(&live), want);
+    support::assert_sandbox_exact(dir.path(), "fo", &want, "after the failover round");
     let plan = gpuform(
         dir.path(),
         &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],

@@ -160,20 +160,7 @@ impl SandboxWork {
 
     /// Everything alive in the sandbox, as `gpuform sandbox ls` reports it.
     pub fn live(&self) -> Vec<Live> {
-        let st = format!(".gpuform/{}.state.json", self.project);
-        let out = self.run(&["sandbox", "ls", "--json", "--state", &st], None);
-        assert_success(&out, "sandbox ls");
-        let all: Vec<serde_json::Value> =
-            serde_json::from_slice(&out.stdout).expect("sandbox ls json");
-        all.iter()
-            .map(|r| Live {
-                id: r["id"].as_str().expect("id").to_string(),
-                address: r["tags"]["gpuform:address"].as_str().map(str::to_string),
-                cloud: r["cloud"].as_str().unwrap_or("").to_string(),
-                region: r["region"].as_str().unwrap_or("").to_string(),
-                zone: r["attrs"]["zone"].as_str().unwrap_or("").to_string(),
-            })
-            .collect()
+        sandbox_live(self.path(), &self.project)
     }
 
     pub fn recorded(&self) -> BTreeMap<String, String> {
@@ -183,4 +170,38 @@ impl SandboxWork {
     pub fn assert_exact(&self, expected: &BTreeSet<String>, context: &str) {
         assert_exact(&self.live(), &self.recorded(), expected, context);
     }
+}
+
+/// Everything alive in the sandbox of a working directory, as `gpuform
+/// sandbox ls` reports it.
+pub fn sandbox_live(dir: &Path, project: &str) -> Vec<Live> {
+    let st = format!(".gpuform/{project}.state.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .args(["sandbox", "ls", "--json", "--state", &st])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .output()
+        .expect("run gpuform");
+    assert_success(&out, "sandbox ls");
+    let all: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("sandbox ls json");
+    all.iter()
+        .map(|r| Live {
+            id: r["id"].as_str().expect("id").to_string(),
+            address: r["tags"]["gpuform:address"].as_str().map(str::to_string),
+            cloud: r["cloud"].as_str().unwrap_or("").to_string(),
+            region: r["region"].as_str().unwrap_or("").to_string(),
+            zone: r["attrs"]["zone"].as_str().unwrap_or("").to_string(),
+        })
+        .collect()
+}
+
+/// [`assert_exact`] for the sandbox of a working directory.
+pub fn assert_sandbox_exact(dir: &Path, project: &str, expected: &BTreeSet<String>, context: &str) {
+    assert_exact(
+        &sandbox_live(dir, project),
+        &recorded(dir, project),
+        expected,
+        context,
+    );
 }
