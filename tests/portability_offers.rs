@@ -116,7 +116,7 @@ fn brute_force(c: &Catalog, q: &OfferQuery) -> Vec<Row> {
         let per_gpu = hourly.map(|h| h / t.gpu_count as f64);
         rows.push((o.cloud, o.region.clone(), o.instance_type.clone(), per_gpu));
     }
-    // Unpriced rows sort as if infinitely expensive (prices are above zero).
+    // Priced rows first (cheapest GPU-hour first), then the unpriced ones.
     let key = |r: &Row| (r.3.is_none(), r.3.unwrap_or(0.0));
     rows.sort_by(|a, b| {
         let (ka, kb) = (key(a), key(b));
