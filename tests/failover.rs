@@ -1,9 +1,12 @@
 //! Capacity failover and moving clusters between clouds, on the sandbox.
 
+mod support;
+
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output};
+use support::{assert_killed_by, SandboxWork};
 
 fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
@@ -92,6 +95,18 @@ fn a_zone_without_capacity_moves_the_cluster_to_the_next_zone_and_state_says_so(
         !live.contains_key("cluster.train.subnet[us-east-1a]"),
         "the partial creation is cleaned up"
     );
+    let want: BTreeSet<String> = [
+        "cluster.train.firewall",
+        "cluster.train.network",
+        "cluster.train.node[0]",
+        "cluster.train.node[1]",
+        "cluster.train.placement",
+        "cluster.train.subnet[us-east-1b]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    support::assert_sandbox_exact(dir.path(), "fo", &want, "after the zone failover");
     let st = state(dir.path(), "fo");
     assert_eq!(st["failovers"][0]["zone"], "us-east-1a");
     assert!(st["failovers"][0]["error"]
@@ -160,19 +175,18 @@ fn cloud_any_fails_over_to_the_next_candidate_creating_before_destroying() {
         live.values().all(|(_, region, _)| region == "us-west-2"),
         "{live:?}"
     );
-    assert_eq!(
-        addresses(&live),
-        [
-            "cluster.infer.firewall",
-            "cluster.infer.network",
-            "cluster.infer.node[0]",
-            "cluster.infer.node[1]",
-            "cluster.infer.subnet[us-west-2a]"
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    );
+    let want: BTreeSet<String> = [
+        "cluster.infer.firewall",
+        "cluster.infer.network",
+        "cluster.infer.node[0]",
+        "cluster.infer.node[1]",
+        "cluster.infer.subnet[us-west-2a]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(addresses(&live), want);
+    support::assert_sandbox_exact(dir.path(), "fo", &want, "after the failover round");
     let plan = gpuform(
         dir.path(),
         &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
@@ -185,7 +199,8 @@ const MOVE_SPEC: &str = "project: mv\nclusters:\n  train:\n    cloud: CLOUD\n   
 
 /// Moving a cluster to another cloud creates the new one before deleting the
 /// old, and a crash at any API call of the move leaves, after one more
-/// apply, exactly the moved cluster: no duplicate, no orphan.
+/// apply, exactly the moved cluster: no duplicate, no orphan, state ids
+/// real, subnets included, and a clean plan.
 #[test]
 fn moving_a_cluster_to_another_cloud_survives_a_crash_at_every_call() {
     let from = MOVE_SPEC
@@ -194,73 +209,72 @@ fn moving_a_cluster_to_another_cloud_survives_a_crash_at_every_call() {
     let to = MOVE_SPEC
         .replace("CLOUD", "tencent")
         .replace("REGION", "ap-guangzhou");
-    let mut crashed = 0;
+    let apply = ["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"];
+    let moved = |w: &SandboxWork| {
+        w.ok(&apply);
+        w.write_spec(&to);
+    };
+
+    // What an uninterrupted move leaves: the same cluster on Tencent, with
+    // its one subnet in the zone the plan chose there.
+    let reference = SandboxWork::new("mv", &from);
+    moved(&reference);
+    let plan = reference.ok(&["plan", "spec.yaml", "--sandbox"]);
+    assert!(
+        plan.contains("moves from sandbox:aws us-east-1 to sandbox:tencent ap-guangzhou"),
+        "{plan}"
+    );
+    reference.ok(&apply);
+    let want: BTreeSet<String> = reference.recorded().keys().cloned().collect();
+    let subnets: Vec<&String> = want.iter().filter(|a| a.contains(".subnet[")).collect();
+    assert_eq!(subnets.len(), 1, "one subnet after the move: {want:?}");
+    let zone = subnets[0]
+        .trim_start_matches("cluster.train.subnet[")
+        .trim_end_matches(']');
+    assert!(zone.starts_with("ap-guangzhou-"), "{want:?}");
+    let mut expected: BTreeSet<String> = [
+        "cluster.train.firewall",
+        "cluster.train.network",
+        "cluster.train.node[0]",
+        "cluster.train.node[1]",
+        "cluster.train.volume[0]",
+        "cluster.train.volume[1]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    expected.insert(subnets[0].clone());
+    assert_eq!(want, expected);
+    reference.assert_exact(&want, "uninterrupted move");
+
     for n in 1.. {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("spec.yaml"), &from).unwrap();
-        ok(
-            dir.path(),
-            &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
-            None,
-        );
-        std::fs::write(dir.path().join("spec.yaml"), &to).unwrap();
-        if n == 1 {
-            let plan = ok(dir.path(), &["plan", "spec.yaml", "--sandbox"], None);
-            assert!(
-                plan.contains("moves from sandbox:aws us-east-1 to sandbox:tencent ap-guangzhou"),
-                "{plan}"
-            );
-        }
-        let out = gpuform(
-            dir.path(),
-            &[
-                "apply",
-                "spec.yaml",
-                "--sandbox",
-                "--auto-approve",
-                "-q",
-                "--parallelism",
-                "1",
-            ],
-            Some(&format!("crash_after={n}")),
-        );
+        let w = SandboxWork::new("mv", &from);
+        moved(&w);
+        let mut crashing = apply.to_vec();
+        crashing.extend_from_slice(&["--parallelism", "1"]);
+        let out = w.run(&crashing, Some(&format!("crash_after={n}")));
         if out.status.success() {
-            assert!(crashed > 5, "the move makes several calls");
+            // Every call before N crashed the move (checked below).
+            assert!(n > 6, "the move makes several calls");
+            w.assert_exact(&want, "a move past its last call");
             break;
         }
-        crashed += 1;
-        ok(
-            dir.path(),
-            &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
-            None,
-        );
-        let live = cloud(dir.path(), "mv");
-        assert!(
-            live.values().all(|(c, _, _)| c == "tencent"),
-            "crash at {n}: old resources left: {live:?}"
-        );
-        let want: BTreeSet<String> = [
-            "cluster.train.firewall",
-            "cluster.train.network",
-            "cluster.train.node[0]",
-            "cluster.train.node[1]",
-            "cluster.train.volume[0]",
-            "cluster.train.volume[1]",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let got: BTreeSet<String> = addresses(&live)
-            .into_iter()
-            .filter(|a| !a.contains("subnet"))
-            .collect();
-        assert_eq!(got, want, "crash at {n}");
-        let st = state(dir.path(), "mv");
-        assert_eq!(
-            st["resources"].as_object().unwrap().len(),
-            live.len(),
-            "crash at {n}: state matches the cloud"
-        );
+        assert_killed_by(&out, libc::SIGABRT, &format!("move, crash at call {n}"));
+        w.ok(&apply);
+        let context = format!("move, crash at call {n}");
+        let live = w.live();
+        for r in &live {
+            assert_eq!(
+                (r.cloud.as_str(), r.region.as_str()),
+                ("tencent", "ap-guangzhou"),
+                "{context}: left behind: {r:?}"
+            );
+            if r.address.as_deref().is_some_and(|a| a.contains(".node[")) {
+                assert_eq!(r.zone, zone, "{context}: node outside the subnet's zone");
+            }
+        }
+        support::assert_exact(&live, &w.recorded(), &want, &context);
+        assert_eq!(w.plan_exit(&[]), 0, "{context}: plan after recovery");
         assert!(n < 100);
     }
 }

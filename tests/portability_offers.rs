@@ -1,98 +1,187 @@
 //! `gpuform offers` against brute force over the whole catalog, for many
 //! random requirement sets (deterministic seed): same members, same order,
 //! same prices. Also the binary's table, JSON and input errors.
-
-// `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
-#![allow(clippy::unnecessary_map_or)]
+//!
+//! The brute force is written from what `OfferQuery` documents, not from
+//! `Catalog::matching`: it reads only the catalog's data (GPU models with
+//! their aliases, instance types, offerings with native prices) and shares
+//! no lookup, conversion or ordering helper with the code under test.
 
 use assert_cmd::Command;
 use gpuform::offers::{self, Day, DEFAULT_STALE_DAYS};
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, PricingModel};
+use gpuform_provider::catalog::{
+    Catalog, Currency, InstanceType, Interconnect, OfferQuery, PricingModel,
+};
 use gpuform_provider::Cloud;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use std::cmp::Ordering;
 
 /// (cloud, region, instance type, USD per GPU-hour)
 type Row = (Cloud, String, String, Option<f64>);
 
+/// A GPU name as users may write it: case does not matter, and a space or
+/// an underscore stands for a dash (`a100 80gb` is `A100-80GB`).
+fn same_gpu_name(written: &str, name: &str) -> bool {
+    let canon = |s: &str| -> String { s.trim().to_lowercase().replace([' ', '_'], "-") };
+    canon(written) == canon(name)
+}
+
+/// The one model a written name means (its canonical name or an alias);
+/// `None` when it names no model or several.
+fn model_named(c: &Catalog, written: &str) -> Option<String> {
+    let named: Vec<&str> = c
+        .gpus()
+        .iter()
+        .filter(|g| {
+            same_gpu_name(written, &g.name) || g.aliases.iter().any(|a| same_gpu_name(written, a))
+        })
+        .map(|g| g.name.as_str())
+        .collect();
+    match named.as_slice() {
+        [one] => Some(one.to_string()),
+        _ => None,
+    }
+}
+
+/// The instance type an offering sells, found by scanning the cloud's types.
+fn type_of<'a>(c: &'a Catalog, cloud: Cloud, name: &str) -> &'a InstanceType {
+    c.instance_types(cloud)
+        .into_iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("an offering of unknown type {cloud} {name}"))
+}
+
+/// Every offering that meets every constraint the query sets, cheapest
+/// GPU-hour first, unpriced offerings after all priced ones, ties by
+/// cloud, region, instance type.
 fn brute_force(c: &Catalog, q: &OfferQuery) -> Vec<Row> {
-    let model = q.gpu_model.as_ref().map(|m| c.gpu(m).unwrap().name.clone());
+    // A named model that is unknown or ambiguous matches nothing.
+    let model = match &q.gpu_model {
+        None => None,
+        Some(written) => match model_named(c, written) {
+            Some(m) => Some(m),
+            None => return Vec::new(),
+        },
+    };
     let mut rows: Vec<Row> = Vec::new();
     for o in c.offerings() {
-        let t = c.instance_type(o.cloud, &o.instance_type).unwrap();
-        let keep = q.cloud.map_or(true, |x| x == o.cloud)
-            && q.region.as_ref().map_or(true, |r| *r == o.region)
-            && model.as_ref().map_or(true, |m| *m == t.gpu_model)
-            && q.gpu_count.map_or(true, |n| n == t.gpu_count)
-            && q.interconnect.map_or(true, |i| t.interconnect == Some(i))
-            && (q.rdma != Some(true) || t.rdma.is_some())
-            && q.min_gpu_mem_gib.map_or(true, |m| t.gpu_mem_gib >= m);
-        if !keep {
-            continue;
-        }
-        let hourly = o
-            .prices
-            .get(&q.pricing)
-            .map(|p| p.hourly_usd(q.cny_per_usd))
-            .filter(|h| h.is_finite() && *h > 0.0);
-        if let Some(max) = q.max_hourly_usd {
-            if !hourly.is_some_and(|h| h <= max) {
+        let t = type_of(c, o.cloud, &o.instance_type);
+        if let Some(cloud) = q.cloud {
+            if o.cloud != cloud {
                 continue;
             }
         }
-        let per_gpu = hourly.map(|h| h / f64::from(t.gpu_count));
+        if let Some(region) = &q.region {
+            if &o.region != region {
+                continue;
+            }
+        }
+        if let Some(m) = &model {
+            if &t.gpu_model != m {
+                continue;
+            }
+        }
+        if let Some(n) = q.gpu_count {
+            if t.gpu_count != n {
+                continue;
+            }
+        }
+        // A link no source states does not meet a required link.
+        if let Some(link) = q.interconnect {
+            if t.interconnect != Some(link) {
+                continue;
+            }
+        }
+        if q.rdma == Some(true) && t.rdma.is_none() {
+            continue;
+        }
+        if let Some(min) = q.min_gpu_mem_gib {
+            if t.gpu_mem_gib < min {
+                continue;
+            }
+        }
+        // The price per instance-hour for the query's pricing model, in USD.
+        let hourly: Option<f64> = o.prices.get(&q.pricing).map(|p| match p.currency {
+            Currency::USD => p.hourly,
+            Currency::CNY => p.hourly / q.cny_per_usd,
+        });
+        // A price cap excludes what costs more, and what has no known price.
+        if let Some(cap) = q.max_hourly_usd {
+            match hourly {
+                Some(h) if h <= cap => {}
+                _ => continue,
+            }
+        }
+        let per_gpu = hourly.map(|h| h / t.gpu_count as f64);
         rows.push((o.cloud, o.region.clone(), o.instance_type.clone(), per_gpu));
     }
+    // Priced rows first (cheapest GPU-hour first), then the unpriced ones.
+    let key = |r: &Row| (r.3.is_none(), r.3.unwrap_or(0.0));
     rows.sort_by(|a, b| {
-        let p = match (a.3, b.3) {
-            (Some(x), Some(y)) => x.total_cmp(&y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        };
-        p.then_with(|| a.0.cmp(&b.0))
-            .then_with(|| a.1.cmp(&b.1))
-            .then_with(|| a.2.cmp(&b.2))
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.partial_cmp(&kb.1).expect("prices are numbers"))
+            .then((a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)))
     });
     rows
 }
 
+/// How a user may spell a model: its name or an alias, in any case, with
+/// spaces or underscores for dashes.
+fn spelled(rng: &mut StdRng, name: &str) -> String {
+    name.chars()
+        .map(|ch| match ch {
+            '-' => *['-', ' ', '_'].choose(rng).unwrap(),
+            c if rng.gen_bool(0.3) => c.to_ascii_lowercase(),
+            c => c,
+        })
+        .collect()
+}
+
 fn random_query(rng: &mut StdRng, c: &Catalog) -> OfferQuery {
-    let models: Vec<String> = {
-        let mut m: Vec<String> = Cloud::ALL
-            .iter()
-            .flat_map(|cl| c.instance_types(*cl))
-            .map(|t| t.gpu_model.clone())
-            .collect();
-        m.sort();
-        m.dedup();
-        m
-    };
     let regions: Vec<String> = Cloud::ALL
         .iter()
         .flat_map(|cl| c.regions(*cl))
         .map(|r| r.name.clone())
         .collect();
+    let gpu_model = match rng.gen_range(0..10) {
+        // No model: every GPU.
+        0 => None,
+        // Ambiguous (the `shared_names` column of gpus.csv) or unknown.
+        1 => Some(
+            ["A100", "v100", "Z9000", "H100-80GB-SXM7"]
+                .choose(rng)
+                .unwrap()
+                .to_string(),
+        ),
+        // A model by its canonical name or one of its aliases.
+        _ => {
+            let g = c.gpus().choose(rng).unwrap();
+            let mut names = vec![g.name.clone()];
+            names.extend(g.aliases.iter().cloned());
+            let name = names.choose(rng).unwrap().clone();
+            Some(spelled(rng, &name))
+        }
+    };
     let maybe = |rng: &mut StdRng| rng.gen_bool(0.5);
     OfferQuery {
         cloud: maybe(rng).then(|| *Cloud::ALL.choose(rng).unwrap()),
         region: rng
             .gen_bool(0.25)
             .then(|| regions.choose(rng).unwrap().clone()),
-        gpu_model: Some(models.choose(rng).unwrap().clone()),
+        gpu_model,
         gpu_count: maybe(rng).then(|| *[1u32, 2, 4, 8].choose(rng).unwrap()),
         interconnect: match rng.gen_range(0..3) {
             0 => Some(Interconnect::Nvlink),
             1 => Some(Interconnect::Pcie),
             _ => None,
         },
-        rdma: rng.gen_bool(0.3).then_some(true),
+        rdma: *[None, None, Some(true), Some(false)].choose(rng).unwrap(),
         pricing: *PricingModel::ALL.choose(rng).unwrap(),
         min_gpu_mem_gib: rng
             .gen_bool(0.3)
-            .then(|| *[16.0, 24.0, 40.0, 48.0, 80.0].choose(rng).unwrap()),
+            .then(|| *[16.0, 24.0, 40.0, 48.0, 80.0, 96.0].choose(rng).unwrap()),
         max_hourly_usd: rng.gen_bool(0.3).then(|| rng.gen_range(0.2..40.0)),
         cny_per_usd: *[7.0, 6.5, 7.3].choose(rng).unwrap(),
     }
@@ -103,7 +192,9 @@ fn offers_match_brute_force_for_random_requirements() {
     let c = Catalog::builtin();
     let mut rng = StdRng::seed_from_u64(0x6770_7566);
     let today = Day::from_ymd(2026, 11, 29);
-    let mut non_empty = 0;
+    // What the random queries exercised, so that none of it is vacuous.
+    let (mut non_empty, mut any_model, mut respelled, mut priced_then_unpriced, mut capped) =
+        (0, 0, 0, 0, 0);
     for i in 0..2000 {
         let q = random_query(&mut rng, c);
         let want = brute_force(c, &q);
@@ -127,11 +218,28 @@ fn offers_match_brute_force_for_random_requirements() {
                 (a, b) => assert_eq!(a, b, "query #{i}"),
             }
         }
-        non_empty += usize::from(!want.is_empty());
+        if want.is_empty() {
+            continue;
+        }
+        non_empty += 1;
+        match &q.gpu_model {
+            None => any_model += 1,
+            Some(m) if !c.gpus().iter().any(|g| g.name == *m) => respelled += 1,
+            Some(_) => {}
+        }
+        if want.first().is_some_and(|r| r.3.is_some()) && want.last().is_some_and(|r| r.3.is_none())
+        {
+            priced_then_unpriced += 1;
+        }
+        if q.max_hourly_usd.is_some() {
+            capped += 1;
+        }
     }
     assert!(
-        non_empty > 300,
-        "too few queries matched anything: {non_empty}"
+        non_empty > 300 && any_model > 50 && respelled > 50 && priced_then_unpriced > 20 && capped > 25,
+        "the random queries exercise too little: {non_empty} matched anything, {any_model} without \
+         a model, {respelled} by an alias or respelled name, {priced_then_unpriced} mixed priced and \
+         unpriced offers, {capped} under a price cap"
     );
 }
 
