@@ -43,4 +43,8 @@ pub trait MockCloud: Send + Sync {
 
 pub mod alibaba;
 pub mod huawei;
+pub mod recordings;
+pub mod shape;
+pub mod tap;
 pub mod tencent;
+pub mod verify;

@@ -5,8 +5,9 @@
 //! beside each action in [`cloud`], not observed behaviour, and implements
 //! only what gpuform calls. What it does check, strictly:
 //!
-//! - every request's `ACS3-HMAC-SHA256` signature, recomputed with
-//!   `gpuform-signing` from exactly what arrived (method, host, path, query,
+//! - every request's `ACS3-HMAC-SHA256` signature, recomputed by the
+//!   stand-in's own verifier ([`crate::verify::acs3`], not the signer under
+//!   test) from exactly what arrived (method, host, path, query,
 //!   the headers named in `SignedHeaders`, the body), plus the
 //!   `x-acs-content-sha256` body hash, the `x-acs-date` window (15 minutes)
 //!   and nonce reuse; failures answer with Alibaba's common error codes
@@ -29,6 +30,7 @@
 
 mod cloud;
 
+use crate::verify::{acs3, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Body;
 use axum::extract::State;
@@ -36,12 +38,12 @@ use axum::http::{HeaderMap, Request as HttpRequest, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use cloud::{ApiError, Cloud};
-use gpuform_signing::{acs3, canon, Credentials, OffsetDateTime, Request};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use time::OffsetDateTime;
 
 pub use cloud::Fault;
 
@@ -54,7 +56,6 @@ pub const DEFAULT_REGION: &str = "cn-hangzhou";
 
 struct Shared {
     cloud: Mutex<Cloud>,
-    creds: Credentials,
     nonces: Mutex<HashSet<String>>,
     requests: AtomicU64,
     hook: Mutex<Option<RequestHook>>,
@@ -74,7 +75,6 @@ impl AlibabaMock {
     pub fn start() -> AlibabaMock {
         let shared = Arc::new(Shared {
             cloud: Mutex::new(Cloud::new()),
-            creds: Credentials::new(ACCESS_KEY_ID, ACCESS_KEY_SECRET),
             nonces: Mutex::new(HashSet::new()),
             requests: AtomicU64::new(0),
             hook: Mutex::new(None),
@@ -199,15 +199,8 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest<Body>) -> Re
             "The query string is not valid percent-encoding.",
         )),
         Some(query) => {
-            match verify(
-                &shared,
-                parts.method.as_str(),
-                &host,
-                parts.uri.path(),
-                &query,
-                &parts.headers,
-                &body,
-            ) {
+            let wire = WireRequest::from_http(&parts.method, &parts.uri, &parts.headers, &body);
+            match verify(&shared, &wire) {
                 Err(e) => Err(e),
                 Ok(()) => {
                     let action = header(&parts.headers, "x-acs-action").unwrap_or_default();
@@ -336,16 +329,9 @@ fn parse_date(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp(days * 86400 + h * 3600 + mi * 60 + se).ok()
 }
 
-/// Recomputes the ACS3 signature from what arrived.
-fn verify(
-    shared: &Shared,
-    method: &str,
-    host: &str,
-    path: &str,
-    query: &[(String, String)],
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(), ApiError> {
+/// Checks the ACS3 signature of what arrived with the stand-in's own
+/// verifier ([`crate::verify::acs3`]), then the date window and the nonce.
+fn verify(shared: &Shared, wire: &WireRequest) -> Result<(), ApiError> {
     let incomplete = |why: &str| {
         ApiError::new(
             400,
@@ -353,60 +339,30 @@ fn verify(
             format!("The request signature does not conform to Aliyun standards: {why}."),
         )
     };
-    let auth =
-        header(headers, "authorization").ok_or_else(|| incomplete("no Authorization header"))?;
-    let rest = auth
-        .strip_prefix(acs3::ALGORITHM)
-        .map(str::trim_start)
-        .ok_or_else(|| incomplete("the algorithm is not ACS3-HMAC-SHA256"))?;
-    let mut credential = None;
-    let mut signed_headers = None;
-    let mut signature = None;
-    for field in rest.split(',') {
-        match field.trim().split_once('=') {
-            Some(("Credential", v)) => credential = Some(v.to_string()),
-            Some(("SignedHeaders", v)) => signed_headers = Some(v.to_string()),
-            Some(("Signature", v)) => signature = Some(v.to_string()),
-            _ => return Err(incomplete("the Authorization header has an unknown field")),
-        }
-    }
-    let (Some(credential), Some(signed_headers), Some(signature)) =
-        (credential, signed_headers, signature)
-    else {
-        return Err(incomplete(
-            "Credential, SignedHeaders and Signature are required",
-        ));
+    let key = Key {
+        id: ACCESS_KEY_ID,
+        secret: ACCESS_KEY_SECRET,
     };
-    if credential != shared.creds.access_key_id() {
-        return Err(ApiError::new(
+    let verified = acs3::verify(wire, &key).map_err(|r| match r {
+        Rejection::Malformed(why) => incomplete(&why),
+        Rejection::UnknownKey(_) => ApiError::new(
             404,
             "InvalidAccessKeyId.NotFound",
             "Specified access key is not found.",
-        ));
-    }
-    let names: Vec<&str> = signed_headers.split(';').collect();
-    for required in [
-        "host",
-        "x-acs-action",
-        "x-acs-version",
-        "x-acs-date",
-        "x-acs-signature-nonce",
-        "x-acs-content-sha256",
-    ] {
-        if !names.contains(&required) {
-            return Err(incomplete(&format!("`{required}` must be a signed header")));
-        }
-    }
-    let content = header(headers, "x-acs-content-sha256").unwrap_or_default();
-    if content != canon::sha256_hex(body) {
-        return Err(ApiError::new(
+        ),
+        Rejection::ContentHash => ApiError::new(
             400,
             "SignatureDoesNotMatch",
             "Specified signature is not matched with our calculation: x-acs-content-sha256 is not the SHA-256 of the body.",
-        ));
-    }
-    let date = header(headers, "x-acs-date").unwrap_or_default();
-    let time = parse_date(&date).ok_or_else(|| {
+        ),
+        // The canonical request stays out of the message: it may hold an STS token.
+        Rejection::Mismatch { .. } => ApiError::new(
+            400,
+            "SignatureDoesNotMatch",
+            "Specified signature is not matched with our calculation.",
+        ),
+    })?;
+    let time = parse_date(&verified.date).ok_or_else(|| {
         ApiError::new(
             400,
             "InvalidTimeStamp.Format",
@@ -421,40 +377,8 @@ fn verify(
             "Specified time stamp or date value is expired.",
         ));
     }
-    let nonce = header(headers, "x-acs-signature-nonce").unwrap_or_default();
-    let mut req = Request::new(
-        method,
-        host,
-        decode(path).unwrap_or_else(|| path.to_string()),
-    );
-    req.query = query.to_vec();
-    for name in &names {
-        if matches!(
-            *name,
-            "host"
-                | "x-acs-date"
-                | "x-acs-signature-nonce"
-                | "x-acs-content-sha256"
-                | "authorization"
-        ) {
-            continue;
-        }
-        let v = header(headers, name)
-            .ok_or_else(|| incomplete(&format!("signed header `{name}` is missing")))?;
-        req.headers.push((name.to_string(), v));
-    }
-    req.body = body.to_vec();
-    let expected =
-        acs3::sign(&req, &shared.creds, time, &nonce).map_err(|e| incomplete(&e.to_string()))?;
-    if expected.signature != signature {
-        return Err(ApiError::new(
-            400,
-            "SignatureDoesNotMatch",
-            "Specified signature is not matched with our calculation.",
-        ));
-    }
     let mut seen = shared.nonces.lock().unwrap_or_else(|p| p.into_inner());
-    if !seen.insert(nonce) {
+    if !seen.insert(verified.nonce) {
         return Err(ApiError::new(
             400,
             "SignatureNonceUsed",

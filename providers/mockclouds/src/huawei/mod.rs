@@ -4,7 +4,8 @@
 //! the API reference pages cited beside each handler, on 127.0.0.1. Every
 //! request's `SDK-HMAC-SHA256` signature is recomputed from what arrived
 //! (method, Host, path, query, the headers named in `SignedHeaders`, body)
-//! with `gpuform-signing` and compared; a mismatch gets API Gateway's 401
+//! by the stand-in's own verifier ([`crate::verify::huawei`], not the signer
+//! under test) and compared; a mismatch gets API Gateway's 401
 //! `APIGW.0301` answer ("API Gateway error codes",
 //! support.huaweicloud.com/devg-apisign/api-sign-errorcode.html).
 //!
@@ -21,18 +22,19 @@
 //! (a server goes BUILD → ACTIVE, a disk creating → available, a delete
 //! removes).
 
+use crate::verify::{huawei, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use gpuform_provider::ResourceKind;
-use gpuform_signing::{huawei, Credentials, OffsetDateTime, Request};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use time::OffsetDateTime;
 
 pub const TEST_AK: &str = "HUAWEIMOCKAK0000TEST";
 pub const TEST_SK: &str = "huawei-mock-secret-key-for-tests-only-0000";
@@ -303,66 +305,28 @@ fn handle(sh: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: B
     resp
 }
 
-/// Recomputes the SDK-HMAC-SHA256 signature ("API Request Signing Guide",
-/// support.huaweicloud.com/devg-apisign/api-sign-algorithm.html) from what arrived.
+/// Checks the SDK-HMAC-SHA256 signature with the stand-in's own verifier
+/// ([`crate::verify::huawei`], not the signer under test), then the
+/// X-Sdk-Date window (15 minutes).
 fn verify(method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
-    let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
-    let auth = h("authorization").ok_or("no Authorization header")?;
-    let rest = auth
-        .strip_prefix("SDK-HMAC-SHA256 ")
-        .ok_or("not an SDK-HMAC-SHA256 signature")?;
-    let mut access = None;
-    let mut signed_headers = None;
-    let mut signature = None;
-    for part in rest.split(", ") {
-        match part.split_once('=') {
-            Some(("Access", v)) => access = Some(v),
-            Some(("SignedHeaders", v)) => signed_headers = Some(v),
-            Some(("Signature", v)) => signature = Some(v),
-            _ => {}
-        }
-    }
-    let (Some(access), Some(signed_headers), Some(signature)) = (access, signed_headers, signature)
-    else {
-        return Err("malformed Authorization header".into());
+    let wire = WireRequest::from_http(method, uri, headers, body);
+    let key = Key {
+        id: TEST_AK,
+        secret: TEST_SK,
     };
-    if access != TEST_AK {
-        return Err("unknown access key".into());
-    }
-    let date = h("x-sdk-date").ok_or("no X-Sdk-Date header")?;
-    let t = parse_sdk_date(date).ok_or("bad X-Sdk-Date")?;
+    let verified = huawei::verify(&wire, &key).map_err(|r| match r {
+        Rejection::Mismatch { .. } | Rejection::ContentHash => {
+            "verify aksk signature fail".to_string()
+        }
+        other => other.to_string(),
+    })?;
+    let t = parse_sdk_date(&verified.sdk_date).ok_or("bad X-Sdk-Date")?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     if (now - t).abs() > 15 * 60 {
         return Err("the request has expired (X-Sdk-Date more than 15 minutes off)".into());
-    }
-    let host = h("host").ok_or("no Host header")?;
-    let mut req = Request::new(method.as_str(), host, pct_decode(uri.path()));
-    if let Some(q) = uri.query() {
-        for pair in q.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            req.query.push((pct_decode(k), pct_decode(v)));
-        }
-    }
-    for name in signed_headers.split(';') {
-        if name == "host" || name == "x-sdk-date" {
-            continue;
-        }
-        let v = h(name).ok_or_else(|| format!("signed header {name} is missing"))?;
-        req.headers.push((name.to_string(), v.to_string()));
-    }
-    req.body = body.to_vec();
-    let time = OffsetDateTime::from_unix_timestamp(t).map_err(|_| "bad X-Sdk-Date")?;
-    let s =
-        huawei::sign(&req, &Credentials::new(TEST_AK, TEST_SK), time).map_err(|e| e.to_string())?;
-    if s.signature != signature
-        || !s
-            .authorization()
-            .contains(&format!("SignedHeaders={signed_headers},"))
-    {
-        return Err("verify aksk signature fail".into());
     }
     Ok(())
 }
@@ -433,8 +397,13 @@ fn decode_tag(v: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| v.to_string())
 }
 
+/// 32 random lower-case hex characters (ids and job ids).
+fn random_hex() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
 fn new_id() -> String {
-    let h = gpuform_signing::new_nonce();
+    let h = random_hex();
     format!(
         "{}-{}-{}-{}-{}",
         &h[0..8],
@@ -585,7 +554,7 @@ fn new_job(
     effect: Effect,
     fail: Option<(String, String)>,
 ) -> String {
-    let id = format!("ff80808{}", gpuform_signing::new_nonce());
+    let id = format!("ff80808{}", random_hex());
     let body = json!({"job_id": id, "job_type": job_type, "status": "RUNNING", "entities": entities,
                       "begin_time": now_iso(), "end_time": "", "error_code": null, "fail_reason": null});
     st.jobs.insert(
@@ -1585,7 +1554,7 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
     let mut subs = Vec::new();
     for i in 0..count {
         let id = new_id();
-        subs.push(json!({"status": "RUNNING", "entities": {"server_id": id}, "job_id": format!("ff80808{}", gpuform_signing::new_nonce()),
+        subs.push(json!({"status": "RUNNING", "entities": {"server_id": id}, "job_id": format!("ff80808{}", random_hex()),
                          "job_type": "createSingleServer", "begin_time": now_iso(), "end_time": "", "error_code": null, "fail_reason": null}));
         if sold_out {
             continue;

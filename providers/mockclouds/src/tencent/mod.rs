@@ -6,8 +6,8 @@
 //! Every request must be a POST with `Content-Type: application/json`, the
 //! `X-TC-Action` / `X-TC-Version` / `X-TC-Region` / `X-TC-Timestamp` headers
 //! and a TC3-HMAC-SHA256 `Authorization` that this server recomputes from the
-//! received method, `Host`, content type and body bytes with
-//! `gpuform-signing` ("Signature v3",
+//! received method, path, query, signed headers and body bytes with the
+//! stand-in's own verifier, [`crate::verify::tc3`] ("Signature v3",
 //! https://www.tencentcloud.com/document/api/213/30654). The service is the
 //! one named in the credential scope (`date/service/tc3_request`), since one
 //! local endpoint stands for cvm, vpc and cbs.
@@ -24,18 +24,19 @@
 mod actions;
 mod state;
 
+use crate::verify::{tc3, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Bytes;
 use axum::extract::State as AxState;
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use gpuform_signing::{tc3, Credentials, OffsetDateTime, Request};
 use serde_json::{json, Value};
 use state::State;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use time::OffsetDateTime;
 
 /// The test credentials the stand-in accepts (also returned by [`MockCloud::env`]).
 pub const SECRET_ID: &str = "AKIDgpuformTencentMock0000000000000";
@@ -50,7 +51,6 @@ struct Shared {
     state: Mutex<State>,
     requests: AtomicU64,
     hook: Mutex<Option<RequestHook>>,
-    creds: Credentials,
 }
 
 /// A running Tencent Cloud stand-in; stops when dropped.
@@ -73,7 +73,6 @@ impl TencentMock {
             state: Mutex::new(State::new()),
             requests: AtomicU64::new(0),
             hook: Mutex::new(None),
-            creds: Credentials::new(SECRET_ID, SECRET_KEY),
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let app = Router::new().fallback(handle).with_state(shared.clone());
@@ -212,7 +211,7 @@ async fn handle(
 ) -> Response {
     let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
     let request_id = format!("6c0f7b2e-0000-4000-8000-{n:012x}");
-    let outcome = serve(&shared, &method, uri.path(), &headers, &body);
+    let outcome = serve(&shared, &method, &uri, &headers, &body);
     // The request has taken effect (or been refused): the hook may kill the
     // client now, before it sees the answer.
     let hook = shared
@@ -254,11 +253,11 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 fn serve(
     shared: &Shared,
     method: &Method,
-    path: &str,
+    uri: &Uri,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Value, ApiError> {
-    let service = verify_signature(shared, method, path, headers, body)?;
+    let service = verify_signature(method, uri, headers, body)?;
     let action = header(headers, "x-tc-action").ok_or_else(|| {
         ApiError::new(
             "MissingParameter",
@@ -312,86 +311,38 @@ fn serve(
     actions::dispatch(&mut st, &service, action, region, &params)
 }
 
-/// Recomputes the TC3 signature; returns the service of the credential scope.
+/// Checks the TC3 signature with the stand-in's own verifier
+/// ([`crate::verify::tc3`], not the signer under test), then the timestamp
+/// window; returns the service of the credential scope.
 fn verify_signature(
-    shared: &Shared,
     method: &Method,
-    path: &str,
+    uri: &Uri,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<String, ApiError> {
-    let invalid = |m: &str| ApiError::new("AuthFailure.InvalidAuthorization", m.to_string());
-    let auth = header(headers, "authorization")
-        .ok_or_else(|| invalid("The Authorization header is missing."))?;
-    let rest = auth
-        .strip_prefix("TC3-HMAC-SHA256 ")
-        .ok_or_else(|| invalid("The Authorization header does not use TC3-HMAC-SHA256."))?;
-    let mut credential = None;
-    let mut signed_headers = None;
-    for part in rest.split(',') {
-        let part = part.trim();
-        if let Some(v) = part.strip_prefix("Credential=") {
-            credential = Some(v);
-        } else if let Some(v) = part.strip_prefix("SignedHeaders=") {
-            signed_headers = Some(v);
-        }
-    }
-    let credential =
-        credential.ok_or_else(|| invalid("The Authorization header has no Credential."))?;
-    let mut scope = credential.split('/');
-    let (Some(secret_id), Some(_date), Some(service), Some("tc3_request"), None) = (
-        scope.next(),
-        scope.next(),
-        scope.next(),
-        scope.next(),
-        scope.next(),
-    ) else {
-        return Err(invalid(
-            "The credential scope is not SecretId/Date/Service/tc3_request.",
-        ));
+    let wire = WireRequest::from_http(method, uri, headers, body);
+    let key = Key {
+        id: SECRET_ID,
+        secret: SECRET_KEY,
     };
-    if signed_headers != Some("content-type;host") {
-        return Err(invalid("SignedHeaders must be content-type;host."));
-    }
-    if secret_id != shared.creds.access_key_id() {
-        return Err(ApiError::new(
+    let verified = tc3::verify(&wire, &key).map_err(|r| match r {
+        Rejection::Malformed(why) => {
+            ApiError::new("AuthFailure.InvalidAuthorization", format!("{why}."))
+        }
+        Rejection::UnknownKey(_) => ApiError::new(
             "AuthFailure.SecretIdNotFound",
             "The SecretId is not found, please ensure that your SecretId is correct.",
-        ));
-    }
-    let ts: i64 = header(headers, "x-tc-timestamp")
-        .and_then(|t| t.parse().ok())
-        .ok_or_else(|| {
-            ApiError::new(
-                "MissingParameter",
-                "The request is missing a valid X-TC-Timestamp header.",
-            )
-        })?;
+        ),
+        Rejection::ContentHash | Rejection::Mismatch { .. } => ApiError::new(
+            "AuthFailure.SignatureFailure",
+            "The provided credentials could not be validated. Please check your signature is correct.",
+        ),
+    })?;
     let now = OffsetDateTime::now_utc().unix_timestamp();
-    if (now - ts).abs() > MAX_SKEW_SECS {
+    if (now - verified.timestamp).abs() > MAX_SKEW_SECS {
         return Err(ApiError::new(
             "AuthFailure.SignatureExpire",
             "Signature expired. Timestamp and server time cannot differ by more than five minutes.",
-        ));
-    }
-    let time = OffsetDateTime::from_unix_timestamp(ts)
-        .map_err(|_| invalid("X-TC-Timestamp is out of range."))?;
-    let host = header(headers, "host").ok_or_else(|| invalid("The Host header is missing."))?;
-    let content_type = header(headers, "content-type").ok_or_else(|| {
-        ApiError::new(
-            "AuthFailure.SignatureFailure",
-            "The Content-Type header is missing.",
-        )
-    })?;
-    let req = Request::new(method.as_str(), host, path)
-        .with_header("Content-Type", content_type)
-        .with_body(body.to_vec());
-    let expected =
-        tc3::sign(&req, &shared.creds, service, time).map_err(|e| invalid(&e.to_string()))?;
-    if expected.authorization() != auth {
-        return Err(ApiError::new(
-            "AuthFailure.SignatureFailure",
-            "The provided credentials could not be validated. Please check your signature is correct.",
         ));
     }
     if method != Method::POST {
@@ -400,5 +351,5 @@ fn verify_signature(
             "gpuform's stand-in accepts POST JSON requests only.",
         ));
     }
-    Ok(service.to_string())
+    Ok(verified.service)
 }

@@ -1,0 +1,146 @@
+//! The stand-ins' own signature verifiers, one module per scheme, written
+//! from the vendors' signing guides (cited in each module). They share no
+//! code with `gpuform-signing`, the signer under test: if both were built
+//! from the same helpers, a canonicalisation mistake would sign and verify
+//! alike and every scenario would still pass.
+//!
+//! A verifier is a pure function of the request as it arrived on the wire
+//! ([`WireRequest`]: raw path and query, header lines, body bytes) and the
+//! one key pair a stand-in accepts ([`Key`]). It rebuilds the canonical
+//! request from those bytes, recomputes the signature and compares it in
+//! constant time. Clock checks (request age, nonce reuse) stay with the
+//! caller, which gets the signed date or timestamp back; verifiers never
+//! read the clock.
+//!
+//! | module | scheme | guide |
+//! | --- | --- | --- |
+//! | [`acs3`] | Alibaba `ACS3-HMAC-SHA256` | "V3 request structure and signature" |
+//! | [`rpc`] | Alibaba RPC `HMAC-SHA1` 1.0 | ECS "Request signatures" (RPC, V2) |
+//! | [`tc3`] | Tencent `TC3-HMAC-SHA256` | "Signature v3" |
+//! | [`huawei`] | Huawei `SDK-HMAC-SHA256` | APIG "API Request Signing Guide" |
+
+pub mod acs3;
+mod crypto;
+pub mod huawei;
+pub mod rpc;
+pub mod tc3;
+mod text;
+mod wire;
+
+pub use wire::WireRequest;
+
+/// The access key pair a stand-in accepts.
+#[derive(Clone, Copy)]
+pub struct Key<'a> {
+    pub id: &'a str,
+    pub secret: &'a str,
+}
+
+/// Why a request was refused. Never carries the secret; `Mismatch` carries
+/// what the stand-in signed, to compare with the client's own canonical
+/// request when a test fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// The signature is missing or not of the scheme's form (missing or
+    /// unknown fields, a header that must be signed and is not, ...).
+    Malformed(String),
+    /// The access key id is not the stand-in's.
+    UnknownKey(String),
+    /// A content hash header does not match the body that arrived.
+    ContentHash,
+    /// The recomputed signature differs from the one sent.
+    Mismatch {
+        /// The canonical request (RPC: the string to sign) the stand-in built.
+        canonical: String,
+    },
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rejection::Malformed(why) => write!(f, "malformed signature: {why}"),
+            Rejection::UnknownKey(id) => write!(f, "unknown access key `{id}`"),
+            Rejection::ContentHash => f.write_str("the content hash header is not the body's"),
+            Rejection::Mismatch { .. } => f.write_str("the signature does not match"),
+        }
+    }
+}
+
+/// `Malformed` with a message.
+fn malformed(why: impl Into<String>) -> Rejection {
+    Rejection::Malformed(why.into())
+}
+
+/// Reads `Name=value` fields of an `Authorization` header after the
+/// algorithm name, separated by `,` (blanks around fields are ignored).
+/// Every field must be one of `known`, exactly once.
+fn auth_fields<'a>(rest: &'a str, known: &[&str]) -> Result<Vec<(&'a str, &'a str)>, Rejection> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for part in rest.split(',') {
+        let (name, value) = part.trim().split_once('=').ok_or_else(|| {
+            malformed(format!("Authorization field `{}` has no `=`", part.trim()))
+        })?;
+        if !known.contains(&name) {
+            return Err(malformed(format!(
+                "Authorization has an unknown field `{name}`"
+            )));
+        }
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(malformed(format!("Authorization repeats `{name}`")));
+        }
+        out.push((name, value));
+    }
+    for k in known {
+        if !out.iter().any(|(n, _)| n == k) {
+            return Err(malformed(format!("Authorization has no `{k}`")));
+        }
+    }
+    Ok(out)
+}
+
+fn field<'a>(fields: &[(&'a str, &'a str)], name: &str) -> &'a str {
+    fields
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .unwrap_or_default()
+}
+
+/// Splits a `SignedHeaders` list; the guides require lower-case names in
+/// ascending order, so anything else is refused rather than re-sorted.
+fn signed_names(list: &str) -> Result<Vec<&str>, Rejection> {
+    let names: Vec<&str> = list.split(';').collect();
+    for n in &names {
+        if n.is_empty() || n.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(malformed(format!(
+                "SignedHeaders `{list}` must list lower-case header names"
+            )));
+        }
+    }
+    if names.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(malformed(format!(
+            "SignedHeaders `{list}` must be sorted and without repeats"
+        )));
+    }
+    Ok(names)
+}
+
+/// `name:value\n` for every signed header, values trimmed; every signed
+/// header must have arrived exactly once.
+fn header_block(
+    req: &WireRequest,
+    names: &[&str],
+    value: impl Fn(&str) -> String,
+) -> Result<String, Rejection> {
+    let mut block = String::new();
+    for n in names {
+        let v = req
+            .only_header(n)?
+            .ok_or_else(|| malformed(format!("signed header `{n}` did not arrive")))?;
+        block.push_str(n);
+        block.push(':');
+        block.push_str(&value(v.trim()));
+        block.push('\n');
+    }
+    Ok(block)
+}
