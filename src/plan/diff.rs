@@ -64,8 +64,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                     change.id = Some(r.id.clone());
                     change.old_deps = r.deps.clone();
                     change.hourly_usd_before = record_price(r, catalog, opts.cny_per_usd);
-                    let actual = actual_attrs(r, observed.and_then(|o| o.as_ref()));
-                    change.before = Some(actual.clone());
+                    change.before = Some(actual_attrs(r, observed.and_then(|o| o.as_ref())));
                     if matches!(observed, Some(None)) {
                         change.action = Action::Create;
                         change.id = None;
@@ -87,7 +86,11 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                         change.action = Action::Replace;
                         change.reason = Some("its dependencies changed".into());
                     } else {
-                        let changed = changed_keys(&actual, &d.attrs);
+                        let changed = change
+                            .before
+                            .as_ref()
+                            .map(|actual| changed_keys(actual, &d.attrs))
+                            .unwrap_or_default();
                         let forcing: Vec<String> = changed
                             .iter()
                             .filter(|k| !d.kind.is_updatable(k))
