@@ -284,14 +284,20 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<(Store, Fix), SandboxError> {
 
 /// Parses one log line. Creates (nearly every line) are read straight into
 /// their struct: serde's internally tagged enums buffer each line into an
-/// intermediate tree first, which was most of the replay's time.
+/// intermediate tree first, which was most of the replay's time (and cannot
+/// keep `attrs` as raw text).
 fn parse_record(text: &str) -> serde_json::Result<Record> {
     if text.starts_with(CREATE_PREFIX) {
         if let Ok(c) = serde_json::from_str::<CreateRec>(text) {
             return Ok(Record::Create(c));
         }
     }
-    serde_json::from_str(text)
+    // Any other layout (keys reordered by hand): the general path.
+    let v: serde_json::Value = serde_json::from_str(text)?;
+    if v.get("op").and_then(|o| o.as_str()) == Some("create") {
+        return serde_json::from_str::<CreateRec>(&v.to_string()).map(Record::Create);
+    }
+    serde_json::from_value(v)
 }
 
 /// How [`CreateRec::write_line`] starts every create line.
