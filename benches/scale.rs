@@ -71,6 +71,8 @@ fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Run {
         None => cmd.env_remove("GPUFORM_SANDBOX_FAULTS"),
     };
     let start = Instant::now();
+    // Reaped below by wait4, which also returns its rusage (peak RSS).
+    #[allow(clippy::zombie_processes)]
     let mut child = cmd.spawn().expect("spawn gpuform");
     let pid = child.id() as libc::pid_t;
     // Read output on threads so that a full pipe cannot block the child.

@@ -175,7 +175,7 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 untagged.insert(o.id.clone(), o);
             }
         }
-        let mut claimed: BTreeSet<String> = BTreeSet::new();
+        let mut claimed: std::collections::HashSet<String> = Default::default();
         for (address, r) in &recorded {
             let o = by_id
                 .get(r.id.as_str())
