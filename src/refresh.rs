@@ -130,7 +130,8 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                     })?;
             }
         }
-        let ours: Vec<ObservedResource> = found
+        // Slots, so that what a record claims is moved out rather than cloned.
+        let mut ours: Vec<Option<ObservedResource>> = found
             .into_iter()
             .filter(|o| {
                 o.ownership
@@ -138,17 +139,20 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                     .map(|t| t.lineage == lineage)
                     .unwrap_or(false)
             })
+            .map(Some)
             .collect();
-        let by_id: HashMap<&str, &ObservedResource> =
-            ours.iter().map(|o| (o.id.as_str(), o)).collect();
+        let by_id: HashMap<String, usize> = ours
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| o.as_ref().map(|o| (o.id.clone(), i)))
+            .collect();
 
-        // Recorded resources of this group.
-        let recorded: Vec<(String, Record)> = cur
+        // Recorded resources of this group (borrowed: only `observed` changes below).
+        let recorded: Vec<(&String, &Record)> = cur
             .doc
             .resources
             .iter()
             .filter(|(_, r)| r.provider == provider_key && r.region == region)
-            .map(|(a, r)| (a.clone(), r.clone()))
             .collect();
         // Ids that lost their tags are looked up directly, batched per kind.
         let mut missing: BTreeMap<ResourceKind, Vec<String>> = BTreeMap::new();
@@ -171,17 +175,18 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 untagged.insert(o.id.clone(), o);
             }
         }
-        let mut claimed: BTreeSet<String> = BTreeSet::new();
+        let mut claimed: std::collections::HashSet<String> = Default::default();
         for (address, r) in &recorded {
             let o = by_id
                 .get(r.id.as_str())
-                .map(|o| (*o).clone())
+                .and_then(|&i| ours[i].take())
                 .or_else(|| untagged.remove(&r.id));
             if o.is_some() {
                 claimed.insert(r.id.clone());
             }
-            cur.observed.insert(address.clone(), o);
+            cur.observed.insert((*address).clone(), o);
         }
+        let ours: Vec<ObservedResource> = ours.into_iter().flatten().collect();
         // Interrupted creates: adopt what carries their address, preferring the token.
         let pending: Vec<_> = cur
             .doc

@@ -8,6 +8,7 @@ use crate::state::{Journal, JournalEntry, PendingIntent, Record, StateDoc};
 use crate::EngineError;
 use backon::{ExponentialBuilder, Retryable};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{CreateRequest, ErrorKind, OwnershipTags, Provider, ProviderError, Scope};
 use petgraph::graph::NodeIndex;
 use petgraph::visit::{Dfs, EdgeRef};
@@ -20,10 +21,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
+/// The ceiling of the derived default parallelism: every operation in flight
+/// may hold a socket, and 1024 descriptors is a common default `ulimit -n`.
+pub const MAX_DEFAULT_PARALLELISM: usize = 512;
+
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
-    /// Operations in flight at once.
-    pub parallelism: usize,
+    /// Operations in flight at once; `None`: derived from the rate budgets of
+    /// the providers the plan calls ([`default_parallelism`]).
+    pub parallelism: Option<usize>,
     pub progress: ProgressMode,
     /// Ceiling on retries of throttled/transient calls.
     pub max_retries: usize,
@@ -32,7 +38,7 @@ pub struct ApplyOptions {
 impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
-            parallelism: 64,
+            parallelism: None,
             progress: ProgressMode::Auto,
             max_retries: 8,
         }
@@ -116,6 +122,7 @@ pub async fn execute(
     let graph = build_graph(&plan).map_err(EngineError::Plan)?;
     // One rate budget per provider, shared by every call made to it.
     let mut limiters = HashMap::new();
+    let mut budgets = Vec::new();
     for c in &plan.changes {
         let keys = [Some(&c.provider), c.old_provider.as_ref()];
         for key in keys.into_iter().flatten() {
@@ -123,6 +130,7 @@ pub async fn execute(
                 continue;
             }
             let rl = providers.get(key).await?.rate_limit();
+            budgets.push(rl);
             let period = Duration::from_secs_f64(1.0 / rl.per_second.max(0.001));
             let burst = NonZeroU32::new(rl.burst.max(1)).expect("max(1)");
             let quota = Quota::with_period(period)
@@ -151,7 +159,11 @@ pub async fn execute(
         .collect();
     let mut outcome: Vec<Option<OpOutcome>> = vec![None; graph.node_count()];
     let mut in_flight: JoinSet<(NodeIndex, Result<OpOutcome, OpError>, Duration)> = JoinSet::new();
-    let parallelism = opts.parallelism.max(1);
+    let parallelism = opts
+        .parallelism
+        .unwrap_or_else(|| default_parallelism(&budgets))
+        .max(1);
+    tracing::debug!(parallelism, "walking the plan");
     let mut interrupted = false;
 
     loop {
@@ -242,6 +254,21 @@ pub async fn execute(
         .into_inner()
         .expect("no task panicked holding the state");
     Ok((doc, report))
+}
+
+/// The default number of operations in flight: the sum of what each
+/// provider's rate budget can keep busy ([`RateLimit::useful_concurrency`]),
+/// at most [`MAX_DEFAULT_PARALLELISM`]. Concurrency never breaks a budget —
+/// every call waits for its provider's token bucket — so the default only
+/// has to be large enough for the calls each budget admits to overlap.
+pub fn default_parallelism(budgets: &[RateLimit]) -> usize {
+    let sum = budgets
+        .iter()
+        .map(RateLimit::useful_concurrency)
+        .fold(0u64, u64::saturating_add);
+    usize::try_from(sum)
+        .unwrap_or(usize::MAX)
+        .clamp(1, MAX_DEFAULT_PARALLELISM)
 }
 
 fn describe(o: &OpOutcome) -> String {
@@ -540,4 +567,31 @@ impl std::fmt::Display for OpError {
 /// A fresh idempotency token: ≤ 64 ASCII characters, as ClientToken requires.
 pub fn new_token() -> String {
     format!("gf-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(per_second: f64, burst: u32) -> RateLimit {
+        RateLimit { per_second, burst }
+    }
+
+    #[test]
+    fn default_parallelism_is_what_the_budgets_keep_in_flight() {
+        // EC2's mutating bucket: 50 at once, then 5/s for up to 10 s each.
+        assert_eq!(default_parallelism(&[budget(5.0, 50)]), 50 + 50);
+        // Two clouds in one plan: their budgets are independent, so they add up.
+        assert_eq!(
+            default_parallelism(&[budget(5.0, 50), budget(10.0, 10)]),
+            100 + 110
+        );
+        // A generous budget (the sandbox) is capped; nothing to call: one.
+        assert_eq!(
+            default_parallelism(&[budget(100_000.0, 10_000)]),
+            MAX_DEFAULT_PARALLELISM
+        );
+        assert_eq!(default_parallelism(&[]), 1);
+        assert_eq!(default_parallelism(&[budget(0.0, 0)]), 1);
+    }
 }

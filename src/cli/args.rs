@@ -199,9 +199,12 @@ pub struct ApplyArgs {
     /// Skip the interactive confirmation (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
-    /// Operations in flight at once.
-    #[arg(long, default_value_t = 64, value_name = "N")]
-    pub parallelism: usize,
+    /// Operations in flight at once. Default: derived from the rate budgets of the providers
+    /// the plan calls — for each, its burst plus its sustained rate × 10 s (the calls its budget
+    /// can keep in flight), summed, at most 512. Calls never exceed a provider's rate budget,
+    /// whatever N is: each waits for its provider's token bucket.
+    #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| n as usize))]
+    pub parallelism: Option<usize>,
     #[arg(long = "target", value_name = "ADDR")]
     pub targets: Vec<String>,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]

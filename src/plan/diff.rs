@@ -64,8 +64,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                     change.id = Some(r.id.clone());
                     change.old_deps = r.deps.clone();
                     change.hourly_usd_before = record_price(r, catalog, opts.cny_per_usd);
-                    let actual = actual_attrs(r, observed.and_then(|o| o.as_ref()));
-                    change.before = Some(actual.clone());
+                    change.before = Some(actual_attrs(r, observed.and_then(|o| o.as_ref())));
                     if matches!(observed, Some(None)) {
                         change.action = Action::Create;
                         change.id = None;
@@ -87,7 +86,11 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                         change.action = Action::Replace;
                         change.reason = Some("its dependencies changed".into());
                     } else {
-                        let changed = changed_keys(&actual, &d.attrs);
+                        let changed = change
+                            .before
+                            .as_ref()
+                            .map(|actual| changed_keys(actual, &d.attrs))
+                            .unwrap_or_default();
                         let forcing: Vec<String> = changed
                             .iter()
                             .filter(|k| !d.kind.is_updatable(k))
@@ -222,7 +225,8 @@ fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource
     if let Some(o) = observed {
         for (k, v) in &o.attrs {
             // Updatable attributes (tags...) count even when gpuform never set them.
-            if a.contains_key(k) || r.kind.is_updatable(k) {
+            // (Only a differing value is copied: in a no-op plan none is.)
+            if a.get(k) != Some(v) && (a.contains_key(k) || r.kind.is_updatable(k)) {
                 a.insert(k.clone(), v.clone());
             }
         }
@@ -240,12 +244,25 @@ fn observed_differs(
         .any(|k| o.attrs.contains_key(k) && o.attrs.get(k) != r.attrs.get(k))
 }
 
+/// The keys whose values differ, sorted. Both maps are sorted already, so
+/// no set of the union is built (this runs once per resource of a plan).
 fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
-    let keys: BTreeSet<&String> = actual.keys().chain(desired.keys()).collect();
-    keys.into_iter()
-        .filter(|k| !same_value(actual.get(*k), desired.get(*k)))
-        .cloned()
-        .collect()
+    let mut changed: Vec<String> = actual
+        .iter()
+        .filter(|(k, v)| !same_value(Some(v), desired.get(*k)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let before = changed.len();
+    changed.extend(
+        desired
+            .iter()
+            .filter(|(k, v)| !actual.contains_key(*k) && !same_value(None, Some(v)))
+            .map(|(k, _)| k.clone()),
+    );
+    if changed.len() > before {
+        changed.sort();
+    }
+    changed
 }
 
 /// Absent, null, `{}` and `[]` all mean "none": a cloud that reports empty

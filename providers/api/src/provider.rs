@@ -26,11 +26,34 @@ pub struct CreateRequest {
 }
 
 /// How fast a provider may be called: a token bucket shared by every call
-/// the engine makes to it.
+/// the engine makes to it. Each provider declares the budget of the cloud it
+/// speaks (its sustained request rate and burst); the engine never calls
+/// faster, and derives its default parallelism from it
+/// ([`RateLimit::useful_concurrency`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimit {
+    /// Sustained calls per second (the bucket's refill rate).
     pub per_second: f64,
+    /// Calls that may start at once when the bucket is full.
     pub burst: u32,
+}
+
+impl RateLimit {
+    /// How long one engine operation on a cloud may take, at most, for the
+    /// purpose of sizing concurrency: a create that waits for its resource
+    /// (an EBS volume becoming `available`) takes seconds, not minutes.
+    pub const OPERATION_TIME_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// The most operations this budget can keep in flight at once (Little's
+    /// law): `burst` start together, then `per_second` more start each
+    /// second, and each stays in flight for at most
+    /// [`Self::OPERATION_TIME_BOUND`]. More concurrency than this cannot make
+    /// the provider's calls go faster, only wait in the bucket; less makes
+    /// the apply slower than the cloud allows.
+    pub fn useful_concurrency(&self) -> u64 {
+        let sustained = self.per_second.max(0.0) * Self::OPERATION_TIME_BOUND.as_secs_f64();
+        u64::from(self.burst.max(1)).saturating_add(sustained.ceil().min(u64::MAX as f64) as u64)
+    }
 }
 
 /// One cloud (or the sandbox simulating one).

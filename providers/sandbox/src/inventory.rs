@@ -17,7 +17,7 @@
 //! append starts on a line of its own. Any other line that does not parse is
 //! reported with its line number.
 
-use crate::store::{Record, Store, FORMAT_VERSION};
+use crate::store::{CreateRec, Record, Store, FORMAT_VERSION};
 use crate::SandboxError;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -230,7 +230,7 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<(Store, Fix), SandboxError> {
             }
             continue;
         }
-        let rec: Record = match serde_json::from_str(text) {
+        let rec: Record = match parse_record(text) {
             Ok(r) => r,
             Err(_) if !complete => {
                 // A crash in the middle of the last write: that operation
@@ -281,6 +281,27 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<(Store, Fix), SandboxError> {
         None => Ok((fresh_store(), Fix::Rewrite)),
     }
 }
+
+/// Parses one log line. Creates (nearly every line) are read straight into
+/// their struct: serde's internally tagged enums buffer each line into an
+/// intermediate tree first, which was most of the replay's time (and cannot
+/// keep `attrs` as raw text).
+fn parse_record(text: &str) -> serde_json::Result<Record> {
+    if text.starts_with(CREATE_PREFIX) {
+        if let Ok(c) = serde_json::from_str::<CreateRec>(text) {
+            return Ok(Record::Create(c));
+        }
+    }
+    // Any other layout (keys reordered by hand): the general path.
+    let v: serde_json::Value = serde_json::from_str(text)?;
+    if v.get("op").and_then(|o| o.as_str()) == Some("create") {
+        return serde_json::from_str::<CreateRec>(&v.to_string()).map(Record::Create);
+    }
+    serde_json::from_value(v)
+}
+
+/// How [`CreateRec::write_line`] starts every create line.
+const CREATE_PREFIX: &str = "{\"op\":\"create\",";
 
 /// Writes `lines` to `path` atomically: temp file, fsync, rename, fsync dir.
 fn write_atomically(dir: &Path, path: &Path, lines: &[String]) -> Result<(), SandboxError> {

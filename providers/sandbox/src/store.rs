@@ -91,8 +91,10 @@ pub(crate) struct CreateRec {
     pub lineage: String,
     #[serde(default)]
     pub refs: BTreeMap<String, String>,
+    /// Kept as the log's text: replay stores it as is instead of building a
+    /// tree and writing it out again.
     #[serde(default, skip_serializing)]
-    pub attrs: Option<serde_json::Value>,
+    pub attrs: Option<Box<serde_json::value::RawValue>>,
 }
 
 impl CreateRec {
@@ -408,12 +410,12 @@ impl Store {
         match rec {
             Record::Header { .. } => Err("a header record in the middle of the log".to_string()),
             Record::Create(mut c) => {
-                let attrs = match c.attrs.take() {
-                    Some(v @ serde_json::Value::Object(_)) => v.to_string(),
+                let attrs: Box<str> = match c.attrs.take() {
+                    Some(raw) if raw.get().starts_with('{') => raw.into(),
                     Some(_) => return Err("`attrs` is not a JSON object".to_string()),
-                    None => "{}".to_string(),
+                    None => "{}".into(),
                 };
-                self.apply_create(&c, attrs.into_boxed_str())
+                self.apply_create(&c, attrs)
             }
             Record::Set { cloud, id, attrs } => {
                 if !attrs.is_object() {
