@@ -896,8 +896,14 @@ impl Provider for AwsProvider {
     /// seconds" for a new resource to appear (EC2 API reference, "Eventual
     /// consistency"). CreateVpc, CreateSubnet, CreateVolume... take no
     /// ClientToken, so a lost create is looked for again before a retry.
+    /// `GPUFORM_AWS_SETTLE_MS` overrides it, for tests against a
+    /// consistent stand-in (moto answers only once it has done the work).
     fn settle_time(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(10)
+        std::env::var("GPUFORM_AWS_SETTLE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(std::time::Duration::from_secs(10))
     }
 
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
