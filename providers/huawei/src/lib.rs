@@ -1221,8 +1221,8 @@ impl HuaweiProvider {
             }
         };
         let id = s(&vol, "id");
-        if attachment(&vol).as_deref() != Some(&*server) {
-            self.attach_volume(region, pid, &id, &server).await?;
+        if attachment(&vol).as_deref() != Some(server) {
+            self.attach_volume(region, pid, &id, server).await?;
         }
         Ok(observe_volume(
             &self.volume(region, pid, &id).await?,

@@ -1159,7 +1159,7 @@ impl TencentProvider {
             .as_ref()
             .is_some_and(|d| s(d, "InstanceId") == instance);
         if !attached_here {
-            self.attach_disk(region, &id, &instance).await?;
+            self.attach_disk(region, &id, instance).await?;
         }
         let disk = self
             .wait_disk(region, &id, "it is attached", |d| {
@@ -1293,7 +1293,7 @@ impl TencentProvider {
         disk: &Value,
     ) -> Result<bool, ProviderError> {
         if !s(disk, "InstanceId").is_empty() || s(disk, "DiskState") != "UNATTACHED" {
-            if s(&disk, "DiskState") == "ATTACHED" {
+            if s(disk, "DiskState") == "ATTACHED" {
                 // https://www.tencentcloud.com/document/api/362/16316 (DetachDisks)
                 match self
                     .call(CBS, "DetachDisks", region, json!({"DiskIds": [id]}))
