@@ -177,7 +177,7 @@ impl Provider for SandboxProvider {
             ResourceKind::Volume => {
                 let instance = req.refs.get("instance").cloned().unwrap_or_default();
                 (made.attrs.get("attached_to").and_then(|v| v.as_str()) != Some(instance.as_str()))
-                    .then(|| ("attached_to", serde_json::Value::String(instance)))
+                    .then_some(("attached_to", serde_json::Value::String(instance)))
             }
             ResourceKind::Firewall => {
                 let ingress = req

@@ -278,15 +278,16 @@ impl CloudStore {
                     live.map_or(serde_json::Value::Null, serde_json::Value::String),
                 );
             }
-            ResourceKind::Firewall => {
-                if attrs.remove(MEMBERS_KEY) == Some(serde_json::Value::Bool(false)) {
-                    attrs.insert(
-                        "ingress".into(),
-                        serde_json::Value::Array(vec![
-                            gpuform_provider::resource::member_rule_missing(),
-                        ]),
-                    );
-                }
+            // Evaluated for every firewall: the internal key never leaves.
+            ResourceKind::Firewall
+                if attrs.remove(MEMBERS_KEY) == Some(serde_json::Value::Bool(false)) =>
+            {
+                attrs.insert(
+                    "ingress".into(),
+                    serde_json::Value::Array(vec![
+                        gpuform_provider::resource::member_rule_missing(),
+                    ]),
+                );
             }
             _ => {}
         }
