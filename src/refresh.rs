@@ -187,7 +187,11 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
             cur.observed.insert((*address).clone(), o);
         }
         let ours: Vec<ObservedResource> = ours.into_iter().flatten().collect();
-        // Interrupted creates: adopt what carries their address, preferring the token.
+        // Interrupted creates: adopt what carries their address and kind (a
+        // boot disk tagged like its server is not the server), preferring
+        // the token. What the create had left to do after the resource
+        // existed (attach, authorize) shows in its observed completion
+        // attributes, and the plan completes it.
         let pending: Vec<_> = cur
             .doc
             .pending
@@ -198,7 +202,7 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
         for (address, p) in pending {
             let hit = ours
                 .iter()
-                .filter(|o| !claimed.contains(&o.id))
+                .filter(|o| !claimed.contains(&o.id) && o.kind == p.kind)
                 .filter(|o| {
                     o.ownership
                         .as_ref()
@@ -243,12 +247,18 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 continue;
             }
             let t = o.ownership.as_ref().expect("filtered on ownership");
+            // What the cloud reports, less the completion attributes: those
+            // are observed, never recorded (diff compares them anew).
+            let mut attrs = o.attrs.clone();
+            for k in o.kind.completion_attrs() {
+                attrs.remove(*k);
+            }
             let record = Record {
                 kind: o.kind,
                 provider: provider_key.clone(),
                 region: region.clone(),
                 id: o.id.clone(),
-                attrs: o.attrs.clone(),
+                attrs,
                 deps: BTreeMap::new(),
                 token: t.token.clone(),
             };

@@ -184,55 +184,353 @@ async fn plan_apply_drift_scale_destroy_on_moto() {
     );
 }
 
-/// kill -9 in the middle of an apply, at several points, then apply again:
-/// every node exists exactly once and every recorded id is real. moto does
-/// not honour ClientToken, so this is adoption by ownership tags.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_mid_apply_then_apply_leaves_each_node_once() {
-    let p = provider().await;
-    for delay_ms in [150u64, 400, 700, 1000, 1500] {
-        let proj = project(&format!("kill{delay_ms}"));
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("spec.yaml"), spec(&proj, 4)).unwrap();
-        let mut child = gpuform(
-            dir.path(),
-            &["apply", "spec.yaml", "--auto-approve", "--parallelism", "2"],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        ok(dir.path(), &["apply", "spec.yaml", "--auto-approve"]);
-        let live = owned(&p, &proj).await; // asserts no duplicates
-        let nodes = live.keys().filter(|a| a.contains(".node[")).count();
-        assert_eq!(
-            nodes,
-            5,
-            "killed after {delay_ms} ms: {:#?}",
-            live.keys().collect::<Vec<_>>()
-        );
-        let ids = state_ids(dir.path(), &proj);
-        assert_eq!(
-            ids.len(),
-            live.len(),
-            "killed after {delay_ms} ms: state and cloud agree"
-        );
-        for (addr, id) in &ids {
-            assert_eq!(
-                live.get(addr).map(|o| &o.id),
-                Some(id),
-                "killed after {delay_ms} ms: {addr}"
+/// A counting HTTP proxy in front of moto: it forwards every request and,
+/// at call number `kill_at`, lets the call reach moto and be done there,
+/// then SIGKILLs the victim before it reads the answer.
+mod killing_proxy {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    pub struct Proxy {
+        pub url: String,
+        pub calls: Arc<AtomicU64>,
+        kill_at: Arc<AtomicU64>,
+        victim: Arc<AtomicU32>,
+        pub killed: Arc<AtomicBool>,
+    }
+
+    impl Proxy {
+        pub fn start(upstream: &str) -> Proxy {
+            let upstream = upstream
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string();
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            let p = Proxy {
+                url,
+                calls: Arc::new(AtomicU64::new(0)),
+                kill_at: Arc::new(AtomicU64::new(0)),
+                victim: Arc::new(AtomicU32::new(0)),
+                killed: Arc::new(AtomicBool::new(false)),
+            };
+            let (calls, kill_at, victim, killed) = (
+                p.calls.clone(),
+                p.kill_at.clone(),
+                p.victim.clone(),
+                p.killed.clone(),
             );
+            std::thread::spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    let (upstream, calls, kill_at, victim, killed) = (
+                        upstream.clone(),
+                        calls.clone(),
+                        kill_at.clone(),
+                        victim.clone(),
+                        killed.clone(),
+                    );
+                    std::thread::spawn(move || {
+                        let _ = serve(conn, &upstream, &calls, &kill_at, &victim, &killed);
+                    });
+                }
+            });
+            p
         }
-        let plan = run(dir.path(), &["plan", "spec.yaml", "--detailed-exitcode"]);
-        assert_eq!(plan.status.code(), Some(0));
-        ok(
-            dir.path(),
-            &["destroy", "spec.yaml", "--auto-approve", "-q"],
+
+        /// Arms the proxy for one run: count from zero, kill at call `n`
+        /// (0: never) the process `pid`.
+        pub fn arm(&self, n: u64) {
+            self.calls.store(0, Ordering::SeqCst);
+            self.killed.store(false, Ordering::SeqCst);
+            self.victim.store(0, Ordering::SeqCst);
+            self.kill_at.store(n, Ordering::SeqCst);
+        }
+
+        pub fn set_victim(&self, pid: u32) {
+            self.victim.store(pid, Ordering::SeqCst);
+        }
+    }
+
+    fn serve(
+        mut client: TcpStream,
+        upstream: &str,
+        calls: &AtomicU64,
+        kill_at: &AtomicU64,
+        victim: &AtomicU32,
+        killed: &AtomicBool,
+    ) -> std::io::Result<()> {
+        let request = read_message(&mut client)?;
+        if killed.load(Ordering::SeqCst) {
+            return Ok(()); // the victim is dead; nothing after its last call
+        }
+        let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut up = TcpStream::connect(upstream)?;
+        up.write_all(&close_after(&request))?;
+        let response = read_message(&mut up)?;
+        if n == kill_at.load(Ordering::SeqCst) {
+            // moto has done call N; the victim must never hear of it.
+            let mut pid = victim.load(Ordering::SeqCst);
+            while pid == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                pid = victim.load(Ordering::SeqCst);
+            }
+            killed.store(true, Ordering::SeqCst);
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            return Ok(());
+        }
+        client.write_all(&close_after(&response))?;
+        Ok(())
+    }
+
+    /// One HTTP/1.1 message: head, then a Content-Length body (or all until
+    /// EOF: every exchange is `Connection: close`).
+    fn read_message(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 16384];
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let k = s.read(&mut chunk)?;
+            if k == 0 {
+                return Ok(buf);
+            }
+            buf.extend_from_slice(&chunk[..k]);
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        match length {
+            Some(len) => {
+                while buf.len() < head_end + len {
+                    let k = s.read(&mut chunk)?;
+                    if k == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..k]);
+                }
+            }
+            None if head.starts_with("http/") => {
+                s.read_to_end(&mut buf)?;
+            }
+            None => {}
+        }
+        Ok(buf)
+    }
+
+    /// The message with `Connection: close`, so that each call is one
+    /// connection (and counted once).
+    fn close_after(msg: &[u8]) -> Vec<u8> {
+        let Some(head_end) = msg.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return msg.to_vec();
+        };
+        let head = String::from_utf8_lossy(&msg[..head_end]);
+        let mut out = String::new();
+        for line in head.split("\r\n") {
+            if line.to_ascii_lowercase().starts_with("connection:") {
+                continue;
+            }
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+        out.push_str("Connection: close\r\n\r\n");
+        let mut v = out.into_bytes();
+        v.extend_from_slice(&msg[head_end + 4..]);
+        v
+    }
+}
+
+fn crash_spec(project: &str, endpoint: &str, nodes: u32) -> String {
+    format!(
+        "project: {project}\nendpoints:\n  aws: {endpoint}\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a]\n    nodes: {nodes}\n    gpu: T4\n    pricing: spot\n    image: amazon-linux-2023\n    disk:\n      root_gb: 100\n      data_gb: 50\n    ingress:\n      - {{protocol: tcp, ports: \"22\", cidr: 10.1.0.0/16}}\n"
+    )
+}
+
+fn crash_addresses(nodes: u32) -> std::collections::BTreeSet<String> {
+    let mut s: std::collections::BTreeSet<String> = [
+        "cluster.infer.network",
+        "cluster.infer.subnet[us-east-1a]",
+        "cluster.infer.firewall",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    for i in 0..nodes {
+        s.insert(format!("cluster.infer.node[{i}]"));
+        s.insert(format!("cluster.infer.volume[{i}]"));
+    }
+    s
+}
+
+/// The cloud (seen directly, not through the proxy) and the state hold
+/// exactly the desired resources: each address once, of its kind, every
+/// recorded id real, each data volume attached to its own node, the
+/// security group with its members' rule and the spec's rule.
+async fn assert_exact_on_moto(
+    p: &AwsProvider,
+    dir: &Path,
+    proj: &str,
+    nodes: Option<u32>,
+    ctx: &str,
+) {
+    let live = owned(p, proj).await; // asserts each address once
+    let want = nodes.map(crash_addresses).unwrap_or_default();
+    let got: std::collections::BTreeSet<String> = live.keys().cloned().collect();
+    assert_eq!(got, want, "{ctx}: moto holds {got:#?}");
+    if nodes.is_none() {
+        return;
+    }
+    let ids = state_ids(dir, proj);
+    let recorded: std::collections::BTreeSet<String> = ids.keys().cloned().collect();
+    assert_eq!(recorded, want, "{ctx}: state records {recorded:#?}");
+    for (addr, id) in &ids {
+        let o = &live[addr];
+        assert_eq!(
+            &o.id, id,
+            "{ctx}: recorded id of {addr} is not the real one"
         );
+        let kind = if addr.contains(".node[") {
+            ResourceKind::Instance
+        } else if addr.contains(".volume[") {
+            ResourceKind::Volume
+        } else if addr.contains(".subnet[") {
+            ResourceKind::Subnet
+        } else if addr.ends_with(".firewall") {
+            ResourceKind::Firewall
+        } else {
+            ResourceKind::Network
+        };
+        assert_eq!(o.kind, kind, "{ctx}: {addr} is a {}", o.kind);
+        match kind {
+            ResourceKind::Volume => {
+                let node = addr.replace(".volume[", ".node[");
+                assert_eq!(
+                    o.attrs.get("attached_to").and_then(|v| v.as_str()),
+                    Some(ids[&node].as_str()),
+                    "{ctx}: {addr} ({id}) is not attached to {node}"
+                );
+            }
+            ResourceKind::Firewall => {
+                let ingress = o.attrs["ingress"].as_array().expect("ingress reported");
+                assert_eq!(
+                    ingress,
+                    &vec![
+                        serde_json::json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "10.1.0.0/16"})
+                    ],
+                    "{ctx}: {addr} ({id}) rules (a `missing` entry: no members' rule)"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Kills gpuform (SIGKILL) right after each API call N of a create, a
+/// scale-up and a destroy has reached moto, then runs the same command
+/// again: the cloud and the state must hold exactly the desired resources,
+/// complete (attached volumes, authorized rules), and the next plan must be
+/// clean. `--parallelism 1` makes call N the same call in every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resources() {
+    let p = provider().await;
+    let proxy = killing_proxy::Proxy::start(&moto_url());
+    for (phase, setup, target, destroy) in [
+        ("create", None, 2u32, false),
+        ("scale", Some(1u32), 3u32, false),
+        ("destroy", Some(2u32), 2u32, true),
+    ] {
+        let mut total = None;
+        for n in 1u64.. {
+            assert!(n < 400, "{phase}: runaway");
+            let proj = project(&format!("k{phase}{n}"));
+            let dir = tempfile::tempdir().unwrap();
+            let write = |nodes: u32| {
+                std::fs::write(
+                    dir.path().join("spec.yaml"),
+                    crash_spec(&proj, &proxy.url, nodes),
+                )
+                .unwrap()
+            };
+            proxy.arm(0);
+            if let Some(k) = setup {
+                write(k);
+                ok(dir.path(), &["apply", "spec.yaml", "--auto-approve", "-q"]);
+            }
+            write(target);
+            let args: &[&str] = if destroy {
+                &[
+                    "destroy",
+                    "spec.yaml",
+                    "--auto-approve",
+                    "--parallelism",
+                    "1",
+                ]
+            } else {
+                &["apply", "spec.yaml", "--auto-approve", "--parallelism", "1"]
+            };
+            proxy.arm(n);
+            let child = gpuform(dir.path(), args)
+                .env("GPUFORM_AWS_SETTLE_MS", "0")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            proxy.set_victim(child.id());
+            let out = child.wait_with_output().unwrap();
+            let calls = proxy.calls.load(std::sync::atomic::Ordering::SeqCst);
+            if out.status.success() {
+                // N is past the last call: every N before it was a kill.
+                assert!(
+                    !proxy.killed.load(std::sync::atomic::Ordering::SeqCst),
+                    "{phase}: succeeded although killed"
+                );
+                assert_eq!(
+                    n,
+                    calls + 1,
+                    "{phase}: the run made {calls} calls, yet N={n} was not reached before"
+                );
+                total = Some(calls);
+                break;
+            }
+            {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(
+                    out.status.signal(),
+                    Some(9),
+                    "{phase} N={n}: expected death by SIGKILL, got {:?}:\n{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            proxy.arm(0);
+            let again = gpuform(dir.path(), args)
+                .env("GPUFORM_AWS_SETTLE_MS", "0")
+                .output()
+                .unwrap();
+            assert!(
+                again.status.success(),
+                "{phase} N={n}: the recovery run failed:\n{}",
+                String::from_utf8_lossy(&again.stderr)
+            );
+            let ctx = format!("{phase}, killed after call {n}");
+            assert_exact_on_moto(&p, dir.path(), &proj, (!destroy).then_some(target), &ctx).await;
+            if !destroy {
+                let plan = run(dir.path(), &["plan", "spec.yaml", "--detailed-exitcode"]);
+                assert_eq!(
+                    plan.status.code(),
+                    Some(0),
+                    "{ctx}: the next plan is not clean:\n{}",
+                    String::from_utf8_lossy(&plan.stdout)
+                );
+            }
+        }
+        eprintln!("{phase}: killed after each of {} calls", total.unwrap());
     }
 }
 

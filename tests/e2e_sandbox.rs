@@ -100,6 +100,18 @@ impl Work {
         self.run(&args).status.code().expect("exit code")
     }
 
+    /// Everything alive in the sandbox cloud, as `sandbox ls --json` reports it.
+    fn cloud_json(&self) -> Vec<Value> {
+        let out = self.ok(&[
+            "sandbox",
+            "ls",
+            "--json",
+            "--state",
+            ".gpuform/e2e.state.json",
+        ]);
+        serde_json::from_str(&out).expect("sandbox json")
+    }
+
     /// Everything alive in the sandbox cloud: id → address tag.
     fn cloud(&self) -> BTreeMap<String, String> {
         let out = self.ok(&[
@@ -170,6 +182,64 @@ impl Work {
                 "{context}: state id {id} of {addr} is not real"
             );
         }
+        self.assert_complete(&recorded, context);
+    }
+
+    /// What a whole create makes true, not only that the resource exists:
+    /// each resource is of the kind its address names (and recorded so),
+    /// each data volume is attached to its own node's instance, and each
+    /// firewall carries its rules (the members' rule and the spec's).
+    fn assert_complete(&self, recorded: &BTreeMap<String, String>, context: &str) {
+        let state = self.state();
+        for r in self.cloud_json() {
+            let id = r["id"].as_str().unwrap();
+            let addr = r["tags"]["gpuform:address"].as_str().unwrap_or("");
+            let kind = r["kind"].as_str().unwrap();
+            let want_kind = kind_of(addr);
+            assert_eq!(kind, want_kind, "{context}: {addr} ({id}) is a {kind}");
+            assert_eq!(
+                state["resources"][addr]["kind"], want_kind,
+                "{context}: state records {addr} as the wrong kind"
+            );
+            match kind {
+                "volume" => {
+                    let node = addr.replace(".volume[", ".node[");
+                    let want = recorded.get(&node).map(String::as_str);
+                    assert!(want.is_some(), "{context}: {addr} has no recorded node");
+                    assert_eq!(
+                        r["attrs"]["attached_to"].as_str(),
+                        want,
+                        "{context}: {addr} ({id}) is not attached to {node}"
+                    );
+                }
+                "firewall" => {
+                    let ingress = r["attrs"]["ingress"].as_array();
+                    assert!(
+                        ingress
+                            .is_some_and(|rules| rules.iter().all(|x| x.get("missing").is_none())),
+                        "{context}: {addr} ({id}) lacks its rules: {}",
+                        r["attrs"]
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The kind an address names, from the resolver's naming scheme.
+fn kind_of(address: &str) -> &'static str {
+    let last = address.rsplit('.').next().unwrap_or("");
+    let name = last.split('[').next().unwrap_or("");
+    match (address.starts_with("bucket."), name) {
+        (true, _) => "bucket",
+        (_, "node") => "instance",
+        (_, "volume") => "volume",
+        (_, "subnet") => "subnet",
+        (_, "network") => "network",
+        (_, "firewall") => "firewall",
+        (_, "placement") => "placement",
+        _ => panic!("unknown address {address}"),
     }
 }
 
@@ -524,4 +594,121 @@ fn a_failed_resource_stops_only_its_dependents() {
     // The quota is raised: the next apply completes the rest.
     w.apply(&[]);
     w.assert_exact(&desired_addresses(2), "after the quota was raised");
+}
+
+/// The id of the resource recorded at `address`.
+fn recorded_id(w: &Work, address: &str) -> String {
+    w.state()["resources"][address]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{address} is not recorded"))
+        .to_string()
+}
+
+fn action_of(plan: &Value, address: &str) -> (String, String) {
+    let c = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == address)
+        .unwrap_or_else(|| panic!("{address} is not in the plan"));
+    (
+        c["action"].as_str().unwrap().to_string(),
+        c["reason"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+/// A node re-created (deleted outside gpuform, or replaced for a changed
+/// attribute) keeps its data volume: detached, then attached to the new
+/// instance, never deleted with it.
+#[test]
+fn a_replaced_node_keeps_its_data_volume_and_gets_it_reattached() {
+    let w = Work::new();
+    w.apply(&[]);
+    let volume = recorded_id(&w, "cluster.trainer.volume[1]");
+
+    // Deleted behind gpuform's back: the node is re-created, the volume re-attached.
+    w.ok(&[
+        "sandbox",
+        "delete",
+        "cluster.trainer.node[1]",
+        "--state",
+        ".gpuform/e2e.state.json",
+    ]);
+    let plan = w.plan_json(&[]);
+    assert_eq!(action_of(&plan, "cluster.trainer.node[1]").0, "create");
+    let (action, reason) = action_of(&plan, "cluster.trainer.volume[1]");
+    assert_eq!(action, "update", "{reason}");
+    assert!(reason.contains("re-attached"), "{reason}");
+    w.apply(&[]);
+    w.assert_exact(&desired_addresses(2), "after the node was re-created");
+    assert_eq!(recorded_id(&w, "cluster.trainer.volume[1]"), volume);
+    assert_eq!(w.plan_exit(&[]), 0);
+
+    // Replaced for an attribute that cannot change in place: the volume is
+    // detached before the old instance goes and attached to the new one.
+    let old_node = recorded_id(&w, "cluster.trainer.node[1]");
+    w.ok(&[
+        "sandbox",
+        "set",
+        "cluster.trainer.node[1]",
+        "image=someone-elses-image",
+        "--state",
+        ".gpuform/e2e.state.json",
+    ]);
+    let plan = w.plan_json(&[]);
+    assert_eq!(action_of(&plan, "cluster.trainer.node[1]").0, "replace");
+    assert_eq!(action_of(&plan, "cluster.trainer.volume[1]").0, "update");
+    w.apply(&[]);
+    w.assert_exact(&desired_addresses(2), "after the node was replaced");
+    assert_ne!(recorded_id(&w, "cluster.trainer.node[1]"), old_node);
+    assert_eq!(recorded_id(&w, "cluster.trainer.volume[1]"), volume);
+    assert_eq!(w.plan_exit(&[]), 0);
+}
+
+/// A volume detached and a firewall's rules revoked behind gpuform's back
+/// are planned back as updates (attach, authorize), not ignored.
+#[test]
+fn a_detached_volume_and_a_bare_firewall_are_completed() {
+    let w = Work::new();
+    w.apply(&[]);
+    let st = ["--state", ".gpuform/e2e.state.json"];
+    let mut detach = vec![
+        "sandbox",
+        "set",
+        "cluster.trainer.volume[0]",
+        "attached_to=null",
+    ];
+    detach.extend_from_slice(&st);
+    w.ok(&detach);
+    let mut revoke = vec![
+        "sandbox",
+        "set",
+        "cluster.trainer.firewall",
+        "members=false",
+    ];
+    revoke.extend_from_slice(&st);
+    w.ok(&revoke);
+    let plan = w.plan_json(&[]);
+    assert_eq!(action_of(&plan, "cluster.trainer.volume[0]").0, "update");
+    assert_eq!(action_of(&plan, "cluster.trainer.firewall").0, "update");
+    w.apply(&[]);
+    w.assert_exact(&desired_addresses(2), "after completion");
+    assert_eq!(w.plan_exit(&[]), 0);
+}
+
+/// Moving a cluster to another region replaces its volumes, and the plan
+/// says that their data does not follow.
+#[test]
+fn a_move_says_the_data_does_not_follow() {
+    let w = Work::new();
+    w.apply(&[]);
+    let moved = SPEC.replace(
+        "region: us-east-1\n    zones: [us-east-1a, us-east-1b]",
+        "region: us-west-2\n    zones: [us-west-2a]",
+    );
+    std::fs::write(w.path().join("spec.yaml"), moved).unwrap();
+    let plan = w.plan_json(&[]);
+    let (action, reason) = action_of(&plan, "cluster.trainer.volume[0]");
+    assert_eq!(action, "replace");
+    assert!(reason.contains("does not follow"), "{reason}");
 }

@@ -240,6 +240,7 @@ pub async fn execute(
             OpKind::Create => "create",
             OpKind::Update => "update",
             OpKind::Delete => "delete",
+            OpKind::Detach => "detach",
         };
         report
             .outcomes
@@ -288,6 +289,7 @@ async fn run_op(shared: &Shared, op: &Op) -> Result<OpOutcome, OpError> {
         OpKind::Create => create(shared, change).await,
         OpKind::Update => update(shared, change).await,
         OpKind::Delete => delete(shared, change).await,
+        OpKind::Detach => detach(shared, change).await,
     }
 }
 
@@ -478,6 +480,19 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
             )
         })
         .collect();
+    let mut changes = changes;
+    // A volume is attached to its instance as recorded now: re-created by
+    // this apply, its id was not known when the plan was made.
+    if let (Some(want), Some(instance)) = (changes.get_mut("attached_to"), c.deps.get("instance")) {
+        if !want.is_null() {
+            let doc = shared.doc.lock().expect("state lock");
+            let r = doc
+                .resources
+                .get(instance)
+                .ok_or_else(|| format!("{instance} has no id yet"))?;
+            *want = serde_json::Value::String(r.id.clone());
+        }
+    }
     let scope = Scope {
         region: c.region.clone(),
     };
@@ -495,6 +510,10 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         .cloned()
         .ok_or("updated resource missing from state")?;
     record.attrs = after;
+    // Completion attributes are observed, never recorded.
+    for k in c.kind.completion_attrs() {
+        record.attrs.remove(*k);
+    }
     journal(
         shared,
         JournalEntry::Recorded {
@@ -522,6 +541,24 @@ async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let address = super::graph::moved_address(c).unwrap_or_else(|| c.address.clone());
     journal(shared, JournalEntry::Removed { address }).await?;
     Ok(OpOutcome::Deleted)
+}
+
+/// Detaches a kept volume before its instance is replaced (its update
+/// attaches it to the new one). Nothing to journal: attachment is observed.
+async fn detach(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
+    let p = provider(shared, &c.provider).await?;
+    let id = c.id.clone().ok_or("detach without an id")?;
+    let scope = Scope {
+        region: c.region.clone(),
+    };
+    let mut changes = gpuform_provider::Attrs::new();
+    changes.insert("attached_to".into(), serde_json::Value::Null);
+    call(shared, &c.provider, || {
+        p.update(&scope, c.kind, &id, &changes)
+    })
+    .await
+    .map_err(OpError::from)?;
+    Ok(OpOutcome::Updated { id })
 }
 
 /// Why an operation failed; the neutral kind when a provider said so.

@@ -2,7 +2,9 @@
 //!
 //! A replace is a delete followed by a create; a create waits for the
 //! creates of its dependencies; a delete waits for the deletes of everything
-//! that depended on it (reverse order).
+//! that depended on it (reverse order). A volume kept across its
+//! instance's replacement is detached before the old instance is deleted
+//! and attached (its update) after the new one is created.
 
 use crate::plan::{Action, Plan, ResourceChange};
 use petgraph::algo::toposort;
@@ -14,6 +16,8 @@ pub enum OpKind {
     Create,
     Update,
     Delete,
+    /// Detaches a kept volume from the instance about to be deleted.
+    Detach,
 }
 
 #[derive(Debug, Clone)]
@@ -119,9 +123,37 @@ pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
             }
         }
     }
+    // Kept volumes of replaced instances: detach before the old instance goes.
+    for (i, c) in plan.changes.iter().enumerate() {
+        let Some(instance) = reattached_instance(c) else {
+            continue;
+        };
+        let Some(ic) = known.get(instance) else {
+            continue;
+        };
+        if ic.action != Action::Replace || is_move(ic) {
+            continue;
+        }
+        if let Some(&d) = deletes.get(instance) {
+            let n = g.add_node(Op {
+                kind: OpKind::Detach,
+                change: i,
+            });
+            g.add_edge(n, d, ());
+        }
+    }
     if let Err(cycle) = toposort(&g, None) {
         let c = &plan.changes[g[cycle.node_id()].change];
         return Err(format!("dependency cycle through {}", c.address));
     }
     Ok(g)
+}
+
+/// The instance a volume update (re-)attaches to, by address.
+pub fn reattached_instance(c: &ResourceChange) -> Option<&str> {
+    if c.action != Action::Update || c.kind != gpuform_provider::ResourceKind::Volume {
+        return None;
+    }
+    c.after.as_ref()?.get("attached_to")?;
+    c.deps.get("instance").map(String::as_str)
 }

@@ -79,7 +79,14 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                             "moves from {} {} to {} {}",
                             r.provider, r.region, change.provider, d.region
                         ));
-                    } else if let Some(dep) = d.deps.values().find(|a| renewed.contains(*a)) {
+                    } else if let Some(dep) = d
+                        .deps
+                        .iter()
+                        .find(|(role, a)| {
+                            renewed.contains(*a) && !follows_by_reattach(d.kind, role)
+                        })
+                        .map(|(_, a)| a)
+                    {
                         change.action = Action::Replace;
                         change.reason = Some(format!("{dep} is replaced"));
                     } else if r.deps != d.deps {
@@ -107,6 +114,24 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                         {
                             change.reason = Some("changed outside gpuform".into());
                         }
+                    }
+                    if change.action == Action::Replace && d.kind == ResourceKind::Volume {
+                        let why = change.reason.take().unwrap_or_else(|| {
+                            format!(
+                                "{} cannot change in place",
+                                change.replace_because.join(", ")
+                            )
+                        });
+                        change.reason = Some(format!("{why}; the data on it does not follow"));
+                    }
+                    if matches!(change.action, Action::NoOp | Action::Update) {
+                        complete(
+                            &mut change,
+                            d,
+                            doc,
+                            observed.and_then(|o| o.as_ref()),
+                            &renewed,
+                        );
                     }
                 }
             }
@@ -217,6 +242,67 @@ fn delete_change(
     }
 }
 
+/// A volume whose instance is re-created keeps its data: it is detached
+/// and attached to the new instance (an update), not replaced with it.
+fn follows_by_reattach(kind: ResourceKind, role: &str) -> bool {
+    kind == ResourceKind::Volume && role == "instance"
+}
+
+/// Plans what a multi-step create left undone, or what was undone outside
+/// gpuform, as seen in the completion attributes
+/// ([`ResourceKind::completion_attrs`]): a volume not attached to its
+/// instance is attached (after its instance is re-created, when it is).
+fn complete(
+    change: &mut ResourceChange,
+    d: &crate::resolve::DesiredResource,
+    doc: &crate::state::StateDoc,
+    observed: Option<&gpuform_provider::ObservedResource>,
+    renewed: &BTreeSet<String>,
+) {
+    if d.kind != ResourceKind::Volume {
+        return;
+    }
+    let Some(instance) = d.deps.get("instance") else {
+        return;
+    };
+    // A provider that does not report attachments leaves the key out.
+    let Some(have) = observed.and_then(|o| o.attrs.get("attached_to")) else {
+        return;
+    };
+    let renewing = renewed.contains(instance);
+    let want = if renewing {
+        None
+    } else {
+        doc.resources.get(instance).map(|r| r.id.clone())
+    };
+    if !renewing && want.is_some() && have.as_str() == want.as_deref() {
+        return;
+    }
+    let after = serde_json::Value::String(want.unwrap_or_else(|| ATTACH_TO_NEW.to_string()));
+    if let Some(b) = change.before.as_mut() {
+        b.insert("attached_to".into(), have.clone());
+    }
+    if let Some(a) = change.after.as_mut() {
+        a.insert("attached_to".into(), after);
+    }
+    if change.action == Action::NoOp {
+        change.reason = Some(if renewing {
+            format!("re-attached to the new {instance}; the volume and its data are kept")
+        } else if have.is_null() {
+            format!(
+                "not attached to {instance} (an interrupted apply, or detached outside gpuform)"
+            )
+        } else {
+            format!("attached elsewhere; re-attached to {instance}")
+        });
+    }
+    change.action = Action::Update;
+}
+
+/// The planned `attached_to` of a volume whose instance is created by the
+/// same apply: its id is known only then (the executor resolves it).
+pub const ATTACH_TO_NEW: &str = "(the new instance, known after apply)";
+
 /// Attributes as they are: the provider's observation where it reports a
 /// key, the recorded request otherwise (so keys a cloud does not echo back
 /// never show as perpetual changes).
@@ -224,6 +310,11 @@ fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource
     let mut a = r.attrs.clone();
     if let Some(o) = observed {
         for (k, v) in &o.attrs {
+            // Completion attributes are compared against the dependencies
+            // (see `complete`), never against the desired attributes.
+            if r.kind.completion_attrs().contains(&k.as_str()) {
+                continue;
+            }
             // Updatable attributes (tags...) count even when gpuform never set them.
             // (Only a differing value is copied: in a no-op plan none is.)
             if a.get(k) != Some(v) && (a.contains_key(k) || r.kind.is_updatable(k)) {

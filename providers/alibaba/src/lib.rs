@@ -899,12 +899,7 @@ impl AlibabaProvider {
             })
             .await?;
         if d.status != "in_use" {
-            // AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false.
-            let mut p = Params::default();
-            p.push("InstanceId", instance.clone());
-            p.push("DiskId", disk.clone());
-            p.push("DeleteWithInstance", "false");
-            self.ecs(region, "AttachDisk", &p).await?;
+            self.attach_disk(region, &disk, &instance).await?;
         }
         self.wait_for(region, ResourceKind::Volume, &disk, "in use", |o| {
             o.status == "in_use"
@@ -912,35 +907,70 @@ impl AlibabaProvider {
         .await
     }
 
-    // ----------------------------------------------------------------- delete
+    /// AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false (the
+    /// disk outlives its instance: DeleteInstances retains it).
+    async fn attach_disk(
+        &self,
+        region: &str,
+        disk: &str,
+        instance: &str,
+    ) -> Result<(), ProviderError> {
+        let mut p = Params::default();
+        p.push("InstanceId", instance);
+        p.push("DiskId", disk);
+        p.push("DeleteWithInstance", "false");
+        self.ecs(region, "AttachDisk", &p).await?;
+        Ok(())
+    }
 
-    async fn delete_volume(&self, region: &str, id: &str) -> Result<(), ProviderError> {
+    /// DetachDisk (ECS) from the instance DescribeDisks names, then waits
+    /// for `Available`. A disk that is gone or not attached is fine.
+    async fn detach_disk(&self, region: &str, d: &Value) -> Result<(), ProviderError> {
+        let id = text(d, "DiskId");
+        let attached_to = text(d, "InstanceId");
+        if attached_to.is_empty() {
+            return Ok(());
+        }
+        let mut p = Params::default();
+        p.push("InstanceId", attached_to);
+        p.push("DiskId", id.clone());
+        ok_if_gone(self.ecs(region, "DetachDisk", &p).await)?;
+        match self
+            .wait_for(region, ResourceKind::Volume, &id, "detached", |o| {
+                o.status == "available"
+            })
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn disk(&self, region: &str, id: &str) -> Result<Option<Value>, ProviderError> {
         let mut p = Params::default();
         p.push("DiskIds", json_array(&[id.to_string()]));
-        let Some(d) = self
+        Ok(self
             .describe_disks(region, &p)
             .await?
             .into_iter()
-            .find(|d| text(d, "DiskId") == id)
-        else {
+            .find(|d| text(d, "DiskId") == id))
+    }
+
+    // ----------------------------------------------------------------- delete
+
+    async fn delete_volume(&self, region: &str, id: &str) -> Result<(), ProviderError> {
+        let Some(d) = self.disk(region, id).await? else {
             return Ok(());
         };
-        let attached_to = text(&d, "InstanceId");
-        if !attached_to.is_empty() {
-            // DetachDisk (ECS): InstanceId, DiskId.
-            let mut p = Params::default();
-            p.push("InstanceId", attached_to);
-            p.push("DiskId", id);
-            ok_if_gone(self.ecs(region, "DetachDisk", &p).await)?;
-            match self
-                .wait_for(region, ResourceKind::Volume, id, "detached", |o| {
-                    o.status == "available"
-                })
-                .await
-            {
-                Ok(_) => {}
+        if !text(&d, "InstanceId").is_empty() {
+            match self.detach_disk(region, &d).await {
+                Ok(()) => {}
                 Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
                 Err(e) => return Err(e),
+            }
+            if self.disk(region, id).await?.is_none() {
+                return Ok(());
             }
         }
         let mut p = Params::default();
@@ -1137,6 +1167,29 @@ impl Provider for AlibabaProvider {
             a.insert("ingress".into(), ingress.clone());
             let rules = ingress_rules(&a)?;
             self.sync_rules(region, id, &rules, false).await?;
+        }
+        if let Some(target) = changes.get("attached_to") {
+            let d = self.disk(region, id).await?.ok_or_else(|| {
+                ProviderError::new(ErrorKind::NotFound, format!("disk {id} does not exist"))
+            })?;
+            match target {
+                Value::Null => self.detach_disk(region, &d).await?,
+                Value::String(instance) if text(&d, "InstanceId") != *instance => {
+                    self.detach_disk(region, &d).await?;
+                    self.attach_disk(region, id, instance).await?;
+                    self.wait_for(region, ResourceKind::Volume, id, "in use", |o| {
+                        o.status == "in_use"
+                    })
+                    .await?;
+                }
+                Value::String(_) => {}
+                other => {
+                    return Err(ProviderError::new(
+                        ErrorKind::Invalid,
+                        format!("`attached_to` must be an instance id or null, got {other}"),
+                    ))
+                }
+            }
         }
         if let Some(size) = changes.get("size_gb") {
             let size = size.as_u64().ok_or_else(|| {
@@ -1804,6 +1857,18 @@ fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     a.insert(
         "volume_type".into(),
         json!(volume_type(&text(d, "Category"))),
+    );
+    // DescribeDisks: InstanceId is the instance the disk is attached to,
+    // set only while it is In_use (or Attaching).
+    let status = text(d, "Status");
+    let instance = text(d, "InstanceId");
+    a.insert(
+        "attached_to".into(),
+        if matches!(status.as_str(), "In_use" | "Attaching") && !instance.is_empty() {
+            json!(instance)
+        } else {
+            Value::Null
+        },
     );
     observed(
         ResourceKind::Volume,

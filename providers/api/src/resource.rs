@@ -16,11 +16,15 @@ pub type Attrs = BTreeMap<String, serde_json::Value>;
 /// - `network`: `cidr`
 /// - `subnet`: `zone`, `cidr`
 /// - `firewall`: `ingress` (list of `{protocol, from_port, to_port, cidr}`); all
-///   traffic between members is always allowed
+///   traffic between members is always allowed. As observed, `ingress` holds
+///   the rules the cloud reports, plus [`MEMBER_RULE_MISSING`] when the
+///   members' rule is not there (a create interrupted before its rules were
+///   authorized), so the diff plans an update that completes the group.
 /// - `placement`: `strategy` (`cluster`: packed for NVLink/RDMA)
 /// - `instance`: `instance_type`, `zone`, `image`, `pricing`, `root_gb`,
 ///   `rdma` (bool), `user_data`, `tags`
-/// - `volume`: `zone`, `size_gb`, `volume_type`
+/// - `volume`: `zone`, `size_gb`, `volume_type`; observed also `attached_to`
+///   (see [`ResourceKind::completion_attrs`])
 /// - `bucket`: `name`
 ///
 /// Dependencies are passed separately, as provider ids by role (see
@@ -65,7 +69,7 @@ impl ResourceKind {
     pub fn updatable_attrs(self) -> &'static [&'static str] {
         match self {
             ResourceKind::Instance => &["tags"],
-            ResourceKind::Volume => &["size_gb", "tags"],
+            ResourceKind::Volume => &["size_gb", "tags", "attached_to"],
             ResourceKind::Firewall => &["ingress", "tags"],
             _ => &["tags"],
         }
@@ -74,12 +78,49 @@ impl ResourceKind {
     pub fn is_updatable(self, attr: &str) -> bool {
         self.updatable_attrs().contains(&attr)
     }
+
+    /// Observed-only attributes that say whether the steps a create makes
+    /// after the resource exists were done. A create of several calls
+    /// (CreateVolume then AttachVolume) can be killed between them; the
+    /// resource is then adopted by its tags, and these attributes are how
+    /// refresh sees what is missing, so that the plan completes it (an
+    /// update) instead of ignoring it or replacing the resource.
+    ///
+    /// - `volume` `attached_to`: the provider id of the instance the volume
+    ///   is attached to (or attaching to), `null` when it is detached.
+    ///   Providers that report attachments always set the key; an absent key
+    ///   means "not reported". In an update, `attached_to` = an instance id
+    ///   attaches (detaching first from any other instance), `null` detaches;
+    ///   both succeed when there is nothing to do.
+    ///
+    /// They are never part of the desired attributes nor recorded in state:
+    /// the engine derives what they must be from the dependencies (a
+    /// volume's `instance`). A firewall's equivalent is its observed
+    /// `ingress` (see [`MEMBER_RULE_MISSING`]).
+    pub fn completion_attrs(self) -> &'static [&'static str] {
+        match self {
+            ResourceKind::Volume => &["attached_to"],
+            _ => &[],
+        }
+    }
 }
 
 impl fmt::Display for ResourceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The entry a provider adds to a firewall's observed `ingress` when the
+/// rule letting members reach each other is missing: the neutral `ingress`
+/// lists only the spec's rules, so without it a group left bare by an
+/// interrupted create would diff clean. An update of `ingress` always
+/// (re)writes the members' rule with the listed ones.
+pub const MEMBER_RULE_MISSING: &str = "all traffic between members";
+
+/// `MEMBER_RULE_MISSING` as the JSON entry of an observed `ingress`.
+pub fn member_rule_missing() -> serde_json::Value {
+    serde_json::json!({ "missing": MEMBER_RULE_MISSING })
 }
 
 /// The tags gpuform puts on everything it creates, atomically with the

@@ -623,27 +623,12 @@ impl AwsProvider {
         let size = attr_u32(a, "size_gb")?.ok_or_else(|| missing("volume", "size_gb"))?;
         let instance = req.refs.get("instance").cloned();
         let mut zone = attr_str(a, "zone")?;
-        let mut attached: Vec<String> = Vec::new();
-        if let Some(id) = &instance {
-            let inst = describe_instances(c, vec![filter("instance-id", [id.clone()])]).await?;
-            let inst = inst.first().ok_or_else(|| {
-                ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("instance {id} to attach the volume to does not exist"),
-                )
-                .with_code("InvalidInstanceID.NotFound")
-            })?;
-            attached = inst
-                .block_device_mappings()
-                .iter()
-                .filter_map(|m| m.device_name().map(str::to_string))
-                .collect();
-            if zone.is_none() {
-                zone = inst
-                    .placement()
-                    .and_then(|p| p.availability_zone())
-                    .map(str::to_string);
-            }
+        if let (Some(id), None) = (&instance, &zone) {
+            zone = existing_instance(c, id)
+                .await?
+                .placement()
+                .and_then(|p| p.availability_zone())
+                .map(str::to_string);
         }
         let zone = zone.ok_or_else(|| missing("volume", "zone"))?;
         let vtype = attr_str(a, "volume_type")?.unwrap_or_else(|| "gp3".to_string());
@@ -675,19 +660,11 @@ impl AwsProvider {
                     .first()
                     .and_then(|v| v.state().cloned());
             }
-            let device = free_device(&attached).ok_or_else(|| {
-                ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("instance {instance_id} has no free device name left"),
-                )
-            })?;
-            c.attach_volume()
-                .volume_id(&volume_id)
-                .instance_id(&instance_id)
-                .device(device)
-                .send()
-                .await
-                .map_err(|e| map_sdk("AttachVolume", Op::Create, e))?;
+            // A retried create (same ClientToken) may find it attached already.
+            let v = describe_volumes(c, vec![filter("volume-id", [volume_id.clone()])]).await?;
+            if v.first().and_then(attachment).as_deref() != Some(instance_id.as_str()) {
+                attach_volume(c, &volume_id, &instance_id).await?;
+            }
         }
         let v = describe_volumes(c, vec![filter("volume-id", [volume_id.clone()])]).await?;
         let v = v.first().ok_or_else(|| empty_answer("DescribeVolumes"))?;
@@ -863,49 +840,7 @@ impl AwsProvider {
         if volume_gone(v) {
             return Ok(());
         }
-        let attached: Vec<(Option<String>, Option<String>)> = v
-            .attachments()
-            .iter()
-            .filter(|a| {
-                matches!(
-                    a.state().map(|s| s.as_str()),
-                    Some("attached") | Some("attaching")
-                )
-            })
-            .map(|a| {
-                (
-                    a.instance_id().map(str::to_string),
-                    a.device().map(str::to_string),
-                )
-            })
-            .collect();
-        for (instance_id, device) in &attached {
-            // Naming the instance and device is optional on AWS but makes the
-            // call unambiguous (and moto requires the instance).
-            let detached = c
-                .detach_volume()
-                .volume_id(id)
-                .set_instance_id(instance_id.clone())
-                .set_device(device.clone())
-                .send()
-                .await;
-            ok_if_gone(detached.map(|_| ()), "DetachVolume")?;
-        }
-        if !attached.is_empty() {
-            // Detaching takes a moment on AWS; wait a little, then let the
-            // engine's retry of DependencyViolation do the rest.
-            for _ in 0..15 {
-                let now = describe_volumes(c, vec![filter("volume-id", [id.to_string()])]).await?;
-                if now
-                    .first()
-                    .map(|v| v.state() == Some(&VolumeState::Available))
-                    .unwrap_or(true)
-                {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
+        detach_volume(c, v).await?;
         ok_if_gone(
             c.delete_volume().volume_id(id).send().await.map(|_| ()),
             "DeleteVolume",
@@ -961,8 +896,14 @@ impl Provider for AwsProvider {
     /// seconds" for a new resource to appear (EC2 API reference, "Eventual
     /// consistency"). CreateVpc, CreateSubnet, CreateVolume... take no
     /// ClientToken, so a lost create is looked for again before a retry.
+    /// `GPUFORM_AWS_SETTLE_MS` overrides it, for tests against a
+    /// consistent stand-in (moto answers only once it has done the work).
     fn settle_time(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(10)
+        std::env::var("GPUFORM_AWS_SETTLE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(std::time::Duration::from_secs(10))
     }
 
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
@@ -1090,8 +1031,13 @@ impl Provider for AwsProvider {
             let mut want_attrs = Attrs::new();
             want_attrs.insert("ingress".into(), ingress.clone());
             let want: BTreeSet<Rule> = ingress_rules(&want_attrs)?.into_iter().collect();
-            let have: BTreeSet<Rule> = ingress_rules(&current.attrs)?.into_iter().collect();
-            let add: Vec<IpPermission> = want.difference(&have).map(Rule::to_permission).collect();
+            let (have, member_rule) = observed_rules(&current.attrs)?;
+            let mut add: Vec<IpPermission> =
+                want.difference(&have).map(Rule::to_permission).collect();
+            if !member_rule {
+                // Left out by a create interrupted before AuthorizeSecurityGroupIngress.
+                add.push(requests::self_permission(id));
+            }
             let remove: Vec<IpPermission> =
                 have.difference(&want).map(Rule::to_permission).collect();
             if !add.is_empty() {
@@ -1104,6 +1050,28 @@ impl Provider for AwsProvider {
                     .send()
                     .await
                     .map_err(|e| map_sdk("RevokeSecurityGroupIngress", Op::Other, e))?;
+            }
+        }
+        if let Some(target) = changes.get("attached_to") {
+            let vols = describe_volumes(&c, vec![filter("volume-id", [id.to_string()])]).await?;
+            let v = vols.first().ok_or_else(|| {
+                ProviderError::new(ErrorKind::NotFound, format!("volume {id} does not exist"))
+                    .with_code("InvalidVolume.NotFound")
+            })?;
+            let have = attachment(v);
+            match target {
+                Value::Null => detach_volume(&c, v).await?,
+                Value::String(instance) if have.as_deref() != Some(instance.as_str()) => {
+                    detach_volume(&c, v).await?;
+                    attach_volume(&c, id, instance).await?;
+                }
+                Value::String(_) => {}
+                other => {
+                    return Err(ProviderError::new(
+                        ErrorKind::Invalid,
+                        format!("`attached_to` must be an instance id or null, got {other}"),
+                    ))
+                }
             }
         }
         if let Some(size) = changes.get("size_gb") {
@@ -1427,6 +1395,124 @@ fn ingress_rules(a: &Attrs) -> Result<Vec<Rule>, ProviderError> {
     }
 }
 
+/// The rules of an observed `ingress`, and whether the members' rule is
+/// there (see [`gpuform_provider::resource::MEMBER_RULE_MISSING`]).
+fn observed_rules(a: &Attrs) -> Result<(BTreeSet<Rule>, bool), ProviderError> {
+    let missing = gpuform_provider::resource::member_rule_missing();
+    let mut rules = a.clone();
+    let mut member_rule = true;
+    if let Some(Value::Array(list)) = rules.get_mut("ingress") {
+        member_rule = !list.contains(&missing);
+        list.retain(|r| *r != missing);
+    }
+    Ok((ingress_rules(&rules)?.into_iter().collect(), member_rule))
+}
+
+/// The instance a volume is attached (or attaching) to, per DescribeVolumes'
+/// `Attachments` (a volume detaching is on its way out).
+fn attachment(v: &Volume) -> Option<String> {
+    v.attachments()
+        .iter()
+        .find(|a| {
+            matches!(
+                a.state().map(|s| s.as_str()),
+                Some("attached") | Some("attaching")
+            )
+        })
+        .and_then(|a| a.instance_id())
+        .map(str::to_string)
+}
+
+async fn existing_instance(c: &Client, id: &str) -> Result<Instance, ProviderError> {
+    describe_instances(c, vec![filter("instance-id", [id.to_string()])])
+        .await?
+        .into_iter()
+        .find(|i| !is_gone(i))
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("instance {id} to attach the volume to does not exist"),
+            )
+            .with_code("InvalidInstanceID.NotFound")
+        })
+}
+
+/// AttachVolume at the instance's first free device name.
+async fn attach_volume(
+    c: &Client,
+    volume_id: &str,
+    instance_id: &str,
+) -> Result<(), ProviderError> {
+    let inst = existing_instance(c, instance_id).await?;
+    let used: Vec<String> = inst
+        .block_device_mappings()
+        .iter()
+        .filter_map(|m| m.device_name().map(str::to_string))
+        .collect();
+    let device = free_device(&used).ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("instance {instance_id} has no free device name left"),
+        )
+    })?;
+    c.attach_volume()
+        .volume_id(volume_id)
+        .instance_id(instance_id)
+        .device(device)
+        .send()
+        .await
+        .map_err(|e| map_sdk("AttachVolume", Op::Create, e))?;
+    Ok(())
+}
+
+/// DetachVolume from every instance it is attached to, then waits a little
+/// for it to be `available` (the engine retries DependencyViolation after).
+async fn detach_volume(c: &Client, v: &Volume) -> Result<(), ProviderError> {
+    let id = v.volume_id().unwrap_or_default();
+    let attached: Vec<(Option<String>, Option<String>)> = v
+        .attachments()
+        .iter()
+        .filter(|a| {
+            matches!(
+                a.state().map(|s| s.as_str()),
+                Some("attached") | Some("attaching")
+            )
+        })
+        .map(|a| {
+            (
+                a.instance_id().map(str::to_string),
+                a.device().map(str::to_string),
+            )
+        })
+        .collect();
+    for (instance_id, device) in &attached {
+        // Naming the instance and device is optional on AWS but makes the
+        // call unambiguous (and moto requires the instance).
+        let detached = c
+            .detach_volume()
+            .volume_id(id)
+            .set_instance_id(instance_id.clone())
+            .set_device(device.clone())
+            .send()
+            .await;
+        ok_if_gone(detached.map(|_| ()), "DetachVolume")?;
+    }
+    if !attached.is_empty() {
+        for _ in 0..15 {
+            let now = describe_volumes(c, vec![filter("volume-id", [id.to_string()])]).await?;
+            if now
+                .first()
+                .map(|v| v.state() == Some(&VolumeState::Available))
+                .unwrap_or(true)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    Ok(())
+}
+
 /// The first free device name for a data volume (/dev/sdf ... /dev/sdp).
 fn free_device(used: &[String]) -> Option<String> {
     let taken = |d: &str| {
@@ -1666,11 +1752,19 @@ fn observe_group(g: &SecurityGroup, region: &str) -> ObservedResource {
         .collect();
     rules.sort();
     rules.dedup();
+    let mut ingress: Vec<Value> = rules.iter().map(Rule::to_json).collect();
+    // The members' rule is a reference to the group itself.
+    let own = g.group_id();
+    let member_rule = g.ip_permissions().iter().any(|p| {
+        p.user_id_group_pairs()
+            .iter()
+            .any(|pair| pair.group_id().is_some() && pair.group_id() == own)
+    });
+    if !member_rule {
+        ingress.push(gpuform_provider::resource::member_rule_missing());
+    }
     let mut a = Attrs::new();
-    a.insert(
-        "ingress".into(),
-        Value::Array(rules.iter().map(Rule::to_json).collect()),
-    );
+    a.insert("ingress".into(), Value::Array(ingress));
     observed(
         ResourceKind::Firewall,
         g.group_id().unwrap_or_default(),
@@ -1728,6 +1822,10 @@ fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
     if let Some(t) = v.volume_type() {
         a.insert("volume_type".into(), t.as_str().into());
     }
+    a.insert(
+        "attached_to".into(),
+        attachment(v).map_or(Value::Null, Value::String),
+    );
     let status = v
         .state()
         .map(|s| s.as_str().to_string())

@@ -1221,32 +1221,77 @@ impl HuaweiProvider {
             }
         };
         let id = s(&vol, "id");
-        let attached = vol
-            .get("attachments")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .any(|at| s(at, "server_id") == server);
-        if !attached {
-            let v = self
-                .send(
-                    Call::new(
-                        Service::Ecs,
-                        region,
-                        "POST",
-                        format!("/v1/{pid}/cloudservers/{server}/attachvolume"),
-                    )
-                    .body(json!({"volumeAttachment": {"volumeId": id}})),
-                )
-                .await?;
-            self.client
-                .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
-                .await?;
+        if attachment(&vol).as_deref() != Some(server) {
+            self.attach_volume(region, pid, &id, server).await?;
         }
         Ok(observe_volume(
             &self.volume(region, pid, &id).await?,
             region,
         ))
+    }
+
+    /// "Attaching an EVS Disk to an ECS", POST
+    /// /v1/{project_id}/cloudservers/{server_id}/attachvolume: a job.
+    async fn attach_volume(
+        &self,
+        region: &str,
+        pid: &str,
+        id: &str,
+        server: &str,
+    ) -> Result<(), ProviderError> {
+        let v = self
+            .send(
+                Call::new(
+                    Service::Ecs,
+                    region,
+                    "POST",
+                    format!("/v1/{pid}/cloudservers/{server}/attachvolume"),
+                )
+                .body(json!({"volumeAttachment": {"volumeId": id}})),
+            )
+            .await?;
+        self.client
+            .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
+            .await?;
+        Ok(())
+    }
+
+    /// "Detaching an EVS Disk from an ECS", DELETE
+    /// /v1/{project_id}/cloudservers/{server_id}/detachvolume/{volume_id}, from
+    /// every server the disk's `attachments` name.
+    async fn detach_volume(
+        &self,
+        region: &str,
+        pid: &str,
+        id: &str,
+        vol: &Value,
+    ) -> Result<(), ProviderError> {
+        for at in vol
+            .get("attachments")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let server = s(at, "server_id");
+            match self
+                .send(Call::new(
+                    Service::Ecs,
+                    region,
+                    "DELETE",
+                    format!("/v1/{pid}/cloudservers/{server}/detachvolume/{id}"),
+                ))
+                .await
+            {
+                Ok(v) => {
+                    self.client
+                        .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
+                        .await?;
+                }
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// "Querying Details About an EVS Disk", GET /v2/{project_id}/cloudvolumes/{volume_id}.
@@ -1340,29 +1385,7 @@ impl HuaweiProvider {
             // then "Deleting an EVS Disk", DELETE /v2/{project_id}/cloudvolumes/{volume_id}.
             ResourceKind::Volume => {
                 let vol = self.volume(region, pid, id).await?;
-                for at in vol
-                    .get("attachments")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let server = s(at, "server_id");
-                    match self
-                        .send(del(
-                            Service::Ecs,
-                            format!("/v1/{pid}/cloudservers/{server}/detachvolume/{id}"),
-                        ))
-                        .await
-                    {
-                        Ok(v) => {
-                            self.client
-                                .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
-                                .await?;
-                        }
-                        Err(e) if e.kind == ErrorKind::NotFound => {}
-                        Err(e) => return Err(e),
-                    }
-                }
+                self.detach_volume(region, pid, id, &vol).await?;
                 let v = self
                     .send(del(Service::Evs, format!("/v2/{pid}/cloudvolumes/{id}")))
                     .await?;
@@ -1524,7 +1547,31 @@ fn observed_ingress(sg: &Value) -> Value {
         }
         out.push(json!({"protocol": proto, "from_port": from, "to_port": to, "cidr": s(r, "remote_ip_prefix")}));
     }
+    // The members' rule: ingress from the group itself (`remote_group_id`).
+    let own = s(sg, "id");
+    let members = sg
+        .get("security_group_rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            s(r, "direction") == "ingress" && !own.is_empty() && s(r, "remote_group_id") == own
+        });
+    if !members {
+        out.push(gpuform_provider::resource::member_rule_missing());
+    }
     Value::Array(out)
+}
+
+/// The server a disk is attached to: the first of its `attachments`
+/// ("Querying Details About an EVS Disk": server_id per attachment).
+fn attachment(v: &Value) -> Option<String> {
+    v.get("attachments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|at| s(at, "server_id"))
+        .find(|sid| !sid.is_empty())
 }
 
 fn observe_volume(v: &Value, region: &str) -> ObservedResource {
@@ -1543,6 +1590,10 @@ fn observe_volume(v: &Value, region: &str) -> ObservedResource {
     a.insert(
         "volume_type".into(),
         json!(volume_type_from_huawei(&s(v, "volume_type"))),
+    );
+    a.insert(
+        "attached_to".into(),
+        attachment(v).map_or(Value::Null, Value::String),
     );
     observed(
         ResourceKind::Volume,
@@ -1718,6 +1769,35 @@ impl Provider for HuaweiProvider {
                 ingress,
             )
             .await?;
+        }
+        if let (ResourceKind::Volume, Some(target)) = (kind, changes.get("attached_to")) {
+            let pid = self.project(region)?;
+            // A disk adopted after a crash may still be `creating` (CreateVolume
+            // answers before it is usable); attach only once it is `available`.
+            let mut vol = self.volume(region, pid, id).await?;
+            for _ in 0..120 {
+                if s(&vol, "status") != "creating" {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                vol = self.volume(region, pid, id).await?;
+            }
+            let want = match target {
+                Value::Null => None,
+                Value::String(i) => Some(i.as_str()),
+                other => {
+                    return Err(ProviderError::new(
+                        ErrorKind::Invalid,
+                        format!("`attached_to` must be a server id or null, got {other}"),
+                    ))
+                }
+            };
+            if attachment(&vol).as_deref() != want {
+                self.detach_volume(region, pid, id, &vol).await?;
+                if let Some(server) = want {
+                    self.attach_volume(region, pid, id, server).await?;
+                }
+            }
         }
         if let (ResourceKind::Volume, Some(size)) = (kind, changes.get("size_gb")) {
             let pid = self.project(region)?;

@@ -289,7 +289,8 @@ impl SandboxCloud {
             return Err(SandboxError::NotFound(id_or_address.to_string()));
         };
         let mut attrs = e.attrs();
-        if value.is_null() {
+        // A detached volume is stored as `attached_to: null`.
+        if value.is_null() && key != "attached_to" {
             attrs.remove(key);
         } else {
             attrs.insert(key.to_string(), value);
@@ -385,8 +386,9 @@ impl Inner {
     }
 
     pub fn resource(&self, cloud: Cloud, id: &str) -> Option<SandboxResource> {
-        let e = self.store.get(cloud, id)?;
-        let attrs = e.attrs();
+        let cs = self.store.cloud(cloud);
+        let e = cs.by_id.get(id)?;
+        let attrs = cs.reported_attrs(e, e.attrs());
         Some(SandboxResource {
             cloud,
             kind: e.kind,

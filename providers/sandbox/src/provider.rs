@@ -4,7 +4,7 @@
 
 use crate::cloud::{attrs_json, burst_of, Inner, SandboxCloud};
 use crate::ids::make_id;
-use crate::store::{delete_line, set_line, CreateRec, Entry};
+use crate::store::{delete_line, set_line, CreateRec, Entry, MEMBERS_KEY};
 use gpuform_provider::catalog::{Catalog, Region};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
@@ -159,12 +159,44 @@ impl Provider for SandboxProvider {
         }
     }
 
+    /// Volumes and firewalls are made in two calls, as on the clouds
+    /// (CreateVolume + AttachVolume, CreateSecurityGroup +
+    /// AuthorizeSecurityGroupIngress), so a crash between them leaves what
+    /// a real cloud would: a detached volume, a group without rules. A
+    /// retry with the same token finds the resource and does the rest.
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
         self.latency(1).await;
-        let mut inner = self.sandbox.lock();
         let faults = &self.sandbox.faults;
+        let made = {
+            let mut inner = self.sandbox.lock();
+            self.run(&mut inner, 1, |inner| {
+                create(inner, self.cloud, faults, req)
+            })?
+        };
+        let second_step = match req.kind {
+            ResourceKind::Volume => {
+                let instance = req.refs.get("instance").cloned().unwrap_or_default();
+                (made.attrs.get("attached_to").and_then(|v| v.as_str()) != Some(instance.as_str()))
+                    .then_some(("attached_to", serde_json::Value::String(instance)))
+            }
+            ResourceKind::Firewall => {
+                let ingress = req
+                    .attrs
+                    .get("ingress")
+                    .cloned()
+                    .unwrap_or(serde_json::json!([]));
+                (made.attrs.get("ingress") != Some(&ingress)).then_some(("ingress", ingress))
+            }
+            _ => None,
+        };
+        let Some((key, value)) = second_step else {
+            return Ok(made);
+        };
+        self.latency(1).await;
+        let mut inner = self.sandbox.lock();
+        let changes: Attrs = [(key.to_string(), value)].into_iter().collect();
         self.run(&mut inner, 1, |inner| {
-            create(inner, self.cloud, faults, req)
+            update(inner, self.cloud, &req.scope, req.kind, &made.id, &changes)
         })
     }
 
@@ -183,7 +215,7 @@ impl Provider for SandboxProvider {
                 .iter()
                 .filter_map(|id| {
                     let e = cs.by_id.get(id.as_str())?;
-                    (e.kind == kind && *e.region == *scope.region).then(|| e.observed(id))
+                    (e.kind == kind && *e.region == *scope.region).then(|| cs.observe(id, e))
                 })
                 .collect())
         })
@@ -205,7 +237,7 @@ impl Provider for SandboxProvider {
                 Ok(owned_ids(inner, self.cloud, scope, project)
                     .map(|ids| {
                         ids.iter()
-                            .filter_map(|id| cs.by_id.get(id).map(|e| e.observed(id)))
+                            .filter_map(|id| cs.by_id.get(id).map(|e| cs.observe(id, e)))
                             .collect()
                     })
                     .unwrap_or_default())
@@ -452,7 +484,7 @@ fn create(
                     ),
                 ));
             }
-            return Ok(e.observed(id));
+            return Ok(cs.observe(id, e));
         }
     }
 
@@ -740,7 +772,20 @@ fn create(
             "id {id} is already in use (was the log edited by hand?)"
         )));
     }
-    let json = attrs_json(attrs);
+    // The first call makes the resource bare: the attachment and the rules
+    // are the second call's (see `SandboxProvider::create`).
+    let mut stored = attrs.clone();
+    match kind {
+        ResourceKind::Volume => {
+            stored.insert("attached_to".into(), serde_json::Value::Null);
+        }
+        ResourceKind::Firewall => {
+            stored.remove("ingress");
+            stored.insert(MEMBERS_KEY.into(), serde_json::Value::Bool(false));
+        }
+        _ => {}
+    }
+    let json = attrs_json(&stored);
     let rec = CreateRec {
         seq,
         cloud,
@@ -767,11 +812,12 @@ fn create(
         .store
         .apply_create(&rec, json.into_boxed_str())
         .map_err(internal)?;
-    let e = inner
-        .store
-        .get(cloud, &rec.id)
+    let cs = inner.store.cloud(cloud);
+    let e = cs
+        .by_id
+        .get(rec.id.as_str())
         .ok_or_else(|| internal("a created resource vanished"))?;
-    Ok(e.observed_with(&rec.id, attrs.clone()))
+    Ok(cs.observe(&rec.id, e))
 }
 
 fn check_size(cloud: Cloud, attrs: &Attrs, current: Option<u64>) -> Result<(), ProviderError> {
@@ -873,15 +919,59 @@ fn update(
             ));
         }
     }
+    // AttachVolume / DetachVolume: to an instance of the volume's zone.
+    if let Some(v) = changes.get("attached_to") {
+        match v {
+            serde_json::Value::Null => {}
+            serde_json::Value::String(instance) => {
+                let zone = e.zone.clone();
+                let inst = lookup_ref(
+                    inner,
+                    cloud,
+                    &scope.region,
+                    "attached_to",
+                    ResourceKind::Instance,
+                    instance,
+                )?;
+                if inst.zone != zone {
+                    return Err(invalid(
+                        cloud,
+                        Code::Zone,
+                        format!(
+                            "volume {id} in zone {} cannot attach to instance {instance} in zone {}",
+                            zone.as_deref().unwrap_or("(none)"),
+                            inst.zone.as_deref().unwrap_or("(none)")
+                        ),
+                    ));
+                }
+            }
+            other => {
+                return Err(invalid(
+                    cloud,
+                    Code::BadValue,
+                    format!("attribute `attached_to` must be an instance id or null, got {other}"),
+                ))
+            }
+        }
+    }
+    let cs = inner.store.cloud(cloud);
+    let Some(e) = cs.by_id.get(id) else {
+        return Err(internal("a resource vanished"));
+    };
     if changes.is_empty() {
-        return Ok(e.observed_with(id, attrs));
+        return Ok(cs.observe(id, e));
     }
     for (k, v) in changes {
-        if v.is_null() {
+        // Detached is stored as null (absent means "attached at creation").
+        if v.is_null() && k != "attached_to" {
             attrs.remove(k);
         } else {
             attrs.insert(k.clone(), v.clone());
         }
+    }
+    if changes.contains_key("ingress") {
+        // Writing the rules always writes the members' rule with them.
+        attrs.insert(MEMBERS_KEY.into(), serde_json::Value::Bool(true));
     }
     let json = attrs_json(&attrs);
     inner
@@ -890,11 +980,12 @@ fn update(
         .map_err(internal)?;
     inner.store.records += 1;
     inner.store.apply_set(cloud, id, json.into_boxed_str());
-    let e = inner
-        .store
-        .get(cloud, id)
+    let cs = inner.store.cloud(cloud);
+    let e = cs
+        .by_id
+        .get(id)
         .ok_or_else(|| internal("an updated resource vanished"))?;
-    Ok(e.observed_with(id, attrs))
+    Ok(cs.observe(id, e))
 }
 
 fn delete(

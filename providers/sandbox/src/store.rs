@@ -199,10 +199,6 @@ impl Entry {
         }
     }
 
-    pub fn observed(&self, id: &str) -> ObservedResource {
-        self.observed_with(id, self.attrs())
-    }
-
     pub fn observed_with(&self, id: &str, attrs: Attrs) -> ObservedResource {
         ObservedResource {
             kind: self.kind,
@@ -247,6 +243,58 @@ pub(crate) struct CloudStore {
     pub owned: HashMap<Arc<str>, ProjectIds>,
     /// region -> GPUs of live instances.
     pub gpus: HashMap<Arc<str>, u64>,
+}
+
+/// Sandbox-internal attribute keys of the two-step creates (not neutral
+/// attributes): whether a firewall's rules were authorized yet.
+pub(crate) const MEMBERS_KEY: &str = "members";
+
+impl CloudStore {
+    /// A resource as the cloud reports it (see [`CloudStore::reported_attrs`]).
+    pub fn observe(&self, id: &str, e: &Entry) -> ObservedResource {
+        e.observed_with(id, self.reported_attrs(e, e.attrs()))
+    }
+
+    /// Stored attributes as the cloud reports them, like DescribeVolumes'
+    /// `Attachments` and DescribeSecurityGroups' `IpPermissions`: a volume's
+    /// `attached_to` (null when detached or when its instance is gone: ending
+    /// an instance detaches its volumes), and a firewall whose rules were
+    /// never authorized reports no rules and the members' rule missing.
+    pub fn reported_attrs(&self, e: &Entry, mut attrs: Attrs) -> Attrs {
+        match e.kind {
+            ResourceKind::Volume => {
+                let attached = match attrs.get("attached_to") {
+                    // Made before attachment was a step of its own: the
+                    // create attached it to its instance at once.
+                    None => e.ref_of("instance").map(str::to_string),
+                    Some(serde_json::Value::String(s)) => Some(s.clone()),
+                    Some(_) => None,
+                };
+                let live = attached.filter(|i| {
+                    self.by_id
+                        .get(i.as_str())
+                        .is_some_and(|x| x.kind == ResourceKind::Instance)
+                });
+                attrs.insert(
+                    "attached_to".into(),
+                    live.map_or(serde_json::Value::Null, serde_json::Value::String),
+                );
+            }
+            // Evaluated for every firewall: the internal key never leaves.
+            ResourceKind::Firewall
+                if attrs.remove(MEMBERS_KEY) == Some(serde_json::Value::Bool(false)) =>
+            {
+                attrs.insert(
+                    "ingress".into(),
+                    serde_json::Value::Array(vec![
+                        gpuform_provider::resource::member_rule_missing(),
+                    ]),
+                );
+            }
+            _ => {}
+        }
+        attrs
+    }
 }
 
 pub(crate) struct Store {

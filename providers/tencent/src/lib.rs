@@ -530,6 +530,14 @@ fn volume_type_from_api(t: &str) -> String {
     }
 }
 
+/// The instance a disk is attached (or attaching) to: DescribeDisks'
+/// `InstanceId` while `DiskState` is ATTACHED or ATTACHING
+/// (https://www.tencentcloud.com/document/api/362/16315).
+fn attachment(v: &Value) -> Option<String> {
+    let i = s(v, "InstanceId");
+    (matches!(s(v, "DiskState"), "ATTACHED" | "ATTACHING") && !i.is_empty()).then(|| i.to_string())
+}
+
 fn observe_disk(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
     if let Some(z) = v
@@ -545,6 +553,10 @@ fn observe_disk(v: &Value, region: &str) -> ObservedResource {
     a.insert(
         "volume_type".into(),
         json!(volume_type_from_api(s(v, "DiskType"))),
+    );
+    a.insert(
+        "attached_to".into(),
+        attachment(v).map_or(Value::Null, Value::String),
     );
     observed(
         ResourceKind::Volume,
@@ -1147,29 +1159,7 @@ impl TencentProvider {
             .as_ref()
             .is_some_and(|d| s(d, "InstanceId") == instance);
         if !attached_here {
-            // https://www.tencentcloud.com/document/api/362/16313 (AttachDisks). The
-            // instance may still be starting: a busy answer is retried a few times.
-            let mut delay = Duration::from_millis(100);
-            let mut tries = 0;
-            loop {
-                match self
-                    .call(
-                        CBS,
-                        "AttachDisks",
-                        region,
-                        json!({"DiskIds": [id], "InstanceId": instance}),
-                    )
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(e) if e.kind == ErrorKind::Transient && tries < 20 => {
-                        tries += 1;
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(5));
-                    }
-                    Err(e) => return Err(reference_gone_is_invalid(e)),
-                }
-            }
+            self.attach_disk(region, &id, instance).await?;
         }
         let disk = self
             .wait_disk(region, &id, "it is attached", |d| {
@@ -1228,19 +1218,89 @@ impl TencentProvider {
         Ok(()) // accepted; dependents will retry on ResourceInUse
     }
 
-    async fn delete_volume(&self, region: &str, id: &str) -> Result<(), ProviderError> {
-        let Some(disk) = self.describe_disk(region, id).await? else {
-            return Ok(());
+    /// https://www.tencentcloud.com/document/api/362/16313 (AttachDisks). The
+    /// instance may still be starting: a busy answer is retried a few times.
+    async fn attach_disk(
+        &self,
+        region: &str,
+        id: &str,
+        instance: &str,
+    ) -> Result<(), ProviderError> {
+        let mut delay = Duration::from_millis(100);
+        let mut tries = 0;
+        loop {
+            match self
+                .call(
+                    CBS,
+                    "AttachDisks",
+                    region,
+                    json!({"DiskIds": [id], "InstanceId": instance}),
+                )
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind == ErrorKind::Transient && tries < 20 => {
+                    tries += 1;
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(reference_gone_is_invalid(e)),
+            }
+        }
+    }
+
+    /// `attached_to` in an update: detach, or attach (detaching from any
+    /// other instance first), then wait for the documented end state.
+    async fn set_attachment(
+        &self,
+        region: &str,
+        id: &str,
+        target: &Value,
+    ) -> Result<(), ProviderError> {
+        let disk = self.describe_disk(region, id).await?.ok_or_else(|| {
+            ProviderError::new(ErrorKind::NotFound, format!("disk {id} does not exist"))
+        })?;
+        let want = match target {
+            Value::Null => None,
+            Value::String(i) => Some(i.as_str()),
+            other => {
+                return Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("`attached_to` must be an instance id or null, got {other}"),
+                ))
+            }
         };
-        if !s(&disk, "InstanceId").is_empty() || s(&disk, "DiskState") != "UNATTACHED" {
-            if s(&disk, "DiskState") == "ATTACHED" {
+        if attachment(&disk).as_deref() == want {
+            return Ok(());
+        }
+        self.detach_disk(region, id, &disk).await?;
+        if let Some(instance) = want {
+            self.attach_disk(region, id, instance).await?;
+            self.wait_disk(region, id, "it is attached", |d| {
+                d.is_some_and(|d| s(d, "DiskState") == "ATTACHED")
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// DetachDisks when attached, then waits for UNATTACHED (or gone).
+    /// Ok(false): the disk is gone.
+    async fn detach_disk(
+        &self,
+        region: &str,
+        id: &str,
+        disk: &Value,
+    ) -> Result<bool, ProviderError> {
+        if !s(disk, "InstanceId").is_empty() || s(disk, "DiskState") != "UNATTACHED" {
+            if s(disk, "DiskState") == "ATTACHED" {
                 // https://www.tencentcloud.com/document/api/362/16316 (DetachDisks)
                 match self
                     .call(CBS, "DetachDisks", region, json!({"DiskIds": [id]}))
                     .await
                 {
                     Ok(_) => {}
-                    Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
+                    Err(e) if e.kind == ErrorKind::NotFound => return Ok(false),
                     Err(e) => return Err(e),
                 }
             }
@@ -1249,9 +1309,17 @@ impl TencentProvider {
                     d.is_none_or(|d| s(d, "DiskState") == "UNATTACHED")
                 })
                 .await?;
-            if d.is_none() {
-                return Ok(());
-            }
+            return Ok(d.is_some());
+        }
+        Ok(true)
+    }
+
+    async fn delete_volume(&self, region: &str, id: &str) -> Result<(), ProviderError> {
+        let Some(disk) = self.describe_disk(region, id).await? else {
+            return Ok(());
+        };
+        if !self.detach_disk(region, id, &disk).await? {
+            return Ok(());
         }
         // https://www.tencentcloud.com/document/api/362/16321 (TerminateDisks)
         match self
@@ -1530,6 +1598,9 @@ impl Provider for TencentProvider {
                 self.replace_policies(r, id, changes).await?;
             }
             ResourceKind::Volume => {
+                if let Some(target) = changes.get("attached_to") {
+                    self.set_attachment(r, id, target).await?;
+                }
                 if let Some(size) = changes.get("size_gb").and_then(Value::as_u64) {
                     let current = self.describe_disk(r, id).await?.ok_or_else(|| {
                         ProviderError::new(ErrorKind::NotFound, format!("disk {id} does not exist"))
