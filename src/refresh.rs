@@ -182,7 +182,9 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
             }
             cur.observed.insert(address.clone(), o);
         }
-        // Interrupted creates: adopt what carries their address, preferring the token.
+        // Interrupted creates: adopt what carries their address and is of
+        // their kind (a Huawei system disk inherits its server's tags, address
+        // included), preferring the token.
         let pending: Vec<_> = cur
             .doc
             .pending
@@ -193,7 +195,7 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
         for (address, p) in pending {
             let hit = ours
                 .iter()
-                .filter(|o| !claimed.contains(&o.id))
+                .filter(|o| !claimed.contains(&o.id) && o.kind == p.kind)
                 .filter(|o| {
                     o.ownership
                         .as_ref()
