@@ -509,28 +509,27 @@ impl HuaweiProvider {
                 continue;
             }
             let mut a = Attrs::new();
-            let status;
-            match kind {
+            let status = match kind {
                 ResourceKind::Network => {
                     a.insert("cidr".into(), json!(s(&it, "cidr")));
-                    status = match s(&it, "status").as_str() {
+                    match s(&it, "status").as_str() {
                         "OK" => "available".to_string(),
                         other => other.to_string(),
-                    };
+                    }
                 }
                 ResourceKind::Subnet => {
                     a.insert("cidr".into(), json!(s(&it, "cidr")));
                     a.insert("zone".into(), json!(s(&it, "availability_zone")));
-                    status = match s(&it, "status").as_str() {
+                    match s(&it, "status").as_str() {
                         "ACTIVE" => "available".to_string(),
                         other => other.to_string(),
-                    };
+                    }
                 }
                 _ => {
                     a.insert("ingress".into(), observed_ingress(&it));
-                    status = "available".to_string();
+                    "available".to_string()
                 }
-            }
+            };
             out.push(observed(
                 kind,
                 &id,
@@ -1018,7 +1017,7 @@ impl HuaweiProvider {
             is_ingress(r)
                 && s(r, "remote_group_id") == id
                 && s(r, "ethertype") == "IPv4"
-                && r.get("protocol").map_or(true, Value::is_null)
+                && r.get("protocol").is_none_or(Value::is_null)
         });
         let mut wanted: Vec<Value> = Vec::new();
         for i in ingress.as_array().into_iter().flatten() {
@@ -1159,7 +1158,7 @@ impl HuaweiProvider {
                 continue;
             }
             let created = s(img, "created_at");
-            if best.as_ref().map_or(true, |(c, _)| created > *c) {
+            if best.as_ref().is_none_or(|(c, _)| created > *c) {
                 best = Some((created, s(img, "id")));
             }
         }

@@ -810,6 +810,18 @@ fn finish_job(st: &mut State, id: &str) {
     }
 }
 
+/// "Querying VPC Details" by id: counts as a read of a settling VPC.
+fn read_vpc<'a>(st: &'a mut State, id: &str) -> Option<&'a Tagged> {
+    read_settling(st, id);
+    st.vpcs.iter().find(|v| v.id() == id)
+}
+
+/// "Querying Subnet Details" by id: counts as a read of a settling subnet.
+fn read_subnet<'a>(st: &'a mut State, id: &str) -> Option<&'a Tagged> {
+    read_settling(st, id);
+    st.subnets.iter().find(|v| v.id() == id)
+}
+
 /// A VPC becomes OK, a subnet ACTIVE.
 fn make_ready(st: &mut State, id: &str) {
     st.settling.remove(id);
@@ -1010,10 +1022,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         // --- VPC
         (Method::POST, "v1", ["vpcs"]) => create_vpc(st, &json_body),
         (Method::GET, "v1", ["vpcs"]) => page_v1(&st.vpcs, "vpcs", &q, |_| true),
-        (Method::GET, "v1", ["vpcs", id]) => match {
-            read_settling(st, id);
-            st.vpcs.iter().find(|v| v.id() == *id)
-        } {
+        (Method::GET, "v1", ["vpcs", id]) => match read_vpc(st, id) {
             Some(v) => ok(json!({"vpc": v.body})),
             None => vpc_err(
                 StatusCode::NOT_FOUND,
@@ -1027,13 +1036,10 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         (Method::GET, "v1", ["subnets"]) => {
             let vpc = q("vpc_id");
             page_v1(&st.subnets, "subnets", &q, |b| {
-                vpc.as_deref().map_or(true, |v| str_of(b, "vpc_id") == v)
+                vpc.as_deref().is_none_or(|v| str_of(b, "vpc_id") == v)
             })
         }
-        (Method::GET, "v1", ["subnets", id]) => match {
-            read_settling(st, id);
-            st.subnets.iter().find(|v| v.id() == *id)
-        } {
+        (Method::GET, "v1", ["subnets", id]) => match read_subnet(st, id) {
             Some(v) => ok(json!({"subnet": v.body})),
             None => vpc_err(
                 StatusCode::NOT_FOUND,
@@ -1045,7 +1051,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         (Method::GET, "v1", ["security-groups"]) => {
             let vpc = q("vpc_id");
             page_v1(&st.sgs, "security_groups", &q, |b| {
-                vpc.as_deref().map_or(true, |v| str_of(b, "vpc_id") == v)
+                vpc.as_deref().is_none_or(|v| str_of(b, "vpc_id") == v)
             })
         }
         (Method::GET, "v1", ["security-groups", id]) => match st.sgs.iter().find(|v| v.id() == *id)
@@ -1350,7 +1356,7 @@ fn create_subnet(st: &mut State, b: &Value) -> Answer {
             "VPC is not active, please try later.",
         );
     }
-    if parse_cidr(&cidr).map_or(true, |(_, l)| l > 28)
+    if parse_cidr(&cidr).is_none_or(|(_, l)| l > 28)
         || !cidr_within(&cidr, &str_of(&v.body, "cidr"))
     {
         return vpc_err(
@@ -1435,6 +1441,8 @@ fn delete_subnet(st: &mut State, vpc: &str, id: &str) -> Answer {
     (StatusCode::NO_CONTENT, Value::Null)
 }
 
+/// One rule as the VPC API shows it (every field of its body).
+#[allow(clippy::too_many_arguments)]
 fn rule(
     sg: &str,
     direction: &str,
@@ -1973,9 +1981,8 @@ fn list_servers(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
         .servers
         .iter()
         .filter(|s| {
-            tag.as_deref().map_or(true, |t| {
-                s.tags.iter().any(|(k, v)| format!("{k}={v}") == t)
-            })
+            tag.as_deref()
+                .is_none_or(|t| s.tags.iter().any(|(k, v)| format!("{k}={v}") == t))
         })
         .map(server_view)
         .collect();
@@ -2206,10 +2213,7 @@ fn list_volumes(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
         .volumes
         .iter()
         .filter(|v| !creating(v))
-        .filter(|v| {
-            name.as_deref()
-                .map_or(true, |n| str_of(&v.body, "name") == n)
-        })
+        .filter(|v| name.as_deref().is_none_or(|n| str_of(&v.body, "name") == n))
         .map(volume_view)
         .collect();
     let count = matching.len();
@@ -2314,7 +2318,7 @@ fn list_images(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
     let keep = |i: &Value| {
         ["__imagetype", "__platform", "status", "name", "id"]
             .iter()
-            .all(|k| q(k).map_or(true, |want| str_of(i, k) == want))
+            .all(|k| q(k).is_none_or(|want| str_of(i, k) == want))
     };
     let limit = q("limit")
         .and_then(|l| l.parse::<usize>().ok())
