@@ -2058,6 +2058,23 @@ mod tests {
     }
 
     #[test]
+    fn client_token_is_a_stable_uuid() {
+        let t = "gf-0123456789abcdef0123456789abcdef";
+        let a = client_token(t, "cn-north-4a");
+        assert!(looks_like_uuid(&a), "{a}");
+        assert_eq!(a, client_token(t, "cn-north-4a"), "a retry reuses it");
+        assert_ne!(
+            a,
+            client_token(t, "cn-north-4b"),
+            "another zone, another create"
+        );
+        assert_ne!(a, client_token("gf-other", "cn-north-4a"));
+        // RFC 9562: version 8, variant 10xx.
+        assert_eq!(&a[14..15], "8");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+    }
+
+    #[test]
     fn uuid_shape() {
         assert!(looks_like_uuid("0a1b2c3d-0000-1111-2222-333344445555"));
         assert!(!looks_like_uuid("ubuntu-22.04-cuda"));

@@ -17,9 +17,21 @@
 //! Asynchronous jobs ("Querying Job Execution Status", GET
 //! /v1/{project_id}/jobs/{job_id}, support.huaweicloud.com/api-ecs/ecs_02_0901.html)
 //! answer RUNNING to the first poll and SUCCESS (with their entities) to the
-//! second, or once 300 ms have passed; only then does the work take effect
-//! (a server goes BUILD → ACTIVE, a disk creating → available, a delete
-//! removes).
+//! second, or once 300 ms (disk creates: 1 s) have passed; only then does the
+//! work take effect (a server goes BUILD → ACTIVE, a disk creating →
+//! available, a delete removes). A disk still creating is not found by id
+//! or in lists. A new VPC is CREATING and a new subnet UNKNOWN until read by
+//! id twice or 300 ms have passed; dependents made before are refused.
+//!
+//! Documented behaviours of issue 15 modelled here, each beside its handler:
+//! system disks carry the server's creation tags; `X-Client-Token` must be a
+//! UUID; flow control answers `202 Common.0024`; subnets in a CREATING VPC
+//! get `VPC.0004`; `delete_volume` defaults to false; prepaid servers cannot be
+//! deleted; EVS errors come in `badRequest` / `itemNotFound` wrappers; unpaid
+//! yearly/monthly orders leave jobs in PENDING_PAYMENT; "Querying Name
+//! Servers" lists the private DNS servers. Toggles ([`HuaweiMock::throttle_ecs`],
+//! [`HuaweiMock::break_builds`], [`HuaweiMock::hold_payments`],
+//! [`HuaweiMock::sell_out_disks`]) switch the failure cases on.
 
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Bytes;
