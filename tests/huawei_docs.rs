@@ -252,3 +252,38 @@ fn crash_after_create_volume_does_not_duplicate_the_disk() {
     );
     assert!(mock.resources().is_empty(), "{:?}", mock.resources());
 }
+
+/// Point 19: DeleteServers deletes only pay-per-use servers ("Deleting
+/// ECSs"). A destroy that includes a yearly/monthly server says so before
+/// anything is deleted, instead of deleting the data disks and then failing.
+#[test]
+fn destroy_refuses_prepaid_servers_before_deleting_anything() {
+    let mock = HuaweiMock::start();
+    let dir = tempfile::tempdir().unwrap();
+    let project = "hw-prepaid";
+    std::fs::write(dir.path().join("spec.yaml"), spec(project, 1)).unwrap();
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
+    let before = mock.resources();
+    let server = before
+        .iter()
+        .find(|r| r.kind == ResourceKind::Instance)
+        .expect("server");
+    assert!(mock.make_prepaid(&server.id), "switched to yearly/monthly");
+
+    let out = run(
+        dir.path(),
+        &mock,
+        &["destroy", "spec.yaml", "--auto-approve"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cluster.infer.node[0]") && stderr.contains("unsubscribe"),
+        "the refusal names the node and what to do: {stderr}"
+    );
+    assert_eq!(mock.resources(), before, "nothing was deleted");
+}

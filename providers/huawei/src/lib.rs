@@ -1894,6 +1894,22 @@ impl Provider for HuaweiProvider {
         self.settle
     }
 
+    /// Yearly/monthly servers: DeleteServers deletes pay-per-use ones only
+    /// (see [`undeletable`]); refresh reads the billing mode into `pricing`.
+    fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
+        let reserved = observed
+            .attrs
+            .get("pricing")
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.starts_with("reserved-"));
+        (observed.kind == ResourceKind::Instance && reserved).then(|| {
+            format!(
+                "server {} is yearly/monthly (prepaid) and DeleteServers only deletes pay-per-use servers (\"Deleting ECSs\", api-ecs/ecs_02_0103.html); unsubscribe it in the Billing Center first (Orders > Unsubscriptions), then plan again",
+                observed.id
+            )
+        })
+    }
+
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
         match req.kind {
             ResourceKind::Network => self.create_network(req).await,

@@ -266,6 +266,21 @@ impl HuaweiMock {
         Some(id)
     }
 
+    /// Turns a pay-per-use server into a yearly/monthly one behind gpuform's
+    /// back, as "Changing the ECS Billing Mode" (POST
+    /// /v1/{project_id}/cloudservers/actions/change-charge-mode,
+    /// support.huaweicloud.com/api-ecs/ecs_02_0211.html) does once the order is paid.
+    pub fn make_prepaid(&self, server: &str) -> bool {
+        let mut st = self.lock();
+        match st.servers.iter_mut().find(|s| s.id() == server) {
+            Some(s) => {
+                s.body["metadata"]["charging_mode"] = json!("1");
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether an EVS disk with this id exists (also system disks, which
     /// [`MockCloud::resources`] leaves out).
     pub fn disk_exists(&self, id: &str) -> bool {
