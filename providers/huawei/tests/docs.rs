@@ -340,7 +340,7 @@ async fn a_server_in_error_is_cleaned_up_and_reported_as_capacity() {
 fn settle_time_covers_invisible_new_disks() {
     let mock = HuaweiMock::start();
     let p = provider(&mock);
-    assert_eq!(p.settle_time(), Duration::from_millis(2000));
+    assert_eq!(p.settle_time(), Duration::from_millis(1200));
     let default = HuaweiProvider::from_vars(
         mock.env()
             .into_iter()

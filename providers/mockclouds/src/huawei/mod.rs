@@ -17,7 +17,7 @@
 //! Asynchronous jobs ("Querying Job Execution Status", GET
 //! /v1/{project_id}/jobs/{job_id}, support.huaweicloud.com/api-ecs/ecs_02_0901.html)
 //! answer RUNNING to the first poll and SUCCESS (with their entities) to the
-//! second, or once 300 ms (disk creates: 1 s) have passed; only then does the
+//! second, or once 300 ms (disk creates: 600 ms) have passed; only then does the
 //! work take effect (a server goes BUILD → ACTIVE, a disk creating →
 //! available, a delete removes). A disk still creating is not found by id
 //! or in lists. A new VPC is CREATING and a new subnet UNKNOWN until read by
@@ -56,7 +56,7 @@ const JOB_TIME: Duration = Duration::from_millis(300);
 
 /// How long a disk create job runs if nobody polls it twice: a lost disk
 /// create stays invisible that long (see `creating`).
-const DISK_JOB_TIME: Duration = Duration::from_millis(1000);
+const DISK_JOB_TIME: Duration = Duration::from_millis(600);
 
 /// The settle time the stand-in tells gpuform to use (`GPUFORM_HUAWEI_SETTLE_MS`):
 /// twice the longest a new disk stays invisible here.
