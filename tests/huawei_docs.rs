@@ -287,3 +287,54 @@ fn destroy_refuses_prepaid_servers_before_deleting_anything() {
     );
     assert_eq!(mock.resources(), before, "nothing was deleted");
 }
+
+/// Point 3: a server that goes to ERROR after CreateServers is a failed
+/// create, not a node: it is deleted and the cluster fails over to its next
+/// zone through the capacity path, with a fresh X-Client-Token there.
+#[test]
+fn a_server_in_error_fails_over_to_the_next_zone() {
+    let mock = HuaweiMock::start();
+    let dir = tempfile::tempdir().unwrap();
+    let project = "hw-error";
+    let spec = format!(
+        "project: {project}\nclusters:\n  infer:\n    cloud: huawei\n    region: cn-north-4\n    zones: [cn-north-4a, cn-north-4b]\n    nodes: 1\n    gpu: T4\n"
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    mock.break_builds_in_zone("cn-north-4a");
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
+
+    let servers: Vec<_> = mock
+        .resources()
+        .into_iter()
+        .filter(|r| r.kind == ResourceKind::Instance)
+        .collect();
+    assert_eq!(servers.len(), 1, "the ERROR server is gone: {servers:#?}");
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(format!(".gpuform/{project}.state.json"))).unwrap(),
+    )
+    .unwrap();
+    let node = &state["resources"]["cluster.infer.node[0]"];
+    assert_eq!(node["id"].as_str(), Some(servers[0].id.as_str()));
+    assert_eq!(node["attrs"]["zone"], "cn-north-4b", "{node}");
+    let plan = run(
+        dir.path(),
+        &mock,
+        &["plan", "spec.yaml", "--detailed-exitcode"],
+    );
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+    ok(
+        dir.path(),
+        &mock,
+        &["destroy", "spec.yaml", "--auto-approve", "-q"],
+    );
+    assert!(mock.resources().is_empty(), "{:?}", mock.resources());
+}

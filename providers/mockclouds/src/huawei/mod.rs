@@ -97,8 +97,9 @@ struct State {
     server_quota: Option<usize>,
     /// The next N ECS requests are answered with flow control.
     throttle_ecs: u64,
-    /// Flavors whose servers come up in ERROR.
+    /// Flavors and AZs whose servers come up in ERROR.
     broken_flavors: HashSet<String>,
+    broken_zones: HashSet<String>,
     /// Yearly/monthly orders are not paid (no balance for auto-pay).
     hold_payments: bool,
     /// EVS disk types that are sold out.
@@ -222,6 +223,11 @@ impl HuaweiMock {
     /// Servers of this flavor come up in ERROR and their create job fails.
     pub fn break_builds(&self, flavor: &str) {
         self.lock().broken_flavors.insert(flavor.to_string());
+    }
+
+    /// Servers built in this AZ come up in ERROR and their create job fails.
+    pub fn break_builds_in_zone(&self, zone: &str) {
+        self.lock().broken_zones.insert(zone.to_string());
     }
 
     /// Yearly/monthly orders stay unpaid: their create jobs stay
@@ -1854,7 +1860,7 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
         return ok(answer);
     }
     let sold_out = st.sold_out.contains(&flavor);
-    let broken = st.broken_flavors.contains(&flavor);
+    let broken = st.broken_flavors.contains(&flavor) || st.broken_zones.contains(&zone);
     let mut ids = Vec::new();
     let mut subs = Vec::new();
     for i in 0..count {
