@@ -3,7 +3,7 @@
 //! execute → save (apply).
 
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
-use crate::plan::{diff, DiffOptions, Plan, StateRef};
+use crate::plan::{diff, Action, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current};
 use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
@@ -129,6 +129,7 @@ pub async fn make_plan(
         Current::unrefreshed(doc)
     };
     let mut plan = diff(&desired, &current, req.catalog, &req.diff);
+    refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
     plan.project = req.loaded.spec.project.clone();
     plan.endpoints = req.loaded.spec.endpoints.clone();
@@ -151,6 +152,36 @@ pub async fn make_plan(
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
+}
+
+/// Deletions the clouds document as refused (a prepaid Huawei server): the
+/// plan stops here, before anything is destroyed, rather than failing
+/// halfway through an apply that already deleted its data disks.
+async fn refuse_undeletable(
+    plan: &Plan,
+    current: &Current,
+    providers: &Providers,
+) -> Result<(), EngineError> {
+    let mut refused = Vec::new();
+    for c in &plan.changes {
+        if !matches!(c.action, Action::Delete | Action::Replace) {
+            continue;
+        }
+        let Some(Some(observed)) = current.observed.get(&c.address) else {
+            continue;
+        };
+        let key = c.old_provider.as_ref().unwrap_or(&c.provider);
+        if let Some(why) = providers.get(key).await?.delete_refusal(observed) {
+            refused.push(format!("  {}: {why}", c.address));
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Plan(format!(
+        "the cloud refuses to delete what this plan would delete; nothing was changed:\n{}",
+        refused.join("\n")
+    )))
 }
 
 /// A locked state, ready to be changed: the lock is held until dropped, any

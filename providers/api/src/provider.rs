@@ -132,4 +132,13 @@ pub trait Provider: Send + Sync {
     fn settle_time(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
+
+    /// Why the cloud documents that deleting this resource through its API
+    /// is refused (e.g. a prepaid server that only an unsubscription ends),
+    /// with what to do instead; `None` when it can be deleted. Checked at
+    /// plan time, so that a destroy says so before anything is deleted.
+    fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
+        let _ = observed;
+        None
+    }
 }

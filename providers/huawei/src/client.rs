@@ -15,6 +15,7 @@ pub enum Service {
     Vpc,
     Evs,
     Ims,
+    Dns,
 }
 
 impl Service {
@@ -24,6 +25,7 @@ impl Service {
             Service::Vpc => "vpc",
             Service::Evs => "evs",
             Service::Ims => "ims",
+            Service::Dns => "dns",
         }
     }
 }
@@ -178,10 +180,13 @@ impl Client {
         } else {
             serde_json::from_slice(&bytes).unwrap_or(Value::Null)
         };
-        if (200..300).contains(&status) {
+        let (code, msg) = error_fields(&json);
+        // A 2xx is a success only when it does not carry an error body: the
+        // ECS error table ("Error Codes", support.huaweicloud.com/api-ecs/ecs_07_0002.html)
+        // lists flow control as `202 Common.0024 exceeds flow over limit`.
+        if (200..300).contains(&status) && !is_error_body(&json) {
             return Ok(json);
         }
-        let (code, msg) = error_fields(&json);
         let kind = classify(status, code.as_deref(), &msg);
         let msg = if msg.is_empty() {
             format!("HTTP {status}")
@@ -222,6 +227,16 @@ impl Client {
                 .await?;
             match job.get("status").and_then(Value::as_str).unwrap_or("") {
                 "SUCCESS" => return Ok(job),
+                // A yearly/monthly order waiting to be paid: nothing happens
+                // until someone pays it ("Querying Job Execution Status",
+                // ecs_02_0901: PENDING_PAYMENT), so polling on is pointless.
+                "PENDING_PAYMENT" => {
+                    return Err(ProviderError::new(
+                        ErrorKind::Invalid,
+                        format!("job {job_id} is PENDING_PAYMENT: the yearly/monthly order awaits payment\n  hint: pay it in the Billing Center (Orders > My Orders) or let auto-pay settle it, then apply again"),
+                    )
+                    .with_code("PENDING_PAYMENT"))
+                }
                 "FAIL" => {
                     let code = job
                         .get("error_code")
@@ -322,22 +337,76 @@ fn strip_url(e: &reqwest::Error) -> String {
 
 /// The error code and message from any of Huawei's error body shapes:
 /// ECS `{"error": {"code", "message"}}`, APIG/EVS/IMS `{"error_code", "error_msg"}`,
-/// VPC `{"code", "message"}` and Neutron `{"NeutronError": {"type", "message"}}`.
+/// VPC `{"code", "message"}`, Neutron `{"NeutronError": {"type", "message"}}`
+/// and the OpenStack-style fault wrappers EVS answers with
+/// (`{"badRequest": {"code", "message"}}`, `{"itemNotFound": {"message", "code": 404}}`,
+/// see the error examples of the EVS/VBS references, support.huaweicloud.com/api-evs/).
+/// `(None, _)` means the body is not an error.
 pub fn error_fields(v: &Value) -> (Option<String>, String) {
-    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    // Codes are strings, except in the fault wrappers where 404 is a number.
+    let code = |v: Option<&Value>| match v {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let msg = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
     if let Some(e) = v.get("error").filter(|e| e.is_object()) {
-        return (s(e.get("code")), s(e.get("message")).unwrap_or_default());
+        return (code(e.get("code")), msg(e.get("message")));
     }
     if v.get("error_code").is_some() {
-        return (
-            s(v.get("error_code")),
-            s(v.get("error_msg")).unwrap_or_default(),
-        );
+        return (code(v.get("error_code")), msg(v.get("error_msg")));
     }
     if let Some(e) = v.get("NeutronError") {
-        return (s(e.get("type")), s(e.get("message")).unwrap_or_default());
+        return (code(e.get("type")), msg(e.get("message")));
     }
-    (s(v.get("code")), s(v.get("message")).unwrap_or_default())
+    for f in FAULTS {
+        if let Some(e) = v.get(f).filter(|e| e.is_object()) {
+            let c = code(e.get("code")).or_else(|| Some(f.to_string()));
+            return (c, msg(e.get("message")));
+        }
+    }
+    (code(v.get("code")), msg(v.get("message")))
+}
+
+/// Whether a 2xx body is in fact an error answer. Job bodies carry
+/// `error_code` of the job itself, so only the error wrappers count.
+fn is_error_body(v: &Value) -> bool {
+    let wrapped = |k: &str| v.get(k).is_some_and(Value::is_object);
+    wrapped("error")
+        || FAULTS.iter().any(|f| wrapped(f))
+        || (v.get("error_code").is_some_and(Value::is_string)
+            && v.get("job_id").is_none()
+            && v.get("status").is_none())
+}
+
+/// OpenStack-style fault wrappers (EVS/VBS error examples).
+const FAULTS: [&str; 7] = [
+    "badRequest",
+    "badrequest",
+    "itemNotFound",
+    "itemnotfound",
+    "overLimit",
+    "forbidden",
+    "computeFault",
+];
+
+/// The documented list in an answer: a 2xx without it is an error (a
+/// throttled or truncated answer), never an empty result, so that a refresh
+/// cannot conclude that nothing exists.
+pub fn list_field(v: &Value, key: &str, what: &str) -> Result<Vec<Value>, ProviderError> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Transient,
+                format!("{what}: the answer has no `{key}` list (throttled or truncated answer); not read as empty"),
+            )
+        })
 }
 
 /// Huawei error → neutral kind. Sources: API Gateway error codes
@@ -348,8 +417,11 @@ pub fn error_fields(v: &Value) -> (Option<String>, String) {
 pub fn classify(status: u16, code: Option<&str>, msg: &str) -> ErrorKind {
     let code = code.unwrap_or("");
     let m = msg.to_ascii_lowercase();
+    // Common.0024 "exceeds flow over limit" (ECS error codes, ecs_07_0002).
     if status == 429
         || code == "APIGW.0308"
+        || code == "Common.0024"
+        || m.contains("flow over limit")
         || m.contains("throttl")
         || m.contains("too many requests")
     {

@@ -11,7 +11,7 @@ pub use client::JobPolling;
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use client::{job_entity_ids, Call, Client, Service};
+use client::{job_entity_ids, list_field, Call, Client, Service};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
     Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError,
@@ -27,6 +27,17 @@ pub const ENV_AK: &str = "HUAWEICLOUD_SDK_AK";
 pub const ENV_SK: &str = "HUAWEICLOUD_SDK_SK";
 pub const ENV_PROJECT_ID: &str = "HUAWEICLOUD_SDK_PROJECT_ID";
 pub const ENV_ENDPOINT: &str = "GPUFORM_HUAWEI_ENDPOINT";
+/// Overrides [`DEFAULT_SETTLE`] in milliseconds (tests against a stand-in
+/// whose disks appear within a second).
+pub const ENV_SETTLE_MS: &str = "GPUFORM_HUAWEI_SETTLE_MS";
+
+/// "Creating EVS Disks" is asynchronous: until its job has made the disk, a
+/// lookup may answer 404 / leave it out, and EVS creates take no idempotency
+/// token (only the disk name guards a retry). After a crash, a create younger
+/// than this that is not visible yet is looked for again before it is retried
+/// (ARCHITECTURE.md, "Settle time"). EVS jobs finish within seconds; 30 s
+/// leaves a wide margin without stalling recovery long.
+pub const DEFAULT_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Page size for list calls (ECS detail, VPC/subnet/security-group lists,
 /// EVS detail and the tag-filter calls all accept 1000).
@@ -40,6 +51,7 @@ pub struct HuaweiProvider {
     region_projects: HashMap<String, String>,
     rate: RateLimit,
     images: Mutex<HashMap<(String, String), String>>,
+    settle: std::time::Duration,
 }
 
 /// Never shows credentials.
@@ -71,6 +83,7 @@ impl HuaweiProvider {
         let mut default_project = None;
         let mut region_projects = HashMap::new();
         let mut endpoint = None;
+        let mut settle = DEFAULT_SETTLE;
         let region_prefix = format!("{ENV_PROJECT_ID}_");
         for (k, v) in vars {
             let v = v.trim().to_string();
@@ -82,6 +95,14 @@ impl HuaweiProvider {
                 ENV_SK => sk = Some(v),
                 ENV_PROJECT_ID => default_project = Some(v),
                 ENV_ENDPOINT => endpoint = Some(v),
+                ENV_SETTLE_MS => {
+                    settle = std::time::Duration::from_millis(v.parse().map_err(|_| {
+                        ProviderError::new(
+                            ErrorKind::Invalid,
+                            format!("{ENV_SETTLE_MS}=`{v}` is not a number of milliseconds"),
+                        )
+                    })?)
+                }
                 _ => {
                     if let Some(r) = k.strip_prefix(&region_prefix) {
                         region_projects.insert(r.to_ascii_uppercase(), v);
@@ -107,6 +128,7 @@ impl HuaweiProvider {
             region_projects,
             rate: default_rate_limit(),
             images: Mutex::new(HashMap::new()),
+            settle,
         })
     }
 
@@ -322,6 +344,28 @@ fn image_query(logical: &str) -> Option<(&'static str, &'static str, bool)> {
     })
 }
 
+/// The `X-Client-Token` of a server create: the ECS idempotency page
+/// ("Idempotent Requests", support.huaweicloud.com/intl/en-us/api-ecs/en-us_topic_0000001105258814.html)
+/// requires a UUID (8-4-4-4-12), which gpuform's own token (`gf-` + 32 hex
+/// digits) is not. Derived deterministically (SHA-256, RFC 9562 version 8
+/// layout) from the journaled token and the zone, so a retry of the same
+/// create sends the same UUID, while a create moved to another zone after a
+/// failed attempt is not answered with that attempt's job.
+fn client_token(token: &str, zone: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(token.as_bytes())
+        .chain_update([0u8])
+        .chain_update(zone.as_bytes())
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
+
 fn looks_like_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.len() == 5
@@ -378,11 +422,7 @@ impl HuaweiProvider {
             }
             let v = self.send(call).await?;
             let key = what.replace('-', "_");
-            let page = v
-                .get(&key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+            let page = list_field(&v, &key, &format!("listing {what}"))?;
             let n = page.len();
             marker = page.last().map(|x| s(x, "id"));
             out.extend(page);
@@ -424,11 +464,7 @@ impl HuaweiProvider {
                     .body(body),
                 )
                 .await?;
-            let page = v
-                .get("resources")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+            let page = list_field(&v, "resources", &format!("tag filter of {what}"))?;
             let total = v.get("total_count").and_then(Value::as_u64).unwrap_or(0) as usize;
             offset += page.len();
             for r in &page {
@@ -473,28 +509,27 @@ impl HuaweiProvider {
                 continue;
             }
             let mut a = Attrs::new();
-            let status;
-            match kind {
+            let status = match kind {
                 ResourceKind::Network => {
                     a.insert("cidr".into(), json!(s(&it, "cidr")));
-                    status = match s(&it, "status").as_str() {
+                    match s(&it, "status").as_str() {
                         "OK" => "available".to_string(),
                         other => other.to_string(),
-                    };
+                    }
                 }
                 ResourceKind::Subnet => {
                     a.insert("cidr".into(), json!(s(&it, "cidr")));
                     a.insert("zone".into(), json!(s(&it, "availability_zone")));
-                    status = match s(&it, "status").as_str() {
+                    match s(&it, "status").as_str() {
                         "ACTIVE" => "available".to_string(),
                         other => other.to_string(),
-                    };
+                    }
                 }
                 _ => {
                     a.insert("ingress".into(), observed_ingress(&it));
-                    status = "available".to_string();
+                    "available".to_string()
                 }
-            }
+            };
             out.push(observed(
                 kind,
                 &id,
@@ -525,11 +560,7 @@ impl HuaweiProvider {
                     .query("offset", out.len().to_string()),
                 )
                 .await?;
-            let page = v
-                .get("volumes")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+            let page = list_field(&v, "volumes", "listing EVS disks")?;
             let n = page.len();
             out.extend(page);
             if n < PAGE {
@@ -547,6 +578,11 @@ impl HuaweiProvider {
         let vols = self.all_volumes(region, pid).await?;
         Ok(vols
             .iter()
+            // System disks inherit the server's creation tags ("tags added
+            // during ECS creation are also added to the system disk", ECS
+            // user guide ecs_03_0902), gpuform's address included: they are
+            // part of their server, never a volume of ours.
+            .filter(|v| !is_system_disk(v))
             .filter_map(|v| {
                 let o = observe_volume(v, region);
                 let keep = filter.keeps(&o.id, o.ownership.as_ref().map(|x| x.project.as_str()));
@@ -579,11 +615,7 @@ impl HuaweiProvider {
                 call = call.query("tags", format!("{}={}", tags::PROJECT, tags::encode(p)));
             }
             let v = self.send(call).await?;
-            let page = v
-                .get("servers")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+            let page = list_field(&v, "servers", "listing ECSs")?;
             let n = page.len();
             servers.extend(page);
             if n < PAGE {
@@ -635,10 +667,8 @@ impl HuaweiProvider {
                         format!("/v1/{pid}/cloudservers/os-server-groups"),
                     ))
                     .await?;
-                Ok(v.get("server_groups")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
+                Ok(list_field(&v, "server_groups", "listing ECS groups")?
+                    .iter()
                     .filter(|g| ids.contains(s(g, "id").as_str()))
                     .map(|g| {
                         let mut a = Attrs::new();
@@ -705,7 +735,143 @@ impl HuaweiProvider {
                 s(v.get("vpc").unwrap_or(&Value::Null), "id")
             }
         };
+        self.wait_vpc_ready(region, pid, &id).await?;
         self.read_one(region, ResourceKind::Network, &id).await
+    }
+
+    /// Polls a VPC until it is `OK`: it is `CREATING` at first ("Querying VPC
+    /// Details", support.huaweicloud.com/api-vpc/vpc_api01_0002.html, field
+    /// `status`: CREATING / OK), and a subnet made in it meanwhile is refused
+    /// with `400 VPC.0004 VPC is not active, please try later` ("Error Codes",
+    /// support.huaweicloud.com/api-vpc/vpc_api_0003.html).
+    async fn wait_vpc_ready(&self, region: &str, pid: &str, id: &str) -> Result<(), ProviderError> {
+        self.wait_status(
+            Service::Vpc,
+            region,
+            format!("/v1/{pid}/vpcs/{id}"),
+            "vpc",
+            &["OK"],
+            &["ERROR"],
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Polls a subnet until it is `ACTIVE`: a new subnet is `UNKNOWN` until it
+    /// is attached to its VPC ("Querying Subnet Details",
+    /// support.huaweicloud.com/api-vpc/vpc_subnet01_0002.html: ACTIVE = attached
+    /// to the VPC, UNKNOWN = not yet, ERROR = failed).
+    async fn wait_subnet_ready(
+        &self,
+        region: &str,
+        pid: &str,
+        id: &str,
+    ) -> Result<Value, ProviderError> {
+        self.wait_status(
+            Service::Vpc,
+            region,
+            format!("/v1/{pid}/subnets/{id}"),
+            "subnet",
+            &["ACTIVE"],
+            &["ERROR"],
+        )
+        .await
+    }
+
+    /// GETs `path` until `{key}.status` is one of `ready` (→ the object) or
+    /// `failed` (→ error), with the job polling's backoff and deadline: every
+    /// create waits for its resource's documented ready state before
+    /// dependents start.
+    async fn wait_status(
+        &self,
+        svc: Service,
+        region: &str,
+        path: String,
+        key: &str,
+        ready: &[&str],
+        failed: &[&str],
+    ) -> Result<Value, ProviderError> {
+        let polling = self.client.polling;
+        let start = std::time::Instant::now();
+        let mut delay = polling.initial;
+        loop {
+            let v = self
+                .send(Call::new(svc, region, "GET", path.clone()))
+                .await?;
+            let obj = v.get(key).cloned().ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("GET {path}: the answer has no `{key}`"),
+                )
+            })?;
+            let status = s(&obj, "status");
+            if ready.contains(&status.as_str()) {
+                return Ok(obj);
+            }
+            if failed.contains(&status.as_str()) {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("{key} {} is {status}", s(&obj, "id")),
+                ));
+            }
+            if start.elapsed() >= polling.deadline {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!(
+                        "{key} {} still {status} after {}s",
+                        s(&obj, "id"),
+                        polling.deadline.as_secs()
+                    ),
+                ));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(polling.max);
+        }
+    }
+
+    /// The region's private (intranet) DNS servers, by priority: "Querying
+    /// Name Servers", GET /v2/nameservers?type=private&region=…
+    /// (support.huaweicloud.com/api-dns/dns_api_69001.html). A subnet created
+    /// without DNS servers cannot use the cloud's internal DNS ("Creating a
+    /// Subnet", `dnsList`: empty by default, and then 无法使用云内网DNS功能).
+    async fn private_dns(&self, region: &str) -> Result<Vec<String>, ProviderError> {
+        let v = self
+            .send(
+                Call::new(Service::Dns, region, "GET", "/v2/nameservers".into())
+                    .query("type", "private")
+                    .query("region", region),
+            )
+            .await?;
+        let mut records: Vec<(u64, String)> =
+            list_field(&v, "nameservers", "listing name servers")?
+                .iter()
+                .filter(|n| s(n, "type") == "private")
+                .flat_map(|n| {
+                    n.get("ns_records")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .filter_map(|r| {
+                    let a = s(&r, "address");
+                    (!a.is_empty()).then(|| {
+                        (
+                            r.get("priority")
+                                .and_then(Value::as_u64)
+                                .unwrap_or(u64::MAX),
+                            a,
+                        )
+                    })
+                })
+                .collect();
+        records.sort();
+        if records.is_empty() {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("Huawei Cloud lists no private DNS server for region {region}; a subnet without one cannot resolve internal names"),
+            ));
+        }
+        Ok(records.into_iter().map(|(_, a)| a).collect())
     }
 
     /// "Creating a Subnet", POST /v1/{project_id}/subnets
@@ -724,14 +890,22 @@ impl HuaweiProvider {
         let id = match existing.iter().find(|v| s(v, "name") == name) {
             Some(v) => s(v, "id"),
             None => {
-                let body = json!({"subnet": {
+                // The VPC may have been adopted after a crash while still CREATING.
+                self.wait_vpc_ready(region, pid, vpc).await?;
+                let dns = self.private_dns(region).await?;
+                let mut body = json!({"subnet": {
                     "name": name,
                     "cidr": cidr,
                     "gateway_ip": gateway_of(cidr)?,
                     "vpc_id": vpc,
                     "availability_zone": zone,
+                    "primary_dns": dns[0],
+                    "dnsList": dns,
                     "tags": tag_list.iter().map(|(k, v)| format!("{k}*{v}")).collect::<Vec<_>>(),
                 }});
+                if let Some(second) = dns.get(1) {
+                    body["subnet"]["secondary_dns"] = json!(second);
+                }
                 let v = self
                     .send(
                         Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/subnets"))
@@ -741,6 +915,7 @@ impl HuaweiProvider {
                 s(v.get("subnet").unwrap_or(&Value::Null), "id")
             }
         };
+        self.wait_subnet_ready(region, pid, &id).await?;
         self.read_one(region, ResourceKind::Subnet, &id).await
     }
 
@@ -842,7 +1017,7 @@ impl HuaweiProvider {
             is_ingress(r)
                 && s(r, "remote_group_id") == id
                 && s(r, "ethertype") == "IPv4"
-                && r.get("protocol").map_or(true, Value::is_null)
+                && r.get("protocol").is_none_or(Value::is_null)
         });
         let mut wanted: Vec<Value> = Vec::new();
         for i in ingress.as_array().into_iter().flatten() {
@@ -923,11 +1098,8 @@ impl HuaweiProvider {
                 format!("/v1/{pid}/cloudservers/os-server-groups"),
             ))
             .await?;
-        let found = list
-            .get("server_groups")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        let found = list_field(&list, "server_groups", "listing ECS groups")?
+            .iter()
             .find(|g| s(g, "name") == name)
             .map(|g| s(g, "id"));
         let id = match found {
@@ -976,12 +1148,7 @@ impl HuaweiProvider {
             )
             .await?;
         let mut best: Option<(String, String)> = None;
-        for img in v
-            .get("images")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for img in &list_field(&v, "images", "listing public images")? {
             let name = s(img, "name");
             let lower = name.to_ascii_lowercase();
             let has_driver = ["cuda", "tesla", "gpu driver", "nvidia"]
@@ -991,7 +1158,7 @@ impl HuaweiProvider {
                 continue;
             }
             let created = s(img, "created_at");
-            if best.as_ref().map_or(true, |(c, _)| created > *c) {
+            if best.as_ref().is_none_or(|(c, _)| created > *c) {
                 best = Some((created, s(img, "id")));
             }
         }
@@ -1035,17 +1202,10 @@ impl HuaweiProvider {
             ));
         }
         let image_ref = self.image_id(region, image).await?;
-        // The subnet's VPC (`vpcid` is required): "Querying Subnet Details",
-        // GET /v1/{project_id}/subnets/{subnet_id}.
-        let sn = self
-            .send(Call::new(
-                Service::Vpc,
-                region,
-                "GET",
-                format!("/v1/{pid}/subnets/{subnet}"),
-            ))
-            .await?;
-        let vpc_id = s(sn.get("subnet").unwrap_or(&Value::Null), "vpc_id");
+        // The subnet's VPC (`vpcid` is required), once the subnet is ACTIVE
+        // (it may have been adopted after a crash while still UNKNOWN).
+        let sn = self.wait_subnet_ready(region, pid, subnet).await?;
+        let vpc_id = s(&sn, "vpc_id");
         let name: String = format!("{}-{}", req.ownership.project, req.ownership.address)
             .chars()
             .map(|c| {
@@ -1088,7 +1248,7 @@ impl HuaweiProvider {
                     format!("/v1.1/{pid}/cloudservers"),
                 )
                 .body(json!({"server": server}))
-                .token(&req.ownership.token),
+                .token(&client_token(&req.ownership.token, zone)),
             )
             .await?;
         let job_id = s(&v, "job_id");
@@ -1098,27 +1258,89 @@ impl HuaweiProvider {
                 "ECS create answered without a job_id",
             ));
         }
-        let job = self
+        let answered: Vec<String> = v
+            .get("serverIds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        let job = match self
             .wait_job(Service::Ecs, region, pid, &job_id, v.get("order_id"))
-            .await?;
+            .await
+        {
+            Ok(job) => job,
+            Err(e) => {
+                // A failed job can leave its server behind in ERROR.
+                return Err(match self.remove_failed(region, pid, &answered).await? {
+                    Some(failed) if e.kind == ErrorKind::Invalid => failed,
+                    _ => e,
+                });
+            }
+        };
         let mut ids = job_entity_ids(&job, "server_id");
         if ids.is_empty() {
-            ids = v
-                .get("serverIds")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
+            ids = answered;
         }
-        let id = ids.into_iter().next().ok_or_else(|| {
+        let id = ids.first().cloned().ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Transient,
                 format!("job {job_id} succeeded but names no server"),
             )
         })?;
+        if let Some(failed) = self.remove_failed(region, pid, &ids).await? {
+            return Err(failed);
+        }
         self.read_one(region, ResourceKind::Instance, &id).await
+    }
+
+    /// Deletes the servers among `ids` that are in ERROR and says why as a
+    /// capacity error, so the engine fails over to the next zone instead of
+    /// recording a broken node. ERROR is ECS's failure state ("ECS
+    /// Statuses", support.huaweicloud.com/api-ecs/ecs_08_0002.html: "An exception
+    /// has occurred on the ECS"); right after CreateServers it means this
+    /// zone could not build it.
+    async fn remove_failed(
+        &self,
+        region: &str,
+        pid: &str,
+        ids: &[String],
+    ) -> Result<Option<ProviderError>, ProviderError> {
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let set: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let broken: Vec<ObservedResource> = self
+            .observe(region, ResourceKind::Instance, &Filter::Ids(set))
+            .await?
+            .into_iter()
+            .filter(|o| o.status == "error")
+            .collect();
+        if broken.is_empty() {
+            return Ok(None);
+        }
+        let v = self
+            .send(
+                Call::new(Service::Ecs, region, "POST", format!("/v1/{pid}/cloudservers/delete"))
+                    .body(json!({"servers": broken.iter().map(|o| json!({"id": o.id})).collect::<Vec<_>>(),
+                                 "delete_publicip": true, "delete_volume": false})),
+            )
+            .await?;
+        self.client
+            .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
+            .await?;
+        let names: Vec<&str> = broken.iter().map(|o| o.id.as_str()).collect();
+        Ok(Some(
+            ProviderError::new(
+                ErrorKind::Capacity,
+                format!(
+                    "server {} went to ERROR after CreateServers and was deleted; this zone could not build it",
+                    names.join(", ")
+                ),
+            )
+            .with_code("ERROR"),
+        ))
     }
 
     async fn wait_job(
@@ -1130,10 +1352,11 @@ impl HuaweiProvider {
         order: Option<&Value>,
     ) -> Result<Value, ProviderError> {
         match self.client.wait_job(svc, region, pid, job_id).await {
-            Err(e) if e.message.contains("PENDING_PAYMENT") => Err(ProviderError::new(
+            Err(e) if e.code.as_deref() == Some("PENDING_PAYMENT") => Err(ProviderError::new(
                 ErrorKind::Invalid,
-                format!("the yearly order {} awaits payment (pay it in the Billing Center, then apply again)", order.and_then(Value::as_str).unwrap_or("?")),
-            )),
+                format!("the yearly/monthly order {} awaits payment (job {job_id} is PENDING_PAYMENT)\n  hint: pay it in the Billing Center (or top up the balance auto-pay draws on), then apply again", order.and_then(Value::as_str).unwrap_or("?")),
+            )
+            .with_code("PENDING_PAYMENT")),
             other => other,
         }
     }
@@ -1167,13 +1390,9 @@ impl HuaweiProvider {
                 .query("name", name.clone()),
             )
             .await?;
-        let existing = found
-            .get("volumes")
-            .and_then(Value::as_array)
+        let existing = list_field(&found, "volumes", "looking up EVS disks by name")?
             .into_iter()
-            .flatten()
-            .find(|v| s(v, "name") == name && s(v, "status") != "deleting")
-            .cloned();
+            .find(|v| s(v, "name") == name && s(v, "status") != "deleting");
         let vol = match existing {
             Some(v) => v,
             None => {
@@ -1364,16 +1583,23 @@ impl HuaweiProvider {
                         format!("/v1/{pid}/cloudservers/{id}"),
                     ))
                     .await?;
-                if matches!(
-                    s(sv.get("server").unwrap_or(&Value::Null), "status").as_str(),
-                    "DELETED" | "SOFT_DELETED"
-                ) {
+                let server = sv.get("server").unwrap_or(&Value::Null);
+                if matches!(s(server, "status").as_str(), "DELETED" | "SOFT_DELETED") {
                     return Ok(());
                 }
+                if let Some(e) = undeletable(server) {
+                    return Err(e);
+                }
+                // `delete_volume: false`: data disks are detached and kept
+                // ("Deleting ECSs": "If you set the parameter value to false,
+                // the system only detaches the disks from the ECS and reserves
+                // the disks"); the system disk goes with the server. gpuform
+                // deletes its own data disks as their own resources, and a disk
+                // someone attached outside gpuform is not ours to delete.
                 let v = self
                     .send(
                         Call::new(Service::Ecs, region, "POST", format!("/v1/{pid}/cloudservers/delete"))
-                            .body(json!({"servers": [{"id": id}], "delete_publicip": true, "delete_volume": true})),
+                            .body(json!({"servers": [{"id": id}], "delete_publicip": true, "delete_volume": false})),
                     )
                     .await?;
                 self.client
@@ -1462,6 +1688,25 @@ impl HuaweiProvider {
         }
         Ok(())
     }
+}
+
+/// Why DeleteServers would refuse this server, if it would: "Only ECSs
+/// billed in the pay-per-use mode can be deleted" ("Deleting ECSs",
+/// support.huaweicloud.com/intl/en-us/api-ecs/ecs_02_0103.html).
+/// Yearly/monthly servers (`metadata.charging_mode` = "1", "Querying ECS
+/// Details") end by unsubscription in the Billing Center.
+pub fn undeletable(server: &Value) -> Option<ProviderError> {
+    let md = server.get("metadata").unwrap_or(&Value::Null);
+    (s(md, "charging_mode") == "1").then(|| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "server {} is yearly/monthly (prepaid): DeleteServers only deletes pay-per-use servers\n  hint: unsubscribe it in the Billing Center (Orders > Unsubscriptions); gpuform then sees it gone",
+                s(server, "id")
+            ),
+        )
+        .with_code("Ecs.0513")
+    })
 }
 
 fn bucket_unsupported() -> ProviderError {
@@ -1572,6 +1817,13 @@ fn attachment(v: &Value) -> Option<String> {
         .flatten()
         .map(|at| s(at, "server_id"))
         .find(|sid| !sid.is_empty())
+}
+
+/// A server's system disk: EVS reports it `bootable` ("Querying EVS Disks
+/// (Batch)", support.huaweicloud.com/api-evs/evs_04_2006.html). gpuform's data
+/// disks are made empty, never from an image, so they are never bootable.
+fn is_system_disk(v: &Value) -> bool {
+    s(v, "bootable") == "true"
 }
 
 fn observe_volume(v: &Value, region: &str) -> ObservedResource {
@@ -1685,6 +1937,28 @@ impl Provider for HuaweiProvider {
 
     fn rate_limit(&self) -> RateLimit {
         self.rate
+    }
+
+    /// See [`DEFAULT_SETTLE`]: a new EVS disk may not be found until its job
+    /// has made it, and EVS creates take no idempotency token.
+    fn settle_time(&self) -> std::time::Duration {
+        self.settle
+    }
+
+    /// Yearly/monthly servers: DeleteServers deletes pay-per-use ones only
+    /// (see [`undeletable`]); refresh reads the billing mode into `pricing`.
+    fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
+        let reserved = observed
+            .attrs
+            .get("pricing")
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.starts_with("reserved-"));
+        (observed.kind == ResourceKind::Instance && reserved).then(|| {
+            format!(
+                "server {} is yearly/monthly (prepaid) and DeleteServers only deletes pay-per-use servers (\"Deleting ECSs\", api-ecs/ecs_02_0103.html); unsubscribe it in the Billing Center first (Orders > Unsubscriptions), then plan again",
+                observed.id
+            )
+        })
     }
 
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
@@ -1877,6 +2151,23 @@ mod tests {
         assert!(!format!("{p:?}").contains("TOPSECRET"));
         assert_eq!(p.project("cn-north-4").unwrap(), "p4");
         assert_eq!(p.project("cn-east-3").unwrap_err().kind, ErrorKind::Auth);
+    }
+
+    #[test]
+    fn client_token_is_a_stable_uuid() {
+        let t = "gf-0123456789abcdef0123456789abcdef";
+        let a = client_token(t, "cn-north-4a");
+        assert!(looks_like_uuid(&a), "{a}");
+        assert_eq!(a, client_token(t, "cn-north-4a"), "a retry reuses it");
+        assert_ne!(
+            a,
+            client_token(t, "cn-north-4b"),
+            "another zone, another create"
+        );
+        assert_ne!(a, client_token("gf-other", "cn-north-4a"));
+        // RFC 9562: version 8, variant 10xx.
+        assert_eq!(&a[14..15], "8");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
     }
 
     #[test]

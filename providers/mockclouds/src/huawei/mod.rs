@@ -18,9 +18,21 @@
 //! Asynchronous jobs ("Querying Job Execution Status", GET
 //! /v1/{project_id}/jobs/{job_id}, support.huaweicloud.com/api-ecs/ecs_02_0901.html)
 //! answer RUNNING to the first poll and SUCCESS (with their entities) to the
-//! second, or once 300 ms have passed; only then does the work take effect
-//! (a server goes BUILD → ACTIVE, a disk creating → available, a delete
-//! removes).
+//! second, or once 300 ms (disk creates: 600 ms) have passed; only then does the
+//! work take effect (a server goes BUILD → ACTIVE, a disk creating →
+//! available, a delete removes). A disk still creating is not found by id
+//! or in lists. A new VPC is CREATING and a new subnet UNKNOWN until read by
+//! id twice or 300 ms have passed; dependents made before are refused.
+//!
+//! Documented behaviours of issue 15 modelled here, each beside its handler:
+//! system disks carry the server's creation tags; `X-Client-Token` must be a
+//! UUID; flow control answers `202 Common.0024`; subnets in a CREATING VPC
+//! get `VPC.0004`; `delete_volume` defaults to false; prepaid servers cannot be
+//! deleted; EVS errors come in `badRequest` / `itemNotFound` wrappers; unpaid
+//! yearly/monthly orders leave jobs in PENDING_PAYMENT; "Querying Name
+//! Servers" lists the private DNS servers. Toggles ([`HuaweiMock::throttle_ecs`],
+//! [`HuaweiMock::break_builds`], [`HuaweiMock::hold_payments`],
+//! [`HuaweiMock::sell_out_disks`]) switch the failure cases on.
 
 use crate::verify::{huawei, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
@@ -40,8 +52,21 @@ pub const TEST_AK: &str = "HUAWEIMOCKAK0000TEST";
 pub const TEST_SK: &str = "huawei-mock-secret-key-for-tests-only-0000";
 pub const TEST_PROJECT_ID: &str = "0b5d2c3a4e6f47a8b9c0d1e2f3a4b5c6";
 
-/// How long a job runs if nobody polls it twice.
+/// How long a job runs if nobody polls it twice; also how long a new VPC
+/// stays CREATING and a new subnet UNKNOWN if nobody reads it twice.
 const JOB_TIME: Duration = Duration::from_millis(300);
+
+/// How long a disk create job runs if nobody polls it twice: a lost disk
+/// create stays invisible that long (see `creating`).
+const DISK_JOB_TIME: Duration = Duration::from_millis(600);
+
+/// The settle time the stand-in tells gpuform to use (`GPUFORM_HUAWEI_SETTLE_MS`):
+/// twice the longest a new disk stays invisible here.
+const SETTLE_MS: u64 = 2 * DISK_JOB_TIME.as_millis() as u64;
+
+/// "METHOD /path" of every request that passed signature checks, in order
+/// (see [`HuaweiMock::call_log`]).
+pub type CallLog = Arc<Mutex<Vec<String>>>;
 
 pub struct HuaweiMock {
     addr: SocketAddr,
@@ -72,6 +97,19 @@ struct State {
     sold_out: HashSet<String>,
     /// At most this many servers (quota tests).
     server_quota: Option<usize>,
+    /// The next N ECS requests are answered with flow control.
+    throttle_ecs: u64,
+    /// Flavors and AZs whose servers come up in ERROR.
+    broken_flavors: HashSet<String>,
+    broken_zones: HashSet<String>,
+    /// Yearly/monthly orders are not paid (no balance for auto-pay).
+    hold_payments: bool,
+    /// EVS disk types that are sold out.
+    sold_out_disks: HashSet<String>,
+    /// VPCs (CREATING) and subnets (UNKNOWN) not ready yet: since when, and
+    /// how often they were read by id.
+    settling: HashMap<String, (Instant, u32)>,
+    log: CallLog,
 }
 
 /// A resource body plus its tags (kept apart: each API shows tags its own way).
@@ -93,13 +131,15 @@ struct Job {
     body: Value,
     polls: u32,
     started: Instant,
+    /// How long it runs if nobody polls it twice.
+    duration: Duration,
     effect: Effect,
     fail: Option<(String, String)>,
 }
 
 enum Effect {
     ServerActive(String),
-    ServerDelete(Vec<String>),
+    ServerDelete(Vec<String>, bool),
     VolumeAvailable(String),
     VolumeDelete(String),
     VolumeExtend(String, u64),
@@ -175,6 +215,95 @@ impl HuaweiMock {
         self.lock().server_quota = n;
     }
 
+    /// The next `n` ECS requests get the documented flow-control answer,
+    /// `202 Common.0024 exceeds flow over limit` ("Error Codes",
+    /// support.huaweicloud.com/api-ecs/ecs_07_0002.html), and take no effect.
+    pub fn throttle_ecs(&self, n: u64) {
+        self.lock().throttle_ecs = n;
+    }
+
+    /// Servers of this flavor come up in ERROR and their create job fails.
+    pub fn break_builds(&self, flavor: &str) {
+        self.lock().broken_flavors.insert(flavor.to_string());
+    }
+
+    /// Servers built in this AZ come up in ERROR and their create job fails.
+    pub fn break_builds_in_zone(&self, zone: &str) {
+        self.lock().broken_zones.insert(zone.to_string());
+    }
+
+    /// Yearly/monthly orders stay unpaid: their create jobs stay
+    /// PENDING_PAYMENT ("Querying Job Execution Status", ecs_02_0901).
+    pub fn hold_payments(&self, on: bool) {
+        self.lock().hold_payments = on;
+    }
+
+    /// EVS disks of this type (`SSD`, `GPSSD`...) are sold out.
+    pub fn sell_out_disks(&self, volume_type: &str) {
+        self.lock().sold_out_disks.insert(volume_type.to_string());
+    }
+
+    /// "METHOD /path" of every signed request, in order; shared, so a request
+    /// hook can tell which call it is looking at.
+    pub fn call_log(&self) -> CallLog {
+        self.lock().log.clone()
+    }
+
+    /// Makes an empty data disk outside gpuform (no tags) and attaches it to
+    /// `server` at once, as someone using the console would.
+    pub fn attach_foreign_disk(&self, server: &str, size: u64) -> Option<String> {
+        let mut st = self.lock();
+        let zone = st
+            .servers
+            .iter()
+            .find(|s| s.id() == server)
+            .map(|s| str_of(&s.body, "OS-EXT-AZ:availability_zone"))?;
+        let id = new_id();
+        st.volumes.push(Tagged {
+            body: json!({"id": id, "name": "attached-by-hand", "status": "in-use", "size": size,
+                "availability_zone": zone, "volume_type": "SSD", "bootable": "false",
+                "attachments": [{"server_id": server, "attachment_id": new_id(), "volume_id": id, "id": id, "device": "/dev/vdc"}],
+                "metadata": {}, "multiattach": false, "created_at": now_iso()}),
+            tags: Vec::new(),
+        });
+        if let Some(s) = st.servers.iter_mut().find(|s| s.id() == server) {
+            if let Some(a) = s.body["os-extended-volumes:volumes_attached"].as_array_mut() {
+                a.push(json!({"id": id, "bootIndex": "", "delete_on_termination": "false", "device": "/dev/vdc"}));
+            }
+        }
+        Some(id)
+    }
+
+    /// Turns a pay-per-use server into a yearly/monthly one behind gpuform's
+    /// back, as "Changing the ECS Billing Mode" (POST
+    /// /v1/{project_id}/cloudservers/actions/change-charge-mode,
+    /// support.huaweicloud.com/api-ecs/ecs_02_0211.html) does once the order is paid.
+    pub fn make_prepaid(&self, server: &str) -> bool {
+        let mut st = self.lock();
+        match st.servers.iter_mut().find(|s| s.id() == server) {
+            Some(s) => {
+                s.body["metadata"]["charging_mode"] = json!("1");
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether an EVS disk with this id exists (also system disks, which
+    /// [`MockCloud::resources`] leaves out).
+    pub fn disk_exists(&self, id: &str) -> bool {
+        self.lock().volumes.iter().any(|v| v.id() == id)
+    }
+
+    /// The subnet body as the VPC API shows it.
+    pub fn subnet(&self, id: &str) -> Option<Value> {
+        self.lock()
+            .subnets
+            .iter()
+            .find(|s| s.id() == id)
+            .map(|s| s.body.clone())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -198,6 +327,7 @@ impl MockCloud for HuaweiMock {
             ("HUAWEICLOUD_SDK_AK".into(), TEST_AK.into()),
             ("HUAWEICLOUD_SDK_SK".into(), TEST_SK.into()),
             ("HUAWEICLOUD_SDK_PROJECT_ID".into(), TEST_PROJECT_ID.into()),
+            ("GPUFORM_HUAWEI_SETTLE_MS".into(), SETTLE_MS.to_string()),
         ]
     }
 
@@ -245,7 +375,8 @@ impl MockCloud for HuaweiMock {
     fn delete_behind(&self, id: &str) -> bool {
         let mut st = self.lock();
         if st.servers.iter().any(|s| s.id() == id) {
-            remove_servers(&mut st, &[id.to_string()]);
+            // As the console's "delete data disks" option would.
+            remove_servers(&mut st, &[id.to_string()], true);
             return true;
         }
         if st.volumes.iter().any(|v| v.id() == id) {
@@ -445,8 +576,16 @@ fn ecs_err(status: StatusCode, code: &str, msg: &str) -> Answer {
 fn vpc_err(status: StatusCode, code: &str, msg: &str) -> Answer {
     (status, json!({"code": code, "message": msg}))
 }
+/// EVS answers 400 and 404 in the OpenStack fault wrappers
+/// (`{"badRequest": {...}}`, `{"itemNotFound": {...}}`, as in the EVS/VBS
+/// references' error examples), other failures as `{"error": {...}}`.
 fn evs_err(status: StatusCode, code: &str, msg: &str) -> Answer {
-    (status, json!({"error": {"code": code, "message": msg}}))
+    let key = match status {
+        StatusCode::BAD_REQUEST => "badRequest",
+        StatusCode::NOT_FOUND => "itemNotFound",
+        _ => "error",
+    };
+    (status, json!({key: {"code": code, "message": msg}}))
 }
 fn no_api() -> Answer {
     (
@@ -555,6 +694,11 @@ fn new_job(
     fail: Option<(String, String)>,
 ) -> String {
     let id = format!("ff80808{}", random_hex());
+    let duration = if job_type == "createVolume" {
+        DISK_JOB_TIME
+    } else {
+        JOB_TIME
+    };
     let body = json!({"job_id": id, "job_type": job_type, "status": "RUNNING", "entities": entities,
                       "begin_time": now_iso(), "end_time": "", "error_code": null, "fail_reason": null});
     st.jobs.insert(
@@ -563,6 +707,7 @@ fn new_job(
             body,
             polls: 0,
             started: Instant::now(),
+            duration,
             effect,
             fail,
         },
@@ -570,12 +715,24 @@ fn new_job(
     id
 }
 
-/// Completes jobs that have run long enough even if nobody polls them.
+/// Completes jobs that have run long enough even if nobody polls them, and
+/// makes VPCs/subnets ready that have waited long enough.
 fn advance(st: &mut State) {
+    let ready: Vec<String> = st
+        .settling
+        .iter()
+        .filter(|(_, (since, _))| since.elapsed() >= JOB_TIME)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for id in ready {
+        make_ready(st, &id);
+    }
     let due: Vec<String> = st
         .jobs
         .iter()
-        .filter(|(_, j)| str_of(&j.body, "status") == "RUNNING" && j.started.elapsed() >= JOB_TIME)
+        .filter(|(_, j)| {
+            str_of(&j.body, "status") == "RUNNING" && j.started.elapsed() >= j.duration
+        })
         .map(|(k, _)| k.clone())
         .collect();
     for id in due {
@@ -624,7 +781,7 @@ fn finish_job(st: &mut State, id: &str) {
                 s.body["OS-EXT-STS:vm_state"] = json!("active");
             }
         }
-        Effect::ServerDelete(ids) => remove_servers(st, &ids),
+        Effect::ServerDelete(ids, delete_volume) => remove_servers(st, &ids, delete_volume),
         Effect::VolumeAvailable(vid) => {
             if let Some(v) = st.volumes.iter_mut().find(|v| v.id() == vid) {
                 v.body["status"] = json!("available");
@@ -655,6 +812,44 @@ fn finish_job(st: &mut State, id: &str) {
     }
 }
 
+/// "Querying VPC Details" by id: counts as a read of a settling VPC.
+fn read_vpc<'a>(st: &'a mut State, id: &str) -> Option<&'a Tagged> {
+    read_settling(st, id);
+    st.vpcs.iter().find(|v| v.id() == id)
+}
+
+/// "Querying Subnet Details" by id: counts as a read of a settling subnet.
+fn read_subnet<'a>(st: &'a mut State, id: &str) -> Option<&'a Tagged> {
+    read_settling(st, id);
+    st.subnets.iter().find(|v| v.id() == id)
+}
+
+/// A VPC becomes OK, a subnet ACTIVE.
+fn make_ready(st: &mut State, id: &str) {
+    st.settling.remove(id);
+    if let Some(v) = st.vpcs.iter_mut().find(|v| v.id() == id) {
+        v.body["status"] = json!("OK");
+    }
+    if let Some(s) = st.subnets.iter_mut().find(|s| s.id() == id) {
+        s.body["status"] = json!("ACTIVE");
+    }
+}
+
+/// A read by id of a VPC or subnet that is settling: the second one finds
+/// it ready (like a job's second poll), so a client that waits is not slowed.
+fn read_settling(st: &mut State, id: &str) {
+    let done = match st.settling.get_mut(id) {
+        Some((_, reads)) => {
+            *reads += 1;
+            *reads >= 2
+        }
+        None => false,
+    };
+    if done {
+        make_ready(st, id);
+    }
+}
+
 fn detach(st: &mut State, server: &str, volume: &str) {
     if let Some(v) = st.volumes.iter_mut().find(|v| v.id() == volume) {
         if let Some(a) = v.body["attachments"].as_array_mut() {
@@ -671,10 +866,12 @@ fn detach(st: &mut State, server: &str, volume: &str) {
     }
 }
 
-/// Deletes servers with `delete_volume: true`: their disks go with them.
-fn remove_servers(st: &mut State, ids: &[String]) {
+/// Deletes servers ("Deleting ECSs", support.huaweicloud.com/api-ecs/ecs_02_0103.html):
+/// the system disk always goes with its server; attached data disks are
+/// deleted only with `delete_volume: true`, otherwise detached and kept.
+fn remove_servers(st: &mut State, ids: &[String], delete_volume: bool) {
     for id in ids {
-        let attached: Vec<String> = st
+        let attached: Vec<(String, bool)> = st
             .volumes
             .iter()
             .filter(|v| {
@@ -684,10 +881,15 @@ fn remove_servers(st: &mut State, ids: &[String]) {
                     .flatten()
                     .any(|a| str_of(a, "server_id") == *id)
             })
-            .map(|v| v.id().to_string())
+            .map(|v| (v.id().to_string(), str_of(&v.body, "bootable") == "true"))
             .collect();
-        st.volumes
-            .retain(|v| !attached.contains(&v.id().to_string()));
+        for (vid, system) in attached {
+            if system || delete_volume {
+                st.volumes.retain(|v| v.id() != vid);
+            } else {
+                detach(st, id, &vid);
+            }
+        }
         st.servers.retain(|s| s.id() != id);
         for g in &mut st.groups {
             if let Some(m) = g["members"].as_array_mut() {
@@ -713,6 +915,18 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         })
         .collect();
     let q = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    if let Ok(mut log) = st.log.lock() {
+        log.push(format!("{method} {path}"));
+    }
+    // Flow control as the ECS error table documents it: a 202 that carries
+    // an error, not the answer ("Error Codes", api-ecs/ecs_07_0002.html).
+    if st.throttle_ecs > 0 && path.contains("/cloudservers") {
+        st.throttle_ecs -= 1;
+        return (
+            StatusCode::ACCEPTED,
+            json!({"error": {"code": "Common.0024", "message": "exceeds flow over limit"}}),
+        );
+    }
     let json_body: Value = if body.is_empty() {
         Value::Null
     } else {
@@ -730,6 +944,10 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
     // IMS has no project in its path.
     if let (&Method::GET, ["v2", "cloudimages"]) = (method, seg.as_slice()) {
         return list_images(st, &q);
+    }
+    // Neither has DNS's "Querying Name Servers".
+    if let (&Method::GET, ["v2", "nameservers"]) = (method, seg.as_slice()) {
+        return name_servers(&q);
     }
     if seg.len() < 2 {
         return no_api();
@@ -806,7 +1024,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         // --- VPC
         (Method::POST, "v1", ["vpcs"]) => create_vpc(st, &json_body),
         (Method::GET, "v1", ["vpcs"]) => page_v1(&st.vpcs, "vpcs", &q, |_| true),
-        (Method::GET, "v1", ["vpcs", id]) => match st.vpcs.iter().find(|v| v.id() == *id) {
+        (Method::GET, "v1", ["vpcs", id]) => match read_vpc(st, id) {
             Some(v) => ok(json!({"vpc": v.body})),
             None => vpc_err(
                 StatusCode::NOT_FOUND,
@@ -820,10 +1038,10 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         (Method::GET, "v1", ["subnets"]) => {
             let vpc = q("vpc_id");
             page_v1(&st.subnets, "subnets", &q, |b| {
-                vpc.as_deref().map_or(true, |v| str_of(b, "vpc_id") == v)
+                vpc.as_deref().is_none_or(|v| str_of(b, "vpc_id") == v)
             })
         }
-        (Method::GET, "v1", ["subnets", id]) => match st.subnets.iter().find(|v| v.id() == *id) {
+        (Method::GET, "v1", ["subnets", id]) => match read_subnet(st, id) {
             Some(v) => ok(json!({"subnet": v.body})),
             None => vpc_err(
                 StatusCode::NOT_FOUND,
@@ -835,7 +1053,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         (Method::GET, "v1", ["security-groups"]) => {
             let vpc = q("vpc_id");
             page_v1(&st.sgs, "security_groups", &q, |b| {
-                vpc.as_deref().map_or(true, |v| str_of(b, "vpc_id") == v)
+                vpc.as_deref().is_none_or(|v| str_of(b, "vpc_id") == v)
             })
         }
         (Method::GET, "v1", ["security-groups", id]) => match st.sgs.iter().find(|v| v.id() == *id)
@@ -877,7 +1095,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         (Method::POST, "v2.1", ["cloudvolumes"]) => create_volume(st, &json_body),
         (Method::GET, "v2", ["cloudvolumes", "detail"]) => list_volumes(st, &q),
         (Method::GET, "v2", ["cloudvolumes", id]) => {
-            match st.volumes.iter().find(|v| v.id() == *id) {
+            match st.volumes.iter().find(|v| v.id() == *id && !creating(v)) {
                 Some(v) => ok(json!({"volume": volume_view(v)})),
                 None => evs_err(
                     StatusCode::NOT_FOUND,
@@ -1080,9 +1298,11 @@ fn create_vpc(st: &mut State, b: &Value) -> Answer {
         Ok(t) => t,
         Err(e) => return vpc_err(StatusCode::BAD_REQUEST, "VPC.0002", &e),
     };
+    // A new VPC is CREATING before it is OK ("Querying VPC Details", `status`).
     let body = json!({"id": new_id(), "name": name, "description": str_of(v, "description"), "cidr": cidr,
-        "status": "OK", "routes": [], "enable_shared_snat": false, "enterprise_project_id": "0",
+        "status": "CREATING", "routes": [], "enable_shared_snat": false, "enterprise_project_id": "0",
         "tenant_id": TEST_PROJECT_ID, "created_at": now_iso(), "updated_at": now_iso()});
+    st.settling.insert(str_of(&body, "id"), (Instant::now(), 0));
     st.vpcs.push(Tagged {
         body: body.clone(),
         tags,
@@ -1130,7 +1350,15 @@ fn create_subnet(st: &mut State, b: &Value) -> Answer {
     let Some(v) = st.vpcs.iter().find(|v| v.id() == vpc) else {
         return vpc_err(StatusCode::BAD_REQUEST, "VPC.0002", "vpc_id does not exist");
     };
-    if parse_cidr(&cidr).map_or(true, |(_, l)| l > 28)
+    // "Error Codes" (api-vpc/vpc_api_0003.html): 400 VPC.0004.
+    if str_of(&v.body, "status") != "OK" {
+        return vpc_err(
+            StatusCode::BAD_REQUEST,
+            "VPC.0004",
+            "VPC is not active, please try later.",
+        );
+    }
+    if parse_cidr(&cidr).is_none_or(|(_, l)| l > 28)
         || !cidr_within(&cidr, &str_of(&v.body, "cidr"))
     {
         return vpc_err(
@@ -1161,10 +1389,24 @@ fn create_subnet(st: &mut State, b: &Value) -> Answer {
         Err(e) => return vpc_err(StatusCode::BAD_REQUEST, "VPC.0002", &e),
     };
     let id = new_id();
+    // UNKNOWN until attached to its VPC, then ACTIVE ("Querying Subnet
+    // Details", `status`). DNS servers only as given: `dnsList` is empty by
+    // default, and then the cloud's internal DNS is unusable ("Creating a
+    // Subnet", `dnsList`).
+    let dns: Vec<Value> = match s.get("dnsList").and_then(Value::as_array) {
+        Some(l) => l.clone(),
+        None => ["primary_dns", "secondary_dns"]
+            .iter()
+            .filter_map(|k| s.get(*k).cloned())
+            .collect(),
+    };
     let body = json!({"id": id, "name": str_of(s, "name"), "description": "", "cidr": cidr, "gateway_ip": gw,
-        "vpc_id": vpc, "availability_zone": str_of(s, "availability_zone"), "status": "ACTIVE", "dhcp_enable": true,
+        "vpc_id": vpc, "availability_zone": str_of(s, "availability_zone"), "status": "UNKNOWN", "dhcp_enable": true,
+        "primary_dns": s.get("primary_dns").cloned().unwrap_or(Value::Null),
+        "secondary_dns": s.get("secondary_dns").cloned().unwrap_or(Value::Null), "dnsList": dns,
         "neutron_network_id": id, "neutron_subnet_id": new_id(), "tenant_id": TEST_PROJECT_ID,
         "created_at": now_iso(), "updated_at": now_iso()});
+    st.settling.insert(id.clone(), (Instant::now(), 0));
     st.subnets.push(Tagged {
         body: body.clone(),
         tags,
@@ -1201,6 +1443,8 @@ fn delete_subnet(st: &mut State, vpc: &str, id: &str) -> Answer {
     (StatusCode::NO_CONTENT, Value::Null)
 }
 
+/// One rule as the VPC API shows it (every field of its body).
+#[allow(clippy::too_many_arguments)]
 fn rule(
     sg: &str,
     direction: &str,
@@ -1445,9 +1689,20 @@ fn create_group(st: &mut State, b: &Value) -> Answer {
 
 /// "Creating ECSs", POST /v1.1/{project_id}/cloudservers
 /// (support.huaweicloud.com/api-ecs/ecs_02_0101.html): answers `job_id` and
-/// `serverIds`; the same `X-Client-Token` gets the same answer again.
+/// `serverIds`; the same `X-Client-Token` gets the same answer again. The
+/// token must be a UUID ("Idempotent Requests",
+/// support.huaweicloud.com/intl/en-us/api-ecs/en-us_topic_0000001105258814.html:
+/// "a 32-bit UUID ... generated by the client", e.g.
+/// 46436810-d999-454c-bd85-e515fd258600).
 fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
     if let Some(t) = &token {
+        if !is_uuid(t) {
+            return ecs_err(
+                StatusCode::BAD_REQUEST,
+                "Ecs.0123",
+                "X-Client-Token must be a UUID (code as cited by issue 15)",
+            );
+        }
         if let Some(prev) = st.client_tokens.get(t) {
             return ok(prev.clone());
         }
@@ -1492,6 +1747,11 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
     };
     if str_of(&sn.body, "vpc_id") != vpc {
         return bad("the subnet is not in vpcid");
+    }
+    if str_of(&sn.body, "status") != "ACTIVE" {
+        return bad(&format!(
+            "subnet {subnet} is not ACTIVE yet (illustrative: the reference names no code for this)"
+        ));
     }
     let sgs: Vec<String> = s
         .get("security_groups")
@@ -1549,7 +1809,27 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
         .pointer("/root_volume/size")
         .and_then(Value::as_u64)
         .unwrap_or(40);
+    // An unpaid yearly/monthly order: the job waits for payment and nothing
+    // is built until then.
+    if charging == "1" && (st.hold_payments || str_of(&ext, "isAutoPay") != "true") {
+        let job = new_job(
+            st,
+            "createServer",
+            json!({"sub_jobs_total": count, "sub_jobs": []}),
+            Effect::None,
+            None,
+        );
+        if let Some(j) = st.jobs.get_mut(&job) {
+            j.body["status"] = json!("PENDING_PAYMENT");
+        }
+        let answer = json!({"job_id": job, "order_id": format!("CS{}", &random_hex()[..16])});
+        if let Some(t) = token {
+            st.client_tokens.insert(t, answer.clone());
+        }
+        return ok(answer);
+    }
     let sold_out = st.sold_out.contains(&flavor);
+    let broken = st.broken_flavors.contains(&flavor) || st.broken_zones.contains(&zone);
     let mut ids = Vec::new();
     let mut subs = Vec::new();
     for i in 0..count {
@@ -1565,12 +1845,14 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
             str_of(s, "name")
         };
         let root = new_id();
+        // "Tags added during ECS creation are also added to the system disk"
+        // (ECS user guide, "Adding Tags", ecs_03_0902).
         st.volumes.push(Tagged {
             body: json!({"id": root, "name": format!("{name}-volume-0000"), "status": "in-use", "size": root_size,
                 "availability_zone": zone, "volume_type": s.pointer("/root_volume/volumetype").and_then(Value::as_str).unwrap_or("SSD"),
                 "bootable": "true", "attachments": [{"server_id": id, "attachment_id": new_id(), "volume_id": root, "id": root, "device": "/dev/vda"}],
-                "tags": {}, "metadata": {}, "multiattach": false, "created_at": now_iso()}),
-            tags: Vec::new(),
+                "metadata": {}, "multiattach": false, "created_at": now_iso()}),
+            tags: tags.clone(),
         });
         let mut metadata = s
             .get("metadata")
@@ -1607,11 +1889,28 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
         });
         ids.push(id);
     }
-    let fail = sold_out.then(|| {
-        ("Ecs.0000".to_string(), format!("flavor {flavor} is sold out in {zone}: insufficient resources, try another flavor or AZ"))
-    });
+    let fail = if sold_out {
+        Some(("Ecs.0000".to_string(), format!("flavor {flavor} is sold out in {zone}: insufficient resources, try another flavor or AZ")))
+    } else if broken {
+        // The server exists but in ERROR ("ECS Statuses": an exception
+        // occurred on the ECS); the job fails.
+        for id in &ids {
+            if let Some(srv) = st.servers.iter_mut().find(|x| x.id() == id) {
+                srv.body["status"] = json!("ERROR");
+                srv.body["OS-EXT-STS:vm_state"] = json!("error");
+                srv.body["fault"] =
+                    json!({"code": 500, "message": "build of the instance failed on the host"});
+            }
+        }
+        Some((
+            "Ecs.0000".to_string(),
+            "create server failed: build of the instance failed on the host".to_string(),
+        ))
+    } else {
+        None
+    };
     let effect = match ids.first() {
-        Some(id) if count == 1 => Effect::ServerActive(id.clone()),
+        Some(id) if count == 1 && !broken => Effect::ServerActive(id.clone()),
         _ => Effect::None,
     };
     let job = new_job(
@@ -1622,7 +1921,7 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
         fail,
     );
     // Multi-server creates: activate the rest when the job ends too.
-    if count > 1 {
+    if count > 1 && !broken {
         for id in &ids {
             if let Some(srv) = st.servers.iter_mut().find(|x| x.id() == id) {
                 srv.body["status"] = json!("ACTIVE");
@@ -1634,6 +1933,16 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
         st.client_tokens.insert(t, answer.clone());
     }
     ok(answer)
+}
+
+/// 8-4-4-4-12 hexadecimal digits.
+fn is_uuid(t: &str) -> bool {
+    let parts: Vec<&str> = t.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A server as the v1 detail calls show it: tags as `key=value` strings.
@@ -1674,9 +1983,8 @@ fn list_servers(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
         .servers
         .iter()
         .filter(|s| {
-            tag.as_deref().map_or(true, |t| {
-                s.tags.iter().any(|(k, v)| format!("{k}={v}") == t)
-            })
+            tag.as_deref()
+                .is_none_or(|t| s.tags.iter().any(|(k, v)| format!("{k}={v}") == t))
         })
         .map(server_view)
         .collect();
@@ -1703,20 +2011,33 @@ fn delete_servers(st: &mut State, b: &Value) -> Answer {
         return ecs_err(StatusCode::BAD_REQUEST, "Ecs.0005", "servers is required");
     }
     for id in &ids {
-        if !st.servers.iter().any(|s| s.id() == id) {
+        let Some(server) = st.servers.iter().find(|s| s.id() == id) else {
             return ecs_err(
                 StatusCode::NOT_FOUND,
                 "Ecs.0114",
                 &format!("Instance[{id}] could not be found (illustrative code)"),
             );
+        };
+        // "Only ECSs billed in the pay-per-use mode can be deleted."
+        if str_of(&server.body["metadata"], "charging_mode") == "1" {
+            return ecs_err(
+                StatusCode::BAD_REQUEST,
+                "Ecs.0513",
+                &format!("Instance[{id}] is a yearly/monthly ECS and cannot be deleted; unsubscribe it instead (code as cited by issue 15)"),
+            );
         }
     }
+    // `delete_volume` defaults to false: data disks are detached and kept.
+    let delete_volume = b
+        .get("delete_volume")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let subs: Vec<Value> = ids.iter().map(|id| json!({"status": "RUNNING", "entities": {"server_id": id}, "job_type": "deleteVM"})).collect();
     let job = new_job(
         st,
         "deleteVMs",
         json!({"sub_jobs_total": ids.len(), "sub_jobs": subs}),
-        Effect::ServerDelete(ids),
+        Effect::ServerDelete(ids, delete_volume),
         None,
     );
     ok(json!({"job_id": job}))
@@ -1837,6 +2158,13 @@ fn create_volume(st: &mut State, b: &Value) -> Answer {
             &format!("volume_type {vtype} is invalid"),
         );
     }
+    if st.sold_out_disks.contains(&vtype) {
+        return evs_err(
+            StatusCode::BAD_REQUEST,
+            "EVS.5405",
+            &format!("volume_type {vtype} is sold out in this AZ (illustrative code)"),
+        );
+    }
     let tags: Vec<(String, String)> = v
         .get("tags")
         .and_then(Value::as_object)
@@ -1886,16 +2214,44 @@ fn list_volumes(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
     let matching: Vec<Value> = st
         .volumes
         .iter()
-        .filter(|v| {
-            name.as_deref()
-                .map_or(true, |n| str_of(&v.body, "name") == n)
-        })
+        .filter(|v| !creating(v))
+        .filter(|v| name.as_deref().is_none_or(|n| str_of(&v.body, "name") == n))
         .map(volume_view)
         .collect();
     let count = matching.len();
     ok(
         json!({"count": count, "volumes": matching.into_iter().skip(offset).take(limit).collect::<Vec<_>>()}),
     )
+}
+
+/// A disk whose create job has not made it yet: "Creating EVS Disks" is
+/// asynchronous, and until the job has made the disk a query by id may
+/// answer 404 and the list leave it out (issue 15, point 17, from the
+/// CreateVolume reference); that is what a settle time is for.
+fn creating(v: &Tagged) -> bool {
+    str_of(&v.body, "status") == "creating"
+}
+
+/// "Querying Name Servers", GET /v2/nameservers
+/// (support.huaweicloud.com/api-dns/dns_api_69001.html): `type=private` and a
+/// `region` give that region's intranet DNS servers. The addresses below
+/// have the documented shape (100.125.x.x, by priority); they are not a
+/// claim about any real region.
+fn name_servers(q: &dyn Fn(&str) -> Option<String>) -> Answer {
+    let region = q("region").unwrap_or_default();
+    let private = json!({"type": "private", "region": region, "ns_records": [
+        {"address": "100.125.1.250", "priority": 1},
+        {"address": "100.125.129.250", "priority": 2},
+    ]});
+    let public = json!({"type": "public", "region": "", "ns_records": [
+        {"hostname": "ns1.huaweicloud-dns.com.", "priority": 1},
+    ]});
+    let all = match q("type").as_deref() {
+        Some("private") => vec![private],
+        Some("public") => vec![public],
+        _ => vec![private, public],
+    };
+    ok(json!({"nameservers": all}))
 }
 
 /// "Deleting an EVS Disk", DELETE /v2/{project_id}/cloudvolumes/{volume_id}:
@@ -1964,7 +2320,7 @@ fn list_images(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
     let keep = |i: &Value| {
         ["__imagetype", "__platform", "status", "name", "id"]
             .iter()
-            .all(|k| q(k).map_or(true, |want| str_of(i, k) == want))
+            .all(|k| q(k).is_none_or(|want| str_of(i, k) == want))
     };
     let limit = q("limit")
         .and_then(|l| l.parse::<usize>().ok())
