@@ -15,11 +15,15 @@ type R = Result<Value, ApiError>;
 
 pub(crate) fn dispatch(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -> R {
     let answer = route(st, service, action, region, p)?;
-    if st.faults.strip_next > 0 {
-        st.faults.strip_next -= 1;
-        // Injected: a 200 whose documented fields are missing (only the
-        // RequestId the envelope adds is left).
-        return Ok(json!({}));
+    match st.faults.strip_after {
+        Some(0) => {
+            st.faults.strip_after = None;
+            // Injected: a 200 whose documented fields are missing (only the
+            // RequestId the envelope adds is left).
+            return Ok(json!({}));
+        }
+        Some(n) => st.faults.strip_after = Some(n - 1),
+        None => {}
     }
     Ok(answer)
 }

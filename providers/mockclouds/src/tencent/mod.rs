@@ -134,9 +134,10 @@ impl TencentMock {
         });
     }
 
-    /// The next `n` successful answers carry no documented field, only `RequestId`.
-    pub fn strip_next(&self, n: u32) {
-        self.with_state(|s| s.faults.strip_next = n);
+    /// After `skip` more successful answers, the next one carries no
+    /// documented field, only `RequestId`. `None` cancels it.
+    pub fn strip_answer(&self, skip: Option<u32>) {
+        self.with_state(|s| s.faults.strip_after = skip);
     }
 
     /// Public images named as on the China site ("… 64位" for "… 64bit").

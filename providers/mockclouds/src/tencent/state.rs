@@ -158,9 +158,10 @@ pub struct Faults {
     pub launch_fails: HashSet<(String, String)>,
     pub instance_quota: Option<usize>,
     pub throttle_next: u32,
-    /// The next successful answers lose their documented body (only
-    /// `RequestId` is left): what a client must not read as "nothing".
-    pub strip_next: u32,
+    /// After this many more successful answers, the next one loses its
+    /// documented body (only `RequestId` is left): what a client must not
+    /// read as "nothing".
+    pub strip_after: Option<u32>,
     /// Public image names as the China site writes them ("… 64位").
     pub china_site_images: bool,
 }
