@@ -1390,8 +1390,8 @@ impl TencentProvider {
 
     /// After DeleteSubnet / DeleteSecurityGroup answered ResourceInUse:
     /// releases gpuform's instances that hold `filter` = `id` from the
-    /// recycle bin (213/4931), so that the next try can succeed. Instances
-    /// without gpuform's tags are left alone.
+    /// recycle bin (213/4931), and its failed launches, so that the next try
+    /// can succeed. Instances without gpuform's tags are left alone.
     async fn release_recycled(
         &self,
         region: &str,
@@ -1403,7 +1403,7 @@ impl TencentProvider {
             "Filters".into(),
             json!([
                 {"Name": filter, "Values": [id]},
-                {"Name": "instance-state", "Values": ["SHUTDOWN"]},
+                {"Name": "instance-state", "Values": ["SHUTDOWN", "LAUNCH_FAILED"]},
             ]),
         );
         let recycled = self
