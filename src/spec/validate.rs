@@ -540,16 +540,8 @@ impl Validator {
         }
         // Tencent refuses a tag that breaks its naming rules at the first
         // create (CreateVpc): report it here, where it is written.
-        let names_tencent = |n: &Node| {
-            match &n.kind {
-            Kind::Seq(items) => items.iter().any(|i| {
-                matches!(&i.kind, Kind::Scalar { text, .. } if text.split('/').next() == Some("tencent"))
-            }),
-            _ => false,
-        }
-        };
         let may_run_on_tencent = cloud_text == "tencent"
-            || (any && entry("candidates").is_none_or(|e| names_tencent(&e.value)));
+            || (any && entry("candidates").is_none_or(|e| lists_tencent(&e.value)));
         if let Some(e) = entry("tags").filter(|_| may_run_on_tencent) {
             ok &= self.tencent_tags(&e.value, &join(path, "tags"));
         }
@@ -1169,6 +1161,17 @@ impl Validator {
             }
         }
     }
+}
+
+/// Whether a `candidates:` list names Tencent Cloud.
+fn lists_tencent(candidates: &Node) -> bool {
+    let Kind::Seq(items) = &candidates.kind else {
+        return false;
+    };
+    items.iter().any(|i| match &i.kind {
+        Kind::Scalar { text, .. } => text.split('/').next() == Some("tencent"),
+        _ => false,
+    })
 }
 
 fn list(items: &[&str]) -> String {
