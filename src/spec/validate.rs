@@ -538,11 +538,49 @@ impl Validator {
                 ok = false;
             }
         }
+        // Tencent refuses a tag that breaks its naming rules at the first
+        // create (CreateVpc): report it here, where it is written.
+        let may_run_on_tencent = cloud_text == "tencent"
+            || (any && entry("candidates").is_none_or(|e| lists_tencent(&e.value)));
+        if let Some(e) = entry("tags").filter(|_| may_run_on_tencent) {
+            ok &= self.tencent_tags(&e.value, &join(path, "tags"));
+        }
         if ok {
             map.map(Value::Object)
         } else {
             None
         }
+    }
+
+    /// Tags of a cluster that may run on Tencent Cloud, against its naming
+    /// rules (`gpuform_tencent::tags`, from its tag "Use Limits" page 651/13354).
+    fn tencent_tags(&mut self, node: &Node, path: &str) -> bool {
+        let Kind::Map(entries) = &node.kind else {
+            return true; // the shape is reported by `tags`
+        };
+        let mut ok = true;
+        for e in entries
+            .iter()
+            .filter(|e| !e.key.trim().is_empty() && !e.key.starts_with("gpuform:"))
+        {
+            let (value, at) = match &e.value.kind {
+                _ if e.value.is_null() => (String::new(), e.key_pos),
+                Kind::Scalar { text, .. } => (text.clone(), e.value.start),
+                _ => continue, // reported by `tags`
+            };
+            let problem = match gpuform_tencent::tags::check_key(&e.key) {
+                Err(p) => Some((e.key_pos, p)),
+                Ok(()) => gpuform_tencent::tags::check_value(&value)
+                    .err()
+                    .map(|p| (at, p)),
+            };
+            if let Some((pos, p)) = problem {
+                let message = format!("{} (this cluster may run on Tencent Cloud)", p.message);
+                self.error(pos, &join(path, &e.key), message, p.hint);
+                ok = false;
+            }
+        }
+        ok
     }
 
     /// `[CLOUD or CLOUD/REGION, ...]` for `cloud: any`.
@@ -1123,6 +1161,17 @@ impl Validator {
             }
         }
     }
+}
+
+/// Whether a `candidates:` list names Tencent Cloud.
+fn lists_tencent(candidates: &Node) -> bool {
+    let Kind::Seq(items) = &candidates.kind else {
+        return false;
+    };
+    items.iter().any(|i| match &i.kind {
+        Kind::Scalar { text, .. } => text.split('/').next() == Some("tencent"),
+        _ => false,
+    })
 }
 
 fn list(items: &[&str]) -> String {

@@ -20,6 +20,12 @@ pub fn classify(code: &str) -> ErrorKind {
         "ResourceUnavailable.InstanceType" | "ResourceNotFound.InvalidZoneInstanceType" => {
             return ErrorKind::Capacity
         }
+        // A spread placement group holds a bounded number of instances (its
+        // CvmInHostGroupQuota / CvmInSwitchGroupQuota / CvmInRackGroupQuota,
+        // DescribeDisasterRecoverGroupQuota https://cloud.tencent.com/document/api/213/17811,
+        // 213/33262): a full group is a quota, not a zone out of stock, and
+        // another zone would not help.
+        "ResourceInsufficient.DisasterRecoverGroupCvmQuota" => return ErrorKind::Quota,
         "InstancesQuotaLimitExceeded"
         | "UnsupportedOperation.InsufficientClusterQuota"
         | "InvalidParameterValue.TagQuotaLimitExceeded"
@@ -70,6 +76,9 @@ pub fn classify(code: &str) -> ErrorKind {
 /// A hint appended to messages of some kinds, so the user knows what to do.
 pub fn hint(kind: ErrorKind, code: &str) -> Option<&'static str> {
     match kind {
+        ErrorKind::Quota if code == "ResourceInsufficient.DisasterRecoverGroupCvmQuota" => Some(
+            "the placement group is full (instances per spread placement group, see DescribeDisasterRecoverGroupQuota); use fewer nodes per group or ask Tencent Cloud to raise the quota",
+        ),
         ErrorKind::Auth if code.starts_with("AuthFailure") => Some(
             "check TENCENTCLOUD_SECRET_ID / TENCENTCLOUD_SECRET_KEY (and TENCENTCLOUD_SESSION_TOKEN for temporary keys) and the machine's clock",
         ),
@@ -133,6 +142,10 @@ mod tests {
             ("InternalError", ErrorKind::Transient),
             ("InternalError.TradeUnknownError", ErrorKind::Transient),
             ("ResourceBusy", ErrorKind::Transient),
+            (
+                "ResourceInsufficient.DisasterRecoverGroupCvmQuota",
+                ErrorKind::Quota,
+            ),
         ];
         for (code, kind) in cases {
             assert_eq!(classify(code), kind, "{code}");

@@ -2,23 +2,43 @@
 //!
 //! Resolved with CVM DescribeImages (https://www.tencentcloud.com/document/api/213/33272)
 //! filtered by `image-type = PUBLIC_IMAGE` and the exact public image name,
-//! newest `CreatedTime` first. Tencent's public images carry no CUDA stack:
-//! the `-cuda` names map to the same Ubuntu image (GPU driver and CUDA are
-//! then installed by the user's `user_data`, or use a custom / marketplace
-//! `img-…` id, which passes through unchanged).
+//! newest `CreatedTime` first. The two sites spell the architecture of the same
+//! public image differently: "Ubuntu Server 22.04 LTS 64bit" on the
+//! international site, "Ubuntu Server 22.04 LTS 64位" on the China site (its
+//! image list, https://cloud.tencent.com/document/api/213/1272: "CentOS 7.2 64位",
+//! "Ubuntu Server 14.04.1 LTS 64位"), so both names are asked for and accepted.
+//!
+//! Tencent's public images carry no CUDA stack: the `-cuda` names map to the
+//! same Ubuntu image (GPU driver and CUDA are then installed by the user's
+//! `user_data`, or use a custom / marketplace `img-…` id, which passes
+//! through unchanged).
 
-/// (logical name, Tencent public image name).
-pub const TABLE: &[(&str, &str)] = &[
-    ("ubuntu-20.04", "Ubuntu Server 20.04 LTS 64bit"),
-    ("ubuntu-20.04-cuda", "Ubuntu Server 20.04 LTS 64bit"),
-    ("ubuntu-22.04", "Ubuntu Server 22.04 LTS 64bit"),
-    ("ubuntu-22.04-cuda", "Ubuntu Server 22.04 LTS 64bit"),
-    ("ubuntu-24.04", "Ubuntu Server 24.04 LTS 64bit"),
-    ("ubuntu-24.04-cuda", "Ubuntu Server 24.04 LTS 64bit"),
-    ("tencentos-3", "TencentOS Server 3.1 (TK4)"),
+/// (logical name, public image names as the two sites write them).
+pub const TABLE: &[(&str, &[&str])] = &[
+    ("ubuntu-20.04", UBUNTU_20),
+    ("ubuntu-20.04-cuda", UBUNTU_20),
+    ("ubuntu-22.04", UBUNTU_22),
+    ("ubuntu-22.04-cuda", UBUNTU_22),
+    ("ubuntu-24.04", UBUNTU_24),
+    ("ubuntu-24.04-cuda", UBUNTU_24),
+    ("tencentos-3", &["TencentOS Server 3.1 (TK4)"]),
 ];
 
-pub fn public_name(logical: &str) -> Option<&'static str> {
+const UBUNTU_20: &[&str] = &[
+    "Ubuntu Server 20.04 LTS 64bit",
+    "Ubuntu Server 20.04 LTS 64位",
+];
+const UBUNTU_22: &[&str] = &[
+    "Ubuntu Server 22.04 LTS 64bit",
+    "Ubuntu Server 22.04 LTS 64位",
+];
+const UBUNTU_24: &[&str] = &[
+    "Ubuntu Server 24.04 LTS 64bit",
+    "Ubuntu Server 24.04 LTS 64位",
+];
+
+/// Every spelling of the public image a logical name stands for.
+pub fn public_names(logical: &str) -> Option<&'static [&'static str]> {
     TABLE.iter().find(|(l, _)| *l == logical).map(|(_, n)| *n)
 }
 

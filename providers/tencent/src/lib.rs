@@ -19,6 +19,7 @@
 mod client;
 pub mod errors;
 pub mod images;
+pub mod tags;
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -57,6 +58,10 @@ const PLACEMENT_IDS_PER_CALL: usize = 10;
 /// Tags gpuform adds beside the ownership tags, for what the API cannot report
 /// back as it was asked.
 const TAG_IMAGE: &str = gpuform_provider::resource::record_tags::IMAGE;
+/// The neutral kind, on instances and data disks: RunInstances binds the
+/// instance's tags to its system disk too (213/15730), so a disk tagged
+/// `instance` is a system disk, never a volume.
+const TAG_KIND: &str = gpuform_provider::resource::record_tags::KIND;
 const TAG_PRICING: &str = gpuform_provider::resource::record_tags::PRICING;
 const RESERVED_PREFIX: &str = "gpuform:";
 
@@ -179,12 +184,11 @@ impl TencentProvider {
             let resp = self
                 .call(api, action, region, Value::Object(body.clone()))
                 .await?;
-            let items = resp
-                .get(set_key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let total = resp.get("TotalCount").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let items = documented_set(&resp, action, set_key)?;
+            let total =
+                resp.get("TotalCount")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| undocumented(action, "TotalCount"))? as usize;
             let n = items.len();
             out.extend(items);
             offset += n;
@@ -222,11 +226,7 @@ impl TencentProvider {
             };
             body.insert("Limit".into(), limit);
             match self.call(api, action, region, Value::Object(body)).await {
-                Ok(resp) => {
-                    if let Some(items) = resp.get(set_key).and_then(Value::as_array) {
-                        out.extend(items.iter().cloned());
-                    }
-                }
+                Ok(resp) => out.extend(documented_set(&resp, action, set_key)?),
                 Err(e) if e.kind == ErrorKind::NotFound => {
                     if batch.len() > 1 {
                         let (a, b) = batch.split_at(batch.len() / 2);
@@ -239,6 +239,37 @@ impl TencentProvider {
         }
         Ok(out)
     }
+}
+
+/// A successful answer without the field its page documents (a proxy, a
+/// throttling front end, a truncated body) is an error, never "nothing":
+/// read as an empty list it would plan creates for what exists.
+fn undocumented(action: &str, field: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Transient,
+        format!("{action}: the answer has no `{field}`, which the API documents; not reading it as empty"),
+    )
+}
+
+/// The documented list `set_key` of a Describe answer.
+fn documented_set(resp: &Value, action: &str, set_key: &str) -> Result<Vec<Value>, ProviderError> {
+    resp.get(set_key)
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| undocumented(action, set_key))
+}
+
+/// The documented object `key` of a create answer, with its id field set.
+fn documented_object(
+    resp: &Value,
+    action: &str,
+    key: &str,
+    id_key: &str,
+) -> Result<Value, ProviderError> {
+    resp.get(key)
+        .filter(|v| !s(v, id_key).is_empty())
+        .cloned()
+        .ok_or_else(|| undocumented(action, &format!("{key}.{id_key}")))
 }
 
 fn parse_endpoint(raw: &str) -> Result<reqwest::Url, ProviderError> {
@@ -293,6 +324,12 @@ fn user_tags(attrs: &Attrs) -> Result<BTreeMap<String, String>, ProviderError> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        if let Err(p) = tags::check(k, &v) {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("tag `{k}`: {}\n  hint: {}", p.message, p.hint),
+            ));
+        }
         out.insert(k.clone(), v);
     }
     Ok(out)
@@ -568,14 +605,32 @@ fn observe_disk(v: &Value, region: &str) -> ObservedResource {
     )
 }
 
-/// Instances on their way out (TerminateInstances accepted, or isolated
-/// awaiting destruction) count as gone.
+/// Instances on their way out (TerminateInstances accepted, or in the recycle
+/// bin awaiting release: SHUTDOWN, 213/4856) and launches that failed
+/// (LAUNCH_FAILED, 213/15753) are not nodes.
 fn instance_alive(v: &Value) -> bool {
-    !matches!(s(v, "InstanceState"), "TERMINATING" | "SHUTDOWN")
+    !matches!(
+        s(v, "InstanceState"),
+        "TERMINATING" | "SHUTDOWN" | "LAUNCH_FAILED"
+    )
 }
 
 fn disk_alive(v: &Value) -> bool {
     !matches!(s(v, "DiskState"), "TORECYCLE")
+}
+
+/// Only data disks are volumes. RunInstances binds the instance's tags to its
+/// system disk as well ("the tag can be bound to the corresponding CVM and
+/// CBS instances at the same time", https://cloud.tencent.com/document/api/213/15730),
+/// so a system disk carries a node's address and token: listed as a volume
+/// it would be a stray to delete, or be adopted as the node after a crash.
+/// `DiskUsage` is SYSTEM_DISK or DATA_DISK (DescribeDisks, 362/16315); a disk
+/// tagged with another neutral kind is not a volume either.
+fn is_volume(v: &Value) -> bool {
+    let usage = s(v, "DiskUsage");
+    let kind = tags_of(v).get(TAG_KIND).cloned();
+    (usage.is_empty() || usage == "DATA_DISK")
+        && kind.is_none_or(|k| k == ResourceKind::Volume.as_str())
 }
 
 fn unsupported_bucket() -> ProviderError {
@@ -716,7 +771,7 @@ impl TencentProvider {
         if let Some(id) = self.images.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return Ok(id);
         }
-        let name = images::public_name(image).ok_or_else(|| {
+        let names = images::public_names(image).ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Invalid,
                 format!(
@@ -730,23 +785,31 @@ impl TencentProvider {
             "Filters".into(),
             json!([
                 {"Name": "image-type", "Values": ["PUBLIC_IMAGE"]},
-                {"Name": "image-name", "Values": [name]},
+                {"Name": "image-name", "Values": names},
             ]),
         );
         let found = self
             .describe_all(CVM, "DescribeImages", region, body, "ImageSet", false)
             .await?;
-        // `image-name` is a fuzzy filter: keep exact names, newest first.
+        // `image-name` is a fuzzy filter: keep exact names (either site's
+        // spelling), newest first.
         let best = found
             .iter()
-            .filter(|i| s(i, "ImageName") == name)
+            .filter(|i| names.contains(&s(i, "ImageName")))
             .max_by(|a, b| s(a, "CreatedTime").cmp(s(b, "CreatedTime")))
             .map(|i| s(i, "ImageId").to_string())
             .filter(|id| !id.is_empty())
             .ok_or_else(|| {
                 ProviderError::new(
                     ErrorKind::Invalid,
-                    format!("no public image named `{name}` (for `{image}`) in {region}"),
+                    format!(
+                        "no public image named {} (for `{image}`) in {region}",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(" or ")
+                    ),
                 )
             })?;
         if let Ok(mut m) = self.images.lock() {
@@ -778,7 +841,7 @@ impl TencentProvider {
                 }),
             )
             .await?;
-        let vpc = resp.get("Vpc").cloned().unwrap_or(Value::Null);
+        let vpc = documented_object(&resp, "CreateVpc", "Vpc", "VpcId")?;
         Ok(observe_vpc(&vpc, region))
     }
 
@@ -813,7 +876,7 @@ impl TencentProvider {
                 }),
             )
             .await?;
-        let subnet = resp.get("Subnet").cloned().unwrap_or(Value::Null);
+        let subnet = documented_object(&resp, "CreateSubnet", "Subnet", "SubnetId")?;
         if let Ok(mut m) = self.subnet_vpc.lock() {
             m.insert(s(&subnet, "SubnetId").to_string(), vpc.to_string());
         }
@@ -856,7 +919,12 @@ impl TencentProvider {
                 }),
             )
             .await?;
-        let sg = resp.get("SecurityGroup").cloned().unwrap_or(Value::Null);
+        let sg = documented_object(
+            &resp,
+            "CreateSecurityGroup",
+            "SecurityGroup",
+            "SecurityGroupId",
+        )?;
         let id = s(&sg, "SecurityGroupId").to_string();
         // https://www.tencentcloud.com/document/api/215/15807 (CreateSecurityGroupPolicies):
         // one direction per call.
@@ -935,6 +1003,12 @@ impl TencentProvider {
             )
             .await?;
         let id = s(&resp, "DisasterRecoverGroupId").to_string();
+        if id.is_empty() {
+            return Err(undocumented(
+                "CreateDisasterRecoverGroup",
+                "DisasterRecoverGroupId",
+            ));
+        }
         let mut all: BTreeMap<String, String> = req
             .ownership
             .to_tags()
@@ -974,7 +1048,10 @@ impl TencentProvider {
         let image_id = self.image_id(region, image).await?;
         let vpc = self.vpc_of_subnet(region, subnet).await?;
 
-        let mut extra: Vec<(&str, &str)> = vec![(TAG_PRICING, pricing)];
+        let mut extra: Vec<(&str, &str)> = vec![
+            (TAG_KIND, ResourceKind::Instance.as_str()),
+            (TAG_PRICING, pricing),
+        ];
         if !images::is_raw_id(image) {
             extra.push((TAG_IMAGE, image));
         }
@@ -1043,19 +1120,28 @@ impl TencentProvider {
             .ok_or_else(|| {
                 ProviderError::new(ErrorKind::Transient, "RunInstances returned no instance id")
             })?;
-        let found = self
-            .describe_ids(
-                CVM,
-                "DescribeInstances",
-                region,
-                "InstanceIds",
-                "InstanceSet",
-                std::slice::from_ref(&id),
-                1,
-            )
-            .await?;
-        if let Some(v) = found.first() {
-            return Ok(observe_instance(v, region));
+        match self.wait_launched(region, &id).await? {
+            Some(v) if s(&v, "InstanceState") == "LAUNCH_FAILED" => {
+                // A failed launch is no node: release it (it keeps its subnet
+                // and group while it exists) and let the engine fail over to
+                // another zone, as for a create refused for capacity.
+                let why = v
+                    .get("LatestOperationErrorMsg")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                self.delete_instance(region, &id).await?;
+                return Err(ProviderError::new(
+                    ErrorKind::Capacity,
+                    format!(
+                        "RunInstances: instance {id} ({itype} in {zone}) ended LAUNCH_FAILED{why}; it was released\n  hint: the launch failed in this zone; another zone may take it"
+                    ),
+                )
+                .with_code("LAUNCH_FAILED"));
+            }
+            Some(v) => return Ok(observe_instance(&v, region)),
+            None => {}
         }
         // Not visible yet (creation is asynchronous): report what was asked.
         let all = tags_from_list(&tag_list(&req.ownership, &extra, &user));
@@ -1072,6 +1158,51 @@ impl TencentProvider {
             &all,
             attrs,
             "pending",
+        ))
+    }
+
+    async fn describe_instance(
+        &self,
+        region: &str,
+        id: &str,
+    ) -> Result<Option<Value>, ProviderError> {
+        let found = self
+            .describe_ids(
+                CVM,
+                "DescribeInstances",
+                region,
+                "InstanceIds",
+                "InstanceSet",
+                &[id.to_string()],
+                1,
+            )
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    /// Polls a new instance until its launch has an outcome: RUNNING (or any
+    /// state past PENDING) or LAUNCH_FAILED (InstanceState, 213/15753).
+    /// `None`: still not visible after a few looks.
+    async fn wait_launched(&self, region: &str, id: &str) -> Result<Option<Value>, ProviderError> {
+        let mut delay = Duration::from_millis(50);
+        let mut unseen = 0;
+        for _ in 0..120 {
+            match self.describe_instance(region, id).await? {
+                Some(v) if s(&v, "InstanceState") != "PENDING" => return Ok(Some(v)),
+                Some(_) => {}
+                None => {
+                    unseen += 1;
+                    if unseen >= 5 {
+                        return Ok(None);
+                    }
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+        Err(ProviderError::new(
+            ErrorKind::Transient,
+            format!("instance {id}: still PENDING; its launch has no outcome yet"),
         ))
     }
 
@@ -1120,7 +1251,11 @@ impl TencentProvider {
         let size = a.get("size_gb").and_then(Value::as_u64).ok_or_else(|| {
             ProviderError::new(ErrorKind::Invalid, "volume: attribute `size_gb` is missing")
         })?;
-        let tags = tag_list(&req.ownership, &[], &user_tags(a)?);
+        let tags = tag_list(
+            &req.ownership,
+            &[(TAG_KIND, ResourceKind::Volume.as_str())],
+            &user_tags(a)?,
+        );
         // https://www.tencentcloud.com/document/api/362/16312 (CreateDisks)
         let resp = self
             .call(
@@ -1175,47 +1310,127 @@ impl TencentProvider {
         }
     }
 
+    /// TerminateInstances (https://www.tencentcloud.com/document/api/213/33255)
+    /// puts a pay-as-you-go instance into the recycle bin, where it stays
+    /// SHUTDOWN for up to 2 hours and keeps its subnet, security groups and
+    /// disks (https://www.tencentcloud.com/document/product/213/4931, lifecycle
+    /// 213/4856); DeleteSubnet / DeleteSecurityGroup then fail with
+    /// ResourceInUse. So an instance found SHUTDOWN is terminated again, which
+    /// releases it, and this waits until it is gone.
     async fn delete_instance(&self, region: &str, id: &str) -> Result<(), ProviderError> {
-        // https://www.tencentcloud.com/document/api/213/33255 (TerminateInstances)
-        match self
-            .call(
-                CVM,
-                "TerminateInstances",
-                region,
-                json!({"InstanceIds": [id]}),
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
-            Err(e)
-                if e.code.as_deref() == Some("UnsupportedOperation.InstanceStateTerminating") => {}
-            Err(e) => return Err(e),
-        }
-        // Wait until it is gone, so that its subnet and group can go next.
-        let mut delay = Duration::from_millis(50);
-        for _ in 0..80 {
-            let found = self
-                .describe_ids(
+        // Round 1 moves it to the recycle bin, round 2 releases it; one more
+        // in case it was already in the bin before we came.
+        for _ in 0..3 {
+            match self
+                .call(
                     CVM,
-                    "DescribeInstances",
+                    "TerminateInstances",
                     region,
-                    "InstanceIds",
-                    "InstanceSet",
-                    &[id.to_string()],
-                    1,
+                    json!({"InstanceIds": [id]}),
                 )
-                .await?;
-            if found
-                .first()
-                .is_none_or(|v| s(v, "InstanceState") == "SHUTDOWN")
+                .await
             {
-                return Ok(());
+                Ok(_) => {}
+                Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
+                Err(e)
+                    if e.code.as_deref()
+                        == Some("UnsupportedOperation.InstanceStateTerminating") => {}
+                Err(e) => return Err(e),
+            }
+            match self.wait_terminated(region, id).await? {
+                None => return Ok(()),
+                Some(state) if state == "SHUTDOWN" => continue,
+                Some(state) => {
+                    return Err(ProviderError::new(
+                        ErrorKind::Transient,
+                        format!("instance {id}: still {state} after TerminateInstances"),
+                    ))
+                }
+            }
+        }
+        Err(ProviderError::new(
+            ErrorKind::Transient,
+            format!("instance {id}: still in the recycle bin after terminating it again"),
+        ))
+    }
+
+    /// Polls until a terminated instance is gone (`None`) or rests in the
+    /// recycle bin (`Some("SHUTDOWN")`); another state after the polls is
+    /// returned as it is.
+    async fn wait_terminated(
+        &self,
+        region: &str,
+        id: &str,
+    ) -> Result<Option<String>, ProviderError> {
+        let mut delay = Duration::from_millis(50);
+        let mut last = String::new();
+        for _ in 0..80 {
+            match self.describe_instance(region, id).await? {
+                None => return Ok(None),
+                Some(v) if s(&v, "InstanceState") == "SHUTDOWN" => {
+                    return Ok(Some("SHUTDOWN".into()))
+                }
+                Some(v) => last = s(&v, "InstanceState").to_string(),
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
         }
-        Ok(()) // accepted; dependents will retry on ResourceInUse
+        Ok(Some(last))
+    }
+
+    /// After DeleteSubnet / DeleteSecurityGroup answered ResourceInUse:
+    /// releases gpuform's instances that hold `filter` = `id` from the
+    /// recycle bin (213/4931), and its failed launches, so that the next try
+    /// can succeed. Instances without gpuform's tags are left alone.
+    async fn release_recycled(
+        &self,
+        region: &str,
+        filter: &str,
+        id: &str,
+    ) -> Result<usize, ProviderError> {
+        let mut body = Map::new();
+        body.insert(
+            "Filters".into(),
+            json!([
+                {"Name": filter, "Values": [id]},
+                {"Name": "instance-state", "Values": ["SHUTDOWN", "LAUNCH_FAILED"]},
+            ]),
+        );
+        let recycled = self
+            .describe_all(CVM, "DescribeInstances", region, body, "InstanceSet", false)
+            .await?;
+        let mut released = 0;
+        for v in recycled {
+            if ownership_of(&tags_of(&v)).is_some() {
+                self.delete_instance(region, s(&v, "InstanceId")).await?;
+                released += 1;
+            }
+        }
+        Ok(released)
+    }
+
+    /// DeleteSubnet or DeleteSecurityGroup; on ResourceInUse, gpuform's
+    /// instances still in the recycle bin are released and the call made once more.
+    async fn delete_network_member(
+        &self,
+        region: &str,
+        action: &str,
+        id_key: &str,
+        filter: &str,
+        id: &str,
+    ) -> Result<(), ProviderError> {
+        let mut body = Map::new();
+        body.insert(id_key.into(), json!(id));
+        let body = Value::Object(body);
+        match self.call(VPC, action, region, body.clone()).await {
+            Err(e) if e.kind == ErrorKind::DependencyViolation => {
+                if self.release_recycled(region, filter, id).await? == 0 {
+                    return Err(e);
+                }
+                ok_if_gone(self.call(VPC, action, region, body).await)
+            }
+            other => ok_if_gone(other),
+        }
     }
 
     /// https://www.tencentcloud.com/document/api/362/16313 (AttachDisks). The
@@ -1371,6 +1586,8 @@ impl Provider for TencentProvider {
     }
 
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+        // Tags that break Tencent's rules are refused before any call.
+        user_tags(&req.attrs)?;
         match req.kind {
             ResourceKind::Network => self.create_network(req).await,
             ResourceKind::Subnet => self.create_subnet(req).await,
@@ -1476,7 +1693,7 @@ impl Provider for TencentProvider {
                 )
                 .await?
                 .iter()
-                .filter(|v| disk_alive(v))
+                .filter(|v| disk_alive(v) && is_volume(v))
                 .map(|v| observe_disk(v, r))
                 .collect(),
             ResourceKind::Bucket => Vec::new(),
@@ -1555,11 +1772,17 @@ impl Provider for TencentProvider {
                 out.push(observe_instance(&v, r));
             }
         }
+        // Data disks only (disk-usage, DescribeDisks 362/16315): system disks
+        // carry their instance's tags (213/15730).
+        let mut data_disks = by_project();
+        if let Some(Value::Array(f)) = data_disks.get_mut("Filters") {
+            f.push(json!({"Name": "disk-usage", "Values": ["DATA_DISK"]}));
+        }
         for v in self
-            .describe_all(CBS, "DescribeDisks", r, by_project(), "DiskSet", false)
+            .describe_all(CBS, "DescribeDisks", r, data_disks, "DiskSet", false)
             .await?
         {
-            if disk_alive(&v) {
+            if disk_alive(&v) && is_volume(&v) {
                 out.push(observe_disk(&v, r));
             }
         }
@@ -1648,20 +1871,21 @@ impl Provider for TencentProvider {
                 ok_if_gone(self.call(VPC, "DeleteVpc", r, json!({"VpcId": id})).await)
             }
             // https://www.tencentcloud.com/document/api/215/15783 (DeleteSubnet)
-            ResourceKind::Subnet => ok_if_gone(
-                self.call(VPC, "DeleteSubnet", r, json!({"SubnetId": id}))
-                    .await,
-            ),
+            ResourceKind::Subnet => {
+                self.delete_network_member(r, "DeleteSubnet", "SubnetId", "subnet-id", id)
+                    .await
+            }
             // https://www.tencentcloud.com/document/api/215/15803 (DeleteSecurityGroup)
-            ResourceKind::Firewall => ok_if_gone(
-                self.call(
-                    VPC,
-                    "DeleteSecurityGroup",
+            ResourceKind::Firewall => {
+                self.delete_network_member(
                     r,
-                    json!({"SecurityGroupId": id}),
+                    "DeleteSecurityGroup",
+                    "SecurityGroupId",
+                    "security-group-id",
+                    id,
                 )
-                .await,
-            ),
+                .await
+            }
             // https://www.tencentcloud.com/document/api/213/33266 (DeleteDisasterRecoverGroups)
             ResourceKind::Placement => ok_if_gone(
                 self.call(

@@ -5,7 +5,7 @@
 
 use super::state::{
     iso, now_iso, tags_json, Disk, Instance, PlacementGroup, SecurityGroup, State, Subnet, Tags,
-    Vpc, IMAGES,
+    Vpc, DATA_DISK, IMAGES, SYSTEM_DISK,
 };
 use super::ApiError;
 use serde_json::{json, Map, Value};
@@ -14,6 +14,21 @@ use std::net::Ipv4Addr;
 type R = Result<Value, ApiError>;
 
 pub(crate) fn dispatch(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -> R {
+    let answer = route(st, service, action, region, p)?;
+    match st.faults.strip_after {
+        Some(0) => {
+            st.faults.strip_after = None;
+            // Injected: a 200 whose documented fields are missing (only the
+            // RequestId the envelope adds is left).
+            return Ok(json!({}));
+        }
+        Some(n) => st.faults.strip_after = Some(n - 1),
+        None => {}
+    }
+    Ok(answer)
+}
+
+fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -> R {
     match (service, action) {
         ("vpc", "CreateVpc") => create_vpc(st, region, p),
         ("vpc", "DescribeVpcs") => describe_vpcs(st, region, p),
@@ -26,7 +41,7 @@ pub(crate) fn dispatch(st: &mut State, service: &str, action: &str, region: &str
         ("vpc", "ModifySecurityGroupPolicies") => modify_security_group_policies(st, region, p),
         ("vpc", "DescribeSecurityGroups") => describe_security_groups(st, region, p),
         ("vpc", "DeleteSecurityGroup") => delete_security_group(st, region, p),
-        ("cvm", "DescribeImages") => describe_images(p),
+        ("cvm", "DescribeImages") => describe_images(st, p),
         ("cvm", "CreateDisasterRecoverGroup") => create_disaster_recover_group(st, region, p),
         ("cvm", "DescribeDisasterRecoverGroups") => describe_disaster_recover_groups(st, region, p),
         ("cvm", "DeleteDisasterRecoverGroups") => delete_disaster_recover_groups(st, region, p),
@@ -119,12 +134,12 @@ fn parse_tags(v: Option<&Value>, key: &str) -> Result<Tags, ApiError> {
             .and_then(Value::as_str)
             .ok_or_else(|| bad(key, "a tag has no Key"))?;
         let val = t.get("Value").and_then(Value::as_str).unwrap_or("");
-        if k.is_empty() || k.len() > 255 || val.len() > 255 {
-            return Err(bad(key, "tag keys are 1-255 and values 0-255 characters"));
-        }
-        // Tag keys starting with qcloud, tencent or project are system-reserved.
+        check_tag_text(k, 127, key, "key")?;
+        check_tag_text(val, 255, key, "value")?;
+        // Reserved prefixes: `qcs:` and `project:` (651/13354), `qcloud`,
+        // `tencent` and `project` (CreateTag's error table, 651/33015).
         let lower = k.to_ascii_lowercase();
-        if ["qcloud", "tencent", "project"]
+        if ["qcloud", "tencent", "project", "qcs:"]
             .iter()
             .any(|p| lower.starts_with(p))
         {
@@ -148,6 +163,35 @@ fn parse_tags(v: Option<&Value>, key: &str) -> Result<Tags, ApiError> {
         ));
     }
     Ok(out)
+}
+
+/// Tag naming rules, https://www.tencentcloud.com/document/product/651/13354
+/// ("Use Limits"): keys 1-127 and values 1-255 Unicode characters; letters
+/// (any script), digits, spaces (not first or last) and `+ - = . _ : / @ ( )
+/// [ ] , ; > <` (in Chinese input also `【 】 ： （ ）`).
+fn check_tag_text(text: &str, max: usize, key: &str, what: &str) -> Result<(), ApiError> {
+    let n = text.chars().count();
+    let allowed =
+        |c: char| c.is_alphanumeric() || c == ' ' || "+-=._:/@()[],;><【】：（）".contains(c);
+    if n == 0 || n > max {
+        return Err(bad(
+            key,
+            &format!("a tag {what} must be 1 to {max} characters"),
+        ));
+    }
+    if text.starts_with(' ') || text.ends_with(' ') {
+        return Err(bad(
+            key,
+            &format!("a tag {what} cannot start or end with a space"),
+        ));
+    }
+    if let Some(c) = text.chars().find(|c| !allowed(*c)) {
+        return Err(bad(
+            key,
+            &format!("the tag {what} `{text}` has the character `{c}`, which tags do not allow"),
+        ));
+    }
+    Ok(())
 }
 
 /// `TagSpecification.N`: `[{ResourceType, Tags}]`, only `resource_type` entries apply.
@@ -599,10 +643,14 @@ fn delete_subnet(st: &mut State, region: &str, p: &Value) -> R {
             format!("The subnet `{id}` does not exist."),
         ));
     }
+    // Instances in the recycle bin (SHUTDOWN) keep their subnet (213/4931).
     if let Some(i) = st.instances.values().find(|i| i.subnet == id) {
         return Err(ApiError::new(
             "ResourceInUse",
-            format!("The subnet `{id}` is used by instance `{}`.", i.id),
+            format!(
+                "The subnet `{id}` is used by instance `{}` ({}).",
+                i.id, i.state
+            ),
         ));
     }
     st.subnets.remove(id);
@@ -803,6 +851,7 @@ fn delete_security_group(st: &mut State, region: &str, p: &Value) -> R {
             format!("The security group `{id}` does not exist."),
         ));
     }
+    // Instances in the recycle bin (SHUTDOWN) keep their groups (213/4931).
     if let Some(i) = st
         .instances
         .values()
@@ -810,7 +859,10 @@ fn delete_security_group(st: &mut State, region: &str, p: &Value) -> R {
     {
         return Err(ApiError::new(
             "ResourceInUse",
-            format!("The security group `{id}` is bound to instance `{}`.", i.id),
+            format!(
+                "The security group `{id}` is bound to instance `{}` ({}).",
+                i.id, i.state
+            ),
         ));
     }
     st.sgs.remove(id);
@@ -822,19 +874,30 @@ fn delete_security_group(st: &mut State, region: &str, p: &Value) -> R {
 /// DescribeImages, https://www.tencentcloud.com/document/api/213/33272:
 /// ImageIds or Filters (image-id, image-type, image-name (fuzzy), platform),
 /// at most 10 Filters with 5 Values each. The stand-in has a few public images.
-fn describe_images(p: &Value) -> R {
+/// The China site names them "… 64位" where the international site writes
+/// "… 64bit" (its image list, https://cloud.tencent.com/document/api/213/1272:
+/// "CentOS 7.2 64位", "Ubuntu Server 14.04.1 LTS 64位").
+fn describe_images(st: &State, p: &Value) -> R {
     let q = query(p, "ImageIds", 5)?;
     let mut items = Vec::new();
     for i in IMAGES {
         if !q.ids.is_empty() && !q.ids.iter().any(|x| x == i.id) {
             continue;
         }
+        let localized = |n: &str| {
+            if st.faults.china_site_images {
+                n.replace("64bit", "64位")
+            } else {
+                n.to_string()
+            }
+        };
+        let (name, os_name) = (localized(i.name), localized(i.os_name));
         let none = Vec::new();
         let f = Filterable {
             fields: vec![
                 ("image-id", i.id.into()),
                 ("image-type", "PUBLIC_IMAGE".into()),
-                ("image-name", i.name.into()),
+                ("image-name", name.clone()),
                 ("platform", i.platform.into()),
             ],
             tags: &none,
@@ -845,8 +908,8 @@ fn describe_images(p: &Value) -> R {
             &["image-id", "image-type", "image-name", "platform"],
         )? {
             items.push(json!({
-                "ImageId": i.id, "OsName": i.os_name, "ImageType": "PUBLIC_IMAGE", "CreatedTime": i.created,
-                "ImageName": i.name, "ImageDescription": i.name, "ImageSize": 20, "Architecture": "x86_64",
+                "ImageId": i.id, "OsName": os_name, "ImageType": "PUBLIC_IMAGE", "CreatedTime": i.created,
+                "ImageName": name, "ImageDescription": name, "ImageSize": 20, "Architecture": "x86_64",
                 "ImageState": "NORMAL", "Platform": i.platform, "ImageCreator": "", "ImageSource": "OFFICIAL",
                 "IsSupportCloudinit": true, "Tags": [],
             }));
@@ -974,7 +1037,12 @@ fn is_base64(s: &str) -> bool {
 /// SPOTPAID + InstanceMarketOptions), SystemDisk, VirtualPrivateCloud,
 /// SecurityGroupIds, DisasterRecoverGroupIds, InstanceCount (1-500),
 /// InstanceName (≤ 60), ClientToken, TagSpecification (ResourceType
-/// `instance`), UserData (base64, ≤ 16 KB). New instances are PENDING, then RUNNING.
+/// `instance`), UserData (base64, ≤ 16 KB). New instances are PENDING, then
+/// RUNNING, or LAUNCH_FAILED (213/15753) when the launch fails. Each gets a
+/// system disk, and the TagSpecification tags "can be bound to the
+/// corresponding CVM and CBS instances at the same time"
+/// (https://cloud.tencent.com/document/api/213/15730): the system disk carries
+/// the instance's tags.
 fn run_instances(st: &mut State, region: &str, p: &Value) -> R {
     let token = client_token(p)?;
     if let Some(t) = &token {
@@ -1157,10 +1225,37 @@ fn run_instances(st: &mut State, region: &str, p: &Value) -> R {
             ));
         }
     }
+    let launch_fails = st
+        .faults
+        .launch_fails
+        .contains(&(itype.to_string(), zone.to_string()));
     let mut ids = Vec::new();
     for _ in 0..count {
         let id = st.new_id("ins");
         let disk_id = st.new_id("disk");
+        st.disks.insert(
+            disk_id.clone(),
+            Disk {
+                id: disk_id.clone(),
+                region: region.into(),
+                zone: zone.into(),
+                name: format!("{name}-system"),
+                size: disk_gb,
+                dtype: "CLOUD_PREMIUM".into(),
+                charge: if charge == "PREPAID" {
+                    "PREPAID"
+                } else {
+                    "POSTPAID_BY_HOUR"
+                }
+                .into(),
+                usage: SYSTEM_DISK,
+                tags: tags.clone(),
+                state: "ATTACHED".into(),
+                instance: Some(id.clone()),
+                changed_at: st.tick,
+                created: now_iso(),
+            },
+        );
         let used = st.instances.values().filter(|i| i.subnet == subnet).count() as u32;
         let ip =
             Ipv4Addr::from(subnet_cidr.0.wrapping_add(2 + used + ids.len() as u32)).to_string();
@@ -1184,6 +1279,8 @@ fn run_instances(st: &mut State, region: &str, p: &Value) -> R {
             state: "PENDING".into(),
             changed_at: st.tick,
             created: now_iso(),
+            launch_fails,
+            releasing: false,
         };
         st.instances.insert(id.clone(), inst);
         ids.push(id);
@@ -1221,14 +1318,14 @@ fn instance_json(i: &Instance) -> Value {
         "InstanceState": i.state,
         "Tags": tags_json(&i.tags),
         "DisasterRecoverGroupId": i.placement.clone().unwrap_or_default(),
-        "LatestOperation": null,
-        "LatestOperationState": null,
+        "LatestOperation": if i.state == "LAUNCH_FAILED" { json!("RunInstances") } else { Value::Null },
+        "LatestOperationState": if i.state == "LAUNCH_FAILED" { json!("FAILED") } else { Value::Null },
     })
 }
 
 /// DescribeInstances, https://www.tencentcloud.com/document/api/213/33258:
 /// InstanceIds (≤ 100) or Filters (≤ 10, 5 Values each: zone, vpc-id,
-/// subnet-id, instance-id, instance-name, instance-state,
+/// subnet-id, instance-id, security-group-id, instance-name, instance-state,
 /// instance-charge-type, tag-key, tag-value, tag:tag-key), Offset, Limit
 /// (Integer, ≤ 100). Malformed ids are refused; unknown ids are left out.
 fn describe_instances(st: &mut State, region: &str, p: &Value) -> R {
@@ -1241,13 +1338,26 @@ fn describe_instances(st: &mut State, region: &str, p: &Value) -> R {
         "vpc-id",
         "subnet-id",
         "instance-id",
+        "security-group-id",
         "instance-name",
         "instance-state",
         "instance-charge-type",
     ];
+    let (sg_filters, filters): (Vec<_>, Vec<_>) = q
+        .filters
+        .iter()
+        .cloned()
+        .partition(|(n, _)| n == "security-group-id");
     let mut items = Vec::new();
     for i in st.instances.values().filter(|i| i.region == region) {
         if !q.ids.is_empty() && !q.ids.contains(&i.id) {
+            continue;
+        }
+        // `security-group-id` matches any of the instance's groups.
+        if sg_filters
+            .iter()
+            .any(|(_, vals)| !i.security_groups.iter().any(|g| vals.contains(g)))
+        {
             continue;
         }
         let f = Filterable {
@@ -1262,7 +1372,7 @@ fn describe_instances(st: &mut State, region: &str, p: &Value) -> R {
             ],
             tags: &i.tags,
         };
-        if matches(&f, &q.filters, &known)? {
+        if matches(&f, &filters, &known)? {
             items.push(instance_json(i));
         }
     }
@@ -1270,8 +1380,14 @@ fn describe_instances(st: &mut State, region: &str, p: &Value) -> R {
 }
 
 /// TerminateInstances, https://www.tencentcloud.com/document/api/213/33255:
-/// InstanceIds (≤ 100). The instance turns TERMINATING, then disappears;
-/// attached cloud disks are detached and kept.
+/// InstanceIds (≤ 100). The instance turns TERMINATING, then goes to the
+/// recycle bin (SHUTDOWN) where it keeps its subnet, security groups and
+/// attached cloud disks ("after the instance enters the recycle bin, its
+/// mounting relationship with ... Cloud Block Storage ... will not be
+/// automatically terminated", https://www.tencentcloud.com/document/product/213/4931;
+/// lifecycle "Terminating → Reclaimed → Released", 213/4856). Terminating it
+/// again from the recycle bin releases it: its system disk goes, data disks
+/// are detached and kept.
 fn terminate_instances(st: &mut State, region: &str, p: &Value) -> R {
     let ids = str_list(p, "InstanceIds")?;
     if ids.is_empty() {
@@ -1304,10 +1420,10 @@ fn terminate_instances(st: &mut State, region: &str, p: &Value) -> R {
     let now = st.tick;
     for id in &ids {
         if let Some(i) = st.instances.get_mut(id) {
+            i.releasing = i.state == "SHUTDOWN";
             i.state = "TERMINATING".into();
             i.changed_at = now;
         }
-        st.detach_all(id);
     }
     Ok(json!({}))
 }
@@ -1325,7 +1441,7 @@ const DISK_TYPES: &[&str] = &[
 
 fn disk_json(d: &Disk) -> Value {
     json!({
-        "DiskId": d.id, "DiskUsage": "DATA_DISK", "DiskChargeType": d.charge, "Portable": true,
+        "DiskId": d.id, "DiskUsage": d.usage, "DiskChargeType": d.charge, "Portable": d.usage == DATA_DISK,
         "Placement": {"Zone": d.zone, "ProjectId": 0}, "DiskName": d.name, "DiskSize": d.size,
         "DiskState": d.state, "DiskType": d.dtype, "Attached": d.state == "ATTACHED",
         "InstanceId": d.instance.clone().unwrap_or_default(), "CreateTime": d.created,
@@ -1392,6 +1508,7 @@ fn create_disks(st: &mut State, region: &str, p: &Value) -> R {
                 size,
                 dtype: dtype.into(),
                 charge: charge.into(),
+                usage: DATA_DISK,
                 tags: tags.clone(),
                 state: "UNATTACHED".into(),
                 instance: None,
@@ -1409,7 +1526,8 @@ fn create_disks(st: &mut State, region: &str, p: &Value) -> R {
 
 /// DescribeDisks, https://www.tencentcloud.com/document/api/362/16315:
 /// DiskIds or Filters (disk-id, zone, instance-id, disk-state, disk-type,
-/// disk-name, tag-key, tag-value, tag:tag-key), Offset, Limit (Integer, ≤ 100).
+/// disk-usage (SYSTEM_DISK or DATA_DISK), disk-name, tag-key, tag-value,
+/// tag:tag-key), Offset, Limit (Integer, ≤ 100). System disks are listed too.
 fn describe_disks(st: &mut State, region: &str, p: &Value) -> R {
     let q = query(p, "DiskIds", 100)?;
     let known = [
@@ -1418,6 +1536,7 @@ fn describe_disks(st: &mut State, region: &str, p: &Value) -> R {
         "instance-id",
         "disk-state",
         "disk-type",
+        "disk-usage",
         "disk-name",
     ];
     let mut items = Vec::new();
@@ -1432,6 +1551,7 @@ fn describe_disks(st: &mut State, region: &str, p: &Value) -> R {
                 ("instance-id", d.instance.clone().unwrap_or_default()),
                 ("disk-state", d.state.clone()),
                 ("disk-type", d.dtype.clone()),
+                ("disk-usage", d.usage.to_string()),
                 ("disk-name", d.name.clone()),
             ],
             tags: &d.tags,
@@ -1449,11 +1569,22 @@ fn disk_ids(st: &State, region: &str, p: &Value) -> Result<Vec<String>, ApiError
         return Err(missing("DiskIds"));
     }
     for id in &ids {
-        if st.disks.get(id).is_none_or(|d| d.region != region) {
-            return Err(ApiError::new(
-                "InvalidDiskId.NotFound",
-                format!("The disk `{id}` does not exist."),
-            ));
+        match st.disks.get(id).filter(|d| d.region == region) {
+            None => {
+                return Err(ApiError::new(
+                    "InvalidDiskId.NotFound",
+                    format!("The disk `{id}` does not exist."),
+                ))
+            }
+            // A system disk is not elastic (Portable false): it cannot be
+            // attached, detached or terminated on its own.
+            Some(d) if d.usage == SYSTEM_DISK => {
+                return Err(ApiError::new(
+                    "ResourceUnavailable.NotPortable",
+                    format!("The disk `{id}` is a system disk and is not portable."),
+                ))
+            }
+            Some(_) => {}
         }
     }
     Ok(ids)
@@ -1593,6 +1724,25 @@ mod tests {
             parse_cidr("10.0.0.0/23").unwrap(),
             parse_cidr("10.0.1.0/24").unwrap()
         ));
+    }
+
+    /// 651/13354: keys 1-127, values 1-255 characters of letters, digits,
+    /// inner spaces and `+ - = . _ : / @ ( ) [ ] , ; > <`.
+    #[test]
+    fn tag_rules() {
+        let tags = |k: &str, v: &str| parse_tags(Some(&json!([{"Key": k, "Value": v}])), "Tags");
+        assert!(tags("team", "研发 (a) [b] x+y=z/w@v.u_t:s,r;q>p<").is_ok());
+        for (k, v) in [
+            ("team", ""),
+            ("team", "r&d"),
+            ("team", " lead"),
+            ("qcs:x", "v"),
+            ("project:x", "v"),
+        ] {
+            assert!(tags(k, v).is_err(), "{k}={v}");
+        }
+        assert!(tags(&"k".repeat(128), "v").is_err());
+        assert!(tags("k", &"v".repeat(256)).is_err());
     }
 
     #[test]

@@ -17,9 +17,9 @@
 //! `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}`.
 //!
 //! Asynchronous behaviour is made deterministic: a state change that the API
-//! reports in steps (instance PENDING → RUNNING, TERMINATING → gone, disk
-//! ATTACHING → ATTACHED, DETACHING → UNATTACHED) completes at the start of
-//! the next request.
+//! reports in steps (instance PENDING → RUNNING or LAUNCH_FAILED, TERMINATING →
+//! SHUTDOWN in the recycle bin, TERMINATING again → released, disk ATTACHING →
+//! ATTACHED, DETACHING → UNATTACHED) completes at the start of the next request.
 
 mod actions;
 mod state;
@@ -123,6 +123,45 @@ impl TencentMock {
         });
     }
 
+    /// Makes launches of `instance_type` in `zone` fail: RunInstances accepts
+    /// them, then the instance turns LAUNCH_FAILED instead of RUNNING (213/15753).
+    pub fn set_launch_fails(&self, instance_type: &str, zone: &str) {
+        self.with_state(|s| {
+            s.faults
+                .launch_fails
+                .insert((instance_type.to_string(), zone.to_string()))
+        });
+    }
+
+    /// After `skip` more successful answers, the next one carries no
+    /// documented field, only `RequestId`. `None` cancels it.
+    pub fn strip_answer(&self, skip: Option<u32>) {
+        self.with_state(|s| s.faults.strip_after = skip);
+    }
+
+    /// Public images named as on the China site ("… 64位" for "… 64bit").
+    pub fn use_china_site_image_names(&self) {
+        self.with_state(|s| s.faults.china_site_images = true);
+    }
+
+    /// Terminates an instance as the console does: it goes to the recycle bin
+    /// (SHUTDOWN) and keeps its subnet and security groups (213/4931).
+    pub fn terminate_behind(&self, id: &str) -> bool {
+        self.with_state(|s| match s.instances.get_mut(id) {
+            Some(i) if i.state != "SHUTDOWN" => {
+                i.state = "SHUTDOWN".into();
+                i.changed_at = s.tick;
+                true
+            }
+            _ => false,
+        })
+    }
+
+    /// The system disk RunInstances made with an instance.
+    pub fn system_disk(&self, instance: &str) -> Option<String> {
+        self.with_state(|s| s.instances.get(instance).map(|i| i.system_disk_id.clone()))
+    }
+
     /// Caps the instances the account may run (`LimitExceeded.InstanceQuota` past it).
     pub fn set_instance_quota(&self, max: Option<usize>) {
         self.with_state(|s| s.faults.instance_quota = max);
@@ -133,7 +172,8 @@ impl TencentMock {
         self.with_state(|s| s.faults.throttle_next = n);
     }
 
-    /// The state of an instance (`PENDING`, `RUNNING`, `TERMINATING`), if it exists.
+    /// The state of an instance (`PENDING`, `RUNNING`, `LAUNCH_FAILED`,
+    /// `TERMINATING`, `SHUTDOWN` in the recycle bin), if it exists.
     pub fn instance_state(&self, id: &str) -> Option<String> {
         self.with_state(|s| s.instances.get(id).map(|i| i.state.clone()))
     }

@@ -9,6 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub type Tags = Vec<(String, String)>;
 
+pub const SYSTEM_DISK: &str = "SYSTEM_DISK";
+pub const DATA_DISK: &str = "DATA_DISK";
+
 pub struct Vpc {
     pub id: String,
     pub region: String,
@@ -70,6 +73,11 @@ pub struct Instance {
     /// The request number of the last state change.
     pub changed_at: u64,
     pub created: String,
+    /// Injected: the launch fails (PENDING → LAUNCH_FAILED).
+    pub launch_fails: bool,
+    /// The pending TERMINATING step releases the instance for good (it was
+    /// terminated from the recycle bin) instead of moving it there.
+    pub releasing: bool,
 }
 
 pub struct Disk {
@@ -80,6 +88,8 @@ pub struct Disk {
     pub size: u64,
     pub dtype: String,
     pub charge: String,
+    /// `SYSTEM_DISK` (made by RunInstances with its instance) or `DATA_DISK`.
+    pub usage: &'static str,
     pub tags: Tags,
     pub state: String,
     pub instance: Option<String>,
@@ -144,8 +154,16 @@ pub const IMAGES: &[Image] = &[
 #[derive(Default)]
 pub struct Faults {
     pub sold_out: HashSet<(String, String)>,
+    /// (instance type, zone) whose launches fail after RunInstances accepted them.
+    pub launch_fails: HashSet<(String, String)>,
     pub instance_quota: Option<usize>,
     pub throttle_next: u32,
+    /// After this many more successful answers, the next one loses its
+    /// documented body (only `RequestId` is left): what a client must not
+    /// read as "nothing".
+    pub strip_after: Option<u32>,
+    /// Public image names as the China site writes them ("… 64位").
+    pub china_site_images: bool,
 }
 
 pub struct State {
@@ -219,16 +237,27 @@ impl State {
             if i.changed_at < now {
                 match i.state.as_str() {
                     "PENDING" => {
-                        i.state = "RUNNING".into();
+                        // 213/15753 (InstanceState): a launch ends RUNNING or LAUNCH_FAILED.
+                        i.state = if i.launch_fails {
+                            "LAUNCH_FAILED".into()
+                        } else {
+                            "RUNNING".into()
+                        };
                         i.changed_at = now;
                     }
-                    "TERMINATING" => gone.push(i.id.clone()),
+                    "TERMINATING" if i.releasing => gone.push(i.id.clone()),
+                    "TERMINATING" => {
+                        // Terminated, not released: into the recycle bin
+                        // (213/4856 "Reclaimed", 213/4931), reported as SHUTDOWN.
+                        i.state = "SHUTDOWN".into();
+                        i.changed_at = now;
+                    }
                     _ => {}
                 }
             }
         }
         for id in gone {
-            self.instances.remove(&id);
+            self.release_instance(&id);
         }
         for d in self.disks.values_mut() {
             if d.changed_at < now {
@@ -287,7 +316,8 @@ impl State {
         for r in self.instances.values().filter(|i| i.state != "TERMINATING") {
             push(ResourceKind::Instance, &r.id, &r.region, &r.tags);
         }
-        for r in self.disks.values() {
+        // A system disk is part of its instance, not a volume of its own.
+        for r in self.disks.values().filter(|d| d.usage == DATA_DISK) {
             push(ResourceKind::Volume, &r.id, &r.region, &r.tags);
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
@@ -297,8 +327,8 @@ impl State {
     /// Removes a resource as someone in the console would (an instance's
     /// attached disks are detached and stay).
     pub fn delete_behind(&mut self, id: &str) -> bool {
-        if self.instances.remove(id).is_some() {
-            self.detach_all(id);
+        if self.instances.contains_key(id) {
+            self.release_instance(id);
             return true;
         }
         self.vpcs.remove(id).is_some()
@@ -308,9 +338,22 @@ impl State {
             || self.disks.remove(id).is_some()
     }
 
+    /// An instance released for good: its system disk goes with it, its data
+    /// disks are detached and kept.
+    pub fn release_instance(&mut self, id: &str) {
+        self.instances.remove(id);
+        // A ClientToken stands for its instance while that exists (an
+        // assumption: the pages give no duration).
+        self.tokens
+            .retain(|(action, _), ids| action != "RunInstances" || !ids.iter().any(|i| i == id));
+        self.disks
+            .retain(|_, d| !(d.usage == SYSTEM_DISK && d.instance.as_deref() == Some(id)));
+        self.detach_all(id);
+    }
+
     pub fn detach_all(&mut self, instance: &str) {
         let now = self.tick;
-        for d in self.disks.values_mut() {
+        for d in self.disks.values_mut().filter(|d| d.usage == DATA_DISK) {
             if d.instance.as_deref() == Some(instance) {
                 d.instance = None;
                 d.state = "UNATTACHED".into();
