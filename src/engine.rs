@@ -129,6 +129,7 @@ pub async fn make_plan(
         Current::unrefreshed(doc)
     };
     let mut plan = diff(&desired, &current, req.catalog, &req.diff);
+    refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
     plan.project = req.loaded.spec.project.clone();
     plan.endpoints = req.loaded.spec.endpoints.clone();
@@ -151,6 +152,50 @@ pub async fn make_plan(
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
+}
+
+/// Refuses a plan holding a deletion its cloud documents it would refuse
+/// (an unexpired subscription instance: [`gpuform_provider::Provider::deletion_refused`]),
+/// so that nothing is destroyed by an apply that cannot finish.
+async fn refuse_undeletable(
+    plan: &Plan,
+    current: &Current,
+    providers: &Providers,
+) -> Result<(), EngineError> {
+    use crate::plan::Action;
+    let mut refused = Vec::new();
+    for c in &plan.changes {
+        if !matches!(c.action, Action::Delete | Action::Replace) {
+            continue;
+        }
+        let Some(Some(observed)) = current.observed.get(&c.address) else {
+            continue;
+        };
+        let key = c.old_provider.as_deref().unwrap_or(&c.provider);
+        let Ok(p) = providers.get(key).await else {
+            continue;
+        };
+        if let Some(why) = p.deletion_refused(observed) {
+            refused.push(format!(
+                "{} would be {}d: {why}",
+                c.address,
+                c.action.as_str()
+            ));
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Provider {
+        context: "plan".into(),
+        error: ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "nothing was changed: the cloud would refuse to delete what this plan deletes\n  {}",
+                refused.join("\n  ")
+            ),
+        ),
+    })
 }
 
 /// A locked state, ready to be changed: the lock is held until dropped, any

@@ -106,6 +106,16 @@ pub trait Provider: Send + Sync {
         Ok(None)
     }
 
+    /// Why the cloud would refuse to delete `observed` now, when its
+    /// documentation says so (an unexpired subscription instance); `None`
+    /// when it can be deleted. Asked of every deletion a plan holds, from
+    /// the refreshed observation and without API calls, so that a plan
+    /// that cannot be carried out is refused before anything is destroyed.
+    fn deletion_refused(&self, observed: &ObservedResource) -> Option<String> {
+        let _ = observed;
+        None
+    }
+
     fn settle_time(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }

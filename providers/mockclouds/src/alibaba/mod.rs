@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use cloud::Fault;
+pub use cloud::{Fault, TAG_FILTER_CAP};
 
 /// Test credentials the stand-in accepts (and [`AlibabaMock::env`] hands out).
 pub const ACCESS_KEY_ID: &str = "LTAI5tGpuformMockKeyId01";
@@ -137,6 +137,26 @@ impl AlibabaMock {
     /// A resource's current state as the API would describe it (for tests).
     pub fn status(&self, id: &str) -> Option<String> {
         self.cloud().status_of(id)
+    }
+
+    /// Ends a subscription instance's term now (false if `id` is not one).
+    pub fn expire(&self, id: &str) -> bool {
+        self.cloud().expire(id)
+    }
+
+    /// Sets a security group's InnerAccessPolicy (Accept | Drop) behind gpuform's back.
+    pub fn set_inner_policy(&self, id: &str, policy: &str) -> bool {
+        self.cloud().set_inner_policy(id, policy)
+    }
+
+    /// A subscription instance's RenewalStatus (AutoRenewal | Normal | NotRenewal).
+    pub fn renewal(&self, id: &str) -> Option<String> {
+        self.cloud().renewal_of(id)
+    }
+
+    /// A security group's inbound rules: (IpProtocol, PortRange, SourceCidrIp, SourceGroupId).
+    pub fn rules(&self, id: &str) -> Option<Vec<(String, String, String, String)>> {
+        self.cloud().rules_of(id)
     }
 
     fn cloud(&self) -> std::sync::MutexGuard<'_, Cloud> {
