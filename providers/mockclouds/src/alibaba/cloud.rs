@@ -577,6 +577,11 @@ impl Cloud {
         }
     }
 
+    /// Drops the injected one-shot faults not yet consumed.
+    pub fn clear_faults(&mut self) {
+        self.faults.clear();
+    }
+
     /// Instance lifecycle (help doc 25380): Pending after creation, then
     /// Running; an expired subscription is Stopped ("Expired" in the console,
     /// `Stopped` in the API); a failed creation shows Stopped, never Running.

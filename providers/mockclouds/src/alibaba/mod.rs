@@ -124,6 +124,11 @@ impl AlibabaMock {
         self.cloud().inject(fault);
     }
 
+    /// Drops the one-shot faults ([`Fault::Once`], [`Fault::BareOnce`]) not consumed yet.
+    pub fn clear_faults(&self) {
+        self.cloud().clear_faults();
+    }
+
     /// How long a new instance stays Pending before it is Running (default 50 ms).
     pub fn set_pending_time(&self, d: Duration) {
         self.cloud().pending_for = d;
