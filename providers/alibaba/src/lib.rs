@@ -6,9 +6,9 @@
 //! | ----------- | -------------------------------------------------------------------- |
 //! | `network`   | VPC `CreateVpc` (`cidr`)                                             |
 //! | `subnet`    | VPC `CreateVSwitch` in `refs.network` (`zone`, `cidr`)              |
-//! | `firewall`  | ECS `CreateSecurityGroup` in `refs.network` + `AuthorizeSecurityGroup`: all traffic from the group itself (`SourceGroupId`) plus `ingress` |
+//! | `firewall`  | ECS `CreateSecurityGroup` in `refs.network` + `AuthorizeSecurityGroup` for `ingress`; members reach each other through the group's `InnerAccessPolicy=Accept` (a rule naming the group itself is refused) |
 //! | `placement` | ECS `CreateDeploymentSet`, `Strategy=LowLatency` for `cluster` (packed, for NVLink/RDMA), `Availability` for `spread` |
-//! | `instance`  | ECS `RunInstances`, `Amount=1`, one call per node                   |
+//! | `instance`  | ECS `RunInstances`, `Amount=1`, one call per node, until Running (a failed launch is released and reported as capacity) |
 //! | `volume`    | ECS `CreateDisk` + `AttachDisk` to `refs.instance`                   |
 //! | `bucket`    | not supported (OSS is another API): an `invalid` error               |
 //!
@@ -26,8 +26,17 @@
 //!
 //! **Refresh** (`list_owned`, `read`) is batched: each kind is one
 //! paginated Describe call filtered by the project tag (or by up to 100 ids),
-//! so its cost grows with pages. Security-group rules need one
-//! `DescribeSecurityGroupAttribute` per group (one group per cluster).
+//! so its cost grows with pages. A tag-filtered listing stops at 1,000
+//! resources; one that reaches it is redone with `ListTagResources` and
+//! Describe by id. Security-group rules need one
+//! `DescribeSecurityGroupAttribute` per group (one group per cluster). An
+//! answer without the list its reference documents is an error, never an
+//! empty result.
+//!
+//! **Subscriptions** (`reserved-1y` / `reserved-3y`: `PrePaid`, 12 or 36
+//! months) are released by `DeleteInstances` only once expired, so
+//! [`Provider::deletion_refused`] makes a plan that would delete one before
+//! its `ExpiredTime` fail before anything is destroyed.
 //!
 //! Credentials come from `ALIBABA_CLOUD_ACCESS_KEY_ID` /
 //! `ALIBABA_CLOUD_ACCESS_KEY_SECRET` (and `ALIBABA_CLOUD_SECURITY_TOKEN` for

@@ -18,7 +18,16 @@
 //!   `ClientToken` idempotency, `Tag.N` filters, both pagination styles
 //!   (`PageNumber`/`PageSize`/`TotalCount` and `MaxResults`/`NextToken`),
 //!   instance states (Pending → Running; `DeleteInstances` → gone), and
-//!   `DependencyViolation.*` when deleting something still in use.
+//!   `DependencyViolation.*` when deleting something still in use;
+//! - the lifecycle rules gpuform once got wrong (issue 15): no rule whose
+//!   `SourceGroupId` is its own group (403 `InvalidParamter.Conflict`; members
+//!   reach each other through `InnerAccessPolicy`), `PeriodUnit` Week | Month
+//!   with the documented periods only, `DeleteInstances` for pay-as-you-go
+//!   and expired subscriptions only (`TerminateSubscription=true`), the
+//!   1,000-resource cap of tag-filtered Describe calls (`ListTagResources`
+//!   lists past it), and launches that fail after `RunInstances`
+//!   (`SystemFailure.Delete`: Stopped, then released). Tests can inject a 2xx
+//!   without the documented body ([`Fault::BareOnce`]).
 //!
 //! Error answers are `{"RequestId","HostId","Code","Message","Recommend"}`
 //! with the HTTP status the reference lists for the code.
