@@ -97,8 +97,10 @@ const VPC_ID_BATCH: usize = 20;
 /// Tag-filtered Describe calls (DescribeInstances, DescribeDisks,
 /// DescribeSecurityGroups, DescribeVpcs, DescribeVSwitches; parameter
 /// `Tag.N.Key`) return at most 1,000 resources across all their pages, with
-/// no sign of the cut; ListTagResources lists past it. A listing that
-/// reaches this many is redone through ListTagResources.
+/// no sign of the cut; ListTagResources lists past it (the figure as issue 15
+/// reports it from the Tag.N.Key descriptions; ListTagResources:
+/// alibabacloud.com/help/en/vpc/developer-reference/api-vpc-2016-04-28-listtagresources).
+/// A listing that reaches this many is redone through ListTagResources.
 pub const TAG_FILTER_CAP: usize = 1000;
 /// ListTagResources rows per page (VPC: MaxResults 1-50, default 50).
 const TAG_PAGE: usize = 50;
@@ -830,10 +832,11 @@ impl AlibabaProvider {
     /// whose SourceGroupId is the group itself is refused with 403
     /// InvalidParamter.Conflict ("The specified SecurityGroupId should be
     /// different from the SourceGroupId", AuthorizeSecurityGroup and
-    /// RevokeSecurityGroup error codes). Instances of one basic group reach
+    /// RevokeSecurityGroup error codes, help doc 25554). Instances of one basic group reach
     /// each other while its InnerAccessPolicy is Accept, the default
     /// (RunInstances: 同一个安全组内的实例之间可以互相访问;
-    /// ModifySecurityGroupPolicy; DescribeSecurityGroupAttribute
+    /// ModifySecurityGroupPolicy, alibabacloud.com/help/en/ecs/developer-reference/
+    /// api-ecs-2014-05-26-modifysecuritygrouppolicy; DescribeSecurityGroupAttribute
     /// `InnerAccessPolicy`); a group found with Drop is set back to Accept.
     async fn sync_rules(
         &self,
@@ -1014,7 +1017,8 @@ impl AlibabaProvider {
                 p.push("SpotStrategy", "SpotAsPriceGo");
             }
             "reserved-1y" | "reserved-3y" => {
-                // RunInstances (ECS API reference, `PeriodUnit` / `Period`):
+                // RunInstances (ECS API reference, `PeriodUnit` / `Period`,
+                // alibabacloud.com/help/en/ecs/developer-reference/api-runinstances):
                 // the unit is Week or Month, never Year; with Month the
                 // period is 1-9, 12, 24, 36, 48 or 60. One and three years
                 // are Month 12 and Month 36.
@@ -1073,7 +1077,9 @@ impl AlibabaProvider {
     /// order is placed; the instance is Pending, then Running (instance
     /// lifecycle, help doc 25380). When stock runs out after that answer, ECS
     /// raises SystemFailure.Delete ("System events related to instance
-    /// creation failures"): the instance shows Stopped without ever running
+    /// creation failures",
+    /// alibabacloud.com/help/en/ecs/user-guide/view-instance-creation-failure-events):
+    /// the instance shows Stopped without ever running
     /// and the system releases it, "in most cases within 5 minutes". An
     /// instance that stays Pending past the settle time is "an exception"
     /// per the lifecycle page. None of these is a node: it is released and
@@ -1236,13 +1242,14 @@ impl AlibabaProvider {
         ok_if_gone(self.ecs(region, "DeleteDisk", &p).await)
     }
 
-    /// DeleteInstances (ECS API reference, help doc 126723) "releases one or
+    /// DeleteInstances (ECS API reference, help doc 126723,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstances) "releases one or
     /// more pay-as-you-go instances or expired subscription instances":
     /// `Force=true` releases a Running one, `TerminateSubscription=true` an
     /// expired subscription. Nothing releases an unexpired subscription
     /// (there is no `TerminateSubscribedInstance`), so for one of those
     /// gpuform stops its renewal (ModifyInstanceAutoRenewAttribute
-    /// `RenewalStatus=NotRenewal`) and refuses, saying when it ends. Plans
+    /// `RenewalStatus=NotRenewal`, help doc 52843) and refuses, saying when it ends. Plans
     /// refuse such a deletion before anything is destroyed
     /// ([`Provider::deletion_refused`]); this is the last guard.
     async fn delete_instance(&self, region: &str, id: &str) -> Result<(), ProviderError> {

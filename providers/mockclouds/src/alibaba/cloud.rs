@@ -75,7 +75,8 @@ pub enum Fault {
 /// DescribeInstances, DescribeDisks, DescribeSecurityGroups, DescribeVpcs and
 /// DescribeVSwitches, parameter Tag.N.Key: when resources are filtered by
 /// tags, at most 1,000 of them are returned across all pages; more need
-/// ListTagResources. The cap is silent (no error, no marker), so a client
+/// ListTagResources (the figure as issue 15 reports it; not re-found
+/// verbatim in the reference pages reachable here, see the provider README). The cap is silent (no error, no marker), so a client
 /// that trusts a tag-filtered listing of ≥ 1,000 resources loses the rest.
 pub const TAG_FILTER_CAP: usize = 1000;
 
@@ -397,7 +398,11 @@ fn iso_minutes(secs: i64) -> String {
     )
 }
 
-/// The subscription length RunInstances was asked for, in seconds.
+/// The subscription length RunInstances was asked for, in seconds (a month
+/// counted as 30 days: only the order of ExpiredTime values matters here).
+/// alibabacloud.com/help/en/ecs/developer-reference/api-runinstances;
+/// InvalidPeriod is the code the API answers for a period it does not sell
+/// (developer.aliyun.com/ask/604587 quotes it).
 /// RunInstances, `PeriodUnit`: Week | Month (default Month); `Period`:
 /// with Week 1, 2, 3, 4; with Month 1-9, 12, 24, 36, 48, 60; required for
 /// PrePaid. Anything else (e.g. `PeriodUnit=Year`, which RunInstances does
@@ -1046,7 +1051,7 @@ impl Cloud {
                     "SourceCidrIp or SourceGroupId is required.",
                 ));
             }
-            // AuthorizeSecurityGroup / RevokeSecurityGroup error codes: 403
+            // AuthorizeSecurityGroup (help doc 25554) / RevokeSecurityGroup error codes: 403
             // InvalidParamter.Conflict (sic) "The specified SecurityGroupId
             // should be different from the SourceGroupId". Members of one
             // group reach each other through its InnerAccessPolicy (Accept by
@@ -1541,7 +1546,9 @@ impl Cloud {
     /// InvalidInstanceId.NotFound. The system disk goes with the instance;
     /// data disks attached with DeleteWithInstance=false are detached.
     /// It "releases one or more pay-as-you-go instances or expired
-    /// subscription instances" (help doc 126723); an expired subscription is
+    /// subscription instances" (help doc 126723,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstances);
+    /// an expired subscription is
     /// released only with TerminateSubscription=true ("whether to release
     /// expired subscription instances", default false). An unexpired
     /// subscription is refused: the page names no code for it, so the
@@ -1590,7 +1597,7 @@ impl Cloud {
         Ok(json!({}))
     }
 
-    /// ModifyInstanceAutoRenewAttribute — ECS API reference: InstanceId
+    /// ModifyInstanceAutoRenewAttribute — ECS API reference (help doc 52843): InstanceId
     /// (up to 100, comma-separated), RenewalStatus AutoRenewal | Normal |
     /// NotRenewal, AutoRenew, Duration, PeriodUnit; subscription instances
     /// only (a pay-as-you-go instance has nothing to renew: 403
