@@ -134,3 +134,54 @@ fn destroying_an_unexpired_subscription_is_refused_before_anything_goes() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(live(&mock).is_empty(), "{:?}", live(&mock));
 }
+
+#[test]
+fn a_launch_that_fails_after_run_instances_fails_over_to_the_next_zone() {
+    let mock = AlibabaMock::start();
+    mock.set_pending_time(Duration::from_millis(20));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "project: docs-failover\nclusters:\n  infer:\n    cloud: alibaba\n    region: cn-hangzhou\n    zones: [cn-hangzhou-i, cn-hangzhou-j]\n    nodes: 1\n    gpu: A10\n    disk:\n      data_gb: 50\n",
+    )
+    .unwrap();
+    let out = gpuform(dir.path(), &mock, &["plan", "spec.yaml", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan --json");
+    let itype = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|c| c["after"]["instance_type"].as_str())
+        .expect("a node in the plan")
+        .to_string();
+    // ECS "System events related to instance creation failures": accepted by
+    // RunInstances, then Stopped and released (SystemFailure.Delete).
+    mock.inject(Fault::LaunchFails {
+        zone: "cn-hangzhou-i".into(),
+        instance_type: itype,
+    });
+    let out = gpuform(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let nodes: Vec<MockResource> = live(&mock)
+        .into_iter()
+        .filter(|r| r.kind == ResourceKind::Instance)
+        .collect();
+    assert_eq!(
+        nodes.len(),
+        1,
+        "one node, the failed launch released: {nodes:?}"
+    );
+    let st: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(".gpuform/docs-failover.state.json")).unwrap(),
+    )
+    .unwrap();
+    let node = &st["resources"]["cluster.infer.node[0]"];
+    assert_eq!(node["id"], nodes[0].id.as_str());
+    assert_eq!(node["attrs"]["zone"], "cn-hangzhou-j", "{node}");
+    let out = gpuform(
+        dir.path(),
+        &mock,
+        &["plan", "spec.yaml", "--detailed-exitcode"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
