@@ -204,16 +204,29 @@ impl RpcClient {
             .await
             .map_err(|e| transport_error(action, &e.without_url()))?;
         let body: Option<Value> = serde_json::from_slice(&bytes).ok();
-        if (200..300).contains(&status) {
-            return body.ok_or_else(|| {
-                ProviderError::new(
-                    ErrorKind::Transient,
-                    format!("{action}: HTTP {status} with a body that is not JSON"),
-                )
-            });
-        }
-        Err(api_error(action, status, body.as_ref()))
+        answer(action, status, body)
     }
+}
+
+/// The result of an answer: the JSON body of a 2xx, an error otherwise. A
+/// 2xx whose body is not JSON, or that carries an error `Code` (a
+/// throttling or gateway answer relayed with a success status), is an
+/// error too: read as a result it would look like "nothing there".
+pub fn answer(action: &str, status: u16, body: Option<Value>) -> Result<Value, ProviderError> {
+    if !(200..300).contains(&status) {
+        return Err(api_error(action, status, body.as_ref()));
+    }
+    let body = body.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::Transient,
+            format!("{action}: HTTP {status} with a body that is not JSON"),
+        )
+    })?;
+    let code = body.get("Code").and_then(Value::as_str);
+    if code.is_some_and(|c| !matches!(c, "200" | "OK" | "Success")) {
+        return Err(api_error(action, status, Some(&body)));
+    }
+    Ok(body)
 }
 
 /// Turns an error answer (`{"RequestId","HostId","Code","Message",...}`)
@@ -278,6 +291,20 @@ mod tests {
         assert!(e.message.contains("sold out"));
         let e = api_error("X", 502, None);
         assert_eq!(e.kind, ErrorKind::Transient);
+    }
+
+    #[test]
+    fn success_status_with_an_error_code_is_an_error() {
+        let b = serde_json::json!({"RequestId":"R2","Code":"Throttling.User","Message":"Request was denied due to user flow control."});
+        let e = answer("DescribeInstances", 200, Some(b)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Throttled);
+        assert_eq!(e.code.as_deref(), Some("Throttling.User"));
+        assert_eq!(
+            answer("X", 200, None).unwrap_err().kind,
+            ErrorKind::Transient
+        );
+        let ok = serde_json::json!({"RequestId":"R3","Instances":{"Instance":[]}});
+        assert_eq!(answer("X", 200, Some(ok.clone())).unwrap(), ok);
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //! | ----------- | -------------------------------------------------------------------- |
 //! | `network`   | VPC `CreateVpc` (`cidr`)                                             |
 //! | `subnet`    | VPC `CreateVSwitch` in `refs.network` (`zone`, `cidr`)              |
-//! | `firewall`  | ECS `CreateSecurityGroup` in `refs.network` + `AuthorizeSecurityGroup`: all traffic from the group itself (`SourceGroupId`) plus `ingress` |
+//! | `firewall`  | ECS `CreateSecurityGroup` in `refs.network` + `AuthorizeSecurityGroup` for `ingress`; members reach each other through the group's `InnerAccessPolicy=Accept` (a rule naming the group itself is refused) |
 //! | `placement` | ECS `CreateDeploymentSet`, `Strategy=LowLatency` for `cluster` (packed, for NVLink/RDMA), `Availability` for `spread` |
-//! | `instance`  | ECS `RunInstances`, `Amount=1`, one call per node                   |
+//! | `instance`  | ECS `RunInstances`, `Amount=1`, one call per node, until Running (a failed launch is released and reported as capacity) |
 //! | `volume`    | ECS `CreateDisk` + `AttachDisk` to `refs.instance`                   |
 //! | `bucket`    | not supported (OSS is another API): an `invalid` error               |
 //!
@@ -26,8 +26,17 @@
 //!
 //! **Refresh** (`list_owned`, `read`) is batched: each kind is one
 //! paginated Describe call filtered by the project tag (or by up to 100 ids),
-//! so its cost grows with pages. Security-group rules need one
-//! `DescribeSecurityGroupAttribute` per group (one group per cluster).
+//! so its cost grows with pages. A tag-filtered listing stops at 1,000
+//! resources; one that reaches it is redone with `ListTagResources` and
+//! Describe by id. Security-group rules need one
+//! `DescribeSecurityGroupAttribute` per group (one group per cluster). An
+//! answer without the list its reference documents is an error, never an
+//! empty result.
+//!
+//! **Subscriptions** (`reserved-1y` / `reserved-3y`: `PrePaid`, 12 or 36
+//! months) are released by `DeleteInstances` only once expired, so
+//! [`Provider::delete_refusal`] makes a plan that would delete one before
+//! its `ExpiredTime` fail before anything is destroyed.
 //!
 //! Credentials come from `ALIBABA_CLOUD_ACCESS_KEY_ID` /
 //! `ALIBABA_CLOUD_ACCESS_KEY_SECRET` (and `ALIBABA_CLOUD_SECURITY_TOKEN` for
@@ -85,6 +94,57 @@ const NUMBER_PAGE: usize = 50;
 /// takes up to 20, comma-separated.
 const ID_BATCH: usize = 100;
 const VPC_ID_BATCH: usize = 20;
+/// Tag-filtered Describe calls (DescribeInstances, DescribeDisks,
+/// DescribeSecurityGroups, DescribeVpcs, DescribeVSwitches; parameter
+/// `Tag.N.Key`) return at most 1,000 resources across all their pages, with
+/// no sign of the cut; ListTagResources lists past it (the figure as issue 15
+/// reports it from the Tag.N.Key descriptions; ListTagResources:
+/// alibabacloud.com/help/en/vpc/developer-reference/api-vpc-2016-04-28-listtagresources).
+/// A listing that reaches this many is redone through ListTagResources.
+pub const TAG_FILTER_CAP: usize = 1000;
+/// ListTagResources rows per page (VPC: MaxResults 1-50, default 50).
+const TAG_PAGE: usize = 50;
+
+/// What list_owned lists by the project tag, and how ListTagResources
+/// names it (ECS `ResourceType` instance | disk | securitygroup; VPC
+/// `ResourceType` VPC | VSWITCH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tagged {
+    Vpc,
+    VSwitch,
+    Group,
+    Instance,
+    Disk,
+}
+
+impl Tagged {
+    fn product(self) -> Product {
+        match self {
+            Tagged::Vpc | Tagged::VSwitch => Product::Vpc,
+            _ => Product::Ecs,
+        }
+    }
+
+    fn resource_type(self) -> &'static str {
+        match self {
+            Tagged::Vpc => "VPC",
+            Tagged::VSwitch => "VSWITCH",
+            Tagged::Group => "securitygroup",
+            Tagged::Instance => "instance",
+            Tagged::Disk => "disk",
+        }
+    }
+
+    fn id_key(self) -> &'static str {
+        match self {
+            Tagged::Vpc => "VpcId",
+            Tagged::VSwitch => "VSwitchId",
+            Tagged::Group => "SecurityGroupId",
+            Tagged::Instance => "InstanceId",
+            Tagged::Disk => "DiskId",
+        }
+    }
+}
 
 /// The Alibaba Cloud provider. Cheap to share; the HTTP client is reused.
 pub struct AlibabaProvider {
@@ -217,11 +277,12 @@ impl AlibabaProvider {
             p.push("PageNumber", page.to_string());
             p.push("PageSize", NUMBER_PAGE.to_string());
             let body = self.client.call(product, region, action, &p.0).await?;
-            let got = items(&body, path.0, path.1);
+            let got = listed_items(&body, path.0, path.1, action)?;
             let n = got.len();
             out.extend(got.into_iter().cloned());
-            let total = body.get("TotalCount").and_then(Value::as_u64).unwrap_or(0) as usize;
-            if n == 0 || n < NUMBER_PAGE || out.len() >= total {
+            // A full page may have a successor; without a TotalCount, ask.
+            let total = body.get("TotalCount").and_then(Value::as_u64);
+            if n < NUMBER_PAGE || total.is_some_and(|t| out.len() as u64 >= t) {
                 return Ok(out);
             }
             page += 1;
@@ -245,7 +306,11 @@ impl AlibabaProvider {
                 p.push("NextToken", t.clone());
             }
             let body = self.ecs(region, action, &p).await?;
-            out.extend(items(&body, path.0, path.1).into_iter().cloned());
+            out.extend(
+                listed_items(&body, path.0, path.1, action)?
+                    .into_iter()
+                    .cloned(),
+            );
             match body.get("NextToken").and_then(Value::as_str) {
                 Some(t) if !t.is_empty() && token.as_deref() != Some(t) => {
                     token = Some(t.to_string())
@@ -345,19 +410,146 @@ impl AlibabaProvider {
             .await
     }
 
-    /// Inbound rules of each group: DescribeSecurityGroupAttribute, one call
-    /// per group (the API has no batched form).
-    async fn group_rules(&self, region: &str, group_id: &str) -> Result<Vec<Value>, ProviderError> {
+    /// Describe items of `what` matching `filter`.
+    async fn describe_tagged(
+        &self,
+        region: &str,
+        what: Tagged,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
+        match what {
+            Tagged::Vpc => self.describe_vpcs(region, filter).await,
+            Tagged::VSwitch => self.describe_vswitches(region, filter).await,
+            Tagged::Group => self.describe_groups(region, filter).await,
+            Tagged::Instance => self.describe_instances(region, filter).await,
+            Tagged::Disk => self.describe_disks(region, filter).await,
+        }
+    }
+
+    /// Everything of `what` that carries the project tag: one tag-filtered
+    /// Describe listing, or, when that reaches [`TAG_FILTER_CAP`] and may
+    /// have been cut, ListTagResources for the ids and Describe by id.
+    async fn owned_of(
+        &self,
+        region: &str,
+        project: &str,
+        what: Tagged,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let listed = self
+            .describe_tagged(region, what, &tag_filter(project))
+            .await?;
+        if listed.len() < TAG_FILTER_CAP {
+            return Ok(listed);
+        }
+        let ids = self.tagged_ids(region, what, project).await?;
+        self.describe_ids(region, what, &ids).await
+    }
+
+    /// Ids of `what` carrying the project tag: ListTagResources (ECS and
+    /// VPC: ResourceType, Tag.N, NextToken; rows
+    /// `TagResources.TagResource[].ResourceId`), every page.
+    async fn tagged_ids(
+        &self,
+        region: &str,
+        what: Tagged,
+        project: &str,
+    ) -> Result<Vec<String>, ProviderError> {
+        let action = "ListTagResources";
+        let mut ids = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut p = tag_filter(project);
+            p.push("ResourceType", what.resource_type());
+            if what.product() == Product::Vpc {
+                p.push("MaxResults", TAG_PAGE.to_string());
+            }
+            if let Some(t) = &token {
+                p.push("NextToken", t.clone());
+            }
+            let body = self
+                .client
+                .call(what.product(), region, action, &p.0)
+                .await?;
+            for row in listed_items(&body, "TagResources", "TagResource", action)? {
+                let id = text(row, "ResourceId");
+                if !id.is_empty() && seen.insert(id.clone()) {
+                    ids.push(id);
+                }
+            }
+            match body.get("NextToken").and_then(Value::as_str) {
+                Some(t) if !t.is_empty() && token.as_deref() != Some(t) => {
+                    token = Some(t.to_string())
+                }
+                _ => return Ok(ids),
+            }
+        }
+    }
+
+    /// Describe items of `what` with these ids, in the batches each call takes.
+    async fn describe_ids(
+        &self,
+        region: &str,
+        what: Tagged,
+        ids: &[String],
+    ) -> Result<Vec<Value>, ProviderError> {
+        let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        let batches: Vec<Params> = match what {
+            // DescribeVSwitches filters by one VSwitchId only: page through the region.
+            Tagged::VSwitch => vec![Params::default()],
+            Tagged::Vpc => ids
+                .chunks(VPC_ID_BATCH)
+                .map(|c| {
+                    let mut p = Params::default();
+                    p.push("VpcId", c.join(","));
+                    p
+                })
+                .collect(),
+            _ => {
+                let key = match what {
+                    Tagged::Group => "SecurityGroupIds",
+                    Tagged::Instance => "InstanceIds",
+                    _ => "DiskIds",
+                };
+                ids.chunks(ID_BATCH)
+                    .map(|c| {
+                        let mut p = Params::default();
+                        p.push(key, json_array(c));
+                        p
+                    })
+                    .collect()
+            }
+        };
+        for p in batches {
+            out.extend(
+                self.describe_tagged(region, what, &p)
+                    .await?
+                    .into_iter()
+                    .filter(|v| wanted.contains(text(v, what.id_key()).as_str())),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Inbound rules of a group and its `InnerAccessPolicy`:
+    /// DescribeSecurityGroupAttribute, one call per group (the API has no
+    /// batched form). An answer without `Permissions` is an error, not "no rules".
+    async fn group_rules(
+        &self,
+        region: &str,
+        group_id: &str,
+    ) -> Result<(Vec<Value>, String), ProviderError> {
         let mut p = Params::default();
         p.push("SecurityGroupId", group_id);
         p.push("Direction", "ingress");
-        let body = self
-            .ecs(region, "DescribeSecurityGroupAttribute", &p)
-            .await?;
-        Ok(items(&body, "Permissions", "Permission")
+        let action = "DescribeSecurityGroupAttribute";
+        let body = self.ecs(region, action, &p).await?;
+        let rules = listed_items(&body, "Permissions", "Permission", action)?
             .into_iter()
             .cloned()
-            .collect())
+            .collect();
+        Ok((rules, text(&body, "InnerAccessPolicy")))
     }
 
     async fn observe_groups(
@@ -369,7 +561,7 @@ impl AlibabaProvider {
         for g in groups {
             let id = text(&g, "SecurityGroupId");
             match self.group_rules(region, &id).await {
-                Ok(rules) => out.push(observe_group(&g, &rules, region)),
+                Ok((rules, inner)) => out.push(observe_group(&g, &rules, &inner, region)),
                 Err(e) if e.kind == ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
@@ -385,7 +577,11 @@ impl AlibabaProvider {
     ) -> Result<HashMap<String, u64>, ProviderError> {
         let mut p = tag_filter(project);
         p.push("DiskType", "system");
-        let disks = self.describe_disks(region, &p).await?;
+        let mut disks = self.describe_disks(region, &p).await?;
+        if disks.len() >= TAG_FILTER_CAP {
+            // Possibly cut by the tag filter's cap: every tagged disk, by id.
+            disks = self.owned_of(region, project, Tagged::Disk).await?;
+        }
         Ok(system_sizes(&disks))
     }
 
@@ -619,17 +815,29 @@ impl AlibabaProvider {
         )?);
         let body = self.ecs(region, "CreateSecurityGroup", &p).await?;
         let id = required(&body, "SecurityGroupId", "CreateSecurityGroup")?;
-        // A crash between these two calls leaves a tagged group without
-        // rules: adoption finds it, and its observed `ingress` (which shows
-        // the missing member rule, see `observe_group`) differs from the
-        // desired one, so the next plan updates it in place.
+        // Members reach each other without a rule: a new basic group's
+        // InnerAccessPolicy is Accept (see `sync_rules`). A crash between
+        // these two calls leaves a tagged group without the spec's rules:
+        // adoption finds it, its observed `ingress` differs from the
+        // desired one, and the next plan updates it in place.
         self.sync_rules(region, &id, &rules, true).await?;
         self.read_one(region, ResourceKind::Firewall, &id).await
     }
 
-    /// Makes the inbound rules of `group` exactly the member rule plus
-    /// `rules`: AuthorizeSecurityGroup for what is missing,
-    /// RevokeSecurityGroup for what is extra (`Permissions.N.*`, ≤ 100 per call).
+    /// Makes the inbound rules of `group` exactly `rules`:
+    /// AuthorizeSecurityGroup for what is missing, RevokeSecurityGroup for
+    /// what is extra (`Permissions.N.*`, ≤ 100 per call).
+    ///
+    /// Traffic between members needs no rule, and cannot have one: a rule
+    /// whose SourceGroupId is the group itself is refused with 403
+    /// InvalidParamter.Conflict ("The specified SecurityGroupId should be
+    /// different from the SourceGroupId", AuthorizeSecurityGroup and
+    /// RevokeSecurityGroup error codes, help doc 25554). Instances of one basic group reach
+    /// each other while its InnerAccessPolicy is Accept, the default
+    /// (RunInstances: 同一个安全组内的实例之间可以互相访问;
+    /// ModifySecurityGroupPolicy, alibabacloud.com/help/en/ecs/developer-reference/
+    /// api-ecs-2014-05-26-modifysecuritygrouppolicy; DescribeSecurityGroupAttribute
+    /// `InnerAccessPolicy`); a group found with Drop is set back to Accept.
     async fn sync_rules(
         &self,
         region: &str,
@@ -640,10 +848,17 @@ impl AlibabaProvider {
         let current: Vec<Value> = if fresh {
             Vec::new()
         } else {
-            self.group_rules(region, group).await?
+            let (current, inner) = self.group_rules(region, group).await?;
+            if !inner_access_accepted(&inner) {
+                // ModifySecurityGroupPolicy (ECS): SecurityGroupId, InnerAccessPolicy.
+                let mut p = Params::default();
+                p.push("SecurityGroupId", group);
+                p.push("InnerAccessPolicy", "Accept");
+                self.ecs(region, "ModifySecurityGroupPolicy", &p).await?;
+            }
+            current
         };
-        let mut want: Vec<Perm> = vec![Perm::member(group)];
-        want.extend(rules.iter().map(Perm::from_rule));
+        let want: Vec<Perm> = rules.iter().map(Perm::from_rule).collect();
         let have: Vec<Perm> = current.iter().filter_map(Perm::from_api).collect();
         let add: Vec<&Perm> = want.iter().filter(|w| !have.contains(w)).collect();
         let remove: Vec<&Perm> = have.iter().filter(|h| !want.contains(h)).collect();
@@ -802,9 +1017,15 @@ impl AlibabaProvider {
                 p.push("SpotStrategy", "SpotAsPriceGo");
             }
             "reserved-1y" | "reserved-3y" => {
+                // RunInstances (ECS API reference, `PeriodUnit` / `Period`,
+                // alibabacloud.com/help/en/ecs/developer-reference/api-runinstances):
+                // the unit is Week or Month, never Year; with Month the
+                // period is 1-9, 12, 24, 36, 48 or 60. One and three years
+                // are Month 12 and Month 36.
                 p.push("InstanceChargeType", "PrePaid");
-                p.push("Period", if pricing == "reserved-1y" { "1" } else { "3" });
-                p.push("PeriodUnit", "Year");
+                p.push("Period", subscription_months(&pricing).to_string());
+                p.push("PeriodUnit", "Month");
+                // No auto-renewal: a subscription gpuform made ends at its term.
                 p.push("AutoRenew", "false");
             }
             other => {
@@ -849,7 +1070,80 @@ impl AlibabaProvider {
             .and_then(|v| v.as_str())
             .map(str::to_string)
             .ok_or_else(|| empty_answer("RunInstances"))?;
-        self.read_one(region, ResourceKind::Instance, &id).await
+        self.await_launch(region, &id).await
+    }
+
+    /// Waits for a new instance to be Running. RunInstances answers once the
+    /// order is placed; the instance is Pending, then Running (instance
+    /// lifecycle, help doc 25380). When stock runs out after that answer, ECS
+    /// raises SystemFailure.Delete ("System events related to instance
+    /// creation failures",
+    /// alibabacloud.com/help/en/ecs/user-guide/view-instance-creation-failure-events):
+    /// the instance shows Stopped without ever running
+    /// and the system releases it, "in most cases within 5 minutes". An
+    /// instance that stays Pending past the settle time is "an exception"
+    /// per the lifecycle page. None of these is a node: it is released and
+    /// the create fails as a capacity failure, so the apply retries
+    /// elsewhere through the zone failover, as for OperationDenied.NoStock.
+    async fn await_launch(
+        &self,
+        region: &str,
+        id: &str,
+    ) -> Result<ObservedResource, ProviderError> {
+        let start = tokio::time::Instant::now();
+        let mut delay = self.poll;
+        let mut seen = false;
+        loop {
+            let late = start.elapsed() >= self.settle;
+            match self.read_one(region, ResourceKind::Instance, id).await {
+                Ok(o) if o.status == "running" => return Ok(o),
+                Ok(o) if o.status == "stopped" => {
+                    return Err(self
+                        .failed_launch(region, id, "stopped before it ever ran")
+                        .await)
+                }
+                Ok(o) if late => {
+                    let why = format!("still {} after {:?}", o.status, self.settle);
+                    return Err(self.failed_launch(region, id, &why).await);
+                }
+                Ok(_) => seen = true,
+                Err(e) if e.kind == ErrorKind::NotFound && (seen || late) => {
+                    let why = if seen {
+                        "released by the cloud before it ran"
+                    } else {
+                        "never listed by DescribeInstances"
+                    };
+                    return Err(self.failed_launch(region, id, why).await);
+                }
+                // Eventually consistent reads: a fresh id may not show yet.
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Releases an instance whose creation failed and returns the capacity
+    /// error that reports it. If the release itself fails, that error is
+    /// returned instead, so the create stays pending and is looked at again.
+    async fn failed_launch(&self, region: &str, id: &str, why: &str) -> ProviderError {
+        // DeleteInstances, Force=true: "Manually release the instance" is
+        // one of the two documented ways out of SystemFailure.Delete.
+        let mut p = Params::default();
+        p.push("InstanceId.1", id);
+        p.push("Force", "true");
+        if let Err(e) = ok_if_gone(self.ecs(region, "DeleteInstances", &p).await) {
+            return e;
+        }
+        ProviderError::new(
+            ErrorKind::Capacity,
+            format!(
+                "instance {id} was accepted by RunInstances but its creation failed ({why}; \
+                 ECS event SystemFailure.Delete: the zone could not supply it); it was released"
+            ),
+        )
+        .with_code("SystemFailure.Delete")
     }
 
     async fn create_volume(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
@@ -978,6 +1272,52 @@ impl AlibabaProvider {
         ok_if_gone(self.ecs(region, "DeleteDisk", &p).await)
     }
 
+    /// DeleteInstances (ECS API reference, help doc 126723,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstances) "releases one or
+    /// more pay-as-you-go instances or expired subscription instances":
+    /// `Force=true` releases a Running one, `TerminateSubscription=true` an
+    /// expired subscription. Nothing releases an unexpired subscription
+    /// (there is no `TerminateSubscribedInstance`), so for one of those
+    /// gpuform stops its renewal (ModifyInstanceAutoRenewAttribute
+    /// `RenewalStatus=NotRenewal`, help doc 52843) and refuses, saying when it ends. Plans
+    /// refuse such a deletion before anything is destroyed
+    /// ([`Provider::delete_refusal`]); this is the last guard.
+    async fn delete_instance(&self, region: &str, id: &str) -> Result<(), ProviderError> {
+        let mut p = Params::default();
+        p.push("InstanceIds", json_array(&[id.to_string()]));
+        let Some(i) = self
+            .describe_instances(region, &p)
+            .await?
+            .into_iter()
+            .find(|i| text(i, "InstanceId") == id)
+        else {
+            return Ok(());
+        };
+        if let Some(ends) = unexpired_subscription(&i, &now_minutes()) {
+            let mut p = Params::default();
+            p.push("InstanceId", id);
+            p.push("RenewalStatus", "NotRenewal");
+            ok_if_gone(
+                self.ecs(region, "ModifyInstanceAutoRenewAttribute", &p)
+                    .await,
+            )?;
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{}; its auto-renewal is now off",
+                    subscription_refusal(id, &ends)
+                ),
+            ));
+        }
+        let mut p = Params::default();
+        p.push("InstanceId.1", id);
+        p.push("Force", "true");
+        if text(&i, "InstanceChargeType") == "PrePaid" {
+            p.push("TerminateSubscription", "true");
+        }
+        ok_if_gone(self.ecs(region, "DeleteInstances", &p).await)
+    }
+
     async fn sync_tags(
         &self,
         region: &str,
@@ -1091,18 +1431,17 @@ impl Provider for AlibabaProvider {
         project: &str,
     ) -> Result<Vec<ObservedResource>, ProviderError> {
         let region = scope.region.as_str();
-        let filter = tag_filter(project);
         let no_filter = Params::default();
         let (vpcs, vswitches, groups, sets, instances, disks) = tokio::try_join!(
-            self.describe_vpcs(region, &filter),
-            self.describe_vswitches(region, &filter),
-            self.describe_groups(region, &filter),
+            self.owned_of(region, project, Tagged::Vpc),
+            self.owned_of(region, project, Tagged::VSwitch),
+            self.owned_of(region, project, Tagged::Group),
             // No tag filter exists for deployment sets: page through the
             // region's sets and keep those whose description names the project.
             self.describe_deployment_sets(region, &no_filter),
-            self.describe_instances(region, &filter),
+            self.owned_of(region, project, Tagged::Instance),
             // Data and system disks in one listing: system disks give root_gb.
-            self.describe_disks(region, &filter),
+            self.owned_of(region, project, Tagged::Disk),
         )?;
         let mut out = Vec::new();
         out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
@@ -1208,6 +1547,14 @@ impl Provider for AlibabaProvider {
         self.read_one(region, kind, id).await
     }
 
+    fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
+        if observed.kind != ResourceKind::Instance {
+            return None;
+        }
+        let ends = observed.attrs.get(SUBSCRIPTION_ENDS)?.as_str()?;
+        (ends > now_minutes().as_str()).then(|| subscription_refusal(&observed.id, ends))
+    }
+
     async fn delete(
         &self,
         scope: &Scope,
@@ -1233,18 +1580,20 @@ impl Provider for AlibabaProvider {
                 p.push("DeploymentSetId", id);
                 ok_if_gone(self.ecs(region, "DeleteDeploymentSet", &p).await)
             }
-            ResourceKind::Instance => {
-                // DeleteInstances (ECS): InstanceId.N, Force=true releases a
-                // Running instance; TerminateSubscribedInstance=true also
-                // releases an unexpired subscription (reserved-*) instance.
-                p.push("InstanceId.1", id);
-                p.push("Force", "true");
-                p.push("TerminateSubscribedInstance", "true");
-                ok_if_gone(self.ecs(region, "DeleteInstances", &p).await)
-            }
+            ResourceKind::Instance => self.delete_instance(region, id).await,
             ResourceKind::Volume => self.delete_volume(region, id).await,
             ResourceKind::Bucket => Err(buckets_unsupported()),
         }
+    }
+}
+
+/// Months of a reserved pricing model, as RunInstances takes them
+/// (`PeriodUnit=Month`, `Period` 12 or 36).
+fn subscription_months(pricing: &str) -> u32 {
+    if pricing == "reserved-3y" {
+        36
+    } else {
+        12
     }
 }
 
@@ -1616,16 +1965,6 @@ struct Perm {
 }
 
 impl Perm {
-    fn member(group: &str) -> Perm {
-        Perm {
-            protocol: "all".into(),
-            port_range: "-1/-1".into(),
-            source_cidr: None,
-            source_group: Some(group.to_string()),
-            description: "gpuform members".into(),
-        }
-    }
-
     fn from_rule(r: &Rule) -> Perm {
         let portless = r.protocol == "icmp" || r.protocol == "all";
         Perm {
@@ -1744,7 +2083,13 @@ fn observe_vswitch(v: &Value, region: &str) -> ObservedResource {
     )
 }
 
-fn observe_group(g: &Value, rules: &[Value], region: &str) -> ObservedResource {
+/// Whether members of a group reach each other (`InnerAccessPolicy`,
+/// case-insensitive; absent means the documented default, Accept).
+fn inner_access_accepted(policy: &str) -> bool {
+    policy.is_empty() || policy.eq_ignore_ascii_case("accept")
+}
+
+fn observe_group(g: &Value, rules: &[Value], inner: &str, region: &str) -> ObservedResource {
     let id = text(g, "SecurityGroupId");
     let perms: Vec<Perm> = rules.iter().filter_map(Perm::from_api).collect();
     let mut ingress: Vec<Value> = Vec::new();
@@ -1756,11 +2101,11 @@ fn observe_group(g: &Value, rules: &[Value], region: &str) -> ObservedResource {
             }
         }
     }
-    // The member rule is not part of the neutral `ingress`; when it is
-    // missing (a crash between CreateSecurityGroup and AuthorizeSecurityGroup,
-    // or someone revoked it) say so in `ingress`, so the plan updates the group.
-    if !perms.contains(&Perm::member(&id)) {
-        ingress.push(json!({"missing": "all traffic between members"}));
+    // Members reach each other through InnerAccessPolicy=Accept, not a rule
+    // (see `sync_rules`); when someone set it to Drop, say so in `ingress`,
+    // so the plan updates the group (which sets it back).
+    if !inner_access_accepted(inner) {
+        ingress.push(json!({"missing": "all traffic between members (InnerAccessPolicy is Drop)"}));
     }
     let mut a = Attrs::new();
     a.insert("ingress".into(), Value::Array(ingress));
@@ -1807,6 +2152,41 @@ fn observe_deployment_set(d: &Value, region: &str) -> ObservedResource {
     }
 }
 
+/// Observed attribute of a subscription instance: when its term ends
+/// (DescribeInstances `ExpiredTime`, `yyyy-MM-ddTHH:mmZ` UTC).
+pub const SUBSCRIPTION_ENDS: &str = "subscription_ends";
+
+/// The current time as DescribeInstances writes ExpiredTime; such strings
+/// order as the times they name.
+fn now_minutes() -> String {
+    let t = gpuform_signing::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
+}
+
+/// The end of a subscription instance's term when it lies after `now`.
+fn unexpired_subscription(i: &Value, now: &str) -> Option<String> {
+    let ends = text(i, "ExpiredTime");
+    (text(i, "InstanceChargeType") == "PrePaid" && ends.as_str() > now).then_some(ends)
+}
+
+fn subscription_refusal(id: &str, ends: &str) -> String {
+    format!(
+        "{id} is a subscription (reserved) instance paid until {ends}; Alibaba Cloud releases \
+         subscription instances only once they have expired (DeleteInstances), so it cannot be \
+         destroyed before then. gpuform made it without auto-renewal, so its term ends then; \
+         stop renewal if it was turned on since (ModifyInstanceAutoRenewAttribute \
+         RenewalStatus=NotRenewal, or the console's renewal settings), keep it in the spec until \
+         that date, or leave it out with --target"
+    )
+}
+
 fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedResource {
     let tags = tags_of(i);
     let mut a = Attrs::new();
@@ -1832,6 +2212,9 @@ fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedRe
         "on-demand".to_string()
     };
     a.insert("pricing".into(), json!(pricing));
+    if charge == "PrePaid" {
+        a.insert(SUBSCRIPTION_ENDS.into(), json!(text(i, "ExpiredTime")));
+    }
     if let Some(gb) = root_gb {
         a.insert("root_gb".into(), json!(gb));
     }
@@ -1907,6 +2290,25 @@ fn volume_type(category: &str) -> String {
 }
 
 // --------------------------------------------------------------------- helpers
+
+/// `body[outer][inner]` as a list, where the API reference documents that
+/// list: an answer without `outer` (a 2xx from a throttling proxy, a
+/// truncated body) is an error, never "nothing there" — read as empty, it
+/// would make a refresh plan creates for what exists.
+fn listed_items<'a>(
+    body: &'a Value,
+    outer: &str,
+    inner: &str,
+    action: &str,
+) -> Result<Vec<&'a Value>, ProviderError> {
+    if body.get(outer).is_none() {
+        return Err(ProviderError::new(
+            ErrorKind::Transient,
+            format!("{action} answered without `{outer}`, which its API reference documents; not read as an empty list"),
+        ));
+    }
+    Ok(items(body, outer, inner))
+}
 
 /// `body[outer][inner]` as a list (Alibaba wraps every list this way).
 fn items<'a>(body: &'a Value, outer: &str, inner: &str) -> Vec<&'a Value> {

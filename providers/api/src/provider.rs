@@ -133,10 +133,12 @@ pub trait Provider: Send + Sync {
         std::time::Duration::ZERO
     }
 
-    /// Why the cloud documents that deleting this resource through its API
-    /// is refused (e.g. a prepaid server that only an unsubscription ends),
-    /// with what to do instead; `None` when it can be deleted. Checked at
-    /// plan time, so that a destroy says so before anything is deleted.
+    /// Why the cloud documents that deleting this resource now is refused
+    /// (a prepaid Huawei server, an unexpired Alibaba subscription), with
+    /// what to do instead; `None` when it can be deleted. Asked of every
+    /// delete and replace a plan holds, from the refreshed observation and
+    /// without API calls, so that a plan that cannot be carried out is
+    /// refused before anything is destroyed.
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
         let _ = observed;
         None

@@ -57,7 +57,28 @@ pub enum Fault {
         status: u16,
         code: String,
     },
+    /// The next call of `action` answers HTTP 200 with a RequestId and no
+    /// documented body (what a throttling proxy or a degraded gateway hands
+    /// back), without taking effect. A client must read this as an error.
+    BareOnce { action: String },
+    /// RunInstances of `instance_type` in `zone` is accepted, then the
+    /// instance fails to be created (until cleared with an empty zone).
+    /// ECS "System events related to instance creation failures"
+    /// (help.aliyun.com/en/ecs/user-guide/view-instance-creation-failure-events):
+    /// when stock runs out after the order, the event SystemFailure.Delete
+    /// is raised, the instance shows Stopped instead of ever Running, and the
+    /// system releases it "in most cases within 5 minutes" (here: after four
+    /// pending times); it can also be released by hand.
+    LaunchFails { zone: String, instance_type: String },
 }
+
+/// DescribeInstances, DescribeDisks, DescribeSecurityGroups, DescribeVpcs and
+/// DescribeVSwitches, parameter Tag.N.Key: when resources are filtered by
+/// tags, at most 1,000 of them are returned across all pages; more need
+/// ListTagResources (the figure as issue 15 reports it; not re-found
+/// verbatim in the reference pages reachable here, see the provider README). The cap is silent (no error, no marker), so a client
+/// that trusts a tag-filtered listing of ≥ 1,000 resources loses the rest.
+pub const TAG_FILTER_CAP: usize = 1000;
 
 #[derive(Debug, Clone)]
 struct Vpc {
@@ -97,6 +118,8 @@ struct Group {
     name: String,
     tags: Vec<(String, String)>,
     perms: Vec<Perm>,
+    /// Accept (members reach each other; the default of a basic group) or Drop.
+    inner_policy: String,
 }
 
 #[derive(Debug, Clone)]
@@ -124,6 +147,12 @@ struct Instance {
     name: String,
     tags: Vec<(String, String)>,
     created: Instant,
+    /// Subscription (PrePaid) end, Unix seconds; None for pay-as-you-go.
+    expires: Option<i64>,
+    /// ModifyInstanceAutoRenewAttribute RenewalStatus: AutoRenewal | Normal | NotRenewal.
+    renewal: String,
+    /// Accepted by RunInstances, then failed (see [`Fault::LaunchFails`]).
+    launch_failed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +217,7 @@ pub struct Cloud {
     tokens: HashMap<(String, String), TokenUse>,
     faults: VecDeque<Fault>,
     no_stock: Vec<(String, String)>,
+    launch_fails: Vec<(String, String)>,
     quota: Option<usize>,
     pub pending_for: Duration,
 }
@@ -344,12 +374,20 @@ pub fn request_id() -> String {
 }
 
 fn now_iso() -> String {
-    let secs = std::time::SystemTime::now()
+    iso_minutes(unix_now())
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let t =
-        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+        .unwrap_or(0)
+}
+
+/// `yyyy-MM-ddTHH:mmZ`, as DescribeInstances writes ExpiredTime.
+fn iso_minutes(secs: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(secs)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}Z",
         t.year(),
@@ -360,6 +398,54 @@ fn now_iso() -> String {
     )
 }
 
+/// The subscription length RunInstances was asked for, in seconds (a month
+/// counted as 30 days: only the order of ExpiredTime values matters here).
+/// alibabacloud.com/help/en/ecs/developer-reference/api-runinstances;
+/// InvalidPeriod is the code the API answers for a period it does not sell
+/// (developer.aliyun.com/ask/604587 quotes it).
+/// RunInstances, `PeriodUnit`: Week | Month (default Month); `Period`:
+/// with Week 1, 2, 3, 4; with Month 1-9, 12, 24, 36, 48, 60; required for
+/// PrePaid. Anything else (e.g. `PeriodUnit=Year`, which RunInstances does
+/// not take) is refused like the API does: 400 InvalidPeriod ("The
+/// specified period is not valid.") / InvalidPeriodUnit.
+fn subscription_seconds(q: &Q) -> Result<i64, ApiError> {
+    let unit = get(q, "PeriodUnit").unwrap_or("Month");
+    let period: i64 = get(q, "Period")
+        .ok_or_else(|| {
+            ApiError::new(
+                400,
+                "MissingPeriod",
+                "Period is required for PrePaid instances.",
+            )
+        })?
+        .parse()
+        .map_err(|_| ApiError::new(400, "InvalidPeriod", "The specified period is not valid."))?;
+    let ok = match unit {
+        "Week" => (1..=4).contains(&period),
+        "Month" => (1..=9).contains(&period) || [12, 24, 36, 48, 60].contains(&period),
+        _ => {
+            return Err(ApiError::new(
+                400,
+                "InvalidPeriodUnit",
+                "The specified PeriodUnit is not valid; use Week or Month.",
+            ))
+        }
+    };
+    if !ok {
+        return Err(ApiError::new(
+            400,
+            "InvalidPeriod",
+            "The specified period is not valid.",
+        ));
+    }
+    let day = 86_400;
+    Ok(if unit == "Week" {
+        period * 7 * day
+    } else {
+        period * 30 * day
+    })
+}
+
 fn valid_cidr(c: &str) -> bool {
     let Some((ip, bits)) = c.split_once('/') else {
         return false;
@@ -368,6 +454,14 @@ fn valid_cidr(c: &str) -> bool {
     octets.len() == 4
         && octets.iter().all(|o| o.parse::<u8>().is_ok())
         && bits.parse::<u8>().is_ok_and(|b| b <= 32)
+}
+
+/// The silent cap of tag-filtered listings (see [`TAG_FILTER_CAP`]).
+fn cap_tagged(mut all: Vec<Value>, tags: &[(String, String)]) -> Vec<Value> {
+    if !tags.is_empty() {
+        all.truncate(TAG_FILTER_CAP);
+    }
+    all
 }
 
 /// `PageNumber`/`PageSize` pagination (DescribeVpcs, DescribeVSwitches,
@@ -459,6 +553,7 @@ impl Cloud {
             tokens: HashMap::new(),
             faults: VecDeque::new(),
             no_stock: Vec::new(),
+            launch_fails: Vec::new(),
             quota: None,
             pending_for: Duration::from_millis(50),
         }
@@ -474,16 +569,48 @@ impl Cloud {
                 zone,
                 instance_type,
             } => self.no_stock.push((zone, instance_type)),
+            Fault::LaunchFails {
+                zone,
+                instance_type,
+            } if zone.is_empty() => self.launch_fails.retain(|(_, t)| *t != instance_type),
+            Fault::LaunchFails {
+                zone,
+                instance_type,
+            } => self.launch_fails.push((zone, instance_type)),
             Fault::InstanceQuota(n) => self.quota = Some(n),
-            once @ Fault::Once { .. } => self.faults.push_back(once),
+            once @ (Fault::Once { .. } | Fault::BareOnce { .. }) => self.faults.push_back(once),
         }
     }
 
+    /// Drops the injected one-shot faults not yet consumed.
+    pub fn clear_faults(&mut self) {
+        self.faults.clear();
+    }
+
+    /// Instance lifecycle (help doc 25380): Pending after creation, then
+    /// Running; an expired subscription is Stopped ("Expired" in the console,
+    /// `Stopped` in the API); a failed creation shows Stopped, never Running.
     fn instance_status(&self, i: &Instance) -> &'static str {
         if i.created.elapsed() < self.pending_for {
             "Pending"
+        } else if i.launch_failed || i.expires.is_some_and(|e| e <= unix_now()) {
+            "Stopped"
         } else {
             "Running"
+        }
+    }
+
+    /// The system releases instances whose creation failed (SystemFailure.Delete).
+    fn release_failed_launches(&mut self) {
+        let after = self.pending_for * 4;
+        let gone: Vec<String> = self
+            .instances
+            .iter()
+            .filter(|i| i.launch_failed && i.created.elapsed() >= after)
+            .map(|i| i.id.clone())
+            .collect();
+        for id in gone {
+            self.remove_instance(&id);
         }
     }
 
@@ -494,6 +621,7 @@ impl Cloud {
             "RevokeSecurityGroup",
             "DescribeSecurityGroups",
             "DescribeSecurityGroupAttribute",
+            "ModifySecurityGroupPolicy",
             "DeleteSecurityGroup",
             "CreateDeploymentSet",
             "DescribeDeploymentSets",
@@ -510,6 +638,8 @@ impl Cloud {
             "ResizeDisk",
             "TagResources",
             "UntagResources",
+            "ListTagResources",
+            "ModifyInstanceAutoRenewAttribute",
         ];
         let vpc = [
             "CreateVpc",
@@ -520,6 +650,7 @@ impl Cloud {
             "DeleteVSwitch",
             "TagResources",
             "UnTagResources",
+            "ListTagResources",
         ];
         let known = match version {
             ECS_VERSION => ecs.contains(&action),
@@ -541,13 +672,16 @@ impl Cloud {
             ));
         }
         let region = need(q, "RegionId")?.to_string();
-        if let Some(pos) = self
-            .faults
-            .iter()
-            .position(|f| matches!(f, Fault::Once { action: a, .. } if a == action))
-        {
-            if let Some(Fault::Once { status, code, .. }) = self.faults.remove(pos) {
-                return Err(ApiError::new(status, code, "Injected by the test."));
+        self.release_failed_launches();
+        if let Some(pos) = self.faults.iter().position(|f| {
+            matches!(f, Fault::Once { action: a, .. } | Fault::BareOnce { action: a } if a == action)
+        }) {
+            match self.faults.remove(pos) {
+                Some(Fault::Once { status, code, .. }) => {
+                    return Err(ApiError::new(status, code, "Injected by the test."))
+                }
+                Some(Fault::BareOnce { .. }) => return Ok(json!({})),
+                _ => {}
             }
         }
         let token = get(q, "ClientToken")
@@ -584,11 +718,14 @@ impl Cloud {
             (VPC_VERSION, "UnTagResources") | (ECS_VERSION, "UntagResources") => {
                 self.untag_resources(version, q)
             }
+            (_, "ListTagResources") => self.list_tag_resources(version, &region, q),
+            (_, "ModifyInstanceAutoRenewAttribute") => self.modify_auto_renew(q),
             (_, "CreateSecurityGroup") => self.create_group(&region, q),
             (_, "AuthorizeSecurityGroup") => self.authorize(q, true),
             (_, "RevokeSecurityGroup") => self.authorize(q, false),
             (_, "DescribeSecurityGroups") => self.describe_groups(&region, q),
             (_, "DescribeSecurityGroupAttribute") => self.group_attribute(q),
+            (_, "ModifySecurityGroupPolicy") => self.modify_group_policy(q),
             (_, "DeleteSecurityGroup") => self.delete_group(q),
             (_, "CreateDeploymentSet") => self.create_set(&region, q),
             (_, "DescribeDeploymentSets") => self.describe_sets(&region, q),
@@ -706,7 +843,7 @@ impl Cloud {
                        "VSwitchIds": {"VSwitchId": vsw}, "Tags": vpc_tags(&v.tags), "IsDefault": false})
             })
             .collect();
-        page_by_number(q, all, ("Vpcs", "Vpc"))
+        page_by_number(q, cap_tagged(all, &tags), ("Vpcs", "Vpc"))
     }
 
     /// DeleteVpc — VPC API reference "DeleteVpc", error codes: 400
@@ -797,7 +934,7 @@ impl Cloud {
             .map(|s| json!({"VSwitchId": s.id, "VpcId": s.vpc, "ZoneId": s.zone, "CidrBlock": s.cidr, "Status": "Available",
                              "VSwitchName": s.name, "Tags": vpc_tags(&s.tags)}))
             .collect();
-        page_by_number(q, all, ("VSwitches", "VSwitch"))
+        page_by_number(q, cap_tagged(all, &tags), ("VSwitches", "VSwitch"))
     }
 
     /// DeleteVSwitch — VPC API reference "DeleteVSwitch": 400
@@ -845,6 +982,7 @@ impl Cloud {
             name: get(q, "SecurityGroupName").unwrap_or_default().into(),
             tags,
             perms: Vec::new(),
+            inner_policy: "Accept".into(),
         });
         Ok(json!({"SecurityGroupId": id}))
     }
@@ -913,6 +1051,18 @@ impl Cloud {
                     "SourceCidrIp or SourceGroupId is required.",
                 ));
             }
+            // AuthorizeSecurityGroup (help doc 25554) / RevokeSecurityGroup error codes: 403
+            // InvalidParamter.Conflict (sic) "The specified SecurityGroupId
+            // should be different from the SourceGroupId". Members of one
+            // group reach each other through its InnerAccessPolicy (Accept by
+            // default; DescribeSecurityGroupAttribute, ModifySecurityGroupPolicy).
+            if r[3] == id {
+                return Err(ApiError::new(
+                    403,
+                    "InvalidParamter.Conflict",
+                    "The specified SecurityGroupId should be different from the SourceGroupId.",
+                ));
+            }
             if !r[3].is_empty() && !self.groups.iter().any(|g| g.id == r[3]) {
                 return Err(ApiError::new(
                     404,
@@ -971,7 +1121,11 @@ impl Cloud {
             .map(|g| json!({"SecurityGroupId": g.id, "SecurityGroupName": g.name, "VpcId": g.vpc, "SecurityGroupType": "normal",
                              "CreationTime": now_iso(), "Tags": ecs_tags(&g.tags)}))
             .collect();
-        page_by_token(q, all, ("SecurityGroups", "SecurityGroup"))
+        page_by_token(
+            q,
+            cap_tagged(all, &tags),
+            ("SecurityGroups", "SecurityGroup"),
+        )
     }
 
     /// DescribeSecurityGroupAttribute — ECS API reference: SecurityGroupId,
@@ -994,9 +1148,34 @@ impl Cloud {
                 .collect()
         };
         Ok(
-            json!({"SecurityGroupId": g.id, "SecurityGroupName": g.name, "VpcId": g.vpc, "RegionId": g.region, "InnerAccessPolicy": "Accept",
+            json!({"SecurityGroupId": g.id, "SecurityGroupName": g.name, "VpcId": g.vpc, "RegionId": g.region, "InnerAccessPolicy": g.inner_policy,
                   "Permissions": {"Permission": perms}}),
         )
+    }
+
+    /// ModifySecurityGroupPolicy — ECS API reference: SecurityGroupId,
+    /// InnerAccessPolicy Accept | Drop (case-insensitive). With Accept "the
+    /// instances in the security group can communicate with each other".
+    fn modify_group_policy(&mut self, q: &Q) -> R {
+        let id = need(q, "SecurityGroupId")?.to_string();
+        let policy = match need(q, "InnerAccessPolicy")?.to_ascii_lowercase().as_str() {
+            "accept" => "Accept",
+            "drop" => "Drop",
+            _ => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidInnerAccessPolicy.Malformed",
+                    "The specified InnerAccessPolicy is not valid.",
+                ))
+            }
+        };
+        let g = self
+            .groups
+            .iter_mut()
+            .find(|g| g.id == id)
+            .ok_or_else(group_not_found)?;
+        g.inner_policy = policy.into();
+        Ok(json!({}))
     }
 
     /// DeleteSecurityGroup — ECS API reference, error codes: 403
@@ -1227,13 +1406,16 @@ impl Cloud {
                 "The specified InstanceChargeType is not valid.",
             ));
         }
-        if charge == "PrePaid" && get(q, "Period").is_none() {
-            return Err(ApiError::new(
-                400,
-                "MissingPeriod",
-                "Period is required for PrePaid instances.",
-            ));
-        }
+        let expires = if charge == "PrePaid" {
+            Some(unix_now() + subscription_seconds(q)?)
+        } else {
+            None
+        };
+        let renewal = if get(q, "AutoRenew") == Some("true") {
+            "AutoRenewal"
+        } else {
+            "Normal"
+        };
         let spot = get(q, "SpotStrategy").unwrap_or("NoSpot").to_string();
         if !["NoSpot", "SpotAsPriceGo", "SpotWithPriceLimit"].contains(&spot.as_str())
             || (spot != "NoSpot" && charge != "PostPaid")
@@ -1283,6 +1465,10 @@ impl Cloud {
             }
         }
         let tags = tags_param(q)?;
+        let launch_failed = self
+            .launch_fails
+            .iter()
+            .any(|(z, t)| *z == zone && *t == itype);
         let mut ids = Vec::new();
         for _ in 0..amount {
             let id = new_id("i", region);
@@ -1301,6 +1487,9 @@ impl Cloud {
                 name: get(q, "InstanceName").unwrap_or_default().into(),
                 tags: tags.clone(),
                 created: Instant::now(),
+                expires,
+                renewal: renewal.into(),
+                launch_failed,
             });
             self.disks.push(Disk {
                 id: new_id("d", region),
@@ -1343,18 +1532,29 @@ impl Cloud {
             .map(|i| {
                 json!({"InstanceId": i.id, "InstanceName": i.name, "RegionId": i.region, "ZoneId": i.zone, "InstanceType": i.instance_type,
                        "ImageId": i.image, "Status": self.instance_status(i), "InstanceChargeType": i.charge, "SpotStrategy": i.spot,
+                       "ExpiredTime": i.expires.map_or_else(|| "2099-12-31T15:59Z".to_string(), iso_minutes),
                        "DeploymentSetId": i.deployment_set, "InstanceNetworkType": "vpc",
                        "VpcAttributes": {"VpcId": i.vpc, "VSwitchId": i.vswitch, "PrivateIpAddress": {"IpAddress": []}},
                        "SecurityGroupIds": {"SecurityGroupId": [i.group]}, "Tags": ecs_tags(&i.tags), "CreationTime": now_iso()})
             })
             .collect();
-        page_by_token(q, all, ("Instances", "Instance"))
+        page_by_token(q, cap_tagged(all, &tags), ("Instances", "Instance"))
     }
 
     /// DeleteInstances — ECS API reference: InstanceId.N, Force (a Running
     /// instance needs Force=true, else 403 IncorrectInstanceStatus), 404
     /// InvalidInstanceId.NotFound. The system disk goes with the instance;
     /// data disks attached with DeleteWithInstance=false are detached.
+    /// It "releases one or more pay-as-you-go instances or expired
+    /// subscription instances" (help doc 126723,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstances);
+    /// an expired subscription is
+    /// released only with TerminateSubscription=true ("whether to release
+    /// expired subscription instances", default false). An unexpired
+    /// subscription is refused: the page names no code for it, so the
+    /// stand-in answers ECS's charge-type refusal, 403 ChargeTypeViolation.
+    /// No parameter releases an unexpired subscription
+    /// (`TerminateSubscribedInstance` exists in no ECS version).
     fn delete_instances(&mut self, q: &Q) -> R {
         let ids = listed(q, "InstanceId");
         if ids.is_empty() {
@@ -1380,11 +1580,168 @@ impl Cloud {
                     "The current status of the resource does not support this operation.",
                 ));
             }
+            if let Some(end) = i.expires.filter(|_| !i.launch_failed) {
+                let expired = end <= unix_now();
+                if !expired || get(q, "TerminateSubscription") != Some("true") {
+                    return Err(ApiError::new(
+                        403,
+                        "ChargeTypeViolation",
+                        "The operation is not permitted due to charge type of the instance.",
+                    ));
+                }
+            }
         }
         for id in &ids {
             self.remove_instance(id);
         }
         Ok(json!({}))
+    }
+
+    /// ModifyInstanceAutoRenewAttribute — ECS API reference (help doc 52843): InstanceId
+    /// (up to 100, comma-separated), RenewalStatus AutoRenewal | Normal |
+    /// NotRenewal, AutoRenew, Duration, PeriodUnit; subscription instances
+    /// only (a pay-as-you-go instance has nothing to renew: 403
+    /// ChargeTypeViolation).
+    fn modify_auto_renew(&mut self, q: &Q) -> R {
+        let ids: Vec<String> = need(q, "InstanceId")?
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect();
+        let status = match (get(q, "RenewalStatus"), get(q, "AutoRenew")) {
+            (Some(s @ ("AutoRenewal" | "Normal" | "NotRenewal")), _) => s.to_string(),
+            (Some(_), _) => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidRenewalStatus.ValueNotSupported",
+                    "The specified RenewalStatus is not valid.",
+                ))
+            }
+            (None, Some("true")) => "AutoRenewal".into(),
+            (None, _) => "Normal".into(),
+        };
+        for id in &ids {
+            let i = self.instances.iter().find(|i| i.id == *id).ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "InvalidInstanceId.NotFound",
+                    "The specified InstanceId does not exist.",
+                )
+            })?;
+            if i.expires.is_none() {
+                return Err(ApiError::new(
+                    403,
+                    "ChargeTypeViolation",
+                    "The operation is not permitted due to charge type of the instance.",
+                ));
+            }
+        }
+        for i in self.instances.iter_mut().filter(|i| ids.contains(&i.id)) {
+            i.renewal = status.clone();
+        }
+        Ok(json!({}))
+    }
+
+    /// ListTagResources — ECS (ResourceType instance | disk | securitygroup …)
+    /// and VPC (ResourceType VPC | VSWITCH …) API references: ResourceId.N,
+    /// Tag.N (a resource must carry every given pair), NextToken; VPC also
+    /// MaxResults 1-50 (default 50). Answers NextToken and
+    /// TagResources.TagResource[] {ResourceId, ResourceType, TagKey,
+    /// TagValue}: one row per matching resource and filter tag. This is the
+    /// documented way past the 1,000-resource cap of tag-filtered Describe calls.
+    fn list_tag_resources(&self, version: &str, region: &str, q: &Q) -> R {
+        let rtype = need(q, "ResourceType")?.to_string();
+        let ids = listed(q, "ResourceId");
+        let tags = tags_param(q)?;
+        if ids.is_empty() && tags.is_empty() {
+            return Err(ApiError::new(
+                400,
+                "MissingParameter",
+                "ResourceId.N or Tag.N is required.",
+            ));
+        }
+        let max: usize = get(q, "MaxResults").unwrap_or("50").parse().unwrap_or(0);
+        if !(1..=50).contains(&max) {
+            return Err(ApiError::new(
+                400,
+                "InvalidParameter",
+                "MaxResults is 1 to 50.",
+            ));
+        }
+        let owned = |id: &str, region_of: &str, t: &[(String, String)]| {
+            region_of == region
+                && (ids.is_empty() || ids.iter().any(|x| x == id))
+                && matches_tags(t, &tags)
+        };
+        let found: Vec<(String, Vec<(String, String)>)> =
+            match (version, rtype.to_ascii_lowercase().as_str()) {
+                (VPC_VERSION, "vpc") => self
+                    .vpcs
+                    .iter()
+                    .filter(|v| owned(&v.id, &v.region, &v.tags))
+                    .map(|v| (v.id.clone(), v.tags.clone()))
+                    .collect(),
+                (VPC_VERSION, "vswitch") => self
+                    .vswitches
+                    .iter()
+                    .filter(|v| owned(&v.id, &v.region, &v.tags))
+                    .map(|v| (v.id.clone(), v.tags.clone()))
+                    .collect(),
+                (ECS_VERSION, "instance") => self
+                    .instances
+                    .iter()
+                    .filter(|v| owned(&v.id, &v.region, &v.tags))
+                    .map(|v| (v.id.clone(), v.tags.clone()))
+                    .collect(),
+                (ECS_VERSION, "disk") => self
+                    .disks
+                    .iter()
+                    .filter(|v| owned(&v.id, &v.region, &v.tags))
+                    .map(|v| (v.id.clone(), v.tags.clone()))
+                    .collect(),
+                (ECS_VERSION, "securitygroup") => self
+                    .groups
+                    .iter()
+                    .filter(|v| owned(&v.id, &v.region, &v.tags))
+                    .map(|v| (v.id.clone(), v.tags.clone()))
+                    .collect(),
+                _ => {
+                    return Err(ApiError::new(
+                        400,
+                        "InvalidResourceType.NotFound",
+                        "The specified ResourceType is not valid.",
+                    ))
+                }
+            };
+        let rows: Vec<Value> = found
+            .iter()
+            .flat_map(|(id, have)| {
+                have.iter()
+                    .filter(|(k, _)| tags.is_empty() || tags.iter().any(|(fk, _)| fk == k))
+                    .map(|(k, v)| json!({"ResourceId": id, "ResourceType": rtype, "TagKey": k, "TagValue": v}))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let start = match get(q, "NextToken").filter(|t| !t.is_empty()) {
+            None => 0,
+            Some(t) => t
+                .strip_prefix("lt")
+                .and_then(|h| usize::from_str_radix(h, 16).ok())
+                .ok_or_else(|| {
+                    ApiError::new(
+                        400,
+                        "InvalidNextToken",
+                        "The specified NextToken is not valid.",
+                    )
+                })?,
+        };
+        let total = rows.len();
+        let page: Vec<Value> = rows.into_iter().skip(start).take(max).collect();
+        let next = if start + page.len() < total {
+            format!("lt{:08x}", start + page.len())
+        } else {
+            String::new()
+        };
+        Ok(json!({"NextToken": next, "TagResources": {"TagResource": page}}))
     }
 
     fn remove_instance(&mut self, id: &str) {
@@ -1521,7 +1878,7 @@ impl Cloud {
                        "InstanceId": d.instance, "DeleteWithInstance": d.delete_with_instance, "Tags": ecs_tags(&d.tags)})
             })
             .collect();
-        page_by_token(q, all, ("Disks", "Disk"))
+        page_by_token(q, cap_tagged(all, &tags), ("Disks", "Disk"))
     }
 
     /// DeleteDisk — ECS API reference: DiskId; 403 IncorrectDiskStatus while
@@ -1690,6 +2047,53 @@ impl Cloud {
                     .find(|v| v.id == id)
                     .map(|v| v.tags.clone())
             })
+    }
+
+    /// Ends a subscription now, as if its term had run out (for tests).
+    pub fn expire(&mut self, id: &str) -> bool {
+        match self.instances.iter_mut().find(|i| i.id == id) {
+            Some(i) if i.expires.is_some() => {
+                i.expires = Some(unix_now() - 60);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets a group's InnerAccessPolicy behind gpuform's back (for tests).
+    pub fn set_inner_policy(&mut self, id: &str, policy: &str) -> bool {
+        match self.groups.iter_mut().find(|g| g.id == id) {
+            Some(g) => {
+                g.inner_policy = policy.into();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A subscription's RenewalStatus (for tests).
+    pub fn renewal_of(&self, id: &str) -> Option<String> {
+        self.instances
+            .iter()
+            .find(|i| i.id == id && i.expires.is_some())
+            .map(|i| i.renewal.clone())
+    }
+
+    /// The group's inbound rules as (IpProtocol, PortRange, SourceCidrIp, SourceGroupId) (for tests).
+    pub fn rules_of(&self, id: &str) -> Option<Vec<(String, String, String, String)>> {
+        self.groups.iter().find(|g| g.id == id).map(|g| {
+            g.perms
+                .iter()
+                .map(|p| {
+                    (
+                        p.protocol.clone(),
+                        p.port_range.clone(),
+                        p.source_cidr.clone(),
+                        p.source_group.clone(),
+                    )
+                })
+                .collect()
+        })
     }
 
     pub fn status_of(&self, id: &str) -> Option<String> {

@@ -19,7 +19,16 @@
 //!   `ClientToken` idempotency, `Tag.N` filters, both pagination styles
 //!   (`PageNumber`/`PageSize`/`TotalCount` and `MaxResults`/`NextToken`),
 //!   instance states (Pending → Running; `DeleteInstances` → gone), and
-//!   `DependencyViolation.*` when deleting something still in use.
+//!   `DependencyViolation.*` when deleting something still in use;
+//! - the lifecycle rules gpuform once got wrong (issue 15): no rule whose
+//!   `SourceGroupId` is its own group (403 `InvalidParamter.Conflict`; members
+//!   reach each other through `InnerAccessPolicy`), `PeriodUnit` Week | Month
+//!   with the documented periods only, `DeleteInstances` for pay-as-you-go
+//!   and expired subscriptions only (`TerminateSubscription=true`), the
+//!   1,000-resource cap of tag-filtered Describe calls (`ListTagResources`
+//!   lists past it), and launches that fail after `RunInstances`
+//!   (`SystemFailure.Delete`: Stopped, then released). Tests can inject a 2xx
+//!   without the documented body ([`Fault::BareOnce`]).
 //!
 //! Error answers are `{"RequestId","HostId","Code","Message","Recommend"}`
 //! with the HTTP status the reference lists for the code.
@@ -45,7 +54,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
 
-pub use cloud::Fault;
+pub use cloud::{Fault, TAG_FILTER_CAP};
 
 /// Test credentials the stand-in accepts (and [`AlibabaMock::env`] hands out).
 pub const ACCESS_KEY_ID: &str = "LTAI5tGpuformMockKeyId01";
@@ -124,6 +133,11 @@ impl AlibabaMock {
         self.cloud().inject(fault);
     }
 
+    /// Drops the one-shot faults ([`Fault::Once`], [`Fault::BareOnce`]) not consumed yet.
+    pub fn clear_faults(&self) {
+        self.cloud().clear_faults();
+    }
+
     /// How long a new instance stays Pending before it is Running (default 50 ms).
     pub fn set_pending_time(&self, d: Duration) {
         self.cloud().pending_for = d;
@@ -137,6 +151,26 @@ impl AlibabaMock {
     /// A resource's current state as the API would describe it (for tests).
     pub fn status(&self, id: &str) -> Option<String> {
         self.cloud().status_of(id)
+    }
+
+    /// Ends a subscription instance's term now (false if `id` is not one).
+    pub fn expire(&self, id: &str) -> bool {
+        self.cloud().expire(id)
+    }
+
+    /// Sets a security group's InnerAccessPolicy (Accept | Drop) behind gpuform's back.
+    pub fn set_inner_policy(&self, id: &str, policy: &str) -> bool {
+        self.cloud().set_inner_policy(id, policy)
+    }
+
+    /// A subscription instance's RenewalStatus (AutoRenewal | Normal | NotRenewal).
+    pub fn renewal(&self, id: &str) -> Option<String> {
+        self.cloud().renewal_of(id)
+    }
+
+    /// A security group's inbound rules: (IpProtocol, PortRange, SourceCidrIp, SourceGroupId).
+    pub fn rules(&self, id: &str) -> Option<Vec<(String, String, String, String)>> {
+        self.cloud().rules_of(id)
     }
 
     fn cloud(&self) -> std::sync::MutexGuard<'_, Cloud> {
