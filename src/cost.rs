@@ -111,9 +111,9 @@ pub fn budget_check(loaded: &LoadedSpec, plan: &Plan, catalog: &Catalog) -> Resu
         return Ok(());
     };
     let fits = |hourly: f64| {
-        b.max_hourly_usd.map_or(true, |m| hourly <= m + 1e-9)
+        b.max_hourly_usd.is_none_or(|m| hourly <= m + 1e-9)
             && b.max_monthly_usd
-                .map_or(true, |m| hourly * HOURS_PER_MONTH <= m + 1e-9)
+                .is_none_or(|m| hourly * HOURS_PER_MONTH <= m + 1e-9)
     };
     let total = plan.cost.hourly_usd_after;
     if fits(total) {

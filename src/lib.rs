@@ -3,6 +3,10 @@
 //! Layers (see ARCHITECTURE.md): spec → resolve (catalog) → plan (diff + DAG)
 //! → apply (concurrent walk, journal) → state; providers behind a neutral trait.
 
+// `Diagnostic` is large (source excerpt, YAML path, hint); it is built only on
+// bad input, a cold path, so returning it by value costs nothing that matters.
+#![allow(clippy::result_large_err)]
+
 pub mod apply;
 pub mod breakeven;
 pub mod cli;

@@ -774,7 +774,7 @@ impl<'a> Editor<'a> {
         // Bottom-up, so line numbers of earlier edits stay valid.
         // Insertions at one place: the later one is applied first, so they
         // end up in the order they were asked for.
-        let mut edits: Vec<(usize, (usize, usize, Vec<String>))> = std::mem::take(&mut self.edits)
+        let mut edits: Vec<_> = std::mem::take(&mut self.edits)
             .into_iter()
             .enumerate()
             .collect();

@@ -257,6 +257,8 @@ impl Killer {
         let target = call.map_or(u64::MAX, |n| mock.requests() + n);
         self.target.store(target, Ordering::SeqCst);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+        // Pinned: no output of a test depends on the day it runs.
+        cmd.env("GPUFORM_TODAY", "2026-11-29");
         cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
         for (k, v) in mock.env() {
             cmd.env(k, v);

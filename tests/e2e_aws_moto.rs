@@ -26,6 +26,8 @@ fn spec(project: &str, nodes: u32) -> String {
 
 fn gpuform(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    // Pinned: no output of a test depends on the day it runs.
+    c.env("GPUFORM_TODAY", "2026-11-29");
     c.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
@@ -541,6 +543,7 @@ fn the_aws_example_plans_offline_without_credentials() {
     let dir = tempfile::tempdir().unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/aws-training.yaml");
     let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .env("GPUFORM_TODAY", "2026-11-29")
         .args(["plan", example.to_str().unwrap(), "--detailed-exitcode"])
         .current_dir(dir.path())
         .env("NO_COLOR", "1")

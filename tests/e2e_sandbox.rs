@@ -52,6 +52,8 @@ impl Work {
 
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+        // Pinned: no output of a test depends on the day it runs.
+        c.env("GPUFORM_TODAY", "2026-11-29");
         c.args(args)
             .current_dir(self.path())
             .env_remove("GPUFORM_SANDBOX_FAULTS")

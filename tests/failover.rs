@@ -10,6 +10,8 @@ use support::{assert_killed_by, SandboxWork};
 
 fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    // Pinned: no output of a test depends on the day it runs.
+    c.env("GPUFORM_TODAY", "2026-11-29");
     c.args(args).current_dir(dir).env("NO_COLOR", "1");
     match faults {
         Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),

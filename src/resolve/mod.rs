@@ -451,7 +451,7 @@ fn resolve_cluster(
     let sold_in = catalog
         .availability(cloud, region, &instance_type)
         .and_then(|a| a.zones.clone());
-    let sold_here = |z: &String| sold_in.as_ref().map_or(true, |s| s.contains(z));
+    let sold_here = |z: &String| sold_in.as_ref().is_none_or(|s| s.contains(z));
     // A cluster stays in the zone it runs in while that zone is usable.
     let staying = opts
         .current

@@ -398,8 +398,10 @@ pub(crate) fn byte_offset(text: &str, line: usize, column: usize) -> Option<usiz
 
 const MAX_SOURCES: usize = 64;
 
-fn registry() -> &'static Mutex<VecDeque<(String, Arc<str>)>> {
-    static REG: OnceLock<Mutex<VecDeque<(String, Arc<str>)>>> = OnceLock::new();
+type SourceRegistry = Mutex<VecDeque<(String, Arc<str>)>>;
+
+fn registry() -> &'static SourceRegistry {
+    static REG: OnceLock<SourceRegistry> = OnceLock::new();
     REG.get_or_init(|| Mutex::new(VecDeque::new()))
 }
 

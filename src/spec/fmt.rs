@@ -301,7 +301,7 @@ impl<'a> Formatter<'a> {
         let mut last_orig = ind;
         loop {
             let is_dash = chars.get(pos) == Some(&'-')
-                && chars.get(pos + 1).map_or(true, |c| *c == ' ' || *c == '\t');
+                && chars.get(pos + 1).is_none_or(|c| *c == ' ' || *c == '\t');
             let key_end = self.parsed.block_keys.get(&(l + 1, pos + 1)).copied();
             let new_col = if first {
                 let kind = if is_dash {
@@ -470,7 +470,7 @@ fn starts_with(chars: &[char], s: &str) -> bool {
     let n = s.chars().count();
     chars.len() >= n
         && chars.iter().zip(s.chars()).all(|(a, b)| *a == b)
-        && chars.get(n).map_or(true, |c| c.is_whitespace())
+        && chars.get(n).is_none_or(|c| c.is_whitespace())
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub(crate) fn suggest<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
     let lower = name.to_lowercase();
-    let limit = ((name.chars().count() + 2) / 3).max(1);
+    let limit = name.chars().count().div_ceil(3).max(1);
     candidates
         .into_iter()
         .filter(|c| *c != name)

@@ -347,10 +347,10 @@ impl Ctx<'_> {
             let (before, from) = rest.split_at(i);
             out.push_str(before);
             offset_chars += before.chars().count();
-            if from.starts_with("$${") {
+            if let Some(after_escape) = from.strip_prefix("$${") {
                 out.push_str("${");
                 changed = true;
-                rest = &from[3..];
+                rest = after_escape;
                 offset_chars += 3;
             } else if let Some(after) = from.strip_prefix("${var.") {
                 let (line, col) = at(offset_chars);

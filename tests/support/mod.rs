@@ -129,6 +129,8 @@ impl SandboxWork {
     /// gpuform with `args`, with the given sandbox faults (none when `None`).
     pub fn run(&self, args: &[&str], faults: Option<&str>) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+        // Pinned: no output of a test depends on the day it runs.
+        c.env("GPUFORM_TODAY", "2026-11-29");
         c.args(args).current_dir(self.path()).env("NO_COLOR", "1");
         match faults {
             Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),
@@ -177,6 +179,7 @@ impl SandboxWork {
 pub fn sandbox_live(dir: &Path, project: &str) -> Vec<Live> {
     let st = format!(".gpuform/{project}.state.json");
     let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .env("GPUFORM_TODAY", "2026-11-29")
         .args(["sandbox", "ls", "--json", "--state", &st])
         .current_dir(dir)
         .env("NO_COLOR", "1")

@@ -436,10 +436,14 @@ async fn lifecycle_create_list_read_drift_delete() {
         .collect();
     assert_eq!(left, vec![trainer.id.clone()]);
     assert_eq!(
-        p.read(&scope(), ResourceKind::Instance, &[infer.id.clone()])
-            .await
-            .unwrap()
-            .len(),
+        p.read(
+            &scope(),
+            ResourceKind::Instance,
+            std::slice::from_ref(&infer.id)
+        )
+        .await
+        .unwrap()
+        .len(),
         0
     );
 
@@ -558,7 +562,11 @@ async fn data_volume_created_attached_listed_and_deleted() {
         .await
         .unwrap();
     assert!(p
-        .read(&scope(), ResourceKind::Volume, &[vol.id.clone()])
+        .read(
+            &scope(),
+            ResourceKind::Volume,
+            std::slice::from_ref(&vol.id)
+        )
         .await
         .unwrap()
         .is_empty());

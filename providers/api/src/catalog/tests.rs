@@ -365,13 +365,13 @@ fn brute_force(c: &Catalog, q: &OfferQuery) -> Vec<(Cloud, String, String, Optio
             .iter()
             .find(|t| t.cloud == o.cloud && t.name == o.instance_type)
             .unwrap();
-        let ok = q.cloud.map_or(true, |x| x == o.cloud)
-            && q.region.as_ref().map_or(true, |x| *x == o.region)
-            && q.gpu_model.as_ref().map_or(true, |x| *x == t.gpu_model)
-            && q.gpu_count.map_or(true, |x| x == t.gpu_count)
-            && q.interconnect.map_or(true, |x| t.interconnect == Some(x))
+        let ok = q.cloud.is_none_or(|x| x == o.cloud)
+            && q.region.as_ref().is_none_or(|x| *x == o.region)
+            && q.gpu_model.as_ref().is_none_or(|x| *x == t.gpu_model)
+            && q.gpu_count.is_none_or(|x| x == t.gpu_count)
+            && q.interconnect.is_none_or(|x| t.interconnect == Some(x))
             && (q.rdma != Some(true) || t.rdma.is_some())
-            && q.min_gpu_mem_gib.map_or(true, |x| t.gpu_mem_gib >= x);
+            && q.min_gpu_mem_gib.is_none_or(|x| t.gpu_mem_gib >= x);
         if !ok {
             continue;
         }

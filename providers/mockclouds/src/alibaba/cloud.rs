@@ -386,8 +386,8 @@ fn unix_now() -> i64 {
 
 /// `yyyy-MM-ddTHH:mmZ`, as DescribeInstances writes ExpiredTime.
 fn iso_minutes(secs: i64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp(secs)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let t =
+        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}Z",
         t.year(),
