@@ -1,7 +1,8 @@
 //! Scale benchmark: generated specs of 1k–50k resources on the sandbox cloud.
 //! Prints plan time, apply time, peak memory (max RSS) and the no-op re-plan
 //! of the real `gpuform` binary, plus the latency scenario (0.5 s per API
-//! call, a DAG of depth 4, default parallelism) against its critical path,
+//! call, a DAG of depth 4, default parallelism) against its critical path
+//! (counted in calls: two-step creates of volumes and firewalls weigh two),
 //! each next to its target.
 //!
 //!   cargo bench --bench scale                 # all sizes, prints figures
@@ -185,10 +186,12 @@ fn print_size(target: usize, s: &Size) {
 
 /// The plan's critical path in calls: the longest chain of dependent
 /// operations, computed from the plan's own `deps` (address → addresses),
-/// independently of the engine's graph code.
-fn dag_depth(plan: &serde_json::Value) -> usize {
+/// independently of the engine's graph code. Each operation weighs the calls
+/// the sandbox makes for it: creating a volume or a firewall takes two, as on
+/// the clouds (create, then attach / authorize), everything else one.
+fn critical_path_calls(plan: &serde_json::Value) -> usize {
     let changes = plan["changes"].as_array().expect("changes");
-    let deps: HashMap<&str, Vec<&str>> = changes
+    let ops: HashMap<&str, (usize, Vec<&str>)> = changes
         .iter()
         .filter(|c| c["action"] != "no-op")
         .map(|c| {
@@ -196,29 +199,34 @@ fn dag_depth(plan: &serde_json::Value) -> usize {
                 .as_object()
                 .map(|m| m.values().filter_map(|v| v.as_str()).collect())
                 .unwrap_or_default();
-            (c["address"].as_str().expect("address"), ds)
+            let two_step = c["action"] == "create"
+                && matches!(c["kind"].as_str(), Some("volume" | "firewall"));
+            let calls = if two_step { 2 } else { 1 };
+            (c["address"].as_str().expect("address"), (calls, ds))
         })
         .collect();
-    fn depth<'a>(
+    fn longest<'a>(
         a: &'a str,
-        deps: &HashMap<&'a str, Vec<&'a str>>,
+        ops: &HashMap<&'a str, (usize, Vec<&'a str>)>,
         memo: &mut HashMap<&'a str, usize>,
     ) -> usize {
         if let Some(&d) = memo.get(a) {
             return d;
         }
-        let d = 1 + deps[a]
-            .iter()
-            .filter(|d| deps.contains_key(*d))
-            .map(|d| depth(d, deps, memo))
-            .max()
-            .unwrap_or(0);
+        let (calls, deps) = &ops[a];
+        let d = calls
+            + deps
+                .iter()
+                .filter(|d| ops.contains_key(*d))
+                .map(|d| longest(d, ops, memo))
+                .max()
+                .unwrap_or(0);
         memo.insert(a, d);
         d
     }
     let mut memo = HashMap::new();
-    deps.keys()
-        .map(|a| depth(a, &deps, &mut memo))
+    ops.keys()
+        .map(|a| longest(a, &ops, &mut memo))
         .max()
         .unwrap_or(0)
 }
@@ -242,9 +250,9 @@ fn latency_scenario() -> (Duration, Duration, usize) {
     );
     let v: serde_json::Value = serde_json::from_str(&apply.stdout).expect("apply json");
     let n = v["plan"]["changes"].as_array().map_or(0, Vec::len);
-    let depth = dag_depth(&v["plan"]);
+    let calls = critical_path_calls(&v["plan"]);
     let walk = Duration::from_millis(v["elapsed_ms"].as_u64().expect("elapsed_ms"));
-    (walk, CALL_LATENCY * depth as u32, n)
+    (walk, CALL_LATENCY * calls as u32, n)
 }
 
 fn main() {
