@@ -11,18 +11,19 @@ use std::process::Command;
 
 const CHILD_ENV: &str = "GPUFORM_SANDBOX_CRASH_CHILD_DIR";
 
-/// In the child: network, subnet, firewall, instance with crash_after=4.
+/// In the child: network, subnet, firewall (two calls: create, then its
+/// rules), instance with crash_after=5.
 #[tokio::test]
 async fn crash_child() {
     let Ok(dir) = std::env::var(CHILD_ENV) else {
         return; // only meaningful as the child of `crash_after_keeps_the_effect`
     };
-    let faults = Faults::parse("crash_after=4").expect("faults");
+    let faults = Faults::parse("crash_after=5").expect("faults");
     let sb = SandboxCloud::open(std::path::Path::new(&dir), faults).expect("open");
     let p = sb.provider(Cloud::Aws);
     let o = offer(Cloud::Aws);
     stack(&*p, &o, "crash", "c").await;
-    // Never reached: the 4th call (the instance) aborts the process.
+    // Never reached: the 5th call (the instance) aborts the process.
     println!("CHILD SURVIVED");
 }
 
@@ -43,7 +44,7 @@ async fn crash_after_keeps_the_effect() {
         "the child must die: {stdout}\n{stderr}"
     );
     assert!(!stdout.contains("CHILD SURVIVED"), "{stdout}");
-    assert!(stderr.contains("crash_after=4 reached"), "{stderr}");
+    assert!(stderr.contains("crash_after=5 reached"), "{stderr}");
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
@@ -57,7 +58,7 @@ async fn crash_after_keeps_the_effect() {
     let inst = all
         .iter()
         .find(|r| r.kind == ResourceKind::Instance)
-        .expect("the 4th call's effect");
+        .expect("the 5th call's effect");
     assert_eq!(inst.token, "tok-crash-c.node[0]");
 
     // The next apply adopts it: the same token yields the same instance, and
