@@ -4,14 +4,33 @@
 //! these types; everything below it (one crate per cloud, and the sandbox)
 //! translates them into one cloud's API calls. Nothing cloud-specific leaks
 //! upward except neutral error kinds and opaque provider ids.
+//!
+//! - [`Provider`] is what the engine calls; a cloud crate implements
+//!   [`CloudDriver`] (typed, one method per kind and operation) and gets
+//!   `Provider` from [`driver`].
+//! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
+//!   a driver receives, read once from the engine's attribute maps.
 
 pub mod catalog;
+pub mod change;
 pub mod cloud;
+pub mod driver;
 pub mod error;
+pub mod ingress;
 pub mod provider;
+pub mod request;
 pub mod resource;
+pub mod tags;
 
+pub use change::{Attachment, ChangeSet};
 pub use cloud::Cloud;
+pub use driver::CloudDriver;
 pub use error::{ErrorKind, ProviderError};
+pub use ingress::{IngressRule, ObservedIngress, Protocol};
 pub use provider::{CreateRequest, Provider, Scope};
+pub use request::{
+    BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
+    PlacementStrategy, Pricing, SubnetSpec, VolumeSpec,
+};
 pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
+pub use tags::{TagDiff, UserTags};

@@ -1,0 +1,314 @@
+//! The shape every cloud crate implements, and the one [`Provider`] built on it.
+//!
+//! A cloud crate implements [`CloudDriver`]: one method per kind and
+//! operation, taking typed values. Everything a provider must do the same
+//! way on every cloud is done once here, in the blanket `Provider` impl:
+//! reading the engine's attribute maps into typed requests (one error per
+//! problem), refusing kinds a cloud does not make, refusing changes that
+//! need a replacement, treating "not found" on delete as done, and reading a
+//! resource back after an update.
+
+use crate::change::{Attachment, ChangeSet};
+use crate::ingress::IngressRule;
+use crate::provider::RateLimit;
+use crate::request::{
+    BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
+    SubnetSpec, VolumeSpec,
+};
+use crate::tags::UserTags;
+use crate::{
+    Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError,
+    ResourceKind, Scope,
+};
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// The error for a kind a cloud does not make (yet): the same words on
+/// every cloud.
+pub fn unsupported(cloud: Cloud, kind: ResourceKind) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        format!("{kind} resources are not supported on {cloud} yet"),
+    )
+}
+
+/// One cloud's API, per kind. Implement this, not [`Provider`].
+///
+/// Creates set the ownership tags atomically with the creation and use the
+/// ownership token as the idempotency token where the cloud has one. Reads
+/// never return resources that are gone. Deletes may answer
+/// [`ErrorKind::NotFound`] for something already gone (the wrapper treats it
+/// as done). Update methods get the resource as just read.
+#[async_trait]
+pub trait CloudDriver: Send + Sync {
+    /// The cloud this driver speaks.
+    fn cloud(&self) -> Cloud;
+
+    /// A short label for output: `aws`, `aws(http://127.0.0.1:5555)`.
+    fn label(&self) -> String;
+
+    /// The call budget the engine keeps to.
+    fn rate_limit(&self) -> RateLimit;
+
+    /// The kinds this cloud makes; creates of others are refused with
+    /// [`unsupported`] before any call.
+    fn kinds(&self) -> &'static [ResourceKind];
+
+    /// See [`Provider::settle_time`].
+    fn settle_time(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// See [`Provider::delete_refusal`].
+    fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
+        let _ = observed;
+        None
+    }
+
+    /// See [`Provider::offered`].
+    async fn offered(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        instance_type: &str,
+    ) -> Result<Option<bool>, ProviderError> {
+        let _ = (scope, zone, instance_type);
+        Ok(None)
+    }
+
+    /// The cloud's own naming rules for a user tag (lengths, alphabet),
+    /// beyond the reserved prefixes [`UserTags::parse`] already refuses.
+    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+        let _ = (key, value);
+        Ok(())
+    }
+
+    async fn create_network(&self, req: &Create<NetworkSpec>)
+        -> Result<ObservedResource, ProviderError>;
+    async fn create_subnet(&self, req: &Create<SubnetSpec>)
+        -> Result<ObservedResource, ProviderError>;
+    async fn create_firewall(&self, req: &Create<FirewallSpec>)
+        -> Result<ObservedResource, ProviderError>;
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let _ = req;
+        Err(unsupported(self.cloud(), ResourceKind::Placement))
+    }
+    async fn create_instance(&self, req: &Create<InstanceSpec>)
+        -> Result<ObservedResource, ProviderError>;
+    async fn create_volume(&self, req: &Create<VolumeSpec>)
+        -> Result<ObservedResource, ProviderError>;
+    async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource, ProviderError> {
+        let _ = req;
+        Err(unsupported(self.cloud(), ResourceKind::Bucket))
+    }
+
+    /// Reads the given resources of one kind (never called with no ids nor
+    /// with a kind outside [`Self::kinds`]); absent ones are left out.
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError>;
+
+    /// Everything in `scope` tagged with this project.
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError>;
+
+    /// Makes the user tags of `current` exactly `want` (ownership tags stay).
+    async fn update_tags(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<(), ProviderError>;
+
+    /// Makes a firewall's rules exactly `want`, plus the members' rule when
+    /// the observed ingress says it is missing.
+    async fn update_ingress(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &[IngressRule],
+    ) -> Result<(), ProviderError>;
+
+    /// Grows a volume.
+    async fn resize_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        size_gb: u32,
+    ) -> Result<(), ProviderError>;
+
+    /// Attaches a volume to an instance (detaching it from any other first),
+    /// or detaches it; succeeds when there is nothing to do.
+    async fn attach_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        to: &Attachment,
+    ) -> Result<(), ProviderError>;
+
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let _ = (scope, id);
+        Err(unsupported(self.cloud(), ResourceKind::Placement))
+    }
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let _ = (scope, id);
+        Err(unsupported(self.cloud(), ResourceKind::Bucket))
+    }
+}
+
+/// Reads one resource, or says it is gone.
+async fn read_one<D: CloudDriver + ?Sized>(
+    d: &D,
+    scope: &Scope,
+    kind: ResourceKind,
+    id: &str,
+) -> Result<ObservedResource, ProviderError> {
+    d.read(scope, kind, &[id.to_string()])
+        .await?
+        .into_iter()
+        .find(|r| r.id == id)
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::NotFound,
+                format!("{kind} {id} does not exist on {}", d.cloud()),
+            )
+        })
+}
+
+#[async_trait]
+impl<D: CloudDriver> Provider for D {
+    fn cloud(&self) -> Cloud {
+        CloudDriver::cloud(self)
+    }
+
+    fn label(&self) -> String {
+        CloudDriver::label(self)
+    }
+
+    fn rate_limit(&self) -> RateLimit {
+        CloudDriver::rate_limit(self)
+    }
+
+    fn settle_time(&self) -> Duration {
+        CloudDriver::settle_time(self)
+    }
+
+    fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
+        CloudDriver::delete_refusal(self, observed)
+    }
+
+    async fn offered(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        instance_type: &str,
+    ) -> Result<Option<bool>, ProviderError> {
+        CloudDriver::offered(self, scope, zone, instance_type).await
+    }
+
+    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+        let cloud = CloudDriver::cloud(self);
+        if !self.kinds().contains(&req.kind) {
+            return Err(unsupported(cloud, req.kind));
+        }
+        let tags = UserTags::parse(req.attrs.get("tags"), cloud, |k, v| self.check_tag(k, v))?;
+        match Desired::parse(req, tags)? {
+            Desired::Network(r) => self.create_network(&r).await,
+            Desired::Subnet(r) => self.create_subnet(&r).await,
+            Desired::Firewall(r) => self.create_firewall(&r).await,
+            Desired::Placement(r) => self.create_placement(&r).await,
+            Desired::Instance(r) => self.create_instance(&r).await,
+            Desired::Volume(r) => self.create_volume(&r).await,
+            Desired::Bucket(r) => self.create_bucket(&r).await,
+        }
+    }
+
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        if ids.is_empty() || !self.kinds().contains(&kind) {
+            return Ok(Vec::new());
+        }
+        CloudDriver::read(self, scope, kind, ids).await
+    }
+
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        CloudDriver::list_owned(self, scope, project).await
+    }
+
+    async fn update(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        changes: &Attrs,
+    ) -> Result<ObservedResource, ProviderError> {
+        let cloud = CloudDriver::cloud(self);
+        if !self.kinds().contains(&kind) {
+            return Err(unsupported(cloud, kind));
+        }
+        let set = ChangeSet::parse(kind, changes, cloud, |k, v| self.check_tag(k, v))?;
+        let current = read_one(self, scope, kind, id).await?;
+        if let Some(tags) = &set.tags {
+            self.update_tags(scope, &current, tags).await?;
+        }
+        if let Some(rules) = &set.ingress {
+            self.update_ingress(scope, &current, rules).await?;
+        }
+        if let Some(to) = &set.attachment {
+            self.attach_volume(scope, &current, to).await?;
+        }
+        if let Some(size) = set.size_gb {
+            self.resize_volume(scope, &current, size).await?;
+        }
+        read_one(self, scope, kind, id).await
+    }
+
+    async fn delete(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+    ) -> Result<(), ProviderError> {
+        if !self.kinds().contains(&kind) {
+            return Err(unsupported(CloudDriver::cloud(self), kind));
+        }
+        let done = match kind {
+            ResourceKind::Network => self.delete_network(scope, id).await,
+            ResourceKind::Subnet => self.delete_subnet(scope, id).await,
+            ResourceKind::Firewall => self.delete_firewall(scope, id).await,
+            ResourceKind::Placement => self.delete_placement(scope, id).await,
+            ResourceKind::Instance => self.delete_instance(scope, id).await,
+            ResourceKind::Volume => self.delete_volume(scope, id).await,
+            ResourceKind::Bucket => self.delete_bucket(scope, id).await,
+        };
+        match done {
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

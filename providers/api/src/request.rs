@@ -1,0 +1,423 @@
+//! Typed create requests: a [`CreateRequest`] read once into what each kind
+//! of resource needs.
+//!
+//! The engine speaks in neutral attribute maps (diffing, state and plans are
+//! one generic mechanism over them); a cloud needs fields. Reading the map
+//! here, once, means that a missing or malformed attribute is the same error
+//! with the same message on every cloud, and that a new attribute is a new
+//! field that every cloud's create must handle or the compiler says so.
+
+use crate::ingress::IngressRule;
+use crate::tags::UserTags;
+use crate::{Attrs, CreateRequest, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope};
+use serde_json::Value;
+use std::fmt;
+
+/// A create, typed: where, by whom (ownership, set atomically with the
+/// creation), and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Create<T> {
+    pub scope: Scope,
+    pub ownership: OwnershipTags,
+    pub tags: UserTags,
+    pub spec: T,
+}
+
+impl<T> Create<T> {
+    pub fn region(&self) -> &str {
+        &self.scope.region
+    }
+}
+
+/// A network (VPC): `cidr`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkSpec {
+    pub cidr: String,
+}
+
+/// A subnet of a network in one zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubnetSpec {
+    /// Provider id of the network.
+    pub network: String,
+    pub zone: String,
+    pub cidr: String,
+}
+
+/// A firewall (security group) of a network. All traffic between its
+/// members is always allowed, besides `ingress`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirewallSpec {
+    /// Provider id of the network.
+    pub network: String,
+    pub ingress: Vec<IngressRule>,
+}
+
+/// How a placement group places its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementStrategy {
+    /// Packed close together, for NVLink/RDMA traffic between nodes.
+    Cluster,
+    /// Spread over distinct hardware.
+    Spread,
+}
+
+impl PlacementStrategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlacementStrategy::Cluster => "cluster",
+            PlacementStrategy::Spread => "spread",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacementSpec {
+    pub strategy: PlacementStrategy,
+}
+
+/// How an instance is paid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pricing {
+    OnDemand,
+    Spot,
+    Reserved1y,
+    Reserved3y,
+}
+
+impl Pricing {
+    pub const ALL: [Pricing; 4] = [
+        Pricing::OnDemand,
+        Pricing::Spot,
+        Pricing::Reserved1y,
+        Pricing::Reserved3y,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pricing::OnDemand => "on-demand",
+            Pricing::Spot => "spot",
+            Pricing::Reserved1y => "reserved-1y",
+            Pricing::Reserved3y => "reserved-3y",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Pricing> {
+        Pricing::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The commitment in months (12 or 36) of a reserved model.
+    pub fn commitment_months(self) -> Option<u32> {
+        match self {
+            Pricing::Reserved1y => Some(12),
+            Pricing::Reserved3y => Some(36),
+            Pricing::OnDemand | Pricing::Spot => None,
+        }
+    }
+}
+
+impl fmt::Display for Pricing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One GPU node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceSpec {
+    pub instance_type: String,
+    /// A logical image name (`ubuntu-22.04-cuda`) or a raw image id.
+    pub image: String,
+    pub zone: Option<String>,
+    pub pricing: Pricing,
+    /// Root disk size in GiB; the image's default when absent.
+    pub root_gb: Option<u32>,
+    /// Whether the node gets the cloud's RDMA fabric (EFA, eRDMA, RoCE).
+    pub rdma: bool,
+    pub user_data: Option<String>,
+    /// Provider ids of what the node is placed in.
+    pub subnet: Option<String>,
+    pub firewall: Option<String>,
+    pub placement: Option<String>,
+}
+
+/// A data disk, attached to `instance` when given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSpec {
+    pub size_gb: u32,
+    pub zone: Option<String>,
+    /// Neutral class (`ssd`) or a cloud's own type name; the cloud's default
+    /// when absent.
+    pub volume_type: Option<String>,
+    /// Provider id of the instance the disk is attached to.
+    pub instance: Option<String>,
+}
+
+/// An object-storage bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketSpec {
+    pub name: String,
+}
+
+/// Any create, by kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Desired {
+    Network(Create<NetworkSpec>),
+    Subnet(Create<SubnetSpec>),
+    Firewall(Create<FirewallSpec>),
+    Placement(Create<PlacementSpec>),
+    Instance(Create<InstanceSpec>),
+    Volume(Create<VolumeSpec>),
+    Bucket(Create<BucketSpec>),
+}
+
+impl Desired {
+    /// Reads `req` into its kind's typed value. `tags` is the request's
+    /// `tags` attribute, already checked by the cloud's rules.
+    pub fn parse(req: &CreateRequest, tags: UserTags) -> Result<Desired, ProviderError> {
+        let r = Reader { req };
+        fn create<T>(req: &CreateRequest, tags: &UserTags, spec: T) -> Create<T> {
+            Create {
+                scope: req.scope.clone(),
+                ownership: req.ownership.clone(),
+                tags: tags.clone(),
+                spec,
+            }
+        }
+        let t = &tags;
+        Ok(match req.kind {
+            ResourceKind::Network => Desired::Network(create(req, t, NetworkSpec {
+                cidr: r.required_str("cidr")?,
+            })),
+            ResourceKind::Subnet => Desired::Subnet(create(req, t, SubnetSpec {
+                network: r.required_ref("network")?,
+                zone: r.required_str("zone")?,
+                cidr: r.required_str("cidr")?,
+            })),
+            ResourceKind::Firewall => Desired::Firewall(create(req, t, FirewallSpec {
+                network: r.required_ref("network")?,
+                ingress: IngressRule::parse_list(req.attrs.get("ingress"))?,
+            })),
+            ResourceKind::Placement => Desired::Placement(create(req, t, PlacementSpec {
+                strategy: match r.str("strategy")?.as_deref() {
+                    None | Some("cluster") => PlacementStrategy::Cluster,
+                    Some("spread") => PlacementStrategy::Spread,
+                    Some(other) => {
+                        return Err(r.bad(
+                            "strategy",
+                            format!("`{other}` is not a placement strategy; use cluster or spread"),
+                        ))
+                    }
+                },
+            })),
+            ResourceKind::Instance => Desired::Instance(create(req, t, InstanceSpec {
+                instance_type: r.required_str("instance_type")?,
+                image: r.required_str("image")?,
+                zone: r.str("zone")?,
+                pricing: match r.str("pricing")? {
+                    None => Pricing::OnDemand,
+                    Some(p) => Pricing::parse(&p).ok_or_else(|| {
+                        r.bad(
+                            "pricing",
+                            format!("`{p}` is not one of on-demand, spot, reserved-1y, reserved-3y"),
+                        )
+                    })?,
+                },
+                root_gb: r.u32("root_gb")?,
+                rdma: r.bool("rdma")?.unwrap_or(false),
+                user_data: r.str("user_data")?,
+                subnet: r.optional_ref("subnet"),
+                firewall: r.optional_ref("firewall"),
+                placement: r.optional_ref("placement"),
+            })),
+            ResourceKind::Volume => Desired::Volume(create(req, t, VolumeSpec {
+                size_gb: r.u32("size_gb")?.ok_or_else(|| r.missing("size_gb"))?,
+                zone: r.str("zone")?,
+                volume_type: r.str("volume_type")?,
+                instance: r.optional_ref("instance"),
+            })),
+            ResourceKind::Bucket => Desired::Bucket(create(req, t, BucketSpec {
+                name: r.required_str("name")?,
+            })),
+        })
+    }
+
+    pub fn kind(&self) -> ResourceKind {
+        match self {
+            Desired::Network(_) => ResourceKind::Network,
+            Desired::Subnet(_) => ResourceKind::Subnet,
+            Desired::Firewall(_) => ResourceKind::Firewall,
+            Desired::Placement(_) => ResourceKind::Placement,
+            Desired::Instance(_) => ResourceKind::Instance,
+            Desired::Volume(_) => ResourceKind::Volume,
+            Desired::Bucket(_) => ResourceKind::Bucket,
+        }
+    }
+}
+
+/// Reads attributes and references of one request, naming the kind and the
+/// attribute in every error.
+struct Reader<'a> {
+    req: &'a CreateRequest,
+}
+
+impl Reader<'_> {
+    fn attrs(&self) -> &Attrs {
+        &self.req.attrs
+    }
+
+    fn bad(&self, key: &str, why: String) -> ProviderError {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("{} `{key}`: {why}", self.req.kind),
+        )
+    }
+
+    fn missing(&self, key: &str) -> ProviderError {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("a {} needs `{key}`", self.req.kind),
+        )
+    }
+
+    fn str(&self, key: &str) -> Result<Option<String>, ProviderError> {
+        match self.attrs().get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.bad(key, format!("must be text, got {other}"))),
+        }
+    }
+
+    fn required_str(&self, key: &str) -> Result<String, ProviderError> {
+        match self.str(key)? {
+            Some(s) if !s.is_empty() => Ok(s),
+            _ => Err(self.missing(key)),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>, ProviderError> {
+        match self.attrs().get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.bad(key, format!("must be true or false, got {other}"))),
+        }
+    }
+
+    fn u32(&self, key: &str) -> Result<Option<u32>, ProviderError> {
+        match self.attrs().get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| self.bad(key, format!("must be a whole number, got {v}"))),
+        }
+    }
+
+    fn optional_ref(&self, role: &str) -> Option<String> {
+        self.req.refs.get(role).cloned()
+    }
+
+    fn required_ref(&self, role: &str) -> Result<String, ProviderError> {
+        self.optional_ref(role).ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("a {} needs a `{role}` to belong to", self.req.kind),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn req(kind: ResourceKind, attrs: Value, refs: &[(&str, &str)]) -> CreateRequest {
+        CreateRequest {
+            kind,
+            scope: Scope { region: "r1".into() },
+            attrs: serde_json::from_value(attrs).unwrap(),
+            refs: refs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            ownership: OwnershipTags {
+                project: "p".into(),
+                address: "cluster.a.node[0]".into(),
+                token: "t".into(),
+                lineage: "l".into(),
+            },
+        }
+    }
+
+    fn parse(r: &CreateRequest) -> Result<Desired, ProviderError> {
+        Desired::parse(r, UserTags::default())
+    }
+
+    #[test]
+    fn an_instance_reads_every_field_and_defaults_the_rest() {
+        let r = req(
+            ResourceKind::Instance,
+            json!({"instance_type": "p4d.24xlarge", "image": "ubuntu-22.04", "zone": "z1",
+                   "pricing": "reserved-3y", "root_gb": 200, "rdma": true, "gpu": "A100:8"}),
+            &[("subnet", "s-1"), ("firewall", "f-1")],
+        );
+        let Desired::Instance(i) = parse(&r).unwrap() else { panic!("not an instance") };
+        assert_eq!(i.spec.pricing, Pricing::Reserved3y);
+        assert_eq!(i.spec.pricing.commitment_months(), Some(36));
+        assert_eq!(i.spec.root_gb, Some(200));
+        assert!(i.spec.rdma);
+        assert_eq!(i.spec.subnet.as_deref(), Some("s-1"));
+        assert_eq!(i.spec.placement, None);
+        assert_eq!(i.ownership.address, "cluster.a.node[0]");
+
+        let bare = req(ResourceKind::Instance, json!({"instance_type": "t", "image": "i"}), &[]);
+        let Desired::Instance(i) = parse(&bare).unwrap() else { panic!() };
+        assert_eq!((i.spec.pricing, i.spec.rdma, i.spec.root_gb), (Pricing::OnDemand, false, None));
+    }
+
+    #[test]
+    fn one_message_per_problem_whatever_the_cloud() {
+        let e = parse(&req(ResourceKind::Network, json!({}), &[])).unwrap_err();
+        assert_eq!(e.message, "a network needs `cidr`");
+        let e = parse(&req(ResourceKind::Subnet, json!({"zone": "z", "cidr": "10.0.0.0/20"}), &[]))
+            .unwrap_err();
+        assert_eq!(e.message, "a subnet needs a `network` to belong to");
+        let e = parse(&req(
+            ResourceKind::Instance,
+            json!({"instance_type": "t", "image": "i", "pricing": "monthly"}),
+            &[],
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "instance `pricing`: `monthly` is not one of on-demand, spot, reserved-1y, reserved-3y"
+        );
+        let e = parse(&req(ResourceKind::Volume, json!({"size_gb": -5}), &[])).unwrap_err();
+        assert_eq!(e.message, "volume `size_gb`: must be a whole number, got -5");
+        let e = parse(&req(ResourceKind::Instance, json!({"instance_type": 3, "image": "i"}), &[]))
+            .unwrap_err();
+        assert_eq!(e.message, "instance `instance_type`: must be text, got 3");
+        assert!(e.kind == ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn firewalls_placements_volumes_and_buckets() {
+        let r = req(
+            ResourceKind::Firewall,
+            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
+            &[("network", "vpc-1")],
+        );
+        let Desired::Firewall(f) = parse(&r).unwrap() else { panic!() };
+        assert_eq!(f.spec.ingress.len(), 1);
+        let r = req(ResourceKind::Placement, json!({"strategy": "pack"}), &[]);
+        assert!(parse(&r).unwrap_err().message.contains("cluster or spread"));
+        let r = req(ResourceKind::Volume, json!({"size_gb": 100}), &[("instance", "i-1")]);
+        let Desired::Volume(v) = parse(&r).unwrap() else { panic!() };
+        assert_eq!((v.spec.size_gb, v.spec.instance.as_deref()), (100, Some("i-1")));
+        let r = req(ResourceKind::Bucket, json!({"name": ""}), &[]);
+        assert_eq!(parse(&r).unwrap_err().message, "a bucket needs `name`");
+    }
+}
