@@ -74,6 +74,11 @@ impl PlacementStrategy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementSpec {
     pub strategy: PlacementStrategy,
+    /// Whether the group is asked to carry an RDMA fabric (optional `rdma`;
+    /// the engine does not send it today): a cloud that can pack RDMA nodes
+    /// only in a dedicated cluster (Tencent's HPC clusters) refuses it
+    /// rather than pretend.
+    pub rdma: bool,
 }
 
 /// How an instance is paid for.
@@ -209,6 +214,7 @@ impl Desired {
                         ))
                     }
                 },
+                rdma: r.bool("rdma")?.unwrap_or(false),
             })),
             ResourceKind::Instance => Desired::Instance(create(req, t, InstanceSpec {
                 instance_type: r.required_str("instance_type")?,
@@ -414,6 +420,9 @@ mod tests {
         assert_eq!(f.spec.ingress.len(), 1);
         let r = req(ResourceKind::Placement, json!({"strategy": "pack"}), &[]);
         assert!(parse(&r).unwrap_err().message.contains("cluster or spread"));
+        let r = req(ResourceKind::Placement, json!({"rdma": true}), &[]);
+        let Desired::Placement(g) = parse(&r).unwrap() else { panic!() };
+        assert_eq!((g.spec.strategy, g.spec.rdma), (PlacementStrategy::Cluster, true));
         let r = req(ResourceKind::Volume, json!({"size_gb": 100}), &[("instance", "i-1")]);
         let Desired::Volume(v) = parse(&r).unwrap() else { panic!() };
         assert_eq!((v.spec.size_gb, v.spec.instance.as_deref()), (100, Some("i-1")));
