@@ -5,12 +5,124 @@
 //! Responses are `{"Response": {..., "RequestId"}}`; failures are
 //! `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}` with HTTP 200.
 
-use crate::errors;
+use crate::errors::{self, undocumented};
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{tc3, Credentials, Request};
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use std::fmt;
 use std::time::Duration;
+
+/// The endpoint override's variable.
+pub const ENV_ENDPOINT: &str = "GPUFORM_TENCENT_ENDPOINT";
+
+/// One of the APIs gpuform calls, with the version its action pages name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Api {
+    pub(crate) service: &'static str,
+    pub(crate) version: &'static str,
+    /// VPC's Describe calls document `Offset` / `Limit` as strings, CVM's
+    /// and CBS's as integers.
+    pub(crate) string_paging: bool,
+}
+
+pub(crate) const CVM: Api = Api {
+    service: "cvm",
+    version: "2017-03-12",
+    string_paging: false,
+};
+pub(crate) const VPC: Api = Api {
+    service: "vpc",
+    version: "2017-03-12",
+    string_paging: true,
+};
+pub(crate) const CBS: Api = Api {
+    service: "cbs",
+    version: "2017-03-12",
+    string_paging: false,
+};
+
+impl Api {
+    /// A number for `Offset` / `Limit` in the form this API documents.
+    fn number(self, n: usize) -> Value {
+        if self.string_paging {
+            json!(n.to_string())
+        } else {
+            json!(n)
+        }
+    }
+}
+
+/// Page size for Describe calls: the documented maximum `Limit` of
+/// DescribeInstances, DescribeDisks, DescribeVpcs, DescribeSubnets,
+/// DescribeSecurityGroups and DescribeDisasterRecoverGroups.
+const PAGE: usize = 100;
+
+/// A text field of an answer's object, empty when absent.
+pub(crate) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The documented list `set_key` of a Describe answer.
+pub(crate) fn documented_set(
+    resp: &Value,
+    action: &str,
+    set_key: &str,
+) -> Result<Vec<Value>, ProviderError> {
+    resp.get(set_key)
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| undocumented(action, set_key))
+}
+
+/// The documented object `key` of a create answer, with its id field set.
+pub(crate) fn documented_object(
+    resp: &Value,
+    action: &str,
+    key: &str,
+    id_key: &str,
+) -> Result<Value, ProviderError> {
+    resp.get(key)
+        .filter(|v| !s(v, id_key).is_empty())
+        .cloned()
+        .ok_or_else(|| undocumented(action, &format!("{key}.{id_key}")))
+}
+
+/// The first id of a create answer's documented id list (`InstanceIdSet`,
+/// `DiskIdSet`).
+pub(crate) fn first_id(resp: &Value, action: &str, set_key: &str) -> Result<String, ProviderError> {
+    resp.get(set_key)
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Transient,
+                format!("{action} returned no id in `{set_key}`"),
+            )
+        })
+}
+
+/// Checks an endpoint override: an http(s) base URL with a host.
+pub(crate) fn parse_endpoint(raw: &str) -> Result<reqwest::Url, ProviderError> {
+    let url = reqwest::Url::parse(raw.trim()).map_err(|e| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "{ENV_ENDPOINT} `{raw}` is not a URL ({e}); expected e.g. http://127.0.0.1:8080"
+            ),
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "{ENV_ENDPOINT} `{raw}` must be an http(s) base URL such as http://127.0.0.1:8080"
+            ),
+        ));
+    }
+    Ok(url)
+}
 
 /// A session token: never shown.
 #[derive(Clone)]
@@ -88,12 +200,12 @@ impl Client {
     /// Calls `action` and returns the `Response` object (without `Error`).
     pub(crate) async fn call(
         &self,
-        service: &str,
-        version: &str,
+        api: Api,
         action: &str,
         region: &str,
         body: &Value,
     ) -> Result<Value, ProviderError> {
+        let (service, version) = (api.service, api.version);
         let (url, host) = self.target(service)?;
         let bytes = serde_json::to_vec(body).map_err(|e| {
             ProviderError::new(
@@ -185,5 +297,97 @@ impl Client {
             return Err(e);
         }
         Ok(response)
+    }
+
+    /// Every item of a paginated Describe call (Offset/Limit, `TotalCount`).
+    pub(crate) async fn describe_all(
+        &self,
+        api: Api,
+        action: &str,
+        region: &str,
+        mut body: Map<String, Value>,
+        set_key: &str,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let mut out = Vec::new();
+        let mut offset = 0usize;
+        loop {
+            body.insert("Offset".into(), api.number(offset));
+            body.insert("Limit".into(), api.number(PAGE));
+            let resp = self
+                .call(api, action, region, &Value::Object(body.clone()))
+                .await?;
+            let items = documented_set(&resp, action, set_key)?;
+            let total =
+                resp.get("TotalCount")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| undocumented(action, "TotalCount"))? as usize;
+            let n = items.len();
+            out.extend(items);
+            offset += n;
+            if n == 0 || offset >= total {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Describe-by-ids in batches of `per_call`. A batch that fails with
+    /// not-found (some APIs reject the whole request when one id is gone) is
+    /// split in halves until the missing ids are isolated, so a deleted
+    /// resource costs a few calls, not one per id.
+    pub(crate) async fn describe_ids(
+        &self,
+        api: Api,
+        action: &str,
+        region: &str,
+        (ids_key, set_key): (&str, &str),
+        ids: &[String],
+        per_call: usize,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let mut out = Vec::new();
+        let mut work: Vec<Vec<String>> = ids.chunks(per_call.max(1)).map(|c| c.to_vec()).collect();
+        while let Some(batch) = work.pop() {
+            let mut body = Map::new();
+            body.insert(ids_key.into(), json!(batch));
+            body.insert("Limit".into(), api.number(per_call));
+            match self.call(api, action, region, &Value::Object(body)).await {
+                Ok(resp) => out.extend(documented_set(&resp, action, set_key)?),
+                Err(e) if e.kind == ErrorKind::NotFound => {
+                    if batch.len() > 1 {
+                        let (a, b) = batch.split_at(batch.len() / 2);
+                        work.push(a.to_vec());
+                        work.push(b.to_vec());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// One resource by id, `None` when it is gone.
+    pub(crate) async fn describe_one(
+        &self,
+        api: Api,
+        action: &str,
+        region: &str,
+        keys: (&str, &str),
+        id: &str,
+    ) -> Result<Option<Value>, ProviderError> {
+        let found = self
+            .describe_ids(api, action, region, keys, &[id.to_string()], 1)
+            .await?;
+        Ok(found.into_iter().next())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_override_is_checked() {
+        assert!(parse_endpoint("http://127.0.0.1:8080").is_ok());
+        assert!(parse_endpoint("127.0.0.1:8080").is_err());
+        assert!(parse_endpoint("ftp://x").is_err());
     }
 }

@@ -7,7 +7,7 @@
 //! `Category` or `Category.Detail`; we classify by exact code first, then by
 //! category prefix.
 
-use gpuform_provider::ErrorKind;
+use gpuform_provider::{ErrorKind, ProviderError};
 
 /// The neutral kind of a Tencent error code.
 pub fn classify(code: &str) -> ErrorKind {
@@ -88,6 +88,36 @@ pub fn hint(kind: ErrorKind, code: &str) -> Option<&'static str> {
         ),
         ErrorKind::Capacity => Some("no stock for this type here right now; another zone may have it"),
         _ => None,
+    }
+}
+
+/// A successful answer without the field its page documents (a proxy, a
+/// throttling front end, a truncated body) is an error, never "nothing":
+/// read as an empty list it would plan creates for what exists.
+pub(crate) fn undocumented(action: &str, field: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Transient,
+        format!("{action}: the answer has no `{field}`, which the API documents; not reading it as empty"),
+    )
+}
+
+/// While creating, a referenced resource that is gone is a bad request, not
+/// "this resource does not exist".
+pub(crate) fn reference_gone_is_invalid(mut e: ProviderError) -> ProviderError {
+    if e.kind == ErrorKind::NotFound {
+        e.kind = ErrorKind::Invalid;
+        e.message
+            .push_str("\n  hint: a resource this one refers to no longer exists");
+    }
+    e
+}
+
+/// An answer of "not found" to a delete or a release: already done.
+pub(crate) fn ok_if_gone<T>(r: Result<T, ProviderError>) -> Result<(), ProviderError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

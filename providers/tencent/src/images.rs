@@ -13,6 +13,11 @@
 //! `user_data`, or use a custom / marketplace `img-…` id, which passes
 //! through unchanged).
 
+use crate::client::{s, CVM};
+use crate::TencentProvider;
+use gpuform_provider::{ErrorKind, ProviderError};
+use serde_json::{json, Map};
+
 /// (logical name, public image names as the two sites write them).
 pub const TABLE: &[(&str, &[&str])] = &[
     ("ubuntu-20.04", UBUNTU_20),
@@ -48,4 +53,66 @@ pub fn is_raw_id(image: &str) -> bool {
 
 pub fn known_names() -> String {
     TABLE.iter().map(|(l, _)| *l).collect::<Vec<_>>().join(", ")
+}
+
+/// The image id for `image` in `region`: an `img-…` id as it is, a logical
+/// name by DescribeImages (cached per region).
+pub(crate) async fn image_id(
+    p: &TencentProvider,
+    region: &str,
+    image: &str,
+) -> Result<String, ProviderError> {
+    if is_raw_id(image) {
+        return Ok(image.to_string());
+    }
+    let key = (region.to_string(), image.to_string());
+    if let Some(id) = p.images.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(id);
+    }
+    let names = public_names(image).ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "image `{image}` has no Tencent Cloud mapping; use one of {} or an `img-…` id",
+                known_names()
+            ),
+        )
+    })?;
+    let mut body = Map::new();
+    body.insert(
+        "Filters".into(),
+        json!([
+            {"Name": "image-type", "Values": ["PUBLIC_IMAGE"]},
+            {"Name": "image-name", "Values": names},
+        ]),
+    );
+    let found = p
+        .client
+        .describe_all(CVM, "DescribeImages", region, body, "ImageSet")
+        .await?;
+    // `image-name` is a fuzzy filter: keep exact names (either site's
+    // spelling), newest first.
+    let best = found
+        .iter()
+        .filter(|i| names.contains(&s(i, "ImageName")))
+        .max_by(|a, b| s(a, "CreatedTime").cmp(s(b, "CreatedTime")))
+        .map(|i| s(i, "ImageId").to_string())
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "no public image named {} (for `{image}`) in {region}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
+            )
+        })?;
+    if let Ok(mut m) = p.images.lock() {
+        m.insert(key, best.clone());
+    }
+    Ok(best)
 }

@@ -1,10 +1,29 @@
-//! Tencent Cloud's tag naming rules ("Use Limits",
+//! Tags on Tencent Cloud: how gpuform's ownership and record tags and the
+//! user's tags are written (`Tags` / `TagSpecification` lists of `{Key,
+//! Value}`) and read back, and Tencent's tag naming rules.
+//!
+//! The naming rules ("Use Limits",
 //! https://www.tencentcloud.com/document/product/651/13354): a key is 1 to 127
 //! and a value 1 to 255 Unicode characters; letters of any script, digits,
 //! spaces (never first or last) and `+ - = . _ : / @ ( ) [ ] , ; > <` (typed
 //! in Chinese also `【 】 ： （ ）`); keys starting with `qcs:` or `project:`
 //! are reserved. CreateVpc and the other creating calls refuse a tag that
 //! breaks them, so `gpuform validate` checks them first.
+
+use gpuform_provider::resource::record_tags;
+use gpuform_provider::tags::reserved_prefixes;
+use gpuform_provider::{Cloud, OwnershipTags, UserTags};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The image the engine asked for (a logical name), on instances.
+pub(crate) const TAG_IMAGE: &str = record_tags::IMAGE;
+/// The neutral kind, on instances and data disks: RunInstances binds the
+/// instance's tags to its system disk too (213/15730), so a disk tagged
+/// `instance` is a system disk, never a volume.
+pub(crate) const TAG_KIND: &str = record_tags::KIND;
+/// The pricing model asked for: a PREPAID period is not reported back.
+pub(crate) const TAG_PRICING: &str = record_tags::PRICING;
 
 /// Why a tag breaks the rules, and what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,9 +35,6 @@ pub struct TagProblem {
 const PUNCTUATION: &str = "+-=._:/@()[],;><【】：（）";
 const KEY_MAX: usize = 127;
 const VALUE_MAX: usize = 255;
-/// Reserved key prefixes: `qcs:` and `project:` (651/13354), and `qcloud`,
-/// `tencent`, `project` in CreateTag's error table (651/33015).
-const RESERVED_KEY_PREFIXES: &[&str] = &["qcs:", "project", "qcloud", "tencent"];
 
 fn allowed(c: char) -> bool {
     c.is_alphanumeric() || c == ' ' || PUNCTUATION.contains(c)
@@ -57,7 +73,12 @@ fn check_text(text: &str, what: &str, max: usize) -> Result<(), TagProblem> {
 pub fn check_key(key: &str) -> Result<(), TagProblem> {
     check_text(key, "key", KEY_MAX)?;
     let lower = key.to_lowercase();
-    if let Some(p) = RESERVED_KEY_PREFIXES.iter().find(|p| lower.starts_with(*p)) {
+    // `qcs:` and `project:` (651/13354), and `qcloud`, `tencent`, `project`
+    // in CreateTag's error table (651/33015): the list the provider API keeps.
+    if let Some(p) = reserved_prefixes(Cloud::Tencent)
+        .iter()
+        .find(|p| lower.starts_with(*p))
+    {
         return Err(TagProblem {
             message: format!("tag keys starting with `{p}` are reserved by Tencent Cloud"),
             hint: "choose another key".into(),
@@ -77,6 +98,68 @@ pub fn check(key: &str, value: &str) -> Result<(), TagProblem> {
     check_value(value)
 }
 
+/// [`check`] as the provider's `check_tag`: the message and its hint.
+pub(crate) fn check_user_tag(key: &str, value: &str) -> Result<(), String> {
+    check(key, value).map_err(|p| format!("{}\n  hint: {}", p.message, p.hint))
+}
+
+/// A Describe filter on one tag's value.
+pub(crate) fn tag_filter(key: &str, value: &str) -> Value {
+    json!({"Name": format!("tag:{key}"), "Values": [value]})
+}
+
+/// `[{Key, Value}]`: ownership tags, gpuform's record tags, then user tags.
+pub(crate) fn tag_list(own: &OwnershipTags, extra: &[(&str, &str)], user: &UserTags) -> Vec<Value> {
+    own.to_tags()
+        .into_iter()
+        .chain(extra.iter().copied())
+        .chain(user.iter())
+        .map(|(k, v)| json!({"Key": k, "Value": v}))
+        .collect()
+}
+
+/// Tags of a described resource (`Tags` / `TagSet`, items `{Key, Value}`).
+pub(crate) fn tags_of(item: &Value) -> BTreeMap<String, String> {
+    let list = item
+        .get("Tags")
+        .or_else(|| item.get("TagSet"))
+        .and_then(Value::as_array);
+    let mut out = BTreeMap::new();
+    for t in list.into_iter().flatten() {
+        if let (Some(k), Some(v)) = (
+            t.get("Key").and_then(Value::as_str),
+            t.get("Value").and_then(Value::as_str),
+        ) {
+            out.insert(k.to_string(), v.to_string());
+        }
+    }
+    out
+}
+
+/// The tags a [`tag_list`] writes, as they will read back.
+pub(crate) fn tags_from_list(list: &[Value]) -> BTreeMap<String, String> {
+    tags_of(&json!({ "Tags": list }))
+}
+
+pub(crate) fn ownership_of(tags: &BTreeMap<String, String>) -> Option<OwnershipTags> {
+    OwnershipTags::from_tags(|k| tags.get(k).map(String::as_str))
+}
+
+/// The neutral `tags` attribute: the user's tags among a resource's tags.
+pub(crate) fn user_tags_value(tags: &BTreeMap<String, String>) -> Value {
+    UserTags::observed(
+        Cloud::Tencent,
+        tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+    .to_value()
+}
+
+/// A resource name from the ownership tags, within `max` characters.
+pub(crate) fn resource_name(own: &OwnershipTags, max: usize) -> String {
+    let full = format!("{}-{}", own.project, own.address);
+    full.chars().take(max).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +177,24 @@ mod tests {
         assert!(check("team", "a*b").is_err());
         assert!(check("qcs:x", "v").is_err());
         assert!(check("project:x", "v").is_err());
+        let e = check_user_tag("team", "r&d").unwrap_err();
+        assert!(e.contains('&') && e.contains("hint: use letters"), "{e}");
+    }
+
+    #[test]
+    fn written_tags_read_back_and_only_user_tags_are_observed() {
+        let own = OwnershipTags {
+            project: "p".into(),
+            address: "cluster.a.node[0]".into(),
+            token: "t".into(),
+            lineage: "l".into(),
+        };
+        let user = UserTags::from_map([("team".to_string(), "ml".to_string())].into());
+        let list = tag_list(&own, &[(TAG_KIND, "instance")], &user);
+        assert_eq!(list[0], json!({"Key": "gpuform:project", "Value": "p"}));
+        let back = tags_from_list(&list);
+        assert_eq!(ownership_of(&back), Some(own.clone()));
+        assert_eq!(user_tags_value(&back), json!({"team": "ml"}));
+        assert_eq!(resource_name(&own, 5), "p-clu");
     }
 }

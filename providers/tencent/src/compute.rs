@@ -1,0 +1,351 @@
+//! Instances (CVM RunInstances) and placement groups (disaster recover
+//! groups).
+//!
+//! RunInstances only starts a launch: the create polls DescribeInstances
+//! until the instance leaves PENDING. TerminateInstances puts a pay-as-you-go
+//! instance in the recycle bin, so a delete terminates it again from there.
+
+use crate::client::{first_id, s, CVM};
+use crate::errors::{reference_gone_is_invalid, undocumented};
+use crate::images;
+use crate::network::vpc_of_subnet;
+use crate::refresh::{self, observed};
+use crate::tags::{
+    ownership_of, resource_name, tag_list, tags_from_list, tags_of, TAG_IMAGE, TAG_KIND,
+    TAG_PRICING,
+};
+use crate::TencentProvider;
+use base64::Engine as _;
+use gpuform_provider::{
+    Attrs, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, Pricing,
+    ProviderError, ResourceKind,
+};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// https://www.tencentcloud.com/document/api/213/33264 (CreateDisasterRecoverGroup):
+/// a HOST spread group (see [`TencentProvider`] on why not an HPC cluster).
+pub(crate) async fn create_placement_group(
+    p: &TencentProvider,
+    req: &Create<PlacementSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    if req.spec.rdma {
+        return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            "RDMA placement on Tencent Cloud needs an HPC cluster (CreateHpcCluster) and an HCC \
+             instance family, which gpuform's Tencent catalog does not offer yet",
+        ));
+    }
+    let region = req.region();
+    let tags = tag_list(&req.ownership, &[], &req.tags);
+    let body = json!({
+        "Name": resource_name(&req.ownership, 60),
+        "Type": "HOST",
+        "ClientToken": req.ownership.token,
+        "TagSpecification": [{"ResourceType": "ps", "Tags": tags}],
+    });
+    let resp = p
+        .client
+        .call(CVM, "CreateDisasterRecoverGroup", region, &body)
+        .await?;
+    let id = s(&resp, "DisasterRecoverGroupId");
+    if id.is_empty() {
+        return Err(undocumented(
+            "CreateDisasterRecoverGroup",
+            "DisasterRecoverGroupId",
+        ));
+    }
+    Ok(observed(
+        ResourceKind::Placement,
+        id,
+        region,
+        &tags_from_list(&tags),
+        Attrs::new(),
+        "available",
+    ))
+}
+
+/// https://www.tencentcloud.com/document/api/213/33266 (DeleteDisasterRecoverGroups)
+pub(crate) async fn delete_placement_group(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    let body = json!({"DisasterRecoverGroupIds": [id]});
+    p.client
+        .call(CVM, "DeleteDisasterRecoverGroups", region, &body)
+        .await?;
+    Ok(())
+}
+
+fn needs(what: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        format!("an instance on Tencent Cloud needs {what} (RunInstances places it in one zone and subnet)"),
+    )
+}
+
+/// The RunInstances fields of a pricing model: pay-as-you-go, spot, or a
+/// prepaid period of 12 or 36 months.
+fn charge(body: &mut Value, pricing: Pricing) {
+    match pricing {
+        Pricing::OnDemand => body["InstanceChargeType"] = json!("POSTPAID_BY_HOUR"),
+        Pricing::Spot => {
+            body["InstanceChargeType"] = json!("SPOTPAID");
+            // MaxPrice is required; a spot price never exceeds the on-demand
+            // price, so a high cap means "never outbid", as AWS's default.
+            body["InstanceMarketOptions"] = json!({
+                "MarketType": "spot",
+                "SpotOptions": {"MaxPrice": "1000", "SpotInstanceType": "one-time"},
+            });
+        }
+        Pricing::Reserved1y | Pricing::Reserved3y => {
+            body["InstanceChargeType"] = json!("PREPAID");
+            body["InstanceChargePrepaid"] = json!({
+                "Period": pricing.commitment_months(),
+                "RenewFlag": "NOTIFY_AND_MANUAL_RENEW",
+            });
+        }
+    }
+}
+
+/// https://www.tencentcloud.com/document/api/213/33237 (RunInstances), one
+/// instance, ClientToken = the journaled token; then waits for the launch's
+/// outcome.
+pub(crate) async fn run_instance(
+    p: &TencentProvider,
+    req: &Create<InstanceSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let region = req.region();
+    let spec = &req.spec;
+    let zone = spec.zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+    let subnet = spec.subnet.as_deref().ok_or_else(|| needs("a `subnet`"))?;
+    if req.ownership.token.len() > 64 || !req.ownership.token.is_ascii() {
+        return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            "the idempotency token must be at most 64 ASCII characters (RunInstances ClientToken)",
+        ));
+    }
+    let image_id = images::image_id(p, region, &spec.image).await?;
+    let vpc = vpc_of_subnet(p, region, subnet).await?;
+
+    let mut extra: Vec<(&str, &str)> = vec![
+        (TAG_KIND, ResourceKind::Instance.as_str()),
+        (TAG_PRICING, spec.pricing.as_str()),
+    ];
+    if !images::is_raw_id(&spec.image) {
+        extra.push((TAG_IMAGE, &spec.image));
+    }
+    let tags = tag_list(&req.ownership, &extra, &req.tags);
+    let mut body = json!({
+        "Placement": {"Zone": zone},
+        "InstanceType": spec.instance_type,
+        "ImageId": image_id,
+        "InstanceCount": 1,
+        "InstanceName": resource_name(&req.ownership, 60),
+        "VirtualPrivateCloud": {"VpcId": vpc, "SubnetId": subnet},
+        "ClientToken": req.ownership.token,
+        "TagSpecification": [{"ResourceType": "instance", "Tags": tags}],
+    });
+    charge(&mut body, spec.pricing);
+    if let Some(gb) = spec.root_gb {
+        body["SystemDisk"] = json!({"DiskSize": gb});
+    }
+    if let Some(sg) = &spec.firewall {
+        body["SecurityGroupIds"] = json!([sg]);
+    }
+    if let Some(ps) = &spec.placement {
+        body["DisasterRecoverGroupIds"] = json!([ps]);
+    }
+    if let Some(u) = spec.user_data.as_deref().filter(|u| !u.is_empty()) {
+        // UserData: base64 of the script, at most 16 KB once encoded.
+        body["UserData"] = json!(base64::engine::general_purpose::STANDARD.encode(u.as_bytes()));
+    }
+    let resp = p
+        .client
+        .call(CVM, "RunInstances", region, &body)
+        .await
+        .map_err(reference_gone_is_invalid)?;
+    let id = first_id(&resp, "RunInstances", "InstanceIdSet")?;
+    match wait_launched(p, region, &id).await? {
+        Some(v) if s(&v, "InstanceState") == "LAUNCH_FAILED" => {
+            // A failed launch is no node: release it (it keeps its subnet
+            // and group while it exists) and let the engine fail over to
+            // another zone, as for a create refused for capacity.
+            let why = Some(s(&v, "LatestOperationErrorMsg"))
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            terminate_instance(p, region, &id).await?;
+            Err(ProviderError::new(
+                ErrorKind::Capacity,
+                format!(
+                    "RunInstances: instance {id} ({} in {zone}) ended LAUNCH_FAILED{why}; it was released\n  hint: the launch failed in this zone; another zone may take it",
+                    spec.instance_type
+                ),
+            )
+            .with_code("LAUNCH_FAILED"))
+        }
+        Some(v) => Ok(refresh::observe(&refresh::INSTANCE, &v, region)),
+        None => {
+            // Not visible yet (creation is asynchronous): report what was asked.
+            let mut attrs = Attrs::new();
+            attrs.insert("instance_type".into(), json!(spec.instance_type));
+            attrs.insert("zone".into(), json!(zone));
+            attrs.insert("image".into(), json!(spec.image));
+            attrs.insert("pricing".into(), json!(spec.pricing.as_str()));
+            if let Some(gb) = spec.root_gb {
+                attrs.insert("root_gb".into(), json!(gb));
+            }
+            let all = tags_from_list(&tag_list(&req.ownership, &extra, &req.tags));
+            Ok(observed(
+                ResourceKind::Instance,
+                &id,
+                region,
+                &all,
+                attrs,
+                "pending",
+            ))
+        }
+    }
+}
+
+async fn describe_instance(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<Option<Value>, ProviderError> {
+    let l = &refresh::INSTANCE;
+    p.client
+        .describe_one(l.api, l.action, region, l.keys(), id)
+        .await
+}
+
+/// Polls a new instance until its launch has an outcome: RUNNING (or any
+/// state past PENDING) or LAUNCH_FAILED (InstanceState, 213/15753).
+/// `None`: still not visible after a few looks.
+async fn wait_launched(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<Option<Value>, ProviderError> {
+    let mut delay = Duration::from_millis(50);
+    let mut unseen = 0;
+    for _ in 0..120 {
+        match describe_instance(p, region, id).await? {
+            Some(v) if s(&v, "InstanceState") != "PENDING" => return Ok(Some(v)),
+            Some(_) => {}
+            None => {
+                unseen += 1;
+                if unseen >= 5 {
+                    return Ok(None);
+                }
+            }
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+    Err(ProviderError::new(
+        ErrorKind::Transient,
+        format!("instance {id}: still PENDING; its launch has no outcome yet"),
+    ))
+}
+
+/// TerminateInstances (https://www.tencentcloud.com/document/api/213/33255)
+/// puts a pay-as-you-go instance into the recycle bin, where it stays
+/// SHUTDOWN for up to 2 hours and keeps its subnet, security groups and
+/// disks (https://www.tencentcloud.com/document/product/213/4931, lifecycle
+/// 213/4856); DeleteSubnet / DeleteSecurityGroup then fail with
+/// ResourceInUse. So an instance found SHUTDOWN is terminated again, which
+/// releases it, and this waits until it is gone. Gone already: done.
+pub(crate) async fn terminate_instance(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    // Round 1 moves it to the recycle bin, round 2 releases it; one more
+    // in case it was already in the bin before we came.
+    for _ in 0..3 {
+        let body = json!({"InstanceIds": [id]});
+        match p
+            .client
+            .call(CVM, "TerminateInstances", region, &body)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
+            Err(e)
+                if e.code.as_deref() == Some("UnsupportedOperation.InstanceStateTerminating") => {}
+            Err(e) => return Err(e),
+        }
+        match wait_terminated(p, region, id).await? {
+            None => return Ok(()),
+            Some(state) if state == "SHUTDOWN" => continue,
+            Some(state) => {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("instance {id}: still {state} after TerminateInstances"),
+                ))
+            }
+        }
+    }
+    Err(ProviderError::new(
+        ErrorKind::Transient,
+        format!("instance {id}: still in the recycle bin after terminating it again"),
+    ))
+}
+
+/// Polls until a terminated instance is gone (`None`) or rests in the
+/// recycle bin (`Some("SHUTDOWN")`); another state after the polls is
+/// returned as it is.
+async fn wait_terminated(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<Option<String>, ProviderError> {
+    let mut delay = Duration::from_millis(50);
+    let mut last = String::new();
+    for _ in 0..80 {
+        match describe_instance(p, region, id).await? {
+            None => return Ok(None),
+            Some(v) if s(&v, "InstanceState") == "SHUTDOWN" => return Ok(Some("SHUTDOWN".into())),
+            Some(v) => last = s(&v, "InstanceState").to_string(),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+    Ok(Some(last))
+}
+
+/// After DeleteSubnet / DeleteSecurityGroup answered ResourceInUse:
+/// releases gpuform's instances that hold `filter` = `id` from the
+/// recycle bin (213/4931), and its failed launches, so that the next try
+/// can succeed. Instances without gpuform's tags are left alone.
+pub(crate) async fn release_recycled(
+    p: &TencentProvider,
+    region: &str,
+    filter: &str,
+    id: &str,
+) -> Result<usize, ProviderError> {
+    let mut body = Map::new();
+    body.insert(
+        "Filters".into(),
+        json!([
+            {"Name": filter, "Values": [id]},
+            {"Name": "instance-state", "Values": ["SHUTDOWN", "LAUNCH_FAILED"]},
+        ]),
+    );
+    let l = &refresh::INSTANCE;
+    let recycled = p
+        .client
+        .describe_all(l.api, l.action, region, body, l.set_key)
+        .await?;
+    let mut released = 0;
+    for v in recycled {
+        if ownership_of(&tags_of(&v)).is_some() {
+            terminate_instance(p, region, s(&v, "InstanceId")).await?;
+            released += 1;
+        }
+    }
+    Ok(released)
+}

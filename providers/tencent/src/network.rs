@@ -1,0 +1,316 @@
+//! Networks (VPCs), subnets and firewalls (security groups) on Tencent VPC.
+//!
+//! CreateVpc, CreateSubnet and CreateSecurityGroup take no ClientToken, so
+//! each create first looks its token tag up: a retry after a lost answer
+//! finds the first resource instead of making a second.
+
+use crate::client::{documented_object, s, VPC};
+use crate::compute;
+use crate::errors::ok_if_gone;
+use crate::refresh::{self, Listing};
+use crate::tags::{resource_name, tag_filter, tag_list};
+use crate::TencentProvider;
+use gpuform_provider::{
+    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedResource, OwnershipTags,
+    Protocol, ProviderError, SubnetSpec,
+};
+use serde_json::{json, Map, Value};
+
+/// A resource already made with this token (by a call whose answer was
+/// lost), as its kind's Describe call reports it.
+async fn find_by_token(
+    p: &TencentProvider,
+    listing: &Listing,
+    region: &str,
+    token: &str,
+) -> Result<Option<Value>, ProviderError> {
+    let mut body = Map::new();
+    body.insert(
+        "Filters".into(),
+        json!([tag_filter(OwnershipTags::TOKEN, token)]),
+    );
+    let items = p
+        .client
+        .describe_all(listing.api, listing.action, region, body, listing.set_key)
+        .await?;
+    Ok(items.into_iter().next())
+}
+
+/// https://www.tencentcloud.com/document/api/215/15774 (CreateVpc)
+pub(crate) async fn create_vpc(
+    p: &TencentProvider,
+    req: &Create<NetworkSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let region = req.region();
+    let listing = &refresh::NETWORK;
+    if let Some(v) = find_by_token(p, listing, region, &req.ownership.token).await? {
+        return Ok(refresh::observe(listing, &v, region));
+    }
+    let body = json!({
+        "VpcName": resource_name(&req.ownership, 60),
+        "CidrBlock": req.spec.cidr,
+        "Tags": tag_list(&req.ownership, &[], &req.tags),
+    });
+    let resp = p.client.call(VPC, "CreateVpc", region, &body).await?;
+    let vpc = documented_object(&resp, "CreateVpc", "Vpc", "VpcId")?;
+    Ok(refresh::observe(listing, &vpc, region))
+}
+
+/// https://www.tencentcloud.com/document/api/215/15782 (CreateSubnet)
+pub(crate) async fn create_subnet(
+    p: &TencentProvider,
+    req: &Create<SubnetSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let region = req.region();
+    let listing = &refresh::SUBNET;
+    if let Some(v) = find_by_token(p, listing, region, &req.ownership.token).await? {
+        return Ok(refresh::observe(listing, &v, region));
+    }
+    let vpc = &req.spec.network;
+    let body = json!({
+        "VpcId": vpc,
+        "SubnetName": resource_name(&req.ownership, 60),
+        "CidrBlock": req.spec.cidr,
+        "Zone": req.spec.zone,
+        "Tags": tag_list(&req.ownership, &[], &req.tags),
+    });
+    let resp = p.client.call(VPC, "CreateSubnet", region, &body).await?;
+    let subnet = documented_object(&resp, "CreateSubnet", "Subnet", "SubnetId")?;
+    if let Ok(mut m) = p.subnet_vpc.lock() {
+        m.insert(s(&subnet, "SubnetId").to_string(), vpc.clone());
+    }
+    Ok(refresh::observe(listing, &subnet, region))
+}
+
+/// The VPC of a subnet (RunInstances needs both), cached: a subnet never moves.
+pub(crate) async fn vpc_of_subnet(
+    p: &TencentProvider,
+    region: &str,
+    subnet: &str,
+) -> Result<String, ProviderError> {
+    if let Some(v) = p
+        .subnet_vpc
+        .lock()
+        .ok()
+        .and_then(|m| m.get(subnet).cloned())
+    {
+        return Ok(v);
+    }
+    let l = &refresh::SUBNET;
+    let found = p
+        .client
+        .describe_one(l.api, l.action, region, l.keys(), subnet)
+        .await?;
+    let vpc = found
+        .map(|v| s(&v, "VpcId").to_string())
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("subnet {subnet} does not exist in {region}"),
+            )
+        })?;
+    if let Ok(mut m) = p.subnet_vpc.lock() {
+        m.insert(subnet.to_string(), vpc.clone());
+    }
+    Ok(vpc)
+}
+
+/// https://www.tencentcloud.com/document/api/215/15806 (CreateSecurityGroup),
+/// then its rules with CreateSecurityGroupPolicies (215/15807), one direction
+/// per call.
+pub(crate) async fn create_security_group(
+    p: &TencentProvider,
+    req: &Create<FirewallSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let region = req.region();
+    let listing = &refresh::FIREWALL;
+    let rules = &req.spec.ingress;
+    if let Some(v) = find_by_token(p, listing, region, &req.ownership.token).await? {
+        // The group exists; its rules may not (the answer to an earlier
+        // call was lost): set them whole, which is idempotent.
+        replace_policies(p, region, s(&v, "SecurityGroupId"), rules).await?;
+        return Ok(refresh::observe(listing, &v, region));
+    }
+    let body = json!({
+        "GroupName": resource_name(&req.ownership, 60),
+        "GroupDescription": format!("gpuform {}", req.ownership.address),
+        "Tags": tag_list(&req.ownership, &[], &req.tags),
+    });
+    let resp = p
+        .client
+        .call(VPC, "CreateSecurityGroup", region, &body)
+        .await?;
+    let sg = documented_object(
+        &resp,
+        "CreateSecurityGroup",
+        "SecurityGroup",
+        "SecurityGroupId",
+    )?;
+    let id = s(&sg, "SecurityGroupId");
+    for set in [
+        json!({"Ingress": ingress_policies(id, rules)}),
+        json!({"Egress": egress_policies()}),
+    ] {
+        let body = json!({"SecurityGroupId": id, "SecurityGroupPolicySet": set});
+        p.client
+            .call(VPC, "CreateSecurityGroupPolicies", region, &body)
+            .await?;
+    }
+    Ok(refresh::observe(listing, &sg, region))
+}
+
+/// https://www.tencentcloud.com/document/api/215/15810 (ModifySecurityGroupPolicies):
+/// replaces every rule of the group with the members' rule, `rules` and all
+/// egress.
+pub(crate) async fn replace_policies(
+    p: &TencentProvider,
+    region: &str,
+    sg: &str,
+    rules: &[IngressRule],
+) -> Result<(), ProviderError> {
+    let body = json!({
+        "SecurityGroupId": sg,
+        "SecurityGroupPolicySet": {
+            "Ingress": ingress_policies(sg, rules),
+            "Egress": egress_policies(),
+        },
+    });
+    p.client
+        .call(VPC, "ModifySecurityGroupPolicies", region, &body)
+        .await?;
+    Ok(())
+}
+
+/// A rule's `Port`: one port, a range, or `ALL` for every port.
+fn port_of(rule: &IngressRule) -> String {
+    match rule.port_range() {
+        (f, t) if f <= 0 && (t <= 0 || t >= 65535) => "ALL".into(),
+        (f, t) if f == t => f.to_string(),
+        (f, t) => format!("{f}-{t}"),
+    }
+}
+
+/// Ingress policies: all traffic from the group's own members, then `rules`.
+fn ingress_policies(sg: &str, rules: &[IngressRule]) -> Vec<Value> {
+    let mut v = vec![json!({
+        "Protocol": "ALL",
+        "SecurityGroupId": sg,
+        "Action": "ACCEPT",
+        "PolicyDescription": "gpuform: members of this group",
+    })];
+    for r in rules {
+        let proto = r.protocol.as_str().to_ascii_uppercase();
+        let mut p = json!({"Protocol": proto, "CidrBlock": r.cidr, "Action": "ACCEPT", "PolicyDescription": "gpuform"});
+        // `Port` only applies to TCP and UDP (CreateSecurityGroupPolicies page).
+        if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
+            p["Port"] = json!(port_of(r));
+        }
+        v.push(p);
+    }
+    v
+}
+
+/// New groups deny everything in both directions (CreateSecurityGroup page),
+/// so egress is opened explicitly.
+fn egress_policies() -> Vec<Value> {
+    vec![
+        json!({"Protocol": "ALL", "CidrBlock": "0.0.0.0/0", "Action": "ACCEPT", "PolicyDescription": "gpuform: all egress"}),
+    ]
+}
+
+/// https://www.tencentcloud.com/document/api/215/15775 (DeleteVpc)
+pub(crate) async fn delete_vpc(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    p.client
+        .call(VPC, "DeleteVpc", region, &json!({"VpcId": id}))
+        .await?;
+    Ok(())
+}
+
+/// https://www.tencentcloud.com/document/api/215/15783 (DeleteSubnet)
+pub(crate) async fn delete_subnet(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    delete_network_member(p, region, ("DeleteSubnet", "SubnetId"), "subnet-id", id).await
+}
+
+/// https://www.tencentcloud.com/document/api/215/15803 (DeleteSecurityGroup)
+pub(crate) async fn delete_security_group(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    delete_network_member(
+        p,
+        region,
+        ("DeleteSecurityGroup", "SecurityGroupId"),
+        "security-group-id",
+        id,
+    )
+    .await
+}
+
+/// DeleteSubnet or DeleteSecurityGroup; on ResourceInUse, gpuform's
+/// instances still in the recycle bin are released (`filter` = `id` is the
+/// DescribeInstances filter that finds them) and the call made once more.
+async fn delete_network_member(
+    p: &TencentProvider,
+    region: &str,
+    (action, id_key): (&str, &str),
+    filter: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    let mut body = Map::new();
+    body.insert(id_key.into(), json!(id));
+    let body = Value::Object(body);
+    match p.client.call(VPC, action, region, &body).await {
+        Err(e) if e.kind == ErrorKind::DependencyViolation => {
+            if compute::release_recycled(p, region, filter, id).await? == 0 {
+                return Err(e);
+            }
+            ok_if_gone(p.client.call(VPC, action, region, &body).await)
+        }
+        other => ok_if_gone(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(v: Value) -> IngressRule {
+        IngressRule::parse(&v).unwrap()
+    }
+
+    #[test]
+    fn ports() {
+        let one = rule(json!({"from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}));
+        assert_eq!(port_of(&one), "22");
+        let range = rule(json!({"from_port": 8000, "to_port": 8010, "cidr": "0.0.0.0/0"}));
+        assert_eq!(port_of(&range), "8000-8010");
+        let all = rule(json!({"from_port": 0, "to_port": 65535, "cidr": "0.0.0.0/0"}));
+        assert_eq!(port_of(&all), "ALL");
+        let icmp = rule(json!({"protocol": "icmp", "cidr": "10.0.0.0/8"}));
+        assert_eq!(port_of(&icmp), "ALL");
+    }
+
+    #[test]
+    fn policies_open_the_members_then_the_rules_with_ports_for_tcp_and_udp_only() {
+        let rules = [
+            rule(json!({"from_port": 22, "cidr": "0.0.0.0/0"})),
+            rule(json!({"protocol": "icmp", "cidr": "10.0.0.0/8"})),
+        ];
+        let v = ingress_policies("sg-1", &rules);
+        assert_eq!(v[0]["SecurityGroupId"], json!("sg-1"));
+        assert_eq!(v[1]["Protocol"], json!("TCP"));
+        assert_eq!(v[1]["Port"], json!("22"));
+        assert_eq!(v[2]["Protocol"], json!("ICMP"));
+        assert!(v[2].get("Port").is_none());
+    }
+}

@@ -1,0 +1,352 @@
+//! Reading resources back: `read` (Describe-by-ids) and `list_owned`
+//! (Describe with a tag filter), and the one `observe` that turns a described
+//! item of any kind into an [`ObservedResource`].
+//!
+//! An answer without the list (or, for a create, the object) its page
+//! documents is an error, never an empty result (see
+//! [`crate::errors::undocumented`]); a throttled call fails the refresh.
+
+use crate::client::{s, Api, CBS, CVM, VPC};
+use crate::storage::volume_type_from_api;
+use crate::tags::{
+    ownership_of, tag_filter, tags_of, user_tags_value, TAG_IMAGE, TAG_KIND, TAG_PRICING,
+};
+use crate::TencentProvider;
+use gpuform_provider::{
+    Attrs, ObservedResource, OwnershipTags, Pricing, ProviderError, ResourceKind,
+};
+use serde_json::{json, Map, Value};
+
+/// The kinds Tencent Cloud makes here (not buckets: COS is another API).
+pub(crate) const KINDS: &[ResourceKind] = &[
+    ResourceKind::Network,
+    ResourceKind::Subnet,
+    ResourceKind::Firewall,
+    ResourceKind::Placement,
+    ResourceKind::Instance,
+    ResourceKind::Volume,
+];
+
+/// How one kind is described: its Describe call, the keys of its request
+/// and answer, and how `list_owned` filters it.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    pub(crate) kind: ResourceKind,
+    pub(crate) api: Api,
+    pub(crate) action: &'static str,
+    /// The request's id list (`VpcIds`).
+    ids_key: &'static str,
+    /// The answer's list (`VpcSet`).
+    pub(crate) set_key: &'static str,
+    /// An item's id (`VpcId`).
+    id_key: &'static str,
+    /// Ids per Describe-by-id call: DescribeInstances / DescribeVpcs /
+    /// DescribeDisks take up to 100 ids; DescribeDisasterRecoverGroups' page
+    /// says 10 in one revision and 100 in another, so 10.
+    ids_per_call: usize,
+    /// Whether the Describe call takes a `tag:` filter. Without one
+    /// (DescribeDisasterRecoverGroups documents none) the region's items are
+    /// listed and kept by their tags.
+    tag_filter: bool,
+    /// One more filter for `list_owned`.
+    extra_filter: Option<(&'static str, &'static str)>,
+}
+
+impl Listing {
+    pub(crate) fn keys(&self) -> (&'static str, &'static str) {
+        (self.ids_key, self.set_key)
+    }
+}
+
+const fn listing(
+    kind: ResourceKind,
+    api: Api,
+    action: &'static str,
+    (ids_key, set_key, id_key): (&'static str, &'static str, &'static str),
+) -> Listing {
+    Listing {
+        kind,
+        api,
+        action,
+        ids_key,
+        set_key,
+        id_key,
+        ids_per_call: 100,
+        tag_filter: true,
+        extra_filter: None,
+    }
+}
+
+/// DescribeVpcs.
+pub(crate) const NETWORK: Listing = listing(
+    ResourceKind::Network,
+    VPC,
+    "DescribeVpcs",
+    ("VpcIds", "VpcSet", "VpcId"),
+);
+/// DescribeSubnets.
+pub(crate) const SUBNET: Listing = listing(
+    ResourceKind::Subnet,
+    VPC,
+    "DescribeSubnets",
+    ("SubnetIds", "SubnetSet", "SubnetId"),
+);
+/// DescribeSecurityGroups.
+pub(crate) const FIREWALL: Listing = listing(
+    ResourceKind::Firewall,
+    VPC,
+    "DescribeSecurityGroups",
+    ("SecurityGroupIds", "SecurityGroupSet", "SecurityGroupId"),
+);
+/// DescribeDisasterRecoverGroups: no tag filter.
+pub(crate) const PLACEMENT: Listing = Listing {
+    ids_per_call: 10,
+    tag_filter: false,
+    ..listing(
+        ResourceKind::Placement,
+        CVM,
+        "DescribeDisasterRecoverGroups",
+        (
+            "DisasterRecoverGroupIds",
+            "DisasterRecoverGroupSet",
+            "DisasterRecoverGroupId",
+        ),
+    )
+};
+/// DescribeInstances.
+pub(crate) const INSTANCE: Listing = listing(
+    ResourceKind::Instance,
+    CVM,
+    "DescribeInstances",
+    ("InstanceIds", "InstanceSet", "InstanceId"),
+);
+/// DescribeDisks (362/16315), data disks only: system disks carry their
+/// instance's tags (213/15730).
+pub(crate) const VOLUME: Listing = Listing {
+    extra_filter: Some(("disk-usage", "DATA_DISK")),
+    ..listing(
+        ResourceKind::Volume,
+        CBS,
+        "DescribeDisks",
+        ("DiskIds", "DiskSet", "DiskId"),
+    )
+};
+
+const LISTINGS: [&Listing; 6] = [&NETWORK, &SUBNET, &FIREWALL, &PLACEMENT, &INSTANCE, &VOLUME];
+
+fn listing_of(kind: ResourceKind) -> Option<&'static Listing> {
+    LISTINGS.into_iter().find(|l| l.kind == kind)
+}
+
+/// The given resources of one kind; gone ones (and items that are not
+/// resources of the kind) are left out.
+pub(crate) async fn read(
+    p: &TencentProvider,
+    region: &str,
+    kind: ResourceKind,
+    ids: &[String],
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let Some(l) = listing_of(kind) else {
+        return Ok(Vec::new());
+    };
+    let found = p
+        .client
+        .describe_ids(l.api, l.action, region, l.keys(), ids, l.ids_per_call)
+        .await?;
+    Ok(found
+        .iter()
+        .filter(|v| counts(l, v))
+        .map(|v| observe(l, v, region))
+        .collect())
+}
+
+/// Everything of `project` in `region`: one paginated call per kind
+/// (Limit 100) filtered by `tag:gpuform:project`.
+pub(crate) async fn list_owned(
+    p: &TencentProvider,
+    region: &str,
+    project: &str,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let mut out = Vec::new();
+    for l in LISTINGS {
+        let mut filters = Vec::new();
+        if l.tag_filter {
+            filters.push(tag_filter(OwnershipTags::PROJECT, project));
+        }
+        if let Some((name, value)) = l.extra_filter {
+            filters.push(json!({"Name": name, "Values": [value]}));
+        }
+        let mut body = Map::new();
+        if !filters.is_empty() {
+            body.insert("Filters".into(), Value::Array(filters));
+        }
+        for v in p
+            .client
+            .describe_all(l.api, l.action, region, body, l.set_key)
+            .await?
+        {
+            let ours = l.tag_filter
+                || tags_of(&v).get(OwnershipTags::PROJECT).map(String::as_str) == Some(project);
+            if ours && counts(l, &v) {
+                out.push(observe(l, &v, region));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a described item is a live resource of the listing's kind.
+fn counts(l: &Listing, v: &Value) -> bool {
+    match l.kind {
+        ResourceKind::Instance => instance_alive(v),
+        ResourceKind::Volume => disk_alive(v) && is_volume(v),
+        _ => true,
+    }
+}
+
+/// A described item as the neutral resource of the listing's kind.
+pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource {
+    let tags = tags_of(v);
+    let mut a = Attrs::new();
+    let status = match l.kind {
+        ResourceKind::Network => {
+            a.insert("cidr".into(), json!(s(v, "CidrBlock")));
+            "available"
+        }
+        ResourceKind::Subnet => {
+            a.insert("cidr".into(), json!(s(v, "CidrBlock")));
+            a.insert("zone".into(), json!(s(v, "Zone")));
+            "available"
+        }
+        // Firewall rules are not read back (one call per group): the
+        // recorded `ingress` stands, and an update rewrites it whole.
+        ResourceKind::Firewall | ResourceKind::Placement | ResourceKind::Bucket => "available",
+        ResourceKind::Instance => {
+            instance_attrs(v, &tags, &mut a);
+            s(v, "InstanceState")
+        }
+        ResourceKind::Volume => {
+            disk_attrs(v, &mut a);
+            s(v, "DiskState")
+        }
+    };
+    observed(l.kind, s(v, l.id_key), region, &tags, a, status)
+}
+
+/// The neutral resource, with the user's tags as its `tags`.
+pub(crate) fn observed(
+    kind: ResourceKind,
+    id: &str,
+    region: &str,
+    tags: &std::collections::BTreeMap<String, String>,
+    mut attrs: Attrs,
+    status: &str,
+) -> ObservedResource {
+    attrs.insert("tags".into(), user_tags_value(tags));
+    ObservedResource {
+        kind,
+        id: id.to_string(),
+        region: region.to_string(),
+        ownership: ownership_of(tags),
+        attrs,
+        status: status.to_ascii_lowercase(),
+    }
+}
+
+fn zone_of(v: &Value) -> Option<&str> {
+    v.get("Placement")
+        .and_then(|p| p.get("Zone"))
+        .and_then(Value::as_str)
+}
+
+fn pricing_of(
+    charge_type: &str,
+    tags: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    match charge_type {
+        "POSTPAID_BY_HOUR" => Some(Pricing::OnDemand.to_string()),
+        "SPOTPAID" => Some(Pricing::Spot.to_string()),
+        // The period is not reported back; gpuform tags what it asked for.
+        "PREPAID" => Some(
+            tags.get(TAG_PRICING)
+                .cloned()
+                .unwrap_or_else(|| Pricing::Reserved1y.to_string()),
+        ),
+        _ => None,
+    }
+}
+
+fn instance_attrs(v: &Value, tags: &std::collections::BTreeMap<String, String>, a: &mut Attrs) {
+    a.insert("instance_type".into(), json!(s(v, "InstanceType")));
+    if let Some(z) = zone_of(v) {
+        a.insert("zone".into(), json!(z));
+    }
+    let image = tags
+        .get(TAG_IMAGE)
+        .cloned()
+        .unwrap_or_else(|| s(v, "ImageId").to_string());
+    a.insert("image".into(), json!(image));
+    if let Some(p) = pricing_of(s(v, "InstanceChargeType"), tags) {
+        a.insert("pricing".into(), json!(p));
+    }
+    if let Some(size) = v
+        .get("SystemDisk")
+        .and_then(|d| d.get("DiskSize"))
+        .and_then(Value::as_u64)
+    {
+        a.insert("root_gb".into(), json!(size));
+    }
+}
+
+fn disk_attrs(v: &Value, a: &mut Attrs) {
+    if let Some(z) = zone_of(v) {
+        a.insert("zone".into(), json!(z));
+    }
+    if let Some(size) = v.get("DiskSize").and_then(Value::as_u64) {
+        a.insert("size_gb".into(), json!(size));
+    }
+    a.insert(
+        "volume_type".into(),
+        json!(volume_type_from_api(s(v, "DiskType"))),
+    );
+    a.insert(
+        "attached_to".into(),
+        attachment(v).map_or(Value::Null, Value::String),
+    );
+}
+
+/// The instance a disk is attached (or attaching) to: DescribeDisks'
+/// `InstanceId` while `DiskState` is ATTACHED or ATTACHING
+/// (https://www.tencentcloud.com/document/api/362/16315).
+pub(crate) fn attachment(v: &Value) -> Option<String> {
+    let i = s(v, "InstanceId");
+    (matches!(s(v, "DiskState"), "ATTACHED" | "ATTACHING") && !i.is_empty()).then(|| i.to_string())
+}
+
+/// Instances on their way out (TerminateInstances accepted, or in the recycle
+/// bin awaiting release: SHUTDOWN, 213/4856) and launches that failed
+/// (LAUNCH_FAILED, 213/15753) are not nodes.
+fn instance_alive(v: &Value) -> bool {
+    !matches!(
+        s(v, "InstanceState"),
+        "TERMINATING" | "SHUTDOWN" | "LAUNCH_FAILED"
+    )
+}
+
+fn disk_alive(v: &Value) -> bool {
+    !matches!(s(v, "DiskState"), "TORECYCLE")
+}
+
+/// Only data disks are volumes. RunInstances binds the instance's tags to its
+/// system disk as well ("the tag can be bound to the corresponding CVM and
+/// CBS instances at the same time", https://cloud.tencent.com/document/api/213/15730),
+/// so a system disk carries a node's address and token: listed as a volume
+/// it would be a stray to delete, or be adopted as the node after a crash.
+/// `DiskUsage` is SYSTEM_DISK or DATA_DISK (DescribeDisks, 362/16315); a disk
+/// tagged with another neutral kind is not a volume either.
+fn is_volume(v: &Value) -> bool {
+    let usage = s(v, "DiskUsage");
+    let kind = tags_of(v).get(TAG_KIND).cloned();
+    (usage.is_empty() || usage == "DATA_DISK")
+        && kind.is_none_or(|k| k == ResourceKind::Volume.as_str())
+}

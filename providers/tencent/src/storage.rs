@@ -1,0 +1,280 @@
+//! Volumes: CBS cloud disks (CreateDisks + AttachDisks), resized and
+//! re-attached in place. Buckets are not supported: COS is another API.
+//!
+//! CBS operations are asynchronous: each step waits on DescribeDisks for its
+//! documented end state.
+
+use crate::client::{first_id, s, CBS};
+use crate::errors::reference_gone_is_invalid;
+use crate::refresh::{self, attachment};
+use crate::tags::{resource_name, tag_list, TAG_KIND};
+use crate::TencentProvider;
+use gpuform_provider::{
+    Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, VolumeSpec,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Neutral volume types and CBS `DiskType`s (CreateDisks, 362/16312); the
+/// first name of a type is the one read back.
+const VOLUME_TYPES: &[(&[&str], &str)] = &[
+    (&["ssd"], "CLOUD_SSD"),
+    (&["premium", "standard"], "CLOUD_PREMIUM"),
+    (&["hssd", "enhanced-ssd"], "CLOUD_HSSD"),
+    (&["bssd", "balanced-ssd"], "CLOUD_BSSD"),
+    (&["tssd"], "CLOUD_TSSD"),
+];
+
+/// The CBS `DiskType` of a neutral volume type; others pass through.
+fn volume_type_to_api(t: &str) -> &str {
+    VOLUME_TYPES
+        .iter()
+        .find(|(names, _)| names.contains(&t))
+        .map_or(t, |(_, api)| api)
+}
+
+/// The neutral volume type of a CBS `DiskType`; others pass through.
+pub(crate) fn volume_type_from_api(t: &str) -> &str {
+    VOLUME_TYPES
+        .iter()
+        .find(|(_, api)| *api == t)
+        .map_or(t, |(names, _)| names[0])
+}
+
+fn needs(what: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        format!("a volume on Tencent Cloud needs {what} (CreateDisks makes it in one zone, attached to one instance)"),
+    )
+}
+
+/// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks), then
+/// AttachDisks to its instance.
+pub(crate) async fn create_disk(
+    p: &TencentProvider,
+    req: &Create<VolumeSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let region = req.region();
+    let spec = &req.spec;
+    let instance = spec
+        .instance
+        .as_deref()
+        .ok_or_else(|| needs("an `instance`"))?;
+    let zone = spec.zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+    let tags = tag_list(
+        &req.ownership,
+        &[(TAG_KIND, ResourceKind::Volume.as_str())],
+        &req.tags,
+    );
+    let body = json!({
+        "Placement": {"Zone": zone},
+        "DiskChargeType": "POSTPAID_BY_HOUR",
+        "DiskType": volume_type_to_api(spec.volume_type.as_deref().unwrap_or("ssd")),
+        "DiskSize": spec.size_gb,
+        "DiskCount": 1,
+        "DiskName": resource_name(&req.ownership, 60),
+        "ClientToken": req.ownership.token,
+        "Tags": tags,
+    });
+    let resp = p.client.call(CBS, "CreateDisks", region, &body).await?;
+    let id = first_id(&resp, "CreateDisks", "DiskIdSet")?;
+    let disk = wait_disk(p, region, &id, "it exists", |d| {
+        d.is_some_and(|d| matches!(s(d, "DiskState"), "UNATTACHED" | "ATTACHED" | "ATTACHING"))
+    })
+    .await?;
+    if disk.as_ref().is_none_or(|d| s(d, "InstanceId") != instance) {
+        attach_disk(p, region, &id, instance).await?;
+    }
+    match wait_attached(p, region, &id).await? {
+        Some(d) => Ok(refresh::observe(&refresh::VOLUME, &d, region)),
+        None => Err(ProviderError::new(
+            ErrorKind::Transient,
+            format!("disk {id} vanished"),
+        )),
+    }
+}
+
+async fn describe_disk(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<Option<Value>, ProviderError> {
+    let l = &refresh::VOLUME;
+    p.client
+        .describe_one(l.api, l.action, region, l.keys(), id)
+        .await
+}
+
+/// Polls DescribeDisks until `done` holds (CBS operations are asynchronous).
+async fn wait_disk(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+    what: &str,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Result<Option<Value>, ProviderError> {
+    let mut delay = Duration::from_millis(50);
+    for _ in 0..60 {
+        let d = describe_disk(p, region, id).await?;
+        if done(d.as_ref()) {
+            return Ok(d);
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(3));
+    }
+    Err(ProviderError::new(
+        ErrorKind::Transient,
+        format!("disk {id}: timed out waiting until {what}"),
+    ))
+}
+
+async fn wait_attached(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<Option<Value>, ProviderError> {
+    wait_disk(p, region, id, "it is attached", |d| {
+        d.is_some_and(|d| s(d, "DiskState") == "ATTACHED")
+    })
+    .await
+}
+
+/// https://www.tencentcloud.com/document/api/362/16313 (AttachDisks). The
+/// instance may still be starting: a busy answer is retried a few times.
+async fn attach_disk(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+    instance: &str,
+) -> Result<(), ProviderError> {
+    let mut delay = Duration::from_millis(100);
+    let mut tries = 0;
+    let body = json!({"DiskIds": [id], "InstanceId": instance});
+    loop {
+        match p.client.call(CBS, "AttachDisks", region, &body).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind == ErrorKind::Transient && tries < 20 => {
+                tries += 1;
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(reference_gone_is_invalid(e)),
+        }
+    }
+}
+
+/// Attaches the disk to `want` (detaching it from any other instance
+/// first), or detaches it, then waits for the documented end state.
+pub(crate) async fn set_attachment(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+    want: Option<&str>,
+) -> Result<(), ProviderError> {
+    let disk = describe_disk(p, region, id).await?.ok_or_else(|| {
+        ProviderError::new(ErrorKind::NotFound, format!("disk {id} does not exist"))
+    })?;
+    if attachment(&disk).as_deref() == want {
+        return Ok(());
+    }
+    detach_disk(p, region, id, &disk).await?;
+    if let Some(instance) = want {
+        attach_disk(p, region, id, instance).await?;
+        wait_attached(p, region, id).await?;
+    }
+    Ok(())
+}
+
+/// DetachDisks when attached, then waits for UNATTACHED (or gone).
+/// Ok(false): the disk is gone.
+async fn detach_disk(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+    disk: &Value,
+) -> Result<bool, ProviderError> {
+    if s(disk, "InstanceId").is_empty() && s(disk, "DiskState") == "UNATTACHED" {
+        return Ok(true);
+    }
+    if s(disk, "DiskState") == "ATTACHED" {
+        // https://www.tencentcloud.com/document/api/362/16316 (DetachDisks)
+        match p
+            .client
+            .call(CBS, "DetachDisks", region, &json!({"DiskIds": [id]}))
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.kind == ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    let d = wait_disk(p, region, id, "it is detached", |d| {
+        d.is_none_or(|d| s(d, "DiskState") == "UNATTACHED")
+    })
+    .await?;
+    Ok(d.is_some())
+}
+
+/// https://www.tencentcloud.com/document/api/362/16320 (ResizeDisk): cloud
+/// disks only grow.
+pub(crate) async fn resize_disk(
+    p: &TencentProvider,
+    region: &str,
+    current: &ObservedResource,
+    size_gb: u32,
+) -> Result<(), ProviderError> {
+    let id = &current.id;
+    let now = current
+        .attrs
+        .get("size_gb")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let size = u64::from(size_gb);
+    if size < now {
+        return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "disk {id}: cloud disks only grow ({now} GB → {size} GB); replace it to shrink"
+            ),
+        ));
+    }
+    if size > now {
+        let body = json!({"DiskId": id, "DiskSize": size});
+        p.client.call(CBS, "ResizeDisk", region, &body).await?;
+    }
+    Ok(())
+}
+
+/// Detaches the disk, then https://www.tencentcloud.com/document/api/362/16321
+/// (TerminateDisks). Gone already: done.
+pub(crate) async fn delete_disk(
+    p: &TencentProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    let Some(disk) = describe_disk(p, region, id).await? else {
+        return Ok(());
+    };
+    if !detach_disk(p, region, id, &disk).await? {
+        return Ok(());
+    }
+    p.client
+        .call(CBS, "TerminateDisks", region, &json!({"DiskIds": [id]}))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volume_types_map_both_ways() {
+        assert_eq!(volume_type_to_api("ssd"), "CLOUD_SSD");
+        assert_eq!(volume_type_to_api("standard"), "CLOUD_PREMIUM");
+        assert_eq!(volume_type_to_api("CLOUD_HSSD"), "CLOUD_HSSD");
+        assert_eq!(volume_type_from_api("CLOUD_PREMIUM"), "premium");
+        assert_eq!(volume_type_from_api("CLOUD_BSSD"), "bssd");
+        assert_eq!(volume_type_from_api("LOCAL_NVME"), "LOCAL_NVME");
+    }
+}
