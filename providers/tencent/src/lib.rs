@@ -253,7 +253,7 @@ impl CloudDriver for TencentProvider {
         current: &ObservedResource,
         to: &Attachment,
     ) -> Result<(), ProviderError> {
-        storage::set_attachment(self, &scope.region, &current.id, to.instance()).await
+        storage::set_attachment(self, &scope.region, current, to.instance()).await
     }
 
     async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {

@@ -318,7 +318,7 @@ fn disk_attrs(v: &Value, a: &mut Attrs) {
 /// The instance a disk is attached (or attaching) to: DescribeDisks'
 /// `InstanceId` while `DiskState` is ATTACHED or ATTACHING
 /// (https://www.tencentcloud.com/document/api/362/16315).
-pub(crate) fn attachment(v: &Value) -> Option<String> {
+fn attachment(v: &Value) -> Option<String> {
     let i = s(v, "InstanceId");
     (matches!(s(v, "DiskState"), "ATTACHED" | "ATTACHING") && !i.is_empty()).then(|| i.to_string())
 }

@@ -6,7 +6,7 @@
 
 use crate::client::{first_id, s, CBS};
 use crate::errors::reference_gone_is_invalid;
-use crate::refresh::{self, attachment};
+use crate::refresh;
 use crate::tags::{resource_name, tag_list, TAG_KIND};
 use crate::TencentProvider;
 use gpuform_provider::{
@@ -165,19 +165,20 @@ async fn attach_disk(
 
 /// Attaches the disk to `want` (detaching it from any other instance
 /// first), or detaches it, then waits for the documented end state.
+/// `current` is the disk as just read: its `attached_to` and status.
 pub(crate) async fn set_attachment(
     p: &TencentProvider,
     region: &str,
-    id: &str,
+    current: &ObservedResource,
     want: Option<&str>,
 ) -> Result<(), ProviderError> {
-    let disk = describe_disk(p, region, id).await?.ok_or_else(|| {
-        ProviderError::new(ErrorKind::NotFound, format!("disk {id} does not exist"))
-    })?;
-    if attachment(&disk).as_deref() == want {
+    let id = &current.id;
+    let now = current.attrs.get("attached_to").and_then(Value::as_str);
+    if now == want {
         return Ok(());
     }
-    detach_disk(p, region, id, &disk).await?;
+    let state = current.status.to_ascii_uppercase();
+    detach_disk(p, region, id, &state, now).await?;
     if let Some(instance) = want {
         attach_disk(p, region, id, instance).await?;
         wait_attached(p, region, id).await?;
@@ -185,18 +186,20 @@ pub(crate) async fn set_attachment(
     Ok(())
 }
 
-/// DetachDisks when attached, then waits for UNATTACHED (or gone).
+/// DetachDisks when attached (`state` is its DiskState, `instance` the
+/// instance it is on), then waits for UNATTACHED (or gone).
 /// Ok(false): the disk is gone.
 async fn detach_disk(
     p: &TencentProvider,
     region: &str,
     id: &str,
-    disk: &Value,
+    state: &str,
+    instance: Option<&str>,
 ) -> Result<bool, ProviderError> {
-    if s(disk, "InstanceId").is_empty() && s(disk, "DiskState") == "UNATTACHED" {
+    if instance.is_none() && state == "UNATTACHED" {
         return Ok(true);
     }
-    if s(disk, "DiskState") == "ATTACHED" {
+    if state == "ATTACHED" {
         // https://www.tencentcloud.com/document/api/362/16316 (DetachDisks)
         match p
             .client
@@ -255,7 +258,8 @@ pub(crate) async fn delete_disk(
     let Some(disk) = describe_disk(p, region, id).await? else {
         return Ok(());
     };
-    if !detach_disk(p, region, id, &disk).await? {
+    let instance = Some(s(&disk, "InstanceId")).filter(|i| !i.is_empty());
+    if !detach_disk(p, region, id, s(&disk, "DiskState"), instance).await? {
         return Ok(());
     }
     p.client
