@@ -363,20 +363,23 @@ impl Client {
         }
         Ok(out)
     }
+}
 
-    /// One resource by id, `None` when it is gone.
-    pub(crate) async fn describe_one(
-        &self,
-        api: Api,
-        action: &str,
-        region: &str,
-        keys: (&str, &str),
-        id: &str,
-    ) -> Result<Option<Value>, ProviderError> {
-        let found = self
-            .describe_ids(api, action, region, keys, &[id.to_string()], 1)
-            .await?;
-        Ok(found.into_iter().next())
+/// Waits between polls of an asynchronous operation: `first`, then twice as
+/// long each time, up to `cap`.
+pub(crate) struct Backoff {
+    delay: Duration,
+    cap: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new(first: Duration, cap: Duration) -> Backoff {
+        Backoff { delay: first, cap }
+    }
+
+    pub(crate) async fn sleep(&mut self) {
+        tokio::time::sleep(self.delay).await;
+        self.delay = (self.delay * 2).min(self.cap);
     }
 }
 

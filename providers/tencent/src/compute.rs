@@ -5,7 +5,7 @@
 //! until the instance leaves PENDING. TerminateInstances puts a pay-as-you-go
 //! instance in the recycle bin, so a delete terminates it again from there.
 
-use crate::client::{first_id, s, CVM};
+use crate::client::{first_id, s, Backoff, CVM};
 use crate::errors::{reference_gone_is_invalid, undocumented};
 use crate::images;
 use crate::network::vpc_of_subnet;
@@ -215,10 +215,7 @@ async fn describe_instance(
     region: &str,
     id: &str,
 ) -> Result<Option<Value>, ProviderError> {
-    let l = &refresh::INSTANCE;
-    p.client
-        .describe_one(l.api, l.action, region, l.keys(), id)
-        .await
+    refresh::describe_one(p, &refresh::INSTANCE, region, id).await
 }
 
 /// Polls a new instance until its launch has an outcome: RUNNING (or any
@@ -229,7 +226,7 @@ async fn wait_launched(
     region: &str,
     id: &str,
 ) -> Result<Option<Value>, ProviderError> {
-    let mut delay = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let mut unseen = 0;
     for _ in 0..120 {
         match describe_instance(p, region, id).await? {
@@ -242,8 +239,7 @@ async fn wait_launched(
                 }
             }
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
+        backoff.sleep().await;
     }
     Err(ProviderError::new(
         ErrorKind::Transient,
@@ -303,7 +299,7 @@ async fn wait_terminated(
     region: &str,
     id: &str,
 ) -> Result<Option<String>, ProviderError> {
-    let mut delay = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let mut last = String::new();
     for _ in 0..80 {
         match describe_instance(p, region, id).await? {
@@ -311,8 +307,7 @@ async fn wait_terminated(
             Some(v) if s(&v, "InstanceState") == "SHUTDOWN" => return Ok(Some("SHUTDOWN".into())),
             Some(v) => last = s(&v, "InstanceState").to_string(),
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
+        backoff.sleep().await;
     }
     Ok(Some(last))
 }

@@ -127,58 +127,87 @@ mod tests {
 
     #[test]
     fn documented_codes() {
-        let cases = [
+        let cases: [(ErrorKind, &[&str]); 7] = [
             (
-                "ResourceInsufficient.SpecifiedInstanceType",
                 ErrorKind::Capacity,
+                &[
+                    "ResourceInsufficient.SpecifiedInstanceType",
+                    "ResourceInsufficient.ZoneSoldOutForSpecifiedInstance",
+                    "ResourcesSoldOut.SpecifiedInstanceType",
+                    "InvalidParameterValue.InsufficientOffering",
+                ],
             ),
             (
-                "ResourceInsufficient.ZoneSoldOutForSpecifiedInstance",
-                ErrorKind::Capacity,
-            ),
-            (
-                "ResourcesSoldOut.SpecifiedInstanceType",
-                ErrorKind::Capacity,
-            ),
-            (
-                "InvalidParameterValue.InsufficientOffering",
-                ErrorKind::Capacity,
-            ),
-            ("LimitExceeded.InstanceQuota", ErrorKind::Quota),
-            ("LimitExceeded.SpotQuota", ErrorKind::Quota),
-            ("InstancesQuotaLimitExceeded", ErrorKind::Quota),
-            ("RequestLimitExceeded", ErrorKind::Throttled),
-            (
-                "RequestLimitExceeded.UinLimitExceeded",
-                ErrorKind::Throttled,
-            ),
-            ("AuthFailure.SignatureFailure", ErrorKind::Auth),
-            ("AuthFailure.SecretIdNotFound", ErrorKind::Auth),
-            ("UnauthorizedOperation", ErrorKind::Auth),
-            ("InvalidParameter", ErrorKind::Invalid),
-            ("InvalidParameterValue.Range", ErrorKind::Invalid),
-            ("InvalidParameterValue.LimitExceeded", ErrorKind::Invalid),
-            ("MissingParameter", ErrorKind::Invalid),
-            ("InvalidImageId.NotFound", ErrorKind::Invalid),
-            ("ResourceNotFound", ErrorKind::NotFound),
-            ("ResourceNotFound.InvalidPlacementSet", ErrorKind::NotFound),
-            ("InvalidInstanceId.NotFound", ErrorKind::NotFound),
-            ("InvalidDiskId.NotFound", ErrorKind::NotFound),
-            ("ResourceInUse", ErrorKind::DependencyViolation),
-            (
-                "FailedOperation.PlacementSetNotEmpty",
-                ErrorKind::DependencyViolation,
-            ),
-            ("InternalError", ErrorKind::Transient),
-            ("InternalError.TradeUnknownError", ErrorKind::Transient),
-            ("ResourceBusy", ErrorKind::Transient),
-            (
-                "ResourceInsufficient.DisasterRecoverGroupCvmQuota",
                 ErrorKind::Quota,
+                &[
+                    "LimitExceeded.InstanceQuota",
+                    "LimitExceeded.SpotQuota",
+                    "InstancesQuotaLimitExceeded",
+                    "ResourceInsufficient.DisasterRecoverGroupCvmQuota",
+                ],
+            ),
+            (
+                ErrorKind::Throttled,
+                &[
+                    "RequestLimitExceeded",
+                    "RequestLimitExceeded.UinLimitExceeded",
+                ],
+            ),
+            (
+                ErrorKind::Auth,
+                &[
+                    "AuthFailure.SignatureFailure",
+                    "AuthFailure.SecretIdNotFound",
+                    "UnauthorizedOperation",
+                ],
+            ),
+            (
+                ErrorKind::Invalid,
+                &[
+                    "InvalidParameter",
+                    "InvalidParameterValue.Range",
+                    "InvalidParameterValue.LimitExceeded",
+                    "MissingParameter",
+                    "InvalidImageId.NotFound",
+                ],
+            ),
+            (
+                ErrorKind::NotFound,
+                &[
+                    "ResourceNotFound",
+                    "ResourceNotFound.InvalidPlacementSet",
+                    "InvalidInstanceId.NotFound",
+                    "InvalidDiskId.NotFound",
+                ],
+            ),
+            (
+                ErrorKind::DependencyViolation,
+                &["ResourceInUse", "FailedOperation.PlacementSetNotEmpty"],
             ),
         ];
-        for (code, kind) in cases {
-            assert_eq!(classify(code), kind, "{code}");
+        for (kind, codes) in cases {
+            for code in codes {
+                assert_eq!(classify(code), kind, "{code}");
+            }
         }
+        for code in [
+            "InternalError",
+            "InternalError.TradeUnknownError",
+            "ResourceBusy",
+        ] {
+            assert_eq!(classify(code), ErrorKind::Transient, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_gone_reference_is_a_bad_request_and_a_gone_resource_is_deleted() {
+        let gone = ProviderError::new(ErrorKind::NotFound, "RunInstances: no such subnet");
+        let e = reference_gone_is_invalid(gone.clone());
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert!(e.message.contains("no longer exists"), "{e}");
+        assert!(ok_if_gone::<()>(Err(gone)).is_ok());
+        let busy = ProviderError::new(ErrorKind::Transient, "busy");
+        assert_eq!(reference_gone_is_invalid(busy.clone()), busy);
+        assert!(ok_if_gone::<()>(Err(busy)).is_err());
     }
 }

@@ -16,24 +16,46 @@ use gpuform_provider::{
 };
 use serde_json::{json, Map, Value};
 
-/// A resource already made with this token (by a call whose answer was
-/// lost), as its kind's Describe call reports it.
-async fn find_by_token(
+/// The resource of a create without ClientToken: the one already made with
+/// this token (by a call whose answer was lost), found by its token tag, or
+/// else one made now.
+enum Made {
+    Found(Value),
+    New(Value),
+}
+
+impl Made {
+    fn into_value(self) -> Value {
+        match self {
+            Made::Found(v) | Made::New(v) => v,
+        }
+    }
+}
+
+/// Looks the token up with the kind's Describe call, or calls `action` with
+/// `body` and takes the documented `object` of its answer.
+async fn create_once(
     p: &TencentProvider,
-    listing: &Listing,
+    l: &Listing,
     region: &str,
     token: &str,
-) -> Result<Option<Value>, ProviderError> {
-    let mut body = Map::new();
-    body.insert(
+    (action, object): (&str, &str),
+    body: Value,
+) -> Result<Made, ProviderError> {
+    let mut filter = Map::new();
+    filter.insert(
         "Filters".into(),
         json!([tag_filter(OwnershipTags::TOKEN, token)]),
     );
-    let items = p
+    let found = p
         .client
-        .describe_all(listing.api, listing.action, region, body, listing.set_key)
+        .describe_all(l.api, l.action, region, filter, l.set_key)
         .await?;
-    Ok(items.into_iter().next())
+    if let Some(v) = found.into_iter().next() {
+        return Ok(Made::Found(v));
+    }
+    let resp = p.client.call(l.api, action, region, &body).await?;
+    documented_object(&resp, action, object, l.id_key).map(Made::New)
 }
 
 /// https://www.tencentcloud.com/document/api/215/15774 (CreateVpc)
@@ -41,19 +63,22 @@ pub(crate) async fn create_vpc(
     p: &TencentProvider,
     req: &Create<NetworkSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let region = req.region();
-    let listing = &refresh::NETWORK;
-    if let Some(v) = find_by_token(p, listing, region, &req.ownership.token).await? {
-        return Ok(refresh::observe(listing, &v, region));
-    }
     let body = json!({
         "VpcName": resource_name(&req.ownership, 60),
         "CidrBlock": req.spec.cidr,
         "Tags": tag_list(&req.ownership, &[], &req.tags),
     });
-    let resp = p.client.call(VPC, "CreateVpc", region, &body).await?;
-    let vpc = documented_object(&resp, "CreateVpc", "Vpc", "VpcId")?;
-    Ok(refresh::observe(listing, &vpc, region))
+    let (l, region) = (&refresh::NETWORK, req.region());
+    let made = create_once(
+        p,
+        l,
+        region,
+        &req.ownership.token,
+        ("CreateVpc", "Vpc"),
+        body,
+    )
+    .await?;
+    Ok(refresh::observe(l, &made.into_value(), region))
 }
 
 /// https://www.tencentcloud.com/document/api/215/15782 (CreateSubnet)
@@ -61,11 +86,6 @@ pub(crate) async fn create_subnet(
     p: &TencentProvider,
     req: &Create<SubnetSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let region = req.region();
-    let listing = &refresh::SUBNET;
-    if let Some(v) = find_by_token(p, listing, region, &req.ownership.token).await? {
-        return Ok(refresh::observe(listing, &v, region));
-    }
     let vpc = &req.spec.network;
     let body = json!({
         "VpcId": vpc,
@@ -74,12 +94,15 @@ pub(crate) async fn create_subnet(
         "Zone": req.spec.zone,
         "Tags": tag_list(&req.ownership, &[], &req.tags),
     });
-    let resp = p.client.call(VPC, "CreateSubnet", region, &body).await?;
-    let subnet = documented_object(&resp, "CreateSubnet", "Subnet", "SubnetId")?;
+    let (l, region) = (&refresh::SUBNET, req.region());
+    let token = &req.ownership.token;
+    let subnet = create_once(p, l, region, token, ("CreateSubnet", "Subnet"), body)
+        .await?
+        .into_value();
     if let Ok(mut m) = p.subnet_vpc.lock() {
         m.insert(s(&subnet, "SubnetId").to_string(), vpc.clone());
     }
-    Ok(refresh::observe(listing, &subnet, region))
+    Ok(refresh::observe(l, &subnet, region))
 }
 
 /// The VPC of a subnet (RunInstances needs both), cached: a subnet never moves.
@@ -96,11 +119,7 @@ pub(crate) async fn vpc_of_subnet(
     {
         return Ok(v);
     }
-    let l = &refresh::SUBNET;
-    let found = p
-        .client
-        .describe_one(l.api, l.action, region, l.keys(), subnet)
-        .await?;
+    let found = refresh::describe_one(p, &refresh::SUBNET, region, subnet).await?;
     let vpc = found
         .map(|v| s(&v, "VpcId").to_string())
         .filter(|v| !v.is_empty())
@@ -123,41 +142,37 @@ pub(crate) async fn create_security_group(
     p: &TencentProvider,
     req: &Create<FirewallSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let region = req.region();
-    let listing = &refresh::FIREWALL;
-    let rules = &req.spec.ingress;
-    if let Some(v) = find_by_token(p, listing, region, &req.ownership.token).await? {
-        // The group exists; its rules may not (the answer to an earlier
-        // call was lost): set them whole, which is idempotent.
-        replace_policies(p, region, s(&v, "SecurityGroupId"), rules).await?;
-        return Ok(refresh::observe(listing, &v, region));
-    }
     let body = json!({
         "GroupName": resource_name(&req.ownership, 60),
         "GroupDescription": format!("gpuform {}", req.ownership.address),
         "Tags": tag_list(&req.ownership, &[], &req.tags),
     });
-    let resp = p
-        .client
-        .call(VPC, "CreateSecurityGroup", region, &body)
-        .await?;
-    let sg = documented_object(
-        &resp,
-        "CreateSecurityGroup",
-        "SecurityGroup",
-        "SecurityGroupId",
-    )?;
-    let id = s(&sg, "SecurityGroupId");
-    for set in [
-        json!({"Ingress": ingress_policies(id, rules)}),
-        json!({"Egress": egress_policies()}),
-    ] {
-        let body = json!({"SecurityGroupId": id, "SecurityGroupPolicySet": set});
-        p.client
-            .call(VPC, "CreateSecurityGroupPolicies", region, &body)
-            .await?;
-    }
-    Ok(refresh::observe(listing, &sg, region))
+    let (l, region) = (&refresh::FIREWALL, req.region());
+    let token = &req.ownership.token;
+    let action = ("CreateSecurityGroup", "SecurityGroup");
+    let rules = &req.spec.ingress;
+    let sg = match create_once(p, l, region, token, action, body).await? {
+        Made::Found(v) => {
+            // The group exists; its rules may not (the answer to an earlier
+            // call was lost): set them whole, which is idempotent.
+            replace_policies(p, region, s(&v, "SecurityGroupId"), rules).await?;
+            v
+        }
+        Made::New(v) => {
+            let id = s(&v, "SecurityGroupId");
+            for set in [
+                json!({"Ingress": ingress_policies(id, rules)}),
+                json!({"Egress": egress_policies()}),
+            ] {
+                let body = json!({"SecurityGroupId": id, "SecurityGroupPolicySet": set});
+                p.client
+                    .call(VPC, "CreateSecurityGroupPolicies", region, &body)
+                    .await?;
+            }
+            v
+        }
+    };
+    Ok(refresh::observe(l, &sg, region))
 }
 
 /// https://www.tencentcloud.com/document/api/215/15810 (ModifySecurityGroupPolicies):

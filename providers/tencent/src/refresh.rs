@@ -39,7 +39,7 @@ pub(crate) struct Listing {
     /// The answer's list (`VpcSet`).
     pub(crate) set_key: &'static str,
     /// An item's id (`VpcId`).
-    id_key: &'static str,
+    pub(crate) id_key: &'static str,
     /// Ids per Describe-by-id call: DescribeInstances / DescribeVpcs /
     /// DescribeDisks take up to 100 ids; DescribeDisasterRecoverGroups' page
     /// says 10 in one revision and 100 in another, so 10.
@@ -53,7 +53,7 @@ pub(crate) struct Listing {
 }
 
 impl Listing {
-    pub(crate) fn keys(&self) -> (&'static str, &'static str) {
+    fn keys(&self) -> (&'static str, &'static str) {
         (self.ids_key, self.set_key)
     }
 }
@@ -136,6 +136,20 @@ const LISTINGS: [&Listing; 6] = [&NETWORK, &SUBNET, &FIREWALL, &PLACEMENT, &INST
 
 fn listing_of(kind: ResourceKind) -> Option<&'static Listing> {
     LISTINGS.into_iter().find(|l| l.kind == kind)
+}
+
+/// One resource by id, as its Describe call answers; `None` when it is gone.
+pub(crate) async fn describe_one(
+    p: &TencentProvider,
+    l: &Listing,
+    region: &str,
+    id: &str,
+) -> Result<Option<Value>, ProviderError> {
+    let found = p
+        .client
+        .describe_ids(l.api, l.action, region, l.keys(), &[id.to_string()], 1)
+        .await?;
+    Ok(found.into_iter().next())
 }
 
 /// The given resources of one kind; gone ones (and items that are not

@@ -4,7 +4,7 @@
 //! CBS operations are asynchronous: each step waits on DescribeDisks for its
 //! documented end state.
 
-use crate::client::{first_id, s, CBS};
+use crate::client::{first_id, s, Backoff, CBS};
 use crate::errors::reference_gone_is_invalid;
 use crate::refresh;
 use crate::tags::{resource_name, tag_list, TAG_KIND};
@@ -99,10 +99,7 @@ async fn describe_disk(
     region: &str,
     id: &str,
 ) -> Result<Option<Value>, ProviderError> {
-    let l = &refresh::VOLUME;
-    p.client
-        .describe_one(l.api, l.action, region, l.keys(), id)
-        .await
+    refresh::describe_one(p, &refresh::VOLUME, region, id).await
 }
 
 /// Polls DescribeDisks until `done` holds (CBS operations are asynchronous).
@@ -113,14 +110,13 @@ async fn wait_disk(
     what: &str,
     done: impl Fn(Option<&Value>) -> bool,
 ) -> Result<Option<Value>, ProviderError> {
-    let mut delay = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(3));
     for _ in 0..60 {
         let d = describe_disk(p, region, id).await?;
         if done(d.as_ref()) {
             return Ok(d);
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(3));
+        backoff.sleep().await;
     }
     Err(ProviderError::new(
         ErrorKind::Transient,
@@ -147,7 +143,7 @@ async fn attach_disk(
     id: &str,
     instance: &str,
 ) -> Result<(), ProviderError> {
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut tries = 0;
     let body = json!({"DiskIds": [id], "InstanceId": instance});
     loop {
@@ -155,8 +151,7 @@ async fn attach_disk(
             Ok(_) => return Ok(()),
             Err(e) if e.kind == ErrorKind::Transient && tries < 20 => {
                 tries += 1;
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                backoff.sleep().await;
             }
             Err(e) => return Err(reference_gone_is_invalid(e)),
         }

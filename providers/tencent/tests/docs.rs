@@ -4,95 +4,13 @@
 //! placement group quotas, the China site's image names, tag rules, and
 //! answers missing their documented body. Each test cites its page.
 
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+mod common;
+
+use common::{attrs, ids_of, network, provider, request, scope, Net, PROJECT, TYPE, ZONE};
+use gpuform_mockclouds::tencent::TencentMock;
 use gpuform_mockclouds::MockCloud;
-use gpuform_provider::{
-    Attrs, CreateRequest, ErrorKind, OwnershipTags, Provider, ResourceKind, Scope,
-};
-use gpuform_signing::Credentials;
-use gpuform_tencent::TencentProvider;
-use serde_json::{json, Value};
-
-const REGION: &str = "ap-guangzhou";
-const ZONE: &str = "ap-guangzhou-3";
-const TYPE: &str = "GN7.2XLARGE32";
-const PROJECT: &str = "docs";
-
-fn provider(mock: &TencentMock) -> TencentProvider {
-    let url = reqwest::Url::parse(&mock.endpoint()).expect("url");
-    TencentProvider::new(Credentials::new(SECRET_ID, SECRET_KEY), None, Some(url))
-        .expect("provider")
-}
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
-
-fn attrs(pairs: &[(&str, Value)]) -> Attrs {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
-}
-
-fn request(kind: ResourceKind, address: &str, a: Attrs, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: a,
-        refs: refs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: PROJECT.into(),
-            address: address.into(),
-            token: format!("tok-{}", address.replace(['[', ']', '.'], "-")),
-            lineage: "lineage-docs".into(),
-        },
-    }
-}
-
-struct Net {
-    subnet: String,
-    sg: String,
-}
-
-async fn network(p: &TencentProvider) -> Net {
-    let vpc = p
-        .create(&request(
-            ResourceKind::Network,
-            "cluster.d.network",
-            attrs(&[("cidr", json!("10.0.0.0/16"))]),
-            &[],
-        ))
-        .await
-        .expect("vpc");
-    let subnet = p
-        .create(&request(
-            ResourceKind::Subnet,
-            &format!("cluster.d.subnet[{ZONE}]"),
-            attrs(&[("zone", json!(ZONE)), ("cidr", json!("10.0.0.0/20"))]),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("subnet");
-    let sg = p
-        .create(&request(
-            ResourceKind::Firewall,
-            "cluster.d.firewall",
-            attrs(&[("ingress", json!([]))]),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("firewall");
-    Net {
-        subnet: subnet.id,
-        sg: sg.id,
-    }
-}
+use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
+use serde_json::json;
 
 fn node(net: &Net, i: usize, image: &str, placement: Option<&str>) -> CreateRequest {
     let mut refs = vec![
@@ -115,14 +33,6 @@ fn node(net: &Net, i: usize, image: &str, placement: Option<&str>) -> CreateRequ
     )
 }
 
-fn instances(mock: &TencentMock) -> Vec<String> {
-    mock.resources()
-        .into_iter()
-        .filter(|r| r.kind == ResourceKind::Instance)
-        .map(|r| r.id)
-        .collect()
-}
-
 /// 213/15753 (InstanceState): a launch can end LAUNCH_FAILED. That is a
 /// failed create, not a node: the instance is released (it would keep its
 /// subnet) and the error is `capacity`, which the engine fails over on.
@@ -139,7 +49,7 @@ async fn a_failed_launch_is_released_and_fails_over() {
     assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
     assert_eq!(e.code.as_deref(), Some("LAUNCH_FAILED"));
     assert!(
-        instances(&mock).is_empty(),
+        ids_of(&mock, ResourceKind::Instance).is_empty(),
         "the failed instance is released: {:?}",
         mock.resources()
     );
@@ -358,5 +268,24 @@ async fn tags_follow_tencent_rules() {
     let e = p.create(&bad).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert!(e.message.contains('&'), "{e}");
+    assert!(e.message.contains("hint: use letters"), "{e}");
+    // gpuform's namespace and Tencent's reserved prefixes, on updates too.
+    for (key, says) in [
+        ("gpuform:x", "reserved for gpuform"),
+        ("QCS:x", "reserved by tencent"),
+        ("project-x", "reserved by tencent"),
+    ] {
+        let mut req = bad.clone();
+        req.attrs.insert("tags".into(), json!({ key: "1" }));
+        let e = p.create(&req).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
+        assert!(e.message.contains(says), "{key}: {e}");
+        let changes = attrs(&[("tags", json!({ key: "1" }))]);
+        let e = p
+            .update(&scope(), ResourceKind::Network, "vpc-x", &changes)
+            .await
+            .unwrap_err();
+        assert!(e.message.contains(says), "{key}: {e}");
+    }
     assert_eq!(mock.requests(), before, "refused before any call");
 }

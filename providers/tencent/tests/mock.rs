@@ -2,110 +2,20 @@
 //! (`gpuform_mockclouds::tencent::TencentMock`), which verifies every TC3
 //! signature and answers as the API reference pages describe.
 
+mod common;
+
+use common::{
+    attrs, network, provider, provider_with, request, scope, url, Net, PROJECT, REGION, ZONE,
+};
 use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
 use gpuform_mockclouds::MockCloud;
 use gpuform_provider::provider::RateLimit;
-use gpuform_provider::{
-    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
-};
+use gpuform_provider::{Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
-use gpuform_tencent::TencentProvider;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-const REGION: &str = "ap-guangzhou";
-const ZONE: &str = "ap-guangzhou-3";
-const PROJECT: &str = "llm";
-
-fn provider(mock: &TencentMock) -> TencentProvider {
-    provider_with(mock, SECRET_ID, SECRET_KEY)
-}
-
-fn provider_with(mock: &TencentMock, id: &str, key: &str) -> TencentProvider {
-    let url = reqwest_url(&mock.endpoint());
-    TencentProvider::new(Credentials::new(id, key), None, Some(url)).expect("provider")
-}
-
-fn reqwest_url(s: &str) -> reqwest::Url {
-    reqwest::Url::parse(s).expect("url")
-}
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
-
-fn attrs(pairs: &[(&str, Value)]) -> Attrs {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
-}
-
-fn request(kind: ResourceKind, address: &str, a: Attrs, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: a,
-        refs: refs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: PROJECT.into(),
-            address: address.into(),
-            token: format!("tok-{}", address.replace(['[', ']', '.'], "-")),
-            lineage: "lineage-1".into(),
-        },
-    }
-}
-
-struct Net {
-    vpc: String,
-    subnet: String,
-    sg: String,
-}
-
-async fn network(p: &TencentProvider) -> Net {
-    let vpc = p
-        .create(&request(
-            ResourceKind::Network,
-            "cluster.t.network",
-            attrs(&[("cidr", json!("10.0.0.0/16"))]),
-            &[],
-        ))
-        .await
-        .expect("vpc");
-    let subnet = p
-        .create(&request(
-            ResourceKind::Subnet,
-            &format!("cluster.t.subnet[{ZONE}]"),
-            attrs(&[("zone", json!(ZONE)), ("cidr", json!("10.0.0.0/20"))]),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("subnet");
-    let sg = p
-        .create(&request(
-            ResourceKind::Firewall,
-            "cluster.t.firewall",
-            attrs(&[(
-                "ingress",
-                json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]),
-            )]),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("firewall");
-    Net {
-        vpc: vpc.id,
-        subnet: subnet.id,
-        sg: sg.id,
-    }
-}
 
 fn instance_attrs(pricing: &str) -> Attrs {
     attrs(&[
@@ -470,13 +380,13 @@ async fn errors_map_to_neutral_kinds() {
     assert_eq!(e.kind, ErrorKind::Throttled);
     assert_eq!(e.code.as_deref(), Some("RequestLimitExceeded"));
 
-    let wrong_key = provider_with(&mock, SECRET_ID, "not-the-secret");
+    let wrong_key = provider_with(&mock.endpoint(), SECRET_ID, "not-the-secret");
     let e = wrong_key.list_owned(&scope(), PROJECT).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Auth);
     assert_eq!(e.code.as_deref(), Some("AuthFailure.SignatureFailure"));
     assert!(!e.to_string().contains("not-the-secret") && !e.to_string().contains(SECRET_KEY));
 
-    let wrong_id = provider_with(&mock, "AKIDunknown", SECRET_KEY);
+    let wrong_id = provider_with(&mock.endpoint(), "AKIDunknown", SECRET_KEY);
     let e = wrong_id.list_owned(&scope(), PROJECT).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Auth);
     assert_eq!(e.code.as_deref(), Some("AuthFailure.SecretIdNotFound"));
@@ -673,7 +583,7 @@ async fn from_env_names_the_variables_and_uses_the_override() {
 async fn the_stand_in_verifies_signatures_over_the_received_bytes() {
     use gpuform_signing::{tc3, Request};
     let mock = TencentMock::start();
-    let url = reqwest_url(&mock.endpoint());
+    let url = url(&mock.endpoint());
     let host = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
     let signed_body = br#"{"Limit": 1}"#.to_vec();
     let req = Request::new("POST", host, "/")

@@ -11,48 +11,21 @@ use gpuform_mockclouds::shape::Shape;
 use gpuform_mockclouds::tap::Tap;
 use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
 use gpuform_mockclouds::verify::{tc3, Key};
-use gpuform_provider::{CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
-use gpuform_signing::Credentials;
-use gpuform_tencent::TencentProvider;
+use gpuform_provider::{CreateRequest, Provider, ResourceKind};
 use serde_json::{json, Value};
 
-const REGION: &str = "ap-guangzhou";
-const ZONE: &str = "ap-guangzhou-3";
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
+mod common;
+use common::{json_attrs, provider_with, request, scope, ZONE};
 
 fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: a.as_object().unwrap().clone().into_iter().collect(),
-        refs: refs
-            .iter()
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: "llm".into(),
-            address: address.into(),
-            token: format!("tok-{}", address.replace(['.', '[', ']'], "-")),
-            lineage: "lineage-1".into(),
-        },
-    }
+    request(kind, address, json_attrs(a), refs)
 }
 
 #[tokio::test]
 async fn requests_have_the_sdk_shape() {
     let mock = TencentMock::start();
     let tap = Tap::start(&mock.endpoint());
-    let p = TencentProvider::new(
-        Credentials::new(SECRET_ID, SECRET_KEY),
-        None,
-        Some(reqwest::Url::parse(&tap.endpoint()).unwrap()),
-    )
-    .unwrap();
+    let p = provider_with(&tap.endpoint(), SECRET_ID, SECRET_KEY);
 
     let vpc = p
         .create(&req(
