@@ -210,14 +210,6 @@ pub(crate) async fn run_instance(
     }
 }
 
-async fn describe_instance(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<Option<Value>, ProviderError> {
-    refresh::describe_one(p, &refresh::INSTANCE, region, id).await
-}
-
 /// Polls a new instance until its launch has an outcome: RUNNING (or any
 /// state past PENDING) or LAUNCH_FAILED (InstanceState, 213/15753).
 /// `None`: still not visible after a few looks.
@@ -229,7 +221,7 @@ async fn wait_launched(
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let mut unseen = 0;
     for _ in 0..120 {
-        match describe_instance(p, region, id).await? {
+        match refresh::describe_one(p, &refresh::INSTANCE, region, id).await? {
             Some(v) if s(&v, "InstanceState") != "PENDING" => return Ok(Some(v)),
             Some(_) => {}
             None => {
@@ -302,7 +294,7 @@ async fn wait_terminated(
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let mut last = String::new();
     for _ in 0..80 {
-        match describe_instance(p, region, id).await? {
+        match refresh::describe_one(p, &refresh::INSTANCE, region, id).await? {
             None => return Ok(None),
             Some(v) if s(&v, "InstanceState") == "SHUTDOWN" => return Ok(Some("SHUTDOWN".into())),
             Some(v) => last = s(&v, "InstanceState").to_string(),

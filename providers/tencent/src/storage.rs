@@ -94,14 +94,6 @@ pub(crate) async fn create_disk(
     }
 }
 
-async fn describe_disk(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<Option<Value>, ProviderError> {
-    refresh::describe_one(p, &refresh::VOLUME, region, id).await
-}
-
 /// Polls DescribeDisks until `done` holds (CBS operations are asynchronous).
 async fn wait_disk(
     p: &TencentProvider,
@@ -112,7 +104,7 @@ async fn wait_disk(
 ) -> Result<Option<Value>, ProviderError> {
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(3));
     for _ in 0..60 {
-        let d = describe_disk(p, region, id).await?;
+        let d = refresh::describe_one(p, &refresh::VOLUME, region, id).await?;
         if done(d.as_ref()) {
             return Ok(d);
         }
@@ -250,7 +242,7 @@ pub(crate) async fn delete_disk(
     region: &str,
     id: &str,
 ) -> Result<(), ProviderError> {
-    let Some(disk) = describe_disk(p, region, id).await? else {
+    let Some(disk) = refresh::describe_one(p, &refresh::VOLUME, region, id).await? else {
         return Ok(());
     };
     let instance = Some(s(&disk, "InstanceId")).filter(|i| !i.is_empty());

@@ -6,31 +6,23 @@
 
 mod common;
 
-use common::{attrs, ids_of, network, provider, request, scope, Net, PROJECT, TYPE, ZONE};
+use common::{
+    attrs, ids_of, network, node_request, provider, request, scope, started, Net, PROJECT, TYPE,
+    ZONE,
+};
 use gpuform_mockclouds::tencent::TencentMock;
 use gpuform_mockclouds::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
 use serde_json::json;
 
 fn node(net: &Net, i: usize, image: &str, placement: Option<&str>) -> CreateRequest {
-    let mut refs = vec![
-        ("subnet", net.subnet.as_str()),
-        ("firewall", net.sg.as_str()),
-    ];
-    if let Some(p) = placement {
-        refs.push(("placement", p));
-    }
-    request(
-        ResourceKind::Instance,
-        &format!("cluster.d.node[{i}]"),
-        attrs(&[
-            ("instance_type", json!(TYPE)),
-            ("zone", json!(ZONE)),
-            ("image", json!(image)),
-            ("pricing", json!("on-demand")),
-        ]),
-        &refs,
-    )
+    let a = attrs(&[
+        ("instance_type", json!(TYPE)),
+        ("zone", json!(ZONE)),
+        ("image", json!(image)),
+        ("pricing", json!("on-demand")),
+    ]);
+    node_request(net, &format!("cluster.d.node[{i}]"), a, placement)
 }
 
 /// 213/15753 (InstanceState): a launch can end LAUNCH_FAILED. That is a
@@ -38,9 +30,7 @@ fn node(net: &Net, i: usize, image: &str, placement: Option<&str>) -> CreateRequ
 /// subnet) and the error is `capacity`, which the engine fails over on.
 #[tokio::test]
 async fn a_failed_launch_is_released_and_fails_over() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     mock.set_launch_fails(TYPE, ZONE);
     let e = p
         .create(&node(&net, 0, "ubuntu-22.04", None))
@@ -67,9 +57,7 @@ async fn a_failed_launch_is_released_and_fails_over() {
 /// (DescribeDisks `disk-usage`, 362/16315).
 #[tokio::test]
 async fn system_disks_are_not_volumes() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     let inst = p
         .create(&node(&net, 0, "ubuntu-22.04", None))
         .await
@@ -120,9 +108,7 @@ async fn system_disks_are_not_volumes() {
 /// subnet and group can go next.
 #[tokio::test]
 async fn deleting_an_instance_releases_it_from_the_recycle_bin() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     let a = p
         .create(&node(&net, 0, "ubuntu-22.04", None))
         .await
@@ -165,9 +151,7 @@ fn by_kind(list: &[gpuform_provider::ObservedResource], kind: ResourceKind) -> V
 /// another zone would not cure.
 #[tokio::test]
 async fn a_full_placement_group_is_a_quota_not_capacity() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (_mock, p, net) = started().await;
     let group = p
         .create(&request(
             ResourceKind::Placement,
@@ -214,9 +198,7 @@ async fn china_site_image_names_resolve() {
 /// empty list: read as "nothing exists" it would plan creates for what does.
 #[tokio::test]
 async fn an_answer_without_its_documented_body_is_an_error() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let _net = network(&p).await;
+    let (mock, p, _net) = started().await;
     assert!(!p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
     mock.strip_answer(Some(0));
     let e = p.list_owned(&scope(), PROJECT).await.unwrap_err();

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    attrs, network, provider, provider_with, request, scope, url, Net, PROJECT, REGION, ZONE,
+    attrs, network, node_request, provider, provider_with, request, scope, started, url, Net,
+    PROJECT, REGION, ZONE,
 };
 use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
 use gpuform_mockclouds::MockCloud;
@@ -32,19 +33,8 @@ fn instance_attrs(pricing: &str) -> Attrs {
 }
 
 fn instance_req(net: &Net, i: usize, pricing: &str, placement: Option<&str>) -> CreateRequest {
-    let mut refs = vec![
-        ("subnet", net.subnet.as_str()),
-        ("firewall", net.sg.as_str()),
-    ];
-    if let Some(p) = placement {
-        refs.push(("placement", p));
-    }
-    request(
-        ResourceKind::Instance,
-        &format!("cluster.t.node[{i}]"),
-        instance_attrs(pricing),
-        &refs,
-    )
+    let address = format!("cluster.t.node[{i}]");
+    node_request(net, &address, instance_attrs(pricing), placement)
 }
 
 fn by_id(list: &[ObservedResource], id: &str) -> Option<ObservedResource> {
@@ -62,9 +52,7 @@ fn assert_same_attrs(desired: &Attrs, observed: &ObservedResource) {
 
 #[tokio::test]
 async fn lifecycle_create_list_read_update_destroy() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     assert!(
         net.vpc.starts_with("vpc-")
             && net.subnet.starts_with("subnet-")
@@ -297,9 +285,7 @@ async fn refresh_of_fifty_instances_is_a_handful_of_calls() {
 
 #[tokio::test]
 async fn deleted_behind_our_back_is_gone() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     let a = p
         .create(&instance_req(&net, 0, "on-demand", None))
         .await
@@ -344,9 +330,7 @@ async fn deleted_behind_our_back_is_gone() {
 
 #[tokio::test]
 async fn errors_map_to_neutral_kinds() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
 
     mock.set_sold_out("GN7.2XLARGE32", ZONE);
     let e = p
@@ -432,9 +416,7 @@ async fn errors_map_to_neutral_kinds() {
 
 #[tokio::test]
 async fn the_same_token_creates_once() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     // Network, subnet and firewall have no ClientToken: the token tag is looked up.
     let again = network(&p).await;
     assert_eq!(
@@ -493,9 +475,7 @@ async fn the_same_token_creates_once() {
 
 #[tokio::test]
 async fn a_lost_answer_is_adopted_by_its_tags() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = started().await;
     let req = instance_req(&net, 7, "spot", None);
     // Warm the image and subnet caches, so RunInstances is the next request.
     let warm = p

@@ -121,6 +121,27 @@ pub async fn network(p: &TencentProvider) -> Net {
     }
 }
 
+/// An instance at `address` in the network's subnet and security group,
+/// and in the placement group when there is one.
+pub fn node_request(net: &Net, address: &str, a: Attrs, placement: Option<&str>) -> CreateRequest {
+    let mut refs = vec![
+        ("subnet", net.subnet.as_str()),
+        ("firewall", net.sg.as_str()),
+    ];
+    if let Some(p) = placement {
+        refs.push(("placement", p));
+    }
+    request(ResourceKind::Instance, address, a, &refs)
+}
+
+/// A fresh stand-in, a provider against it and a [`network`] in it.
+pub async fn started() -> (TencentMock, TencentProvider, Net) {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    (mock, p, net)
+}
+
 /// The ids of the stand-in's resources of one kind.
 pub fn ids_of(mock: &TencentMock, kind: ResourceKind) -> Vec<String> {
     mock.resources()
