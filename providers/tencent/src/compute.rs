@@ -29,7 +29,12 @@ pub(crate) async fn create_placement_group(
     p: &TencentProvider,
     req: &Create<PlacementSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    if req.spec.rdma {
+    let PlacementSpec {
+        // Every group is a HOST spread group: Tencent has no packed one.
+        strategy: _,
+        rdma,
+    } = &req.spec;
+    if *rdma {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
             "RDMA placement on Tencent Cloud needs an HPC cluster (CreateHpcCluster) and an HCC \
@@ -117,29 +122,43 @@ pub(crate) async fn run_instance(
     req: &Create<InstanceSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let region = req.region();
-    let spec = &req.spec;
-    let zone = spec.zone.as_deref().ok_or_else(|| needs("`zone`"))?;
-    let subnet = spec.subnet.as_deref().ok_or_else(|| needs("a `subnet`"))?;
+    // Every field, named: a new one is a compile error here until it is sent.
+    let InstanceSpec {
+        instance_type,
+        image,
+        zone,
+        pricing,
+        root_gb,
+        // RDMA on Tencent is the HCC families in an HPC cluster, which the
+        // catalog does not offer: no Tencent node is resolved with `rdma`.
+        rdma: _,
+        user_data,
+        subnet,
+        firewall,
+        placement,
+    } = &req.spec;
+    let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+    let subnet = subnet.as_deref().ok_or_else(|| needs("a `subnet`"))?;
     if req.ownership.token.len() > 64 || !req.ownership.token.is_ascii() {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
             "the idempotency token must be at most 64 ASCII characters (RunInstances ClientToken)",
         ));
     }
-    let image_id = images::image_id(p, region, &spec.image).await?;
+    let image_id = images::image_id(p, region, image).await?;
     let vpc = vpc_of_subnet(p, region, subnet).await?;
 
     let mut extra: Vec<(&str, &str)> = vec![
         (TAG_KIND, ResourceKind::Instance.as_str()),
-        (TAG_PRICING, spec.pricing.as_str()),
+        (TAG_PRICING, pricing.as_str()),
     ];
-    if !images::is_raw_id(&spec.image) {
-        extra.push((TAG_IMAGE, &spec.image));
+    if !images::is_raw_id(image) {
+        extra.push((TAG_IMAGE, image));
     }
     let tags = tag_list(&req.ownership, &extra, &req.tags);
     let mut body = json!({
         "Placement": {"Zone": zone},
-        "InstanceType": spec.instance_type,
+        "InstanceType": instance_type,
         "ImageId": image_id,
         "InstanceCount": 1,
         "InstanceName": resource_name(&req.ownership, 60),
@@ -147,17 +166,17 @@ pub(crate) async fn run_instance(
         "ClientToken": req.ownership.token,
         "TagSpecification": [{"ResourceType": "instance", "Tags": tags}],
     });
-    charge(&mut body, spec.pricing);
-    if let Some(gb) = spec.root_gb {
+    charge(&mut body, *pricing);
+    if let Some(gb) = root_gb {
         body["SystemDisk"] = json!({"DiskSize": gb});
     }
-    if let Some(sg) = &spec.firewall {
+    if let Some(sg) = firewall {
         body["SecurityGroupIds"] = json!([sg]);
     }
-    if let Some(ps) = &spec.placement {
+    if let Some(ps) = placement {
         body["DisasterRecoverGroupIds"] = json!([ps]);
     }
-    if let Some(u) = spec.user_data.as_deref().filter(|u| !u.is_empty()) {
+    if let Some(u) = user_data.as_deref().filter(|u| !u.is_empty()) {
         // UserData: base64 of the script, at most 16 KB once encoded.
         body["UserData"] = json!(base64::engine::general_purpose::STANDARD.encode(u.as_bytes()));
     }
@@ -180,8 +199,7 @@ pub(crate) async fn run_instance(
             Err(ProviderError::new(
                 ErrorKind::Capacity,
                 format!(
-                    "RunInstances: instance {id} ({} in {zone}) ended LAUNCH_FAILED{why}; it was released\n  hint: the launch failed in this zone; another zone may take it",
-                    spec.instance_type
+                    "RunInstances: instance {id} ({instance_type} in {zone}) ended LAUNCH_FAILED{why}; it was released\n  hint: the launch failed in this zone; another zone may take it"
                 ),
             )
             .with_code("LAUNCH_FAILED"))
@@ -190,11 +208,11 @@ pub(crate) async fn run_instance(
         None => {
             // Not visible yet (creation is asynchronous): report what was asked.
             let mut attrs = Attrs::new();
-            attrs.insert("instance_type".into(), json!(spec.instance_type));
+            attrs.insert("instance_type".into(), json!(instance_type));
             attrs.insert("zone".into(), json!(zone));
-            attrs.insert("image".into(), json!(spec.image));
-            attrs.insert("pricing".into(), json!(spec.pricing.as_str()));
-            if let Some(gb) = spec.root_gb {
+            attrs.insert("image".into(), json!(image));
+            attrs.insert("pricing".into(), json!(pricing.as_str()));
+            if let Some(gb) = root_gb {
                 attrs.insert("root_gb".into(), json!(gb));
             }
             let all = tags_from_list(&tag_list(&req.ownership, &extra, &req.tags));

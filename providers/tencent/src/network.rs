@@ -150,7 +150,12 @@ pub(crate) async fn create_security_group(
     let (l, region) = (&refresh::FIREWALL, req.region());
     let token = &req.ownership.token;
     let action = ("CreateSecurityGroup", "SecurityGroup");
-    let rules = &req.spec.ingress;
+    let FirewallSpec {
+        // Tencent security groups belong to the region, not to a VPC
+        // (CreateSecurityGroup takes none).
+        network: _,
+        ingress: rules,
+    } = &req.spec;
     let sg = match create_once(p, l, region, token, action, body).await? {
         Made::Found(v) => {
             // The group exists; its rules may not (the answer to an earlier

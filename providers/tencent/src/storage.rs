@@ -55,12 +55,15 @@ pub(crate) async fn create_disk(
     req: &Create<VolumeSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let region = req.region();
-    let spec = &req.spec;
-    let instance = spec
-        .instance
-        .as_deref()
-        .ok_or_else(|| needs("an `instance`"))?;
-    let zone = spec.zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+    // Every field, named: a new one is a compile error here until it is sent.
+    let VolumeSpec {
+        size_gb,
+        zone,
+        volume_type,
+        instance,
+    } = &req.spec;
+    let instance = instance.as_deref().ok_or_else(|| needs("an `instance`"))?;
+    let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
     let tags = tag_list(
         &req.ownership,
         &[(TAG_KIND, ResourceKind::Volume.as_str())],
@@ -69,8 +72,8 @@ pub(crate) async fn create_disk(
     let body = json!({
         "Placement": {"Zone": zone},
         "DiskChargeType": "POSTPAID_BY_HOUR",
-        "DiskType": volume_type_to_api(spec.volume_type.as_deref().unwrap_or("ssd")),
-        "DiskSize": spec.size_gb,
+        "DiskType": volume_type_to_api(volume_type.as_deref().unwrap_or("ssd")),
+        "DiskSize": size_gb,
         "DiskCount": 1,
         "DiskName": resource_name(&req.ownership, 60),
         "ClientToken": req.ownership.token,
