@@ -388,6 +388,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn debug_hides_the_secret() {
+        let c = Client::new(
+            Credentials::new("AKIDtest", "very-secret-key"),
+            Some(SessionToken("session-token-value".into())),
+            None,
+        )
+        .unwrap();
+        let d = format!("{c:?}");
+        assert!(
+            !d.contains("very-secret-key") && !d.contains("session-token-value"),
+            "{d}"
+        );
+    }
+
+    #[test]
     fn endpoint_override_is_checked() {
         assert!(parse_endpoint("http://127.0.0.1:8080").is_ok());
         assert!(parse_endpoint("127.0.0.1:8080").is_err());

@@ -280,23 +280,3 @@ impl CloudDriver for TencentProvider {
         storage::delete_disk(self, &scope.region, id).await
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_hides_the_secret() {
-        let p = TencentProvider::new(
-            Credentials::new("AKIDtest", "very-secret-key"),
-            Some("session-token-value".into()),
-            None,
-        )
-        .unwrap();
-        let d = format!("{p:?}");
-        assert!(
-            !d.contains("very-secret-key") && !d.contains("session-token-value"),
-            "{d}"
-        );
-    }
-}
