@@ -199,42 +199,33 @@ async fn lifecycle_create_list_read_update_destroy() {
     assert!(e.request_id.is_some());
 
     // destroy in dependency order.
-    p.delete(&scope(), ResourceKind::Volume, &vol.id)
-        .await
-        .expect("delete volume");
-    for id in &ids {
-        p.delete(&scope(), ResourceKind::Instance, id)
+    let mut order = vec![(ResourceKind::Volume, vol.id.clone())];
+    order.extend(ids.iter().map(|id| (ResourceKind::Instance, id.clone())));
+    order.extend([
+        (ResourceKind::Placement, ps.id.clone()),
+        (ResourceKind::Firewall, net.sg.clone()),
+        (ResourceKind::Subnet, net.subnet.clone()),
+        (ResourceKind::Network, net.vpc.clone()),
+    ]);
+    for (kind, id) in &order {
+        p.delete(&scope(), *kind, id)
             .await
-            .expect("terminate");
+            .unwrap_or_else(|e| panic!("delete {kind} {id}: {e}"));
     }
-    p.delete(&scope(), ResourceKind::Placement, &ps.id)
-        .await
-        .expect("delete placement");
-    p.delete(&scope(), ResourceKind::Firewall, &net.sg)
-        .await
-        .expect("delete sg");
-    p.delete(&scope(), ResourceKind::Subnet, &net.subnet)
-        .await
-        .expect("delete subnet");
-    p.delete(&scope(), ResourceKind::Network, &net.vpc)
-        .await
-        .expect("delete vpc");
     assert!(p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
     assert!(mock.resources().is_empty(), "{:?}", mock.resources());
 
     // Deleting what is gone succeeds.
-    p.delete(&scope(), ResourceKind::Network, &net.vpc)
-        .await
-        .expect("gone vpc");
-    p.delete(&scope(), ResourceKind::Instance, &ids[0])
-        .await
-        .expect("gone instance");
-    p.delete(&scope(), ResourceKind::Volume, &vol.id)
-        .await
-        .expect("gone volume");
-    p.delete(&scope(), ResourceKind::Placement, &ps.id)
-        .await
-        .expect("gone placement");
+    for (kind, id) in [
+        (ResourceKind::Network, &net.vpc),
+        (ResourceKind::Instance, &ids[0]),
+        (ResourceKind::Volume, &vol.id),
+        (ResourceKind::Placement, &ps.id),
+    ] {
+        p.delete(&scope(), kind, id)
+            .await
+            .unwrap_or_else(|e| panic!("delete of a gone {kind} {id}: {e}"));
+    }
 }
 
 #[tokio::test]
