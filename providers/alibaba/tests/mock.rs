@@ -569,3 +569,50 @@ async fn from_env_uses_the_stand_in() {
     assert!(!d.contains(ACCESS_KEY_SECRET), "{d}");
     assert!(p.label().starts_with("alibaba("));
 }
+
+/// Tag rules of ECS and VPC TagResources: keys starting with `aliyun` or
+/// `acs:` and anything containing `http://` / `https://` are refused before
+/// any call, at create and at update; a portless rule reads back as given.
+#[tokio::test]
+async fn alibaba_tag_rules_and_portless_rules() {
+    let mock = AlibabaMock::start();
+    let p = provider(&mock);
+    let before = mock.requests();
+    for (tags, says) in [
+        (json!({"acs:team": "ml"}), "reserved by alibaba"),
+        (json!({"AliyunTeam": "ml"}), "reserved by alibaba"),
+        (json!({"site": "https://example.com"}), "http://"),
+        (json!({"gpuform:address": "x"}), "reserved for gpuform"),
+    ] {
+        let r = req(
+            ResourceKind::Network,
+            "c.network",
+            json!({"cidr": "10.0.0.0/16", "tags": tags}),
+            &[],
+        );
+        let e = p.create(&r).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid, "{tags}");
+        assert!(e.message.contains(says), "{tags}: {e}");
+    }
+    assert_eq!(mock.requests(), before, "refused before any call");
+
+    let portless = json!([{"protocol": "icmp", "cidr": "10.0.0.0/8"},
+                          {"protocol": "all", "cidr": "10.1.0.0/16"}]);
+    let net = network(&p, portless.clone()).await;
+    let e = p
+        .update(
+            &scope(),
+            ResourceKind::Firewall,
+            &net.sg,
+            &attrs(json!({"tags": {"site": "http://x"}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("http://"), "{e}");
+    let r = p
+        .read(&scope(), ResourceKind::Firewall, &[net.sg.clone()])
+        .await
+        .unwrap();
+    assert_eq!(r[0].attrs["ingress"], portless);
+    assert_eq!(r[0].attrs["tags"], json!({}));
+}
