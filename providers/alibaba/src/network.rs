@@ -17,47 +17,51 @@ impl AlibabaProvider {
         &self,
         req: &Create<NetworkSpec>,
     ) -> Result<ObservedResource, ProviderError> {
-        let region = req.region();
         // CreateVpc (VPC 2016-04-28): CidrBlock, VpcName, Description,
         // ClientToken, Tag.N.Key/Value; answers VpcId.
-        let mut p = Params::one("CidrBlock", req.spec.cidr.clone());
-        naming(&mut p, "VpcName", &req.ownership)?;
-        p.tags(&creation_tags(
-            &req.ownership,
-            ResourceKind::Network,
-            &req.tags,
-            &[],
-        )?);
-        let body = self.vpc(region, "CreateVpc", &p).await?;
-        let id = required(&body, "VpcId", "CreateVpc")?;
-        // CreateVpc is asynchronous (Creating → Available).
-        self.wait_for(region, ResourceKind::Network, &id, "available", |o| {
-            o.status == "available"
-        })
-        .await
+        let p = Params::one("CidrBlock", req.spec.cidr.clone());
+        let made = VpcCreate {
+            kind: ResourceKind::Network,
+            action: "CreateVpc",
+            name_key: "VpcName",
+            id_key: "VpcId",
+        };
+        self.create_in_vpc(req, made, p).await
     }
 
     pub(crate) async fn create_subnet(
         &self,
         req: &Create<SubnetSpec>,
     ) -> Result<ObservedResource, ProviderError> {
-        let region = req.region();
         let s = &req.spec;
         // CreateVSwitch (VPC 2016-04-28): VpcId, ZoneId, CidrBlock,
-        // VSwitchName, ClientToken, Tag.N; answers VSwitchId.
+        // VSwitchName, Description, ClientToken, Tag.N; answers VSwitchId.
         let mut p = Params::one("VpcId", s.network.clone());
         p.push("ZoneId", s.zone.clone());
         p.push("CidrBlock", s.cidr.clone());
-        naming(&mut p, "VSwitchName", &req.ownership)?;
-        p.tags(&creation_tags(
-            &req.ownership,
-            ResourceKind::Subnet,
-            &req.tags,
-            &[],
-        )?);
-        let body = self.vpc(region, "CreateVSwitch", &p).await?;
-        let id = required(&body, "VSwitchId", "CreateVSwitch")?;
-        self.wait_for(region, ResourceKind::Subnet, &id, "available", |o| {
+        let made = VpcCreate {
+            kind: ResourceKind::Subnet,
+            action: "CreateVSwitch",
+            name_key: "VSwitchName",
+            id_key: "VSwitchId",
+        };
+        self.create_in_vpc(req, made, p).await
+    }
+
+    /// A VPC API create: `p` plus the name, description, ClientToken and
+    /// tags; the create is asynchronous (Creating → Available), so it waits.
+    async fn create_in_vpc<T>(
+        &self,
+        req: &Create<T>,
+        made: VpcCreate,
+        mut p: Params,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        naming(&mut p, made.name_key, &req.ownership)?;
+        p.tags(&creation_tags(&req.ownership, made.kind, &req.tags, &[])?);
+        let body = self.vpc(region, made.action, &p).await?;
+        let id = required(&body, made.id_key, made.action)?;
+        self.wait_for(region, made.kind, &id, "available", |o| {
             o.status == "available"
         })
         .await
@@ -186,6 +190,14 @@ impl AlibabaProvider {
         let p = Params::one("SecurityGroupId", id);
         ok_if_gone(self.ecs(&scope.region, "DeleteSecurityGroup", &p).await)
     }
+}
+
+/// What one VPC API create makes and how it names it.
+struct VpcCreate {
+    kind: ResourceKind,
+    action: &'static str,
+    name_key: &'static str,
+    id_key: &'static str,
 }
 
 // --------------------------------------------------------------------- rules
