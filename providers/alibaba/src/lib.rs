@@ -30,7 +30,7 @@
 //! Deployment sets have no tags in the API (`CreateDeploymentSet` takes
 //! none, `DescribeDeploymentSets` filters by none), so their ownership is
 //! written into the deployment set's description in the same call (see
-//! [`tags::placement_description`]); that too is atomic with the creation, so there
+//! [`placement_description`]); that too is atomic with the creation, so there
 //! is no crash window where a deployment set exists without its owner.
 //!
 //! **Refresh** (`list_owned`, `read`) is batched: each kind is one

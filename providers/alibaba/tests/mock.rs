@@ -610,7 +610,11 @@ async fn alibaba_tag_rules_and_portless_rules() {
         .unwrap_err();
     assert!(e.message.contains("http://"), "{e}");
     let r = p
-        .read(&scope(), ResourceKind::Firewall, &[net.sg.clone()])
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&net.sg),
+        )
         .await
         .unwrap();
     assert_eq!(r[0].attrs["ingress"], portless);
