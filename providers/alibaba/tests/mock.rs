@@ -459,6 +459,10 @@ async fn errors_map_to_neutral_kinds() {
     });
     let e = p.list_owned(&scope(), "llm").await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Throttled);
+    // The throttled listing's other calls were dropped mid-flight; a clean
+    // listing lets the stand-in finish them before the next fault is set,
+    // so none of them can take it (and shows that a throttle does not stick).
+    p.list_owned(&scope(), "llm").await.unwrap();
     mock.inject(Fault::Once {
         action: "DescribeVpcs".into(),
         status: 503,
