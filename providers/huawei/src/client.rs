@@ -223,6 +223,35 @@ impl Client {
         }
     }
 
+    /// `GET path`: the answer.
+    pub async fn get(
+        &self,
+        svc: Service,
+        region: &str,
+        path: String,
+    ) -> Result<Value, ProviderError> {
+        self.send(Call::new(svc, region, "GET", path)).await
+    }
+
+    /// `DELETE path`: the answer (a job for some services).
+    pub async fn delete(
+        &self,
+        svc: Service,
+        region: &str,
+        path: String,
+    ) -> Result<Value, ProviderError> {
+        self.send(Call::new(svc, region, "DELETE", path)).await
+    }
+
+    /// Sends an asynchronous call (one that answers `job_id`) and waits for
+    /// its job on the same service; the finished job.
+    pub async fn run_job(&self, call: Call<'_>, project_id: &str) -> Result<Value, ProviderError> {
+        let (service, region) = (call.service, call.region);
+        let v = self.send(call).await?;
+        self.wait_job(service, region, project_id, &s(&v, "job_id"))
+            .await
+    }
+
     /// Polls `GET /v1/{project_id}/jobs/{job_id}` ("Querying Job Execution
     /// Status", support.huaweicloud.com/api-ecs/ecs_02_0901.html; EVS has the
     /// same call on its own endpoint) until SUCCESS or FAIL, with exponential
@@ -277,9 +306,7 @@ impl Client {
     ) -> Result<Value, ProviderError> {
         let mut backoff = Backoff::new(self.polling);
         loop {
-            let v = self
-                .send(Call::new(svc, region, "GET", path.clone()))
-                .await?;
+            let v = self.get(svc, region, path.clone()).await?;
             let obj = v.get(key).cloned().ok_or_else(|| {
                 ProviderError::new(
                     ErrorKind::Transient,
@@ -415,4 +442,3 @@ pub fn list_field(v: &Value, key: &str, what: &str) -> Result<Vec<Value>, Provid
             )
         })
 }
-

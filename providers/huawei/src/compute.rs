@@ -19,7 +19,7 @@ const MAX_SERVER_TAGS: usize = 10;
 pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value>, ProviderError> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/cloudservers/os-server-groups");
-    let v = p.send(Call::new(Service::Ecs, region, "GET", path)).await?;
+    let v = p.client.get(Service::Ecs, region, path).await?;
     list_field(&v, "server_groups", "listing ECS groups")
 }
 
@@ -126,25 +126,27 @@ pub async fn create_instance(
     } = &req.spec;
     let region = req.region();
     let pid = p.project(region)?;
-    let invalid = |m: String| ProviderError::new(ErrorKind::Invalid, m);
-    let zone = zone
-        .as_deref()
-        .ok_or_else(|| invalid("instance needs the `zone` attribute".into()))?;
-    let subnet = subnet.as_deref().ok_or_else(|| {
-        invalid(format!("instance {} needs a `subnet` reference", req.ownership.address))
-    })?;
+    let zone = errors::zone(ResourceKind::Instance, zone)?;
+    let address = &req.ownership.address;
+    let subnet = errors::reference(ResourceKind::Instance, address, "subnet", subnet)?;
     let tag_list = tags::for_create(req)?;
     if tag_list.len() > MAX_SERVER_TAGS {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
-            format!("an ECS takes at most 10 tags; gpuform uses 4, so at most 6 of your own (got {})", tag_list.len() - 4),
+            format!(
+                "an ECS takes at most 10 tags; gpuform uses 4, so at most 6 of your own (got {})",
+                tag_list.len() - 4
+            ),
         ));
     }
     let image_ref = images::image_id(p, region, image).await?;
     // The subnet's VPC (`vpcid` is required), once the subnet is ACTIVE
     // (it may have been adopted after a crash while still UNKNOWN).
     let sn = wait_subnet_ready(p, region, pid, subnet).await?;
-    let name = tags::safe_name(&format!("{}-{}", req.ownership.project, req.ownership.address));
+    let name = tags::safe_name(&format!(
+        "{}-{}",
+        req.ownership.project, req.ownership.address
+    ));
     let mut server = json!({
         "name": name,
         "flavorRef": instance_type,
@@ -170,9 +172,14 @@ pub async fn create_instance(
     let token = client_token(&req.ownership.token, zone);
     let v = p
         .send(
-            Call::new(Service::Ecs, region, "POST", format!("/v1.1/{pid}/cloudservers"))
-                .body(json!({"server": server}))
-                .token(&token),
+            Call::new(
+                Service::Ecs,
+                region,
+                "POST",
+                format!("/v1.1/{pid}/cloudservers"),
+            )
+            .body(json!({"server": server}))
+            .token(&token),
         )
         .await?;
     let job_id = s(&v, "job_id");
@@ -263,22 +270,22 @@ async fn delete_servers(
     let servers: Vec<Value> = ids.iter().map(|id| json!({"id": id})).collect();
     let body = json!({"servers": servers, "delete_publicip": true, "delete_volume": false});
     let path = format!("/v1/{pid}/cloudservers/delete");
-    let v = p
-        .send(Call::new(Service::Ecs, region, "POST", path).body(body))
-        .await?;
-    p.client
-        .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
-        .await?;
+    let call = Call::new(Service::Ecs, region, "POST", path).body(body);
+    p.client.run_job(call, pid).await?;
     Ok(())
 }
 
 /// Reads the server ("Querying ECS Details", GET
 /// /v1/{project_id}/cloudservers/{id}) and deletes it unless it is gone
 /// already or prepaid ([`errors::undeletable`], refused before any delete).
-pub async fn delete_instance(p: &HuaweiProvider, region: &str, id: &str) -> Result<(), ProviderError> {
+pub async fn delete_instance(
+    p: &HuaweiProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/cloudservers/{id}");
-    let sv = p.send(Call::new(Service::Ecs, region, "GET", path)).await?;
+    let sv = p.client.get(Service::Ecs, region, path).await?;
     let server = sv.get("server").unwrap_or(&Value::Null);
     if matches!(s(server, "status").as_str(), "DELETED" | "SOFT_DELETED") {
         return Ok(());
@@ -290,10 +297,14 @@ pub async fn delete_instance(p: &HuaweiProvider, region: &str, id: &str) -> Resu
 }
 
 /// "Deleting an ECS Group", DELETE /v1/{project_id}/cloudservers/os-server-groups/{id}.
-pub async fn delete_placement(p: &HuaweiProvider, region: &str, id: &str) -> Result<(), ProviderError> {
+pub async fn delete_placement(
+    p: &HuaweiProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/cloudservers/os-server-groups/{id}");
-    p.send(Call::new(Service::Ecs, region, "DELETE", path)).await?;
+    p.client.delete(Service::Ecs, region, path).await?;
     Ok(())
 }
 
@@ -337,10 +348,16 @@ mod tests {
 
     #[test]
     fn pricing_models_become_extendparam() {
-        assert_eq!(extendparam(Pricing::OnDemand), json!({"chargingMode": "postPaid"}));
+        assert_eq!(
+            extendparam(Pricing::OnDemand),
+            json!({"chargingMode": "postPaid"})
+        );
         assert_eq!(extendparam(Pricing::Spot)["marketType"], json!("spot"));
         assert_eq!(extendparam(Pricing::Reserved1y)["periodNum"], json!(1));
         assert_eq!(extendparam(Pricing::Reserved3y)["periodNum"], json!(3));
-        assert_eq!(extendparam(Pricing::Reserved3y)["chargingMode"], json!("prePaid"));
+        assert_eq!(
+            extendparam(Pricing::Reserved3y)["chargingMode"],
+            json!("prePaid")
+        );
     }
 }

@@ -12,6 +12,20 @@ use gpuform_provider::{
 };
 use serde_json::{json, Value};
 
+/// The VPC-service resource named `name` (see [`tags::name_for`]) among
+/// the v1 list of `what`, narrowed by `extra` (`vpc_id`).
+async fn find_named(
+    p: &HuaweiProvider,
+    region: &str,
+    what: &str,
+    extra: &[(&str, &str)],
+    name: &str,
+) -> Result<Option<Value>, ProviderError> {
+    let pid = p.project(region)?;
+    let all = list_v1(p, region, pid, what, extra).await?;
+    Ok(all.into_iter().find(|v| s(v, "name") == name))
+}
+
 /// "Creating a VPC", POST /v1/{project_id}/vpcs
 /// (support.huaweicloud.com/api-vpc/vpc_api01_0001.html): `tags` as
 /// `key*value` strings, set atomically with the VPC.
@@ -24,9 +38,8 @@ pub async fn create_network(
     let pid = p.project(region)?;
     let name = tags::name_for(&req.ownership.token);
     let tag_list = tags::for_create(req)?;
-    let existing = list_v1(p, region, pid, "vpcs", &[]).await?;
-    let id = match existing.iter().find(|v| s(v, "name") == name) {
-        Some(v) => s(v, "id"),
+    let id = match find_named(p, region, "vpcs", &[], &name).await? {
+        Some(v) => s(&v, "id"),
         None => {
             let vpc = json!({
                 "name": name,
@@ -77,7 +90,14 @@ pub async fn wait_subnet_ready(
 ) -> Result<Value, ProviderError> {
     let path = format!("/v1/{pid}/subnets/{id}");
     p.client
-        .wait_status(Service::Vpc, region, path, "subnet", &["ACTIVE"], &["ERROR"])
+        .wait_status(
+            Service::Vpc,
+            region,
+            path,
+            "subnet",
+            &["ACTIVE"],
+            &["ERROR"],
+        )
         .await
 }
 
@@ -105,7 +125,10 @@ async fn private_dns(p: &HuaweiProvider, region: &str) -> Result<Vec<String>, Pr
         })
         .filter_map(|r| {
             let a = s(&r, "address");
-            let priority = r.get("priority").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            let priority = r
+                .get("priority")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
             (!a.is_empty()).then_some((priority, a))
         })
         .collect();
@@ -125,14 +148,17 @@ pub async fn create_subnet(
     p: &HuaweiProvider,
     req: &Create<SubnetSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let SubnetSpec { network: vpc, zone, cidr } = &req.spec;
+    let SubnetSpec {
+        network: vpc,
+        zone,
+        cidr,
+    } = &req.spec;
     let region = req.region();
     let pid = p.project(region)?;
     let name = tags::name_for(&req.ownership.token);
     let tag_list = tags::for_create(req)?;
-    let existing = list_v1(p, region, pid, "subnets", &[("vpc_id", vpc.as_str())]).await?;
-    let id = match existing.iter().find(|v| s(v, "name") == name) {
-        Some(v) => s(v, "id"),
+    let id = match find_named(p, region, "subnets", &[("vpc_id", vpc.as_str())], &name).await? {
+        Some(v) => s(&v, "id"),
         None => {
             // The VPC may have been adopted after a crash while still CREATING.
             wait_vpc_ready(p, region, pid, vpc).await?;
@@ -191,20 +217,35 @@ pub async fn create_firewall(
     p: &HuaweiProvider,
     req: &Create<FirewallSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let FirewallSpec { network: vpc, ingress } = &req.spec;
+    let FirewallSpec {
+        network: vpc,
+        ingress,
+    } = &req.spec;
     let region = req.region();
     let pid = p.project(region)?;
     let name = tags::name_for(&req.ownership.token);
     let tag_list = tags::for_create(req)?;
-    let existing = list_v1(p, region, pid, "security-groups", &[("vpc_id", vpc.as_str())]).await?;
-    let sg = match existing.into_iter().find(|v| s(v, "name") == name) {
+    let sg = match find_named(
+        p,
+        region,
+        "security-groups",
+        &[("vpc_id", vpc.as_str())],
+        &name,
+    )
+    .await?
+    {
         Some(v) => v,
         None => {
             let body = json!({"security_group": {"name": name, "vpc_id": vpc}});
             let v = p
                 .send(
-                    Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/security-groups"))
-                        .body(body),
+                    Call::new(
+                        Service::Vpc,
+                        region,
+                        "POST",
+                        format!("/v1/{pid}/security-groups"),
+                    )
+                    .body(body),
                 )
                 .await?;
             v.get("security_group").cloned().unwrap_or(Value::Null)
@@ -228,7 +269,7 @@ pub async fn update_ingress(
 ) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/security-groups/{id}");
-    let v = p.send(Call::new(Service::Vpc, region, "GET", path)).await?;
+    let v = p.client.get(Service::Vpc, region, path).await?;
     let sg = v.get("security_group").unwrap_or(&Value::Null);
     sync_rules(p, region, pid, sg, want).await
 }
@@ -247,13 +288,7 @@ async fn sync_rules(
     ingress: &[IngressRule],
 ) -> Result<(), ProviderError> {
     let id = s(sg, "id");
-    let rules: Vec<&Value> = sg
-        .get("security_group_rules")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|r| s(r, "direction") == "ingress")
-        .collect();
+    let rules = ingress_rules(sg);
     let has_self = rules.iter().any(|r| {
         s(r, "remote_group_id") == id
             && s(r, "ethertype") == "IPv4"
@@ -264,11 +299,14 @@ async fn sync_rules(
         .map(|i| rule_body(&id, i))
         .collect::<Result<Vec<_>, _>>()?;
     // Delete CIDR ingress rules that are no longer wanted.
-    for r in rules.iter().filter(|r| !s(r, "remote_ip_prefix").is_empty()) {
+    for r in rules
+        .iter()
+        .filter(|r| !s(r, "remote_ip_prefix").is_empty())
+    {
         if !wanted.iter().any(|w| same_rule(w, r)) {
             let rid = s(r, "id");
             let path = format!("/v1/{pid}/security-group-rules/{rid}");
-            match p.send(Call::new(Service::Vpc, region, "DELETE", path)).await {
+            match p.client.delete(Service::Vpc, region, path).await {
                 Err(e) if e.kind != ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
@@ -278,22 +316,46 @@ async fn sync_rules(
     if !has_self {
         to_add.push(json!({"security_group_id": id, "direction": "ingress", "ethertype": "IPv4", "remote_group_id": id}));
     }
-    to_add.extend(wanted.into_iter().filter(|w| !rules.iter().any(|r| same_rule(w, r))));
+    to_add.extend(
+        wanted
+            .into_iter()
+            .filter(|w| !rules.iter().any(|r| same_rule(w, r))),
+    );
     for body in to_add {
         p.send(
-            Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/security-group-rules"))
-                .body(json!({"security_group_rule": body})),
+            Call::new(
+                Service::Vpc,
+                region,
+                "POST",
+                format!("/v1/{pid}/security-group-rules"),
+            )
+            .body(json!({"security_group_rule": body})),
         )
         .await?;
     }
     Ok(())
 }
 
+/// A group's ingress rules (from CIDRs and from groups), in its order.
+pub fn ingress_rules(sg: &Value) -> Vec<&Value> {
+    sg.get("security_group_rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| s(r, "direction") == "ingress")
+        .collect()
+}
+
 /// A neutral rule as a Huawei security group rule. ICMP rules have no
 /// ports; the spec's range is kept in the description so the rule reads
 /// back as it was asked (see [`neutral_rule`]).
 fn rule_body(sg: &str, rule: &IngressRule) -> Result<Value, ProviderError> {
-    let IngressRule { protocol, from_port, to_port, cidr } = rule;
+    let IngressRule {
+        protocol,
+        from_port,
+        to_port,
+        cidr,
+    } = rule;
     let mut r = json!({
         "security_group_id": sg,
         "direction": "ingress",
@@ -350,31 +412,44 @@ pub fn neutral_rule(r: &Value) -> Value {
 }
 
 /// "Deleting a VPC", DELETE /v1/{project_id}/vpcs/{vpc_id}.
-pub async fn delete_network(p: &HuaweiProvider, region: &str, id: &str) -> Result<(), ProviderError> {
+pub async fn delete_network(
+    p: &HuaweiProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/vpcs/{id}");
-    p.send(Call::new(Service::Vpc, region, "DELETE", path)).await?;
+    p.client.delete(Service::Vpc, region, path).await?;
     Ok(())
 }
 
 /// "Deleting a Subnet", DELETE /v1/{project_id}/vpcs/{vpc_id}/subnets/{subnet_id}:
 /// the subnet's VPC is read first ("Querying Subnet Details").
-pub async fn delete_subnet(p: &HuaweiProvider, region: &str, id: &str) -> Result<(), ProviderError> {
+pub async fn delete_subnet(
+    p: &HuaweiProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let sn = p
-        .send(Call::new(Service::Vpc, region, "GET", format!("/v1/{pid}/subnets/{id}")))
+        .client
+        .get(Service::Vpc, region, format!("/v1/{pid}/subnets/{id}"))
         .await?;
     let vpc = s(sn.get("subnet").unwrap_or(&Value::Null), "vpc_id");
     let path = format!("/v1/{pid}/vpcs/{vpc}/subnets/{id}");
-    p.send(Call::new(Service::Vpc, region, "DELETE", path)).await?;
+    p.client.delete(Service::Vpc, region, path).await?;
     Ok(())
 }
 
 /// "Deleting a Security Group", DELETE /v1/{project_id}/security-groups/{id}.
-pub async fn delete_firewall(p: &HuaweiProvider, region: &str, id: &str) -> Result<(), ProviderError> {
+pub async fn delete_firewall(
+    p: &HuaweiProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/security-groups/{id}");
-    p.send(Call::new(Service::Vpc, region, "DELETE", path)).await?;
+    p.client.delete(Service::Vpc, region, path).await?;
     Ok(())
 }
 
@@ -391,12 +466,18 @@ mod tests {
 
     #[test]
     fn icmp_ports_survive_the_round_trip_through_the_description() {
-        let want = IngressRule::parse(&json!({"protocol": "icmp", "from_port": 0, "to_port": 8, "cidr": "10.0.0.0/8"})).unwrap();
+        let want = IngressRule::parse(
+            &json!({"protocol": "icmp", "from_port": 0, "to_port": 8, "cidr": "10.0.0.0/8"}),
+        )
+        .unwrap();
         let body = rule_body("sg-1", &want).unwrap();
         assert_eq!(body.get("port_range_min"), None);
         let back = IngressRule::parse(&neutral_rule(&body)).unwrap();
         assert_eq!(back, want);
         let all = IngressRule::parse(&json!({"protocol": "all", "cidr": "10.0.0.0/8"})).unwrap();
-        assert_eq!(rule_body("sg-1", &all).unwrap_err().kind, ErrorKind::Invalid);
+        assert_eq!(
+            rule_body("sg-1", &all).unwrap_err().kind,
+            ErrorKind::Invalid
+        );
     }
 }

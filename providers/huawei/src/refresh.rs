@@ -4,10 +4,12 @@
 //! (see [`client::PAGE`]), so cost grows with pages, not resources.
 
 use crate::client::{self, s, Call, Service, PAGE};
-use crate::{storage, tags, HuaweiProvider};
+use crate::{network, storage, tags, HuaweiProvider};
 use base64::Engine as _;
 use gpuform_provider::resource::member_rule_missing;
-use gpuform_provider::{Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, ResourceKind};
+use gpuform_provider::{
+    Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, ResourceKind,
+};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -175,13 +177,21 @@ async fn tagged(
     let total = |v: &Value| v.get("total_count").and_then(Value::as_u64).unwrap_or(0) as usize;
     let found = p
         .client
-        .pages("resources", &format!("tag filter of {what}"), call, |v, c| {
-            c.last_len > 0 && c.seen < total(v)
-        })
+        .pages(
+            "resources",
+            &format!("tag filter of {what}"),
+            call,
+            |v, c| c.last_len > 0 && c.seen < total(v),
+        )
         .await?;
     Ok(found
         .iter()
-        .map(|r| (s(r, "resource_id"), tags::from_objects(r.get("tags").unwrap_or(&Value::Null))))
+        .map(|r| {
+            (
+                s(r, "resource_id"),
+                tags::from_objects(r.get("tags").unwrap_or(&Value::Null)),
+            )
+        })
         .collect())
 }
 
@@ -216,7 +226,14 @@ async fn observe_vpc_kind(
                     "available".to_string(),
                 ),
             };
-            observed(kind, &id, region, tagged.get(&id).map(Vec::as_slice), attrs, &status)
+            observed(
+                kind,
+                &id,
+                region,
+                tagged.get(&id).map(Vec::as_slice),
+                attrs,
+                &status,
+            )
         })
         .filter(|o| filter.keeps(o))
         .collect())
@@ -250,18 +267,12 @@ fn ready_as_available(it: &Value, ready: &str) -> String {
 /// marker when the members' rule (ingress from the group itself,
 /// `remote_group_id`) is missing.
 fn observe_ingress(sg: &Value) -> Value {
-    let rules: Vec<&Value> = sg
-        .get("security_group_rules")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|r| s(r, "direction") == "ingress")
-        .collect();
+    let rules = network::ingress_rules(sg);
     let mut out: Vec<Value> = rules
         .iter()
         .filter(|r| !s(r, "remote_ip_prefix").is_empty())
         .map(|r| {
-            let raw = crate::network::neutral_rule(r);
+            let raw = network::neutral_rule(r);
             IngressRule::parse(&raw).map_or(raw, |rule| rule.to_json())
         })
         .collect();
@@ -278,11 +289,20 @@ fn observe_ingress(sg: &Value) -> Value {
 /// Every EVS disk of the project ("Querying EVS Disks (Batch)",
 /// GET /v2/{project_id}/cloudvolumes/detail, support.huaweicloud.com/api-evs/evs_04_2006.html:
 /// `limit` ≤ 1000, `offset` = records to skip).
-async fn all_volumes(p: &HuaweiProvider, region: &str, pid: &str) -> Result<Vec<Value>, ProviderError> {
+async fn all_volumes(
+    p: &HuaweiProvider,
+    region: &str,
+    pid: &str,
+) -> Result<Vec<Value>, ProviderError> {
     let call = |c: &client::Cursor| {
-        Call::new(Service::Evs, region, "GET", format!("/v2/{pid}/cloudvolumes/detail"))
-            .query("limit", PAGE.to_string())
-            .query("offset", c.seen.to_string())
+        Call::new(
+            Service::Evs,
+            region,
+            "GET",
+            format!("/v2/{pid}/cloudvolumes/detail"),
+        )
+        .query("limit", PAGE.to_string())
+        .query("offset", c.seen.to_string())
     };
     p.client
         .pages("volumes", "listing EVS disks", call, |_, c| c.full())
@@ -332,7 +352,14 @@ pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
         "attached_to".into(),
         storage::attachment(v).map_or(Value::Null, Value::String),
     );
-    observed(ResourceKind::Volume, &s(v, "id"), region, Some(&tag_list), a, &s(v, "status"))
+    observed(
+        ResourceKind::Volume,
+        &s(v, "id"),
+        region,
+        Some(&tag_list),
+        a,
+        &s(v, "status"),
+    )
 }
 
 /// "Querying Details About ECSs", GET /v1/{project_id}/cloudservers/detail
@@ -345,13 +372,19 @@ async fn observe_servers(
 ) -> Result<Vec<ObservedResource>, ProviderError> {
     let pid = p.project(region)?;
     let call = |c: &client::Cursor| {
-        let call = Call::new(Service::Ecs, region, "GET", format!("/v1/{pid}/cloudservers/detail"))
-            .query("limit", PAGE.to_string())
-            .query("offset", (c.page + 1).to_string());
+        let call = Call::new(
+            Service::Ecs,
+            region,
+            "GET",
+            format!("/v1/{pid}/cloudservers/detail"),
+        )
+        .query("limit", PAGE.to_string())
+        .query("offset", (c.page + 1).to_string());
         match filter.project() {
-            Some(project) => {
-                call.query("tags", format!("{}={}", tags::PROJECT, tags::encode(project)))
-            }
+            Some(project) => call.query(
+                "tags",
+                format!("{}={}", tags::PROJECT, tags::encode(project)),
+            ),
             None => call,
         }
     };
@@ -427,7 +460,14 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
             a.insert("user_data".into(), json!(text));
         }
     }
-    observed(ResourceKind::Instance, &s(sv, "id"), region, Some(&tag_list), a, &s(sv, "status"))
+    observed(
+        ResourceKind::Instance,
+        &s(sv, "id"),
+        region,
+        Some(&tag_list),
+        a,
+        &s(sv, "status"),
+    )
 }
 
 /// ECS groups ("Querying ECS Groups", GET
@@ -446,7 +486,14 @@ async fn observe_groups(
         .iter()
         .map(|g| {
             let a = Attrs::from([("strategy".to_string(), json!("spread"))]);
-            observed(ResourceKind::Placement, &s(g, "id"), region, None, a, "available")
+            observed(
+                ResourceKind::Placement,
+                &s(g, "id"),
+                region,
+                None,
+                a,
+                "available",
+            )
         })
         .filter(|o| filter.keeps(o))
         .collect())

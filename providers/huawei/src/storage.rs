@@ -3,9 +3,9 @@
 
 use crate::client::{job_entity_ids, list_field, s, Call, Service};
 use crate::refresh::observe_volume;
-use crate::{tags, HuaweiProvider};
+use crate::{errors, tags, HuaweiProvider};
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, VolumeSpec,
+    Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, VolumeSpec,
 };
 use serde_json::{json, Value};
 
@@ -51,24 +51,30 @@ pub async fn create_volume(
     p: &HuaweiProvider,
     req: &Create<VolumeSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let VolumeSpec { size_gb, zone, volume_type, instance } = &req.spec;
+    let VolumeSpec {
+        size_gb,
+        zone,
+        volume_type,
+        instance,
+    } = &req.spec;
     let region = req.region();
     let pid = p.project(region)?;
-    let invalid = |m: String| ProviderError::new(ErrorKind::Invalid, m);
-    let zone = zone
-        .as_deref()
-        .ok_or_else(|| invalid("volume needs the `zone` attribute".into()))?;
-    let server = instance.as_deref().ok_or_else(|| {
-        invalid(format!("volume {} needs a `instance` reference", req.ownership.address))
-    })?;
+    let zone = errors::zone(ResourceKind::Volume, zone)?;
+    let address = &req.ownership.address;
+    let server = errors::reference(ResourceKind::Volume, address, "instance", instance)?;
     let vtype = volume_type_to_huawei(volume_type.as_deref().unwrap_or("ssd"));
     let name = tags::name_for(&req.ownership.token);
     let tag_list = tags::for_create(req)?;
     // A create interrupted after EVS accepted it is found by its name.
     let found = p
         .send(
-            Call::new(Service::Evs, region, "GET", format!("/v2/{pid}/cloudvolumes/detail"))
-                .query("name", name.clone()),
+            Call::new(
+                Service::Evs,
+                region,
+                "GET",
+                format!("/v2/{pid}/cloudvolumes/detail"),
+            )
+            .query("name", name.clone()),
         )
         .await?;
     let existing = list_field(&found, "volumes", "looking up EVS disks by name")?
@@ -87,12 +93,20 @@ pub async fn create_volume(
             });
             let v = p
                 .send(
-                    Call::new(Service::Evs, region, "POST", format!("/v2.1/{pid}/cloudvolumes"))
-                        .body(body),
+                    Call::new(
+                        Service::Evs,
+                        region,
+                        "POST",
+                        format!("/v2.1/{pid}/cloudvolumes"),
+                    )
+                    .body(body),
                 )
                 .await?;
             let job_id = s(&v, "job_id");
-            let job = p.client.wait_job(Service::Evs, region, pid, &job_id).await?;
+            let job = p
+                .client
+                .wait_job(Service::Evs, region, pid, &job_id)
+                .await?;
             let id = job_entity_ids(&job, "volume_id")
                 .into_iter()
                 .next()
@@ -129,15 +143,9 @@ async fn attach(
     server: &str,
 ) -> Result<(), ProviderError> {
     let path = format!("/v1/{pid}/cloudservers/{server}/attachvolume");
-    let v = p
-        .send(
-            Call::new(Service::Ecs, region, "POST", path)
-                .body(json!({"volumeAttachment": {"volumeId": id}})),
-        )
-        .await?;
-    p.client
-        .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
-        .await?;
+    let call = Call::new(Service::Ecs, region, "POST", path)
+        .body(json!({"volumeAttachment": {"volumeId": id}}));
+    p.client.run_job(call, pid).await?;
     Ok(())
 }
 
@@ -159,7 +167,7 @@ async fn detach(
     {
         let server = s(at, "server_id");
         let path = format!("/v1/{pid}/cloudservers/{server}/detachvolume/{id}");
-        match p.send(Call::new(Service::Ecs, region, "DELETE", path)).await {
+        match p.client.delete(Service::Ecs, region, path).await {
             Ok(v) => {
                 p.client
                     .wait_job(Service::Ecs, region, pid, &s(&v, "job_id"))
@@ -173,9 +181,14 @@ async fn detach(
 }
 
 /// "Querying Details About an EVS Disk", GET /v2/{project_id}/cloudvolumes/{volume_id}.
-async fn volume(p: &HuaweiProvider, region: &str, pid: &str, id: &str) -> Result<Value, ProviderError> {
+async fn volume(
+    p: &HuaweiProvider,
+    region: &str,
+    pid: &str,
+    id: &str,
+) -> Result<Value, ProviderError> {
     let path = format!("/v2/{pid}/cloudvolumes/{id}");
-    let v = p.send(Call::new(Service::Evs, region, "GET", path)).await?;
+    let v = p.client.get(Service::Evs, region, path).await?;
     Ok(v.get("volume").cloned().unwrap_or(Value::Null))
 }
 
@@ -229,27 +242,25 @@ pub async fn resize_volume(
     }
     if new > old {
         let path = format!("/v2.1/{pid}/cloudvolumes/{id}/action");
-        let v = p
-            .send(
-                Call::new(Service::Evs, region, "POST", path)
-                    .body(json!({"os-extend": {"new_size": new}})),
-            )
-            .await?;
-        p.client
-            .wait_job(Service::Evs, region, pid, &s(&v, "job_id"))
-            .await?;
+        let call = Call::new(Service::Evs, region, "POST", path)
+            .body(json!({"os-extend": {"new_size": new}}));
+        p.client.run_job(call, pid).await?;
     }
     Ok(())
 }
 
 /// Detaches the disk, then "Deleting an EVS Disk", DELETE
 /// /v2/{project_id}/cloudvolumes/{volume_id} (a job when it answers one).
-pub async fn delete_volume(p: &HuaweiProvider, region: &str, id: &str) -> Result<(), ProviderError> {
+pub async fn delete_volume(
+    p: &HuaweiProvider,
+    region: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
     let pid = p.project(region)?;
     let vol = volume(p, region, pid, id).await?;
     detach(p, region, pid, id, &vol).await?;
     let path = format!("/v2/{pid}/cloudvolumes/{id}");
-    let v = p.send(Call::new(Service::Evs, region, "DELETE", path)).await?;
+    let v = p.client.delete(Service::Evs, region, path).await?;
     let job = s(&v, "job_id");
     if !job.is_empty() {
         p.client.wait_job(Service::Evs, region, pid, &job).await?;

@@ -278,9 +278,10 @@ pub async fn update_tags(
         }
         kind @ ResourceKind::Bucket => return Err(unsupported(Cloud::Huawei, kind)),
     };
-    let have: BTreeMap<String, String> = from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
-        .into_iter()
-        .collect();
+    let have: BTreeMap<String, String> =
+        from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
+            .into_iter()
+            .collect();
     let diff = want.diff_from(&UserTags::from_map(have.clone()));
     // Deletes name the value the tag has now, as the tag actions expect.
     let remove: TagList = diff

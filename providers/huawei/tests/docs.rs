@@ -19,7 +19,13 @@ fn token(short: &str) -> String {
     format!("gf-{short:0>32}")
 }
 
-fn req(kind: ResourceKind, address: &str, short: &str, attrs: Value, refs: &[(&str, &str)]) -> CreateRequest {
+fn req(
+    kind: ResourceKind,
+    address: &str,
+    short: &str,
+    attrs: Value,
+    refs: &[(&str, &str)],
+) -> CreateRequest {
     request("docs", kind, address, token(short), attrs, refs)
 }
 

@@ -10,7 +10,13 @@ use gpuform_mockclouds::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
 use serde_json::{json, Value};
 
-fn req(kind: ResourceKind, address: &str, token: &str, attrs: Value, refs: &[(&str, &str)]) -> CreateRequest {
+fn req(
+    kind: ResourceKind,
+    address: &str,
+    token: &str,
+    attrs: Value,
+    refs: &[(&str, &str)],
+) -> CreateRequest {
     request("llm", kind, address, token.to_string(), attrs, refs)
 }
 

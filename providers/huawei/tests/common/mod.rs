@@ -5,7 +5,9 @@
 use gpuform_huawei::{HuaweiProvider, JobPolling};
 use gpuform_mockclouds::huawei::HuaweiMock;
 use gpuform_mockclouds::MockCloud;
-use gpuform_provider::{CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope};
+use gpuform_provider::{
+    CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -50,7 +52,12 @@ pub fn request(
     CreateRequest {
         kind,
         scope: scope(),
-        attrs: attrs.as_object().cloned().unwrap_or_default().into_iter().collect(),
+        attrs: attrs
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
         refs: refs
             .iter()
             .map(|(role, id)| (role.to_string(), id.to_string()))
@@ -80,40 +87,35 @@ pub async fn network(
     token: fn(&str) -> String,
     ingress: Value,
 ) -> Net {
-    let at = |what: &str| format!("cluster.{cluster}.{what}");
-    let vpc = p
-        .create(&request(
-            project,
-            ResourceKind::Network,
-            &at("network"),
-            token("net"),
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .expect("vpc");
-    let subnet = p
-        .create(&request(
-            project,
-            ResourceKind::Subnet,
-            &at(&format!("subnet[{ZONE}]")),
-            token("sub"),
-            json!({"cidr": "10.0.0.0/24", "zone": ZONE}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("subnet right after its VPC");
-    let fw = p
-        .create(&request(
-            project,
-            ResourceKind::Firewall,
-            &at("firewall"),
-            token("fw"),
-            json!({ "ingress": ingress }),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("firewall");
+    let make = |kind, what: &str, short: &str, attrs: Value, refs: &[(&str, &str)]| {
+        let address = format!("cluster.{cluster}.{what}");
+        let req = request(project, kind, &address, token(short), attrs, refs);
+        async move {
+            p.create(&req)
+                .await
+                .unwrap_or_else(|e| panic!("{address}: {e}"))
+        }
+    };
+    let vpc = make(
+        ResourceKind::Network,
+        "network",
+        "net",
+        json!({"cidr": "10.0.0.0/16"}),
+        &[],
+    )
+    .await;
+    let refs = [("network", vpc.id.as_str())];
+    let subnet_at = format!("subnet[{ZONE}]");
+    let subnet_attrs = json!({"cidr": "10.0.0.0/24", "zone": ZONE});
+    let subnet = make(ResourceKind::Subnet, &subnet_at, "sub", subnet_attrs, &refs).await;
+    let fw = make(
+        ResourceKind::Firewall,
+        "firewall",
+        "fw",
+        json!({ "ingress": ingress }),
+        &refs,
+    )
+    .await;
     Net { vpc, subnet, fw }
 }
 
