@@ -344,3 +344,33 @@ async fn error_mapping() {
         ErrorKind::Invalid
     );
 }
+
+/// Huawei's tag alphabet and lengths are checked before any call, on create
+/// and on update, so a tag the cloud would refuse halfway through a create
+/// (after the VPC, before the server) never gets that far.
+#[tokio::test]
+async fn tags_huawei_would_refuse_are_refused_before_any_call() {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    let before = mock.requests();
+    for tags in [
+        json!({"team": "r&d"}),
+        json!({"cost:center": "42"}),
+        json!({"gpuform_address": "x"}),
+        json!({"k": "v".repeat(44)}),
+    ] {
+        let mut r = instance_req(&net, 0, "gf-badtag");
+        r.attrs.insert("tags".into(), tags.clone());
+        let e = p.create(&r).await.expect_err("refused");
+        assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");
+        let mut changes = Attrs::new();
+        changes.insert("tags".into(), tags.clone());
+        let e = p
+            .update(&scope(), ResourceKind::Network, &net.vpc.id, &changes)
+            .await
+            .expect_err("refused");
+        assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");
+    }
+    assert_eq!(mock.requests(), before, "no call was made");
+}
