@@ -10,8 +10,8 @@
 //!   the month (the break-even utilisation), i.e. above that many × 730 hours.
 
 use crate::offers::{new_table, right_align, usd, InputError};
-use crate::resolve::HOURS_PER_MONTH;
-use gpuform_provider::catalog::{Catalog, OfferQuery, Offering, PricingModel};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, OfferQuery, Offering, PricingModel};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 

@@ -1,11 +1,11 @@
 //! Cost in every plan: per cluster, the CNY rate used, how old the prices
 //! are, and the budget guard — which names the cheapest way to fit.
 
-use crate::offers::{price_age, Day, PriceAge};
 use crate::plan::{Action, ClusterCost, Plan};
-use crate::resolve::{Target, HOURS_PER_MONTH};
+use crate::resolve::Target;
 use crate::spec::{Diagnostic, Fabric, InterconnectReq, LoadedSpec};
-use gpuform_provider::catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
+use gpuform_catalog::{price_age, Day, PriceAge, HOURS_PER_MONTH};
+use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@ use crate::refresh::{refresh, Current};
 use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
 use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::{ErrorKind, ProviderError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

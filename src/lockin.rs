@@ -10,9 +10,9 @@
 #![allow(clippy::unnecessary_map_or)]
 
 use crate::offers::{new_table, usd, InputError};
-use crate::resolve::HOURS_PER_MONTH;
 use crate::spec::{CloudName, Cluster, Fabric, InterconnectReq, LoadedSpec};
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 
@@ -136,7 +136,7 @@ pub fn find_equivalent(
     cny_per_usd: f64,
 ) -> Result<Equivalent, Vec<Reason>> {
     let q = req.query(cloud, region, cny_per_usd);
-    let to_eq = |m: &gpuform_provider::catalog::Match<'_>, exact: bool| Equivalent {
+    let to_eq = |m: &gpuform_catalog::Match<'_>, exact: bool| Equivalent {
         cloud,
         region: m.offering.region.clone(),
         instance_type: m.instance.name.clone(),

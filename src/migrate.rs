@@ -15,9 +15,10 @@
 
 use crate::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requirement};
 use crate::offers::usd;
-use crate::resolve::{resolve, Desired, ResolveOptions, HOURS_PER_MONTH};
+use crate::resolve::{resolve, Desired, ResolveOptions};
 use crate::spec::{self, CloudName, LoadedSpec, Vars};
-use gpuform_provider::catalog::{Catalog, Interconnect};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, Interconnect};
 use gpuform_provider::{Cloud, ResourceKind};
 use serde::Serialize;
 use std::path::Path;
@@ -378,8 +379,7 @@ fn what_does_not_carry_over(
     }
     if matches!(
         req.pricing,
-        gpuform_provider::catalog::PricingModel::Reserved1y
-            | gpuform_provider::catalog::PricingModel::Reserved3y
+        gpuform_catalog::PricingModel::Reserved1y | gpuform_catalog::PricingModel::Reserved3y
     ) {
         out.push(format!(
             "pricing {}: a reservation bought on {from_name} does not move; a new one is needed on {to}{}",
@@ -391,7 +391,7 @@ fn what_does_not_carry_over(
             }
         ));
     }
-    if req.pricing == gpuform_provider::catalog::PricingModel::Spot {
+    if req.pricing == gpuform_catalog::PricingModel::Spot {
         out.push(format!(
             "pricing spot: interruption rates and notice differ between {from_name} and {to}"
         ));
@@ -459,41 +459,6 @@ fn what_does_not_carry_over(
             .to_string(),
     );
     out
-}
-
-/// Writes `text` to `path` atomically: a temporary file beside it, synced,
-/// then renamed over it (keeping the file's permissions).
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "spec.yaml".into());
-    let tmp = dir.join(format!(
-        ".{name}.gpuform-migrate.{}.tmp",
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            f.set_permissions(meta.permissions())?;
-        }
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// The migration in words: the diff, the equivalent, the cost delta, the caveats.

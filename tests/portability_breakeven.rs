@@ -2,7 +2,7 @@
 
 use assert_cmd::Command;
 use gpuform::breakeven;
-use gpuform_provider::catalog::{Catalog, OfferQuery, PricingModel};
+use gpuform_catalog::{Catalog, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 
 fn close(a: f64, b: f64) -> bool {

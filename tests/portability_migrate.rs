@@ -6,7 +6,7 @@ use assert_cmd::Command;
 use gpuform::lockin::{spec_cloud, Requirement};
 use gpuform::migrate;
 use gpuform::spec::{self, Vars};
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::Cloud;
 use std::path::{Path, PathBuf};
 

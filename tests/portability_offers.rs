@@ -9,9 +9,7 @@
 
 use assert_cmd::Command;
 use gpuform::offers::{self, Day, DEFAULT_STALE_DAYS};
-use gpuform_provider::catalog::{
-    Catalog, Currency, InstanceType, Interconnect, OfferQuery, PricingModel,
-};
+use gpuform_catalog::{Catalog, Currency, InstanceType, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 const FAILOVER_LOG: usize = 50;
 use crate::spec::{self, LoadedSpec, Vars};
 use crate::state::{StateDoc, StateLock, StateStore};
-use gpuform_provider::catalog::{Catalog, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::fsio::write_atomically;
+use gpuform_catalog::{Catalog, DEFAULT_CNY_PER_USD};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -102,7 +103,7 @@ fn catalog_for(prices: Option<&Path>) -> Result<std::borrow::Cow<'static, Catalo
     })?;
     let file = path.display().to_string();
     Catalog::builtin()
-        .with_price_overrides(&gpuform_provider::catalog::Source { file: &file, text: &text })
+        .with_price_overrides(&gpuform_catalog::Source { file: &file, text: &text })
         .map(std::borrow::Cow::Owned)
         .map_err(|e| Failure(format!("{e}\n  hint: columns are cloud,region,instance_type,pricing,price,currency[,source,as_of]")))
 }
@@ -176,9 +177,7 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
             );
         } else {
             // Atomic: a crash never leaves a half-written spec.
-            let tmp = f.with_extension("gpuform-fmt.tmp");
-            std::fs::write(&tmp, &formatted)
-                .and_then(|_| std::fs::rename(&tmp, f))
+            write_atomically(f, formatted.as_bytes())
                 .map_err(|e| Failure(format!("cannot write {}: {e}", f.display())))?;
             println!("{}", f.display());
         }
@@ -253,9 +252,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
 
 fn write_plan_file(out: &Path, plan: &Plan) -> Result<(), Failure> {
     let json = serde_json::to_vec_pretty(plan).expect("plans serialise");
-    let tmp = out.with_extension("tmp");
-    std::fs::write(&tmp, json)
-        .and_then(|_| std::fs::rename(&tmp, out))
+    write_atomically(out, &json)
         .map_err(|e| Failure(format!("cannot write plan file {}: {e}", out.display())))
 }
 

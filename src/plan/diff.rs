@@ -2,9 +2,10 @@
 
 use super::{Action, CostSummary, Plan, ResourceChange, StateRef, Summary, PLAN_FORMAT_VERSION};
 use crate::refresh::Current;
-use crate::resolve::{Desired, Target, HOURS_PER_MONTH};
+use crate::resolve::{Desired, Target};
 use crate::state::Record;
-use gpuform_provider::catalog::{Catalog, PricingModel};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, PricingModel};
 use gpuform_provider::{Attrs, ResourceKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

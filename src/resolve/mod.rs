@@ -5,16 +5,13 @@
 use crate::spec::{
     CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, LoadedSpec,
 };
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Hours in an average month, for monthly figures (365 × 24 / 12).
 pub mod placement;
-
-pub const HOURS_PER_MONTH: f64 = 730.0;
 
 #[derive(Debug, Clone)]
 pub struct ResolveOptions {

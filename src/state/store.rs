@@ -1,8 +1,8 @@
 //! The local state backend: one JSON file, written atomically.
 
 use super::{StateDoc, StateError, FORMAT_VERSION};
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use gpuform_catalog::fsio::AtomicWrite;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Where a state lives, and the files that go with it.
@@ -75,46 +75,15 @@ impl StateStore {
         };
         let dir = self.dir();
         fs::create_dir_all(&dir).map_err(werr)?;
-        let tmp = self.sibling(".tmp");
         let mut json = serde_json::to_vec_pretty(doc).expect("state serialises");
         json.push(b'\n');
-        {
-            let mut f = open_private(&tmp).map_err(werr)?;
-            f.write_all(&json).map_err(werr)?;
-            f.sync_all().map_err(werr)?;
-        }
-        if self.path.exists() {
-            // A hard link keeps the old version without copying it; fall back
-            // to a copy on filesystems without links.
-            let backup = self.backup_path();
-            let _ = fs::remove_file(&backup);
-            if fs::hard_link(&self.path, &backup).is_err() {
-                fs::copy(&self.path, &backup).map_err(werr)?;
-            }
-        }
-        fs::rename(&tmp, &self.path).map_err(werr)?;
-        sync_dir(&dir).map_err(werr)?;
+        AtomicWrite::new()
+            .private()
+            .backup_to(self.backup_path())
+            .write(&self.path, &json)
+            .map_err(werr)?;
         Ok(())
     }
-}
-
-pub(crate) fn open_private(path: &Path) -> std::io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path)
-}
-
-pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {

@@ -5,13 +5,12 @@
 //! translates them into one cloud's API calls. Nothing cloud-specific leaks
 //! upward except neutral error kinds and opaque provider ids.
 
-pub mod catalog;
-pub mod cloud;
 pub mod error;
 pub mod provider;
 pub mod resource;
 
-pub use cloud::Cloud;
 pub use error::{ErrorKind, ProviderError};
+/// The clouds are data the catalog describes; the interface names them from there.
+pub use gpuform_catalog::Cloud;
 pub use provider::{CreateRequest, Provider, Scope};
 pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
