@@ -1,7 +1,7 @@
 //! Break-even arithmetic on known catalog rows, through the library and the binary.
 
 use assert_cmd::Command;
-use gpuform::breakeven;
+use gpuform::portability::breakeven;
 use gpuform_catalog::{Catalog, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 

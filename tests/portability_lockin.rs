@@ -3,7 +3,7 @@
 //! reasons name what ties a cluster to its cloud.
 
 use assert_cmd::Command;
-use gpuform::lockin::{self, ReasonKind, Status};
+use gpuform::portability::lockin::{self, ReasonKind, Status};
 use gpuform::resolve::{resolve, ResolveOptions};
 use gpuform::spec::{self, CloudName, Vars};
 use gpuform_catalog::Catalog;

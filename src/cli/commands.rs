@@ -4,15 +4,14 @@ use super::args::*;
 use super::{CmdResult, Failure};
 use crate::apply::progress::ProgressMode;
 use crate::apply::{ApplyOptions, ApplyReport, OpOutcome};
-use crate::engine::{self, EngineError, PlanRequest};
+use crate::engine::{self, ApplyEvent, EngineError, PlanRequest};
 use crate::plan::render::render;
 use crate::plan::{DiffOptions, Plan};
 use crate::providers::Providers;
-use crate::resolve::{Exhausted, ResolveOptions};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::resolve::ResolveOptions;
+use std::collections::BTreeMap;
 
 /// How many capacity failures state keeps as a log.
-const FAILOVER_LOG: usize = 50;
 use crate::spec::{self, LoadedSpec, Vars};
 use crate::state::{StateDoc, StateLock, StateStore};
 use gpuform_catalog::fsio::write_atomically;
@@ -290,6 +289,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
     // A saved plan was reviewed when it was made: it applies without asking.
     let reviewed = saved.is_some();
     let mut loaded_spec: Option<LoadedSpec> = None;
+    let mut catalog = None;
     let (plan, mut locked, current, store) = match saved {
         Some(plan) => {
             if destroy {
@@ -318,8 +318,16 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if locked.existed && locked.doc.project != loaded.spec.project {
                 return Err(project_mismatch(&store, &locked.doc, &loaded));
             }
-            let (plan, current) =
-                plan_locked(&a, &loaded, &locked, &store, destroy, &Default::default()).await?;
+            let providers = providers_for(&store, &loaded.spec.endpoints);
+            let cat = catalog.insert(catalog_for(a.prices.as_deref())?);
+            let (plan, current) = engine::make_plan(
+                &plan_request(&a, &loaded, cat, destroy),
+                locked.doc.clone(),
+                locked.existed,
+                &providers,
+            )
+            .await
+            .map_err(engine_failure)?;
             loaded_spec = Some(loaded);
             (plan, locked, Some(current), store)
         }
@@ -334,130 +342,14 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             "perform these actions"
         })?;
     }
-    // Shared, not copied: at 10k resources a plan is tens of megabytes.
-    let first_plan = Arc::new(plan);
-    let mut plan = first_plan.clone();
-    let mut current = current;
-    // Capacity failover: a zone that reports no capacity is avoided for the
-    // rest of this apply and the spec re-planned without it, until every node
-    // has a home or every zone/candidate is exhausted. State keeps a log of
-    // what was tried; the next apply keeps clusters where they landed.
-    const MAX_ROUNDS: usize = 8;
-    let mut exhausted: BTreeSet<Exhausted> = BTreeSet::new();
-    let mut round = 1;
-    let report = loop {
-        let report =
-            run_apply(&mut locked, plan.clone(), current.take(), &store, &a, quiet).await?;
-        let Some(loaded) = loaded_spec
-            .as_ref()
-            .filter(|_| !destroy && !report.interrupted)
-        else {
-            break report;
-        };
-        let fresh: Vec<_> = engine::capacity_failures(&plan, &report)
-            .into_iter()
-            .filter(|f| exhausted.insert(Exhausted::zone(&f.cluster, f.cloud, &f.region, &f.zone)))
-            .collect();
-        if fresh.is_empty() || round >= MAX_ROUNDS {
-            break report;
-        }
-        for f in &fresh {
-            if !quiet {
-                eprintln!(
-                    "capacity: cluster {} has no capacity in {} {} {}: {}; trying the next zone or candidate",
-                    f.cluster, f.cloud, f.region, f.zone, f.error
-                );
-            }
-        }
-        locked.doc.failovers.extend(fresh);
-        let excess = locked.doc.failovers.len().saturating_sub(FAILOVER_LOG);
-        locked.doc.failovers.drain(..excess);
-        locked.doc.serial += 1;
-        locked
-            .store
-            .save(&locked.doc)
-            .map_err(|e| Failure(e.to_string()))?;
-        match plan_locked(&a, loaded, &locked, &store, destroy, &exhausted).await {
-            Ok((next, cur)) => {
-                if !a.json && !quiet {
-                    println!("\nFailover round {}:", round + 1);
-                    print!("{}", render(&next));
-                }
-                plan = Arc::new(next);
-                current = Some(cur);
-                round += 1;
-            }
-            // Nowhere left to go: say so, with what was tried.
-            Err(f) => {
-                let tried: Vec<String> = exhausted
-                    .iter()
-                    .map(|e| format!("{} {} {} {}", e.cluster, e.cloud, e.region, e.zone))
-                    .collect();
-                return Err(Failure(format!("{}\n  tried: {}", f.0, tried.join("; "))));
-            }
-        }
+    // Capacity failover (a spec apply, not a destroy): the engine re-plans
+    // around zones without capacity; it reports, the CLI prints.
+    let replan = match (&loaded_spec, &catalog) {
+        (Some(loaded), Some(cat)) if !destroy => Some(engine::Replan {
+            request: plan_request(&a, loaded, cat, destroy),
+        }),
+        _ => None,
     };
-    let doc = locked.doc.clone();
-    drop(locked);
-    finish_apply(
-        if round > 1 { &plan } else { &first_plan },
-        &doc,
-        &report,
-        a.json,
-        quiet,
-    )
-}
-
-/// Plans a spec against a locked state (refresh included).
-async fn plan_locked(
-    a: &ApplyArgs,
-    loaded: &LoadedSpec,
-    locked: &engine::LockedState,
-    store: &StateStore,
-    destroy: bool,
-    exhausted: &BTreeSet<Exhausted>,
-) -> Result<(Plan, crate::refresh::Current), Failure> {
-    let providers = providers_for(store, &loaded.spec.endpoints);
-    let catalog = catalog_for(a.prices.as_deref())?;
-    let req = PlanRequest {
-        loaded,
-        catalog: &catalog,
-        resolve: ResolveOptions {
-            exhausted: exhausted.clone(),
-            ..resolve_opts(a.sandbox, a.cny_per_usd)
-        },
-        diff: DiffOptions {
-            destroy,
-            targets: a.targets.clone(),
-            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
-        },
-        refresh: a.refresh,
-    };
-    engine::make_plan(&req, locked.doc.clone(), locked.existed, &providers)
-        .await
-        .map_err(engine_failure)
-}
-
-async fn run_apply(
-    locked: &mut engine::LockedState,
-    plan: Arc<Plan>,
-    current: Option<crate::refresh::Current>,
-    store: &StateStore,
-    a: &ApplyArgs,
-    quiet: bool,
-) -> Result<ApplyReport, Failure> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let c = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            c.store(true, Ordering::SeqCst);
-            // A second Ctrl-C stops at once; the journal already holds every result.
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("Stopped. Run apply again to finish: it picks up from the journal.");
-                std::process::exit(130);
-            }
-        }
-    });
     let opts = ApplyOptions {
         parallelism: a.parallelism,
         progress: if quiet || a.json {
@@ -467,12 +359,76 @@ async fn run_apply(
         },
         ..ApplyOptions::default()
     };
-    let providers = providers_for(store, &plan.endpoints);
-    let result = engine::apply_plan(locked, plan, current, providers, &opts, cancel)
-        .await
-        .map_err(engine_failure);
+    let json = a.json;
+    let mut on_event = |e: ApplyEvent<'_>| match e {
+        ApplyEvent::CapacityLost(f) => {
+            if !quiet {
+                eprintln!(
+                    "capacity: cluster {} has no capacity in {} {} {}: {}; trying the next zone or candidate",
+                    f.cluster, f.cloud, f.region, f.zone, f.error
+                );
+            }
+        }
+        ApplyEvent::Replanned { round, plan } => {
+            if !json && !quiet {
+                println!("\nFailover round {round}:");
+                print!("{}", render(plan));
+            }
+        }
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let watcher = watch_ctrl_c(cancel.clone());
+    let result = engine::apply_with_failover(
+        &mut locked,
+        // Shared, not copied: at 10k resources a plan is tens of megabytes.
+        Arc::new(plan),
+        current,
+        replan,
+        &|endpoints| providers_for(&store, endpoints),
+        &opts,
+        cancel,
+        &mut on_event,
+    )
+    .await;
     watcher.abort();
-    result
+    let (plan, report) = result.map_err(engine_failure)?;
+    let doc = locked.doc.clone();
+    drop(locked);
+    finish_apply(&plan, &doc, &report, a.json, quiet)
+}
+
+/// The request a spec apply plans with (round 1, and each failover round).
+fn plan_request<'a>(
+    a: &ApplyArgs,
+    loaded: &'a LoadedSpec,
+    catalog: &'a Catalog,
+    destroy: bool,
+) -> PlanRequest<'a> {
+    PlanRequest {
+        loaded,
+        catalog,
+        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+        diff: DiffOptions {
+            destroy,
+            targets: a.targets.clone(),
+            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
+        },
+        refresh: a.refresh,
+    }
+}
+
+/// Ctrl-C sets `cancel`: the apply stops starting operations and saves. A
+/// second Ctrl-C stops at once; the journal already holds every result.
+fn watch_ctrl_c(cancel: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.store(true, Ordering::SeqCst);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("Stopped. Run apply again to finish: it picks up from the journal.");
+                std::process::exit(130);
+            }
+        }
+    })
 }
 
 fn finish_apply(
@@ -714,8 +670,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                     )));
                 }
             }
-            locked.doc.serial += 1;
-            store.save(&locked.doc)?;
+            store.commit(&mut locked.doc)?;
             println!(
                 "Removed {} address(es) from state; the resources themselves were not touched.",
                 addresses.len()
@@ -735,8 +690,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                 .remove(&from)
                 .ok_or_else(|| Failure(format!("no resource `{from}` in state")))?;
             locked.doc.resources.insert(to.clone(), r);
-            locked.doc.serial += 1;
-            store.save(&locked.doc)?;
+            store.commit(&mut locked.doc)?;
             println!("Moved {from} to {to}.");
         }
     }

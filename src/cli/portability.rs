@@ -1,13 +1,13 @@
 //! The portability and cost commands: `offers`, `breakeven`, `lockin`,
 //! `migrate`. Arguments here; the work in the library modules
-//! ([`crate::offers`], [`crate::breakeven`], [`crate::lockin`],
-//! [`crate::migrate`]).
+//! ([`crate::portability::offers`], [`crate::portability::breakeven`], [`crate::portability::lockin`],
+//! [`crate::portability::migrate`]).
 
 use super::args::VarArgs;
 use super::{CmdResult, Failure};
-use crate::offers::{self, InputError, DEFAULT_STALE_DAYS};
+use crate::portability::offers::{self, InputError, DEFAULT_STALE_DAYS};
+use crate::portability::{breakeven, lockin, migrate};
 use crate::spec::{self, Vars};
-use crate::{breakeven, lockin, migrate};
 use clap::{Args, ValueEnum};
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
 use std::path::PathBuf;

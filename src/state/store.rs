@@ -65,6 +65,13 @@ impl StateStore {
         parse(&self.path, &bytes).map(Some)
     }
 
+    /// Records a change: bumps the serial (so plans made before it are
+    /// refused) and saves. Every write of a changed state goes through here.
+    pub fn commit(&self, doc: &mut StateDoc) -> Result<(), StateError> {
+        doc.serial += 1;
+        self.save(doc)
+    }
+
     /// Writes the state atomically: temp file, fsync, keep the previous
     /// version as `.backup`, rename over, fsync the directory. Mode 0600:
     /// state holds ids and addresses that are nobody else's business.

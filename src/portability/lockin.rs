@@ -9,7 +9,7 @@
 // `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
 #![allow(clippy::unnecessary_map_or)]
 
-use crate::offers::{new_table, usd, InputError};
+use super::offers::{new_table, usd, InputError};
 use crate::spec::{CloudName, Cluster, Fabric, InterconnectReq, LoadedSpec};
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
@@ -658,14 +658,14 @@ pub fn parse_target(catalog: &Catalog, text: &str) -> Result<(Cloud, Option<Stri
             "name a cloud: aws, alibaba, tencent or huawei (use --sandbox on plan/apply to simulate it)",
         ));
     }
-    let cloud = crate::offers::parse_cloud(cloud)?;
+    let cloud = super::offers::parse_cloud(cloud)?;
     match region {
         Some("") => Err(InputError::new(
             format!("`{text}` has an empty region"),
             format!("write {cloud} or {cloud}/REGION"),
         )),
         Some(r) => {
-            crate::offers::check_region(catalog, Some(cloud), r)?;
+            super::offers::check_region(catalog, Some(cloud), r)?;
             Ok((cloud, Some(r.to_string())))
         }
         None => Ok((cloud, None)),

@@ -2,39 +2,24 @@
 //! load → resolve → refresh → diff (plan); lock → recover → refresh → diff →
 //! execute → save (apply).
 
+mod error;
+mod failover;
+
+pub use error::EngineError;
+pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};
+
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, Action, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current};
 use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
-use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
+use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateLock, StateStore};
 use gpuform_catalog::Catalog;
-use gpuform_provider::{ErrorKind, ProviderError};
+use gpuform_provider::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("{0}")]
-    Spec(Diagnostics),
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error("{context}: {error}")]
-    Provider {
-        context: String,
-        error: ProviderError,
-    },
-    #[error("{0}")]
-    Config(String),
-    #[error("invalid plan: {0}")]
-    Plan(String),
-    #[error("{0}")]
-    StalePlan(String),
-    #[error("internal error: {0}")]
-    Internal(String),
-}
 
 /// Where a spec's state lives: `--state`, else the spec's `state.path`, else
 /// `.gpuform/<project>.state.json` in the working directory.
@@ -141,14 +126,14 @@ pub async fn make_plan(
             current.adopted.join(", ")
         ));
     }
-    crate::cost::annotate(
+    crate::portability::cost::annotate(
         &mut plan,
         req.catalog,
         req.diff.cny_per_usd,
         crate::clock::today(),
     );
     if !req.diff.destroy {
-        crate::cost::budget_check(req.loaded, &plan, req.catalog)
+        crate::portability::cost::budget_check(req.loaded, &plan, req.catalog)
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
@@ -205,8 +190,7 @@ pub fn lock_state(
         None => (StateDoc::new(project), false),
     };
     if Journal::recover(&store.journal_path(), &mut doc)? {
-        doc.serial += 1;
-        store.save(&doc)?;
+        store.commit(&mut doc)?;
         Journal::remove(&store.journal_path())?;
     }
     Ok(LockedState {
@@ -292,8 +276,7 @@ pub async fn apply_plan(
         }
     }
     let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
-    doc.serial += 1;
-    locked.store.save(&doc)?;
+    locked.store.commit(&mut doc)?;
     Journal::remove(&locked.store.journal_path())?;
     locked.doc = doc;
     Ok(report)
@@ -317,7 +300,7 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             continue;
         };
         let (Some(cluster), Some(target), Some(zone)) = (
-            crate::cost::cluster_of(address),
+            crate::portability::cost::cluster_of(address),
             crate::resolve::Target::parse(&c.provider),
             c.after
                 .as_ref()
@@ -366,7 +349,7 @@ async fn check_offerings(
         let (Some(zone), Some(itype), Some(cluster)) = (
             r.attrs.get("zone").and_then(|v| v.as_str()),
             r.attrs.get("instance_type").and_then(|v| v.as_str()),
-            crate::cost::cluster_of(&r.address),
+            crate::portability::cost::cluster_of(&r.address),
         ) else {
             continue;
         };
@@ -419,7 +402,7 @@ pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, 
             continue;
         }
         let (Some(cluster), Some(target), Some(zone)) = (
-            crate::cost::cluster_of(address),
+            crate::portability::cost::cluster_of(address),
             crate::resolve::Target::parse(&r.provider),
             r.attrs.get("zone").and_then(|z| z.as_str()),
         ) else {
