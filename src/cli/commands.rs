@@ -1,8 +1,8 @@
 //! One function per command.
 
 use super::args::*;
+use super::progress::{ProgressMode, TerminalProgress};
 use super::{CmdResult, Failure};
-use crate::apply::progress::ProgressMode;
 use crate::apply::{ApplyOptions, ApplyReport, OpOutcome};
 use crate::engine::{self, ApplyEvent, EngineError, PlanRequest};
 use crate::plan::render::render;
@@ -211,6 +211,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
             cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
         },
         refresh: a.refresh,
+        notify: &eprint_line,
     };
     let (mut plan, current) = engine::make_plan(&req, doc, existed, &providers)
         .await
@@ -352,11 +353,11 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
     };
     let opts = ApplyOptions {
         parallelism: a.parallelism,
-        progress: if quiet || a.json {
+        progress: Arc::new(TerminalProgress::new(if quiet || a.json {
             ProgressMode::Quiet
         } else {
             ProgressMode::Auto
-        },
+        })),
         ..ApplyOptions::default()
     };
     let json = a.json;
@@ -414,7 +415,13 @@ fn plan_request<'a>(
             cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
         },
         refresh: a.refresh,
+        notify: &eprint_line,
     }
+}
+
+/// What the engine reports while it works, for the user: one line on stderr.
+fn eprint_line(line: &str) {
+    eprintln!("{line}");
 }
 
 /// Ctrl-C sets `cancel`: the apply stops starting operations and saves. A

@@ -63,6 +63,9 @@ pub struct PlanRequest<'a> {
     pub resolve: ResolveOptions,
     pub diff: DiffOptions,
     pub refresh: bool,
+    /// Told what the user should know while planning runs (a wait for a
+    /// cloud to settle); the engine prints nothing itself.
+    pub notify: &'a (dyn Fn(&str) + Sync),
 }
 
 /// Resolves the spec against the catalog, with catalog errors pointing into the YAML.
@@ -109,7 +112,7 @@ pub async fn make_plan(
         serial: doc.serial,
     };
     let current = if req.refresh {
-        refresh(doc, providers).await?
+        refresh(doc, providers, req.notify).await?
     } else {
         Current::unrefreshed(doc)
     };
