@@ -7,6 +7,7 @@
 // bad input, a cold path, so returning it by value costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+pub mod address;
 pub mod apply;
 pub mod cli;
 pub mod clock;

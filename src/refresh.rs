@@ -4,6 +4,7 @@
 //! (provider, region), plus one `read` per kind only for recorded ids that
 //! lost their tags.
 
+use crate::address::Address;
 use crate::providers::Providers;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
@@ -269,7 +270,8 @@ pub async fn refresh(
                 token: t.token.clone(),
             };
             if cur.doc.resources.contains_key(&t.address) {
-                cur.strays.insert(format!("{}~{}", t.address, o.id), record);
+                cur.strays
+                    .insert(Address::duplicate(&t.address, &o.id), record);
             } else {
                 cur.doc.resources.insert(t.address.clone(), record);
                 cur.observed.insert(t.address.clone(), Some(o.clone()));

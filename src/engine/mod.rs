@@ -8,6 +8,7 @@ mod failover;
 pub use error::EngineError;
 pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};
 
+use crate::address::{Address, Target};
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, Action, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
@@ -303,8 +304,8 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             continue;
         };
         let (Some(cluster), Some(target), Some(zone)) = (
-            crate::portability::cost::cluster_of(address),
-            crate::resolve::Target::parse(&c.provider),
+            Address::new(address).cluster(),
+            Target::parse(&c.provider),
             c.after
                 .as_ref()
                 .and_then(|a| a.get("zone"))
@@ -352,7 +353,7 @@ async fn check_offerings(
         let (Some(zone), Some(itype), Some(cluster)) = (
             r.attrs.get("zone").and_then(|v| v.as_str()),
             r.attrs.get("instance_type").and_then(|v| v.as_str()),
-            crate::portability::cost::cluster_of(&r.address),
+            Address::new(&r.address).cluster(),
         ) else {
             continue;
         };
@@ -401,12 +402,14 @@ async fn check_offerings(
 pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, Placement> {
     let mut out = std::collections::BTreeMap::new();
     for (address, r) in &doc.resources {
-        if r.kind != gpuform_provider::ResourceKind::Instance || address.contains('~') {
+        if r.kind != gpuform_provider::ResourceKind::Instance
+            || Address::new(address).is_duplicate()
+        {
             continue;
         }
         let (Some(cluster), Some(target), Some(zone)) = (
-            crate::portability::cost::cluster_of(address),
-            crate::resolve::Target::parse(&r.provider),
+            Address::new(address).cluster(),
+            Target::parse(&r.provider),
             r.attrs.get("zone").and_then(|z| z.as_str()),
         ) else {
             continue;

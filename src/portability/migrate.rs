@@ -15,6 +15,7 @@
 
 use super::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requirement};
 use super::offers::usd;
+use crate::address::Address;
 use crate::resolve::{resolve, Desired, ResolveOptions};
 use crate::spec::edit::{BlockEditor, EditError};
 use crate::spec::{self, CloudName, LoadedSpec, Vars};
@@ -346,11 +347,12 @@ pub fn migrate(
 
 /// The cluster's instance type and hourly cost (sum over its nodes) in a resolved spec.
 fn cluster_cost(d: &Desired, cluster: &str) -> (Option<String>, Option<f64>) {
-    let prefix = format!("cluster.{cluster}.");
     let nodes: Vec<_> = d
         .resources
         .iter()
-        .filter(|r| r.kind == ResourceKind::Instance && r.address.starts_with(&prefix))
+        .filter(|r| {
+            r.kind == ResourceKind::Instance && Address::new(&r.address).belongs_to(cluster)
+        })
         .collect();
     let ty = nodes
         .first()

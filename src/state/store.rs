@@ -150,6 +150,31 @@ mod tests {
     }
 
     #[test]
+    fn commit_bumps_the_serial_and_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        let mut doc = StateDoc::new("p");
+        store.save(&doc).unwrap();
+        store.commit(&mut doc).unwrap();
+        assert_eq!(doc.serial, 1);
+        assert_eq!(store.load().unwrap().unwrap().serial, 1);
+        store.commit(&mut doc).unwrap();
+        assert_eq!(store.load().unwrap().unwrap().serial, 2);
+        let backup = StateStore::new(store.backup_path())
+            .load()
+            .unwrap()
+            .unwrap();
+        assert_eq!(backup.serial, 1);
+        // Nothing but the state and its backup is left in the directory.
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["s.json", "s.json.backup"]);
+    }
+
+    #[test]
     fn corrupt_and_newer_files_are_refused_with_hints() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path().join("s.json"));
