@@ -4,6 +4,7 @@
 //! (provider, region), plus one `read` per kind only for recorded ids that
 //! lost their tags.
 
+use crate::address::Address;
 use crate::providers::Providers;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
@@ -46,7 +47,13 @@ impl Current {
     }
 }
 
-pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, EngineError> {
+/// What exists now for the resources `doc` records (and strays tagged with
+/// its lineage); `notify` is told of waits the user should know about.
+pub async fn refresh(
+    doc: StateDoc,
+    providers: &Providers,
+    notify: &(dyn Fn(&str) + Sync),
+) -> Result<Current, EngineError> {
     let mut cur = Current::unrefreshed(doc);
     cur.abandoned.clear();
     if cur.doc.is_empty() {
@@ -116,10 +123,10 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 .filter(|t| *t > now)
             {
                 let wait = std::time::Duration::from_millis(ready_at - now);
-                eprintln!(
+                notify(&format!(
                     "Waiting {:.1}s for {provider_key} {region} to settle before looking for what an interrupted apply started...",
                     wait.as_secs_f64()
-                );
+                ));
                 tokio::time::sleep(wait).await;
                 found = provider
                     .list_owned(&scope, &cur.doc.project)
@@ -263,7 +270,8 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 token: t.token.clone(),
             };
             if cur.doc.resources.contains_key(&t.address) {
-                cur.strays.insert(format!("{}~{}", t.address, o.id), record);
+                cur.strays
+                    .insert(Address::duplicate(&t.address, &o.id), record);
             } else {
                 cur.doc.resources.insert(t.address.clone(), record);
                 cur.observed.insert(t.address.clone(), Some(o.clone()));

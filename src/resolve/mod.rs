@@ -5,16 +5,16 @@
 use crate::spec::{
     CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, LoadedSpec,
 };
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Hours in an average month, for monthly figures (365 × 24 / 12).
 pub mod placement;
 
-pub const HOURS_PER_MONTH: f64 = 730.0;
+use crate::address::Address;
+pub use crate::address::Target;
 
 #[derive(Debug, Clone)]
 pub struct ResolveOptions {
@@ -62,37 +62,6 @@ impl Exhausted {
             cloud,
             region: region.to_string(),
             zone: zone.to_string(),
-        }
-    }
-}
-
-/// Which provider serves a resource: a cloud, real or simulated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Target {
-    pub cloud: Cloud,
-    pub sandbox: bool,
-}
-
-impl Target {
-    /// The key recorded in state: `aws`, `sandbox:aws`.
-    pub fn key(&self) -> String {
-        if self.sandbox {
-            format!("sandbox:{}", self.cloud)
-        } else {
-            self.cloud.to_string()
-        }
-    }
-
-    pub fn parse(key: &str) -> Option<Target> {
-        match key.strip_prefix("sandbox:") {
-            Some(c) => Some(Target {
-                cloud: c.parse().ok()?,
-                sandbox: true,
-            }),
-            None => Some(Target {
-                cloud: key.parse().ok()?,
-                sandbox: false,
-            }),
         }
     }
 }
@@ -476,10 +445,10 @@ fn resolve_cluster(
         },
         (None, None) => usable[0].clone(),
     };
-    let prefix = format!("cluster.{name}");
+    let at = |local: &str| Address::in_cluster(name, local);
     let mut push = |suffix: &str, kind, attrs: Attrs, deps: &[(&str, String)], hourly_usd| {
         out.resources.push(DesiredResource {
-            address: format!("{prefix}.{suffix}"),
+            address: at(suffix),
             kind,
             target,
             region: region.to_string(),
@@ -492,7 +461,7 @@ fn resolve_cluster(
             yaml_path: path.clone(),
         })
     };
-    let network = format!("{prefix}.network");
+    let network = at("network");
     push(
         "network",
         ResourceKind::Network,
@@ -501,7 +470,7 @@ fn resolve_cluster(
         None,
     );
     let subnet_suffix = format!("subnet[{zone}]");
-    let subnet = format!("{prefix}.{subnet_suffix}");
+    let subnet = at(&subnet_suffix);
     push(
         &subnet_suffix,
         ResourceKind::Subnet,
@@ -512,7 +481,7 @@ fn resolve_cluster(
         &[("network", network.clone())],
         None,
     );
-    let firewall = format!("{prefix}.firewall");
+    let firewall = at("firewall");
     let ingress: Vec<_> = c
         .ingress
         .iter()
@@ -538,8 +507,7 @@ fn resolve_cluster(
             "cluster.{name}: no placement group on huawei (its server groups are anti-affinity only); nodes are placed by the scheduler"
         ));
     }
-    let placement =
-        (wants_packing && cloud != Cloud::Huawei).then(|| format!("{prefix}.placement"));
+    let placement = (wants_packing && cloud != Cloud::Huawei).then(|| at("placement"));
     if placement.is_some() {
         push(
             "placement",
@@ -583,7 +551,7 @@ fn resolve_cluster(
                     ("size_gb", json!(size)),
                     ("volume_type", json!("ssd")),
                 ]),
-                &[("instance", format!("{prefix}.{node}"))],
+                &[("instance", at(&node))],
                 None,
             );
         }

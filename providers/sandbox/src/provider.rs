@@ -5,7 +5,7 @@
 use crate::cloud::{attrs_json, burst_of, Inner, SandboxCloud};
 use crate::ids::make_id;
 use crate::store::{delete_line, set_line, CreateRec, Entry, MEMBERS_KEY};
-use gpuform_provider::catalog::{Catalog, Region};
+use gpuform_catalog::{Catalog, Region};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
     Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError,

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::{Cloud, ErrorKind, OwnershipTags, ResourceKind};
 use gpuform_sandbox::{Faults, SandboxCloud, SandboxError, INVENTORY_FILE};
 use serde_json::json;

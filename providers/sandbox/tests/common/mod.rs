@@ -1,7 +1,7 @@
 //! Helpers shared by the sandbox's integration tests.
 #![allow(dead_code)]
 
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::{Attrs, Cloud, CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
 use serde_json::json;
 use std::collections::BTreeMap;
