@@ -31,7 +31,11 @@
 //! # Ok(()) }
 //! ```
 
+mod checks;
 mod cloud;
+mod create;
+mod errors;
+mod existing;
 mod faults;
 mod ids;
 mod inventory;
