@@ -187,11 +187,7 @@ async fn compaction_on_open() {
 
 #[tokio::test]
 async fn behind_the_back_operations() {
-    let dir = temp_dir("behind");
-    let sb = open(&dir);
-    let p = sb.provider(Cloud::Aws);
-    let o = offer(Cloud::Aws);
-    let s = stack(&*p, &o, "p", "b").await;
+    let World { dir, sb, p, o, s } = world("behind", "p", "b").await;
     let instance = || read_one(&*p, &o.region, ResourceKind::Instance, &s.instance);
 
     // Drift: an attribute changed in the console.

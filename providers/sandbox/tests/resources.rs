@@ -14,12 +14,8 @@ use std::collections::HashSet;
 
 #[tokio::test]
 async fn idempotent_create_by_token() {
-    let dir = temp_dir("idem");
-    let sb = open(&dir);
-    let p = sb.provider(Cloud::Aws);
+    let World { sb, p, o, s, .. } = world("idem", "proj", "c").await;
     assert_eq!(p.label(), "sandbox(aws)");
-    let o = offer(Cloud::Aws);
-    let s = stack(&*p, &o, "proj", "c").await;
     let before = sb.list_all().len();
     let again = p
         .create(&instance_req(
@@ -129,11 +125,7 @@ async fn tags_and_list_owned_by_project_and_region() {
 
 #[tokio::test]
 async fn dependency_violation_on_delete() {
-    let dir = temp_dir("deps");
-    let sb = open(&dir);
-    let p = sb.provider(Cloud::Aws);
-    let o = offer(Cloud::Aws);
-    let s = stack(&*p, &o, "proj", "c").await;
+    let World { sb, p, o, s, .. } = world("deps", "proj", "c").await;
     let sc = scope(&o.region);
     for (kind, id, what) in [
         (ResourceKind::Network, &s.network, "vpc in use"),
@@ -338,11 +330,7 @@ async fn other_clouds_have_their_own_ids_and_catalog() {
 
 #[tokio::test]
 async fn update_changes_only_updatable_attrs() {
-    let dir = temp_dir("update");
-    let sb = open(&dir);
-    let p = sb.provider(Cloud::Aws);
-    let o = offer(Cloud::Aws);
-    let s = stack(&*p, &o, "p", "u").await;
+    let World { sb, p, o, s, .. } = world("update", "p", "u").await;
     let sc = scope(&o.region);
     let tags = attrs(json!({"tags": {"team": "infra"}}));
     let r = p
@@ -386,11 +374,7 @@ async fn update_changes_only_updatable_attrs() {
 /// with the same words, and without an API call (no fault can hit it).
 #[tokio::test]
 async fn bad_requests_get_the_message_every_cloud_gives() {
-    let dir = temp_dir("shared");
-    let sb = open(&dir);
-    let p = sb.provider(Cloud::Aws);
-    let o = offer(Cloud::Aws);
-    let s = stack(&*p, &o, "p", "b").await;
+    let World { sb, p, o, s, .. } = world("shared", "p", "b").await;
     let calls = sb.api_calls();
     let every_cloud = |req: &gpuform_provider::CreateRequest| -> ProviderError {
         UserTags::parse(req.attrs.get("tags"), Cloud::Aws, |_, _| Ok(()))

@@ -221,6 +221,24 @@ pub async fn stack(p: &dyn Provider, o: &Offer, project: &str, prefix: &str) -> 
     }
 }
 
+/// A fresh sandbox (in `dir`) with an AWS stack of `project` at `prefix`.
+pub struct World {
+    pub dir: PathBuf,
+    pub sb: Arc<SandboxCloud>,
+    pub p: Arc<dyn Provider>,
+    pub o: Offer,
+    pub s: Stack,
+}
+
+pub async fn world(name: &str, project: &str, prefix: &str) -> World {
+    let dir = temp_dir(name);
+    let sb = open(&dir);
+    let p = sb.provider(Cloud::Aws);
+    let o = offer(Cloud::Aws);
+    let s = stack(&*p, &o, project, prefix).await;
+    World { dir, sb, p, o, s }
+}
+
 pub fn instance_req(
     o: &Offer,
     subnet: &str,
