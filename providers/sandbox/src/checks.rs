@@ -10,31 +10,22 @@ use crate::store::Entry;
 use gpuform_provider::catalog::{Catalog, InstanceType, Region};
 use gpuform_provider::{Cloud, ErrorKind, ProviderError, ResourceKind};
 
-/// A value the sandbox needs but the neutral request may leave out (an
-/// instance's zone, a volume's instance): refused as the cloud would.
-pub(crate) fn required<'a>(
-    cloud: Cloud,
-    kind: ResourceKind,
-    value: Option<&'a str>,
-    what: &str,
-) -> Result<&'a str, ProviderError> {
-    value.ok_or_else(|| invalid(cloud, Code::Missing, format!("a {kind} needs {what}")))
-}
-
 /// The ref a kind cannot be made without (the provider id of a resource it
-/// belongs to); the typed request has it as optional.
+/// belongs to), which the neutral request may leave out: refused as the
+/// cloud would.
 pub(crate) fn required_ref<'a>(
     cloud: Cloud,
     kind: ResourceKind,
     id: Option<&'a str>,
     role: &str,
 ) -> Result<&'a str, ProviderError> {
-    required(
-        cloud,
-        kind,
-        id,
-        &format!("a `{role}` ref (the provider id of its {role})"),
-    )
+    id.ok_or_else(|| {
+        invalid(
+            cloud,
+            Code::Missing,
+            format!("a {kind} needs a `{role}` ref (the provider id of its {role})"),
+        )
+    })
 }
 
 pub(crate) fn region(cloud: Cloud, name: &str) -> Result<&'static Region, ProviderError> {

@@ -1,7 +1,7 @@
 //! The first call of a create, as the mirrored cloud answers it: the
 //! idempotency token, its checks (see `checks`), then the inventory record.
 
-use crate::checks::{self, lookup_ref, required, required_ref, role_kind};
+use crate::checks::{self, lookup_ref, required_ref, role_kind};
 use crate::cloud::{attrs_json, Inner};
 use crate::errors::{internal, invalid, Code};
 use crate::faults::Faults;
@@ -77,7 +77,13 @@ pub(crate) fn create(
             let subnet_id = required_ref(cloud, kind, s.subnet.as_deref(), "subnet")?;
             let firewall_id = required_ref(cloud, kind, s.firewall.as_deref(), "firewall")?;
             let ty = checks::instance_type(cloud, &s.instance_type)?;
-            let z = required(cloud, kind, s.zone.as_deref(), "the attribute `zone`")?;
+            let z = s.zone.as_deref().ok_or_else(|| {
+                invalid(
+                    cloud,
+                    Code::Missing,
+                    format!("a {kind} needs the attribute `zone`"),
+                )
+            })?;
             checks::zone(cloud, reg, z)?;
             checks::offered(cloud, region, z, &ty.name)?;
             checks::instance_refs(

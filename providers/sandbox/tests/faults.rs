@@ -41,10 +41,7 @@ async fn injected_capacity_throttle_and_failure() {
         .expect_err("no capacity");
     assert_eq!(e.kind, ErrorKind::Capacity);
     assert_eq!(e.code.as_deref(), Some("InsufficientInstanceCapacity"));
-    assert!(
-        e.message.contains(&o.instance_type) && e.message.contains(&o.zone),
-        "{e}"
-    );
+    says(&e, &[&o.instance_type, &o.zone]);
     let mut req = instance_req(&o, &subnets[1], &sg, "p", "n0");
     req.attrs.insert("zone".into(), json!(o.other_zone));
     p.create(&req).await.expect("the other zone has capacity");
@@ -100,10 +97,7 @@ async fn gpu_quota_per_region() {
         .await
         .expect_err("quota");
     assert_eq!(e.kind, ErrorKind::Quota);
-    assert!(
-        e.message.contains("quota") && e.message.contains(&o.region),
-        "{e}"
-    );
+    says(&e, &["quota", &o.region]);
     // Freeing the GPUs frees the quota.
     p.delete(&scope(&o.region), ResourceKind::Instance, &s.instance)
         .await
@@ -132,9 +126,7 @@ async fn rate_limit_is_advertised_and_enforced() {
 
 #[tokio::test]
 async fn pages_count_as_calls() {
-    let dir = temp_dir("pages");
-    let sb = open(&dir);
-    let p = sb.provider(Cloud::Aws);
+    let (sb, p) = fresh_aws("pages");
     let region = offer(Cloud::Aws).region;
     let mut ids = vec![];
     for i in 0..2500 {

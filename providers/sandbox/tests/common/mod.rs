@@ -34,6 +34,20 @@ pub fn open_with(dir: &Path, spec: &str) -> Arc<SandboxCloud> {
     SandboxCloud::open(dir, Faults::parse(spec).expect("faults")).expect("open sandbox")
 }
 
+/// A fresh sandbox without faults, and its AWS provider.
+pub fn fresh_aws(name: &str) -> (Arc<SandboxCloud>, Arc<dyn Provider>) {
+    let sb = open(&temp_dir(name));
+    let p = sb.provider(Cloud::Aws);
+    (sb, p)
+}
+
+/// Asserts that an error's message names every one of `words`.
+pub fn says(e: &gpuform_provider::ProviderError, words: &[&str]) {
+    for w in words {
+        assert!(e.message.contains(w), "`{w}` not in: {e}");
+    }
+}
+
 /// The inventory log of the sandbox in `dir`.
 pub fn log_path(dir: &Path) -> PathBuf {
     dir.join(INVENTORY_FILE)
