@@ -482,14 +482,10 @@ fn resolve_cluster(
         None,
     );
     let firewall = at("firewall");
-    let ingress: Vec<_> = c
-        .ingress
-        .iter()
-        .map(|i| {
-            let (from, to) = port_range(&i.ports);
-            json!({"protocol": i.protocol, "from_port": from, "to_port": to, "cidr": i.cidr})
-        })
-        .collect();
+    let ingress = canonical_ingress(c.ingress.iter().map(|i| {
+        let (from, to) = port_range(&i.ports);
+        json!({"protocol": i.protocol, "from_port": from, "to_port": to, "cidr": i.cidr})
+    }));
     push(
         "firewall",
         ResourceKind::Firewall,
@@ -611,6 +607,26 @@ fn first_subnet(cidr: &str) -> String {
 }
 
 /// `22` → (22, 22); `8000-8100` → (8000, 8100). The spec layer has validated the syntax.
+/// The rules in one order, the one providers report them in
+/// ([`gpuform_provider::ObservedIngress`] keeps a set), without repeats:
+/// a firewall's rules are a set, so a spec listing them in another order
+/// must not plan an update on every run.
+fn canonical_ingress(rules: impl Iterator<Item = serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut typed = std::collections::BTreeSet::new();
+    let mut untyped = Vec::new();
+    for r in rules {
+        // Validation has checked every rule; one the provider types cannot
+        // read is kept as written, for the provider to refuse with its message.
+        match gpuform_provider::IngressRule::parse(&r) {
+            Ok(rule) => {
+                typed.insert(rule);
+            }
+            Err(_) => untyped.push(r),
+        }
+    }
+    typed.iter().map(|r| r.to_json()).chain(untyped).collect()
+}
+
 fn port_range(ports: &str) -> (u32, u32) {
     match ports.split_once('-') {
         Some((a, b)) => (a.trim().parse().unwrap_or(0), b.trim().parse().unwrap_or(0)),
@@ -618,5 +634,24 @@ fn port_range(ports: &str) -> (u32, u32) {
             let p = ports.trim().parse().unwrap_or(0);
             (p, p)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ingress_is_one_set_whatever_order_the_spec_lists_it_in() {
+        let ssh = json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"});
+        let web = json!({"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.0.0.0/8"});
+        let ping = json!({"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"});
+        let a = canonical_ingress([web.clone(), ping.clone(), ssh.clone()].into_iter());
+        let b = canonical_ingress([ssh.clone(), web.clone(), ping.clone(), ssh.clone()].into_iter());
+        assert_eq!(a, b);
+        assert_eq!(a, vec![ssh, web, ping], "the order providers report rules in");
+        // What a provider cannot type is kept, for it to refuse with its own message.
+        let odd = json!({"protocol": "gre", "cidr": "1.2.3.4/32"});
+        assert_eq!(canonical_ingress([odd.clone()].into_iter()), vec![odd]);
     }
 }
