@@ -195,7 +195,11 @@ fn a_launch_that_fails_after_run_instances_fails_over_to_the_next_zone() {
 fn a_throttled_refresh_is_retried() {
     let (mock, dir) = applied("docs-throttled", "on-demand");
     let before = live(&mock);
-    for action in ["DescribeInstances", "DescribeDisks", "DescribeSecurityGroups"] {
+    for action in [
+        "DescribeInstances",
+        "DescribeDisks",
+        "DescribeSecurityGroups",
+    ] {
         for _ in 0..3 {
             mock.inject(Fault::Once {
                 action: action.into(),

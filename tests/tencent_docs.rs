@@ -264,7 +264,14 @@ fn firewall_rules_are_read_back_and_completed() {
         target.store(mock.requests() + n, Ordering::SeqCst);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
         cmd.env("GPUFORM_TODAY", "2026-11-29")
-            .args(["apply", "spec.yaml", "--auto-approve", "--parallelism", "1", "-q"])
+            .args([
+                "apply",
+                "spec.yaml",
+                "--auto-approve",
+                "--parallelism",
+                "1",
+                "-q",
+            ])
             .current_dir(dir.path())
             .env("NO_COLOR", "1")
             .stdout(std::process::Stdio::null())
@@ -289,7 +296,8 @@ fn firewall_rules_are_read_back_and_completed() {
                 r.kind == gpuform_provider::ResourceKind::Firewall
                     && r.address.is_some()
                     && mock.tags(&r.id).is_some_and(|t| {
-                        t.iter().any(|(k, v)| k == "gpuform:project" && *v == format!("rules-{n}"))
+                        t.iter()
+                            .any(|(k, v)| k == "gpuform:project" && *v == format!("rules-{n}"))
                     })
             })
             .collect();
@@ -309,8 +317,16 @@ fn firewall_rules_are_read_back_and_completed() {
         out.contains("cluster.infer.firewall will be updated in place"),
         "the plan completes the group's rules:\n{out}"
     );
-    ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve", "-q"]);
-    assert_eq!(firewall_id_of(&mock, &format!("rules-{n}")), sg, "the same group, completed");
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
+    assert_eq!(
+        firewall_id_of(&mock, &format!("rules-{n}")),
+        sg,
+        "the same group, completed"
+    );
     assert!(has_member_rule(&mock, &sg), "members reach each other");
     let (ingress, egress) = mock.security_group_policies(&sg).unwrap();
     for cidr in ["10.1.0.0/16", "10.2.0.0/16"] {
@@ -321,7 +337,10 @@ fn firewall_rules_are_read_back_and_completed() {
     }
     assert!(!egress.is_empty(), "egress opened: {egress:?}");
     let (code, out) = plan_exit(dir.path(), &mock);
-    assert_eq!(code, 0, "rules read back as written (icmp, port ranges):\n{out}");
+    assert_eq!(
+        code, 0,
+        "rules read back as written (icmp, port ranges):\n{out}"
+    );
 
     // Another client removes a CIDR rule: drift, and apply puts it back.
     assert_eq!(
@@ -330,15 +349,29 @@ fn firewall_rules_are_read_back_and_completed() {
     );
     let (code, out) = plan_exit(dir.path(), &mock);
     assert_eq!(code, 2, "a removed rule is drift:\n{out}");
-    assert!(out.contains("cluster.infer.firewall will be updated in place"), "{out}");
-    ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve", "-q"]);
+    assert!(
+        out.contains("cluster.infer.firewall will be updated in place"),
+        "{out}"
+    );
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
     assert_eq!(plan_exit(dir.path(), &mock).0, 0);
 
     // ... or the members' rule.
-    assert_eq!(mock.remove_ingress_behind(&sg, |p| p["SecurityGroupId"] == sg.as_str()), 1);
+    assert_eq!(
+        mock.remove_ingress_behind(&sg, |p| p["SecurityGroupId"] == sg.as_str()),
+        1
+    );
     let (code, out) = plan_exit(dir.path(), &mock);
     assert_eq!(code, 2, "a removed members' rule is drift:\n{out}");
-    ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve", "-q"]);
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
     assert!(has_member_rule(&mock, &sg));
     assert_eq!(plan_exit(dir.path(), &mock).0, 0);
 }
@@ -349,7 +382,8 @@ fn firewall_id_of(mock: &TencentMock, project: &str) -> String {
         .find(|r| {
             r.kind == gpuform_provider::ResourceKind::Firewall
                 && mock.tags(&r.id).is_some_and(|t| {
-                    t.iter().any(|(k, v)| k == "gpuform:project" && v == project)
+                    t.iter()
+                        .any(|(k, v)| k == "gpuform:project" && v == project)
                 })
         })
         .expect("the project's group")

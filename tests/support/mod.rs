@@ -91,7 +91,10 @@ pub fn assert_complete(
     let by_id: BTreeMap<&str, &Live> = live.iter().map(|l| (l.id.as_str(), l)).collect();
     for (addr, (kind, id)) in recorded {
         let want = kind_of_address(addr);
-        assert_eq!(kind, want, "{context}: state records {addr} ({id}) as a {kind}");
+        assert_eq!(
+            kind, want,
+            "{context}: state records {addr} ({id}) as a {kind}"
+        );
         let l = by_id
             .get(id.as_str())
             .unwrap_or_else(|| panic!("{context}: {addr} = {id} is not in the cloud"));
