@@ -2343,26 +2343,6 @@ fn list_images(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sdk_date() {
-        assert_eq!(parse_sdk_date("20191115T033655Z"), Some(1573789015));
-        assert_eq!(parse_sdk_date("19700101T000000Z"), Some(0));
-        assert_eq!(parse_sdk_date("2019-11-15"), None);
-    }
-
-    #[test]
-    fn decoding() {
-        assert_eq!(pct_decode("/v1/a%20b"), "/v1/a b");
-        assert_eq!(decode_tag("cluster.a.node_5B3_5D"), "cluster.a.node[3]");
-        assert!(cidr_within("10.0.1.0/24", "10.0.0.0/16"));
-        assert!(!cidr_within("10.1.0.0/24", "10.0.0.0/16"));
-    }
-}
-
 /// A group's IPv4 ingress rules as [`MockResource::ingress`] entries.
 fn sg_ingress_view(body: &Value) -> Vec<String> {
     let id = str_of(body, "id");
@@ -2387,4 +2367,24 @@ fn sg_ingress_view(body: &Value) -> Vec<String> {
         out.push(crate::cidr_rule(&proto, &ports, &str_of(r, "remote_ip_prefix")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdk_date() {
+        assert_eq!(parse_sdk_date("20191115T033655Z"), Some(1573789015));
+        assert_eq!(parse_sdk_date("19700101T000000Z"), Some(0));
+        assert_eq!(parse_sdk_date("2019-11-15"), None);
+    }
+
+    #[test]
+    fn decoding() {
+        assert_eq!(pct_decode("/v1/a%20b"), "/v1/a b");
+        assert_eq!(decode_tag("cluster.a.node_5B3_5D"), "cluster.a.node[3]");
+        assert!(cidr_within("10.0.1.0/24", "10.0.0.0/16"));
+        assert!(!cidr_within("10.1.0.0/24", "10.0.0.0/16"));
+    }
 }

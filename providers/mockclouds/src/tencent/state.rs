@@ -413,6 +413,31 @@ pub fn iso(secs: u64) -> String {
     )
 }
 
+/// A group's ACCEPT Ingress policies as [`MockResource::ingress`] entries.
+fn ingress_view(g: &SecurityGroup) -> Vec<String> {
+    let text = |p: &Value, k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let accept: Vec<&Value> = g
+        .ingress
+        .iter()
+        .filter(|p| text(p, "Action") == "ACCEPT")
+        .collect();
+    let mut out = Vec::new();
+    if accept.iter().any(|p| text(p, "SecurityGroupId") == g.id) {
+        out.push(crate::MEMBERS.to_string());
+    }
+    for p in accept.iter().filter(|p| !text(p, "CidrBlock").is_empty()) {
+        let port = text(p, "Port");
+        let ports = match port.as_str() {
+            "" | "ALL" => "all".to_string(),
+            p if p.contains('-') => p.to_string(),
+            p => format!("{p}-{p}"),
+        };
+        let proto = text(p, "Protocol");
+        out.push(crate::cidr_rule(&proto, &ports, &text(p, "CidrBlock")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,29 +462,4 @@ mod tests {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         );
     }
-}
-
-/// A group's ACCEPT Ingress policies as [`MockResource::ingress`] entries.
-fn ingress_view(g: &SecurityGroup) -> Vec<String> {
-    let text = |p: &Value, k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let accept: Vec<&Value> = g
-        .ingress
-        .iter()
-        .filter(|p| text(p, "Action") == "ACCEPT")
-        .collect();
-    let mut out = Vec::new();
-    if accept.iter().any(|p| text(p, "SecurityGroupId") == g.id) {
-        out.push(crate::MEMBERS.to_string());
-    }
-    for p in accept.iter().filter(|p| !text(p, "CidrBlock").is_empty()) {
-        let port = text(p, "Port");
-        let ports = match port.as_str() {
-            "" | "ALL" => "all".to_string(),
-            p if p.contains('-') => p.to_string(),
-            p => format!("{p}-{p}"),
-        };
-        let proto = text(p, "Protocol");
-        out.push(crate::cidr_rule(&proto, &ports, &text(p, "CidrBlock")));
-    }
-    out
 }
