@@ -30,7 +30,12 @@ pub struct MockResource {
 }
 
 impl MockResource {
-    pub fn new(kind: ResourceKind, id: &str, region: &str, address: Option<String>) -> MockResource {
+    pub fn new(
+        kind: ResourceKind,
+        id: &str,
+        region: &str,
+        address: Option<String>,
+    ) -> MockResource {
         MockResource {
             kind,
             id: id.to_string(),

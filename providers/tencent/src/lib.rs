@@ -540,7 +540,10 @@ fn ports_of_policy(p: &Value) -> (Value, Value) {
     if let Some(n) = num(port) {
         return (json!(n), json!(n));
     }
-    if let Some((a, b)) = port.split_once('-').and_then(|(a, b)| Some((num(a)?, num(b)?))) {
+    if let Some((a, b)) = port
+        .split_once('-')
+        .and_then(|(a, b)| Some((num(a)?, num(b)?)))
+    {
         return (json!(a), json!(b));
     }
     let noted = s(p, "PolicyDescription")

@@ -396,15 +396,16 @@ async fn firewall_rules_are_read_back() {
         .expect("firewall");
     assert_eq!(sg.attrs["ingress"], ingress, "create reports what it wrote");
     let read = p
-        .read(&scope(), ResourceKind::Firewall, std::slice::from_ref(&sg.id))
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&sg.id),
+        )
         .await
         .unwrap();
     assert_eq!(read[0].attrs["ingress"], ingress, "read back as written");
     let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
-    let fw = listed
-        .iter()
-        .find(|o| o.id == sg.id)
-        .expect("listed");
+    let fw = listed.iter().find(|o| o.id == sg.id).expect("listed");
     assert_eq!(fw.attrs["ingress"], ingress, "listed as written");
 
     // Another client removes a CIDR policy: read reports the rest.
@@ -413,7 +414,11 @@ async fn firewall_rules_are_read_back() {
         1
     );
     let read = p
-        .read(&scope(), ResourceKind::Firewall, std::slice::from_ref(&sg.id))
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&sg.id),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -429,12 +434,20 @@ async fn firewall_rules_are_read_back() {
         1
     );
     let read = p
-        .read(&scope(), ResourceKind::Firewall, std::slice::from_ref(&sg.id))
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&sg.id),
+        )
         .await
         .unwrap();
     assert_eq!(
         read[0].attrs["ingress"],
-        json!([ingress[1], ingress[2], gpuform_provider::resource::member_rule_missing()]),
+        json!([
+            ingress[1],
+            ingress[2],
+            gpuform_provider::resource::member_rule_missing()
+        ]),
     );
 
     // An update writes the whole set back.

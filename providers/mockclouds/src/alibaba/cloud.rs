@@ -2125,12 +2125,16 @@ impl Cloud {
                 .map(|(_, v)| v.clone())
         };
         let mut out = Vec::new();
-        out.extend(self.vpcs.iter().map(|v| {
-            MockResource::new(ResourceKind::Network, &v.id, &v.region, addr(&v.tags))
-        }));
-        out.extend(self.vswitches.iter().map(|v| {
-            MockResource::new(ResourceKind::Subnet, &v.id, &v.region, addr(&v.tags))
-        }));
+        out.extend(
+            self.vpcs
+                .iter()
+                .map(|v| MockResource::new(ResourceKind::Network, &v.id, &v.region, addr(&v.tags))),
+        );
+        out.extend(
+            self.vswitches
+                .iter()
+                .map(|v| MockResource::new(ResourceKind::Subnet, &v.id, &v.region, addr(&v.tags))),
+        );
         out.extend(self.groups.iter().map(|v| {
             let mut m = MockResource::new(ResourceKind::Firewall, &v.id, &v.region, addr(&v.tags));
             // Members of a basic group reach each other unless its
@@ -2160,20 +2164,16 @@ impl Cloud {
                 placement_address(&v.description),
             )
         }));
-        out.extend(self.instances.iter().map(|v| {
-            MockResource::new(ResourceKind::Instance, &v.id, &v.region, addr(&v.tags))
-        }));
         out.extend(
-            self.disks
-                .iter()
-                .filter(|d| !d.system)
-                .map(|v| {
-                    let mut m =
-                        MockResource::new(ResourceKind::Volume, &v.id, &v.region, addr(&v.tags));
-                    m.attached_to = Some(v.instance.clone()).filter(|i| !i.is_empty());
-                    m
-                }),
+            self.instances.iter().map(|v| {
+                MockResource::new(ResourceKind::Instance, &v.id, &v.region, addr(&v.tags))
+            }),
         );
+        out.extend(self.disks.iter().filter(|d| !d.system).map(|v| {
+            let mut m = MockResource::new(ResourceKind::Volume, &v.id, &v.region, addr(&v.tags));
+            m.attached_to = Some(v.instance.clone()).filter(|i| !i.is_empty());
+            m
+        }));
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
     }

@@ -347,7 +347,9 @@ impl MockCloud for HuaweiMock {
                     .map(|(_, v)| decode_tag(v)),
             )
         };
-        st.vpcs.iter().for_each(|t| out.push(mk(ResourceKind::Network, t)));
+        st.vpcs
+            .iter()
+            .for_each(|t| out.push(mk(ResourceKind::Network, t)));
         st.subnets
             .iter()
             .for_each(|t| out.push(mk(ResourceKind::Subnet, t)));
@@ -2356,15 +2358,26 @@ fn sg_ingress_view(body: &Value) -> Vec<String> {
     if rules.iter().any(|r| str_of(r, "remote_group_id") == id) {
         out.push(crate::MEMBERS.to_string());
     }
-    for r in rules.iter().filter(|r| !str_of(r, "remote_ip_prefix").is_empty()) {
+    for r in rules
+        .iter()
+        .filter(|r| !str_of(r, "remote_ip_prefix").is_empty())
+    {
         let ports = match (r["port_range_min"].as_u64(), r["port_range_max"].as_u64()) {
             (Some(a), Some(b)) => format!("{a}-{b}"),
             (Some(a), None) => format!("{a}-{a}"),
             _ => "all".to_string(),
         };
         let proto = str_of(r, "protocol");
-        let proto = if proto.is_empty() { "all".to_string() } else { proto };
-        out.push(crate::cidr_rule(&proto, &ports, &str_of(r, "remote_ip_prefix")));
+        let proto = if proto.is_empty() {
+            "all".to_string()
+        } else {
+            proto
+        };
+        out.push(crate::cidr_rule(
+            &proto,
+            &ports,
+            &str_of(r, "remote_ip_prefix"),
+        ));
     }
     out
 }

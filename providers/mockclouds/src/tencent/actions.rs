@@ -825,7 +825,11 @@ fn modify_security_group_policies(st: &mut State, region: &str, p: &Value) -> R 
 fn policy_json(index: usize, pol: &Value) -> Value {
     let text = |k: &str| opt_str(pol, k).unwrap_or("").to_string();
     let proto = text("Protocol").to_ascii_uppercase();
-    let proto = if proto.is_empty() { "ALL".to_string() } else { proto };
+    let proto = if proto.is_empty() {
+        "ALL".to_string()
+    } else {
+        proto
+    };
     let port = match opt_str(pol, "Port") {
         Some(p) => p.to_string(),
         None if proto == "TCP" || proto == "UDP" => "ALL".to_string(),
@@ -860,7 +864,10 @@ fn describe_security_group_policies(st: &mut State, region: &str, p: &Value) -> 
         ));
     };
     let list = |v: &[Value]| -> Vec<Value> {
-        v.iter().enumerate().map(|(i, pol)| policy_json(i, pol)).collect()
+        v.iter()
+            .enumerate()
+            .map(|(i, pol)| policy_json(i, pol))
+            .collect()
     };
     Ok(json!({
         "SecurityGroupPolicySet": {
