@@ -187,3 +187,33 @@ fn a_launch_that_fails_after_run_instances_fails_over_to_the_next_zone() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+/// `Throttling.User` (the ECS error codes) on the reads of a refresh, for
+/// a while: refresh retries them with backoff, as apply does, and the plan
+/// is clean — never a create for what exists.
+#[test]
+fn a_throttled_refresh_is_retried() {
+    let (mock, dir) = applied("docs-throttled", "on-demand");
+    let before = live(&mock);
+    for action in [
+        "DescribeInstances",
+        "DescribeDisks",
+        "DescribeSecurityGroups",
+    ] {
+        for _ in 0..3 {
+            mock.inject(Fault::Once {
+                action: action.into(),
+                status: 400,
+                code: "Throttling.User".into(),
+            });
+        }
+        let out = gpuform(
+            dir.path(),
+            &mock,
+            &["plan", "spec.yaml", "--detailed-exitcode"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{action}: {}", text(&out));
+        mock.clear_faults();
+    }
+    assert_eq!(live(&mock), before, "a plan changes nothing");
+}

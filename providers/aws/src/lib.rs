@@ -611,7 +611,8 @@ impl AwsProvider {
             .instances()
             .first()
             .ok_or_else(|| empty_answer("RunInstances"))?;
-        Ok(observe_instance(inst, region, root_gb.map(|g| g as i32)))
+        let inst = wait_launched(c, inst.clone(), launch_wait()).await?;
+        Ok(observe_instance(&inst, region, root_gb.map(|g| g as i32)))
     }
 
     async fn create_volume(
@@ -1840,6 +1841,104 @@ fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
     )
 }
 
+/// How long a create watches a new instance leave `pending`: a launch EC2
+/// cannot complete goes `pending` → `shutting-down` → `terminated` (StateReason,
+/// EC2 API reference), and that is a failed create, not a node. Past this
+/// bound the instance is recorded as it is; if it ends terminated later,
+/// refresh sees it gone and the plan re-creates it. `GPUFORM_AWS_LAUNCH_WAIT_MS`
+/// overrides it (0: do not wait).
+fn launch_wait() -> Duration {
+    std::env::var("GPUFORM_AWS_LAUNCH_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(180))
+}
+
+/// Polls a new instance until it leaves `pending` or `wait` has passed; a
+/// launch that ended is an error ([`launch_failure`]).
+async fn wait_launched(
+    c: &Client,
+    mut inst: Instance,
+    wait: Duration,
+) -> Result<Instance, ProviderError> {
+    let id = inst.instance_id().unwrap_or_default().to_string();
+    let start = std::time::Instant::now();
+    let mut delay = Duration::from_millis(200);
+    loop {
+        if let Some(e) = launch_failure(&inst) {
+            return Err(e);
+        }
+        let pending = matches!(
+            inst.state().and_then(|s| s.name()),
+            None | Some(InstanceStateName::Pending)
+        );
+        if !pending || id.is_empty() || start.elapsed() >= wait {
+            return Ok(inst);
+        }
+        tokio::time::sleep(delay.min(wait.saturating_sub(start.elapsed()))).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+        // Eventual consistency: a new instance may not be listed yet.
+        if let Some(i) = describe_instances(c, vec![filter("instance-id", [id.clone()])])
+            .await?
+            .into_iter()
+            .next()
+        {
+            inst = i;
+        }
+    }
+}
+
+/// A new instance that went to `shutting-down` or `terminated` failed to
+/// launch. Its StateReason code (EC2 API reference, "StateReason") says why:
+/// `Server.InsufficientInstanceCapacity` is capacity (the engine fails over
+/// to the next zone); other `Server.*` reasons (an internal error, a Spot
+/// interruption) are classed as capacity too, since retrying with the same
+/// ClientToken would only return the same terminated instance;
+/// `Client.VolumeLimitExceeded` is a quota; other `Client.*` reasons (a KMS
+/// or snapshot problem, a shutdown from the OS) are the request's fault.
+/// Nothing is left to clean up: a terminated instance releases everything.
+pub fn launch_failure(i: &Instance) -> Option<ProviderError> {
+    if !is_gone(i) {
+        return None;
+    }
+    let id = i.instance_id().unwrap_or("?");
+    let code = i.state_reason().and_then(|r| r.code()).unwrap_or("");
+    let message = i.state_reason().and_then(|r| r.message()).unwrap_or("");
+    let kind = if code == "Client.VolumeLimitExceeded" {
+        ErrorKind::Quota
+    } else if code.starts_with("Client.") {
+        ErrorKind::Invalid
+    } else {
+        ErrorKind::Capacity
+    };
+    let hint = match kind {
+        ErrorKind::Capacity => {
+            "AWS could not launch it in this zone; another zone or a later try may succeed"
+        }
+        ErrorKind::Quota => {
+            "an EBS volume or storage limit of the account; raise it in the Service Quotas console"
+        }
+        _ => "check the image, its snapshots and KMS keys, and the user data",
+    };
+    let why = if code.is_empty() {
+        String::new()
+    } else {
+        format!(" ({code}: {message})")
+    };
+    Some(
+        ProviderError::new(
+            kind,
+            format!("RunInstances: instance {id} terminated while launching{why}\n  hint: {hint}"),
+        )
+        .with_code(if code.is_empty() {
+            "LaunchFailed"
+        } else {
+            code
+        }),
+    )
+}
+
 /// Terminated and shutting-down instances are gone for gpuform.
 fn is_gone(i: &Instance) -> bool {
     matches!(
@@ -1919,6 +2018,56 @@ fn observe_instance(i: &Instance, region: &str, root_gb: Option<i32>) -> Observe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn launched(state: InstanceStateName, reason: Option<&str>) -> Instance {
+        let mut b = Instance::builder()
+            .instance_id("i-0123456789abcdef0")
+            .state(
+                aws_sdk_ec2::types::InstanceState::builder()
+                    .name(state)
+                    .build(),
+            );
+        if let Some(code) = reason {
+            b = b.state_reason(
+                aws_sdk_ec2::types::StateReason::builder()
+                    .code(code)
+                    .message("reason text")
+                    .build(),
+            );
+        }
+        b.build()
+    }
+
+    /// Issue 15 point 3: `pending` → `terminated` is a failed create, and
+    /// its StateReason decides what the engine does with it.
+    #[test]
+    fn a_launch_that_terminates_is_a_failed_create() {
+        for state in [InstanceStateName::Pending, InstanceStateName::Running] {
+            assert!(launch_failure(&launched(state, None)).is_none());
+        }
+        let cases = [
+            ("Server.InsufficientInstanceCapacity", ErrorKind::Capacity),
+            ("Server.InternalError", ErrorKind::Capacity),
+            ("Server.SpotInstanceTermination", ErrorKind::Capacity),
+            ("Client.VolumeLimitExceeded", ErrorKind::Quota),
+            ("Client.InternalError", ErrorKind::Invalid),
+            ("Client.InvalidSnapshot.NotFound", ErrorKind::Invalid),
+        ];
+        for state in [
+            InstanceStateName::Terminated,
+            InstanceStateName::ShuttingDown,
+        ] {
+            for (code, kind) in cases {
+                let e = launch_failure(&launched(state.clone(), Some(code)))
+                    .unwrap_or_else(|| panic!("{state:?} {code} is a failed launch"));
+                assert_eq!(e.kind, kind, "{code}: {e}");
+                assert_eq!(e.code.as_deref(), Some(code));
+                assert!(e.to_string().contains("i-0123456789abcdef0"), "{e}");
+            }
+        }
+        let e = launch_failure(&launched(InstanceStateName::Terminated, None)).expect("failed");
+        assert_eq!(e.kind, ErrorKind::Capacity);
+    }
 
     fn own() -> OwnershipTags {
         OwnershipTags {

@@ -21,6 +21,39 @@ pub struct MockResource {
     pub region: String,
     /// The `gpuform:address` tag, when the resource carries one.
     pub address: Option<String>,
+    /// A volume: the instance the cloud says it is attached to.
+    pub attached_to: Option<String>,
+    /// A firewall: what it lets in, as the cloud stores it, normalized:
+    /// [`MEMBERS`] when its members reach each other, then one
+    /// [`cidr_rule`] per rule from a CIDR block. Empty for other kinds.
+    pub ingress: Vec<String>,
+}
+
+impl MockResource {
+    pub fn new(
+        kind: ResourceKind,
+        id: &str,
+        region: &str,
+        address: Option<String>,
+    ) -> MockResource {
+        MockResource {
+            kind,
+            id: id.to_string(),
+            region: region.to_string(),
+            address,
+            attached_to: None,
+            ingress: Vec::new(),
+        }
+    }
+}
+
+/// The [`MockResource::ingress`] entry saying members reach each other.
+pub const MEMBERS: &str = "members";
+
+/// The [`MockResource::ingress`] entry of a CIDR rule: `tcp 8000-8100
+/// 10.1.0.0/16`; `ports` is `FROM-TO` (a single port as `N-N`) or `all`.
+pub fn cidr_rule(protocol: &str, ports: &str, cidr: &str) -> String {
+    format!("{} {ports} {cidr}", protocol.to_ascii_lowercase())
 }
 
 /// Called after the N-th request (1-based) has taken effect and before its

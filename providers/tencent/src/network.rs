@@ -6,13 +6,13 @@
 
 use crate::client::{documented_object, s, VPC};
 use crate::compute;
-use crate::errors::ok_if_gone;
+use crate::errors::{ok_if_gone, undocumented};
 use crate::refresh::{self, Listing};
 use crate::tags::{resource_name, tag_filter, tag_list};
 use crate::TencentProvider;
 use gpuform_provider::{
-    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedResource, OwnershipTags,
-    Protocol, ProviderError, SubnetSpec,
+    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedIngress, ObservedResource,
+    OwnershipTags, Protocol, ProviderError, SubnetSpec,
 };
 use serde_json::{json, Map, Value};
 
@@ -177,7 +177,12 @@ pub(crate) async fn create_security_group(
             v
         }
     };
-    Ok(refresh::observe(l, &sg, region))
+    let mut observed = refresh::observe(l, &sg, region);
+    let id = observed.id.clone();
+    observed
+        .attrs
+        .insert("ingress".into(), written_ingress(&id, rules));
+    Ok(observed)
 }
 
 /// https://www.tencentcloud.com/document/api/215/15810 (ModifySecurityGroupPolicies):
@@ -221,7 +226,11 @@ fn ingress_policies(sg: &str, rules: &[IngressRule]) -> Vec<Value> {
     })];
     for r in rules {
         let proto = r.protocol.as_str().to_ascii_uppercase();
-        let mut p = json!({"Protocol": proto, "CidrBlock": r.cidr, "Action": "ACCEPT", "PolicyDescription": "gpuform"});
+        let note = match (r.from_port, r.to_port) {
+            (Some(f), Some(t)) => format!("{PORTS_NOTE}{f}-{t}"),
+            _ => "gpuform".to_string(),
+        };
+        let mut p = json!({"Protocol": proto, "CidrBlock": r.cidr, "Action": "ACCEPT", "PolicyDescription": note});
         // `Port` only applies to TCP and UDP (CreateSecurityGroupPolicies page).
         if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
             p["Port"] = json!(port_of(r));
@@ -229,6 +238,92 @@ fn ingress_policies(sg: &str, rules: &[IngressRule]) -> Vec<Value> {
         v.push(p);
     }
     v
+}
+
+/// The description gpuform gives a CIDR policy: the port range as the spec
+/// wrote it, for what `Port` cannot say (ICMP has no port; `ALL` is 0-65535
+/// or whatever full range the spec spelled).
+const PORTS_NOTE: &str = "gpuform ports=";
+
+/// A group's observed `ingress`: its Ingress policies, by
+/// https://www.tencentcloud.com/document/api/215/15804
+/// (DescribeSecurityGroupPolicies: `SecurityGroupPolicySet` with
+/// `Version`, `Ingress` and `Egress`). An answer without them is an
+/// error, never "no rules".
+pub(crate) async fn group_ingress(
+    p: &TencentProvider,
+    region: &str,
+    sg: &str,
+) -> Result<Value, ProviderError> {
+    const ACTION: &str = "DescribeSecurityGroupPolicies";
+    let resp = p
+        .client
+        .call(VPC, ACTION, region, &json!({ "SecurityGroupId": sg }))
+        .await?;
+    let ingress = resp
+        .get("SecurityGroupPolicySet")
+        .and_then(|set| set.get("Ingress"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| undocumented(ACTION, "SecurityGroupPolicySet.Ingress"))?;
+    Ok(observed_ingress(sg, ingress))
+}
+
+/// The `ingress` attribute as a group's Ingress policies say it is: the
+/// CIDR rules that ACCEPT, as an [`ObservedIngress`] (a set, in the neutral
+/// rules' order), with the members' rule missing when no policy accepts all
+/// traffic from the group itself. A new group denies everything
+/// (CreateSecurityGroup, 215/15806): a create interrupted before
+/// CreateSecurityGroupPolicies leaves it so, and this is how refresh sees it.
+fn observed_ingress(sg: &str, policies: &[Value]) -> Value {
+    let mut seen = ObservedIngress::default();
+    for p in policies {
+        if !s(p, "Action").eq_ignore_ascii_case("ACCEPT") {
+            continue;
+        }
+        let group = s(p, "SecurityGroupId");
+        if !group.is_empty() {
+            let all = matches!(s(p, "Protocol").to_ascii_lowercase().as_str(), "all" | "");
+            seen.member_rule |= group == sg && all;
+            continue;
+        }
+        // A policy gpuform cannot write (another protocol, an address
+        // template) is no neutral rule.
+        if let Some(rule) = rule_of_policy(p) {
+            seen.rules.insert(rule);
+        }
+    }
+    seen.to_value()
+}
+
+/// What a create or an update wrote, as refresh will read it back.
+fn written_ingress(sg: &str, rules: &[IngressRule]) -> Value {
+    observed_ingress(sg, &ingress_policies(sg, rules))
+}
+
+/// A CIDR policy as a neutral rule. Its ports: `Port` ("80", "8000-8010");
+/// when that is `ALL` or absent, the range gpuform noted in
+/// `PolicyDescription`; else every port for tcp and udp, none for the rest.
+fn rule_of_policy(p: &Value) -> Option<IngressRule> {
+    let protocol = Protocol::parse(s(p, "Protocol"))?;
+    let cidr = Some(s(p, "CidrBlock")).filter(|c| !c.is_empty())?;
+    let num = |x: &str| x.trim().parse::<u16>().ok();
+    let range = |r: &str| {
+        r.split_once('-')
+            .and_then(|(a, b)| Some((num(a)?, num(b)?)))
+    };
+    let port = s(p, "Port").trim();
+    let noted = s(p, "PolicyDescription").strip_prefix(PORTS_NOTE);
+    let ports = num(port)
+        .map(|n| (n, n))
+        .or_else(|| range(port))
+        .or_else(|| noted.and_then(range))
+        .or(protocol.has_ports().then_some((0, 65535)));
+    Some(IngressRule {
+        protocol,
+        from_port: ports.map(|(f, _)| f),
+        to_port: ports.map(|(_, t)| t),
+        cidr: cidr.to_string(),
+    })
 }
 
 /// New groups deny everything in both directions (CreateSecurityGroup page),
@@ -303,6 +398,7 @@ async fn delete_network_member(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn rule(v: Value) -> IngressRule {
         IngressRule::parse(&v).unwrap()
@@ -318,6 +414,43 @@ mod tests {
         assert_eq!(port_of(&all), "ALL");
         let icmp = rule(json!({"protocol": "icmp", "cidr": "10.0.0.0/8"}));
         assert_eq!(port_of(&icmp), "ALL");
+    }
+
+    #[test]
+    fn policies_read_back_as_the_rules_that_wrote_them() {
+        let rules = [
+            rule(json!({"from_port": 8000, "to_port": 8100, "cidr": "10.1.0.0/16"})),
+            rule(json!({"from_port": 0, "to_port": 65535, "cidr": "10.3.0.0/16"})),
+            rule(json!({"protocol": "icmp", "from_port": 8, "to_port": 8, "cidr": "10.2.0.0/16"})),
+            rule(json!({"protocol": "icmp", "cidr": "10.4.0.0/16"})),
+            rule(json!({"protocol": "all", "cidr": "10.5.0.0/16"})),
+        ];
+        let seen = ObservedIngress::from_value(Some(&written_ingress("sg-1", &rules))).unwrap();
+        assert!(seen.member_rule);
+        assert_eq!(seen.rules, rules.iter().cloned().collect());
+    }
+
+    #[test]
+    fn policies_of_other_clients_read_as_neutral_rules_or_not_at_all() {
+        let policies = [
+            // No note: TCP `ALL` is every port, ICMP has none.
+            json!({"Protocol": "TCP", "Port": "ALL", "CidrBlock": "10.0.0.0/8", "Action": "ACCEPT"}),
+            json!({"Protocol": "ICMP", "CidrBlock": "10.0.0.0/8", "Action": "ACCEPT"}),
+            json!({"Protocol": "UDP", "Port": "53", "CidrBlock": "10.0.0.0/8", "Action": "DROP"}),
+            json!({"Protocol": "GRE", "CidrBlock": "10.0.0.0/8", "Action": "ACCEPT"}),
+            json!({"Protocol": "ALL", "SecurityGroupId": "sg-other", "Action": "ACCEPT"}),
+        ];
+        let seen = ObservedIngress::from_value(Some(&observed_ingress("sg-1", &policies))).unwrap();
+        assert!(
+            !seen.member_rule,
+            "another group's policy is not the members' rule"
+        );
+        let want: BTreeSet<IngressRule> = [
+            rule(json!({"from_port": 0, "to_port": 65535, "cidr": "10.0.0.0/8"})),
+            rule(json!({"protocol": "icmp", "cidr": "10.0.0.0/8"})),
+        ]
+        .into();
+        assert_eq!(seen.rules, want);
     }
 
     #[test]

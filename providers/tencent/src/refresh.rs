@@ -7,6 +7,7 @@
 //! [`crate::errors::undocumented`]); a throttled call fails the refresh.
 
 use crate::client::{s, Api, CBS, CVM, VPC};
+use crate::network;
 use crate::storage::volume_type_from_api;
 use crate::tags::{
     ownership_of, tag_filter, tags_of, user_tags_value, TAG_IMAGE, TAG_KIND, TAG_PRICING,
@@ -167,11 +168,7 @@ pub(crate) async fn read(
         .client
         .describe_ids(l.api, l.action, region, l.keys(), ids, l.ids_per_call)
         .await?;
-    Ok(found
-        .iter()
-        .filter(|v| counts(l, v))
-        .map(|v| observe(l, v, region))
-        .collect())
+    observe_all(p, l, found.iter().filter(|v| counts(l, v)), region).await
 }
 
 /// Everything of `project` in `region`: one paginated call per kind
@@ -183,6 +180,7 @@ pub(crate) async fn list_owned(
 ) -> Result<Vec<ObservedResource>, ProviderError> {
     let mut out = Vec::new();
     for l in LISTINGS {
+        let mut ours = Vec::new();
         let mut filters = Vec::new();
         if l.tag_filter {
             filters.push(tag_filter(OwnershipTags::PROJECT, project));
@@ -199,12 +197,34 @@ pub(crate) async fn list_owned(
             .describe_all(l.api, l.action, region, body, l.set_key)
             .await?
         {
-            let ours = l.tag_filter
+            let tagged = l.tag_filter
                 || tags_of(&v).get(OwnershipTags::PROJECT).map(String::as_str) == Some(project);
-            if ours && counts(l, &v) {
-                out.push(observe(l, &v, region));
+            if tagged && counts(l, &v) {
+                ours.push(v);
             }
         }
+        out.extend(observe_all(p, l, ours.iter(), region).await?);
+    }
+    Ok(out)
+}
+
+/// [`observe`] of each item; a security group also gets its rules read
+/// back (one DescribeSecurityGroupPolicies each: DescribeSecurityGroups does
+/// not answer them), so a bare or drifted group shows in the plan.
+async fn observe_all<'a>(
+    p: &TencentProvider,
+    l: &Listing,
+    items: impl Iterator<Item = &'a Value>,
+    region: &str,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let mut out = Vec::new();
+    for v in items {
+        let mut o = observe(l, v, region);
+        if l.kind == ResourceKind::Firewall {
+            let ingress = network::group_ingress(p, region, &o.id).await?;
+            o.attrs.insert("ingress".into(), ingress);
+        }
+        out.push(o);
     }
     Ok(out)
 }
@@ -232,8 +252,7 @@ pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource 
             a.insert("zone".into(), json!(s(v, "Zone")));
             "available"
         }
-        // Firewall rules are not read back (one call per group): the
-        // recorded `ingress` stands, and an update rewrites it whole.
+        // A group's rules come from another call (see `observe_all`).
         ResourceKind::Firewall | ResourceKind::Placement | ResourceKind::Bucket => "available",
         ResourceKind::Instance => {
             instance_attrs(v, &tags, &mut a);

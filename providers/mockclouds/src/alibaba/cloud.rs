@@ -2125,47 +2125,55 @@ impl Cloud {
                 .map(|(_, v)| v.clone())
         };
         let mut out = Vec::new();
-        out.extend(self.vpcs.iter().map(|v| MockResource {
-            kind: ResourceKind::Network,
-            id: v.id.clone(),
-            region: v.region.clone(),
-            address: addr(&v.tags),
+        out.extend(
+            self.vpcs
+                .iter()
+                .map(|v| MockResource::new(ResourceKind::Network, &v.id, &v.region, addr(&v.tags))),
+        );
+        out.extend(
+            self.vswitches
+                .iter()
+                .map(|v| MockResource::new(ResourceKind::Subnet, &v.id, &v.region, addr(&v.tags))),
+        );
+        out.extend(self.groups.iter().map(|v| {
+            let mut m = MockResource::new(ResourceKind::Firewall, &v.id, &v.region, addr(&v.tags));
+            // Members of a basic group reach each other unless its
+            // InnerAccessPolicy is Drop (DescribeSecurityGroupAttribute).
+            if v.inner_policy.eq_ignore_ascii_case("accept") {
+                m.ingress.push(crate::MEMBERS.to_string());
+            }
+            for p in v
+                .perms
+                .iter()
+                .filter(|p| !p.source_cidr.is_empty() && !p.policy.eq_ignore_ascii_case("drop"))
+            {
+                let ports = match p.port_range.as_str() {
+                    "" | "-1/-1" => "all".to_string(),
+                    r => r.replace('/', "-"),
+                };
+                m.ingress
+                    .push(crate::cidr_rule(&p.protocol, &ports, &p.source_cidr));
+            }
+            m
         }));
-        out.extend(self.vswitches.iter().map(|v| MockResource {
-            kind: ResourceKind::Subnet,
-            id: v.id.clone(),
-            region: v.region.clone(),
-            address: addr(&v.tags),
-        }));
-        out.extend(self.groups.iter().map(|v| MockResource {
-            kind: ResourceKind::Firewall,
-            id: v.id.clone(),
-            region: v.region.clone(),
-            address: addr(&v.tags),
-        }));
-        out.extend(self.sets.iter().map(|v| MockResource {
-            kind: ResourceKind::Placement,
-            id: v.id.clone(),
-            region: v.region.clone(),
-            address: placement_address(&v.description),
-        }));
-        out.extend(self.instances.iter().map(|v| MockResource {
-            kind: ResourceKind::Instance,
-            id: v.id.clone(),
-            region: v.region.clone(),
-            address: addr(&v.tags),
+        out.extend(self.sets.iter().map(|v| {
+            MockResource::new(
+                ResourceKind::Placement,
+                &v.id,
+                &v.region,
+                placement_address(&v.description),
+            )
         }));
         out.extend(
-            self.disks
-                .iter()
-                .filter(|d| !d.system)
-                .map(|v| MockResource {
-                    kind: ResourceKind::Volume,
-                    id: v.id.clone(),
-                    region: v.region.clone(),
-                    address: addr(&v.tags),
-                }),
+            self.instances.iter().map(|v| {
+                MockResource::new(ResourceKind::Instance, &v.id, &v.region, addr(&v.tags))
+            }),
         );
+        out.extend(self.disks.iter().filter(|d| !d.system).map(|v| {
+            let mut m = MockResource::new(ResourceKind::Volume, &v.id, &v.region, addr(&v.tags));
+            m.attached_to = Some(v.instance.clone()).filter(|i| !i.is_empty());
+            m
+        }));
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
     }

@@ -336,37 +336,52 @@ impl MockCloud for HuaweiMock {
     fn resources(&self) -> Vec<MockResource> {
         let st = self.lock();
         let mut out = Vec::new();
-        let mut push = |kind, t: &Tagged| {
-            out.push(MockResource {
+        let mk = |kind, t: &Tagged| {
+            MockResource::new(
                 kind,
-                id: t.id().to_string(),
-                region: "mock".into(),
-                address: t
-                    .tags
+                t.id(),
+                "mock",
+                t.tags
                     .iter()
                     .find(|(k, _)| k == "gpuform_address")
                     .map(|(_, v)| decode_tag(v)),
-            })
+            )
         };
-        st.vpcs.iter().for_each(|t| push(ResourceKind::Network, t));
+        st.vpcs
+            .iter()
+            .for_each(|t| out.push(mk(ResourceKind::Network, t)));
         st.subnets
             .iter()
-            .for_each(|t| push(ResourceKind::Subnet, t));
-        st.sgs.iter().for_each(|t| push(ResourceKind::Firewall, t));
+            .for_each(|t| out.push(mk(ResourceKind::Subnet, t)));
+        for t in &st.sgs {
+            let mut m = mk(ResourceKind::Firewall, t);
+            m.ingress = sg_ingress_view(&t.body);
+            out.push(m);
+        }
         st.servers
             .iter()
-            .for_each(|t| push(ResourceKind::Instance, t));
-        st.volumes
+            .for_each(|t| out.push(mk(ResourceKind::Instance, t)));
+        for t in st
+            .volumes
             .iter()
             .filter(|v| str_of(&v.body, "bootable") != "true")
-            .for_each(|t| push(ResourceKind::Volume, t));
+        {
+            let mut m = mk(ResourceKind::Volume, t);
+            m.attached_to = t.body["attachments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| str_of(a, "server_id"))
+                .find(|s| !s.is_empty());
+            out.push(m);
+        }
         for g in &st.groups {
-            out.push(MockResource {
-                kind: ResourceKind::Placement,
-                id: str_of(g, "id"),
-                region: "mock".into(),
-                address: None,
-            });
+            out.push(MockResource::new(
+                ResourceKind::Placement,
+                &str_of(g, "id"),
+                "mock",
+                None,
+            ));
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
@@ -2328,6 +2343,43 @@ fn list_images(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
     ok(
         json!({"images": st.images.iter().filter(|i| keep(i)).take(limit).cloned().collect::<Vec<_>>()}),
     )
+}
+
+/// A group's IPv4 ingress rules as [`MockResource::ingress`] entries.
+fn sg_ingress_view(body: &Value) -> Vec<String> {
+    let id = str_of(body, "id");
+    let rules: Vec<&Value> = body["security_group_rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| str_of(r, "direction") == "ingress" && str_of(r, "ethertype") != "IPv6")
+        .collect();
+    let mut out = Vec::new();
+    if rules.iter().any(|r| str_of(r, "remote_group_id") == id) {
+        out.push(crate::MEMBERS.to_string());
+    }
+    for r in rules
+        .iter()
+        .filter(|r| !str_of(r, "remote_ip_prefix").is_empty())
+    {
+        let ports = match (r["port_range_min"].as_u64(), r["port_range_max"].as_u64()) {
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            (Some(a), None) => format!("{a}-{a}"),
+            _ => "all".to_string(),
+        };
+        let proto = str_of(r, "protocol");
+        let proto = if proto.is_empty() {
+            "all".to_string()
+        } else {
+            proto
+        };
+        out.push(crate::cidr_rule(
+            &proto,
+            &ports,
+            &str_of(r, "remote_ip_prefix"),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

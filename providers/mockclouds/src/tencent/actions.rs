@@ -40,6 +40,7 @@ fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -
         ("vpc", "CreateSecurityGroupPolicies") => create_security_group_policies(st, region, p),
         ("vpc", "ModifySecurityGroupPolicies") => modify_security_group_policies(st, region, p),
         ("vpc", "DescribeSecurityGroups") => describe_security_groups(st, region, p),
+        ("vpc", "DescribeSecurityGroupPolicies") => describe_security_group_policies(st, region, p),
         ("vpc", "DeleteSecurityGroup") => delete_security_group(st, region, p),
         ("cvm", "DescribeImages") => describe_images(st, p),
         ("cvm", "CreateDisasterRecoverGroup") => create_disaster_recover_group(st, region, p),
@@ -686,6 +687,7 @@ fn create_security_group(st: &mut State, region: &str, p: &Value) -> R {
         tags,
         ingress: Vec::new(),
         egress: Vec::new(),
+        version: 0,
         created: now_iso(),
     };
     let out = json!({ "SecurityGroup": sg_json(&g) });
@@ -797,6 +799,7 @@ fn create_security_group_policies(st: &mut State, region: &str, p: &Value) -> R 
     if let Some(g) = st.sgs.get_mut(&id) {
         g.ingress.extend(ingress);
         g.egress.extend(egress);
+        g.version += 1;
     }
     Ok(json!({}))
 }
@@ -808,8 +811,71 @@ fn modify_security_group_policies(st: &mut State, region: &str, p: &Value) -> R 
     if let Some(g) = st.sgs.get_mut(&id) {
         g.ingress = ingress;
         g.egress = egress;
+        g.version += 1;
     }
     Ok(json!({}))
+}
+
+/// A stored policy as DescribeSecurityGroupPolicies answers it: every field
+/// of the SecurityGroupPolicy structure the page lists (PolicyIndex,
+/// Protocol, Port, CidrBlock, Ipv6CidrBlock, SecurityGroupId, Action,
+/// PolicyDescription, ModifyTime; ServiceTemplate and AddressTemplate
+/// unused here), unset ones as empty strings. `Port` is `ALL` for a TCP or
+/// UDP policy created without one.
+fn policy_json(index: usize, pol: &Value) -> Value {
+    let text = |k: &str| opt_str(pol, k).unwrap_or("").to_string();
+    let proto = text("Protocol").to_ascii_uppercase();
+    let proto = if proto.is_empty() {
+        "ALL".to_string()
+    } else {
+        proto
+    };
+    let port = match opt_str(pol, "Port") {
+        Some(p) => p.to_string(),
+        None if proto == "TCP" || proto == "UDP" => "ALL".to_string(),
+        None => String::new(),
+    };
+    json!({
+        "PolicyIndex": index,
+        "Protocol": proto,
+        "Port": port,
+        "ServiceTemplate": {"ServiceId": "", "ServiceGroupId": ""},
+        "CidrBlock": text("CidrBlock"),
+        "Ipv6CidrBlock": text("Ipv6CidrBlock"),
+        "SecurityGroupId": text("SecurityGroupId"),
+        "AddressTemplate": {"AddressId": "", "AddressGroupId": ""},
+        "Action": text("Action"),
+        "PolicyDescription": text("PolicyDescription"),
+        "ModifyTime": "2020-01-01 00:00:00",
+    })
+}
+
+/// DescribeSecurityGroupPolicies, https://www.tencentcloud.com/document/api/215/15804:
+/// SecurityGroupId (required); answers `SecurityGroupPolicySet` with
+/// `Version` (a string, bumped by each change of the rules), `Egress` and
+/// `Ingress`.
+fn describe_security_group_policies(st: &mut State, region: &str, p: &Value) -> R {
+    let id = req_str(p, "SecurityGroupId")?;
+    check_id(id, "sg", "InvalidParameterValue.Malformed")?;
+    let Some(g) = st.sgs.get(id).filter(|g| g.region == region) else {
+        return Err(ApiError::new(
+            "ResourceNotFound",
+            format!("The security group `{id}` does not exist."),
+        ));
+    };
+    let list = |v: &[Value]| -> Vec<Value> {
+        v.iter()
+            .enumerate()
+            .map(|(i, pol)| policy_json(i, pol))
+            .collect()
+    };
+    Ok(json!({
+        "SecurityGroupPolicySet": {
+            "Version": g.version.to_string(),
+            "Egress": list(&g.egress),
+            "Ingress": list(&g.ingress),
+        }
+    }))
 }
 
 /// DescribeSecurityGroups, https://www.tencentcloud.com/document/api/215/15808:

@@ -183,6 +183,24 @@ impl TencentMock {
         self.with_state(|s| s.tags_of(id))
     }
 
+    /// Removes the Ingress policies of a group that `matches` selects, as
+    /// another client would (DeleteSecurityGroupPolicies, 215/15809).
+    /// Returns how many went.
+    pub fn remove_ingress_behind(&self, id: &str, matches: impl Fn(&Value) -> bool) -> usize {
+        self.with_state(|s| match s.sgs.get_mut(id) {
+            Some(g) => {
+                let before = g.ingress.len();
+                g.ingress.retain(|p| !matches(p));
+                let gone = before - g.ingress.len();
+                if gone > 0 {
+                    g.version += 1;
+                }
+                gone
+            }
+            None => 0,
+        })
+    }
+
     /// Ingress and egress policies of a security group (as stored from the requests).
     pub fn security_group_policies(&self, id: &str) -> Option<(Vec<Value>, Vec<Value>)> {
         self.with_state(|s| s.sgs.get(id).map(|g| (g.ingress.clone(), g.egress.clone())))

@@ -40,6 +40,8 @@ pub struct SecurityGroup {
     pub tags: Tags,
     pub ingress: Vec<Value>,
     pub egress: Vec<Value>,
+    /// The policy set's `Version`: one more with each change of the rules.
+    pub version: u64,
     pub created: String,
 }
 
@@ -293,32 +295,34 @@ impl State {
                 .map(|(_, v)| v.clone())
         };
         let mut out = Vec::new();
-        let mut push = |kind, id: &str, region: &str, tags: &Tags| {
-            out.push(MockResource {
-                kind,
-                id: id.to_string(),
-                region: region.to_string(),
-                address: addr(tags),
-            })
+        let mk = |kind, id: &str, region: &str, tags: &Tags| {
+            MockResource::new(kind, id, region, addr(tags))
         };
         for r in self.vpcs.values() {
-            push(ResourceKind::Network, &r.id, &r.region, &r.tags);
+            out.push(mk(ResourceKind::Network, &r.id, &r.region, &r.tags));
         }
         for r in self.subnets.values() {
-            push(ResourceKind::Subnet, &r.id, &r.region, &r.tags);
+            out.push(mk(ResourceKind::Subnet, &r.id, &r.region, &r.tags));
         }
         for r in self.sgs.values() {
-            push(ResourceKind::Firewall, &r.id, &r.region, &r.tags);
+            let mut m = mk(ResourceKind::Firewall, &r.id, &r.region, &r.tags);
+            m.ingress = ingress_view(r);
+            out.push(m);
         }
         for r in self.groups.values() {
-            push(ResourceKind::Placement, &r.id, &r.region, &r.tags);
+            out.push(mk(ResourceKind::Placement, &r.id, &r.region, &r.tags));
         }
         for r in self.instances.values().filter(|i| i.state != "TERMINATING") {
-            push(ResourceKind::Instance, &r.id, &r.region, &r.tags);
+            out.push(mk(ResourceKind::Instance, &r.id, &r.region, &r.tags));
         }
         // A system disk is part of its instance, not a volume of its own.
         for r in self.disks.values().filter(|d| d.usage == DATA_DISK) {
-            push(ResourceKind::Volume, &r.id, &r.region, &r.tags);
+            let mut m = mk(ResourceKind::Volume, &r.id, &r.region, &r.tags);
+            m.attached_to = r
+                .instance
+                .clone()
+                .filter(|_| matches!(r.state.as_str(), "ATTACHED" | "ATTACHING"));
+            out.push(m);
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
@@ -407,6 +411,31 @@ pub fn iso(secs: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// A group's ACCEPT Ingress policies as [`MockResource::ingress`] entries.
+fn ingress_view(g: &SecurityGroup) -> Vec<String> {
+    let text = |p: &Value, k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let accept: Vec<&Value> = g
+        .ingress
+        .iter()
+        .filter(|p| text(p, "Action") == "ACCEPT")
+        .collect();
+    let mut out = Vec::new();
+    if accept.iter().any(|p| text(p, "SecurityGroupId") == g.id) {
+        out.push(crate::MEMBERS.to_string());
+    }
+    for p in accept.iter().filter(|p| !text(p, "CidrBlock").is_empty()) {
+        let port = text(p, "Port");
+        let ports = match port.as_str() {
+            "" | "ALL" => "all".to_string(),
+            p if p.contains('-') => p.to_string(),
+            p => format!("{p}-{p}"),
+        };
+        let proto = text(p, "Protocol");
+        out.push(crate::cidr_rule(&proto, &ports, &text(p, "CidrBlock")));
+    }
+    out
 }
 
 #[cfg(test)]

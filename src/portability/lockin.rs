@@ -9,10 +9,10 @@
 // `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
 #![allow(clippy::unnecessary_map_or)]
 
-use crate::offers::{new_table, usd, InputError};
-use crate::resolve::HOURS_PER_MONTH;
+use super::offers::{new_table, usd, InputError};
 use crate::spec::{CloudName, Cluster, Fabric, InterconnectReq, LoadedSpec};
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 
@@ -136,7 +136,7 @@ pub fn find_equivalent(
     cny_per_usd: f64,
 ) -> Result<Equivalent, Vec<Reason>> {
     let q = req.query(cloud, region, cny_per_usd);
-    let to_eq = |m: &gpuform_provider::catalog::Match<'_>, exact: bool| Equivalent {
+    let to_eq = |m: &gpuform_catalog::Match<'_>, exact: bool| Equivalent {
         cloud,
         region: m.offering.region.clone(),
         instance_type: m.instance.name.clone(),
@@ -658,14 +658,14 @@ pub fn parse_target(catalog: &Catalog, text: &str) -> Result<(Cloud, Option<Stri
             "name a cloud: aws, alibaba, tencent or huawei (use --sandbox on plan/apply to simulate it)",
         ));
     }
-    let cloud = crate::offers::parse_cloud(cloud)?;
+    let cloud = super::offers::parse_cloud(cloud)?;
     match region {
         Some("") => Err(InputError::new(
             format!("`{text}` has an empty region"),
             format!("write {cloud} or {cloud}/REGION"),
         )),
         Some(r) => {
-            crate::offers::check_region(catalog, Some(cloud), r)?;
+            super::offers::check_region(catalog, Some(cloud), r)?;
             Ok((cloud, Some(r.to_string())))
         }
         None => Ok((cloud, None)),

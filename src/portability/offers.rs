@@ -5,80 +5,14 @@
 //! Pure: [`offers`] turns an [`OfferQuery`] into an [`OffersReport`];
 //! [`render_table`] lays it out. The command line only parses and prints.
 
-use gpuform_provider::catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
+use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 
 /// Prices older than this many days are flagged.
 pub const DEFAULT_STALE_DAYS: i64 = 180;
 
-pub use crate::clock::Day;
-
-/// How old a price is, read from its `as_of` text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum PriceAge {
-    /// `as_of` names a date (`2026-09-24`), a month (`2026-08`, read as its
-    /// first day) or a year (`2024`, read as 1 January).
-    Dated { days: i64, stale: bool },
-    /// `as_of` says the date is unknown, or names no date gpuform can read.
-    Unknown,
-}
-
-/// The first `YYYY[-MM[-DD]]` in an `as_of` text, as the earliest day it can
-/// mean; `None` when the text says the date is unknown or has no date.
-pub fn parse_as_of(as_of: &str) -> Option<Day> {
-    if as_of.to_ascii_lowercase().contains("unknown") {
-        return None;
-    }
-    let b = as_of.as_bytes();
-    let digits = |from: usize, n: usize| -> Option<u32> {
-        let s = as_of.get(from..from + n)?;
-        (s.len() == n && s.bytes().all(|c| c.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    for i in 0..b.len() {
-        if i > 0 && b[i - 1].is_ascii_digit() {
-            continue;
-        }
-        let Some(y) = digits(i, 4) else { continue };
-        if b.get(i + 4).is_some_and(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if !(1990..=2999).contains(&y) {
-            continue;
-        }
-        let mut month = 1;
-        let mut day = 1;
-        if b.get(i + 4) == Some(&b'-') {
-            if let Some(m) = digits(i + 5, 2).filter(|m| (1..=12).contains(m)) {
-                month = m;
-                if b.get(i + 7) == Some(&b'-') {
-                    if let Some(d) = digits(i + 8, 2).filter(|d| (1..=31).contains(d)) {
-                        day = d;
-                    }
-                }
-            }
-        }
-        return Some(Day::from_ymd(i64::from(y), month, day));
-    }
-    None
-}
-
-/// The age of a price dated `as_of` on `today`, flagged when older than `stale_days`.
-pub fn price_age(as_of: &str, today: Day, stale_days: i64) -> PriceAge {
-    match parse_as_of(as_of) {
-        Some(d) => {
-            let days = today.0 - d.0;
-            PriceAge::Dated {
-                days,
-                stale: days > stale_days,
-            }
-        }
-        None => PriceAge::Unknown,
-    }
-}
+pub use gpuform_catalog::{parse_as_of, price_age, Day, PriceAge};
 
 /// The price of one offering for the query's pricing model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -551,48 +485,6 @@ pub(crate) fn summarize(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn days_from_civil() {
-        assert_eq!(Day::from_ymd(1970, 1, 1), Day(0));
-        assert_eq!(Day::from_ymd(2000, 3, 1), Day(11_017));
-        assert_eq!(
-            Day::from_ymd(2026, 11, 29).0 - Day::from_ymd(2026, 1, 1).0,
-            332
-        );
-        assert_eq!(
-            Day::from_ymd(2024, 3, 1).0 - Day::from_ymd(2024, 2, 28).0,
-            2
-        );
-    }
-
-    #[test]
-    fn as_of_forms() {
-        assert_eq!(parse_as_of("2026-09-24"), Some(Day::from_ymd(2026, 9, 24)));
-        assert_eq!(parse_as_of("2026-08"), Some(Day::from_ymd(2026, 8, 1)));
-        assert_eq!(parse_as_of("2024"), Some(Day::from_ymd(2024, 1, 1)));
-        assert_eq!(
-            parse_as_of("snapshot>=2025-11"),
-            Some(Day::from_ymd(2025, 11, 1))
-        );
-        assert_eq!(parse_as_of("doc-date-unknown"), None);
-        assert_eq!(parse_as_of("doc-date-unknown(~2020-21?)"), None);
-        assert_eq!(parse_as_of(""), None);
-        assert_eq!(parse_as_of("v12345"), None);
-        let today = Day::from_ymd(2026, 11, 29);
-        assert_eq!(
-            price_age("2026-09-24", today, 180),
-            PriceAge::Dated {
-                days: 66,
-                stale: false
-            }
-        );
-        assert!(matches!(
-            price_age("2024", today, 180),
-            PriceAge::Dated { stale: true, .. }
-        ));
-        assert_eq!(price_age("doc-date-unknown", today, 180), PriceAge::Unknown);
-    }
 
     #[test]
     fn money() {

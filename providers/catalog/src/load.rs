@@ -5,90 +5,9 @@ use super::{
     InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PricingModel,
     RdmaKind, Region, SubscriptionPrice,
 };
+use crate::sources::{CatalogSources, Source};
 use crate::Cloud;
 use std::collections::{BTreeMap, HashMap};
-
-/// One input text and the file name errors should point at.
-#[derive(Debug, Clone, Copy)]
-pub struct Source<'a> {
-    pub file: &'a str,
-    pub text: &'a str,
-}
-
-/// The files of one cloud.
-#[derive(Debug, Clone, Copy)]
-pub struct CloudSources<'a> {
-    pub cloud: Cloud,
-    pub instance_types: Source<'a>,
-    pub regions: Source<'a>,
-    pub availability: Source<'a>,
-    pub prices: Source<'a>,
-    pub subscriptions: Option<Source<'a>>,
-    pub notes: Option<Source<'a>>,
-}
-
-/// Everything [`Catalog::from_sources`] reads.
-#[derive(Debug, Clone)]
-pub struct CatalogSources<'a> {
-    pub gpus: Source<'a>,
-    pub clouds: Vec<CloudSources<'a>>,
-}
-
-macro_rules! embedded {
-    ($path:literal) => {
-        Source {
-            file: $path,
-            text: include_str!(concat!("../../../../", $path)),
-        }
-    };
-}
-
-impl CatalogSources<'static> {
-    /// The data files embedded in the binary.
-    pub fn builtin() -> CatalogSources<'static> {
-        CatalogSources {
-            gpus: embedded!("providers/api/catalog/gpus.csv"),
-            clouds: vec![
-                CloudSources {
-                    cloud: Cloud::Aws,
-                    instance_types: embedded!("providers/aws/catalog/instance_types.csv"),
-                    regions: embedded!("providers/aws/catalog/regions.csv"),
-                    availability: embedded!("providers/aws/catalog/availability.csv"),
-                    prices: embedded!("providers/aws/catalog/prices.csv"),
-                    subscriptions: None,
-                    notes: Some(embedded!("providers/aws/catalog/notes.csv")),
-                },
-                CloudSources {
-                    cloud: Cloud::Alibaba,
-                    instance_types: embedded!("providers/alibaba/catalog/instance_types.csv"),
-                    regions: embedded!("providers/alibaba/catalog/regions.csv"),
-                    availability: embedded!("providers/alibaba/catalog/availability.csv"),
-                    prices: embedded!("providers/alibaba/catalog/prices.csv"),
-                    subscriptions: Some(embedded!("providers/alibaba/catalog/subscriptions.csv")),
-                    notes: Some(embedded!("providers/alibaba/catalog/notes.csv")),
-                },
-                CloudSources {
-                    cloud: Cloud::Tencent,
-                    instance_types: embedded!("providers/tencent/catalog/instance_types.csv"),
-                    regions: embedded!("providers/tencent/catalog/regions.csv"),
-                    availability: embedded!("providers/tencent/catalog/availability.csv"),
-                    prices: embedded!("providers/tencent/catalog/prices.csv"),
-                    subscriptions: Some(embedded!("providers/tencent/catalog/subscriptions.csv")),
-                    notes: Some(embedded!("providers/tencent/catalog/notes.csv")),
-                },
-                CloudSources {
-                    cloud: Cloud::Huawei,
-                    instance_types: embedded!("providers/huawei/catalog/instance_types.csv"),
-                    regions: embedded!("providers/huawei/catalog/regions.csv"),
-                    availability: embedded!("providers/huawei/catalog/availability.csv"),
-                    prices: embedded!("providers/huawei/catalog/prices.csv"),
-                    subscriptions: None,
-                    notes: Some(embedded!("providers/huawei/catalog/notes.csv")),
-                },
-            ],
-        }
-    }
-}
 
 /// A problem in a catalog file, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,30 +1,43 @@
-//! The GPU catalog: GPU models, instance types per cloud, regions and zones,
-//! and prices with their source and date. Data files live under
-//! `providers/<cloud>/catalog/` and are embedded in the binary.
+//! The GPU catalog: the clouds gpuform knows, GPU models, instance types per
+//! cloud, regions and zones, and prices with their source and date; plus the
+//! date helpers that read a price's age, and the hours-per-month convention
+//! every monthly figure uses. Data files live under `data/` in this crate and
+//! are embedded in the binary.
+//!
+//! This crate is the lowest layer: data about clouds. It depends on no other
+//! gpuform crate; the provider interface (`gpuform-provider`) and the engine
+//! import [`Cloud`] and the catalog from here.
 //!
 //! Layout:
-//! - `providers/api/catalog/gpus.csv`: GPU models, aliases, MIG profiles.
-//! - `providers/<cloud>/catalog/instance_types.csv`: specifications.
-//! - `providers/<cloud>/catalog/regions.csv`: regions and their zones.
-//! - `providers/<cloud>/catalog/availability.csv`: which region offers which
+//! - `data/gpus.csv`: GPU models, aliases, MIG profiles.
+//! - `data/<cloud>/instance_types.csv`: specifications.
+//! - `data/<cloud>/regions.csv`: regions and their zones.
+//! - `data/<cloud>/availability.csv`: which region offers which
 //!   family or instance type (rows whose source starts with `assumed` are
 //!   not backed by a document).
-//! - `providers/<cloud>/catalog/prices.csv`: one price per row, each with its
+//! - `data/<cloud>/prices.csv`: one price per row, each with its
 //!   source and `as_of` date; region `*` means "the source states no region".
 //! - `subscriptions.csv` (monthly prices) and `notes.csv` (caveats).
+//! - `data/<cloud>/README.md`: where each cloud's rows come from.
 //!
 //! Empty cells mean unknown; the loader never fills them in.
 
+pub mod cloud;
+pub mod date;
+pub mod fsio;
 mod load;
 mod overrides;
 mod query;
+mod sources;
 #[cfg(test)]
 mod tests;
 
-pub use load::{CatalogError, CatalogSources, CloudSources, Source};
+pub use cloud::Cloud;
+pub use date::{parse_as_of, price_age, Day, PriceAge, HOURS_PER_MONTH};
+pub use load::CatalogError;
 pub use query::{Match, OfferQuery, DEFAULT_CNY_PER_USD};
+pub use sources::{CatalogSources, CloudSources, Source};
 
-use crate::Cloud;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::OnceLock;

@@ -1,21 +1,17 @@
 //! Cost in every plan: per cluster, the CNY rate used, how old the prices
 //! are, and the budget guard — which names the cheapest way to fit.
 
-use crate::offers::{price_age, Day, PriceAge};
+use crate::address::Address;
+use crate::address::Target;
 use crate::plan::{Action, ClusterCost, Plan};
-use crate::resolve::{Target, HOURS_PER_MONTH};
 use crate::spec::{Diagnostic, Fabric, InterconnectReq, LoadedSpec};
-use gpuform_provider::catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
+use gpuform_catalog::{price_age, Day, PriceAge, HOURS_PER_MONTH};
+use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 
 /// Prices older than this are called out in plans.
 pub const STALE_AFTER_DAYS: i64 = 180;
-
-/// The cluster an address belongs to (`cluster.NAME.…`).
-pub fn cluster_of(address: &str) -> Option<&str> {
-    address.strip_prefix("cluster.")?.split(['.', '~']).next()
-}
 
 /// Fills the plan's per-cluster costs, CNY note and price-age warnings.
 pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day) {
@@ -28,7 +24,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         .iter()
         .filter(|c| c.kind == ResourceKind::Instance)
     {
-        let Some(name) = cluster_of(&c.address) else {
+        let Some(name) = Address::new(&c.address).cluster() else {
             continue;
         };
         let e = clusters

@@ -9,9 +9,9 @@
 //! - a reservation beats on-demand above `reserved_rate / on_demand_rate` of
 //!   the month (the break-even utilisation), i.e. above that many × 730 hours.
 
-use crate::offers::{new_table, right_align, usd, InputError};
-use crate::resolve::HOURS_PER_MONTH;
-use gpuform_provider::catalog::{Catalog, OfferQuery, Offering, PricingModel};
+use super::offers::{new_table, right_align, usd, InputError};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, OfferQuery, Offering, PricingModel};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 
@@ -201,7 +201,7 @@ pub fn breakeven(catalog: &Catalog, q: &OfferQuery, hours: f64) -> BreakevenRepo
             .then_with(|| a.region.cmp(&b.region))
             .then_with(|| a.instance_type.cmp(&b.instance_type))
     });
-    let mut words = crate::offers::describe_query(&q);
+    let mut words = super::offers::describe_query(&q);
     // The pricing model of the query plays no part here.
     if let Some(rest) = words.strip_suffix(&format!(", {}", q.pricing.as_str())) {
         words = rest.to_string();

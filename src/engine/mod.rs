@@ -2,39 +2,25 @@
 //! load → resolve → refresh → diff (plan); lock → recover → refresh → diff →
 //! execute → save (apply).
 
+mod error;
+mod failover;
+
+pub use error::EngineError;
+pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};
+
+use crate::address::{Address, Target};
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, Action, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current};
 use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
-use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateError, StateLock, StateStore};
-use gpuform_provider::catalog::Catalog;
-use gpuform_provider::{ErrorKind, ProviderError};
+use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateLock, StateStore};
+use gpuform_catalog::Catalog;
+use gpuform_provider::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("{0}")]
-    Spec(Diagnostics),
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error("{context}: {error}")]
-    Provider {
-        context: String,
-        error: ProviderError,
-    },
-    #[error("{0}")]
-    Config(String),
-    #[error("invalid plan: {0}")]
-    Plan(String),
-    #[error("{0}")]
-    StalePlan(String),
-    #[error("internal error: {0}")]
-    Internal(String),
-}
 
 /// Where a spec's state lives: `--state`, else the spec's `state.path`, else
 /// `.gpuform/<project>.state.json` in the working directory.
@@ -78,6 +64,9 @@ pub struct PlanRequest<'a> {
     pub resolve: ResolveOptions,
     pub diff: DiffOptions,
     pub refresh: bool,
+    /// Told what the user should know while planning runs (a wait for a
+    /// cloud to settle); the engine prints nothing itself.
+    pub notify: &'a (dyn Fn(&str) + Sync),
 }
 
 /// Resolves the spec against the catalog, with catalog errors pointing into the YAML.
@@ -124,7 +113,7 @@ pub async fn make_plan(
         serial: doc.serial,
     };
     let current = if req.refresh {
-        refresh(doc, providers).await?
+        refresh(doc, providers, req.notify).await?
     } else {
         Current::unrefreshed(doc)
     };
@@ -141,14 +130,14 @@ pub async fn make_plan(
             current.adopted.join(", ")
         ));
     }
-    crate::cost::annotate(
+    crate::portability::cost::annotate(
         &mut plan,
         req.catalog,
         req.diff.cny_per_usd,
         crate::clock::today(),
     );
     if !req.diff.destroy {
-        crate::cost::budget_check(req.loaded, &plan, req.catalog)
+        crate::portability::cost::budget_check(req.loaded, &plan, req.catalog)
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
@@ -205,8 +194,7 @@ pub fn lock_state(
         None => (StateDoc::new(project), false),
     };
     if Journal::recover(&store.journal_path(), &mut doc)? {
-        doc.serial += 1;
-        store.save(&doc)?;
+        store.commit(&mut doc)?;
         Journal::remove(&store.journal_path())?;
     }
     Ok(LockedState {
@@ -292,8 +280,7 @@ pub async fn apply_plan(
         }
     }
     let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
-    doc.serial += 1;
-    locked.store.save(&doc)?;
+    locked.store.commit(&mut doc)?;
     Journal::remove(&locked.store.journal_path())?;
     locked.doc = doc;
     Ok(report)
@@ -317,8 +304,8 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             continue;
         };
         let (Some(cluster), Some(target), Some(zone)) = (
-            crate::cost::cluster_of(address),
-            crate::resolve::Target::parse(&c.provider),
+            Address::new(address).cluster(),
+            Target::parse(&c.provider),
             c.after
                 .as_ref()
                 .and_then(|a| a.get("zone"))
@@ -366,7 +353,7 @@ async fn check_offerings(
         let (Some(zone), Some(itype), Some(cluster)) = (
             r.attrs.get("zone").and_then(|v| v.as_str()),
             r.attrs.get("instance_type").and_then(|v| v.as_str()),
-            crate::cost::cluster_of(&r.address),
+            Address::new(&r.address).cluster(),
         ) else {
             continue;
         };
@@ -415,12 +402,14 @@ async fn check_offerings(
 pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, Placement> {
     let mut out = std::collections::BTreeMap::new();
     for (address, r) in &doc.resources {
-        if r.kind != gpuform_provider::ResourceKind::Instance || address.contains('~') {
+        if r.kind != gpuform_provider::ResourceKind::Instance
+            || Address::new(address).is_duplicate()
+        {
             continue;
         }
         let (Some(cluster), Some(target), Some(zone)) = (
-            crate::cost::cluster_of(address),
-            crate::resolve::Target::parse(&r.provider),
+            Address::new(address).cluster(),
+            Target::parse(&r.provider),
             r.attrs.get("zone").and_then(|z| z.as_str()),
         ) else {
             continue;

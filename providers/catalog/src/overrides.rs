@@ -12,7 +12,8 @@
 //! `region` may be `*` (every region offering the type); `source` defaults to
 //! "price override (FILE:LINE)" and `as_of` to "override".
 
-use super::load::{parse_currency, parse_pricing, rows, Row, Source};
+use super::load::{parse_currency, parse_pricing, rows, Row};
+use super::sources::Source;
 use super::{Catalog, CatalogError, Price};
 use crate::Cloud;
 
@@ -87,7 +88,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::PricingModel;
+    use crate::PricingModel;
 
     fn src(text: &str) -> Source<'_> {
         Source {
