@@ -280,17 +280,7 @@ async fn tags_follow_tencent_rules() {
 /// client is missing from what read and list_owned report.
 #[tokio::test]
 async fn firewall_rules_are_read_back() {
-    let mock = TencentMock::start();
-    let p = provider(&mock);
-    let vpc = p
-        .create(&request(
-            ResourceKind::Network,
-            "cluster.d.network",
-            attrs(&[("cidr", json!("10.0.0.0/16"))]),
-            &[],
-        ))
-        .await
-        .expect("vpc");
+    let (mock, p, net) = started().await;
     let ingress = json!([
         {"protocol": "tcp", "from_port": 8000, "to_port": 8100, "cidr": "10.1.0.0/16"},
         {"protocol": "tcp", "from_port": 0, "to_port": 65535, "cidr": "10.3.0.0/16"},
@@ -305,23 +295,26 @@ async fn firewall_rules_are_read_back() {
             ResourceKind::Firewall,
             "cluster.d.firewall",
             attrs(&[("ingress", ingress.clone())]),
-            &[("network", &vpc.id)],
+            &[("network", &net.vpc)],
         ))
         .await
         .expect("firewall");
+    let read_ingress = || async {
+        let read = p
+            .read(
+                &scope(),
+                ResourceKind::Firewall,
+                std::slice::from_ref(&sg.id),
+            )
+            .await
+            .unwrap();
+        read[0].attrs["ingress"].clone()
+    };
     assert_eq!(
         sg.attrs["ingress"], canonical,
         "create reports what it wrote"
     );
-    let read = p
-        .read(
-            &scope(),
-            ResourceKind::Firewall,
-            std::slice::from_ref(&sg.id),
-        )
-        .await
-        .unwrap();
-    assert_eq!(read[0].attrs["ingress"], canonical, "read back as written");
+    assert_eq!(read_ingress().await, canonical, "read back as written");
     let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
     let fw = listed.iter().find(|o| o.id == sg.id).expect("listed");
     assert_eq!(fw.attrs["ingress"], canonical, "listed as written");
@@ -331,16 +324,8 @@ async fn firewall_rules_are_read_back() {
         mock.remove_ingress_behind(&sg.id, |p| p["CidrBlock"] == "10.1.0.0/16"),
         1
     );
-    let read = p
-        .read(
-            &scope(),
-            ResourceKind::Firewall,
-            std::slice::from_ref(&sg.id),
-        )
-        .await
-        .unwrap();
     assert_eq!(
-        read[0].attrs["ingress"],
+        read_ingress().await,
         json!([ingress[1], ingress[2]]),
         "the removed rule is gone from what is observed"
     );
@@ -351,16 +336,8 @@ async fn firewall_rules_are_read_back() {
         mock.remove_ingress_behind(&sg.id, move |p| p["SecurityGroupId"] == id.as_str()),
         1
     );
-    let read = p
-        .read(
-            &scope(),
-            ResourceKind::Firewall,
-            std::slice::from_ref(&sg.id),
-        )
-        .await
-        .unwrap();
     assert_eq!(
-        read[0].attrs["ingress"],
+        read_ingress().await,
         json!([
             ingress[1],
             ingress[2],
