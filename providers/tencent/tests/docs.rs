@@ -1,11 +1,11 @@
 //! The Tencent provider against what Tencent Cloud's documentation says, as
-//! the stand-in (`gpuform_mockclouds::tencent::TencentMock`) models it: failed
+//! the stand-in (`gpuform_standins::tencent::TencentMock`) models it: failed
 //! launches, system disks tagged like their instance, the recycle bin,
 //! placement group quotas, the China site's image names, tag rules, and
 //! answers missing their documented body. Each test cites its page.
 
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_standins::MockCloud;
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, OwnershipTags, Provider, ResourceKind, Scope,
 };

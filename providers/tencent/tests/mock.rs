@@ -1,9 +1,9 @@
 //! The Tencent provider against the local Tencent Cloud stand-in
-//! (`gpuform_mockclouds::tencent::TencentMock`), which verifies every TC3
+//! (`gpuform_standins::tencent::TencentMock`), which verifies every TC3
 //! signature and answers as the API reference pages describe.
 
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_standins::MockCloud;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
