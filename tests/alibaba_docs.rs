@@ -1,4 +1,4 @@
-//! The gpuform binary against the Alibaba stand-in (providers/mockclouds,
+//! The gpuform binary against the Alibaba stand-in (tests/standins,
 //! corrected to the ECS/VPC API references), for the issue-15 points that
 //! only show at the level of a plan:
 //! - point 15: a refresh that gets an answer without its documented body
@@ -6,8 +6,8 @@
 //! - point 7: destroying an unexpired subscription is refused by the plan,
 //!   saying why and until when, before anything is destroyed.
 
-use gpuform_mockclouds::alibaba::{AlibabaMock, Fault};
-use gpuform_mockclouds::{MockCloud, MockResource};
+use gpuform_standins::alibaba::{AlibabaMock, Fault};
+use gpuform_standins::{MockCloud, MockResource};
 use gpuform_provider::ResourceKind;
 use std::path::Path;
 use std::process::{Command, Output};

@@ -27,7 +27,7 @@
 
 mod support;
 
-use gpuform_mockclouds::{tencent::TencentMock, MockCloud};
+use gpuform_standins::{tencent::TencentMock, MockCloud};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,13 +1,13 @@
 //! The shared scenario suite for the clouds without an emulator: Alibaba,
 //! Tencent and Huawei. The gpuform binary runs against local stand-ins of
-//! their APIs (providers/mockclouds: they verify every signature and answer
+//! their APIs (tests/standins: they verify every signature and answer
 //! as the API references document) — the same scenarios for each: create,
 //! refresh, drift, scale, destroy, and a crash at every API call of an apply
 //! followed by another apply.
 
 mod support;
 
-use gpuform_mockclouds::{
+use gpuform_standins::{
     alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, MockCloud,
 };
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,9 +1,9 @@
 //! Huawei Cloud behaviours of issue 15 that only show across commands: the
-//! gpuform binary against the Huawei stand-in (providers/mockclouds), killed
+//! gpuform binary against the Huawei stand-in (tests/standins), killed
 //! right after a chosen API call, or refreshed while the API throttles.
 
-use gpuform_mockclouds::huawei::HuaweiMock;
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 use std::path::Path;

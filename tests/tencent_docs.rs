@@ -1,12 +1,12 @@
 //! gpuform (the library and the binary) on the Tencent Cloud points of issue
-//! 15, against the stand-in (providers/mockclouds, which models each
+//! 15, against the stand-in (tests/standins, which models each
 //! documented behaviour and cites its page): tag rules in `validate`, a
 //! failed launch failing over, system disks and the recycle bin at plan and
 //! destroy, and refreshes that get no usable answer.
 
 use gpuform::spec::{self, Vars};
-use gpuform_mockclouds::tencent::TencentMock;
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::tencent::TencentMock;
+use gpuform_standins::MockCloud;
 use std::path::Path;
 use std::process::{Command, Output};
 

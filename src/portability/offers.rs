@@ -141,15 +141,12 @@ pub fn parse_cloud(text: &str) -> Result<Cloud, InputError> {
 
 /// Parses a pricing model (`on-demand`, `spot`, `reserved-1y`, `reserved-3y`).
 pub fn parse_pricing(text: &str) -> Result<PricingModel, InputError> {
-    PricingModel::ALL
-        .into_iter()
-        .find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
-        .ok_or_else(|| {
-            InputError::new(
-                format!("unknown pricing model `{text}`"),
-                "write one of on-demand, spot, reserved-1y, reserved-3y",
-            )
-        })
+    PricingModel::parse(text).ok_or_else(|| {
+        InputError::new(
+            format!("unknown pricing model `{text}`"),
+            "write one of on-demand, spot, reserved-1y, reserved-3y",
+        )
+    })
 }
 
 /// Checks a region name against the catalog (of `cloud`, or of any cloud).

@@ -30,7 +30,7 @@ pub struct Live {
 }
 
 /// A firewall lets its members reach each other (the stand-ins' word too).
-pub const MEMBERS: &str = gpuform_mockclouds::MEMBERS;
+pub const MEMBERS: &str = gpuform_standins::MEMBERS;
 
 /// A CIDR rule as [`Live::ingress`] lists it: `tcp 8000-8100 10.1.0.0/16`.
 pub fn rule(protocol: &str, from: u64, to: u64, cidr: &str) -> String {
@@ -133,8 +133,8 @@ pub fn assert_complete(
     }
 }
 
-/// Everything alive in a stand-in cloud (providers/mockclouds), as [`Live`].
-pub fn mock_live(mock: &dyn gpuform_mockclouds::MockCloud, cloud: &str) -> Vec<Live> {
+/// Everything alive in a stand-in cloud (tests/standins), as [`Live`].
+pub fn mock_live(mock: &dyn gpuform_standins::MockCloud, cloud: &str) -> Vec<Live> {
     mock.resources()
         .into_iter()
         .map(|r| Live {

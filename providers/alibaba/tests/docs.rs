@@ -1,5 +1,5 @@
 //! The Alibaba provider against what the ECS/VPC API references document,
-//! as the corrected stand-in (`gpuform_mockclouds::alibaba`) enforces it:
+//! as the corrected stand-in (`gpuform_standins::alibaba`) enforces it:
 //! issue 15, points 3, 5, 6, 7, 8 and 15. Each test names the page it
 //! follows; the stand-in's own behaviour is checked through the raw signed
 //! client too, so that a test cannot pass because gpuform and the stand-in
@@ -9,10 +9,10 @@ mod common;
 
 use common::*;
 use gpuform_alibaba::{Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
-use gpuform_mockclouds::alibaba::{
+use gpuform_standins::alibaba::{
     AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET, TAG_FILTER_CAP,
 };
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::MockCloud;
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError, ResourceKind,
 };

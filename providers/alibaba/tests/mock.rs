@@ -1,13 +1,13 @@
 //! The Alibaba provider against the local stand-in
-//! (`gpuform_mockclouds::alibaba`), which verifies every request's ACS3
+//! (`gpuform_standins::alibaba`), which verifies every request's ACS3
 //! signature and answers as the ECS/VPC API references document.
 
 mod common;
 
 use common::*;
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_mockclouds::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
+use gpuform_standins::MockCloud;
 use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
 use serde_json::{json, Value};

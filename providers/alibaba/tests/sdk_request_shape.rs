@@ -1,18 +1,18 @@
 //! What the Alibaba provider sends, compared with what the official SDK sent
 //! for the same action (`providers/signing/tests/fixtures/aliyun_*_v3`):
 //! method, path, where the parameters go, content type, signed headers,
-//! action and version. A recording proxy (`gpuform_mockclouds::tap`) sees
+//! action and version. A recording proxy (`gpuform_standins::tap`) sees
 //! the provider's requests on the wire on their way to the stand-in; each
 //! must also pass the stand-in's own ACS3 verifier.
 
 mod common;
 
 use common::*;
-use gpuform_mockclouds::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
-use gpuform_mockclouds::recordings;
-use gpuform_mockclouds::shape::Shape;
-use gpuform_mockclouds::tap::Tap;
-use gpuform_mockclouds::verify::{acs3, Key};
+use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::recordings;
+use gpuform_standins::shape::Shape;
+use gpuform_standins::tap::Tap;
+use gpuform_standins::verify::{acs3, Key};
 use gpuform_provider::{Provider, ResourceKind};
 use serde_json::json;
 

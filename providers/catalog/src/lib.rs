@@ -68,6 +68,30 @@ impl PricingModel {
             PricingModel::Reserved3y => "reserved-3y",
         }
     }
+
+    /// Reads a model as specs, CSVs and the command line write it
+    /// (`on-demand`, `spot`, `reserved-1y`, `reserved-3y`; any case).
+    pub fn parse(text: &str) -> Option<PricingModel> {
+        let text = text.trim();
+        PricingModel::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(text))
+    }
+
+    /// The commitment in months (12 or 36) of a reserved model.
+    pub fn commitment_months(self) -> Option<u32> {
+        match self {
+            PricingModel::Reserved1y => Some(12),
+            PricingModel::Reserved3y => Some(36),
+            PricingModel::OnDemand | PricingModel::Spot => None,
+        }
+    }
+}
+
+impl std::fmt::Display for PricingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

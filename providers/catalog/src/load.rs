@@ -172,10 +172,11 @@ fn split_list(cell: &str) -> Vec<String> {
 
 pub(super) fn parse_pricing(row: &Row<'_>) -> Result<PricingModel, CatalogError> {
     let v = row.req("pricing")?;
-    PricingModel::ALL
-        .into_iter()
-        .find(|p| p.as_str() == v)
-        .ok_or_else(|| row.err(format!("column `pricing`: expected on-demand, spot, reserved-1y or reserved-3y, found `{v}`")))
+    PricingModel::parse(v).ok_or_else(|| {
+        row.err(format!(
+            "column `pricing`: expected on-demand, spot, reserved-1y or reserved-3y, found `{v}`"
+        ))
+    })
 }
 
 pub(super) fn parse_currency(row: &Row<'_>) -> Result<Currency, CatalogError> {

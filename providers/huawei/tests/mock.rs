@@ -1,12 +1,12 @@
-//! The Huawei provider against the local stand-in (gpuform-mockclouds):
+//! The Huawei provider against the local stand-in (gpuform-standins):
 //! every request is signed and verified, jobs are polled, tags filtered.
 
 mod common;
 
 use common::{count, provider, request, scope, Net};
 use gpuform_huawei::HuaweiProvider;
-use gpuform_mockclouds::huawei::HuaweiMock;
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
 use serde_json::{json, Value};
 

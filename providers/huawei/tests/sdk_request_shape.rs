@@ -2,19 +2,19 @@
 //! for the same call (`providers/signing/tests/fixtures/huawei_*`): method,
 //! path with ids replaced, query or not, content type, signed headers and
 //! the JSON body's structure where both send a key. A recording proxy
-//! (`gpuform_mockclouds::tap`) sees the provider's requests on the wire on
+//! (`gpuform_standins::tap`) sees the provider's requests on the wire on
 //! their way to the stand-in; each must also pass the stand-in's own
 //! SDK-HMAC-SHA256 verifier.
 
 mod common;
 
 use common::{provider_from, request, scope};
-use gpuform_mockclouds::huawei::{HuaweiMock, TEST_AK, TEST_SK};
-use gpuform_mockclouds::recordings;
-use gpuform_mockclouds::shape::Shape;
-use gpuform_mockclouds::tap::Tap;
-use gpuform_mockclouds::verify::{huawei, Key};
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::huawei::{HuaweiMock, TEST_AK, TEST_SK};
+use gpuform_standins::recordings;
+use gpuform_standins::shape::Shape;
+use gpuform_standins::tap::Tap;
+use gpuform_standins::verify::{huawei, Key};
+use gpuform_standins::MockCloud;
 use gpuform_provider::{CreateRequest, Provider, ResourceKind};
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
 //! The Tencent provider against what Tencent Cloud's documentation says, as
-//! the stand-in (`gpuform_mockclouds::tencent::TencentMock`) models it: failed
+//! the stand-in (`gpuform_standins::tencent::TencentMock`) models it: failed
 //! launches, system disks tagged like their instance, the recycle bin,
 //! placement group quotas, the China site's image names, tag rules, and
 //! answers missing their documented body. Each test cites its page.
@@ -10,9 +10,9 @@ use common::{
     attrs, ids_of, network, node_request, provider, request, scope, started, Net, PROJECT, TYPE,
     ZONE,
 };
-use gpuform_mockclouds::tencent::TencentMock;
-use gpuform_mockclouds::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
+use gpuform_standins::tencent::TencentMock;
+use gpuform_standins::MockCloud;
 use serde_json::json;
 
 fn node(net: &Net, i: usize, image: &str, placement: Option<&str>) -> CreateRequest {

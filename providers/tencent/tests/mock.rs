@@ -1,5 +1,5 @@
 //! The Tencent provider against the local Tencent Cloud stand-in
-//! (`gpuform_mockclouds::tencent::TencentMock`), which verifies every TC3
+//! (`gpuform_standins::tencent::TencentMock`), which verifies every TC3
 //! signature and answers as the API reference pages describe.
 
 mod common;
@@ -8,11 +8,11 @@ use common::{
     attrs, network, node_request, provider, provider_with, request, scope, started, url, Net,
     PROJECT, REGION, ZONE,
 };
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
-use gpuform_mockclouds::MockCloud;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
+use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

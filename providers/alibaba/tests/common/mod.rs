@@ -1,10 +1,10 @@
 //! What every test of this crate builds on: a provider pointed at the local
-//! stand-in (`gpuform_mockclouds::alibaba`), typed create requests and a
+//! stand-in (`gpuform_standins::alibaba`), typed create requests and a
 //! network with a vSwitch and a security group.
 #![allow(dead_code)]
 
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_mockclouds::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
 use gpuform_signing::Credentials;
 use serde_json::{json, Value};

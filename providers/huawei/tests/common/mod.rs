@@ -1,10 +1,10 @@
 //! Fixtures shared by the tests against the Huawei stand-in
-//! (`gpuform_mockclouds::huawei::HuaweiMock`).
+//! (`gpuform_standins::huawei::HuaweiMock`).
 #![allow(dead_code)] // each test file uses its own subset
 
 use gpuform_huawei::{HuaweiProvider, JobPolling};
-use gpuform_mockclouds::huawei::HuaweiMock;
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
 use gpuform_provider::{
     CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
 };

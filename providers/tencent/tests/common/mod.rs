@@ -1,13 +1,13 @@
 //! Fixtures shared by the Tencent provider's tests: a provider against the
-//! local stand-in (`gpuform_mockclouds::tencent::TencentMock`), requests as
+//! local stand-in (`gpuform_standins::tencent::TencentMock`), requests as
 //! the engine sends them, and a network to put nodes in.
 
 #![allow(dead_code)] // each test file uses a part
 
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
-use gpuform_mockclouds::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
 use gpuform_signing::Credentials;
+use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_standins::MockCloud;
 use gpuform_tencent::TencentProvider;
 use serde_json::{json, Value};
 

@@ -4,8 +4,8 @@
 //! request (RPC: the string to sign) covers must be refused by the
 //! signature check itself, not by some earlier parse.
 
-use gpuform_mockclouds::recordings::{self, Recording};
-use gpuform_mockclouds::verify::{acs3, huawei, rpc, tc3, Key, Rejection, WireRequest};
+use gpuform_standins::recordings::{self, Recording};
+use gpuform_standins::verify::{acs3, huawei, rpc, tc3, Key, Rejection, WireRequest};
 
 type Verifier = fn(&WireRequest, &Key) -> Result<(), Rejection>;
 

@@ -25,7 +25,7 @@ impl Recording {
 }
 
 pub fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../signing/tests/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../providers/signing/tests/fixtures")
 }
 
 /// Every recording, sorted by name.
