@@ -33,7 +33,7 @@ pub async fn create_placement(
     p: &HuaweiProvider,
     req: &Create<PlacementSpec>,
 ) -> Result<ObservedResource, ProviderError> {
-    let PlacementSpec { strategy } = &req.spec;
+    let PlacementSpec { strategy, rdma: _ } = &req.spec;
     let region = req.region();
     if *strategy != PlacementStrategy::Spread {
         return Err(ProviderError::new(
