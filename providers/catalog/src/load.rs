@@ -2,7 +2,8 @@
 
 use super::{
     instance_family, normalize_gpu_name, Availability, Catalog, Currency, GpuDetails, GpuModel,
-    InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PricingModel,
+    InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PriceBasis,
+    PricingModel,
     RdmaKind, Region, SubscriptionPrice,
 };
 use crate::sources::{CatalogSources, Source};
@@ -467,6 +468,11 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                     currency: parse_currency(&row)?,
                     source: row.req("source")?.to_string(),
                     as_of: row.req("as_of")?.to_string(),
+                    basis: if region == "*" {
+                        PriceBasis::Assumed
+                    } else {
+                        PriceBasis::Sourced
+                    },
                 };
                 let slot = if region == "*" {
                     if !offered.keys().any(|(c, _, t)| *c == cloud && t == it) {

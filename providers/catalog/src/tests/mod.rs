@@ -272,6 +272,7 @@ fn prices_keep_source_and_date() {
         currency: Currency::CNY,
         source: "x".into(),
         as_of: "y".into(),
+        basis: PriceBasis::Sourced,
     };
     assert!((p.hourly_usd(7.0) - 10.0).abs() < 1e-12);
     assert_eq!(
