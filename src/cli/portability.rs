@@ -149,13 +149,16 @@ fn base_query(
 
 pub fn offers_cmd(a: OffersArgs) -> CmdResult {
     let catalog = Catalog::builtin();
+    // A shared name (`A100`) searches every model it means.
+    let (models, count) = offers::parse_gpu_models(catalog, &a.gpu).map_err(input)?;
     let mut q = base_query(
         catalog,
-        &a.gpu,
+        &format!("{}{}", models[0], a.gpu.find(':').map_or("", |i| &a.gpu[i..])),
         a.cloud.as_deref(),
         a.region.as_deref(),
         rate(a.cny_per_usd)?,
     )?;
+    q.gpu_count = count;
     q.pricing = offers::parse_pricing(&a.pricing).map_err(input)?;
     if let Some(m) = a.min_gpu_mem {
         if !(m.is_finite() && m >= 0.0) {
@@ -186,7 +189,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         InterconnectArg::Pcie => Interconnect::Pcie,
     });
     q.rdma = a.rdma.then_some(true);
-    let report = offers::offers(catalog, &q, crate::clock::today(), a.stale_days);
+    let report = offers::offers_of_models(catalog, &q, &models, crate::clock::today(), a.stale_days);
     if a.json {
         return json_out(&report);
     }

@@ -5,7 +5,7 @@
 //! Pure: [`offers`] turns an [`OfferQuery`] into an [`OffersReport`];
 //! [`render_table`] lays it out. The command line only parses and prints.
 
-use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
+use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 
@@ -25,6 +25,14 @@ pub struct PriceInfo {
     pub source: String,
     pub as_of: String,
     pub age: PriceAge,
+    /// `sourced` (quoted for this region), `assumed` (the source names no
+    /// region; assumed to hold here) or `override` (`--prices FILE`).
+    pub basis: &'static str,
+    /// `hourly_usd` × 730.
+    pub monthly_usd: f64,
+    /// USD per PFLOP-hour of dense FP16 tensor compute (GPU table), `None`
+    /// when the GPU's FP16 figure is unknown.
+    pub usd_per_fp16_pflop_hour: Option<f64>,
 }
 
 /// One matching offering.
@@ -47,6 +55,22 @@ pub struct OfferRow {
     pub price: Option<PriceInfo>,
     /// Caveats the catalog attaches to this offering.
     pub notes: Vec<String>,
+    /// `sourced` when a document says the region offers the type,
+    /// `assumed` when no document backs it.
+    pub availability: &'static str,
+}
+
+/// A cloud that offers the GPU but has no price for the pricing model, and
+/// how to get one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnpricedCloud {
+    pub cloud: Cloud,
+    pub gpu_model: String,
+    /// Matching offers (region × type) without a price.
+    pub offers: usize,
+    pub instance_types: Vec<String>,
+    /// The call that prices them, then `--prices FILE`.
+    pub how_to_price: String,
 }
 
 /// What `gpuform offers` found.
@@ -57,8 +81,14 @@ pub struct OffersReport {
     pub pricing: &'static str,
     pub cny_per_usd: f64,
     pub stale_days: i64,
-    /// Sorted by USD per GPU-hour (unknown prices last), then cloud, region, type.
+    /// The GPU models searched: one, or every model a shared name such as
+    /// `A100` means (then `offers` is grouped by model, in this order).
+    pub models: Vec<String>,
+    /// Sorted by USD per GPU-hour (unknown prices last), then cloud, region,
+    /// type — within each model's group.
     pub offers: Vec<OfferRow>,
+    /// Clouds offering the GPU without any price for the pricing model.
+    pub unpriced_clouds: Vec<UnpricedCloud>,
 }
 
 impl OffersReport {
@@ -127,6 +157,72 @@ pub fn parse_gpu_arg(catalog: &Catalog, text: &str) -> Result<(String, Option<u3
     })?;
     let count = text.contains(':').then_some(req.count);
     Ok((model.name.clone(), count))
+}
+
+/// Like [`parse_gpu_arg`], but a name shared by several models (`A100`:
+/// 40 and 80 GB) means all of them, as a search does: the canonical names
+/// in the catalog's order, and the count when one is given.
+pub fn parse_gpu_models(
+    catalog: &Catalog,
+    text: &str,
+) -> Result<(Vec<String>, Option<u32>), InputError> {
+    match parse_gpu_arg(catalog, text) {
+        Ok((m, n)) => Ok((vec![m], n)),
+        Err(e) => {
+            let req = crate::spec::GpuRequest::parse(text)
+                .map_err(|(message, hint)| InputError::new(message, hint))?;
+            match catalog.gpu(&req.model) {
+                Err(gpuform_catalog::GpuLookupError::Ambiguous { choices, .. }) => {
+                    let mut models: Vec<String> = catalog
+                        .gpus()
+                        .iter()
+                        .map(|g| g.name.clone())
+                        .filter(|n| choices.contains(n))
+                        .collect();
+                    models.dedup();
+                    Ok((models, text.contains(':').then_some(req.count)))
+                }
+                _ => Err(e),
+            }
+        }
+    }
+}
+
+/// How to price an offering the catalog has no price for: the cloud's own
+/// price call, whose answer goes into a `--prices FILE` row.
+pub fn how_to_price(cloud: Cloud, instance_type: &str, pricing: PricingModel) -> String {
+    let call = match (cloud, pricing) {
+        (Cloud::Aws, PricingModel::Spot) => format!(
+            "aws ec2 describe-spot-price-history --instance-types {instance_type} --product-descriptions Linux/UNIX --region REGION"
+        ),
+        (Cloud::Aws, _) => format!(
+            "aws pricing get-products --service-code AmazonEC2 --region us-east-1 --filters Type=TERM_MATCH,Field=instanceType,Value={instance_type} Type=TERM_MATCH,Field=regionCode,Value=REGION"
+        ),
+        (Cloud::Alibaba, p) => format!(
+            "aliyun ecs DescribePrice --RegionId REGION --ResourceType instance --InstanceType {instance_type}{}",
+            match p {
+                PricingModel::Spot => " --SpotStrategy SpotAsPriceGo",
+                PricingModel::Reserved1y => " --PriceUnit Year --Period 1",
+                PricingModel::Reserved3y => " --PriceUnit Year --Period 3",
+                PricingModel::OnDemand => "",
+            }
+        ),
+        (Cloud::Tencent, p) => format!(
+            "tccli cvm InquiryPriceRunInstances --region REGION --Placement '{{\"Zone\":\"ZONE\"}}' --ImageId IMAGE --InstanceType {instance_type} --InstanceChargeType {}",
+            match p {
+                PricingModel::Spot => "SPOTPAID",
+                PricingModel::Reserved1y | PricingModel::Reserved3y => "PREPAID",
+                PricingModel::OnDemand => "POSTPAID_BY_HOUR",
+            }
+        ),
+        (Cloud::Huawei, PricingModel::OnDemand | PricingModel::Spot) => format!(
+            "Huawei BSS ListOnDemandResourceRatings (resource_type hws.resource.type.vm, resource_spec {instance_type}.linux, region REGION)"
+        ),
+        (Cloud::Huawei, _) => format!(
+            "Huawei BSS ListRateOnPeriodDetail (period_type 3 = year, resource_spec {instance_type}.linux, region REGION)"
+        ),
+    };
+    format!("{call}; then a row in --prices FILE")
 }
 
 /// Parses a cloud name (`aws`, `alibaba`, `tencent`, `huawei`).
@@ -231,24 +327,59 @@ pub fn describe_query(q: &OfferQuery) -> String {
 /// Every offering meeting `q`, cheapest GPU-hour first (the catalog's own
 /// deterministic order), with prices dated against `today`.
 pub fn offers(catalog: &Catalog, q: &OfferQuery, today: Day, stale_days: i64) -> OffersReport {
-    let rows = catalog
-        .matching(q)
-        .into_iter()
-        .map(|m| {
+    let models: Vec<String> = q.gpu_model.iter().cloned().collect();
+    offers_of_models(catalog, q, &models, today, stale_days)
+}
+
+/// [`offers`] for each of `models` in turn (the query's own model is
+/// ignored): one group per model, each cheapest GPU-hour first. An empty
+/// list means the query as it is.
+pub fn offers_of_models(
+    catalog: &Catalog,
+    q: &OfferQuery,
+    models: &[String],
+    today: Day,
+    stale_days: i64,
+) -> OffersReport {
+    let queries: Vec<OfferQuery> = if models.is_empty() {
+        vec![q.clone()]
+    } else {
+        models
+            .iter()
+            .map(|m| OfferQuery {
+                gpu_model: Some(m.clone()),
+                ..q.clone()
+            })
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for mq in &queries {
+        rows.extend(catalog.matching(mq).into_iter().map(|m| {
             let t = m.instance;
             let o = m.offering;
+            let fp16 = catalog
+                .gpu_details(&t.gpu_model)
+                .and_then(|d| d.fp16_tflops_dense)
+                .filter(|f| *f > 0.0);
             let price = o.prices.get(&q.pricing).and_then(|p| {
                 let usd = m.hourly_usd?;
+                let per_gpu = m.per_gpu_hour_usd.unwrap_or(usd / f64::from(t.gpu_count));
                 Some(PriceInfo {
                     amount: p.hourly,
                     currency: p.currency.as_str(),
                     hourly_usd: usd,
-                    per_gpu_hour_usd: m.per_gpu_hour_usd.unwrap_or(usd / f64::from(t.gpu_count)),
+                    per_gpu_hour_usd: per_gpu,
                     source: p.source.clone(),
                     as_of: p.as_of.clone(),
                     age: price_age(&p.as_of, today, stale_days),
+                    basis: p.basis.as_str(),
+                    monthly_usd: usd * HOURS_PER_MONTH,
+                    usd_per_fp16_pflop_hour: fp16.map(|f| per_gpu / (f / 1000.0)),
                 })
             });
+            let assumed = catalog
+                .availability(o.cloud, &o.region, &o.instance_type)
+                .is_some_and(|a| a.assumed);
             OfferRow {
                 cloud: o.cloud,
                 region: o.region.clone(),
@@ -267,15 +398,44 @@ pub fn offers(catalog: &Catalog, q: &OfferQuery, today: Day, stale_days: i64) ->
                     .into_iter()
                     .map(str::to_string)
                     .collect(),
+                availability: if assumed { "assumed" } else { "sourced" },
             }
-        })
-        .collect();
+        }));
+    }
+    let mut unpriced_clouds = Vec::new();
+    for mq in &queries {
+        for cloud in Cloud::ALL {
+            let of_cloud: Vec<&OfferRow> = rows
+                .iter()
+                .filter(|r| r.cloud == cloud && Some(&r.gpu_model) == mq.gpu_model.as_ref())
+                .collect();
+            if of_cloud.is_empty() || of_cloud.iter().any(|r| r.price.is_some()) {
+                continue;
+            }
+            let mut types: Vec<String> = of_cloud.iter().map(|r| r.instance_type.clone()).collect();
+            types.sort();
+            types.dedup();
+            unpriced_clouds.push(UnpricedCloud {
+                cloud,
+                gpu_model: of_cloud[0].gpu_model.clone(),
+                offers: of_cloud.len(),
+                how_to_price: how_to_price(cloud, &types[0], q.pricing),
+                instance_types: types,
+            });
+        }
+    }
+    let mut words_q = q.clone();
+    if models.len() > 1 {
+        words_q.gpu_model = Some(models.join(" or "));
+    }
     OffersReport {
-        query: describe_query(q),
+        query: describe_query(&words_q),
         pricing: q.pricing.as_str(),
         cny_per_usd: q.cny_per_usd,
         stale_days,
+        models: models.to_vec(),
         offers: rows,
+        unpriced_clouds,
     }
 }
 
@@ -365,8 +525,21 @@ pub(crate) fn right_align(t: &mut comfy_table::Table, columns: &[usize]) {
     }
 }
 
+/// `sourced` / `assumed …` for the price and the availability of a row.
+fn basis_cell(row: &OfferRow) -> String {
+    let price = match &row.price {
+        Some(p) => match p.basis {
+            "assumed" => "price assumed (no region in source)",
+            "override" => "price override",
+            _ => "price sourced",
+        },
+        None => "unpriced",
+    };
+    format!("{price}; availability {}", row.availability)
+}
+
 /// The offers as a table with footnotes: price sources, the CNY rate, stale
-/// and undated prices.
+/// and undated prices, and the clouds that offer the GPU without a price.
 pub fn render_table(r: &OffersReport) -> String {
     let mut out = String::new();
     if r.offers.is_empty() {
@@ -376,62 +549,91 @@ pub fn render_table(r: &OffersReport) -> String {
         );
         return out;
     }
-    let mut t = new_table(
-        &[
-            "cloud",
-            "region",
-            "instance type",
-            "GPUs",
-            "GPU mem",
-            "vCPU",
-            "RAM",
-            "interconnect",
-            "RDMA",
-            "$/h",
-            "$/GPU-h",
-            "price source",
-        ],
-        false,
-    );
     let mut notes = Footnotes::default();
     let mut any_cny = false;
-    for row in &r.offers {
-        let (price, per_gpu, source) = match &row.price {
-            Some(p) => {
-                any_cny |= p.currency == Currency::CNY.as_str();
-                let n = notes.number(&p.source);
-                let flag = match p.age {
-                    PriceAge::Dated { stale: true, .. } => " (old)",
-                    PriceAge::Unknown => " (undated)",
-                    _ => "",
-                };
-                (
-                    price_cell(p, false),
-                    price_cell(p, true),
-                    format!("[{n}] {}{flag}", p.as_of),
-                )
-            }
-            None => ("—".into(), "—".into(), format!("no {} price", r.pricing)),
-        };
-        t.add_row(vec![
-            row.cloud.to_string(),
-            row.region.clone(),
-            row.instance_type.clone(),
-            format!("{} × {}", row.gpu_count, row.gpu_model),
-            format!("{} GiB", gib(row.gpu_mem_gib)),
-            row.vcpus.to_string(),
-            format!("{} GiB", gib(row.ram_gib)),
-            row.interconnect.unwrap_or("?").to_string(),
-            row.rdma.unwrap_or("—").to_string(),
-            price,
-            per_gpu,
-            source,
-        ]);
-    }
-    right_align(&mut t, &[4, 5, 6, 9, 10]);
     out.push_str(&format!("Offers for {}:\n", r.query));
-    out.push_str(&t.to_string());
-    out.push('\n');
+    let groups: Vec<Option<&str>> = if r.models.len() > 1 {
+        r.models.iter().map(|m| Some(m.as_str())).collect()
+    } else {
+        vec![None]
+    };
+    for group in groups {
+        let rows: Vec<&OfferRow> = r
+            .offers
+            .iter()
+            .filter(|o| group.is_none_or(|g| o.gpu_model == g))
+            .collect();
+        if let Some(g) = group {
+            out.push_str(&format!("\n{g}: {} offer(s)\n", rows.len()));
+            if rows.is_empty() {
+                continue;
+            }
+        }
+        let mut t = new_table(
+            &[
+                "cloud",
+                "region",
+                "instance type",
+                "GPUs",
+                "GPU mem",
+                "vCPU",
+                "RAM",
+                "interconnect",
+                "RDMA",
+                "$/h",
+                "$/GPU-h",
+                "$/FP16-PFLOP-h",
+                "price source",
+                "basis",
+            ],
+            false,
+        );
+        for row in rows {
+            let (price, per_gpu, per_pflop, source) = match &row.price {
+                Some(p) => {
+                    any_cny |= p.currency == Currency::CNY.as_str();
+                    let n = notes.number(&p.source);
+                    let flag = match p.age {
+                        PriceAge::Dated { stale: true, .. } => " (old)",
+                        PriceAge::Unknown => " (undated)",
+                        _ => "",
+                    };
+                    (
+                        price_cell(p, false),
+                        price_cell(p, true),
+                        p.usd_per_fp16_pflop_hour
+                            .map_or("?".to_string(), |v| format!("${v:.2}")),
+                        format!("[{n}] {}{flag}", p.as_of),
+                    )
+                }
+                None => (
+                    "—".into(),
+                    "—".into(),
+                    "—".into(),
+                    format!("no {} price", r.pricing),
+                ),
+            };
+            t.add_row(vec![
+                row.cloud.to_string(),
+                row.region.clone(),
+                row.instance_type.clone(),
+                format!("{} × {}", row.gpu_count, row.gpu_model),
+                format!("{} GiB", gib(row.gpu_mem_gib)),
+                row.vcpus.to_string(),
+                format!("{} GiB", gib(row.ram_gib)),
+                row.interconnect.unwrap_or("?").to_string(),
+                row.rdma.unwrap_or("—").to_string(),
+                price,
+                per_gpu,
+                per_pflop,
+                source,
+                basis_cell(row),
+            ]);
+        }
+        right_align(&mut t, &[4, 5, 6, 9, 10, 11]);
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
     let priced = r.offers.iter().filter(|o| o.price.is_some()).count();
     out.push_str(&format!(
         "{} offer(s), {} priced for {}; sorted by $/GPU-h, unpriced last.\n",
@@ -439,6 +641,23 @@ pub fn render_table(r: &OffersReport) -> String {
         priced,
         r.pricing
     ));
+    for u in &r.unpriced_clouds {
+        out.push_str(&format!(
+            "{} offers {} ({} offer(s): {}) but has no {} price yet; price it: {}\n",
+            u.cloud,
+            u.gpu_model,
+            u.offers,
+            summarize(&u.instance_types),
+            r.pricing,
+            u.how_to_price
+        ));
+    }
+    if r.offers.iter().any(|o| o.price.as_ref().is_some_and(|p| p.basis == "assumed")) {
+        out.push_str("Basis: \"sourced\" prices are quoted for that region; \"assumed\" prices come from a source that names no region and are assumed to hold in every region offering the type. \"availability assumed\": no document says the region sells the type.\n");
+    }
+    if r.offers.iter().any(|o| o.price.is_some()) {
+        out.push_str("$/FP16-PFLOP-h: $/GPU-h divided by the GPU's dense FP16 tensor PFLOPS (GPU table); ? where unknown.\n");
+    }
     if any_cny {
         out.push_str(&format!(
             "Prices quoted in CNY (¥) are converted at {:.2} CNY per USD (change with --cny-per-usd).\n",
