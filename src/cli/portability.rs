@@ -31,7 +31,10 @@ pub struct OffersArgs {
     /// Only this region.
     #[arg(long)]
     pub region: Option<String>,
-    /// Price by this model: on-demand, spot, reserved-1y, reserved-3y.
+    /// Price by this model: on-demand, spot, reserved-1y, reserved-3y. Several, comma-separated
+    /// (`on-demand,reserved-1y`), compare every cloud side by side: its cheapest offer, hourly,
+    /// per GPU-hour and monthly, in USD and CNY, with source, date and basis. On Alibaba,
+    /// Tencent and Huawei, reserved-1y means the one-year subscription (包年包月).
     #[arg(long, default_value = "on-demand")]
     pub pricing: String,
     /// Minimum memory per GPU, GiB.
@@ -55,6 +58,9 @@ pub struct OffersArgs {
     /// The offers as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The comparison (`--pricing A,B`) as a Markdown table, for a PR comment or a report.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// `gpuform breakeven GPU[:COUNT]`.
@@ -159,7 +165,8 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         rate(a.cny_per_usd)?,
     )?;
     q.gpu_count = count;
-    q.pricing = offers::parse_pricing(&a.pricing).map_err(input)?;
+    let pricings = offers::parse_pricings(&a.pricing).map_err(input)?;
+    q.pricing = pricings[0];
     if let Some(m) = a.min_gpu_mem {
         if !(m.is_finite() && m >= 0.0) {
             return Err(input(InputError::new(
@@ -189,6 +196,21 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         InterconnectArg::Pcie => Interconnect::Pcie,
     });
     q.rdma = a.rdma.then_some(true);
+    if pricings.len() > 1 || a.markdown {
+        let c = offers::compare(
+            catalog,
+            &q,
+            &models,
+            &pricings,
+            crate::clock::today(),
+            a.stale_days,
+        );
+        if a.json {
+            return json_out(&c);
+        }
+        print!("{}", offers::render_comparison(&c, a.markdown));
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = offers::offers_of_models(catalog, &q, &models, crate::clock::today(), a.stale_days);
     if a.json {
         return json_out(&report);

@@ -692,6 +692,369 @@ pub fn render_table(r: &OffersReport) -> String {
     out
 }
 
+/// One pricing model's price of an offering, in both currencies.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quote {
+    pub pricing: &'static str,
+    pub hourly_usd: f64,
+    pub hourly_cny: f64,
+    pub per_gpu_hour_usd: f64,
+    pub monthly_usd: f64,
+    pub monthly_cny: f64,
+    /// The currency the source quotes.
+    pub currency: &'static str,
+    pub source: String,
+    pub as_of: String,
+    pub age: PriceAge,
+    pub basis: &'static str,
+    /// `region instance-type` when the quote is for another offer than the
+    /// row's (the cheapest monthly subscription may be elsewhere).
+    pub elsewhere: Option<String>,
+}
+
+/// One cloud's line in the comparison: its cheapest offer for the first
+/// pricing model (else for any), with every model's quote.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareRow {
+    pub cloud: Cloud,
+    /// `None` when the catalog has no instance type with this GPU there.
+    pub offer: Option<OfferRow>,
+    /// In the order of the report's `pricings`; `None` = no price.
+    pub quotes: Vec<Option<Quote>>,
+    /// The cheapest one-month subscription (包月) of a matching offer on
+    /// this cloud, per the catalog: hourly = monthly price / 730.
+    pub monthly_subscription: Option<Quote>,
+    /// How to price what is missing (`None` when all are priced).
+    pub how_to_price: Option<String>,
+}
+
+/// `gpuform offers GPU --pricing A,B`: every cloud side by side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub query: String,
+    pub pricings: Vec<&'static str>,
+    pub cny_per_usd: f64,
+    pub stale_days: i64,
+    /// One per cloud, in the order of the cheapest first-model per-GPU-hour
+    /// price (unpriced last, then clouds without the GPU).
+    pub rows: Vec<CompareRow>,
+    /// Every matching offer for each pricing model, as `offers` lists them.
+    pub offers: Vec<OffersReport>,
+}
+
+/// Parses `--pricing on-demand,reserved-1y`.
+pub fn parse_pricings(text: &str) -> Result<Vec<PricingModel>, InputError> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let p = parse_pricing(part)?;
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// The comparison across clouds of `models` (see [`offers_of_models`]) for each of `pricings`.
+pub fn compare(
+    catalog: &Catalog,
+    q: &OfferQuery,
+    models: &[String],
+    pricings: &[PricingModel],
+    today: Day,
+    stale_days: i64,
+) -> Comparison {
+    let reports: Vec<OffersReport> = pricings
+        .iter()
+        .map(|p| {
+            let pq = OfferQuery {
+                pricing: *p,
+                ..q.clone()
+            };
+            offers_of_models(catalog, &pq, models, today, stale_days)
+        })
+        .collect();
+    let quote = |pi: usize, row: &OfferRow| -> Option<Quote> {
+        let r = reports[pi]
+            .offers
+            .iter()
+            .find(|o| (o.cloud, &o.region, &o.instance_type) == (row.cloud, &row.region, &row.instance_type))?;
+        let p = r.price.as_ref()?;
+        Some(Quote {
+            pricing: pricings[pi].as_str(),
+            hourly_usd: p.hourly_usd,
+            hourly_cny: p.hourly_usd * q.cny_per_usd,
+            per_gpu_hour_usd: p.per_gpu_hour_usd,
+            monthly_usd: p.monthly_usd,
+            monthly_cny: p.monthly_usd * q.cny_per_usd,
+            currency: p.currency,
+            source: p.source.clone(),
+            as_of: p.as_of.clone(),
+            age: p.age.clone(),
+            basis: p.basis,
+            elsewhere: None,
+        })
+    };
+    let mut rows = Vec::new();
+    for cloud in Cloud::ALL {
+        let candidates: Vec<&OfferRow> = reports
+            .first()
+            .map(|r| r.offers.iter().filter(|o| o.cloud == cloud).collect())
+            .unwrap_or_default();
+        // Cheapest for the first model with a price, else for the next...
+        let mut best: Option<(&OfferRow, f64)> = None;
+        for pi in 0..pricings.len() {
+            for o in &candidates {
+                if let Some(qt) = quote(pi, o) {
+                    if best.is_none_or(|(_, v)| qt.per_gpu_hour_usd < v) {
+                        best = Some((o, qt.per_gpu_hour_usd));
+                    }
+                }
+            }
+            if best.is_some() {
+                break;
+            }
+        }
+        let chosen = best.map(|(o, _)| o).or(candidates.first().copied());
+        let quotes: Vec<Option<Quote>> = (0..pricings.len())
+            .map(|pi| chosen.and_then(|o| quote(pi, o)))
+            .collect();
+        let how = chosen.and_then(|o| {
+            quotes
+                .iter()
+                .position(Option::is_none)
+                .map(|pi| how_to_price(cloud, &o.instance_type, pricings[pi]))
+        });
+        let mut sub: Option<Quote> = None;
+        for o in &candidates {
+            let Some(sp) = catalog.subscription(cloud, &o.region, &o.instance_type, 1) else {
+                continue;
+            };
+            let monthly = sp.price_usd(q.cny_per_usd);
+            let per_gpu = monthly / HOURS_PER_MONTH / f64::from(o.gpu_count);
+            if sub.as_ref().is_some_and(|s| s.per_gpu_hour_usd <= per_gpu) {
+                continue;
+            }
+            let same = chosen.is_some_and(|c| (&c.region, &c.instance_type) == (&o.region, &o.instance_type));
+            sub = Some(Quote {
+                pricing: "monthly-subscription",
+                hourly_usd: monthly / HOURS_PER_MONTH,
+                hourly_cny: monthly / HOURS_PER_MONTH * q.cny_per_usd,
+                per_gpu_hour_usd: per_gpu,
+                monthly_usd: monthly,
+                monthly_cny: monthly * q.cny_per_usd,
+                currency: sp.currency.as_str(),
+                source: sp.source.clone(),
+                as_of: sp.as_of.clone(),
+                age: price_age(&sp.as_of, today, stale_days),
+                basis: sp.basis().as_str(),
+                elsewhere: (!same).then(|| format!("{} {}", o.region, o.instance_type)),
+            });
+        }
+        rows.push(CompareRow {
+            cloud,
+            offer: chosen.cloned(),
+            quotes,
+            monthly_subscription: sub,
+            how_to_price: how,
+        });
+    }
+    let key = |r: &CompareRow| -> (u8, f64) {
+        match (&r.offer, r.quotes.iter().flatten().next()) {
+            (Some(_), Some(_)) => (
+                0,
+                r.quotes
+                    .first()
+                    .and_then(|q| q.as_ref())
+                    .map_or(f64::MAX, |q| q.per_gpu_hour_usd),
+            ),
+            (Some(_), None) => (1, 0.0),
+            (None, _) => (2, 0.0),
+        }
+    };
+    rows.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.total_cmp(&kb.1))
+            .then(a.cloud.cmp(&b.cloud))
+    });
+    let mut words_q = OfferQuery {
+        pricing: pricings[0],
+        ..q.clone()
+    };
+    if models.len() > 1 {
+        words_q.gpu_model = Some(models.join(" or "));
+    }
+    let query = describe_query(&words_q).replacen(
+        pricings[0].as_str(),
+        &pricings.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" vs "),
+        1,
+    );
+    Comparison {
+        query,
+        pricings: pricings.iter().map(|p| p.as_str()).collect(),
+        cny_per_usd: q.cny_per_usd,
+        stale_days,
+        rows,
+        offers: reports,
+    }
+}
+
+fn money(v: f64, sym: &str) -> String {
+    if sym == "$" {
+        if v < 1.0 {
+            format!("${v:.3}")
+        } else {
+            usd(v)
+        }
+    } else {
+        usd(v).replacen('$', sym, 1)
+    }
+}
+
+/// The comparison as text (`markdown` = false) or as a Markdown table for a
+/// PR comment or a report; both carry sources, dates, basis and the rate.
+pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
+    let header = [
+        "cloud",
+        "region",
+        "instance type",
+        "GPUs",
+        "pricing",
+        "$/h",
+        "¥/h",
+        "$/GPU-h",
+        "$/month",
+        "¥/month",
+        "source, date",
+        "basis",
+    ];
+    let mut notes = Footnotes::default();
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    let mut missing = Vec::new();
+    for r in &c.rows {
+        let Some(o) = &r.offer else {
+            lines.push(vec![
+                r.cloud.to_string(),
+                "—".into(),
+                "no instance type with this GPU in the catalog".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+            ]);
+            continue;
+        };
+        let sub_line = r.monthly_subscription.as_ref().map(Some);
+        let all: Vec<(String, Option<&Quote>)> = r
+            .quotes
+            .iter()
+            .enumerate()
+            .map(|(pi, q)| (c.pricings[pi].to_string(), q.as_ref()))
+            .chain(sub_line.map(|q| ("monthly-subscription".to_string(), q)))
+            .collect();
+        for (pi, (pricing, qt)) in all.into_iter().enumerate() {
+            let first = pi == 0;
+            let lead = |s: String| if first { s } else { String::new() };
+            let mut cells = vec![
+                lead(r.cloud.to_string()),
+                lead(o.region.clone()),
+                lead(o.instance_type.clone()),
+                lead(format!("{} × {}", o.gpu_count, o.gpu_model)),
+                match qt.and_then(|q| q.elsewhere.as_ref()) {
+                    Some(w) => format!("{pricing} ({w})"),
+                    None => pricing.clone(),
+                },
+            ];
+            match qt {
+                Some(q) => {
+                    let n = notes.number(&q.source);
+                    let flag = match q.age {
+                        PriceAge::Dated { stale: true, .. } => ", old",
+                        PriceAge::Unknown => ", undated",
+                        _ => "",
+                    };
+                    cells.extend([
+                        money(q.hourly_usd, "$"),
+                        money(q.hourly_cny, "¥"),
+                        money(q.per_gpu_hour_usd, "$"),
+                        money(q.monthly_usd, "$"),
+                        money(q.monthly_cny, "¥"),
+                        format!("[{n}] {}{flag}", q.as_of),
+                        format!("{} (quoted in {})", q.basis, q.currency),
+                    ]);
+                }
+                None => {
+                    cells.extend(["—", "—", "—", "—", "—"].map(String::from));
+                    cells.push(format!("no {pricing} price"));
+                    cells.push("unpriced".into());
+                }
+            }
+            lines.push(cells);
+        }
+        if let Some(h) = &r.how_to_price {
+            missing.push(format!("{}: {h}", r.cloud));
+        }
+    }
+    let mut out = String::new();
+    if markdown {
+        out.push_str(&format!("**{}**, cheapest offer per cloud\n\n", c.query));
+        out.push_str(&format!("| {} |\n", header.join(" | ")));
+        out.push_str(&format!(
+            "|{}\n",
+            header
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if (5..=9).contains(&i) { " ---: |" } else { " --- |" })
+                .collect::<String>()
+        ));
+        for l in &lines {
+            out.push_str(&format!(
+                "| {} |\n",
+                l.iter()
+                    .map(|s| s.replace('|', "\\|"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ));
+        }
+        out.push('\n');
+    } else {
+        out.push_str(&format!("{}, cheapest offer per cloud:\n", c.query));
+        let mut t = new_table(&header, false);
+        for l in lines {
+            t.add_row(l);
+        }
+        right_align(&mut t, &[5, 6, 7, 8, 9]);
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+    let bullet = if markdown { "- " } else { "" };
+    out.push_str(&format!(
+        "{bullet}Rate: {:.2} CNY per USD (--cny-per-usd); each price is converted from the currency its source quotes. Monthly = hourly × {HOURS_PER_MONTH} h.\n",
+        c.cny_per_usd
+    ));
+    out.push_str(&format!("{bullet}On Alibaba, Tencent and Huawei reserved-1y is the one-year subscription (包年包月), priced only when a source or the cloud's price API gives one; monthly-subscription is the one-month subscription (包月), shown where the catalog has one (its hourly figure = month ÷ {HOURS_PER_MONTH} h).\n"));
+    out.push_str(&format!("{bullet}Basis: sourced = quoted for that region; assumed = the source names no region; override = --prices FILE.\n"));
+    for m in &missing {
+        out.push_str(&format!("{bullet}Missing price, {m}\n"));
+    }
+    out.push_str(if markdown { "\nSources:\n\n" } else { "Sources:\n" });
+    let mut src = String::new();
+    notes.render(&mut src);
+    if markdown {
+        for l in src.lines() {
+            out.push_str(&format!("- {}\n", l.trim_start()));
+        }
+    } else {
+        out.push_str(&src);
+    }
+    out
+}
+
 /// Up to five items, then `and N more`.
 pub(crate) fn summarize(items: &[String]) -> String {
     if items.len() <= 5 {
