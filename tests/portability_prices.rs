@@ -1,0 +1,201 @@
+//! Issue 12: prices users can act on. Shared GPU names search every variant,
+//! every price says whether it is sourced or assumed, clouds without a price
+//! say how to get one, the cross-cloud comparison, and the docs page that
+//! the comparison command generates.
+//!
+//! Expected values are read from the catalog's data (or stated literally
+//! from the imported CSV rows), not from the code under test.
+
+use assert_cmd::Command;
+use gpuform_catalog::{Catalog, PriceBasis, PricingModel};
+use gpuform_provider::Cloud;
+use std::path::Path;
+
+const TODAY: &str = "2026-11-29";
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("gpuform")
+        .unwrap()
+        .args(args)
+        .env("GPUFORM_TODAY", TODAY)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn per_gpu(o: &serde_json::Value) -> Option<f64> {
+    o["price"]["per_gpu_hour_usd"].as_f64()
+}
+
+/// Priced first (ascending per GPU-hour), unpriced last.
+fn sorted_priced_first(rows: &[&serde_json::Value]) -> bool {
+    let prices: Vec<Option<f64>> = rows.iter().map(|o| per_gpu(o)).collect();
+    let first_none = prices.iter().position(Option::is_none).unwrap_or(prices.len());
+    prices[first_none..].iter().all(Option::is_none)
+        && prices[..first_none]
+            .windows(2)
+            .all(|w| w[0].unwrap() <= w[1].unwrap())
+}
+
+#[test]
+fn a_shared_name_searches_every_variant_grouped() {
+    for arg in ["A100", "A100:8"] {
+        let v = json(&["offers", arg, "--json"]);
+        assert_eq!(v["models"], serde_json::json!(["A100-40GB", "A100-80GB"]), "{arg}");
+        let offers: Vec<&serde_json::Value> = v["offers"].as_array().unwrap().iter().collect();
+        // Grouped: every 40 GB row before every 80 GB row.
+        let models: Vec<&str> = offers.iter().map(|o| o["gpu_model"].as_str().unwrap()).collect();
+        let split = models.iter().position(|m| *m == "A100-80GB").expect("80 GB rows");
+        assert!(split > 0, "{arg}: 40 GB rows first");
+        assert!(models[..split].iter().all(|m| *m == "A100-40GB"), "{arg}");
+        assert!(models[split..].iter().all(|m| *m == "A100-80GB"), "{arg}");
+        assert!(sorted_priced_first(&offers[..split]), "{arg}");
+        assert!(sorted_priced_first(&offers[split..]), "{arg}");
+        if arg == "A100:8" {
+            assert!(offers.iter().all(|o| o["gpu_count"] == 8));
+        }
+    }
+    let text = String::from_utf8(run(&["offers", "A100"]).stdout).unwrap();
+    assert!(text.contains("\nA100-40GB: ") && text.contains("\nA100-80GB: "), "{text}");
+    assert!(text.contains("$/FP16-PFLOP-h"), "{text}");
+}
+
+#[test]
+fn a100_80gb_node_is_priced_on_aws_and_alibaba_from_sources_sorted() {
+    let v = json(&["offers", "A100-80GB:8", "--json"]);
+    let offers: Vec<&serde_json::Value> = v["offers"].as_array().unwrap().iter().collect();
+    assert!(sorted_priced_first(&offers));
+    let priced_clouds: std::collections::BTreeSet<&str> = offers
+        .iter()
+        .filter(|o| per_gpu(o).is_some())
+        .map(|o| o["cloud"].as_str().unwrap())
+        .collect();
+    assert!(priced_clouds.contains("aws") && priced_clouds.contains("alibaba"), "{priced_clouds:?}");
+    // Alibaba gn7e-c16g1.32xlarge in cn-beijing: ¥277.933/h, from the imported
+    // CSV row (karpenter-provider-alibabacloud, 2024-12-30).
+    let row = offers
+        .iter()
+        .find(|o| o["cloud"] == "alibaba" && o["region"] == "cn-beijing" && o["instance_type"] == "ecs.gn7e-c16g1.32xlarge")
+        .expect("gn7e 8-GPU offer in cn-beijing");
+    assert_eq!(row["price"]["amount"], 277.933);
+    assert_eq!(row["price"]["currency"], "CNY");
+    assert_eq!(row["price"]["basis"], "sourced");
+    assert_eq!(row["price"]["as_of"], "2024-12-30 (commit date; file itself undated)");
+    assert!(row["price"]["source"].as_str().unwrap().contains("karpenter-provider-alibabacloud"));
+    assert_eq!(row["availability"], "assumed");
+    // FP16 column: $/GPU-h over the GPU table's dense FP16 PFLOPS.
+    let fp16 = Catalog::builtin()
+        .gpu_details("A100-80GB")
+        .and_then(|d| d.fp16_tflops_dense)
+        .unwrap();
+    let want = per_gpu(row).unwrap() / (fp16 / 1000.0);
+    assert!((row["price"]["usd_per_fp16_pflop_hour"].as_f64().unwrap() - want).abs() < 1e-9);
+    // Huawei offers it (p3) without any price: one line saying how to price it.
+    let unpriced = v["unpriced_clouds"].as_array().unwrap();
+    let hw = unpriced.iter().find(|u| u["cloud"] == "huawei").expect("huawei unpriced");
+    assert!(hw["how_to_price"].as_str().unwrap().contains("ListOnDemandResourceRatings"));
+    let text = String::from_utf8(run(&["offers", "A100-80GB:8"]).stdout).unwrap();
+    assert!(text.contains("huawei offers A100-80GB") && text.contains("price it:"), "{text}");
+}
+
+#[test]
+fn region_less_list_prices_are_labelled_assumed_everywhere() {
+    let c = Catalog::builtin();
+    // Tencent's price overview names no region: every use is "assumed".
+    let o = c.offering(Cloud::Tencent, "ap-shanghai", "GN7.2XLARGE32").unwrap();
+    assert_eq!(o.prices[&PricingModel::OnDemand].basis, PriceBasis::Assumed);
+    let v = json(&["offers", "T4:1", "--cloud", "tencent", "--json"]);
+    let rows = v["offers"].as_array().unwrap();
+    for r in rows.iter().filter(|r| !r["price"].is_null()) {
+        let want = c
+            .offering(Cloud::Tencent, r["region"].as_str().unwrap(), r["instance_type"].as_str().unwrap())
+            .unwrap()
+            .prices[&PricingModel::OnDemand]
+            .basis
+            .as_str();
+        assert_eq!(r["price"]["basis"], want, "{r}");
+    }
+    assert!(rows.iter().any(|r| r["price"]["basis"] == "assumed"));
+    // ap-guangzhou's USD price is quoted for that region.
+    assert!(rows
+        .iter()
+        .any(|r| r["region"] == "ap-guangzhou" && r["price"]["basis"] == "sourced"));
+}
+
+#[test]
+fn comparison_puts_every_cloud_side_by_side() {
+    let v = json(&[
+        "offers",
+        "A100-80GB:8",
+        "--pricing",
+        "on-demand,reserved-1y",
+        "--json",
+    ]);
+    assert_eq!(v["pricings"], serde_json::json!(["on-demand", "reserved-1y"]));
+    let rows = v["rows"].as_array().unwrap();
+    let clouds: Vec<&str> = rows.iter().map(|r| r["cloud"].as_str().unwrap()).collect();
+    assert_eq!(clouds.len(), 4, "{clouds:?}");
+    // AWS: the cheapest p4de on demand, and its reserved-1y from the catalog.
+    let c = Catalog::builtin();
+    let aws = rows.iter().find(|r| r["cloud"] == "aws").unwrap();
+    let region = aws["offer"]["region"].as_str().unwrap();
+    let o = c.offering(Cloud::Aws, region, "p4de.24xlarge").unwrap();
+    for (i, p) in [PricingModel::OnDemand, PricingModel::Reserved1y].iter().enumerate() {
+        let want = o.prices[p].hourly;
+        let got = aws["quotes"][i]["hourly_usd"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{p:?}");
+        let cny = aws["quotes"][i]["hourly_cny"].as_f64().unwrap();
+        assert!((cny - want * 7.0).abs() < 1e-9);
+    }
+    // Alibaba: the monthly subscription ¥133,408 (ebmgn7e / gn7e 8-GPU, cn-shanghai).
+    let ali = rows.iter().find(|r| r["cloud"] == "alibaba").unwrap();
+    assert_eq!(ali["monthly_subscription"]["monthly_cny"], 133408.0);
+    // Tencent: no A100-80GB type in the catalog.
+    let tc = rows.iter().find(|r| r["cloud"] == "tencent").unwrap();
+    assert!(tc["offer"].is_null());
+    let md = String::from_utf8(
+        run(&["offers", "A100-80GB:8", "--pricing", "on-demand,reserved-1y", "--markdown"]).stdout,
+    )
+    .unwrap();
+    assert!(md.contains("| cloud | region |"), "{md}");
+    assert!(md.contains("Rate: 7.00 CNY per USD"), "{md}");
+    assert!(md.contains("- [1] "), "{md}");
+}
+
+/// docs/price-comparison.md holds the command's output between markers;
+/// `GPUFORM_UPDATE_SNAPSHOTS=1` rewrites that block.
+#[test]
+fn docs_page_is_the_commands_output() {
+    let args = [
+        "offers",
+        "A100-80GB:8",
+        "--pricing",
+        "on-demand,reserved-1y",
+        "--markdown",
+    ];
+    let out = run(&args);
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/price-comparison.md");
+    let page = std::fs::read_to_string(&path).expect("docs/price-comparison.md");
+    let begin = "<!-- BEGIN generated -->\n";
+    let end = "<!-- END generated -->";
+    let (a, rest) = page.split_once(begin).expect("BEGIN marker");
+    let (block, b) = rest.split_once(end).expect("END marker");
+    if std::env::var_os("GPUFORM_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, format!("{a}{begin}{generated}{end}{b}")).unwrap();
+        return;
+    }
+    assert_eq!(block, generated, "regenerate with GPUFORM_UPDATE_SNAPSHOTS=1");
+    assert!(a.contains(&format!("GPUFORM_TODAY={TODAY} gpuform {}", args.join(" "))));
+}
