@@ -199,3 +199,59 @@ fn docs_page_is_the_commands_output() {
     assert_eq!(block, generated, "regenerate with GPUFORM_UPDATE_SNAPSHOTS=1");
     assert!(a.contains(&format!("GPUFORM_TODAY={TODAY} gpuform {}", args.join(" "))));
 }
+
+fn find<'a>(v: &'a serde_json::Value, cloud: &str, region: &str, itype: &str) -> &'a serde_json::Value {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cloud"] == cloud && r["region"] == region && r["instance_type"] == itype)
+        .unwrap_or_else(|| panic!("{cloud} {region} {itype} in {v}"))
+}
+
+#[test]
+fn short_jobs_are_billed_by_the_second_with_each_clouds_minimum() {
+    // A 15-minute job: a quarter of the hourly rate, not an hour.
+    let v = json(&["breakeven", "A100-80GB:8", "--job-hours", "0.25", "--json"]);
+    let aws = find(&v, "aws", "us-east-1", "p4de.24xlarge");
+    assert_eq!(aws["job"]["billed_hours"], 0.25);
+    assert!((aws["job"]["on_demand_usd"].as_f64().unwrap() - 27.44705 * 0.25).abs() < 1e-9);
+    // Alibaba list price ¥277.933/h (cn-shanghai, imported CSV) at 7 CNY/USD.
+    let ali = find(&v, "alibaba", "cn-shanghai", "ecs.gn7e-c16g1.32xlarge");
+    assert!((ali["job"]["on_demand_usd"].as_f64().unwrap() - 277.933 / 7.0 * 0.25).abs() < 1e-9);
+    // 30 seconds: AWS bills its 60-second minimum, Alibaba the 30 seconds.
+    let half_minute = format!("{}", 30.0 / 3600.0);
+    let v = json(&["breakeven", "A100-80GB:8", "--job-hours", &half_minute, "--json"]);
+    let aws = find(&v, "aws", "us-east-1", "p4de.24xlarge");
+    assert!((aws["job"]["billed_hours"].as_f64().unwrap() - 60.0 / 3600.0).abs() < 1e-12);
+    let ali = find(&v, "alibaba", "cn-shanghai", "ecs.gn7e-c16g1.32xlarge");
+    assert!((ali["job"]["billed_hours"].as_f64().unwrap() - 30.0 / 3600.0).abs() < 1e-12);
+    let text = String::from_utf8(run(&["breakeven", "A100-80GB:8", "--job-hours", "0.25"]).stdout).unwrap();
+    assert!(text.contains("one 0.25 h job"), "{text}");
+    assert!(text.contains("60 s minimum"), "{text}");
+    for bad in ["0", "-1", "nan"] {
+        let out = run(&["breakeven", "T4", "--job-hours", bad]);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--job-hours"), "{bad}");
+    }
+}
+
+#[test]
+fn breakeven_compares_the_monthly_subscription() {
+    let v = json(&["breakeven", "A100-80GB:8", "--hours", "730", "--json"]);
+    // Alibaba cn-shanghai ebmgn7e.32xlarge: ¥133,408 a month (imported CSV,
+    // ArthurChiao 2023-06), on demand ¥277.933/h.
+    let ali = find(&v, "alibaba", "cn-shanghai", "ecs.ebmgn7e.32xlarge");
+    let sub = &ali["monthly_subscription"];
+    assert!((sub["monthly_usd"].as_f64().unwrap() - 133408.0 / 7.0).abs() < 1e-9);
+    assert!((sub["break_even_utilisation"].as_f64().unwrap() - 133408.0 / (277.933 * 730.0)).abs() < 1e-9);
+    assert_eq!(ali["cheapest_overall"], "monthly-subscription");
+    // At 100 h a month on demand is cheaper.
+    let v = json(&["breakeven", "A100-80GB:8", "--hours", "100", "--json"]);
+    assert_eq!(find(&v, "alibaba", "cn-shanghai", "ecs.ebmgn7e.32xlarge")["cheapest_overall"], "on-demand");
+    let text = String::from_utf8(run(&["breakeven", "A100-80GB:8"]).stdout).unwrap();
+    assert!(text.contains("monthly-sub/mo") && text.contains("包年"), "{text}");
+    // Tencent's region-less list prices are marked assumed.
+    let text = String::from_utf8(run(&["breakeven", "V100-32GB", "--cloud", "tencent"]).stdout).unwrap();
+    assert!(text.contains("* assumed"), "{text}");
+}

@@ -64,6 +64,11 @@ pub struct OffersArgs {
 }
 
 /// `gpuform breakeven GPU[:COUNT]`.
+///
+/// Compares on-demand, spot, the 1- and 3-year terms and the one-month subscription. On
+/// Alibaba, Tencent and Huawei, which sell subscriptions (包年包月) rather than AWS-style
+/// reservations, reserved-1y is the one-year subscription and monthly-sub the one-month one;
+/// both are paid for the whole term like a reservation.
 #[derive(Debug, Args, Clone)]
 pub struct BreakevenArgs {
     /// GPU model and optional count per instance, e.g. `A100-80GB:8`.
@@ -76,6 +81,11 @@ pub struct BreakevenArgs {
     /// Hours each instance is expected to run per month (730 = always on).
     #[arg(long, default_value_t = gpuform_catalog::HOURS_PER_MONTH, value_name = "H", allow_negative_numbers = true)]
     pub hours: f64,
+    /// Also price one job of this many hours on pay-as-you-go, with each cloud's billing
+    /// granularity and minimum (all four bill by the second; AWS has a 60 s minimum), so a
+    /// 15-minute job (0.25) is not priced as an hour.
+    #[arg(long, value_name = "H", allow_negative_numbers = true)]
+    pub job_hours: Option<f64>,
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     #[arg(long)]
@@ -229,7 +239,20 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
         rate(a.cny_per_usd)?,
     )?;
     let hours = breakeven::check_hours(a.hours).map_err(input)?;
-    let report = breakeven::breakeven(catalog, &q, hours);
+    let job = a
+        .job_hours
+        .map(|j| {
+            if j.is_finite() && j > 0.0 && j <= breakeven::MAX_HOURS_PER_MONTH {
+                Ok(j)
+            } else {
+                Err(input(InputError::new(
+                    format!("--job-hours must be a positive number of hours (at most {}), found {j}", breakeven::MAX_HOURS_PER_MONTH),
+                    "e.g. --job-hours 0.25 for a 15-minute job",
+                )))
+            }
+        })
+        .transpose()?;
+    let report = breakeven::breakeven_job(catalog, &q, hours, job);
     if a.json {
         return json_out(&report);
     }
