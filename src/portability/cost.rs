@@ -62,6 +62,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
             continue;
         };
         in_cny |= price.currency == Currency::CNY;
+        e.price_basis = Some(format!("{}, as of {}", price.basis.label(), price.as_of));
         let what = format!("{} {} {itype} {}", target.cloud, c.region, pricing.as_str());
         match price_age(&price.as_of, today, STALE_AFTER_DAYS) {
             PriceAge::Dated { days, stale: true } => {
