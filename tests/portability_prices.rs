@@ -255,3 +255,41 @@ fn breakeven_compares_the_monthly_subscription() {
     let text = String::from_utf8(run(&["breakeven", "V100-32GB", "--cloud", "tencent"]).stdout).unwrap();
     assert!(text.contains("* assumed"), "{text}");
 }
+
+#[test]
+fn plan_cost_lines_say_sourced_or_assumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = r#"project: prices
+clusters:
+  ali:
+    cloud: alibaba
+    region: cn-beijing
+    nodes: 1
+    gpu: A100-80GB:8
+  tc:
+    cloud: tencent
+    region: ap-shanghai
+    nodes: 1
+    gpu: T4:1
+"#;
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let out = Command::cargo_bin("gpuform")
+        .unwrap()
+        .args(["plan", "spec.yaml", "--sandbox"])
+        .current_dir(dir.path())
+        .env("GPUFORM_TODAY", TODAY)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() || out.status.code() == Some(2), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = |c: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("cluster {c}:")))
+            .unwrap_or_else(|| panic!("no cost line for {c}:\n{text}"))
+            .to_string()
+    };
+    assert!(line("ali").contains("[price sourced, as of 2024-12-30"), "{text}");
+    assert!(line("tc").contains("[price assumed: source names no region, as of undated]"), "{text}");
+}
