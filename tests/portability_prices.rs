@@ -293,3 +293,38 @@ clusters:
     assert!(line("ali").contains("[price sourced, as of 2024-12-30"), "{text}");
     assert!(line("tc").contains("[price assumed: source names no region, as of undated]"), "{text}");
 }
+
+#[test]
+fn a_prices_file_wins_and_is_labelled_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prices.csv");
+    std::fs::write(
+        &file,
+        "cloud,region,instance_type,pricing,price,currency,source,as_of\n\
+         huawei,cn-east-3,p3.16xlarge.8,on-demand,200,CNY,my BSS quote,2026-11-28\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let v = json(&["offers", "A100-80GB:8", "--prices", f, "--json"]);
+    let offers: Vec<&serde_json::Value> = v["offers"].as_array().unwrap().iter().collect();
+    assert!(sorted_priced_first(&offers));
+    let hw = offers
+        .iter()
+        .find(|o| o["cloud"] == "huawei" && o["region"] == "cn-east-3")
+        .unwrap();
+    assert_eq!(hw["price"]["basis"], "override");
+    assert!((hw["price"]["hourly_usd"].as_f64().unwrap() - 200.0 / 7.0).abs() < 1e-9);
+    // Three clouds priced now; Huawei no longer listed as unpriced.
+    let clouds: std::collections::BTreeSet<&str> = offers
+        .iter()
+        .filter(|o| per_gpu(o).is_some())
+        .map(|o| o["cloud"].as_str().unwrap())
+        .collect();
+    assert_eq!(clouds.len(), 3, "{clouds:?}");
+    assert!(v["unpriced_clouds"].as_array().unwrap().iter().all(|u| u["cloud"] != "huawei"));
+    let v = json(&["breakeven", "A100-80GB:8", "--prices", f, "--json"]);
+    assert!(v["rows"].as_array().unwrap().iter().all(|r| r["cloud"] != "huawei"), "one price only: left out");
+    let out = run(&["offers", "T4", "--prices", "/nonexistent/prices.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read price overrides"));
+}

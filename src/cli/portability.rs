@@ -61,6 +61,9 @@ pub struct OffersArgs {
     /// The comparison (`--pricing A,B`) as a Markdown table, for a PR comment or a report.
     #[arg(long)]
     pub markdown: bool,
+    /// Price overrides (negotiated prices, or ones you got from a cloud's price API): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of]; they win over the catalog.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
 }
 
 /// `gpuform breakeven GPU[:COUNT]`.
@@ -86,6 +89,9 @@ pub struct BreakevenArgs {
     /// 15-minute job (0.25) is not priced as an hour.
     #[arg(long, value_name = "H", allow_negative_numbers = true)]
     pub job_hours: Option<f64>,
+    /// Price overrides, as for `plan --prices`; they win over the catalog.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     #[arg(long)]
@@ -164,7 +170,8 @@ fn base_query(
 }
 
 pub fn offers_cmd(a: OffersArgs) -> CmdResult {
-    let catalog = Catalog::builtin();
+    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog: &Catalog = &catalog;
     // A shared name (`A100`) searches every model it means.
     let (models, count) = offers::parse_gpu_models(catalog, &a.gpu).map_err(input)?;
     let mut q = base_query(
@@ -230,7 +237,8 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
 }
 
 pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
-    let catalog = Catalog::builtin();
+    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog: &Catalog = &catalog;
     let q = base_query(
         catalog,
         &a.gpu,
