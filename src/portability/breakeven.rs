@@ -140,26 +140,18 @@ pub fn for_offering_job(
 ) -> Option<BreakevenRow> {
     let t = catalog.instance_type(o.cloud, &o.instance_type)?;
     let mut costs = Vec::new();
-    // On the subscription clouds a one-year subscription is the 1-year term.
-    let yearly = (o.cloud != Cloud::Aws && !o.prices.contains_key(&PricingModel::Reserved1y))
-        .then(|| catalog.subscription(o.cloud, &o.region, &o.instance_type, 12))
-        .flatten();
     for p in PricingModel::ALL {
-        let (rate, currency, basis, as_of) = match (o.prices.get(&p), p, yearly) {
-            (Some(price), _, _) => (
-                price.hourly_usd(cny_per_usd),
-                price.currency.as_str(),
-                price.basis,
-                price.as_of.clone(),
-            ),
-            (None, PricingModel::Reserved1y, Some(y)) => (
-                y.price_usd(cny_per_usd) / (12.0 * HOURS_PER_MONTH),
-                y.currency.as_str(),
-                y.basis(),
-                y.as_of.clone(),
-            ),
-            _ => continue,
+        // On the subscription clouds the catalog's reserved-1y is the
+        // one-year subscription (see `gpuform_catalog`'s loader).
+        let Some(price) = o.prices.get(&p) else {
+            continue;
         };
+        let (rate, currency, basis, as_of) = (
+            price.hourly_usd(cny_per_usd),
+            price.currency.as_str(),
+            price.basis,
+            price.as_of.clone(),
+        );
         if !(rate.is_finite() && rate > 0.0) {
             continue;
         }

@@ -595,6 +595,40 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
         if let Some(r) = regional.remove(&(cloud, region.clone(), it.clone())) {
             prices.extend(r);
         }
+        // Alibaba, Tencent and Huawei sell a one-year subscription (包年)
+        // where AWS sells a 1-year reservation: it is their reserved-1y.
+        if cloud != Cloud::Aws && !prices.contains_key(&PricingModel::Reserved1y) {
+            let year = |want: Option<&str>| {
+                subscriptions.iter().find(|s: &&SubscriptionPrice| {
+                    s.cloud == cloud
+                        && s.instance_type == it
+                        && s.months == 12
+                        && s.region.as_deref() == want
+                })
+            };
+            if let Some(y) = year(Some(region.as_str())).or_else(|| year(None)) {
+                let hours = 12.0 * crate::HOURS_PER_MONTH;
+                prices.insert(
+                    PricingModel::Reserved1y,
+                    Price {
+                        hourly: y.price / hours,
+                        currency: y.currency,
+                        source: format!(
+                            "{} [one-year subscription (包年) {} {} ÷ {hours} h]",
+                            y.source,
+                            y.price,
+                            y.currency.as_str()
+                        ),
+                        as_of: y.as_of.clone(),
+                        basis: if y.region.is_some() {
+                            PriceBasis::Sourced
+                        } else {
+                            PriceBasis::Assumed
+                        },
+                    },
+                );
+            }
+        }
         offerings.push(Offering {
             cloud,
             region,
