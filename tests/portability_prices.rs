@@ -328,3 +328,46 @@ fn a_prices_file_wins_and_is_labelled_override() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read price overrides"));
 }
+
+#[test]
+fn plans_say_when_a_price_is_approximate_or_a_range() {
+    let dir = tempfile::tempdir().unwrap();
+    // Huawei p2v.16xlarge.8 in cn-north-4: "~¥131.50/hour" (approximate);
+    // Tencent GN10X.2XLARGE40: the page gives a range, upper value recorded.
+    let spec = r#"project: caveats
+clusters:
+  hw:
+    cloud: huawei
+    region: cn-north-4
+    nodes: 1
+    gpu: V100-16GB:8
+    instance_type: p2v.16xlarge.8
+  tc:
+    cloud: tencent
+    region: ap-beijing
+    nodes: 1
+    gpu: V100-32GB:1
+    instance_type: GN10X.2XLARGE40
+"#;
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let out = Command::cargo_bin("gpuform")
+        .unwrap()
+        .args(["plan", "spec.yaml", "--sandbox"])
+        .current_dir(dir.path())
+        .env("GPUFORM_TODAY", TODAY)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = all
+        .lines()
+        .find(|l| l.contains("price caveats:"))
+        .unwrap_or_else(|| panic!("no caveat warning:\n{all}"));
+    assert!(line.contains("huawei cn-north-4 p2v.16xlarge.8 on-demand") && line.contains("approximate"), "{line}");
+    assert!(line.contains("tencent ap-beijing GN10X.2XLARGE40 on-demand") && line.contains("upper value recorded"), "{line}");
+}
