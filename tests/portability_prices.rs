@@ -371,3 +371,12 @@ clusters:
     assert!(line.contains("huawei cn-north-4 p2v.16xlarge.8 on-demand") && line.contains("approximate"), "{line}");
     assert!(line.contains("tencent ap-beijing GN10X.2XLARGE40 on-demand") && line.contains("upper value recorded"), "{line}");
 }
+
+#[test]
+fn help_explains_the_subscription_mapping() {
+    for cmd in ["breakeven", "offers"] {
+        let text = String::from_utf8(run(&[cmd, "--help"]).stdout).unwrap();
+        assert!(text.contains("reserved-1y"), "{cmd}: {text}");
+        assert!(text.contains("包年包月") || text.contains("one-year subscription"), "{cmd}: {text}");
+    }
+}
