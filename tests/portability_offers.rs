@@ -375,7 +375,9 @@ fn table_has_columns_and_footer() {
 #[test]
 fn bad_input_is_a_clear_error() {
     for (args, needle) in [
-        (vec!["A100:8"], "ambiguous"),
+        // `A100:8` is no longer an error: a shared name searches every
+        // variant (issue 12; tests/portability_prices.rs checks it).
+        (vec!["A100-90GB:8"], "unknown GPU"),
         (vec!["Z9000"], "unknown GPU"),
         (vec!["T4:0"], "at least 1"),
         (vec!["T4", "--cloud", "gcp"], "unknown cloud `gcp`"),

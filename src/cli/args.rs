@@ -120,8 +120,18 @@ pub enum Command {
     /// Print shell completions (bash, zsh, fish, powershell, elvish).
     Completions { shell: clap_complete::Shell },
     /// List instance types with a GPU across all clouds and regions, cheapest GPU-hour first.
+    ///
+    /// A shared name (A100) lists every variant, grouped. Each price says whether it is sourced
+    /// for the region, assumed (its source names no region) or an override; clouds offering the
+    /// GPU without a price get the price API call that prices them. `--pricing A,B` compares
+    /// every cloud side by side (`--markdown` for a report).
     Offers(super::portability::OffersArgs),
     /// Monthly cost of on-demand, spot and reserved at H hours a month, and where a reservation pays.
+    ///
+    /// Also the one-month subscription (monthly-sub). Alibaba, Tencent and Huawei sell monthly
+    /// and yearly subscriptions (包年包月) rather than AWS-style reservations: there reserved-1y
+    /// is the one-year subscription and monthly-sub the one-month one, both paid for the whole
+    /// term. --job-hours prices one short job with each cloud's per-second billing and minimum.
     Breakeven(super::portability::BreakevenArgs),
     /// Matrix of clusters × clouds: where each cluster could run and at what cost, or why not.
     Lockin(super::portability::LockinArgs),

@@ -31,7 +31,10 @@ pub struct OffersArgs {
     /// Only this region.
     #[arg(long)]
     pub region: Option<String>,
-    /// Price by this model: on-demand, spot, reserved-1y, reserved-3y.
+    /// Price by this model: on-demand, spot, reserved-1y, reserved-3y. Several, comma-separated
+    /// (`on-demand,reserved-1y`), compare every cloud side by side: its cheapest offer, hourly,
+    /// per GPU-hour and monthly, in USD and CNY, with source, date and basis. On Alibaba,
+    /// Tencent and Huawei, reserved-1y means the one-year subscription (包年包月).
     #[arg(long, default_value = "on-demand")]
     pub pricing: String,
     /// Minimum memory per GPU, GiB.
@@ -55,9 +58,20 @@ pub struct OffersArgs {
     /// The offers as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The comparison (`--pricing A,B`) as a Markdown table, for a PR comment or a report.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Price overrides (negotiated prices, or ones you got from a cloud's price API): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of]; they win over the catalog.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
 }
 
 /// `gpuform breakeven GPU[:COUNT]`.
+///
+/// Compares on-demand, spot, the 1- and 3-year terms and the one-month subscription. On
+/// Alibaba, Tencent and Huawei, which sell subscriptions (包年包月) rather than AWS-style
+/// reservations, reserved-1y is the one-year subscription and monthly-sub the one-month one;
+/// both are paid for the whole term like a reservation.
 #[derive(Debug, Args, Clone)]
 pub struct BreakevenArgs {
     /// GPU model and optional count per instance, e.g. `A100-80GB:8`.
@@ -70,6 +84,14 @@ pub struct BreakevenArgs {
     /// Hours each instance is expected to run per month (730 = always on).
     #[arg(long, default_value_t = gpuform_catalog::HOURS_PER_MONTH, value_name = "H", allow_negative_numbers = true)]
     pub hours: f64,
+    /// Also price one job of this many hours on pay-as-you-go, with each cloud's billing
+    /// granularity and minimum (all four bill by the second; AWS has a 60 s minimum), so a
+    /// 15-minute job (0.25) is not priced as an hour.
+    #[arg(long, value_name = "H", allow_negative_numbers = true)]
+    pub job_hours: Option<f64>,
+    /// Price overrides, as for `plan --prices`; they win over the catalog.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     #[arg(long)]
@@ -148,15 +170,20 @@ fn base_query(
 }
 
 pub fn offers_cmd(a: OffersArgs) -> CmdResult {
-    let catalog = Catalog::builtin();
+    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog: &Catalog = &catalog;
+    // A shared name (`A100`) searches every model it means.
+    let (models, count) = offers::parse_gpu_models(catalog, &a.gpu).map_err(input)?;
     let mut q = base_query(
         catalog,
-        &a.gpu,
+        &format!("{}{}", models[0], a.gpu.find(':').map_or("", |i| &a.gpu[i..])),
         a.cloud.as_deref(),
         a.region.as_deref(),
         rate(a.cny_per_usd)?,
     )?;
-    q.pricing = offers::parse_pricing(&a.pricing).map_err(input)?;
+    q.gpu_count = count;
+    let pricings = offers::parse_pricings(&a.pricing).map_err(input)?;
+    q.pricing = pricings[0];
     if let Some(m) = a.min_gpu_mem {
         if !(m.is_finite() && m >= 0.0) {
             return Err(input(InputError::new(
@@ -186,7 +213,22 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         InterconnectArg::Pcie => Interconnect::Pcie,
     });
     q.rdma = a.rdma.then_some(true);
-    let report = offers::offers(catalog, &q, crate::clock::today(), a.stale_days);
+    if pricings.len() > 1 || a.markdown {
+        let c = offers::compare(
+            catalog,
+            &q,
+            &models,
+            &pricings,
+            crate::clock::today(),
+            a.stale_days,
+        );
+        if a.json {
+            return json_out(&c);
+        }
+        print!("{}", offers::render_comparison(&c, a.markdown));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = offers::offers_of_models(catalog, &q, &models, crate::clock::today(), a.stale_days);
     if a.json {
         return json_out(&report);
     }
@@ -195,7 +237,8 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
 }
 
 pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
-    let catalog = Catalog::builtin();
+    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog: &Catalog = &catalog;
     let q = base_query(
         catalog,
         &a.gpu,
@@ -204,7 +247,20 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
         rate(a.cny_per_usd)?,
     )?;
     let hours = breakeven::check_hours(a.hours).map_err(input)?;
-    let report = breakeven::breakeven(catalog, &q, hours);
+    let job = a
+        .job_hours
+        .map(|j| {
+            if j.is_finite() && j > 0.0 && j <= breakeven::MAX_HOURS_PER_MONTH {
+                Ok(j)
+            } else {
+                Err(input(InputError::new(
+                    format!("--job-hours must be a positive number of hours (at most {}), found {j}", breakeven::MAX_HOURS_PER_MONTH),
+                    "e.g. --job-hours 0.25 for a 15-minute job",
+                )))
+            }
+        })
+        .transpose()?;
+    let report = breakeven::breakeven_job(catalog, &q, hours, job);
     if a.json {
         return json_out(&report);
     }

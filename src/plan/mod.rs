@@ -130,6 +130,10 @@ pub struct ClusterCost {
     pub hourly_usd_after: f64,
     pub monthly_usd_before: f64,
     pub monthly_usd_after: f64,
+    /// Where the price after the plan comes from: `sourced as of …`,
+    /// `assumed (…) as of …` or `override …` (see `PriceBasis`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_basis: Option<String>,
 }
 
 /// The state a plan was made against: a saved plan applies only there.

@@ -86,13 +86,16 @@ fn render_cost(out: &mut String, plan: &Plan) {
         };
         let _ = writeln!(
             out,
-            "      cluster {}: {nodes} × {} {}: ${}/h → ${}/h (${}/month)",
+            "      cluster {}: {nodes} × {} {}: ${}/h → ${}/h (${}/month){}",
             k.cluster,
             k.instance_type.as_deref().unwrap_or("-"),
             k.pricing.as_deref().unwrap_or(""),
             money(k.hourly_usd_before),
             money(k.hourly_usd_after),
             money(k.monthly_usd_after),
+            k.price_basis
+                .as_deref()
+                .map_or(String::new(), |b| format!(" [price {b}]")),
         );
     }
     if c.prices_in_cny {

@@ -8,10 +8,17 @@
 //!   `730 × rate`;
 //! - a reservation beats on-demand above `reserved_rate / on_demand_rate` of
 //!   the month (the break-even utilisation), i.e. above that many × 730 hours.
+//!
+//! Alibaba, Tencent and Huawei sell subscriptions (包年包月) rather than
+//! AWS-style reservations: there `reserved-1y` is the one-year subscription
+//! (a 12-month quote ÷ 12 a month, when the catalog has one) and the
+//! one-month subscription is its own column, paid for the month like a
+//! reservation. A single job (`--job-hours`) is priced with each cloud's
+//! pay-as-you-go billing granularity and minimum ([`gpuform_catalog::billing`]).
 
 use super::offers::{new_table, right_align, usd, InputError};
-use gpuform_catalog::HOURS_PER_MONTH;
-use gpuform_catalog::{Catalog, OfferQuery, Offering, PricingModel};
+use gpuform_catalog::{billing, HOURS_PER_MONTH};
+use gpuform_catalog::{Catalog, OfferQuery, Offering, PriceBasis, PricingModel};
 use gpuform_provider::Cloud;
 use serde::Serialize;
 
@@ -42,6 +49,34 @@ pub struct ModelCost {
     pub monthly_usd: f64,
     /// What to keep in mind (interruption, commitment).
     pub caveat: Option<&'static str>,
+    /// `sourced`, `assumed` (the source names no region) or `override`.
+    pub basis: &'static str,
+    pub as_of: String,
+}
+
+/// The one-month subscription (包月) of an offering, paid for the month.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubscriptionCost {
+    pub monthly_usd: f64,
+    pub currency: &'static str,
+    pub source: String,
+    pub as_of: String,
+    pub basis: &'static str,
+    /// `monthly / (on-demand rate × 730)`; `None` without an on-demand price.
+    pub break_even_utilisation: Option<f64>,
+}
+
+/// One job of `job_hours` on pay-as-you-go, billed by the cloud's rule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobCost {
+    pub job_hours: f64,
+    /// What the cloud bills for it (granularity, minimum).
+    pub billed_hours: f64,
+    pub on_demand_usd: Option<f64>,
+    pub spot_usd: Option<f64>,
+    pub granularity_seconds: u32,
+    pub minimum_seconds: u32,
+    pub billing_source: &'static str,
 }
 
 /// Where a reservation starts paying against on-demand.
@@ -69,6 +104,13 @@ pub struct BreakevenRow {
     pub cheapest: PricingModel,
     /// One per reservation term with both prices known.
     pub break_even: Vec<BreakEven>,
+    /// The one-month subscription, where the catalog has one.
+    pub monthly_subscription: Option<SubscriptionCost>,
+    /// The cheapest option at `hours` counting the monthly subscription
+    /// (`monthly-subscription` or a pricing model).
+    pub cheapest_overall: String,
+    /// One job's cost, with `--job-hours`.
+    pub job: Option<JobCost>,
 }
 
 impl BreakevenRow {
@@ -85,13 +127,31 @@ pub fn for_offering(
     hours: f64,
     cny_per_usd: f64,
 ) -> Option<BreakevenRow> {
+    for_offering_job(catalog, o, hours, cny_per_usd, None)
+}
+
+/// [`for_offering`], plus the cost of one job of `job_hours` when given.
+pub fn for_offering_job(
+    catalog: &Catalog,
+    o: &Offering,
+    hours: f64,
+    cny_per_usd: f64,
+    job_hours: Option<f64>,
+) -> Option<BreakevenRow> {
     let t = catalog.instance_type(o.cloud, &o.instance_type)?;
     let mut costs = Vec::new();
     for p in PricingModel::ALL {
+        // On the subscription clouds the catalog's reserved-1y is the
+        // one-year subscription (see `gpuform_catalog`'s loader).
         let Some(price) = o.prices.get(&p) else {
             continue;
         };
-        let rate = price.hourly_usd(cny_per_usd);
+        let (rate, currency, basis, as_of) = (
+            price.hourly_usd(cny_per_usd),
+            price.currency.as_str(),
+            price.basis,
+            price.as_of.clone(),
+        );
         if !(rate.is_finite() && rate > 0.0) {
             continue;
         }
@@ -100,6 +160,10 @@ pub fn for_offering(
             PricingModel::Spot => (
                 hours,
                 Some("may be interrupted at short notice; price varies"),
+            ),
+            PricingModel::Reserved1y if o.cloud != Cloud::Aws => (
+                HOURS_PER_MONTH,
+                Some("1-year subscription (包年), paid for every hour"),
             ),
             PricingModel::Reserved1y => (
                 HOURS_PER_MONTH,
@@ -113,19 +177,66 @@ pub fn for_offering(
         costs.push(ModelCost {
             pricing: p,
             hourly_usd: rate,
-            currency: price.currency.as_str(),
+            currency,
             billed_hours: billed,
             monthly_usd: billed * rate,
             caveat,
+            basis: basis.as_str(),
+            as_of,
         });
     }
-    if costs.len() < 2 {
+    let od_rate = costs
+        .iter()
+        .find(|c| c.pricing == PricingModel::OnDemand)
+        .map(|c| c.hourly_usd);
+    let monthly_subscription = catalog
+        .subscription(o.cloud, &o.region, &o.instance_type, 1)
+        .map(|sp| {
+            let m = sp.price_usd(cny_per_usd);
+            SubscriptionCost {
+                monthly_usd: m,
+                currency: sp.currency.as_str(),
+                source: sp.source.clone(),
+                as_of: sp.as_of.clone(),
+                basis: sp.basis().as_str(),
+                break_even_utilisation: od_rate.map(|r| m / (r * HOURS_PER_MONTH)),
+            }
+        })
+        .filter(|s| s.monthly_usd.is_finite() && s.monthly_usd > 0.0);
+    if costs.len() + usize::from(monthly_subscription.is_some()) < 2 {
         return None;
     }
+    let job = job_hours.map(|h| {
+        let rule = billing(o.cloud);
+        let billed = rule.billed_hours(h);
+        let of = |p: PricingModel| {
+            costs
+                .iter()
+                .find(|c| c.pricing == p)
+                .map(|c| c.hourly_usd * billed)
+        };
+        JobCost {
+            job_hours: h,
+            billed_hours: billed,
+            on_demand_usd: of(PricingModel::OnDemand),
+            spot_usd: of(PricingModel::Spot),
+            granularity_seconds: rule.granularity_seconds,
+            minimum_seconds: rule.minimum_seconds,
+            billing_source: rule.source,
+        }
+    });
     let cheapest = costs
         .iter()
         .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd))
-        .map(|c| c.pricing)?;
+        .map(|c| c.pricing);
+    let cheapest_cost = cheapest.and_then(|p| costs.iter().find(|c| c.pricing == p));
+    let cheapest_overall = match (&monthly_subscription, cheapest_cost) {
+        (Some(s), Some(c)) if s.monthly_usd < c.monthly_usd => "monthly-subscription".to_string(),
+        (Some(_), None) => "monthly-subscription".to_string(),
+        (_, Some(c)) => c.pricing.as_str().to_string(),
+        (None, None) => return None,
+    };
+    let cheapest = cheapest.unwrap_or(PricingModel::OnDemand);
     let on_demand = costs
         .iter()
         .find(|c| c.pricing == PricingModel::OnDemand)
@@ -160,6 +271,9 @@ pub fn for_offering(
         costs,
         cheapest,
         break_even,
+        monthly_subscription,
+        cheapest_overall,
+        job,
     })
 }
 
@@ -167,6 +281,8 @@ pub fn for_offering(
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BreakevenReport {
     pub query: String,
+    /// One job's length, with `--job-hours`.
+    pub job_hours: Option<f64>,
     pub hours: f64,
     pub cny_per_usd: f64,
     /// Sorted by the cheapest monthly cost per GPU, then cloud, region, type.
@@ -178,6 +294,16 @@ pub struct BreakevenReport {
 /// Every offering meeting `q` (its pricing and budget fields are ignored)
 /// that has several pricing models, at `hours` used per month.
 pub fn breakeven(catalog: &Catalog, q: &OfferQuery, hours: f64) -> BreakevenReport {
+    breakeven_job(catalog, q, hours, None)
+}
+
+/// [`breakeven`], plus the cost of one job of `job_hours` on each offering.
+pub fn breakeven_job(
+    catalog: &Catalog,
+    q: &OfferQuery,
+    hours: f64,
+    job_hours: Option<f64>,
+) -> BreakevenReport {
     let q = OfferQuery {
         max_hourly_usd: None,
         ..q.clone()
@@ -185,14 +311,18 @@ pub fn breakeven(catalog: &Catalog, q: &OfferQuery, hours: f64) -> BreakevenRepo
     let mut rows = Vec::new();
     let mut single = 0;
     for m in catalog.matching(&q) {
-        match for_offering(catalog, m.offering, hours, q.cny_per_usd) {
+        match for_offering_job(catalog, m.offering, hours, q.cny_per_usd, job_hours) {
             Some(r) => rows.push(r),
             None => single += 1,
         }
     }
     let per_gpu = |r: &BreakevenRow| {
-        r.cost(r.cheapest)
-            .map_or(f64::INFINITY, |c| c.monthly_usd / f64::from(r.gpu_count))
+        let m = r.cost(r.cheapest).map_or(f64::INFINITY, |c| c.monthly_usd);
+        let s = r
+            .monthly_subscription
+            .as_ref()
+            .map_or(f64::INFINITY, |s| s.monthly_usd);
+        m.min(s) / f64::from(r.gpu_count)
     };
     rows.sort_by(|a, b| {
         per_gpu(a)
@@ -210,6 +340,7 @@ pub fn breakeven(catalog: &Catalog, q: &OfferQuery, hours: f64) -> BreakevenRepo
     }
     BreakevenReport {
         query: words,
+        job_hours,
         hours,
         cny_per_usd: q.cny_per_usd,
         rows,
@@ -238,24 +369,44 @@ pub fn render_table(r: &BreakevenReport) -> String {
         out.push_str("  hint: drop --region or --cloud; `gpuform offers` lists every price\n");
         return out;
     }
-    let mut t = new_table(
-        &[
-            "cloud",
-            "region",
-            "instance type",
-            "GPUs",
-            "on-demand/mo",
-            "spot/mo",
-            "reserved-1y/mo",
-            "reserved-3y/mo",
-            "cheapest",
-            "reserved pays above",
-        ],
-        false,
-    );
+    let job_col = r
+        .job_hours
+        .map(|j| format!("one {} h job (on-demand / spot)", trim_float(j)));
+    let mut header = vec![
+        "cloud",
+        "region",
+        "instance type",
+        "GPUs",
+        "on-demand/mo",
+        "spot/mo",
+        "reserved-1y/mo",
+        "reserved-3y/mo",
+        "monthly-sub/mo",
+        "cheapest",
+        "reserved pays above",
+    ];
+    if let Some(j) = &job_col {
+        header.push(j.as_str());
+    }
+    let mut t = new_table(&header, false);
+    let mut assumed = false;
     for row in &r.rows {
-        let cell = |p: PricingModel| row.cost(p).map_or("—".to_string(), |c| usd(c.monthly_usd));
-        let be: Vec<String> = row
+        let cell = |p: PricingModel| {
+            row.cost(p).map_or("—".to_string(), |c| {
+                let mark = if c.basis == PriceBasis::Assumed.as_str() { "*" } else { "" };
+                format!("{}{mark}", usd(c.monthly_usd))
+            })
+        };
+        assumed |= row.costs.iter().any(|c| c.basis == PriceBasis::Assumed.as_str())
+            || row
+                .monthly_subscription
+                .as_ref()
+                .is_some_and(|s| s.basis == PriceBasis::Assumed.as_str());
+        let sub = row.monthly_subscription.as_ref().map_or("—".to_string(), |s| {
+            let mark = if s.basis == PriceBasis::Assumed.as_str() { "*" } else { "" };
+            format!("{}{mark}", usd(s.monthly_usd))
+        });
+        let mut be: Vec<String> = row
             .break_even
             .iter()
             .map(|b| {
@@ -271,7 +422,18 @@ pub fn render_table(r: &BreakevenReport) -> String {
                 }
             })
             .collect();
-        t.add_row(vec![
+        if let Some(u) = row
+            .monthly_subscription
+            .as_ref()
+            .and_then(|s| s.break_even_utilisation)
+        {
+            be.push(if u >= 1.0 {
+                "monthly-sub: never".to_string()
+            } else {
+                format!("monthly-sub: {} ({:.0} h/mo)", pct(u), u * HOURS_PER_MONTH)
+            });
+        }
+        let mut cells = vec![
             row.cloud.to_string(),
             row.region.clone(),
             row.instance_type.clone(),
@@ -280,15 +442,21 @@ pub fn render_table(r: &BreakevenReport) -> String {
             cell(PricingModel::Spot),
             cell(PricingModel::Reserved1y),
             cell(PricingModel::Reserved3y),
-            row.cheapest.as_str().to_string(),
+            sub,
+            row.cheapest_overall.clone(),
             if be.is_empty() {
                 "— (no on-demand price)".to_string()
             } else {
                 be.join("; ")
             },
-        ]);
+        ];
+        if let Some(j) = &row.job {
+            let f = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("${x:.2}"));
+            cells.push(format!("{} / {}", f(j.on_demand_usd), f(j.spot_usd)));
+        }
+        t.add_row(cells);
     }
-    right_align(&mut t, &[4, 5, 6, 7]);
+    right_align(&mut t, &[4, 5, 6, 7, 8]);
     out.push_str(&format!(
         "Monthly cost per instance of {} at {} h/month used ({}% of {HOURS_PER_MONTH} h):\n",
         r.query,
@@ -301,6 +469,30 @@ pub fn render_table(r: &BreakevenReport) -> String {
         "On-demand and spot: hours used × rate. Reserved: {HOURS_PER_MONTH} h × rate, paid whether used or not.\n"
     ));
     out.push_str("Spot capacity may be reclaimed at short notice; its price moves.\n");
+    out.push_str("Alibaba, Tencent, Huawei: reserved-1y is the one-year subscription (包年), monthly-sub the one-month subscription (包月), both paid for the whole term.\n");
+    if assumed {
+        out.push_str("* assumed: the price's source names no region; it is assumed to hold here.\n");
+    }
+    if let Some(j) = r.job_hours {
+        let mut clouds: Vec<Cloud> = r.rows.iter().map(|row| row.cloud).collect();
+        clouds.sort();
+        clouds.dedup();
+        for c in clouds {
+            let b = billing(c);
+            out.push_str(&format!(
+                "One {} h job on {c}: billed {:.4} h ({} s steps{}) — {}.\n",
+                trim_float(j),
+                b.billed_hours(j),
+                b.granularity_seconds,
+                if b.minimum_seconds > 0 {
+                    format!(", {} s minimum", b.minimum_seconds)
+                } else {
+                    ", no minimum stated".to_string()
+                },
+                b.source
+            ));
+        }
+    }
     out.push_str("Break-even: a reservation is cheaper than on-demand above reserved rate / on-demand rate of the month.\n");
     if r.single_priced > 0 {
         out.push_str(&format!(

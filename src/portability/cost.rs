@@ -18,6 +18,8 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
     let mut clusters: BTreeMap<String, ClusterCost> = BTreeMap::new();
     let mut stale: BTreeMap<String, String> = BTreeMap::new();
     let mut undated: BTreeMap<String, String> = BTreeMap::new();
+    // Notes saying a price is a range's upper value or approximate.
+    let mut caveats: BTreeMap<String, String> = BTreeMap::new();
     let mut in_cny = false;
     for c in plan
         .changes
@@ -62,7 +64,14 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
             continue;
         };
         in_cny |= price.currency == Currency::CNY;
+        e.price_basis = Some(format!("{}, as of {}", price.basis.label(), price.as_of));
         let what = format!("{} {} {itype} {}", target.cloud, c.region, pricing.as_str());
+        for n in catalog.notes(target.cloud, &c.region, itype) {
+            let low = n.to_ascii_lowercase();
+            if low.contains("range") || low.contains("approximate") {
+                caveats.insert(what.clone(), n.to_string());
+            }
+        }
         match price_age(&price.as_of, today, STALE_AFTER_DAYS) {
             PriceAge::Dated { days, stale: true } => {
                 stale.insert(what, format!("as of {}, {days} days ago", price.as_of));
@@ -90,6 +99,12 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         plan.warnings.push(format!(
             "prices older than {STALE_AFTER_DAYS} days: {}; pass --prices FILE with current (or negotiated) prices",
             list(&stale)
+        ));
+    }
+    if !caveats.is_empty() {
+        plan.warnings.push(format!(
+            "price caveats: {}",
+            list(&caveats)
         ));
     }
     if !undated.is_empty() {

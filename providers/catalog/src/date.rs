@@ -68,7 +68,10 @@ pub enum PriceAge {
 /// The first `YYYY[-MM[-DD]]` in an `as_of` text, as the earliest day it can
 /// mean; `None` when the text says the date is unknown or has no date.
 pub fn parse_as_of(as_of: &str) -> Option<Day> {
-    if as_of.to_ascii_lowercase().contains("unknown") {
+    let low = as_of.to_ascii_lowercase();
+    // "undated (values unchanged since 2020-07-14 …)": the date in the
+    // parenthesis is context, not the price's date.
+    if low.contains("unknown") || low.trim_start().starts_with("undated") {
         return None;
     }
     let b = as_of.as_bytes();
@@ -174,6 +177,14 @@ mod tests {
         );
         assert_eq!(parse_as_of("doc-date-unknown"), None);
         assert_eq!(parse_as_of("doc-date-unknown(~2020-21?)"), None);
+        assert_eq!(
+            parse_as_of("undated (values unchanged since first commit 2020-07-14)"),
+            None
+        );
+        assert_eq!(
+            parse_as_of("2024-12-30 (commit date; file itself undated)"),
+            Some(Day::from_ymd(2024, 12, 30))
+        );
         assert_eq!(parse_as_of(""), None);
         assert_eq!(parse_as_of("v12345"), None);
         let today = Day::from_ymd(2026, 11, 29);

@@ -22,6 +22,7 @@
 //!
 //! Empty cells mean unknown; the loader never fills them in.
 
+mod billing;
 pub mod cloud;
 pub mod date;
 pub mod fsio;
@@ -37,6 +38,7 @@ pub use date::{parse_as_of, price_age, Day, PriceAge, HOURS_PER_MONTH};
 pub use load::CatalogError;
 pub use query::{Match, OfferQuery, DEFAULT_CNY_PER_USD};
 pub use sources::{CatalogSources, CloudSources, Source};
+pub use billing::{billing, Billing};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -161,6 +163,45 @@ pub struct Price {
     pub currency: Currency,
     pub source: String,
     pub as_of: String,
+    /// How far the source backs this price for this region.
+    #[serde(default)]
+    pub basis: PriceBasis,
+}
+
+/// How far a price's source backs it where it is used: shown next to every
+/// price (offers, plan cost lines, breakeven) so that an assumption is never
+/// read as a quote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PriceBasis {
+    /// The source quotes this price for this region (or a region group that
+    /// names it).
+    #[default]
+    Sourced,
+    /// The source states no region ("mainland China", page default); the
+    /// price is assumed to hold in every region that offers the type.
+    Assumed,
+    /// From the user's `--prices FILE`.
+    Override,
+}
+
+impl PriceBasis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PriceBasis::Sourced => "sourced",
+            PriceBasis::Assumed => "assumed",
+            PriceBasis::Override => "override",
+        }
+    }
+    /// The label shown next to a price, e.g. `sourced 2024-12-30`,
+    /// `assumed (source names no region)`.
+    pub fn label(self) -> &'static str {
+        match self {
+            PriceBasis::Sourced => "sourced",
+            PriceBasis::Assumed => "assumed: source names no region",
+            PriceBasis::Override => "override",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -285,6 +326,24 @@ pub struct SubscriptionPrice {
     pub source: String,
     pub as_of: String,
     pub note: String,
+}
+
+impl SubscriptionPrice {
+    /// The price for the whole term in USD, converting CNY at `cny_per_usd`.
+    pub fn price_usd(&self, cny_per_usd: f64) -> f64 {
+        match self.currency {
+            Currency::USD => self.price,
+            Currency::CNY => self.price / cny_per_usd,
+        }
+    }
+    /// Sourced for this region, or assumed from a quote naming no region.
+    pub fn basis(&self) -> PriceBasis {
+        if self.region.is_some() {
+            PriceBasis::Sourced
+        } else {
+            PriceBasis::Assumed
+        }
+    }
 }
 
 /// A caveat on some catalog rows (from the source's review flags).
@@ -514,6 +573,26 @@ impl Catalog {
             .iter()
             .filter(|s| s.cloud == cloud && s.instance_type == instance_type)
             .collect()
+    }
+
+    /// The subscription price of `months` for an instance type in a region:
+    /// the region's own quote, else one whose source names no region.
+    pub fn subscription(
+        &self,
+        cloud: Cloud,
+        region: &str,
+        instance_type: &str,
+        months: u32,
+    ) -> Option<&SubscriptionPrice> {
+        let of = |want: Option<&str>| {
+            self.subscriptions.iter().find(|s| {
+                s.cloud == cloud
+                    && s.instance_type == instance_type
+                    && s.months == months
+                    && s.region.as_deref() == want
+            })
+        };
+        of(Some(region)).or_else(|| of(None))
     }
 
     /// Caveats that apply to an instance type in a region (read them before trusting a price).

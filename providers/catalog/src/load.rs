@@ -2,7 +2,8 @@
 
 use super::{
     instance_family, normalize_gpu_name, Availability, Catalog, Currency, GpuDetails, GpuModel,
-    InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PricingModel,
+    InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PriceBasis,
+    PricingModel,
     RdmaKind, Region, SubscriptionPrice,
 };
 use crate::sources::{CatalogSources, Source};
@@ -468,6 +469,11 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                     currency: parse_currency(&row)?,
                     source: row.req("source")?.to_string(),
                     as_of: row.req("as_of")?.to_string(),
+                    basis: if region == "*" {
+                        PriceBasis::Assumed
+                    } else {
+                        PriceBasis::Sourced
+                    },
                 };
                 let slot = if region == "*" {
                     if !offered.keys().any(|(c, _, t)| *c == cloud && t == it) {
@@ -589,6 +595,40 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
             .unwrap_or_default();
         if let Some(r) = regional.remove(&(cloud, region.clone(), it.clone())) {
             prices.extend(r);
+        }
+        // Alibaba, Tencent and Huawei sell a one-year subscription (包年)
+        // where AWS sells a 1-year reservation: it is their reserved-1y.
+        if cloud != Cloud::Aws && !prices.contains_key(&PricingModel::Reserved1y) {
+            let year = |want: Option<&str>| {
+                subscriptions.iter().find(|s: &&SubscriptionPrice| {
+                    s.cloud == cloud
+                        && s.instance_type == it
+                        && s.months == 12
+                        && s.region.as_deref() == want
+                })
+            };
+            if let Some(y) = year(Some(region.as_str())).or_else(|| year(None)) {
+                let hours = 12.0 * crate::HOURS_PER_MONTH;
+                prices.insert(
+                    PricingModel::Reserved1y,
+                    Price {
+                        hourly: y.price / hours,
+                        currency: y.currency,
+                        source: format!(
+                            "{} [one-year subscription (包年) {} {} ÷ {hours} h]",
+                            y.source,
+                            y.price,
+                            y.currency.as_str()
+                        ),
+                        as_of: y.as_of.clone(),
+                        basis: if y.region.is_some() {
+                            PriceBasis::Sourced
+                        } else {
+                            PriceBasis::Assumed
+                        },
+                    },
+                );
+            }
         }
         offerings.push(Offering {
             cloud,

@@ -14,7 +14,7 @@
 
 use super::load::{parse_currency, parse_pricing, rows, Row};
 use super::sources::Source;
-use super::{Catalog, CatalogError, Price};
+use super::{Catalog, CatalogError, Price, PriceBasis};
 use crate::Cloud;
 
 impl Catalog {
@@ -58,6 +58,7 @@ impl Catalog {
                 "" => "override".to_string(),
                 d => d.to_string(),
             },
+            basis: PriceBasis::Override,
         };
         if self.instance_type(cloud, it).is_none() {
             return Err(row.err(format!("unknown {cloud} instance type `{it}`")));

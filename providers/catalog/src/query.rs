@@ -205,10 +205,13 @@ impl Catalog {
                 break;
             }
             let mut found = self.filter(q, model.as_deref(), &stage);
-            // Nearer GPU counts first, then the usual order.
+            // Nearer GPU counts first, then those that still meet more of
+            // the dropped link/fabric constraints (an NVLink type before one
+            // whose link no source states), then the usual order.
             found.sort_by(|a, b| {
                 count_distance(q, a)
                     .cmp(&count_distance(q, b))
+                    .then_with(|| unmet_links(q, a).cmp(&unmet_links(q, b)))
                     .then_with(|| cmp_matches(a, b))
             });
             for mut m in found {
@@ -228,6 +231,15 @@ impl Catalog {
         }
         out
     }
+}
+
+/// How many of the query's interconnect and RDMA requirements `m` misses.
+fn unmet_links(q: &OfferQuery, m: &Match<'_>) -> u8 {
+    let link = q
+        .interconnect
+        .is_some_and(|i| m.instance.interconnect != Some(i));
+    let rdma = q.rdma == Some(true) && m.instance.rdma.is_none();
+    u8::from(link) + u8::from(rdma)
 }
 
 fn count_distance(q: &OfferQuery, m: &Match<'_>) -> u32 {

@@ -77,7 +77,7 @@ impl CatalogSources<'static> {
                     regions: embedded!("huawei/regions.csv"),
                     availability: embedded!("huawei/availability.csv"),
                     prices: embedded!("huawei/prices.csv"),
-                    subscriptions: None,
+                    subscriptions: Some(embedded!("huawei/subscriptions.csv")),
                     notes: Some(embedded!("huawei/notes.csv")),
                 },
             ],

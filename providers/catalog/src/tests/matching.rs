@@ -243,3 +243,22 @@ fn closest_names_the_difference() {
     );
     assert!(near.len() <= 5);
 }
+
+#[test]
+fn nearest_keeps_the_link_when_only_the_fabric_is_missing() {
+    // Alibaba has no A100-80GB type with RDMA; gn7e has NVLink, ebmgn7e's
+    // link is stated by no source. Dropping the fabric must not also drop
+    // the NVLink the query asks for when an equally cheap type has it.
+    let q = OfferQuery {
+        cloud: Some(Cloud::Alibaba),
+        gpu_model: Some("A100-80GB".into()),
+        gpu_count: Some(8),
+        interconnect: Some(Interconnect::Nvlink),
+        rdma: Some(true),
+        ..OfferQuery::default()
+    };
+    assert!(cat().matching(&q).is_empty());
+    let near = cat().closest(&q, 1);
+    assert_eq!(near[0].instance.interconnect, Some(Interconnect::Nvlink));
+    assert!(near[0].instance.name.starts_with("ecs.gn7e"), "{}", near[0].instance.name);
+}

@@ -245,17 +245,34 @@ fn prices_keep_source_and_date() {
         ),
         (8.68, Currency::CNY)
     );
-    // Huawei has no public prices.
-    assert!(c
+    // Huawei: one sourced price (p2v.16xlarge.8 in cn-north-4), nothing else.
+    let priced: Vec<_> = c
         .offerings()
         .iter()
-        .filter(|o| o.cloud == Cloud::Huawei)
-        .all(|o| o.prices.is_empty()));
+        .filter(|o| o.cloud == Cloud::Huawei && !o.prices.is_empty())
+        .map(|o| (o.region.as_str(), o.instance_type.as_str()))
+        .collect();
+    assert_eq!(priced, vec![("cn-north-4", "p2v.16xlarge.8")]);
+    // Imported rows keep the CSV's source and date verbatim.
+    let gn7e = c
+        .offering(Cloud::Alibaba, "cn-beijing", "ecs.gn7e-c16g1.32xlarge")
+        .unwrap();
+    let od = &gn7e.prices[&PricingModel::OnDemand];
+    assert_eq!(od.currency, Currency::CNY);
+    assert!(od.source.contains("karpenter-provider-alibabacloud"), "{}", od.source);
+    assert_eq!(od.as_of, "2024-12-30 (commit date; file itself undated)");
+    // Types the price list names and the catalog lacked are added.
+    assert_eq!(
+        c.instance_type(Cloud::Alibaba, "ecs.ebmgn7e.32xlarge")
+            .map(|t| (t.gpu_model.as_str(), t.gpu_count)),
+        Some(("A100-80GB", 8))
+    );
     let p = Price {
         hourly: 70.0,
         currency: Currency::CNY,
         source: "x".into(),
         as_of: "y".into(),
+        basis: PriceBasis::Sourced,
     };
     assert!((p.hourly_usd(7.0) - 10.0).abs() < 1e-12);
     assert_eq!(

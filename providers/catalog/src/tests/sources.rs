@@ -132,3 +132,45 @@ fn malformed_rows_name_file_and_line() {
     let e = Catalog::from_sources(&tiny_sources(&lonely_shared, T, R, A, P)).unwrap_err();
     assert!(e.message.contains("make it an alias"), "{e}");
 }
+
+#[test]
+fn a_one_year_subscription_is_reserved_1y_on_the_subscription_clouds() {
+    let types = "name,gpu_model,gpu_count,gpu_mem_gib,vcpus,ram_gib,interconnect,rdma,network_gbps,source\necs.gn6i-c4g1.xlarge,T4,1,16,4,15,pcie,,4,s\n";
+    let regions = "region,zones,source\ncn-beijing,cn-beijing-a,s\ncn-shanghai,cn-shanghai-a,s\n";
+    let avail = "region,offer,zones,source\ncn-beijing,gn6i,,s\ncn-shanghai,gn6i,,s\n";
+    let prices = "region,instance_type,pricing,price,currency,source,as_of\n";
+    let subs = "region,instance_type,months,price,currency,source,as_of,note\ncn-beijing,ecs.gn6i-c4g1.xlarge,12,17520,CNY,quote,2026-10-01,\n*,ecs.gn6i-c4g1.xlarge,1,1500,CNY,list,2026-09,\n";
+    let src = CatalogSources {
+        gpus: Source { file: "gpus.csv", text: G },
+        clouds: vec![CloudSources {
+            cloud: Cloud::Alibaba,
+            instance_types: Source { file: "t", text: types },
+            regions: Source { file: "r", text: regions },
+            availability: Source { file: "a", text: avail },
+            prices: Source { file: "p", text: prices },
+            subscriptions: Some(Source { file: "s", text: subs }),
+            notes: None,
+        }],
+    };
+    let c = Catalog::from_sources(&src).unwrap();
+    let bj = &c
+        .offering(Cloud::Alibaba, "cn-beijing", "ecs.gn6i-c4g1.xlarge")
+        .unwrap()
+        .prices[&PricingModel::Reserved1y];
+    // ¥17,520 a year over 12 × 730 h.
+    assert!((bj.hourly - 2.0).abs() < 1e-12);
+    assert_eq!((bj.currency, bj.basis), (Currency::CNY, PriceBasis::Sourced));
+    assert!(bj.source.starts_with("quote [one-year subscription"), "{}", bj.source);
+    assert_eq!(bj.as_of, "2026-10-01");
+    // A one-month subscription is not a 1-year term; cn-shanghai has no yearly quote.
+    assert!(c
+        .offering(Cloud::Alibaba, "cn-shanghai", "ecs.gn6i-c4g1.xlarge")
+        .unwrap()
+        .prices
+        .is_empty());
+    assert_eq!(
+        c.subscription(Cloud::Alibaba, "cn-shanghai", "ecs.gn6i-c4g1.xlarge", 1)
+            .map(|s| (s.price, s.basis())),
+        Some((1500.0, PriceBasis::Assumed))
+    );
+}
