@@ -39,7 +39,7 @@ fn node(net: &Net, i: usize, pricing: &str) -> CreateRequest {
         &format!("cluster.d.node[{i}]"),
         &format!("b{i}"),
         json!({"instance_type": FLAVOR, "zone": "cn-north-4a", "image": "ubuntu-22.04", "pricing": pricing, "root_gb": 100}),
-        &[("subnet", &net.subnet.id), ("firewall", &net.fw.id)],
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
     )
 }
 

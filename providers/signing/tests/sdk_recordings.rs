@@ -9,11 +9,21 @@ mod common;
 use common::{fixture_names, input, load, parse_time, Fixture};
 use gpuform_signing::{acs3, aliyun_rpc, huawei, tc3, Credentials, Request};
 
-fn run_all(prefix: &str, min: usize, check: fn(&str, &Fixture) -> Result<(), String>) {
-    let names = fixture_names(prefix);
+/// Runs `check` on every fixture `prefix*` that `wanted` picks, of which
+/// there must be at least `min`, and reports every failure at once.
+fn run_all(
+    prefix: &str,
+    min: usize,
+    wanted: fn(&str) -> bool,
+    check: fn(&str, &Fixture) -> Result<(), String>,
+) {
+    let names: Vec<String> = fixture_names(prefix)
+        .into_iter()
+        .filter(|n| wanted(n))
+        .collect();
     assert!(
         names.len() >= min,
-        "expected at least {min} fixtures {prefix}*, found {names:?}"
+        "expected at least {min} picked fixtures {prefix}*, found {names:?}"
     );
     let failures: Vec<String> = names
         .iter()
@@ -194,50 +204,38 @@ fn huawei_apig(_: &str, f: &Fixture) -> Result<(), String> {
     )
 }
 
+fn any(_: &str) -> bool {
+    true
+}
+
+/// Alibaba's ACS3 (V3) recordings, named `aliyun_*_v3`.
+fn is_acs3(name: &str) -> bool {
+    name.ends_with("_v3")
+}
+
+/// Alibaba's RPC (V2) recordings, named `aliyun_*_v2_*`.
+fn is_rpc(name: &str) -> bool {
+    name.contains("_v2_")
+}
+
 #[test]
 fn tencent_tc3_recordings() {
-    run_all("tencent_", 4, tencent);
+    run_all("tencent_", 4, any, tencent);
 }
 
 #[test]
 fn alibaba_acs3_recordings() {
-    run_all("aliyun_", 3, |n, f| {
-        if n.ends_with("_v3") {
-            alibaba_v3(n, f)
-        } else {
-            Ok(())
-        }
-    });
-    assert!(
-        fixture_names("aliyun_")
-            .iter()
-            .filter(|n| n.ends_with("_v3"))
-            .count()
-            >= 3
-    );
+    run_all("aliyun_", 3, is_acs3, alibaba_v3);
 }
 
 #[test]
 fn alibaba_rpc_recordings() {
-    run_all("aliyun_", 5, |n, f| {
-        if n.contains("_v2_") {
-            alibaba_rpc(n, f)
-        } else {
-            Ok(())
-        }
-    });
-    assert!(
-        fixture_names("aliyun_")
-            .iter()
-            .filter(|n| n.contains("_v2_"))
-            .count()
-            >= 5
-    );
+    run_all("aliyun_", 5, is_rpc, alibaba_rpc);
 }
 
 #[test]
 fn huawei_recordings() {
-    run_all("huawei_", 4, huawei_apig);
+    run_all("huawei_", 4, any, huawei_apig);
 }
 
 #[test]
@@ -245,7 +243,7 @@ fn every_fixture_is_checked() {
     for n in fixture_names("") {
         let known = n.starts_with("tencent_")
             || n.starts_with("huawei_")
-            || (n.starts_with("aliyun_") && (n.ends_with("_v3") || n.contains("_v2_")));
+            || (n.starts_with("aliyun_") && (is_acs3(&n) || is_rpc(&n)));
         assert!(known, "fixture {n} is not covered by any test");
     }
 }

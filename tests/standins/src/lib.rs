@@ -75,6 +75,7 @@ pub trait MockCloud: Send + Sync {
 }
 
 pub mod alibaba;
+pub mod harness;
 pub mod huawei;
 pub mod recordings;
 pub mod shape;
