@@ -9,14 +9,15 @@ mod common;
 
 use common::*;
 use gpuform_alibaba::{Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
-use gpuform_standins::alibaba::{
-    AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET, TAG_FILTER_CAP,
-};
-use gpuform_standins::MockCloud;
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError, ResourceKind,
 };
 use gpuform_signing::Credentials;
+use gpuform_standins::alibaba::{
+    AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET, TAG_FILTER_CAP,
+};
+use gpuform_standins::harness::ssh;
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -8,11 +8,12 @@
 mod common;
 
 use common::*;
+use gpuform_provider::{Provider, ResourceKind};
 use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::harness::ssh;
 use gpuform_standins::harness::{assert_signed, same_action, SdkShapes};
 use gpuform_standins::tap::Tap;
 use gpuform_standins::verify::{acs3, Key};
-use gpuform_provider::{Provider, ResourceKind};
 use serde_json::json;
 
 /// The SDK calls gpuform must make the same way. What gpuform deliberately

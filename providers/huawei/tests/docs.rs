@@ -6,9 +6,9 @@ mod common;
 
 use common::{count, provider, request, scope, Net};
 use gpuform_huawei::{HuaweiProvider, JobPolling};
+use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
-use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -5,10 +5,10 @@ mod common;
 
 use common::{count, provider, request, scope, Net};
 use gpuform_huawei::HuaweiProvider;
-use gpuform_standins::huawei::HuaweiMock;
-use gpuform_standins::harness::ssh;
-use gpuform_standins::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
+use gpuform_standins::harness::ssh;
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 
 fn req(
@@ -228,7 +228,11 @@ async fn idempotent_create_and_crash_adoption() {
     let again = network(&p).await;
     assert_eq!(
         (again.network.id, again.subnet.id, again.firewall.id),
-        (net.network.id.clone(), net.subnet.id.clone(), net.firewall.id.clone())
+        (
+            net.network.id.clone(),
+            net.subnet.id.clone(),
+            net.firewall.id.clone()
+        )
     );
 
     // Crash adoption: the result of a create is lost; list_owned finds it by

@@ -9,6 +9,7 @@
 mod common;
 
 use common::{provider_from, request, scope, Net, ZONE};
+use gpuform_provider::{CreateRequest, Provider, ResourceKind};
 use gpuform_standins::harness::{
     assert_signed, create_net, env_through, same_method_and_path, ssh, token_of, SdkShapes,
 };
@@ -16,7 +17,6 @@ use gpuform_standins::huawei::{HuaweiMock, TEST_AK, TEST_SK};
 use gpuform_standins::tap::Tap;
 use gpuform_standins::verify::{huawei, Key};
 use gpuform_standins::MockCloud;
-use gpuform_provider::{CreateRequest, Provider, ResourceKind};
 use serde_json::{json, Value};
 
 fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {

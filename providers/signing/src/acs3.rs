@@ -97,7 +97,6 @@ pub fn sign_now(req: &Request, creds: &Credentials) -> Result<Signed, SignError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canon::find_header;
 
     fn doc_request() -> Request {
         Request::new("POST", "ecs.cn-shanghai.aliyuncs.com", "/")

@@ -9,27 +9,29 @@ mod common;
 use common::{fixture_names, input, load, parse_time, Fixture};
 use gpuform_signing::{acs3, aliyun_rpc, huawei, tc3, Credentials, Request};
 
-/// Runs `check` on every fixture `prefix*` that `wanted` picks, of which
-/// there must be at least `min`, and reports every failure at once.
-fn run_all(
-    prefix: &str,
-    min: usize,
-    wanted: fn(&str) -> bool,
-    check: fn(&str, &Fixture) -> Result<(), String>,
-) {
+/// What is wrong with a family: too few fixtures, or each fixture whose
+/// check fails.
+fn failures(family: &Family) -> Vec<String> {
+    let Family {
+        prefix,
+        wanted,
+        min,
+        check,
+    } = family;
     let names: Vec<String> = fixture_names(prefix)
         .into_iter()
         .filter(|n| wanted(n))
         .collect();
-    assert!(
-        names.len() >= min,
-        "expected at least {min} picked fixtures {prefix}*, found {names:?}"
-    );
-    let failures: Vec<String> = names
+    let mut failures: Vec<String> = names
         .iter()
         .filter_map(|n| check(n, &load(n)).err().map(|e| format!("{n}: {e}")))
         .collect();
-    assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
+    if names.len() < *min {
+        failures.push(format!(
+            "expected at least {min} picked fixtures {prefix}*, found {names:?}"
+        ));
+    }
+    failures
 }
 
 fn same(what: &str, ours: &str, sdk: &str) -> Result<(), String> {
@@ -204,46 +206,58 @@ fn huawei_apig(_: &str, f: &Fixture) -> Result<(), String> {
     )
 }
 
-fn any(_: &str) -> bool {
-    true
+/// One family of recordings: the fixtures `prefix*` that `wanted` picks (at
+/// least `min` of them), each checked with `check`.
+struct Family {
+    prefix: &'static str,
+    wanted: fn(&str) -> bool,
+    min: usize,
+    check: fn(&str, &Fixture) -> Result<(), String>,
 }
 
-/// Alibaba's ACS3 (V3) recordings, named `aliyun_*_v3`.
-fn is_acs3(name: &str) -> bool {
-    name.ends_with("_v3")
-}
+const FAMILIES: [Family; 4] = [
+    Family {
+        prefix: "tencent_",
+        wanted: |_| true,
+        min: 4,
+        check: tencent,
+    },
+    // Alibaba's ACS3 (V3) recordings are named `aliyun_*_v3`.
+    Family {
+        prefix: "aliyun_",
+        wanted: |n| n.ends_with("_v3"),
+        min: 3,
+        check: alibaba_v3,
+    },
+    // Alibaba's RPC (V2) recordings are named `aliyun_*_v2_*`.
+    Family {
+        prefix: "aliyun_",
+        wanted: |n| n.contains("_v2_"),
+        min: 5,
+        check: alibaba_rpc,
+    },
+    Family {
+        prefix: "huawei_",
+        wanted: |_| true,
+        min: 4,
+        check: huawei_apig,
+    },
+];
 
-/// Alibaba's RPC (V2) recordings, named `aliyun_*_v2_*`.
-fn is_rpc(name: &str) -> bool {
-    name.contains("_v2_")
-}
-
+/// Every family (Tencent TC3, Alibaba ACS3 and RPC, Huawei APIG) signs as
+/// its SDK did; all failures are reported at once.
 #[test]
-fn tencent_tc3_recordings() {
-    run_all("tencent_", 4, any, tencent);
-}
-
-#[test]
-fn alibaba_acs3_recordings() {
-    run_all("aliyun_", 3, is_acs3, alibaba_v3);
-}
-
-#[test]
-fn alibaba_rpc_recordings() {
-    run_all("aliyun_", 5, is_rpc, alibaba_rpc);
-}
-
-#[test]
-fn huawei_recordings() {
-    run_all("huawei_", 4, any, huawei_apig);
+fn every_recording_is_signed_as_the_sdk_did() {
+    let failures: Vec<String> = FAMILIES.iter().flat_map(failures).collect();
+    assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
 }
 
 #[test]
 fn every_fixture_is_checked() {
     for n in fixture_names("") {
-        let known = n.starts_with("tencent_")
-            || n.starts_with("huawei_")
-            || (n.starts_with("aliyun_") && (is_acs3(&n) || is_rpc(&n)));
+        let known = FAMILIES
+            .iter()
+            .any(|f| n.starts_with(f.prefix) && (f.wanted)(&n));
         assert!(known, "fixture {n} is not covered by any test");
     }
 }

@@ -145,13 +145,15 @@ pub async fn create_net<P: Provider + ?Sized>(
 
 /// A stand-in's environment (see [`MockCloud::env`](crate::MockCloud::env))
 /// with the endpoint variable `var` pointed at `endpoint` (a tap's).
-pub fn env_through(
-    env: Vec<(String, String)>,
-    var: &str,
-    endpoint: &str,
-) -> Vec<(String, String)> {
+pub fn env_through(env: Vec<(String, String)>, var: &str, endpoint: &str) -> Vec<(String, String)> {
     env.into_iter()
-        .map(|(k, v)| if k == var { (k, endpoint.to_string()) } else { (k, v) })
+        .map(|(k, v)| {
+            if k == var {
+                (k, endpoint.to_string())
+            } else {
+                (k, v)
+            }
+        })
         .collect()
 }
 
@@ -201,7 +203,11 @@ impl SdkShapes<'_> {
     /// Asserts that for every recording one of `sent` is the same call and
     /// differs from it in exactly the known differences.
     pub fn assert_matched_by(&self, sent: &[WireRequest]) {
-        let known: Vec<String> = self.known_differences.iter().map(|d| d.to_string()).collect();
+        let known: Vec<String> = self
+            .known_differences
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
         for name in self.recordings {
             let sdk = Shape::of(&recordings::load(name).request);
             let ours = sent

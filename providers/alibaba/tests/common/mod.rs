@@ -4,11 +4,10 @@
 #![allow(dead_code)]
 
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
-use gpuform_standins::harness::{self, create_net, token_of, Owner};
-pub use gpuform_standins::harness::ssh;
 use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, ResourceKind, Scope};
 use gpuform_signing::Credentials;
+use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::harness::{self, create_net, token_of, Owner};
 use serde_json::Value;
 use std::time::Duration;
 

@@ -3,11 +3,11 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use gpuform_huawei::{HuaweiProvider, JobPolling};
+use gpuform_provider::{CreateRequest, ObservedResource, ResourceKind, Scope};
+pub use gpuform_standins::harness::Net;
+use gpuform_standins::harness::{create_net, Owner};
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
-use gpuform_standins::harness::{create_net, Owner};
-pub use gpuform_standins::harness::Net;
-use gpuform_provider::{CreateRequest, ObservedResource, ResourceKind, Scope};
 use serde_json::Value;
 use std::time::Duration;
 
