@@ -6,10 +6,10 @@ mod common;
 
 use common::*;
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
-use gpuform_standins::MockCloud;
 use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
+use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,11 +55,17 @@ fn by_address(list: &[ObservedResource]) -> BTreeMap<String, &ObservedResource> 
         .collect()
 }
 
-#[tokio::test]
-async fn lifecycle_create_refresh_update_destroy() {
+/// The stand-in, a provider at it and a network in it.
+async fn start() -> (AlibabaMock, AlibabaProvider, Net) {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
     let net = net(&p).await;
+    (mock, p, net)
+}
+
+#[tokio::test]
+async fn lifecycle_create_refresh_update_destroy() {
+    let (mock, p, net) = start().await;
     assert!(
         net.vpc.starts_with("vpc-") && net.vsw.starts_with("vsw-") && net.sg.starts_with("sg-")
     );
@@ -296,9 +302,7 @@ async fn refresh_is_batched() {
 
 #[tokio::test]
 async fn deleted_behind_the_back_is_gone() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start().await;
     let a = p.create(&node(&net, 0, None)).await.unwrap();
     let b = p.create(&node(&net, 1, None)).await.unwrap();
     assert!(mock.delete_behind(&a.id));
@@ -323,9 +327,7 @@ async fn deleted_behind_the_back_is_gone() {
 
 #[tokio::test]
 async fn same_token_same_resource() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start().await;
     let again = p
         .create(&req(
             ResourceKind::Network,
@@ -376,9 +378,7 @@ async fn same_token_same_resource() {
 
 #[tokio::test]
 async fn crash_after_the_call_is_adopted_by_tags() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start().await;
     // An explicit image id: RunInstances is the very next request.
     let mut r = node(&net, 7, None);
     r.attrs.insert(
@@ -429,9 +429,7 @@ async fn crash_after_the_call_is_adopted_by_tags() {
 
 #[tokio::test]
 async fn errors_map_to_neutral_kinds() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start().await;
 
     mock.inject(Fault::NoStock {
         zone: ZONE.into(),
@@ -520,9 +518,7 @@ async fn errors_map_to_neutral_kinds() {
 
 #[tokio::test]
 async fn pricing_models_and_images() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (_mock, p, net) = start().await;
     for (i, pricing) in ["spot", "reserved-1y", "reserved-3y", "on-demand"]
         .iter()
         .enumerate()

@@ -8,10 +8,10 @@
 mod common;
 
 use common::*;
-use gpuform_provider::{Provider, ResourceKind};
+use gpuform_provider::ResourceKind;
 use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_standins::harness::ssh;
-use gpuform_standins::harness::{assert_signed, same_action, SdkShapes};
+use gpuform_standins::harness::{assert_signed, launch_list_delete, same_action, SdkShapes};
 use gpuform_standins::tap::Tap;
 use gpuform_standins::verify::{acs3, Key};
 use serde_json::json;
@@ -36,21 +36,15 @@ async fn requests_have_the_sdk_shape() {
     let tap = Tap::start(&mock.endpoint());
     let p = provider_at(&tap.endpoint(), ACCESS_KEY_SECRET);
     let net = network(&p, ssh()).await;
-    let node = p
-        .create(&req(
-            ResourceKind::Instance,
-            "c.node[0]",
-            json!({"instance_type": "ecs.gn7i-c8g1.2xlarge", "zone": ZONE, "image": "ubuntu-22.04-cuda",
-                   "pricing": "on-demand", "root_gb": 200, "rdma": false, "gpu": "A10:1",
-                   "user_data": "#!/bin/sh\n", "tags": {"team": "ml"}}),
-            &[("subnet", &net.vsw), ("firewall", &net.sg)],
-        ))
-        .await
-        .unwrap();
-    p.list_owned(&scope(), "llm").await.unwrap();
-    p.delete(&scope(), ResourceKind::Instance, &node.id)
-        .await
-        .unwrap();
+    let node = req(
+        ResourceKind::Instance,
+        "c.node[0]",
+        json!({"instance_type": "ecs.gn7i-c8g1.2xlarge", "zone": ZONE, "image": "ubuntu-22.04-cuda",
+               "pricing": "on-demand", "root_gb": 200, "rdma": false, "gpu": "A10:1",
+               "user_data": "#!/bin/sh\n", "tags": {"team": "ml"}}),
+        &[("subnet", &net.vsw), ("firewall", &net.sg)],
+    );
+    launch_list_delete(&p, &node).await;
 
     let sent = tap.requests();
     let key = Key {

@@ -8,10 +8,11 @@
 
 mod common;
 
-use common::{provider_from, request, scope, Net, ZONE};
-use gpuform_provider::{CreateRequest, Provider, ResourceKind};
+use common::{provider_from, request, Net, ZONE};
+use gpuform_provider::{CreateRequest, ResourceKind};
 use gpuform_standins::harness::{
-    assert_signed, create_net, env_through, same_method_and_path, ssh, token_of, SdkShapes,
+    assert_signed, create_net, env_through, launch_list_delete, same_method_and_path, ssh,
+    token_of, SdkShapes,
 };
 use gpuform_standins::huawei::{HuaweiMock, TEST_AK, TEST_SK};
 use gpuform_standins::tap::Tap;
@@ -62,21 +63,15 @@ async fn requests_have_the_sdk_shape() {
         req(kind, &address, a, refs)
     })
     .await;
-    let node = p
-        .create(&req(
-            ResourceKind::Instance,
-            "c.node[0]",
-            json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
-                   "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\n",
-                   "tags": {"team": "ml"}}),
-            &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
-        ))
-        .await
-        .unwrap();
-    p.list_owned(&scope(), "llm").await.unwrap();
-    p.delete(&scope(), ResourceKind::Instance, &node.id)
-        .await
-        .unwrap();
+    let node = req(
+        ResourceKind::Instance,
+        "c.node[0]",
+        json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
+               "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\n",
+               "tags": {"team": "ml"}}),
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
+    );
+    launch_list_delete(&p, &node).await;
 
     let sent = tap.requests();
     let key = Key {

@@ -16,7 +16,7 @@
 //! 3. `tests/sdk_request_shape.rs`: start the stand-in, a
 //!    [`Tap`](crate::tap::Tap) in front of it, the provider at
 //!    `tap.endpoint()` (or [`env_through`] for env-configured providers),
-//!    make the calls, then [`assert_signed`] with the stand-in's verifier
+//!    make the calls ([`launch_list_delete`] after the network), then [`assert_signed`] with the stand-in's verifier
 //!    and [`SdkShapes::assert_matched_by`] with the recordings' names.
 
 use crate::recordings;
@@ -141,6 +141,22 @@ pub async fn create_net<P: Provider + ?Sized>(
         subnet,
         firewall,
     }
+}
+
+/// The calls an SDK-shape test makes once the network stands: create the
+/// instance `node`, list what its project owns, delete the node.
+pub async fn launch_list_delete<P: Provider + ?Sized>(p: &P, node: &CreateRequest) {
+    let what = &node.ownership.address;
+    let created = p
+        .create(node)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    p.list_owned(&node.scope, &node.ownership.project)
+        .await
+        .unwrap_or_else(|e| panic!("list_owned: {e}"));
+    p.delete(&node.scope, ResourceKind::Instance, &created.id)
+        .await
+        .unwrap_or_else(|e| panic!("delete {what}: {e}"));
 }
 
 /// A stand-in's environment (see [`MockCloud::env`](crate::MockCloud::env))
