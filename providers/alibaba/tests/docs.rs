@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use gpuform_alibaba::{AlibabaProvider, Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
+use gpuform_alibaba::{Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError, ResourceKind,
 };
@@ -19,7 +19,6 @@ use gpuform_standins::alibaba::{
 use gpuform_standins::harness::ssh;
 use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 const IMAGE: &str = "ubuntu_22_04_x64_20G_alibase_20240130.vhd";
 
@@ -59,18 +58,6 @@ fn find<'a>(list: &'a [ObservedResource], id: &str) -> &'a ObservedResource {
     list.iter().find(|o| o.id == id).expect("listed")
 }
 
-/// The stand-in (its instances leave Pending at once when `instant`), a
-/// provider at it and a network that lets SSH in.
-async fn start(instant: bool) -> (AlibabaMock, AlibabaProvider, Net) {
-    let mock = AlibabaMock::start();
-    if instant {
-        mock.set_pending_time(Duration::ZERO);
-    }
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
-    (mock, p, net)
-}
-
 /// Point 5. AuthorizeSecurityGroup / RevokeSecurityGroup error codes: 403
 /// InvalidParamter.Conflict "The specified SecurityGroupId should be
 /// different from the SourceGroupId". Members of a basic group reach each
@@ -78,7 +65,7 @@ async fn start(instant: bool) -> (AlibabaMock, AlibabaProvider, Net) {
 /// 可以互相访问; DescribeSecurityGroupAttribute; ModifySecurityGroupPolicy).
 #[tokio::test]
 async fn members_reach_each_other_without_a_self_rule() {
-    let (mock, p, net) = start(false).await;
+    let (mock, p, net) = start(ssh(), false).await;
 
     // The stand-in refuses a rule whose source is the group itself.
     let e = call(
@@ -138,7 +125,7 @@ async fn members_reach_each_other_without_a_self_rule() {
 /// with Month: 1-9, 12, 24, 36, 48, 60.
 #[tokio::test]
 async fn reserved_pricing_is_sent_in_months() {
-    let (mock, p, net) = start(true).await;
+    let (mock, p, net) = start(ssh(), true).await;
 
     // The stand-in rejects what RunInstances rejects.
     let run = |unit: &'static str, period: &'static str| {
@@ -187,7 +174,7 @@ async fn reserved_pricing_is_sent_in_months() {
 /// latter); nothing releases an unexpired subscription.
 #[tokio::test]
 async fn subscriptions_are_released_only_once_expired() {
-    let (mock, p, net) = start(true).await;
+    let (mock, p, net) = start(ssh(), true).await;
     let sub = p.create(&node(&net, 0, "reserved-1y")).await.unwrap();
     let payg = p.create(&node(&net, 1, "on-demand")).await.unwrap();
 
@@ -239,7 +226,7 @@ async fn subscriptions_are_released_only_once_expired() {
 /// holds at most 1,000 resources; ListTagResources lists past that.
 #[tokio::test]
 async fn tagged_listings_past_the_cap_are_complete() {
-    let (mock, p, net) = start(true).await;
+    let (mock, p, net) = start(ssh(), true).await;
     // 1,100 tagged instances, 100 per RunInstances (Amount ≤ 100), straight
     // through the signed client.
     let want = TAG_FILTER_CAP + 100;
@@ -315,7 +302,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
 /// fails as capacity (so the apply fails over) and leaves nothing behind.
 #[tokio::test]
 async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
-    let (mock, p, net) = start(false).await;
+    let (mock, p, net) = start(ssh(), false).await;
     mock.inject(Fault::LaunchFails {
         zone: ZONE.into(),
         instance_type: GPU.into(),
@@ -346,7 +333,7 @@ async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
 /// call a refresh makes, and the group rules.
 #[tokio::test]
 async fn answers_without_the_documented_body_are_errors() {
-    let (mock, p, net) = start(true).await;
+    let (mock, p, net) = start(ssh(), true).await;
     let n = p.create(&node(&net, 0, "on-demand")).await.unwrap();
     let full = p.list_owned(&scope(), "llm").await.unwrap();
     for action in [

@@ -27,13 +27,10 @@ fn instance_attrs(i: usize) -> Value {
     })
 }
 
-async fn net(p: &AlibabaProvider) -> Net {
-    network(
-        p,
-        json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
-               {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}]),
-    )
-    .await
+/// SSH from anywhere, ICMP from the private range.
+fn ingress() -> Value {
+    json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
+           {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}])
 }
 
 fn node(net: &Net, i: usize, placement: Option<&str>) -> CreateRequest {
@@ -55,17 +52,9 @@ fn by_address(list: &[ObservedResource]) -> BTreeMap<String, &ObservedResource> 
         .collect()
 }
 
-/// The stand-in, a provider at it and a network in it.
-async fn start() -> (AlibabaMock, AlibabaProvider, Net) {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
-    (mock, p, net)
-}
-
 #[tokio::test]
 async fn lifecycle_create_refresh_update_destroy() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(ingress(), false).await;
     assert!(
         net.vpc.starts_with("vpc-") && net.vsw.starts_with("vsw-") && net.sg.starts_with("sg-")
     );
@@ -252,7 +241,7 @@ async fn refresh_is_batched() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = net(&p).await;
+    let net = network(&p, ingress()).await;
     let mut ids = Vec::new();
     for i in 0..50 {
         ids.push(p.create(&node(&net, i, None)).await.unwrap().id);
@@ -302,7 +291,7 @@ async fn refresh_is_batched() {
 
 #[tokio::test]
 async fn deleted_behind_the_back_is_gone() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(ingress(), false).await;
     let a = p.create(&node(&net, 0, None)).await.unwrap();
     let b = p.create(&node(&net, 1, None)).await.unwrap();
     assert!(mock.delete_behind(&a.id));
@@ -327,7 +316,7 @@ async fn deleted_behind_the_back_is_gone() {
 
 #[tokio::test]
 async fn same_token_same_resource() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(ingress(), false).await;
     let again = p
         .create(&req(
             ResourceKind::Network,
@@ -378,7 +367,7 @@ async fn same_token_same_resource() {
 
 #[tokio::test]
 async fn crash_after_the_call_is_adopted_by_tags() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(ingress(), false).await;
     // An explicit image id: RunInstances is the very next request.
     let mut r = node(&net, 7, None);
     r.attrs.insert(
@@ -429,7 +418,7 @@ async fn crash_after_the_call_is_adopted_by_tags() {
 
 #[tokio::test]
 async fn errors_map_to_neutral_kinds() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(ingress(), false).await;
 
     mock.inject(Fault::NoStock {
         zone: ZONE.into(),
@@ -518,7 +507,7 @@ async fn errors_map_to_neutral_kinds() {
 
 #[tokio::test]
 async fn pricing_models_and_images() {
-    let (_mock, p, net) = start().await;
+    let (_mock, p, net) = start(ingress(), false).await;
     for (i, pricing) in ["spot", "reserved-1y", "reserved-3y", "on-demand"]
         .iter()
         .enumerate()

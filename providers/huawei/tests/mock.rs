@@ -3,11 +3,10 @@
 
 mod common;
 
-use common::{count, provider, request, scope, Net};
+use common::{count, request, scope, start, Net};
 use gpuform_huawei::HuaweiProvider;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
 use gpuform_standins::harness::ssh;
-use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 
@@ -37,17 +36,9 @@ fn instance_req(net: &Net, i: usize, token: &str) -> CreateRequest {
     )
 }
 
-/// The stand-in, a provider at it and a network in it.
-async fn start() -> (HuaweiMock, HuaweiProvider, Net) {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
-    (mock, p, net)
-}
-
 #[tokio::test]
 async fn lifecycle_list_read_drift_destroy() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(network).await;
     assert_eq!(net.network.attrs["cidr"], json!("10.0.0.0/16"));
     assert_eq!(net.subnet.attrs["zone"], json!("cn-north-4a"));
     assert_eq!(
@@ -210,7 +201,7 @@ async fn lifecycle_list_read_drift_destroy() {
 
 #[tokio::test]
 async fn idempotent_create_and_crash_adoption() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(network).await;
     let a = p
         .create(&instance_req(&net, 0, "gf-same-token"))
         .await
@@ -265,7 +256,7 @@ async fn idempotent_create_and_crash_adoption() {
 
 #[tokio::test]
 async fn error_mapping() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(network).await;
 
     mock.sell_out("p2s.2xlarge.8");
     let e = p
@@ -356,7 +347,7 @@ async fn error_mapping() {
 /// (after the VPC, before the server) never gets that far.
 #[tokio::test]
 async fn tags_huawei_would_refuse_are_refused_before_any_call() {
-    let (mock, p, net) = start().await;
+    let (mock, p, net) = start(network).await;
     let before = mock.requests();
     for tags in [
         json!({"team": "r&d"}),

@@ -79,3 +79,15 @@ pub async fn network(p: &AlibabaProvider, ingress: Value) -> Net {
         sg: net.firewall.id,
     }
 }
+
+/// The stand-in (its instances leave Pending at once when `instant`), a
+/// provider at it and a network whose firewall lets `ingress` in.
+pub async fn start(ingress: Value, instant: bool) -> (AlibabaMock, AlibabaProvider, Net) {
+    let mock = AlibabaMock::start();
+    if instant {
+        mock.set_pending_time(Duration::ZERO);
+    }
+    let p = provider(&mock);
+    let net = network(&p, ingress).await;
+    (mock, p, net)
+}

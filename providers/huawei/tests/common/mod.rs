@@ -84,3 +84,11 @@ pub async fn network(
 pub fn count(owned: &[ObservedResource], kind: ResourceKind) -> usize {
     owned.iter().filter(|o| o.kind == kind).count()
 }
+
+/// The stand-in, a provider at it and the network `net` makes.
+pub async fn start(net: impl AsyncFn(&HuaweiProvider) -> Net) -> (HuaweiMock, HuaweiProvider, Net) {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = net(&p).await;
+    (mock, p, net)
+}
