@@ -42,20 +42,36 @@ fn same(what: &str, ours: &str, sdk: &str) -> Result<(), String> {
     }
 }
 
-fn independent(f: &Fixture, key: &str) -> Option<String> {
-    f.independent[key].as_str().map(str::to_string)
+/// `ours` against what the independent implementation computed as `key`.
+fn same_as_independent(what: &str, ours: &str, f: &Fixture, key: &str) -> Result<(), String> {
+    let theirs = f.independent[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("the fixture has no independent {key}"));
+    same(what, ours, theirs)
+}
+
+/// The signature against the one the SDK computed.
+fn same_as_sdk_signature(signature: &str, f: &Fixture) -> Result<(), String> {
+    same("signature", signature, f.sdk_signature.as_deref().unwrap())
+}
+
+/// The signer's input rebuilt from the recording: every header the SDK set
+/// but those in `signer_sets` (the signer adds them) and the exact body.
+fn signer_input(f: &Fixture, signer_sets: &[&str]) -> Request {
+    let r = &f.recorded_request;
+    Request {
+        method: r.method.clone(),
+        host: r.header("host").unwrap().to_string(),
+        path: r.path(),
+        query: r.query(),
+        headers: r.sdk_headers(signer_sets),
+        body: r.body.as_bytes().to_vec(),
+    }
 }
 
 fn tencent(_: &str, f: &Fixture) -> Result<(), String> {
     let r = &f.recorded_request;
-    let req = Request {
-        method: r.method.clone(),
-        host: r.header("Host").unwrap().to_string(),
-        path: r.path(),
-        query: r.query(),
-        headers: r.sdk_headers(&["host", "authorization", "x-tc-timestamp"]),
-        body: r.body.as_bytes().to_vec(),
-    };
+    let req = signer_input(f, &["host", "authorization", "x-tc-timestamp"]);
     let creds = Credentials::new(input(f, "secret_id"), input(f, "secret_key"));
     let s = tc3::sign(
         &req,
@@ -64,10 +80,11 @@ fn tencent(_: &str, f: &Fixture) -> Result<(), String> {
         parse_time(&f.inputs["timestamp"]),
     )
     .map_err(|e| e.to_string())?;
-    same(
+    same_as_independent(
         "canonical request",
         &s.canonical_request,
-        &independent(f, "canonical_request").unwrap(),
+        f,
+        "canonical_request",
     )?;
     same(
         "X-TC-Timestamp",
@@ -90,14 +107,7 @@ fn alibaba_v3(_: &str, f: &Fixture) -> Result<(), String> {
         "x-acs-signature-nonce",
         "x-acs-content-sha256",
     ];
-    let req = Request {
-        method: r.method.clone(),
-        host: r.header("host").unwrap().to_string(),
-        path: r.path(),
-        query: r.query(),
-        headers: r.sdk_headers(&signer_sets),
-        body: r.body.as_bytes().to_vec(),
-    };
+    let req = signer_input(f, &signer_sets);
     let creds = Credentials::new(input(f, "access_key_id"), input(f, "access_key_secret"));
     let s = acs3::sign(
         &req,
@@ -109,21 +119,18 @@ fn alibaba_v3(_: &str, f: &Fixture) -> Result<(), String> {
     for (name, value) in &s.headers[..3] {
         same(name, value, r.header(name).unwrap())?;
     }
-    same(
+    same_as_independent(
         "canonical request",
         &s.canonical_request,
-        &independent(f, "canonical_request").unwrap(),
+        f,
+        "canonical_request",
     )?;
     same(
         "Authorization",
         s.authorization(),
         r.header("Authorization").unwrap(),
     )?;
-    same(
-        "signature",
-        &s.signature,
-        f.sdk_signature.as_deref().unwrap(),
-    )
+    same_as_sdk_signature(&s.signature, f)
 }
 
 fn alibaba_rpc(_: &str, f: &Fixture) -> Result<(), String> {
@@ -153,28 +160,13 @@ fn alibaba_rpc(_: &str, f: &Fixture) -> Result<(), String> {
             .map(|(_, v)| v.as_str());
         same(k, v, sent.unwrap_or("<not sent>"))?;
     }
-    same(
-        "string to sign",
-        &s.string_to_sign,
-        &independent(f, "string_to_sign").unwrap(),
-    )?;
-    same(
-        "signature",
-        &s.signature,
-        f.sdk_signature.as_deref().unwrap(),
-    )
+    same_as_independent("string to sign", &s.string_to_sign, f, "string_to_sign")?;
+    same_as_sdk_signature(&s.signature, f)
 }
 
 fn huawei_apig(_: &str, f: &Fixture) -> Result<(), String> {
     let r = &f.recorded_request;
-    let req = Request {
-        method: r.method.clone(),
-        host: r.header("Host").unwrap().to_string(),
-        path: r.path(),
-        query: r.query(),
-        headers: r.sdk_headers(&["host", "authorization", "x-sdk-date"]),
-        body: r.body.as_bytes().to_vec(),
-    };
+    let req = signer_input(f, &["host", "authorization", "x-sdk-date"]);
     let creds = Credentials::new(input(f, "ak"), input(f, "sk"));
     let s = huawei::sign(&req, &creds, parse_time(&f.inputs["x-sdk-date"]))
         .map_err(|e| e.to_string())?;
@@ -183,10 +175,11 @@ fn huawei_apig(_: &str, f: &Fixture) -> Result<(), String> {
         &s.headers[0].1,
         r.header("X-Sdk-Date").unwrap(),
     )?;
-    same(
+    same_as_independent(
         "canonical request",
         &s.canonical_request,
-        &independent(f, "canonical_request").unwrap(),
+        f,
+        "canonical_request",
     )?;
     // What goes on the wire is what the SDK sent.
     same(
