@@ -225,13 +225,26 @@ fn prices_keep_source_and_date() {
             && p5e.prices.contains_key(&PricingModel::Spot)
     );
     // A regional price wins over a price whose source names no region.
-    let on_demand = |region| {
-        let o = c.offering(Cloud::Tencent, region, "GN7.2XLARGE32").unwrap();
-        let p = &o.prices[&PricingModel::OnDemand];
-        (p.hourly, p.currency)
-    };
-    assert_eq!(on_demand("ap-guangzhou"), (1.26, Currency::USD));
-    assert_eq!(on_demand("ap-shanghai"), (8.68, Currency::CNY));
+    let gz = c
+        .offering(Cloud::Tencent, "ap-guangzhou", "GN7.2XLARGE32")
+        .unwrap();
+    assert_eq!(
+        (
+            gz.prices[&PricingModel::OnDemand].hourly,
+            gz.prices[&PricingModel::OnDemand].currency
+        ),
+        (1.26, Currency::USD)
+    );
+    let sh = c
+        .offering(Cloud::Tencent, "ap-shanghai", "GN7.2XLARGE32")
+        .unwrap();
+    assert_eq!(
+        (
+            sh.prices[&PricingModel::OnDemand].hourly,
+            sh.prices[&PricingModel::OnDemand].currency
+        ),
+        (8.68, Currency::CNY)
+    );
     // Huawei has no public prices.
     assert!(c
         .offerings()
