@@ -43,10 +43,13 @@ impl AlibabaProvider {
         if is_image_id(image) {
             return Ok(image.to_string());
         }
-        let key = (region.to_string(), image.to_string());
-        if let Some(id) = self.images.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(id);
-        }
+        self.images
+            .resolve(region, image, || self.look_up_image(region, image))
+            .await
+    }
+
+    /// The newest public image whose name starts with the prefix of `image`.
+    async fn look_up_image(&self, region: &str, image: &str) -> Result<String, ProviderError> {
         let Some(prefix) = image_name_prefix(image) else {
             return Err(ProviderError::new(
                 ErrorKind::Invalid,
@@ -66,7 +69,7 @@ impl AlibabaProvider {
         p.push("Architecture", "x86_64");
         p.push("Status", "Available");
         let images = self.describe(region, Api::Image, &p).await?;
-        let best = images
+        images
             .iter()
             .filter(|i| {
                 text(i, "ImageName").starts_with(prefix) || text(i, "ImageId").starts_with(prefix)
@@ -81,11 +84,7 @@ impl AlibabaProvider {
                         "no public image named {prefix}* is available in {region} (for `{image}`)"
                     ),
                 )
-            })?;
-        if let Ok(mut m) = self.images.lock() {
-            m.insert(key, best.clone());
-        }
-        Ok(best)
+            })
     }
 }
 

@@ -75,15 +75,13 @@ use async_trait::async_trait;
 use client::Params;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
-    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, IngressRule, InstanceSpec,
-    NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope, SubnetSpec,
-    UserTags, VolumeSpec,
+    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, ImageCache, IngressRule,
+    InstanceSpec, NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope,
+    SubnetSpec, UserTags, VolumeSpec,
 };
 use gpuform_signing::Credentials;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
 use std::time::Duration;
 
 pub const ENV_ACCESS_KEY_ID: &str = "ALIBABA_CLOUD_ACCESS_KEY_ID";
@@ -96,7 +94,7 @@ pub struct AlibabaProvider {
     client: RpcClient,
     rate: RateLimit,
     /// Image ids of logical names, by (region, name).
-    images: Mutex<HashMap<(String, String), String>>,
+    images: ImageCache,
     /// First delay when waiting for a resource to settle (doubles, ≤ 5 s).
     poll: Duration,
     /// Longest wait for a resource to settle (instance Running, disk Available).
@@ -172,7 +170,7 @@ impl AlibabaProvider {
         Ok(AlibabaProvider {
             client: RpcClient::new(creds, security_token, endpoint)?,
             rate: Self::DEFAULT_RATE,
-            images: Mutex::new(HashMap::new()),
+            images: ImageCache::new(),
             poll: Duration::from_millis(500),
             settle: Duration::from_secs(600),
         })
@@ -224,14 +222,7 @@ impl CloudDriver for AlibabaProvider {
     }
 
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[
-            ResourceKind::Network,
-            ResourceKind::Subnet,
-            ResourceKind::Firewall,
-            ResourceKind::Placement,
-            ResourceKind::Instance,
-            ResourceKind::Volume,
-        ]
+        ResourceKind::ALL_BUT_BUCKETS
     }
 
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {

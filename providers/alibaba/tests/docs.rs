@@ -9,16 +9,16 @@ mod common;
 
 use common::*;
 use gpuform_alibaba::{Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
-use gpuform_standins::alibaba::{
-    AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET, TAG_FILTER_CAP,
-};
-use gpuform_standins::MockCloud;
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError, ResourceKind,
 };
 use gpuform_signing::Credentials;
+use gpuform_standins::alibaba::{
+    AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET, TAG_FILTER_CAP,
+};
+use gpuform_standins::harness::ssh;
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 const IMAGE: &str = "ubuntu_22_04_x64_20G_alibase_20240130.vhd";
 
@@ -65,9 +65,7 @@ fn find<'a>(list: &'a [ObservedResource], id: &str) -> &'a ObservedResource {
 /// 可以互相访问; DescribeSecurityGroupAttribute; ModifySecurityGroupPolicy).
 #[tokio::test]
 async fn members_reach_each_other_without_a_self_rule() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
+    let (mock, p, net) = start(ssh(), false).await;
 
     // The stand-in refuses a rule whose source is the group itself.
     let e = call(
@@ -127,10 +125,7 @@ async fn members_reach_each_other_without_a_self_rule() {
 /// with Month: 1-9, 12, 24, 36, 48, 60.
 #[tokio::test]
 async fn reserved_pricing_is_sent_in_months() {
-    let mock = AlibabaMock::start();
-    mock.set_pending_time(Duration::ZERO);
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
+    let (mock, p, net) = start(ssh(), true).await;
 
     // The stand-in rejects what RunInstances rejects.
     let run = |unit: &'static str, period: &'static str| {
@@ -179,10 +174,7 @@ async fn reserved_pricing_is_sent_in_months() {
 /// latter); nothing releases an unexpired subscription.
 #[tokio::test]
 async fn subscriptions_are_released_only_once_expired() {
-    let mock = AlibabaMock::start();
-    mock.set_pending_time(Duration::ZERO);
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
+    let (mock, p, net) = start(ssh(), true).await;
     let sub = p.create(&node(&net, 0, "reserved-1y")).await.unwrap();
     let payg = p.create(&node(&net, 1, "on-demand")).await.unwrap();
 
@@ -234,10 +226,7 @@ async fn subscriptions_are_released_only_once_expired() {
 /// holds at most 1,000 resources; ListTagResources lists past that.
 #[tokio::test]
 async fn tagged_listings_past_the_cap_are_complete() {
-    let mock = AlibabaMock::start();
-    mock.set_pending_time(Duration::ZERO);
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
+    let (mock, p, net) = start(ssh(), true).await;
     // 1,100 tagged instances, 100 per RunInstances (Amount ≤ 100), straight
     // through the signed client.
     let want = TAG_FILTER_CAP + 100;
@@ -313,9 +302,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
 /// fails as capacity (so the apply fails over) and leaves nothing behind.
 #[tokio::test]
 async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
+    let (mock, p, net) = start(ssh(), false).await;
     mock.inject(Fault::LaunchFails {
         zone: ZONE.into(),
         instance_type: GPU.into(),
@@ -346,10 +333,7 @@ async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
 /// call a refresh makes, and the group rules.
 #[tokio::test]
 async fn answers_without_the_documented_body_are_errors() {
-    let mock = AlibabaMock::start();
-    mock.set_pending_time(Duration::ZERO);
-    let p = provider(&mock);
-    let net = network(&p, ssh()).await;
+    let (mock, p, net) = start(ssh(), true).await;
     let n = p.create(&node(&net, 0, "on-demand")).await.unwrap();
     let full = p.list_owned(&scope(), "llm").await.unwrap();
     for action in [

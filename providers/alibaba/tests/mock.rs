@@ -6,10 +6,10 @@ mod common;
 
 use common::*;
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
-use gpuform_standins::MockCloud;
 use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
+use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,13 +27,10 @@ fn instance_attrs(i: usize) -> Value {
     })
 }
 
-async fn net(p: &AlibabaProvider) -> Net {
-    network(
-        p,
-        json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
-               {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}]),
-    )
-    .await
+/// SSH from anywhere, ICMP from the private range.
+fn ingress() -> Value {
+    json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
+           {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}])
 }
 
 fn node(net: &Net, i: usize, placement: Option<&str>) -> CreateRequest {
@@ -57,9 +54,7 @@ fn by_address(list: &[ObservedResource]) -> BTreeMap<String, &ObservedResource> 
 
 #[tokio::test]
 async fn lifecycle_create_refresh_update_destroy() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start(ingress(), false).await;
     assert!(
         net.vpc.starts_with("vpc-") && net.vsw.starts_with("vsw-") && net.sg.starts_with("sg-")
     );
@@ -246,7 +241,7 @@ async fn refresh_is_batched() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = net(&p).await;
+    let net = network(&p, ingress()).await;
     let mut ids = Vec::new();
     for i in 0..50 {
         ids.push(p.create(&node(&net, i, None)).await.unwrap().id);
@@ -296,9 +291,7 @@ async fn refresh_is_batched() {
 
 #[tokio::test]
 async fn deleted_behind_the_back_is_gone() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start(ingress(), false).await;
     let a = p.create(&node(&net, 0, None)).await.unwrap();
     let b = p.create(&node(&net, 1, None)).await.unwrap();
     assert!(mock.delete_behind(&a.id));
@@ -323,9 +316,7 @@ async fn deleted_behind_the_back_is_gone() {
 
 #[tokio::test]
 async fn same_token_same_resource() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start(ingress(), false).await;
     let again = p
         .create(&req(
             ResourceKind::Network,
@@ -376,9 +367,7 @@ async fn same_token_same_resource() {
 
 #[tokio::test]
 async fn crash_after_the_call_is_adopted_by_tags() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start(ingress(), false).await;
     // An explicit image id: RunInstances is the very next request.
     let mut r = node(&net, 7, None);
     r.attrs.insert(
@@ -429,9 +418,7 @@ async fn crash_after_the_call_is_adopted_by_tags() {
 
 #[tokio::test]
 async fn errors_map_to_neutral_kinds() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (mock, p, net) = start(ingress(), false).await;
 
     mock.inject(Fault::NoStock {
         zone: ZONE.into(),
@@ -520,9 +507,7 @@ async fn errors_map_to_neutral_kinds() {
 
 #[tokio::test]
 async fn pricing_models_and_images() {
-    let mock = AlibabaMock::start();
-    let p = provider(&mock);
-    let net = net(&p).await;
+    let (_mock, p, net) = start(ingress(), false).await;
     for (i, pricing) in ["spot", "reserved-1y", "reserved-3y", "on-demand"]
         .iter()
         .enumerate()

@@ -14,6 +14,7 @@
 pub mod change;
 pub mod driver;
 pub mod error;
+pub mod images;
 pub mod ingress;
 pub mod provider;
 pub mod request;
@@ -25,6 +26,7 @@ pub use driver::CloudDriver;
 pub use error::{ErrorKind, ProviderError};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;
+pub use images::ImageCache;
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{

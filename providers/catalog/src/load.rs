@@ -50,6 +50,19 @@ impl<'s> Row<'s> {
             Ok(v)
         }
     }
+    /// The `instance_type` cell, which must name one of `cloud`'s `types`.
+    fn known_type<T>(
+        &self,
+        cloud: Cloud,
+        types: &BTreeMap<String, T>,
+    ) -> Result<&str, CatalogError> {
+        let it = self.req("instance_type")?;
+        if types.contains_key(it) {
+            Ok(it)
+        } else {
+            Err(self.err(format!("unknown {cloud} instance type `{it}`")))
+        }
+    }
     fn opt_f64(&self, col: &str) -> Result<Option<f64>, CatalogError> {
         let v = self.get(col);
         if v.is_empty() {
@@ -455,10 +468,7 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
             ],
             |row| {
                 let region = row.req("region")?;
-                let it = row.req("instance_type")?;
-                if !types.contains_key(it) {
-                    return Err(row.err(format!("unknown {cloud} instance type `{it}`")));
-                }
+                let it = row.known_type(cloud, &types)?;
                 let pricing = parse_pricing(&row)?;
                 let hourly = row.f64("price")?;
                 if hourly <= 0.0 {
@@ -519,10 +529,7 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                 ],
                 |row| {
                     let region = row.req("region")?;
-                    let it = row.req("instance_type")?;
-                    if !types.contains_key(it) {
-                        return Err(row.err(format!("unknown {cloud} instance type `{it}`")));
-                    }
+                    let it = row.known_type(cloud, &types)?;
                     if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
                         return Err(row.err(format!("unknown {cloud} region `{region}`")));
                     }

@@ -30,10 +30,32 @@ pub struct CatalogSources<'a> {
 }
 
 macro_rules! embedded {
-    ($path:literal) => {
+    ($($part:literal),+) => {
         Source {
-            file: concat!("providers/catalog/data/", $path),
-            text: include_str!(concat!("../data/", $path)),
+            file: concat!("providers/catalog/data/", $($part),+),
+            text: include_str!(concat!("../data/", $($part),+)),
+        }
+    };
+}
+
+/// The files of one cloud under `data/<dir>/`; every cloud has notes, only
+/// some have a subscriptions file.
+macro_rules! embedded_cloud {
+    ($cloud:ident, $dir:literal) => {
+        embedded_cloud!(@ $cloud, $dir, None)
+    };
+    ($cloud:ident, $dir:literal, with subscriptions) => {
+        embedded_cloud!(@ $cloud, $dir, Some(embedded!($dir, "/subscriptions.csv")))
+    };
+    (@ $cloud:ident, $dir:literal, $subscriptions:expr) => {
+        CloudSources {
+            cloud: Cloud::$cloud,
+            instance_types: embedded!($dir, "/instance_types.csv"),
+            regions: embedded!($dir, "/regions.csv"),
+            availability: embedded!($dir, "/availability.csv"),
+            prices: embedded!($dir, "/prices.csv"),
+            subscriptions: $subscriptions,
+            notes: Some(embedded!($dir, "/notes.csv")),
         }
     };
 }
@@ -44,42 +66,10 @@ impl CatalogSources<'static> {
         CatalogSources {
             gpus: embedded!("gpus.csv"),
             clouds: vec![
-                CloudSources {
-                    cloud: Cloud::Aws,
-                    instance_types: embedded!("aws/instance_types.csv"),
-                    regions: embedded!("aws/regions.csv"),
-                    availability: embedded!("aws/availability.csv"),
-                    prices: embedded!("aws/prices.csv"),
-                    subscriptions: None,
-                    notes: Some(embedded!("aws/notes.csv")),
-                },
-                CloudSources {
-                    cloud: Cloud::Alibaba,
-                    instance_types: embedded!("alibaba/instance_types.csv"),
-                    regions: embedded!("alibaba/regions.csv"),
-                    availability: embedded!("alibaba/availability.csv"),
-                    prices: embedded!("alibaba/prices.csv"),
-                    subscriptions: Some(embedded!("alibaba/subscriptions.csv")),
-                    notes: Some(embedded!("alibaba/notes.csv")),
-                },
-                CloudSources {
-                    cloud: Cloud::Tencent,
-                    instance_types: embedded!("tencent/instance_types.csv"),
-                    regions: embedded!("tencent/regions.csv"),
-                    availability: embedded!("tencent/availability.csv"),
-                    prices: embedded!("tencent/prices.csv"),
-                    subscriptions: Some(embedded!("tencent/subscriptions.csv")),
-                    notes: Some(embedded!("tencent/notes.csv")),
-                },
-                CloudSources {
-                    cloud: Cloud::Huawei,
-                    instance_types: embedded!("huawei/instance_types.csv"),
-                    regions: embedded!("huawei/regions.csv"),
-                    availability: embedded!("huawei/availability.csv"),
-                    prices: embedded!("huawei/prices.csv"),
-                    subscriptions: Some(embedded!("huawei/subscriptions.csv")),
-                    notes: Some(embedded!("huawei/notes.csv")),
-                },
+                embedded_cloud!(Aws, "aws"),
+                embedded_cloud!(Alibaba, "alibaba", with subscriptions),
+                embedded_cloud!(Tencent, "tencent", with subscriptions),
+                embedded_cloud!(Huawei, "huawei", with subscriptions),
             ],
         }
     }

@@ -43,10 +43,13 @@ pub async fn image_id(
     if looks_like_uuid(logical) {
         return Ok(logical.to_string());
     }
-    let key = (region.to_string(), logical.to_string());
-    if let Some(id) = p.images.lock().ok().and_then(|m| m.get(&key).cloned()) {
-        return Ok(id);
-    }
+    p.images
+        .resolve(region, logical, || look_up(p, region, logical))
+        .await
+}
+
+/// The newest public image of the logical name's OS version (see [`image_id`]).
+async fn look_up(p: &HuaweiProvider, region: &str, logical: &str) -> Result<String, ProviderError> {
     let (platform, version, gpu) = image_query(logical).ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,
@@ -76,7 +79,7 @@ pub async fn image_id(
             best = Some((created, s(img, "id")));
         }
     }
-    let id = best.map(|(_, id)| id).ok_or_else(|| {
+    best.map(|(_, id)| id).ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,
             format!(
@@ -84,11 +87,7 @@ pub async fn image_id(
                 if gpu { " image with a GPU driver" } else { "" }
             ),
         )
-    })?;
-    if let Ok(mut m) = p.images.lock() {
-        m.insert(key, id.clone());
-    }
-    Ok(id)
+    })
 }
 
 #[cfg(test)]

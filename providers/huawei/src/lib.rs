@@ -22,15 +22,14 @@ use async_trait::async_trait;
 use client::{Call, Client};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
-    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, IngressRule, InstanceSpec,
-    NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope, SubnetSpec,
-    UserTags, VolumeSpec,
+    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, ImageCache, IngressRule,
+    InstanceSpec, NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope,
+    SubnetSpec, UserTags, VolumeSpec,
 };
 use gpuform_signing::Credentials;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
 
 pub const ENV_AK: &str = "HUAWEICLOUD_SDK_AK";
 pub const ENV_SK: &str = "HUAWEICLOUD_SDK_SK";
@@ -56,7 +55,7 @@ pub struct HuaweiProvider {
     region_projects: HashMap<String, String>,
     rate: RateLimit,
     /// Logical image names resolved per region (see `images`).
-    images: Mutex<HashMap<(String, String), String>>,
+    images: ImageCache,
     settle: std::time::Duration,
 }
 
@@ -133,7 +132,7 @@ impl HuaweiProvider {
             default_project,
             region_projects,
             rate: default_rate_limit(),
-            images: Mutex::new(HashMap::new()),
+            images: ImageCache::new(),
             settle,
         })
     }
@@ -199,14 +198,7 @@ impl CloudDriver for HuaweiProvider {
 
     /// Buckets (OBS, a separate S3-style API) are not made yet.
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[
-            ResourceKind::Network,
-            ResourceKind::Subnet,
-            ResourceKind::Firewall,
-            ResourceKind::Placement,
-            ResourceKind::Instance,
-            ResourceKind::Volume,
-        ]
+        ResourceKind::ALL_BUT_BUCKETS
     }
 
     /// See [`DEFAULT_SETTLE`]: a new EVS disk may not be found until its job

@@ -4,11 +4,11 @@
 
 mod common;
 
-use common::{count, provider, request, scope, Net};
+use common::{count, provider, request, scope, start, Net};
 use gpuform_huawei::{HuaweiProvider, JobPolling};
+use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
-use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ fn node(net: &Net, i: usize, pricing: &str) -> CreateRequest {
         &format!("cluster.d.node[{i}]"),
         &format!("b{i}"),
         json!({"instance_type": FLAVOR, "zone": "cn-north-4a", "image": "ubuntu-22.04", "pricing": pricing, "root_gb": 100}),
-        &[("subnet", &net.subnet.id), ("firewall", &net.fw.id)],
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
     )
 }
 
@@ -57,9 +57,7 @@ fn volume(server: &str, i: usize) -> CreateRequest {
 /// VPC.0004; a new subnet is UNKNOWN until attached, and servers wait for it.
 #[tokio::test]
 async fn creates_wait_for_the_documented_ready_state() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (_mock, p, net) = start(network).await;
     assert_eq!(
         net.subnet.status, "available",
         "subnet returned once ACTIVE"
@@ -73,9 +71,7 @@ async fn creates_wait_for_the_documented_ready_state() {
 /// Name Servers" lists them.
 #[tokio::test]
 async fn subnets_get_the_private_dns_servers() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, _p, net) = start(network).await;
     let sn = mock.subnet(&net.subnet.id).expect("subnet in the stand-in");
     assert_eq!(
         sn["dnsList"],
@@ -88,9 +84,7 @@ async fn subnets_get_the_private_dns_servers() {
 /// Point 14: the X-Client-Token must be a UUID; a retry sends the same one.
 #[tokio::test]
 async fn server_create_sends_a_uuid_client_token_and_retries_with_it() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     let a = p
         .create(&node(&net, 0, "on-demand"))
         .await
@@ -109,9 +103,7 @@ async fn server_create_sends_a_uuid_client_token_and_retries_with_it() {
 /// part of the server, never listed as a (duplicate) volume.
 #[tokio::test]
 async fn system_disks_are_not_volumes() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (_mock, p, net) = start(network).await;
     let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
     let v = p.create(&volume(&n.id, 0)).await.expect("data disk");
     let owned = p.list_owned(&scope(), "docs").await.expect("list_owned");
@@ -132,9 +124,7 @@ async fn system_disks_are_not_volumes() {
 /// never an empty list of servers.
 #[tokio::test]
 async fn flow_control_is_an_error_not_an_empty_list() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     p.create(&node(&net, 0, "on-demand")).await.expect("server");
     mock.throttle_ecs(1);
     match p.list_owned(&scope(), "docs").await {
@@ -158,9 +148,7 @@ async fn flow_control_is_an_error_not_an_empty_list() {
 /// gpuform (`delete_volume: false` detaches and reserves them).
 #[tokio::test]
 async fn deleting_a_server_keeps_disks_gpuform_does_not_own() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
     let foreign = mock
         .attach_foreign_disk(&n.id, 20)
@@ -182,9 +170,7 @@ async fn deleting_a_server_keeps_disks_gpuform_does_not_own() {
 /// refused with a hint before any delete call is made.
 #[tokio::test]
 async fn prepaid_servers_are_refused_before_any_delete_call() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     let n = p
         .create(&node(&net, 0, "reserved-1y"))
         .await
@@ -209,9 +195,7 @@ async fn prepaid_servers_are_refused_before_any_delete_call() {
 /// disk type is a capacity error.
 #[tokio::test]
 async fn evs_fault_bodies_are_read() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
     mock.sell_out_disks("SSD");
     let e = p.create(&volume(&n.id, 0)).await.expect_err("sold out");
@@ -246,9 +230,7 @@ async fn pending_payment_is_reported_with_a_hint() {
 /// deleted and reported as capacity, so the engine fails over.
 #[tokio::test]
 async fn a_server_in_error_is_cleaned_up_and_reported_as_capacity() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     mock.break_builds(FLAVOR);
     let e = p
         .create(&node(&net, 0, "on-demand"))

@@ -3,11 +3,11 @@
 
 mod common;
 
-use common::{count, provider, request, scope, Net};
+use common::{count, request, scope, start, Net};
 use gpuform_huawei::HuaweiProvider;
-use gpuform_standins::huawei::HuaweiMock;
-use gpuform_standins::MockCloud;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
+use gpuform_standins::harness::ssh;
+use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 
 fn req(
@@ -21,8 +21,7 @@ fn req(
 }
 
 async fn network(p: &HuaweiProvider) -> Net {
-    let ssh = json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]);
-    common::network(p, "llm", "t", |short| format!("gf-{short}1"), ssh).await
+    common::network(p, "llm", "t", |short| format!("gf-{short}1"), ssh()).await
 }
 
 fn instance_req(net: &Net, i: usize, token: &str) -> CreateRequest {
@@ -33,23 +32,21 @@ fn instance_req(net: &Net, i: usize, token: &str) -> CreateRequest {
         json!({"instance_type": "p2s.2xlarge.8", "zone": "cn-north-4a", "image": "ubuntu-22.04-cuda",
                "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\necho hi\n",
                "tags": {"team": "ml"}}),
-        &[("subnet", &net.subnet.id), ("firewall", &net.fw.id)],
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
     )
 }
 
 #[tokio::test]
 async fn lifecycle_list_read_drift_destroy() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
-    assert_eq!(net.vpc.attrs["cidr"], json!("10.0.0.0/16"));
+    let (mock, p, net) = start(network).await;
+    assert_eq!(net.network.attrs["cidr"], json!("10.0.0.0/16"));
     assert_eq!(net.subnet.attrs["zone"], json!("cn-north-4a"));
     assert_eq!(
-        net.fw.attrs["ingress"],
+        net.firewall.attrs["ingress"],
         json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
     );
     assert_eq!(
-        net.vpc.ownership.as_ref().map(|o| o.address.as_str()),
+        net.network.ownership.as_ref().map(|o| o.address.as_str()),
         Some("cluster.t.network")
     );
 
@@ -143,7 +140,7 @@ async fn lifecycle_list_read_drift_destroy() {
         json!([{"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.1.0.0/16"}]),
     );
     let fw = p
-        .update(&scope(), ResourceKind::Firewall, &net.fw.id, &changes)
+        .update(&scope(), ResourceKind::Firewall, &net.firewall.id, &changes)
         .await
         .expect("update rules");
     assert_eq!(
@@ -168,7 +165,7 @@ async fn lifecycle_list_read_drift_destroy() {
 
     // A VPC with subnets cannot go first.
     let e = p
-        .delete(&scope(), ResourceKind::Network, &net.vpc.id)
+        .delete(&scope(), ResourceKind::Network, &net.network.id)
         .await
         .expect_err("vpc in use");
     assert_eq!(e.kind, ErrorKind::DependencyViolation, "{e}");
@@ -182,16 +179,16 @@ async fn lifecycle_list_read_drift_destroy() {
             .await
             .expect("instance");
     }
-    p.delete(&scope(), ResourceKind::Firewall, &net.fw.id)
+    p.delete(&scope(), ResourceKind::Firewall, &net.firewall.id)
         .await
         .expect("fw");
     p.delete(&scope(), ResourceKind::Subnet, &net.subnet.id)
         .await
         .expect("subnet");
-    p.delete(&scope(), ResourceKind::Network, &net.vpc.id)
+    p.delete(&scope(), ResourceKind::Network, &net.network.id)
         .await
         .expect("vpc");
-    p.delete(&scope(), ResourceKind::Network, &net.vpc.id)
+    p.delete(&scope(), ResourceKind::Network, &net.network.id)
         .await
         .expect("again: missing = success");
     assert!(mock.resources().is_empty(), "{:?}", mock.resources());
@@ -204,9 +201,7 @@ async fn lifecycle_list_read_drift_destroy() {
 
 #[tokio::test]
 async fn idempotent_create_and_crash_adoption() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     let a = p
         .create(&instance_req(&net, 0, "gf-same-token"))
         .await
@@ -227,8 +222,12 @@ async fn idempotent_create_and_crash_adoption() {
     // Network kinds are found again by their token-derived names.
     let again = network(&p).await;
     assert_eq!(
-        (again.vpc.id, again.subnet.id, again.fw.id),
-        (net.vpc.id.clone(), net.subnet.id.clone(), net.fw.id.clone())
+        (again.network.id, again.subnet.id, again.firewall.id),
+        (
+            net.network.id.clone(),
+            net.subnet.id.clone(),
+            net.firewall.id.clone()
+        )
     );
 
     // Crash adoption: the result of a create is lost; list_owned finds it by
@@ -257,9 +256,7 @@ async fn idempotent_create_and_crash_adoption() {
 
 #[tokio::test]
 async fn error_mapping() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
 
     mock.sell_out("p2s.2xlarge.8");
     let e = p
@@ -350,9 +347,7 @@ async fn error_mapping() {
 /// (after the VPC, before the server) never gets that far.
 #[tokio::test]
 async fn tags_huawei_would_refuse_are_refused_before_any_call() {
-    let mock = HuaweiMock::start();
-    let p = provider(&mock);
-    let net = network(&p).await;
+    let (mock, p, net) = start(network).await;
     let before = mock.requests();
     for tags in [
         json!({"team": "r&d"}),
@@ -367,7 +362,7 @@ async fn tags_huawei_would_refuse_are_refused_before_any_call() {
         let mut changes = Attrs::new();
         changes.insert("tags".into(), tags.clone());
         let e = p
-            .update(&scope(), ResourceKind::Network, &net.vpc.id, &changes)
+            .update(&scope(), ResourceKind::Network, &net.network.id, &changes)
             .await
             .expect_err("refused");
         assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");

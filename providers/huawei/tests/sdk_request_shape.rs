@@ -8,114 +8,76 @@
 
 mod common;
 
-use common::{provider_from, request, scope};
+use common::{provider_from, request, Net, ZONE};
+use gpuform_provider::{CreateRequest, ResourceKind};
+use gpuform_standins::harness::{
+    assert_signed, create_net, env_through, launch_list_delete, same_method_and_path, ssh,
+    token_of, SdkShapes,
+};
 use gpuform_standins::huawei::{HuaweiMock, TEST_AK, TEST_SK};
-use gpuform_standins::recordings;
-use gpuform_standins::shape::Shape;
 use gpuform_standins::tap::Tap;
 use gpuform_standins::verify::{huawei, Key};
 use gpuform_standins::MockCloud;
-use gpuform_provider::{CreateRequest, Provider, ResourceKind};
 use serde_json::{json, Value};
 
 fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    let token = format!("gf-{}", address.replace(['.', '[', ']'], "-"));
-    request("llm", kind, address, token, a, refs)
+    request("llm", kind, address, token_of(address), a, refs)
 }
 
-/// What gpuform deliberately does differently from the SDK. The SDK sends
-/// and signs a `User-Agent` with its own name, and an `X-Project-Id` header
-/// although the project id is already in the path (the ECS reference needs
-/// that header only for dedicated-cloud and multi-project calls); gpuform
-/// sends neither. Both are extra signed headers, not a different algorithm.
-fn known_differences() -> Vec<String> {
-    vec![
-        "signed header user-agent: only the SDK".to_string(),
-        "signed header x-project-id: only the SDK".to_string(),
-    ]
-}
+/// The SDK calls gpuform must make the same way. What gpuform deliberately
+/// does differently: the SDK sends and signs a `User-Agent` with its own
+/// name, and an `X-Project-Id` header although the project id is already in
+/// the path (the ECS reference needs that header only for dedicated-cloud
+/// and multi-project calls); gpuform sends neither. Both are extra signed
+/// headers, not a different algorithm.
+const SDK: SdkShapes = SdkShapes {
+    recordings: &[
+        "huawei_ecs_createservers",
+        "huawei_ecs_deleteservers",
+        "huawei_ecs_listserversdetails_query",
+        "huawei_ecs_showjob",
+    ],
+    same_call: same_method_and_path,
+    known_differences: &[
+        "signed header user-agent: only the SDK",
+        "signed header x-project-id: only the SDK",
+    ],
+};
 
 #[tokio::test]
 async fn requests_have_the_sdk_shape() {
     let mock = HuaweiMock::start();
     let tap = Tap::start(&mock.endpoint());
-    let env = mock.env().into_iter().map(|(k, v)| {
-        if k == "GPUFORM_HUAWEI_ENDPOINT" {
-            (k, tap.endpoint())
-        } else {
-            (k, v)
-        }
-    });
-    let p = provider_from(env);
+    let p = provider_from(env_through(
+        mock.env(),
+        "GPUFORM_HUAWEI_ENDPOINT",
+        &tap.endpoint(),
+    ));
 
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
-    let subnet = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "c.subnet[cn-north-4a]",
-            json!({"cidr": "10.0.0.0/24", "zone": "cn-north-4a"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    let fw = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "c.firewall",
-            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    let node = p
-        .create(&req(
-            ResourceKind::Instance,
-            "c.node[0]",
-            json!({"instance_type": "p2s.2xlarge.8", "zone": "cn-north-4a", "image": "ubuntu-22.04-cuda",
-                   "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\n",
-                   "tags": {"team": "ml"}}),
-            &[("subnet", &subnet.id), ("firewall", &fw.id)],
-        ))
-        .await
-        .unwrap();
-    p.list_owned(&scope(), "llm").await.unwrap();
-    p.delete(&scope(), ResourceKind::Instance, &node.id)
-        .await
-        .unwrap();
+    let net: Net = create_net(&p, ZONE, "10.0.0.0/24", ssh(), |kind, a, refs| {
+        let address = match kind {
+            ResourceKind::Network => "c.network".to_string(),
+            ResourceKind::Subnet => format!("c.subnet[{ZONE}]"),
+            _ => "c.firewall".to_string(),
+        };
+        req(kind, &address, a, refs)
+    })
+    .await;
+    let node = req(
+        ResourceKind::Instance,
+        "c.node[0]",
+        json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
+               "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\n",
+               "tags": {"team": "ml"}}),
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
+    );
+    launch_list_delete(&p, &node).await;
 
     let sent = tap.requests();
-    assert!(
-        sent.len() >= 6,
-        "only {} requests went through the tap",
-        sent.len()
-    );
     let key = Key {
         id: TEST_AK,
         secret: TEST_SK,
     };
-    for r in &sent {
-        huawei::verify(r, &key).unwrap_or_else(|e| panic!("{} {}: {e:?}", r.method, r.path));
-    }
-    for name in [
-        "huawei_ecs_createservers",
-        "huawei_ecs_deleteservers",
-        "huawei_ecs_listserversdetails_query",
-        "huawei_ecs_showjob",
-    ] {
-        let sdk = Shape::of(&recordings::load(name).request);
-        let ours = sent
-            .iter()
-            .map(Shape::of)
-            .find(|s| s.method == sdk.method && s.path == sdk.path)
-            .unwrap_or_else(|| panic!("{name}: gpuform never called {} {}", sdk.method, sdk.path));
-        assert_eq!(ours.differences(&sdk), known_differences(), "{name}");
-    }
+    assert_signed(&sent, 6, key, huawei::verify);
+    SDK.assert_matched_by(&sent);
 }

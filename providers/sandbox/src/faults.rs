@@ -231,52 +231,36 @@ mod tests {
         assert!(f.no_capacity("p5.48xlarge", "us-west-2b"));
     }
 
-    fn err_of(s: &str) -> String {
-        match Faults::parse(s) {
-            Err(e) => e.to_string(),
-            Ok(f) => panic!("`{s}` parsed as {f:?}"),
-        }
-    }
+    /// Each bad spec and what its error must say.
+    const BAD: [(&str, &[&str]); 13] = [
+        (
+            "latency=50ms,bogus=1",
+            &["bogus=1", "unknown fault", "throttle="],
+        ),
+        ("latency=fast", &["latency=fast", "50ms"]),
+        ("latency=5m", &["latency=5m"]),
+        ("throttle=1.5", &["throttle=1.5", "between 0 and 1"]),
+        ("fail=-0.1", &["fail=-0.1"]),
+        ("crash_after=0", &["crash_after=0", "at least 1"]),
+        ("crash_after=x", &["crash_after=x"]),
+        ("seed=-1", &["seed=-1"]),
+        ("quota_gpus=lots", &["quota_gpus=lots"]),
+        ("rate=0", &["rate=0", "positive"]),
+        ("capacity=@us-east-1a", &["capacity=@us-east-1a", "@<zone"]),
+        ("seed", &["key=value"]),
+        ("seed=1,seed=2", &["more than once"]),
+    ];
 
     #[test]
     fn errors_name_the_item_and_the_accepted_forms() {
-        let e = err_of("latency=50ms,bogus=1");
-        assert!(
-            e.contains("bogus=1") && e.contains("unknown fault") && e.contains("throttle="),
-            "{e}"
-        );
-        let e = err_of("latency=fast");
-        assert!(e.contains("latency=fast") && e.contains("50ms"), "{e}");
-        let e = err_of("latency=5m");
-        assert!(e.contains("latency=5m"), "{e}");
-        let e = err_of("throttle=1.5");
-        assert!(
-            e.contains("throttle=1.5") && e.contains("between 0 and 1"),
-            "{e}"
-        );
-        let e = err_of("fail=-0.1");
-        assert!(e.contains("fail=-0.1"), "{e}");
-        let e = err_of("crash_after=0");
-        assert!(
-            e.contains("crash_after=0") && e.contains("at least 1"),
-            "{e}"
-        );
-        let e = err_of("crash_after=x");
-        assert!(e.contains("crash_after=x"), "{e}");
-        let e = err_of("seed=-1");
-        assert!(e.contains("seed=-1"), "{e}");
-        let e = err_of("quota_gpus=lots");
-        assert!(e.contains("quota_gpus=lots"), "{e}");
-        let e = err_of("rate=0");
-        assert!(e.contains("rate=0") && e.contains("positive"), "{e}");
-        let e = err_of("capacity=@us-east-1a");
-        assert!(
-            e.contains("capacity=@us-east-1a") && e.contains("@<zone"),
-            "{e}"
-        );
-        let e = err_of("seed");
-        assert!(e.contains("key=value"), "{e}");
-        let e = err_of("seed=1,seed=2");
-        assert!(e.contains("more than once"), "{e}");
+        for (spec, says) in BAD {
+            let e = match Faults::parse(spec) {
+                Err(e) => e.to_string(),
+                Ok(f) => panic!("`{spec}` parsed as {f:?}"),
+            };
+            for part in says {
+                assert!(e.contains(part), "`{spec}`: {e} does not say {part}");
+            }
+        }
     }
 }

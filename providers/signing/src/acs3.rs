@@ -97,7 +97,6 @@ pub fn sign_now(req: &Request, creds: &Credentials) -> Result<Signed, SignError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canon::find_header;
 
     fn doc_request() -> Request {
         Request::new("POST", "ecs.cn-shanghai.aliyuncs.com", "/")
@@ -115,34 +114,8 @@ mod tests {
         OffsetDateTime::from_unix_timestamp(1698315752).unwrap()
     }
 
-    #[test]
-    fn published_example_hashed_canonical_request() {
-        // Alibaba Cloud "V3 request body & signature" guide.
-        let creds = Credentials::new("YourAccessKeyId", "YourAccessKeySecret");
-        let s = sign(
-            &doc_request(),
-            &creds,
-            doc_time(),
-            "3156853299f313e23d1673dc12e1703d",
-        )
-        .unwrap();
-        assert_eq!(
-            s.string_to_sign,
-            "ACS3-HMAC-SHA256\n7ea06492da5221eba5297e897ce16e55f964061054b7695beedaac1145b1e259"
-        );
-        assert_eq!(
-            find_header(&s.headers, "x-acs-date"),
-            Some("2023-10-26T10:22:32Z")
-        );
-        assert_eq!(
-            find_header(&s.headers, "x-acs-content-sha256"),
-            Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        );
-        assert!(s.authorization().starts_with(
-            "ACS3-HMAC-SHA256 Credential=YourAccessKeyId,SignedHeaders=host;x-acs-action;\
-             x-acs-content-sha256;x-acs-date;x-acs-signature-nonce;x-acs-version,Signature="
-        ));
-    }
+    // The guide's worked example itself is checked, to the letter, by
+    // tests/published_examples.rs (alibaba_acs3_run_instances); these tests vary it.
 
     #[test]
     fn every_given_header_is_signed() {

@@ -108,29 +108,8 @@ mod tests {
         OffsetDateTime::from_unix_timestamp(1573789015).unwrap()
     }
 
-    #[test]
-    fn published_example() {
-        // Huawei "API Request Signing Guide" worked example.
-        let s = sign(&doc_request(), &creds(), doc_time()).unwrap();
-        assert!(s.canonical_request.starts_with(
-            "GET\n/v1/77b6a44cba5143ab91d13ab9a8ff44fd/vpcs/\n\
-             limit=2&marker=13551d6b-755d-4757-b956-536f674975c0\n"
-        ));
-        assert_eq!(
-            s.string_to_sign,
-            "SDK-HMAC-SHA256\n20191115T033655Z\n\
-             b25362e603ee30f4f25e7858e8a7160fd36e803bb2dfe206278659d71a9bcd7a"
-        );
-        assert_eq!(
-            s.authorization(),
-            "SDK-HMAC-SHA256 Access=QTWAOYTTINDUT2QVKYUC, SignedHeaders=content-type;host;x-sdk-date, \
-             Signature=7be6668032f70418fcc22abc52071e57aff61b84a1d2381bb430d6870f4f6ebe"
-        );
-        assert_eq!(
-            s.headers[0],
-            ("X-Sdk-Date".into(), "20191115T033655Z".into())
-        );
-    }
+    // The guide's worked example itself is checked, to the letter, by
+    // tests/published_examples.rs (huawei_apig_list_vpcs); these tests vary it.
 
     #[test]
     fn underscore_headers_are_sent_but_not_signed() {

@@ -126,6 +126,10 @@ fn huawei_apig_list_vpcs() {
         "MFyfvK41ba2giqM7Uio6PznpdUKGpownRZlmVmHc",
     );
     let s = huawei::sign(&req, &creds, at(1573789015)).unwrap();
+    assert!(s.canonical_request.starts_with(
+        "GET\n/v1/77b6a44cba5143ab91d13ab9a8ff44fd/vpcs/\n\
+         limit=2&marker=13551d6b-755d-4757-b956-536f674975c0\n"
+    ));
     assert_eq!(
         s.string_to_sign,
         "SDK-HMAC-SHA256\n20191115T033655Z\nb25362e603ee30f4f25e7858e8a7160fd36e803bb2dfe206278659d71a9bcd7a"

@@ -75,6 +75,8 @@ pub trait MockCloud: Send + Sync {
 }
 
 pub mod alibaba;
+mod background;
+pub mod harness;
 pub mod huawei;
 pub mod recordings;
 pub mod shape;

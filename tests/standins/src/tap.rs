@@ -7,6 +7,7 @@
 //! Requests are HTTP/1.1 with a `Content-Length` body (what reqwest sends
 //! for a byte body); a chunked request is recorded without its body.
 
+use crate::background::{listen, Background};
 use crate::verify::WireRequest;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -16,8 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 pub struct Tap {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<WireRequest>>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _relays: Background,
 }
 
 impl Tap {
@@ -29,40 +29,25 @@ impl Tap {
             .trim_end_matches('/')
             .parse()
             .expect("upstream is http://IP:PORT");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("non-blocking listener");
-        let addr = listener.local_addr().expect("local address");
+        let (listener, addr) = listen();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread_log = log.clone();
-        let thread = std::thread::Builder::new()
-            .name("wire-tap".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("tokio runtime");
-                rt.block_on(async move {
-                    let listener = TcpListener::from_std(listener).expect("tokio listener");
-                    loop {
-                        tokio::select! {
-                            _ = &mut stop_rx => break,
-                            accepted = listener.accept() => {
-                                let Ok((client, _)) = accepted else { continue };
-                                tokio::spawn(relay(client, upstream, thread_log.clone()));
-                            }
-                        }
+        let relays = Background::spawn("wire-tap", move |mut stopped| async move {
+            let listener = TcpListener::from_std(listener).expect("tokio listener");
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    accepted = listener.accept() => {
+                        let Ok((client, _)) = accepted else { continue };
+                        tokio::spawn(relay(client, upstream, thread_log.clone()));
                     }
-                });
-            })
-            .expect("spawn the tap thread");
+                }
+            }
+        });
         Tap {
             addr,
             log,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            _relays: relays,
         }
     }
 
@@ -74,17 +59,6 @@ impl Tap {
     /// Every complete request seen so far, in arrival order.
     pub fn requests(&self) -> Vec<WireRequest> {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
-
-impl Drop for Tap {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

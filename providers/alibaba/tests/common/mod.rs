@@ -4,10 +4,11 @@
 #![allow(dead_code)]
 
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
-use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
+use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, ResourceKind, Scope};
 use gpuform_signing::Credentials;
-use serde_json::{json, Value};
+use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::harness::{self, create_net, token_of, Owner};
+use serde_json::Value;
 use std::time::Duration;
 
 pub const REGION: &str = "cn-hangzhou";
@@ -30,41 +31,28 @@ pub fn provider(mock: &AlibabaMock) -> AlibabaProvider {
     provider_at(&mock.endpoint(), ACCESS_KEY_SECRET)
 }
 
+/// The project `llm` in [`REGION`].
+pub const OWNER: Owner = Owner {
+    region: REGION,
+    project: "llm",
+    lineage: "lineage-1",
+};
+
 pub fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
+    OWNER.scope()
 }
 
 /// Ownership of `address` in project `llm`, with a token derived from it.
 pub fn own(address: &str) -> OwnershipTags {
-    OwnershipTags {
-        project: "llm".into(),
-        address: address.into(),
-        token: format!("gf-{}", address.replace(['.', '[', ']'], "-")),
-        lineage: "lineage-1".into(),
-    }
+    OWNER.ownership(address, token_of(address))
 }
 
 pub fn attrs(v: Value) -> Attrs {
-    v.as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    harness::attrs_of(v)
 }
 
 pub fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: attrs(a),
-        refs: refs
-            .iter()
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect(),
-        ownership: own(address),
-    }
+    OWNER.request(kind, address, token_of(address), a, refs)
 }
 
 pub struct Net {
@@ -76,41 +64,30 @@ pub struct Net {
 /// `c.network` (10.0.0.0/16), `c.subnet[i]` in [`ZONE`] and `c.firewall`
 /// with the rules `ingress`.
 pub async fn network(p: &AlibabaProvider, ingress: Value) -> Net {
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
-    let vsw = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "c.subnet[i]",
-            json!({"zone": ZONE, "cidr": "10.0.0.0/20"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    let sg = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "c.firewall",
-            json!({ "ingress": ingress }),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("the security group is created without a self-referencing rule");
+    let net = create_net(p, ZONE, "10.0.0.0/20", ingress, |kind, a, refs| {
+        let address = match kind {
+            ResourceKind::Network => "c.network",
+            ResourceKind::Subnet => "c.subnet[i]",
+            _ => "c.firewall",
+        };
+        req(kind, address, a, refs)
+    })
+    .await;
     Net {
-        vpc: vpc.id,
-        vsw: vsw.id,
-        sg: sg.id,
+        vpc: net.network.id,
+        vsw: net.subnet.id,
+        sg: net.firewall.id,
     }
 }
 
-/// SSH from anywhere, as a neutral `ingress`.
-pub fn ssh() -> Value {
-    json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
+/// The stand-in (its instances leave Pending at once when `instant`), a
+/// provider at it and a network whose firewall lets `ingress` in.
+pub async fn start(ingress: Value, instant: bool) -> (AlibabaMock, AlibabaProvider, Net) {
+    let mock = AlibabaMock::start();
+    if instant {
+        mock.set_pending_time(Duration::ZERO);
+    }
+    let p = provider(&mock);
+    let net = network(&p, ingress).await;
+    (mock, p, net)
 }

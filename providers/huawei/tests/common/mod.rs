@@ -3,12 +3,12 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use gpuform_huawei::{HuaweiProvider, JobPolling};
+use gpuform_provider::{CreateRequest, ObservedResource, ResourceKind, Scope};
+pub use gpuform_standins::harness::Net;
+use gpuform_standins::harness::{create_net, Owner};
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
-use gpuform_provider::{
-    CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
-};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 pub const REGION: &str = "cn-north-4";
@@ -35,8 +35,15 @@ pub fn provider(mock: &HuaweiMock) -> HuaweiProvider {
 }
 
 pub fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
+    owner("").scope()
+}
+
+/// Resources of `project` in [`REGION`].
+pub fn owner(project: &str) -> Owner<'_> {
+    Owner {
+        region: REGION,
+        project,
+        lineage: LINEAGE,
     }
 }
 
@@ -49,36 +56,11 @@ pub fn request(
     attrs: Value,
     refs: &[(&str, &str)],
 ) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: attrs
-            .as_object()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .collect(),
-        refs: refs
-            .iter()
-            .map(|(role, id)| (role.to_string(), id.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: project.into(),
-            address: address.into(),
-            token,
-            lineage: LINEAGE.into(),
-        },
-    }
+    owner(project).request(kind, address, token, attrs, refs)
 }
 
-/// A VPC (10.0.0.0/16), its subnet in [`ZONE`] and a firewall.
-pub struct Net {
-    pub vpc: ObservedResource,
-    pub subnet: ObservedResource,
-    pub fw: ObservedResource,
-}
-
-/// Creates a [`Net`] for cluster `cluster` of `project`; `token` turns a
+/// Creates a [`Net`] (VPC 10.0.0.0/16, its subnet in [`ZONE`], a firewall
+/// with `ingress`) for cluster `cluster` of `project`; `token` turns a
 /// short name into the ownership token.
 pub async fn network(
     p: &HuaweiProvider,
@@ -87,38 +69,26 @@ pub async fn network(
     token: fn(&str) -> String,
     ingress: Value,
 ) -> Net {
-    let make = |kind, what: &str, short: &str, attrs: Value, refs: &[(&str, &str)]| {
+    create_net(p, ZONE, "10.0.0.0/24", ingress, |kind, attrs, refs| {
+        let (what, short) = match kind {
+            ResourceKind::Network => ("network".to_string(), "net"),
+            ResourceKind::Subnet => (format!("subnet[{ZONE}]"), "sub"),
+            _ => ("firewall".to_string(), "fw"),
+        };
         let address = format!("cluster.{cluster}.{what}");
-        let req = request(project, kind, &address, token(short), attrs, refs);
-        async move {
-            p.create(&req)
-                .await
-                .unwrap_or_else(|e| panic!("{address}: {e}"))
-        }
-    };
-    let vpc = make(
-        ResourceKind::Network,
-        "network",
-        "net",
-        json!({"cidr": "10.0.0.0/16"}),
-        &[],
-    )
-    .await;
-    let refs = [("network", vpc.id.as_str())];
-    let subnet_at = format!("subnet[{ZONE}]");
-    let subnet_attrs = json!({"cidr": "10.0.0.0/24", "zone": ZONE});
-    let subnet = make(ResourceKind::Subnet, &subnet_at, "sub", subnet_attrs, &refs).await;
-    let fw = make(
-        ResourceKind::Firewall,
-        "firewall",
-        "fw",
-        json!({ "ingress": ingress }),
-        &refs,
-    )
-    .await;
-    Net { vpc, subnet, fw }
+        request(project, kind, &address, token(short), attrs, refs)
+    })
+    .await
 }
 
 pub fn count(owned: &[ObservedResource], kind: ResourceKind) -> usize {
     owned.iter().filter(|o| o.kind == kind).count()
+}
+
+/// The stand-in, a provider at it and the network `net` makes.
+pub async fn start(net: impl AsyncFn(&HuaweiProvider) -> Net) -> (HuaweiMock, HuaweiProvider, Net) {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = net(&p).await;
+    (mock, p, net)
 }

@@ -39,6 +39,7 @@
 
 mod cloud;
 
+use crate::background::Background;
 use crate::verify::{acs3, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Body;
@@ -74,8 +75,7 @@ struct Shared {
 pub struct AlibabaMock {
     shared: Arc<Shared>,
     addr: std::net::SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: Background,
 }
 
 impl AlibabaMock {
@@ -88,38 +88,12 @@ impl AlibabaMock {
             requests: AtomicU64::new(0),
             hook: Mutex::new(None),
         });
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("non-blocking listener");
-        let addr = listener.local_addr().expect("local address");
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let state = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("alibaba-mock".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("tokio runtime");
-                rt.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-                    let app = Router::new().fallback(handle).with_state(state);
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = stop_rx.await;
-                        })
-                        .await;
-                });
-            })
-            .expect("spawn the alibaba mock thread");
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let (addr, server) = Background::serve("alibaba-mock", app);
         AlibabaMock {
             shared,
             addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -175,17 +149,6 @@ impl AlibabaMock {
 
     fn cloud(&self) -> std::sync::MutexGuard<'_, Cloud> {
         self.shared.cloud.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Drop for AlibabaMock {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

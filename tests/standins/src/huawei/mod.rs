@@ -34,6 +34,7 @@
 //! [`HuaweiMock::break_builds`], [`HuaweiMock::hold_payments`],
 //! [`HuaweiMock::sell_out_disks`]) switch the failure cases on.
 
+use crate::background::Background;
 use crate::verify::{huawei, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Bytes;
@@ -71,8 +72,7 @@ pub type CallLog = Arc<Mutex<Vec<String>>>;
 pub struct HuaweiMock {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: Background,
 }
 
 struct Shared {
@@ -161,43 +161,16 @@ impl HuaweiMock {
             requests: AtomicU64::new(0),
             hook: Mutex::new(None),
         });
-        let (tx_addr, rx_addr) = std::sync::mpsc::channel();
-        let (tx_stop, rx_stop) = tokio::sync::oneshot::channel::<()>();
         let sh = shared.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => panic!("huawei mock: tokio runtime: {e}"),
-            };
-            rt.block_on(async move {
-                let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(e) => panic!("huawei mock: bind 127.0.0.1: {e}"),
-                };
-                let _ = tx_addr.send(listener.local_addr().expect("local addr"));
-                let app = axum::Router::new().fallback(
-                    move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
-                        let sh = sh.clone();
-                        async move { handle(sh, m, u, h, b) }
-                    },
-                );
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = rx_stop.await;
-                    })
-                    .await;
-            });
+        let app = axum::Router::new().fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
+            let sh = sh.clone();
+            async move { handle(sh, m, u, h, b) }
         });
-        let addr = rx_addr.recv().expect("huawei mock did not start");
+        let (addr, server) = Background::serve("huawei-mock", app);
         HuaweiMock {
             addr,
             shared,
-            shutdown: Some(tx_stop),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -306,17 +279,6 @@ impl HuaweiMock {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for HuaweiMock {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

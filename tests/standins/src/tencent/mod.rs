@@ -24,6 +24,7 @@
 mod actions;
 mod state;
 
+use crate::background::Background;
 use crate::verify::{tc3, Key, Rejection, WireRequest};
 use crate::{MockCloud, MockResource, RequestHook};
 use axum::body::Bytes;
@@ -57,49 +58,23 @@ struct Shared {
 pub struct TencentMock {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: Background,
 }
 
 impl TencentMock {
     /// Starts the server on 127.0.0.1 (a free port) on its own thread and runtime.
     pub fn start() -> TencentMock {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("non-blocking listener");
-        let addr = listener.local_addr().expect("local address");
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new()),
             requests: AtomicU64::new(0),
             hook: Mutex::new(None),
         });
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        let thread = std::thread::Builder::new()
-            .name("tencent-mock".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("tokio runtime");
-                rt.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = rx.await;
-                        })
-                        .await;
-                });
-            })
-            .expect("spawn the tencent mock thread");
+        let (addr, server) = Background::serve("tencent-mock", app);
         TencentMock {
             addr,
             shared,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -204,17 +179,6 @@ impl TencentMock {
     /// Ingress and egress policies of a security group (as stored from the requests).
     pub fn security_group_policies(&self, id: &str) -> Option<(Vec<Value>, Vec<Value>)> {
         self.with_state(|s| s.sgs.get(id).map(|g| (g.ingress.clone(), g.egress.clone())))
-    }
-}
-
-impl Drop for TencentMock {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

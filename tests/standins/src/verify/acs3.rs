@@ -18,10 +18,10 @@
 //! - HashedRequestPayload: hex SHA-256 of the body, also sent as
 //!   `x-acs-content-sha256`.
 
-use super::crypto::{hmac_sha256_matches_hex, sha256_hex};
-use super::text::{canonical_path, query_pairs, sorted_query};
+use super::crypto::sha256_hex;
 use super::{
-    auth_fields, field, header_block, malformed, signed_names, Key, Rejection, WireRequest,
+    authorization, canonical_path_and_query, check_signature, field, header_block, malformed,
+    signed_with, Key, Rejection, WireRequest,
 };
 
 pub const ALGORITHM: &str = "ACS3-HMAC-SHA256";
@@ -47,24 +47,16 @@ pub struct Verified {
 }
 
 pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
-    let auth = req
-        .only_header("authorization")?
-        .ok_or_else(|| malformed("no Authorization header"))?;
-    let rest = auth
-        .strip_prefix(ALGORITHM)
-        .and_then(|r| r.strip_prefix(' '))
-        .ok_or_else(|| malformed(format!("Authorization is not {ALGORITHM}")))?;
-    let fields = auth_fields(rest, &["Credential", "SignedHeaders", "Signature"])?;
+    let fields = authorization(
+        req,
+        ALGORITHM,
+        &["Credential", "SignedHeaders", "Signature"],
+    )?;
     let credential = field(&fields, "Credential");
     if credential != key.id {
         return Err(Rejection::UnknownKey(credential.to_string()));
     }
-    let names = signed_names(field(&fields, "SignedHeaders"))?;
-    for required in REQUIRED {
-        if !names.contains(&required) {
-            return Err(malformed(format!("`{required}` must be signed")));
-        }
-    }
+    let names = signed_with(&fields, &REQUIRED)?;
     for present in req.header_names() {
         let must = present == "host" || present == "content-type" || present.starts_with("x-acs-");
         if must && !names.contains(&present.as_str()) {
@@ -78,27 +70,20 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
     if req.only_header("x-acs-content-sha256")? != Some(payload_hash.as_str()) {
         return Err(Rejection::ContentHash);
     }
-    let uri = canonical_path(&req.path)
-        .ok_or_else(|| malformed("the path is not valid percent-encoding"))?;
-    let query = query_pairs(&req.query)
-        .ok_or_else(|| malformed("the query is not valid percent-encoding"))?;
+    let (uri, query) = canonical_path_and_query(req)?;
     let headers = header_block(req, &names, str::to_string)?;
     let canonical_request = format!(
-        "{}\n{uri}\n{}\n{headers}\n{}\n{payload_hash}",
+        "{}\n{uri}\n{query}\n{headers}\n{}\n{payload_hash}",
         req.method,
-        sorted_query(&query),
         names.join(";"),
     );
     let string_to_sign = format!("{ALGORITHM}\n{}", sha256_hex(canonical_request.as_bytes()));
-    if !hmac_sha256_matches_hex(
+    check_signature(
         key.secret.as_bytes(),
-        string_to_sign.as_bytes(),
-        field(&fields, "Signature"),
-    ) {
-        return Err(Rejection::Mismatch {
-            canonical: canonical_request,
-        });
-    }
+        &string_to_sign,
+        &fields,
+        &canonical_request,
+    )?;
     Ok(Verified {
         date: req
             .only_header("x-acs-date")?

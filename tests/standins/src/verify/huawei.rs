@@ -16,10 +16,10 @@
 //! - CanonicalHeaders: the headers named in SignedHeaders (which must include
 //!   `host` and `x-sdk-date`), lower-case names, trimmed values, sorted.
 
-use super::crypto::{hmac_sha256_matches_hex, sha256_hex};
-use super::text::{canonical_path, query_pairs, sorted_query};
+use super::crypto::sha256_hex;
 use super::{
-    auth_fields, field, header_block, malformed, signed_names, Key, Rejection, WireRequest,
+    authorization, canonical_path_and_query, check_signature, field, header_block, signed_with,
+    Key, Rejection, WireRequest,
 };
 
 pub const ALGORITHM: &str = "SDK-HMAC-SHA256";
@@ -32,36 +32,20 @@ pub struct Verified {
 }
 
 pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
-    let auth = req
-        .only_header("authorization")?
-        .ok_or_else(|| malformed("no Authorization header"))?;
-    let rest = auth
-        .strip_prefix(ALGORITHM)
-        .and_then(|r| r.strip_prefix(' '))
-        .ok_or_else(|| malformed(format!("Authorization is not {ALGORITHM}")))?;
-    let fields = auth_fields(rest, &["Access", "SignedHeaders", "Signature"])?;
+    let fields = authorization(req, ALGORITHM, &["Access", "SignedHeaders", "Signature"])?;
     let access = field(&fields, "Access");
     if access != key.id {
         return Err(Rejection::UnknownKey(access.to_string()));
     }
-    let names = signed_names(field(&fields, "SignedHeaders"))?;
-    for required in ["host", "x-sdk-date"] {
-        if !names.contains(&required) {
-            return Err(malformed(format!("`{required}` must be signed")));
-        }
-    }
-    let mut uri = canonical_path(&req.path)
-        .ok_or_else(|| malformed("the path is not valid percent-encoding"))?;
+    let names = signed_with(&fields, &["host", "x-sdk-date"])?;
+    let (mut uri, query) = canonical_path_and_query(req)?;
     if !uri.ends_with('/') {
         uri.push('/');
     }
-    let query = query_pairs(&req.query)
-        .ok_or_else(|| malformed("the query is not valid percent-encoding"))?;
     let headers = header_block(req, &names, str::to_string)?;
     let canonical_request = format!(
-        "{}\n{uri}\n{}\n{headers}\n{}\n{}",
+        "{}\n{uri}\n{query}\n{headers}\n{}\n{}",
         req.method,
-        sorted_query(&query),
         names.join(";"),
         sha256_hex(&req.body),
     );
@@ -73,15 +57,12 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
         "{ALGORITHM}\n{sdk_date}\n{}",
         sha256_hex(canonical_request.as_bytes())
     );
-    if !hmac_sha256_matches_hex(
+    check_signature(
         key.secret.as_bytes(),
-        string_to_sign.as_bytes(),
-        field(&fields, "Signature"),
-    ) {
-        return Err(Rejection::Mismatch {
-            canonical: canonical_request,
-        });
-    }
+        &string_to_sign,
+        &fields,
+        &canonical_request,
+    )?;
     Ok(Verified {
         sdk_date,
         canonical_request,

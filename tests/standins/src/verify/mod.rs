@@ -71,6 +71,70 @@ fn malformed(why: impl Into<String>) -> Rejection {
     Rejection::Malformed(why.into())
 }
 
+/// The fields of the one `Authorization` header, which must be of scheme
+/// `algorithm` and carry each of `known` once (see [`auth_fields`]).
+fn authorization<'a>(
+    req: &'a WireRequest,
+    algorithm: &str,
+    known: &[&str],
+) -> Result<Vec<(&'a str, &'a str)>, Rejection> {
+    let auth = req
+        .only_header("authorization")?
+        .ok_or_else(|| malformed("no Authorization header"))?;
+    let rest = auth
+        .strip_prefix(algorithm)
+        .and_then(|r| r.strip_prefix(' '))
+        .ok_or_else(|| malformed(format!("Authorization is not {algorithm}")))?;
+    auth_fields(rest, known)
+}
+
+/// The names of the `SignedHeaders` field (see [`signed_names`]), which
+/// must include each of `required`.
+fn signed_with<'a>(
+    fields: &[(&'a str, &'a str)],
+    required: &[&str],
+) -> Result<Vec<&'a str>, Rejection> {
+    let names = signed_names(field(fields, "SignedHeaders"))?;
+    for required in required {
+        if !names.contains(required) {
+            return Err(malformed(format!("`{required}` must be signed")));
+        }
+    }
+    Ok(names)
+}
+
+/// The decoded path (`/` when empty, see [`text::canonical_path`]) and the
+/// sorted, re-encoded query, or why the raw ones are not valid
+/// percent-encoding.
+fn canonical_path_and_query(req: &WireRequest) -> Result<(String, String), Rejection> {
+    let uri = text::canonical_path(&req.path)
+        .ok_or_else(|| malformed("the path is not valid percent-encoding"))?;
+    let query = text::query_pairs(&req.query)
+        .ok_or_else(|| malformed("the query is not valid percent-encoding"))?;
+    Ok((uri, text::sorted_query(&query)))
+}
+
+/// `Ok` when the `Signature` field is the HMAC-SHA256 of `string_to_sign`
+/// under `signing_key`; otherwise a mismatch carrying `canonical_request`.
+fn check_signature(
+    signing_key: &[u8],
+    string_to_sign: &str,
+    fields: &[(&str, &str)],
+    canonical_request: &str,
+) -> Result<(), Rejection> {
+    if crypto::hmac_sha256_matches_hex(
+        signing_key,
+        string_to_sign.as_bytes(),
+        field(fields, "Signature"),
+    ) {
+        Ok(())
+    } else {
+        Err(Rejection::Mismatch {
+            canonical: canonical_request.to_string(),
+        })
+    }
+}
+
 /// Reads `Name=value` fields of an `Authorization` header after the
 /// algorithm name, separated by `,` (blanks around fields are ignored).
 /// Every field must be one of `known`, exactly once.

@@ -19,9 +19,10 @@
 //!   name and value lower-cased and trimmed, sorted by name.
 //! - Date: the UTC date of `X-TC-Timestamp`.
 
-use super::crypto::{hmac_sha256, hmac_sha256_matches_hex, sha256_hex};
+use super::crypto::{hmac_sha256, sha256_hex};
 use super::{
-    auth_fields, field, header_block, malformed, signed_names, Key, Rejection, WireRequest,
+    authorization, check_signature, field, header_block, malformed, signed_with, Key, Rejection,
+    WireRequest,
 };
 
 pub const ALGORITHM: &str = "TC3-HMAC-SHA256";
@@ -36,14 +37,11 @@ pub struct Verified {
 }
 
 pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
-    let auth = req
-        .only_header("authorization")?
-        .ok_or_else(|| malformed("no Authorization header"))?;
-    let rest = auth
-        .strip_prefix(ALGORITHM)
-        .and_then(|r| r.strip_prefix(' '))
-        .ok_or_else(|| malformed(format!("Authorization is not {ALGORITHM}")))?;
-    let fields = auth_fields(rest, &["Credential", "SignedHeaders", "Signature"])?;
+    let fields = authorization(
+        req,
+        ALGORITHM,
+        &["Credential", "SignedHeaders", "Signature"],
+    )?;
     let scope_parts: Vec<&str> = field(&fields, "Credential").split('/').collect();
     let [secret_id, date, service, "tc3_request"] = scope_parts[..] else {
         return Err(malformed(
@@ -62,12 +60,7 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
             "the credential date {date} is not the UTC date of X-TC-Timestamp {timestamp}"
         )));
     }
-    let names = signed_names(field(&fields, "SignedHeaders"))?;
-    for required in ["content-type", "host"] {
-        if !names.contains(&required) {
-            return Err(malformed(format!("`{required}` must be signed")));
-        }
-    }
+    let names = signed_with(&fields, &["content-type", "host"])?;
     if let Some(host) = req.only_header("host")? {
         // On the public endpoints the host names the service.
         if let Some(label) = host.strip_suffix(".tencentcloudapi.com") {
@@ -96,15 +89,7 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
     let k_date = hmac_sha256(format!("TC3{}", key.secret).as_bytes(), date.as_bytes());
     let k_service = hmac_sha256(&k_date, service.as_bytes());
     let k_signing = hmac_sha256(&k_service, b"tc3_request");
-    if !hmac_sha256_matches_hex(
-        &k_signing,
-        string_to_sign.as_bytes(),
-        field(&fields, "Signature"),
-    ) {
-        return Err(Rejection::Mismatch {
-            canonical: canonical_request,
-        });
-    }
+    check_signature(&k_signing, &string_to_sign, &fields, &canonical_request)?;
     Ok(Verified {
         timestamp,
         service: service.to_string(),
