@@ -144,6 +144,9 @@ pub struct StateArgs {
     /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
     #[arg(long, value_name = "PATH", global = true)]
     pub state: Option<PathBuf>,
+    /// A remote state instead of the local file (needs -f SPEC to name the project).
+    #[arg(long, value_name = "URL", env = "GPUFORM_STATE_URL", hide_env_values = true, global = true)]
+    pub state_url: Option<String>,
     /// A spec, to find its state.
     #[arg(long, short = 'f', value_name = "SPEC", global = true)]
     pub file: Option<PathBuf>,
@@ -160,6 +163,10 @@ pub struct PlanArgs {
     /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
+    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
+    /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
+    #[arg(long, value_name = "URL", env = "GPUFORM_STATE_URL", hide_env_values = true)]
+    pub state_url: Option<String>,
     /// Save the plan; `gpuform apply FILE` applies exactly it, once, to this state.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -196,6 +203,10 @@ pub struct ApplyArgs {
     pub sandbox: bool,
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
+    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
+    /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
+    #[arg(long, value_name = "URL", env = "GPUFORM_STATE_URL", hide_env_values = true)]
+    pub state_url: Option<String>,
     /// Skip the interactive confirmation (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,

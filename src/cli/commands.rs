@@ -48,7 +48,7 @@ pub async fn run(cli: Cli) -> CmdResult {
             let info = StateLock::force_unlock(&store, &id)?;
             println!(
                 "Unlocked {} (was held by {} pid {}).",
-                store.path().display(),
+                store.location(),
                 info.owner,
                 info.pid
             );
@@ -194,7 +194,8 @@ fn providers_for(store: &StateStore, endpoints: &BTreeMap<String, String>) -> Ar
 
 async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
     let loaded = load(&a.file, &a.vars)?;
-    let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
+    let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
+        .map_err(engine_failure)?;
     let (doc, existed) = engine::read_state(&store, &loaded.spec.project)?;
     if existed && doc.project != loaded.spec.project {
         return Err(project_mismatch(&store, &doc, &loaded));
@@ -216,7 +217,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
     let (mut plan, current) = engine::make_plan(&req, doc, existed, &providers)
         .await
         .map_err(engine_failure)?;
-    plan.state_path = Some(store.path().display().to_string());
+    plan.state_path = Some(store.location());
     if let Some(out) = &a.out {
         write_plan_file(out, &plan)?;
     }
@@ -296,12 +297,23 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if destroy {
                 return Err(Failure("`gpuform destroy` takes a spec; to apply a saved destroy plan use `gpuform apply PLANFILE`".into()));
             }
-            let path = a
-                .state
-                .clone()
-                .or_else(|| plan.state_path.as_ref().map(PathBuf::from))
-                .ok_or_else(|| Failure("the plan file names no state; pass --state".into()))?;
-            let store = StateStore::new(path);
+            let store = if a.state_url.is_some() {
+                engine::state_store_for(None, Some(&plan.project), a.state.as_deref(), a.state_url.as_deref())
+                    .map_err(engine_failure)?
+            } else {
+                let path = a
+                    .state
+                    .clone()
+                    .or_else(|| plan.state_path.as_ref().map(PathBuf::from))
+                    .ok_or_else(|| Failure("the plan file names no state; pass --state".into()))?;
+                if a.state.is_none() && path.to_string_lossy().contains("://") {
+                    return Err(Failure(format!(
+                        "this plan was made against the remote state {}\n  hint: pass --state-url URL (or set GPUFORM_STATE_URL) to apply it",
+                        path.display()
+                    )));
+                }
+                StateStore::new(path)
+            };
             let locked =
                 engine::lock_state(&store, &plan.project, "apply").map_err(engine_failure)?;
             engine::check_saved_plan(&plan, &locked).map_err(engine_failure)?;
@@ -309,7 +321,9 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }
         None => {
             let loaded = load(&a.file, &a.vars)?;
-            let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
+            let store =
+                engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
+                    .map_err(engine_failure)?;
             let locked = engine::lock_state(
                 &store,
                 &loaded.spec.project,
@@ -519,7 +533,7 @@ fn engine_failure(e: EngineError) -> Failure {
 fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> Failure {
     Failure(format!(
         "state {} belongs to project `{}`, but {} is project `{}`\n  hint: pass --state with this project's own state file",
-        store.path().display(),
+        store.location(),
         doc.project,
         loaded.path.display(),
         loaded.spec.project
@@ -528,12 +542,20 @@ fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> 
 
 /// The state named by --state, or by a spec (-f), or the only one in .gpuform/.
 fn store_for(s: &StateArgs) -> Result<StateStore, Failure> {
+    if s.state_url.as_deref().is_some_and(|u| !u.trim().is_empty()) {
+        let loaded = match &s.file {
+            Some(f) => Some(load(f, &VarArgs::default())?),
+            None => None,
+        };
+        return engine::state_store(loaded.as_ref(), s.state.as_deref(), s.state_url.as_deref())
+            .map_err(engine_failure);
+    }
     if let Some(p) = &s.state {
         return Ok(StateStore::new(p));
     }
     if let Some(f) = &s.file {
         let loaded = load(f, &VarArgs::default())?;
-        return Ok(StateStore::new(engine::state_path(Some(&loaded), None)));
+        return engine::state_store(Some(&loaded), None, None).map_err(engine_failure);
     }
     let found: Vec<PathBuf> = std::fs::read_dir(".gpuform")
         .map(|d| {
@@ -561,7 +583,7 @@ fn load_state(s: &StateArgs) -> Result<(StateStore, StateDoc), Failure> {
     let store = store_for(s)?;
     let (doc, existed) = engine::read_state(&store, "")?;
     if !existed {
-        return Err(Failure(format!("no state at {}", store.path().display())));
+        return Err(Failure(format!("no state at {}", store.location())));
     }
     Ok((store, doc))
 }
@@ -590,7 +612,7 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
     }
     println!(
         "State {} — project {}, lineage {}, serial {}, {} resource(s)",
-        store.path().display(),
+        store.location(),
         doc.project,
         doc.lineage,
         doc.serial,
