@@ -171,8 +171,13 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// The plan as JSON on stdout (shape: docs/plan-json.md).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// The plan as a markdown pull-request comment on stdout: summary, a
+    /// table per cluster with cost before → after, budget status, and the
+    /// full diff collapsed.
+    #[arg(long)]
+    pub markdown: bool,
     /// Exit 2 when there are changes, 0 when there are none.
     #[arg(long)]
     pub detailed_exitcode: bool,
@@ -256,6 +261,22 @@ pub enum StateCommand {
     Mv {
         from: String,
         to: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Push to the remote state (--state-url, GPUFORM_STATE_URL or the spec's
+    /// `state:`): the local journal an interrupted apply left, and the local state
+    /// file (--state, else .gpuform/<project>.state.json) if there is one: a
+    /// migration from local to remote. Refuses a remote state of another lineage
+    /// or a newer serial.
+    Push {
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Copy the remote state into the local state file (--state, else
+    /// .gpuform/<project>.state.json): a migration from remote back to local.
+    /// Refuses to overwrite a local state of another lineage.
+    Pull {
         #[command(flatten)]
         state: StateArgs,
     },

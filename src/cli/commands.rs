@@ -226,6 +226,11 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
             "{}",
             serde_json::to_string_pretty(&plan).expect("plans serialise")
         );
+    } else if a.markdown {
+        print!(
+            "{}",
+            crate::plan::markdown::render_markdown(&plan, loaded.spec.budget.as_ref())
+        );
     } else if !quiet {
         print!("{}", render(&plan));
         for n in &plan.notes {
@@ -253,6 +258,9 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
 
 fn write_plan_file(out: &Path, plan: &Plan) -> Result<(), Failure> {
     let json = serde_json::to_vec_pretty(plan).expect("plans serialise");
+    // A plan holds what the state holds: encrypted like it when a key is set.
+    let json = crate::state::crypto::seal(json)
+        .map_err(|e| Failure(format!("cannot encrypt plan file {}: {e}", out.display())))?;
     write_atomically(out, &json)
         .map_err(|e| Failure(format!("cannot write plan file {}: {e}", out.display())))
 }
@@ -264,6 +272,9 @@ fn read_plan_file(file: &Path) -> Result<Option<Plan>, Failure> {
     if !bytes.trim_ascii_start().starts_with(b"{") {
         return Ok(None);
     }
+    let bytes = crate::state::crypto::open(&bytes)
+        .map_err(|e| Failure(format!("plan file {} cannot be opened: {e}", file.display())))?
+        .into_owned();
     let v: serde_json::Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(_) => return Ok(None), // YAML flow mapping: a spec
@@ -673,8 +684,120 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The local and the remote store of `state push` / `pull`.
+fn push_pull_stores(s: &StateArgs) -> Result<(StateStore, StateStore), Failure> {
+    let Some(f) = &s.file else {
+        return Err(Failure(
+            "a remote state is named by its project\n  hint: pass the spec with -f SPEC".into(),
+        ));
+    };
+    let loaded = load(f, &VarArgs::default())?;
+    let remote = engine::state_store(Some(&loaded), None, s.state_url.as_deref())
+        .map_err(engine_failure)?;
+    if !remote.is_remote() {
+        return Err(Failure(
+            "no remote state is configured\n  hint: pass --state-url postgres://..., set GPUFORM_STATE_URL, or add `state: { backend: postgres, url: ... }` to the spec".into(),
+        ));
+    }
+    let local = StateStore::new(
+        s.state
+            .clone()
+            .unwrap_or_else(|| engine::state_path(Some(&loaded), None)),
+    );
+    Ok((local, remote))
+}
+
+fn state_push(s: &StateArgs) -> CmdResult {
+    let (local, remote) = push_pull_stores(s)?;
+    // Locking folds any journal left by an interrupted apply (the remote
+    // backend's, then this disk's) and saves it: the first half of a push.
+    let mut locked = engine::lock_state(&remote, "", "state push").map_err(engine_failure)?;
+    let mut pushed = Vec::new();
+    if locked.recovered {
+        pushed.push("the journal of an interrupted apply".to_string());
+    }
+    if let Some(doc) = local.load()? {
+        if locked.existed && locked.doc.lineage != doc.lineage {
+            return Err(Failure(format!(
+                "the remote state {} has lineage {}, the local state {} has lineage {}: they are different states, and pushing would overwrite one with the other; nothing was changed\n  hint: push to another workspace (GPUFORM_WORKSPACE) or project",
+                remote.location(),
+                locked.doc.lineage,
+                local.location(),
+                doc.lineage
+            )));
+        }
+        if locked.existed && locked.doc.serial > doc.serial {
+            return Err(Failure(format!(
+                "the remote state {} is newer (serial {}) than the local state {} (serial {}); nothing was changed\n  hint: `gpuform state pull` to bring the remote one here",
+                remote.location(),
+                locked.doc.serial,
+                local.location(),
+                doc.serial
+            )));
+        }
+        if !locked.existed || locked.doc != doc {
+            let mut new = doc.clone();
+            new.serial = new.serial.max(locked.doc.serial);
+            remote.commit(&mut new)?;
+            pushed.push(format!("the local state {} (serial {})", local.location(), doc.serial));
+            locked.doc = new;
+        }
+    } else if !locked.existed {
+        return Err(Failure(format!(
+            "nothing to push: no local state at {} and no remote state at {}",
+            local.location(),
+            remote.location()
+        )));
+    }
+    if pushed.is_empty() {
+        println!(
+            "The remote state {} is up to date (serial {}).",
+            remote.location(),
+            locked.doc.serial
+        );
+    } else {
+        println!(
+            "Pushed {} to {} (serial {}).",
+            pushed.join(" and "),
+            remote.location(),
+            locked.doc.serial
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn state_pull(s: &StateArgs) -> CmdResult {
+    let (local, remote) = push_pull_stores(s)?;
+    let locked_remote = engine::lock_state(&remote, "", "state pull").map_err(engine_failure)?;
+    if !locked_remote.existed {
+        return Err(Failure(format!("no state at {}", remote.location())));
+    }
+    let mut locked_local = engine::lock_state(&local, "", "state pull").map_err(engine_failure)?;
+    if locked_local.existed && locked_local.doc.lineage != locked_remote.doc.lineage {
+        return Err(Failure(format!(
+            "the local state {} has lineage {}, the remote state {} has lineage {}: they are different states; nothing was changed\n  hint: move the local file away first if it is no longer needed",
+            local.location(),
+            locked_local.doc.lineage,
+            remote.location(),
+            locked_remote.doc.lineage
+        )));
+    }
+    let doc = locked_remote.doc.clone();
+    local.save(&doc)?;
+    locked_local.doc = doc;
+    println!(
+        "Pulled {} (serial {}) into {}.",
+        remote.location(),
+        locked_local.doc.serial,
+        local.location()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn state_cmd(c: StateCommand) -> CmdResult {
     match c {
+        StateCommand::Push { state } => return state_push(&state),
+        StateCommand::Pull { state } => return state_pull(&state),
         StateCommand::List { state } => {
             let (_, doc) = load_state(&state)?;
             for a in doc.resources.keys() {

@@ -260,6 +260,8 @@ pub struct LockedState {
     pub lock: StateLock,
     pub doc: StateDoc,
     pub existed: bool,
+    /// Whether an interrupted apply's journal was folded in and saved.
+    pub recovered: bool,
 }
 
 pub fn lock_state(
@@ -285,6 +287,7 @@ pub fn lock_state(
         lock,
         doc,
         existed,
+        recovered: remote || local,
     })
 }
 

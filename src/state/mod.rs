@@ -8,6 +8,7 @@
 //!   one appended line (group-committed), not a rewrite of the whole state.
 
 pub mod backend;
+pub mod crypto;
 pub mod document;
 pub mod postgres;
 pub mod journal;
@@ -57,6 +58,8 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("state {path} cannot be opened: {message}")]
+    Encryption { path: PathBuf, message: String },
     #[error("state file {path} is not valid gpuform state: {message}\n  hint: restore the previous version from {path}.backup, or move the file away to start from empty state (resources already made are re-adopted through their ownership tags)")]
     Corrupt { path: PathBuf, message: String },
     #[error("state file {path} has format version {found}, newer than this gpuform understands ({supported})\n  hint: upgrade gpuform; never edit the file by hand")]
