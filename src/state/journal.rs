@@ -67,6 +67,10 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // A remote state has no local state file to have made the directory.
+            fs::create_dir_all(dir).map_err(werr)?;
+        }
         let mut file = OpenOptions::new();
         file.create(true).truncate(true).write(true);
         #[cfg(unix)]
