@@ -87,11 +87,15 @@ fn process_salt() -> &'static [u8; 16] {
 
 /// Encrypts `plain` when a passphrase is set; returns it unchanged otherwise.
 pub fn seal(plain: Vec<u8>) -> Result<Vec<u8>, String> {
-    let Some(pass) = passphrase(PASSPHRASE_VAR) else {
+    seal_with(plain, passphrase(PASSPHRASE_VAR).as_deref())
+}
+
+fn seal_with(plain: Vec<u8>, pass: Option<&str>) -> Result<Vec<u8>, String> {
+    let Some(pass) = pass else {
         return Ok(plain);
     };
     let salt = process_salt();
-    let key = derive(&pass, salt, M_KIB, T, P)?;
+    let key = derive(pass, salt, M_KIB, T, P)?;
     let cipher = Aes256Gcm::new_from_slice(&key).map_err(|e| e.to_string())?;
     let mut nonce = [0u8; 12];
     rand::thread_rng().fill_bytes(&mut nonce);
@@ -116,6 +120,15 @@ pub fn seal(plain: Vec<u8>) -> Result<Vec<u8>, String> {
 /// Decrypts an envelope with the current passphrase, else the old one;
 /// returns other bytes unchanged. Errors say what to set.
 pub fn open(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    let keys: Vec<String> = [PASSPHRASE_VAR, OLD_PASSPHRASE_VAR]
+        .iter()
+        .filter_map(|v| passphrase(v))
+        .collect();
+    open_with(bytes, &keys)
+}
+
+/// [`open`] with the passphrases given, current first.
+fn open_with<'a>(bytes: &'a [u8], candidates: &[String]) -> Result<std::borrow::Cow<'a, [u8]>, String> {
     if !is_encrypted(bytes) {
         return Ok(std::borrow::Cow::Borrowed(bytes));
     }
@@ -132,16 +145,12 @@ pub fn open(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     if nonce.len() != 12 {
         return Err("damaged encryption envelope: bad nonce".into());
     }
-    let candidates: Vec<String> = [PASSPHRASE_VAR, OLD_PASSPHRASE_VAR]
-        .iter()
-        .filter_map(|v| passphrase(v))
-        .collect();
     if candidates.is_empty() {
         return Err(format!(
             "it is encrypted and no key is set\n  hint: set {PASSPHRASE_VAR} to the passphrase it was written with"
         ));
     }
-    for pass in &candidates {
+    for pass in candidates {
         let key = derive(pass, &salt, env.m_kib, env.t, env.p)?;
         let cipher = Aes256Gcm::new_from_slice(&key).map_err(|e| e.to_string())?;
         if let Ok(plain) = cipher.decrypt(Nonce::from_slice(&nonce), ct.as_slice()) {
@@ -158,36 +167,33 @@ pub fn open(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
 mod tests {
     use super::*;
 
-    // The variables are process-wide: one test sets them, in order.
+    fn keys(k: &[&str]) -> Vec<String> {
+        k.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn round_trip_rollover_and_wrong_or_missing_keys() {
-        std::env::set_var(PASSPHRASE_VAR, "first");
-        std::env::remove_var(OLD_PASSPHRASE_VAR);
-        let sealed = seal(b"{\"format_version\":1}".to_vec()).unwrap();
+        let plain = b"{\"format_version\":1}".to_vec();
+        let sealed = seal_with(plain.clone(), Some("first")).unwrap();
         assert!(is_encrypted(&sealed));
         assert!(!String::from_utf8_lossy(&sealed).contains("format_version"));
-        assert_eq!(&*open(&sealed).unwrap(), b"{\"format_version\":1}");
+        assert_eq!(&*open_with(&sealed, &keys(&["first"])).unwrap(), &plain[..]);
         // Rollover: the new key is current, the old one opens old documents.
-        std::env::set_var(PASSPHRASE_VAR, "second");
-        let err = open(&sealed).unwrap_err();
+        let err = open_with(&sealed, &keys(&["second"])).unwrap_err();
         assert!(err.contains("does not decrypt"), "{err}");
-        std::env::set_var(OLD_PASSPHRASE_VAR, "first");
-        assert_eq!(&*open(&sealed).unwrap(), b"{\"format_version\":1}");
+        assert_eq!(&*open_with(&sealed, &keys(&["second", "first"])).unwrap(), &plain[..]);
         // Missing key.
-        std::env::remove_var(PASSPHRASE_VAR);
-        std::env::remove_var(OLD_PASSPHRASE_VAR);
-        let err = open(&sealed).unwrap_err();
+        let err = open_with(&sealed, &[]).unwrap_err();
         assert!(err.contains("no key is set"), "{err}");
         // Tampering is detected.
-        std::env::set_var(PASSPHRASE_VAR, "first");
         let mut env: Envelope = serde_json::from_slice(&sealed).unwrap();
         let mut ct = B64.decode(&env.ciphertext).unwrap();
         ct[0] ^= 1;
         env.ciphertext = B64.encode(ct);
         let bad = serde_json::to_vec(&env).unwrap();
-        assert!(open(&bad).unwrap_err().contains("does not decrypt"));
-        std::env::remove_var(PASSPHRASE_VAR);
-        // Without a passphrase, writes are plain.
-        assert_eq!(seal(b"x".to_vec()).unwrap(), b"x");
+        assert!(open_with(&bad, &keys(&["first"])).unwrap_err().contains("does not decrypt"));
+        // Without a passphrase, writes are plain and plain documents open.
+        assert_eq!(seal_with(b"x".to_vec(), None).unwrap(), b"x");
+        assert_eq!(&*open_with(b"{\"a\":1}", &[]).unwrap(), b"{\"a\":1}");
     }
 }
