@@ -11,8 +11,8 @@
 #
 #   export GPUFORM_TEST_PG_URL=$(scripts/postgres.sh)
 #
-# The password is in the URL (a test server only). The data directory is
-# printed on stderr; stop the server with
+# The password is in the URL (a test server only). With GPUFORM_PG_DATADIR_FILE
+# set, the data directory is written to that file; stop the server with
 #   runuser -u postgres -- "$(pg_bin)/pg_ctl" -D DIR stop -m fast
 set -euo pipefail
 
@@ -48,13 +48,22 @@ runuser -u postgres -- "$BIN/initdb" -D "$DIR/data" -U postgres --auth-local=tru
   || { log "initdb failed:"; cat "$DIR/initdb.log" >&2; exit 1; }
 rm -f "$PWFILE"
 
-runuser -u postgres -- "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
-  -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >&2 \
+# In postgresql.conf rather than on the command line, so that a plain
+# `pg_ctl -D DIR/data start` brings it back the same (tests stop and restart it).
+cat >>"$DIR/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$DIR'
+fsync = off
+max_connections = 200
+CONF
+runuser -u postgres -- "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 start >&2 \
   || { log "pg_ctl start failed:"; cat "$DIR/server.log" >&2; exit 1; }
 
 runuser -u postgres -- "$BIN/psql" -q -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 \
   -c "CREATE ROLE gpuform LOGIN PASSWORD '$PASSWORD'" \
   -c "CREATE DATABASE gpuform OWNER gpuform" >&2
 
-log "PostgreSQL ready on 127.0.0.1:$PORT (data $DIR/data; stop: runuser -u postgres -- $BIN/pg_ctl -D $DIR/data stop -m fast)"
+log "PostgreSQL ready on 127.0.0.1:$PORT (data $DIR/data ; stop: runuser -u postgres -- $BIN/pg_ctl -D $DIR/data stop -m fast)"
+if [ -n "${GPUFORM_PG_DATADIR_FILE:-}" ]; then echo "$DIR/data" >"$GPUFORM_PG_DATADIR_FILE"; fi
 echo "postgres://gpuform:${PASSWORD}@127.0.0.1:${PORT}/gpuform"

@@ -325,3 +325,119 @@ fn bad_urls_and_passwords_are_clear_errors_that_write_nothing() {
     assert!(!r.dir.path().join(".gpuform").exists());
     assert!(sandbox_addresses(&r).is_empty());
 }
+
+/// A server of this test's own (it is stopped and started), with its data
+/// directory; stopped when dropped.
+struct OwnServer {
+    url: String,
+    data: String,
+}
+
+fn pg_ctl(data: &str, action: &str) {
+    let bin = std::fs::read_dir("/usr/lib/postgresql")
+        .unwrap()
+        .map(|e| e.unwrap().path().join("bin/pg_ctl"))
+        .find(|p| p.exists())
+        .expect("pg_ctl");
+    let log = Path::new(data).parent().unwrap().join("server.log");
+    let st = Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(bin)
+        .args(["-D", data, "-l"])
+        .arg(log)
+        .args(["-w", "-m", "immediate", action])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "pg_ctl {action}");
+}
+
+impl OwnServer {
+    fn start() -> OwnServer {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let info = tempfile::NamedTempFile::new().unwrap();
+        let out = Command::new(root.join("scripts/postgres.sh"))
+            .env("GPUFORM_PG_DATADIR_FILE", info.path())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "scripts/postgres.sh failed");
+        OwnServer {
+            url: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+            data: std::fs::read_to_string(info.path()).unwrap().trim().to_string(),
+        }
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        pg_ctl(&self.data, "stop");
+    }
+}
+
+#[test]
+fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() {
+    let own = OwnServer::start();
+    let sandbox = tempfile::tempdir().unwrap();
+    let r = Runner::new("pg-down", 6, sandbox.path());
+    let run = |args: &[&str], faults: &str| -> Command {
+        let mut c = r.cmd(args, faults);
+        c.env("GPUFORM_STATE_URL", &own.url).env_remove("PGPASSWORD");
+        c
+    };
+    let apply = run(&["apply", "spec.yaml", "--auto-approve"], "latency=400ms")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first results in the database, then stop it.
+    let count = || -> i64 {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let Ok((client, conn)) = tokio_postgres::connect(&own.url, tokio_postgres::NoTls).await
+            else {
+                return 0;
+            };
+            tokio::spawn(conn);
+            client
+                .query_one("SELECT count(*) FROM gpuform.journal", &[])
+                .await
+                .map(|r| r.get::<_, i64>(0))
+                .unwrap_or(0)
+        })
+    };
+    wait_until("journal batches in the database", Duration::from_secs(60), || {
+        count() >= 4
+    });
+    pg_ctl(&own.data, "stop");
+    let out = apply.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kept in the local journal"), "{err}");
+    assert!(err.contains("gpuform state push"), "{err}");
+    assert!(!err.contains(own.url.split([':', '@']).nth(2).unwrap()), "password leaked: {err}");
+    let journal = r.dir.path().join(".gpuform/pg-down.state.json.journal");
+    assert!(journal.exists(), "the local journal is kept");
+    let made = sandbox_addresses(&r);
+    assert!(!made.is_empty());
+    // Back up: the push folds the local journal into the remote state.
+    pg_ctl(&own.data, "start");
+    let push = run(&["state", "push", "-f", "spec.yaml"], "").output().unwrap();
+    assert!(push.status.success(), "{}", text(&push));
+    assert!(String::from_utf8_lossy(&push.stdout).contains("journal of an interrupted apply"));
+    assert!(!journal.exists());
+    let shown = run(&["show", "-f", "spec.yaml", "--json"], "").output().unwrap();
+    let state: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    // Everything the stopped apply made is recorded (nothing lost).
+    assert_eq!(state_addresses(&state), made);
+    // The next apply finishes the job; nothing is made twice.
+    let fin = run(&["apply", "spec.yaml", "--auto-approve"], "").output().unwrap();
+    assert!(fin.status.success(), "{}", text(&fin));
+    let shown = run(&["show", "-f", "spec.yaml", "--json"], "").output().unwrap();
+    let state: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(state_addresses(&state), sandbox_addresses(&r));
+    assert_eq!(state_addresses(&state).len(), 6 * 2 + 3);
+}
