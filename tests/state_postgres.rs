@@ -39,6 +39,15 @@ fn server() -> &'static (String, String, String) {
     })
 }
 
+/// A project name of this run only: the shared server keeps states between runs.
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{name}-{}-{nanos}", std::process::id())
+}
+
 fn spec(project: &str, nodes: u32) -> String {
     format!(
         r#"project: {project}
@@ -191,9 +200,10 @@ fn state_addresses(state: &Value) -> BTreeSet<String> {
 
 #[test]
 fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
+    let project = unique("pg-two");
     let sandbox = tempfile::tempdir().unwrap();
-    let a = Runner::new("pg-two", 4, sandbox.path());
-    let b = Runner::new("pg-two", 4, sandbox.path());
+    let a = Runner::new(&project, 4, sandbox.path());
+    let b = Runner::new(&project, 4, sandbox.path());
     let mut first = a.spawn_apply("latency=400ms");
     wait_until("the first apply's lock", Duration::from_secs(30), || {
         if let Ok(Some(status)) = first.try_wait() {
@@ -202,9 +212,9 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
             first.stderr.take().unwrap().read_to_string(&mut err).unwrap();
             panic!("the first apply ended early ({status:?}): {err}");
         }
-        lock_holder_pid("pg-two/default").is_some()
+        lock_holder_pid(format!("{project}/default").as_str()).is_some()
     });
-    assert_eq!(lock_holder_pid("pg-two/default"), Some(first.id() as i64));
+    assert_eq!(lock_holder_pid(format!("{project}/default").as_str()), Some(first.id() as i64));
     let refused = b.run(&["apply", "spec.yaml", "--auto-approve"]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
     let err = String::from_utf8_lossy(&refused.stderr);
@@ -221,7 +231,7 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
     assert_eq!(sa["lineage"], sb["lineage"]);
     assert_eq!(state_addresses(&sa), sandbox_addresses(&a));
     // The journal was folded into the state and cleared.
-    assert_eq!(journal_lines("pg-two/default"), 0);
+    assert_eq!(journal_lines(format!("{project}/default").as_str()), 0);
     // Now the other runner gets the lock and finds nothing to do.
     let again = b.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
@@ -229,13 +239,14 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
 
 #[test]
 fn kill_9_of_the_holder_frees_the_state_at_once_and_what_it_made_is_adopted() {
+    let project = unique("pg-kill");
     let sandbox = tempfile::tempdir().unwrap();
-    let a = Runner::new("pg-kill", 6, sandbox.path());
-    let b = Runner::new("pg-kill", 6, sandbox.path());
+    let a = Runner::new(&project, 6, sandbox.path());
+    let b = Runner::new(&project, 6, sandbox.path());
     let mut first = a.spawn_apply("latency=400ms");
     // Some results pushed, the apply not finished.
     wait_until("journal batches in the database", Duration::from_secs(60), || {
-        journal_lines("pg-kill/default") >= 6
+        journal_lines(format!("{project}/default").as_str()) >= 6
     });
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
@@ -253,14 +264,15 @@ fn kill_9_of_the_holder_frees_the_state_at_once_and_what_it_made_is_adopted() {
 
 #[test]
 fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
+    let project = unique("pg-fence");
     let sandbox = tempfile::tempdir().unwrap();
-    let mut a = Runner::new("pg-fence", 6, sandbox.path());
-    let mut b = Runner::new("pg-fence", 6, sandbox.path());
+    let mut a = Runner::new(&project, 6, sandbox.path());
+    let mut b = Runner::new(&project, 6, sandbox.path());
     a.lease = Some(2);
     b.lease = Some(2);
     let first = a.spawn_apply("latency=400ms");
     wait_until("journal batches in the database", Duration::from_secs(60), || {
-        journal_lines("pg-fence/default") >= 4
+        journal_lines(format!("{project}/default").as_str()) >= 4
     });
     let pid = first.id() as libc::pid_t;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
@@ -288,8 +300,9 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
 
 #[test]
 fn bad_urls_and_passwords_are_clear_errors_that_write_nothing() {
+    let project = unique("pg-bad");
     let sandbox = tempfile::tempdir().unwrap();
-    let r = Runner::new("pg-bad", 1, sandbox.path());
+    let r = Runner::new(&project, 1, sandbox.path());
     let (_, url, _) = server();
     // Wrong password.
     let out = r
@@ -377,9 +390,10 @@ impl Drop for OwnServer {
 
 #[test]
 fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() {
+    let project = unique("pg-down");
     let own = OwnServer::start();
     let sandbox = tempfile::tempdir().unwrap();
-    let r = Runner::new("pg-down", 6, sandbox.path());
+    let r = Runner::new(&project, 6, sandbox.path());
     let run = |args: &[&str], faults: &str| -> Command {
         let mut c = r.cmd(args, faults);
         c.env("GPUFORM_STATE_URL", &own.url).env_remove("PGPASSWORD");
@@ -419,7 +433,7 @@ fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() 
     assert!(err.contains("kept in the local journal"), "{err}");
     assert!(err.contains("gpuform state push"), "{err}");
     assert!(!err.contains(own.url.split([':', '@']).nth(2).unwrap()), "password leaked: {err}");
-    let journal = r.dir.path().join(".gpuform/pg-down.state.json.journal");
+    let journal = r.dir.path().join(format!(".gpuform/{project}.state.json.journal"));
     assert!(journal.exists(), "the local journal is kept");
     let made = sandbox_addresses(&r);
     assert!(!made.is_empty());
@@ -440,4 +454,54 @@ fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() 
     let state: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(state_addresses(&state), sandbox_addresses(&r));
     assert_eq!(state_addresses(&state).len(), 6 * 2 + 3);
+}
+
+#[test]
+fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() {
+    let project = unique("pg-move");
+    let sandbox = tempfile::tempdir().unwrap();
+    let r = Runner::new(&project, 1, sandbox.path());
+    let local = |args: &[&str]| -> Output {
+        r.cmd(args, "").env_remove("GPUFORM_STATE_URL").output().unwrap()
+    };
+    // A local state first.
+    let out = local(&["apply", "spec.yaml", "--auto-approve"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let file = r.dir.path().join(format!(".gpuform/{project}.state.json"));
+    let local_doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    // Push: the remote state now has its lineage and resources.
+    let out = r.run(&["state", "push", "-f", "spec.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the local state"), "{}", text(&out));
+    assert_no_password(&out);
+    let remote = r.state();
+    assert_eq!(remote["lineage"], local_doc["lineage"]);
+    assert_eq!(state_addresses(&remote), state_addresses(&local_doc));
+    // Applying against the remote state changes nothing.
+    let plan = r.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    // Pushing again is a no-op; a newer remote is not overwritten by an older local.
+    let out = r.run(&["state", "push", "-f", "spec.yaml"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("up to date"), "{}", text(&out));
+    // Another lineage in the local file is refused, and nothing changes.
+    let mut other = local_doc.clone();
+    other["lineage"] = Value::String("another-lineage".into());
+    std::fs::write(&file, serde_json::to_vec(&other).unwrap()).unwrap();
+    let before = r.state();
+    let out = r.run(&["state", "push", "-f", "spec.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("different states"), "{}", text(&out));
+    assert_eq!(r.state(), before);
+    // Pull refuses to overwrite it too, then works once the file is moved away.
+    let out = r.run(&["state", "pull", "-f", "spec.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("different states"), "{}", text(&out));
+    std::fs::remove_file(&file).unwrap();
+    let out = r.run(&["state", "pull", "-f", "spec.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let back: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(back["lineage"], before["lineage"]);
+    assert_eq!(back["serial"], before["serial"]);
+    let plan = local(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
 }

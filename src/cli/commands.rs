@@ -739,9 +739,19 @@ fn state_push(s: &StateArgs) -> CmdResult {
             let mut new = doc.clone();
             new.serial = new.serial.max(locked.doc.serial);
             remote.commit(&mut new)?;
-            pushed.push(format!("the local state {} (serial {})", local.location(), doc.serial));
             locked.doc = new;
         }
+        // The remote state is the state now: keep the local file as a copy
+        // under another name, so that no later command uses it by mistake.
+        let kept = crate::state::store::sibling(local.path(), ".migrated");
+        std::fs::rename(local.path(), &kept)
+            .map_err(|e| Failure(format!("cannot rename {}: {e}", local.location())))?;
+        pushed.push(format!(
+            "the local state {} (serial {}; the file is kept as {})",
+            local.location(),
+            doc.serial,
+            kept.display()
+        ));
     } else if !locked.existed {
         return Err(Failure(format!(
             "nothing to push: no local state at {} and no remote state at {}",
