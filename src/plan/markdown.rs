@@ -58,7 +58,11 @@ pub fn render_markdown(plan: &Plan, budget: Option<&Budget>) -> String {
     // Changes per cluster (the first part of an address).
     let mut per: BTreeMap<String, [usize; 4]> = BTreeMap::new();
     for ch in &plan.changes {
-        let cluster = ch.address.split('.').next().unwrap_or("").to_string();
+        let address = crate::address::Address::new(&ch.address);
+        let cluster = match address.cluster() {
+            Some(c) => c.to_string(),
+            None => ch.address.split('.').next().unwrap_or("").to_string(),
+        };
         let e = per.entry(cluster).or_default();
         match ch.action {
             Action::Create => e[0] += 1,
