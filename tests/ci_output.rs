@@ -56,7 +56,10 @@ fn plan_markdown_reads_as_a_pull_request_comment() {
     assert_eq!(lines[0], "### gpuform plan · `ci`");
     // The summary line: counts and monthly cost before → after.
     let summary = lines.iter().find(|l| l.starts_with("**")).unwrap();
-    assert!(summary.contains("to create, 0 to update, 0 to replace, 0 to delete"), "{summary}");
+    assert!(
+        summary.contains("to create, 0 to update, 0 to replace, 0 to delete"),
+        "{summary}"
+    );
     assert!(summary.contains("monthly cost $0.00 → $"), "{summary}");
     // One table row per cluster with its node count and cost, and a total.
     let row = |name: &str| {
@@ -72,7 +75,10 @@ fn plan_markdown_reads_as_a_pull_request_comment() {
     assert!(md.contains("**Budget:** within $50.00/h"), "{md}");
     // The full plan, collapsed, without colour codes.
     assert!(md.contains("<details><summary>Full plan</summary>"), "{md}");
-    assert!(md.contains("cluster.trainer.node[1] will be created"), "{md}");
+    assert!(
+        md.contains("cluster.trainer.node[1] will be created"),
+        "{md}"
+    );
     assert!(!md.contains('\u{1b}'), "{md}");
     assert!(md.trim_end().ends_with("</details>"), "{md}");
     // After the apply: no changes, said so.
@@ -94,7 +100,10 @@ fn encrypted_state_and_plans_open_only_with_the_key_and_keys_roll_over() {
     let state_file = d.join(".gpuform/ci.state.json");
     let raw = std::fs::read_to_string(&state_file).unwrap();
     assert!(raw.starts_with("{\"gpuform_encrypted\":1"), "{raw}");
-    assert!(!raw.contains("trainer"), "state is readable without the key: {raw}");
+    assert!(
+        !raw.contains("trainer"),
+        "state is readable without the key: {raw}"
+    );
     // A saved plan is encrypted too.
     let out = run(d, &["plan", "spec.yaml", "--out", "plan.json"], &key1);
     assert!(out.status.success(), "{}", text(&out));
@@ -108,12 +117,20 @@ fn encrypted_state_and_plans_open_only_with_the_key_and_keys_roll_over() {
     assert!(err.contains("encrypted and no key is set"), "{err}");
     assert!(err.contains("hint: set GPUFORM_STATE_PASSPHRASE"), "{err}");
     // Wrong key: the same.
-    let out = run(d, &["show", "-f", "spec.yaml"], &[("GPUFORM_STATE_PASSPHRASE", "wrong")]);
+    let out = run(
+        d,
+        &["show", "-f", "spec.yaml"],
+        &[("GPUFORM_STATE_PASSPHRASE", "wrong")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not decrypt"), "{err}");
     assert!(!err.contains("wrong\n"), "{err}");
-    let out = run(d, &["apply", "plan.json"], &[("GPUFORM_STATE_PASSPHRASE", "wrong")]);
+    let out = run(
+        d,
+        &["apply", "plan.json"],
+        &[("GPUFORM_STATE_PASSPHRASE", "wrong")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(std::fs::read(&state_file).unwrap(), before);
     // Rollover: a new key, the old one as fallback; the next write uses the new key.
@@ -123,8 +140,17 @@ fn encrypted_state_and_plans_open_only_with_the_key_and_keys_roll_over() {
     ];
     let out = run(d, &["apply", "plan.json"], &roll);
     assert!(out.status.success(), "{}", text(&out));
-    let out = run(d, &["show", "-f", "spec.yaml"], &[("GPUFORM_STATE_PASSPHRASE", "battery staple")]);
+    let out = run(
+        d,
+        &["show", "-f", "spec.yaml"],
+        &[("GPUFORM_STATE_PASSPHRASE", "battery staple")],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let out = run(d, &["show", "-f", "spec.yaml"], &key1);
-    assert_eq!(out.status.code(), Some(1), "the old key still opens it: {}", text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the old key still opens it: {}",
+        text(&out)
+    );
 }

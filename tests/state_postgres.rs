@@ -172,13 +172,10 @@ fn lock_holder_pid(name: &str) -> Option<i64> {
 }
 
 fn journal_lines(name: &str) -> i64 {
-    sql(
-        "SELECT count(*) FROM gpuform.journal WHERE name = $1",
-        name,
-    )
-    .first()
-    .map(|r| r.get::<_, i64>(0))
-    .unwrap_or(0)
+    sql("SELECT count(*) FROM gpuform.journal WHERE name = $1", name)
+        .first()
+        .map(|r| r.get::<_, i64>(0))
+        .unwrap_or(0)
 }
 
 /// Live sandbox resources by address; panics on a duplicate address.
@@ -188,14 +185,22 @@ fn sandbox_addresses(r: &Runner) -> BTreeSet<String> {
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut seen = BTreeSet::new();
     for res in all.as_array().unwrap() {
-        let address = res["tags"]["gpuform:address"].as_str().unwrap_or("").to_string();
+        let address = res["tags"]["gpuform:address"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         assert!(seen.insert(address.clone()), "duplicate {address}: {all:#}");
     }
     seen
 }
 
 fn state_addresses(state: &Value) -> BTreeSet<String> {
-    state["resources"].as_object().unwrap().keys().cloned().collect()
+    state["resources"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -209,12 +214,20 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
         if let Ok(Some(status)) = first.try_wait() {
             let mut err = String::new();
             use std::io::Read;
-            first.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            first
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             panic!("the first apply ended early ({status:?}): {err}");
         }
         lock_holder_pid(format!("{project}/default").as_str()).is_some()
     });
-    assert_eq!(lock_holder_pid(format!("{project}/default").as_str()), Some(first.id() as i64));
+    assert_eq!(
+        lock_holder_pid(format!("{project}/default").as_str()),
+        Some(first.id() as i64)
+    );
     let refused = b.run(&["apply", "spec.yaml", "--auto-approve"]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
     let err = String::from_utf8_lossy(&refused.stderr);
@@ -245,9 +258,11 @@ fn kill_9_of_the_holder_frees_the_state_at_once_and_what_it_made_is_adopted() {
     let b = Runner::new(&project, 6, sandbox.path());
     let mut first = a.spawn_apply("latency=400ms");
     // Some results pushed, the apply not finished.
-    wait_until("journal batches in the database", Duration::from_secs(60), || {
-        journal_lines(format!("{project}/default").as_str()) >= 6
-    });
+    wait_until(
+        "journal batches in the database",
+        Duration::from_secs(60),
+        || journal_lines(format!("{project}/default").as_str()) >= 6,
+    );
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
     // The default lease is 60 s: proceeding now proves the session lock freed it.
@@ -271,9 +286,11 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
     a.lease = Some(2);
     b.lease = Some(2);
     let first = a.spawn_apply("latency=400ms");
-    wait_until("journal batches in the database", Duration::from_secs(60), || {
-        journal_lines(format!("{project}/default").as_str()) >= 4
-    });
+    wait_until(
+        "journal batches in the database",
+        Duration::from_secs(60),
+        || journal_lines(format!("{project}/default").as_str()) >= 4,
+    );
     let pid = first.id() as libc::pid_t;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease
@@ -313,7 +330,10 @@ fn bad_urls_and_passwords_are_clear_errors_that_write_nothing() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("password"), "{err}");
-    assert!(err.contains("hint: check the password of user `gpuform`"), "{err}");
+    assert!(
+        err.contains("hint: check the password of user `gpuform`"),
+        "{err}"
+    );
     assert!(!err.contains("not-the-password"), "{err}");
     // Not a backend URL; a password in the URL is redacted from the error.
     let out = r
@@ -377,7 +397,10 @@ impl OwnServer {
         assert!(out.status.success(), "scripts/postgres.sh failed");
         OwnServer {
             url: String::from_utf8(out.stdout).unwrap().trim().to_string(),
-            data: std::fs::read_to_string(info.path()).unwrap().trim().to_string(),
+            data: std::fs::read_to_string(info.path())
+                .unwrap()
+                .trim()
+                .to_string(),
         }
     }
 }
@@ -396,7 +419,8 @@ fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() 
     let r = Runner::new(&project, 6, sandbox.path());
     let run = |args: &[&str], faults: &str| -> Command {
         let mut c = r.cmd(args, faults);
-        c.env("GPUFORM_STATE_URL", &own.url).env_remove("PGPASSWORD");
+        c.env("GPUFORM_STATE_URL", &own.url)
+            .env_remove("PGPASSWORD");
         c
     };
     let apply = run(&["apply", "spec.yaml", "--auto-approve"], "latency=400ms")
@@ -423,34 +447,50 @@ fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() 
                 .unwrap_or(0)
         })
     };
-    wait_until("journal batches in the database", Duration::from_secs(60), || {
-        count() >= 4
-    });
+    wait_until(
+        "journal batches in the database",
+        Duration::from_secs(60),
+        || count() >= 4,
+    );
     pg_ctl(&own.data, "stop");
     let out = apply.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kept in the local journal"), "{err}");
     assert!(err.contains("gpuform state push"), "{err}");
-    assert!(!err.contains(own.url.split([':', '@']).nth(2).unwrap()), "password leaked: {err}");
-    let journal = r.dir.path().join(format!(".gpuform/{project}.state.json.journal"));
+    assert!(
+        !err.contains(own.url.split([':', '@']).nth(2).unwrap()),
+        "password leaked: {err}"
+    );
+    let journal = r
+        .dir
+        .path()
+        .join(format!(".gpuform/{project}.state.json.journal"));
     assert!(journal.exists(), "the local journal is kept");
     let made = sandbox_addresses(&r);
     assert!(!made.is_empty());
     // Back up: the push folds the local journal into the remote state.
     pg_ctl(&own.data, "start");
-    let push = run(&["state", "push", "-f", "spec.yaml"], "").output().unwrap();
+    let push = run(&["state", "push", "-f", "spec.yaml"], "")
+        .output()
+        .unwrap();
     assert!(push.status.success(), "{}", text(&push));
     assert!(String::from_utf8_lossy(&push.stdout).contains("journal of an interrupted apply"));
     assert!(!journal.exists());
-    let shown = run(&["show", "-f", "spec.yaml", "--json"], "").output().unwrap();
+    let shown = run(&["show", "-f", "spec.yaml", "--json"], "")
+        .output()
+        .unwrap();
     let state: Value = serde_json::from_slice(&shown.stdout).unwrap();
     // Everything the stopped apply made is recorded (nothing lost).
     assert_eq!(state_addresses(&state), made);
     // The next apply finishes the job; nothing is made twice.
-    let fin = run(&["apply", "spec.yaml", "--auto-approve"], "").output().unwrap();
+    let fin = run(&["apply", "spec.yaml", "--auto-approve"], "")
+        .output()
+        .unwrap();
     assert!(fin.status.success(), "{}", text(&fin));
-    let shown = run(&["show", "-f", "spec.yaml", "--json"], "").output().unwrap();
+    let shown = run(&["show", "-f", "spec.yaml", "--json"], "")
+        .output()
+        .unwrap();
     let state: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(state_addresses(&state), sandbox_addresses(&r));
     assert_eq!(state_addresses(&state).len(), 6 * 2 + 3);
@@ -462,7 +502,10 @@ fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() 
     let sandbox = tempfile::tempdir().unwrap();
     let r = Runner::new(&project, 1, sandbox.path());
     let local = |args: &[&str]| -> Output {
-        r.cmd(args, "").env_remove("GPUFORM_STATE_URL").output().unwrap()
+        r.cmd(args, "")
+            .env_remove("GPUFORM_STATE_URL")
+            .output()
+            .unwrap()
     };
     // A local state first.
     let out = local(&["apply", "spec.yaml", "--auto-approve"]);
@@ -472,7 +515,11 @@ fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() 
     // Push: the remote state now has its lineage and resources.
     let out = r.run(&["state", "push", "-f", "spec.yaml"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("the local state"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("the local state"),
+        "{}",
+        text(&out)
+    );
     assert_no_password(&out);
     let remote = r.state();
     assert_eq!(remote["lineage"], local_doc["lineage"]);
@@ -482,7 +529,11 @@ fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() 
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
     // Pushing again is a no-op; a newer remote is not overwritten by an older local.
     let out = r.run(&["state", "push", "-f", "spec.yaml"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("up to date"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("up to date"),
+        "{}",
+        text(&out)
+    );
     // Another lineage in the local file is refused, and nothing changes.
     let mut other = local_doc.clone();
     other["lineage"] = Value::String("another-lineage".into());
@@ -490,12 +541,20 @@ fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() 
     let before = r.state();
     let out = r.run(&["state", "push", "-f", "spec.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("different states"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("different states"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(r.state(), before);
     // Pull refuses to overwrite it too, then works once the file is moved away.
     let out = r.run(&["state", "pull", "-f", "spec.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("different states"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("different states"),
+        "{}",
+        text(&out)
+    );
     std::fs::remove_file(&file).unwrap();
     let out = r.run(&["state", "pull", "-f", "spec.yaml"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -145,7 +145,13 @@ pub struct StateArgs {
     #[arg(long, value_name = "PATH", global = true)]
     pub state: Option<PathBuf>,
     /// A remote state instead of the local file (needs -f SPEC to name the project).
-    #[arg(long, value_name = "URL", env = "GPUFORM_STATE_URL", hide_env_values = true, global = true)]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true,
+        global = true
+    )]
     pub state_url: Option<String>,
     /// A spec, to find its state.
     #[arg(long, short = 'f', value_name = "SPEC", global = true)]
@@ -165,7 +171,12 @@ pub struct PlanArgs {
     pub state: Option<PathBuf>,
     /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
     /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
-    #[arg(long, value_name = "URL", env = "GPUFORM_STATE_URL", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true
+    )]
     pub state_url: Option<String>,
     /// Save the plan; `gpuform apply FILE` applies exactly it, once, to this state.
     #[arg(long, value_name = "FILE")]
@@ -210,7 +221,12 @@ pub struct ApplyArgs {
     pub state: Option<PathBuf>,
     /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
     /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
-    #[arg(long, value_name = "URL", env = "GPUFORM_STATE_URL", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true
+    )]
     pub state_url: Option<String>,
     /// Skip the interactive confirmation (required when stdin is not a terminal).
     #[arg(long)]

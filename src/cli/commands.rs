@@ -273,7 +273,12 @@ fn read_plan_file(file: &Path) -> Result<Option<Plan>, Failure> {
         return Ok(None);
     }
     let bytes = crate::state::crypto::open(&bytes)
-        .map_err(|e| Failure(format!("plan file {} cannot be opened: {e}", file.display())))?
+        .map_err(|e| {
+            Failure(format!(
+                "plan file {} cannot be opened: {e}",
+                file.display()
+            ))
+        })?
         .into_owned();
     let v: serde_json::Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
@@ -309,8 +314,13 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
                 return Err(Failure("`gpuform destroy` takes a spec; to apply a saved destroy plan use `gpuform apply PLANFILE`".into()));
             }
             let store = if a.state_url.is_some() {
-                engine::state_store_for(None, Some(&plan.project), a.state.as_deref(), a.state_url.as_deref())
-                    .map_err(engine_failure)?
+                engine::state_store_for(
+                    None,
+                    Some(&plan.project),
+                    a.state.as_deref(),
+                    a.state_url.as_deref(),
+                )
+                .map_err(engine_failure)?
             } else {
                 let path = a
                     .state
@@ -692,8 +702,8 @@ fn push_pull_stores(s: &StateArgs) -> Result<(StateStore, StateStore), Failure> 
         ));
     };
     let loaded = load(f, &VarArgs::default())?;
-    let remote = engine::state_store(Some(&loaded), None, s.state_url.as_deref())
-        .map_err(engine_failure)?;
+    let remote =
+        engine::state_store(Some(&loaded), None, s.state_url.as_deref()).map_err(engine_failure)?;
     if !remote.is_remote() {
         return Err(Failure(
             "no remote state is configured\n  hint: pass --state-url postgres://..., set GPUFORM_STATE_URL, or add `state: { backend: postgres, url: ... }` to the spec".into(),

@@ -72,7 +72,12 @@ pub fn state_store_for(
             schema,
             workspace,
             lease_seconds,
-        }) => (Some(url.as_str()), schema.clone(), workspace.clone(), *lease_seconds),
+        }) => (
+            Some(url.as_str()),
+            schema.clone(),
+            workspace.clone(),
+            *lease_seconds,
+        ),
         _ => (None, None, None, None),
     };
     let url = url.filter(|u| !u.trim().is_empty()).or(spec_url);
@@ -82,15 +87,22 @@ pub fn state_store_for(
     if flag.is_some() {
         return Err(EngineError::Config(
             "--state (a local file) and a state URL were both given
-  hint: use one: --state for local state, --state-url (or GPUFORM_STATE_URL) for a remote one".into(),
+  hint: use one: --state for local state, --state-url (or GPUFORM_STATE_URL) for a remote one"
+                .into(),
         ));
     }
     let lease = match std::env::var("GPUFORM_STATE_LEASE_SECONDS") {
-        Ok(v) if !v.trim().is_empty() => Some(v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-            EngineError::Config(format!(
+        Ok(v) if !v.trim().is_empty() => Some(
+            v.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    EngineError::Config(format!(
                 "GPUFORM_STATE_LEASE_SECONDS must be a whole number of seconds ≥ 1, found `{v}`"
             ))
-        })?),
+                })?,
+        ),
         _ => lease,
     };
     match BackendChoice::from_url(url, schema.as_deref(), lease)? {
@@ -104,13 +116,20 @@ pub fn state_store_for(
                 }));
             };
             let workspace = workspace
-                .or_else(|| std::env::var("GPUFORM_WORKSPACE").ok().filter(|w| !w.is_empty()))
+                .or_else(|| {
+                    std::env::var("GPUFORM_WORKSPACE")
+                        .ok()
+                        .filter(|w| !w.is_empty())
+                })
                 .unwrap_or_else(|| "default".into());
             let name = format!("{project}/{workspace}");
             let journal = crate::state::store::sibling(&local, ".journal");
             let backend =
                 crate::state::postgres::PgBackend::new(&url, &schema, &name, lease, &journal)?;
-            Ok(StateStore::with_backend(local, std::sync::Arc::new(backend)))
+            Ok(StateStore::with_backend(
+                local,
+                std::sync::Arc::new(backend),
+            ))
         }
     }
 }

@@ -78,13 +78,20 @@ pub fn render_markdown(plan: &Plan, budget: Option<&Budget>) -> String {
         out,
         "| cluster | create | update | replace | delete | nodes | monthly before → after | Δ |"
     );
-    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
     for name in per.keys() {
         let n = per[name];
         let (nodes, money, d) = match costs.get(name.as_str()) {
             Some(k) => (
                 format!("{} → {}", k.nodes_before, k.nodes_after),
-                format!("{} → {}", usd(k.monthly_usd_before), usd(k.monthly_usd_after)),
+                format!(
+                    "{} → {}",
+                    usd(k.monthly_usd_before),
+                    usd(k.monthly_usd_after)
+                ),
                 delta(k.monthly_usd_before, k.monthly_usd_after),
             ),
             None => ("".into(), "".into(), "".into()),

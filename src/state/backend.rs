@@ -75,7 +75,11 @@ pub const DEFAULT_LEASE_SECS: u64 = 60;
 
 impl BackendChoice {
     /// From a URL given on the command line or in the environment.
-    pub fn from_url(url: &str, schema: Option<&str>, lease_secs: Option<u64>) -> Result<BackendChoice, StateError> {
+    pub fn from_url(
+        url: &str,
+        schema: Option<&str>,
+        lease_secs: Option<u64>,
+    ) -> Result<BackendChoice, StateError> {
         let lease = std::time::Duration::from_secs(lease_secs.unwrap_or(DEFAULT_LEASE_SECS).max(1));
         let scheme = url.split("://").next().unwrap_or("");
         match scheme {
@@ -173,7 +177,10 @@ mod tests {
             redact_url("postgres://ci:s3cr%40t@db.example:5432/state?sslmode=disable"),
             "postgres://ci:***@db.example:5432/state?sslmode=disable"
         );
-        assert_eq!(redact_url("postgres://ci@db/state"), "postgres://ci@db/state");
+        assert_eq!(
+            redact_url("postgres://ci@db/state"),
+            "postgres://ci@db/state"
+        );
         assert_eq!(
             redact_url("postgres://db/state?user=ci&password=hunter2&x=1"),
             "postgres://db/state?user=ci&password=***&x=1"

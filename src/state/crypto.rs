@@ -128,19 +128,25 @@ pub fn open(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
 }
 
 /// [`open`] with the passphrases given, current first.
-fn open_with<'a>(bytes: &'a [u8], candidates: &[String]) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+fn open_with<'a>(
+    bytes: &'a [u8],
+    candidates: &[String],
+) -> Result<std::borrow::Cow<'a, [u8]>, String> {
     if !is_encrypted(bytes) {
         return Ok(std::borrow::Cow::Borrowed(bytes));
     }
-    let env: Envelope = serde_json::from_slice(bytes)
-        .map_err(|e| format!("damaged encryption envelope: {e}"))?;
+    let env: Envelope =
+        serde_json::from_slice(bytes).map_err(|e| format!("damaged encryption envelope: {e}"))?;
     if env.gpuform_encrypted != 1 || env.kdf != "argon2id" {
         return Err(format!(
             "encrypted with an unknown scheme (version {}, kdf {}); upgrade gpuform",
             env.gpuform_encrypted, env.kdf
         ));
     }
-    let b = |s: &str| B64.decode(s).map_err(|e| format!("damaged encryption envelope: {e}"));
+    let b = |s: &str| {
+        B64.decode(s)
+            .map_err(|e| format!("damaged encryption envelope: {e}"))
+    };
     let (salt, nonce, ct) = (b(&env.salt)?, b(&env.nonce)?, b(&env.ciphertext)?);
     if nonce.len() != 12 {
         return Err("damaged encryption envelope: bad nonce".into());
@@ -181,7 +187,10 @@ mod tests {
         // Rollover: the new key is current, the old one opens old documents.
         let err = open_with(&sealed, &keys(&["second"])).unwrap_err();
         assert!(err.contains("does not decrypt"), "{err}");
-        assert_eq!(&*open_with(&sealed, &keys(&["second", "first"])).unwrap(), &plain[..]);
+        assert_eq!(
+            &*open_with(&sealed, &keys(&["second", "first"])).unwrap(),
+            &plain[..]
+        );
         // Missing key.
         let err = open_with(&sealed, &[]).unwrap_err();
         assert!(err.contains("no key is set"), "{err}");
@@ -191,7 +200,9 @@ mod tests {
         ct[0] ^= 1;
         env.ciphertext = B64.encode(ct);
         let bad = serde_json::to_vec(&env).unwrap();
-        assert!(open_with(&bad, &keys(&["first"])).unwrap_err().contains("does not decrypt"));
+        assert!(open_with(&bad, &keys(&["first"]))
+            .unwrap_err()
+            .contains("does not decrypt"));
         // Without a passphrase, writes are plain and plain documents open.
         assert_eq!(seal_with(b"x".to_vec(), None).unwrap(), b"x");
         assert_eq!(&*open_with(b"{\"a\":1}", &[]).unwrap(), b"{\"a\":1}");

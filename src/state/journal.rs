@@ -314,12 +314,11 @@ fn group_commit(
 /// first) into `doc`; a line of another lineage is refused.
 pub fn fold_lines(location: &str, lines: &[String], doc: &mut StateDoc) -> Result<(), StateError> {
     for (i, l) in lines.iter().enumerate() {
-        let entry: JournalEntry =
-            serde_json::from_str(l).map_err(|e| StateError::Journal {
-                path: PathBuf::from(location),
-                line: i + 1,
-                message: e.to_string(),
-            })?;
+        let entry: JournalEntry = serde_json::from_str(l).map_err(|e| StateError::Journal {
+            path: PathBuf::from(location),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
         if let JournalEntry::Begin { lineage, .. } = &entry {
             if lineage != &doc.lineage {
                 return Err(StateError::JournalMismatch {

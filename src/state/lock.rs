@@ -54,7 +54,9 @@ pub struct StateLock {
 
 impl std::fmt::Debug for StateLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StateLock").field("info", self.info()).finish()
+        f.debug_struct("StateLock")
+            .field("info", self.info())
+            .finish()
     }
 }
 

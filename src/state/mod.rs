@@ -10,15 +10,15 @@
 pub mod backend;
 pub mod crypto;
 pub mod document;
-pub mod postgres;
 pub mod journal;
 pub mod lock;
+pub mod postgres;
 pub mod store;
 
+pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};
 pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION};
 pub use journal::{Journal, JournalEntry};
 pub use lock::{LockInfo, StateLock};
-pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};
 pub use store::{LocalBackend, StateStore};
 
 use std::path::PathBuf;

@@ -108,14 +108,19 @@ impl PgBackend {
         journal_path: &std::path::Path,
     ) -> Result<PgBackend, StateError> {
         let location = redact_url(url);
-        let bad = |message: String| StateError::Backend {
+        let bad = |message: String| {
+            StateError::Backend {
             location: location.clone(),
             message,
             hint: "use postgres://[user@]host[:port]/database; put the password in PGPASSWORD or ~/.pgpass, not in the URL".into(),
+        }
         };
-        let mut config: Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| bad(format!("not a valid PostgreSQL URL: {}", redact_url(&e.to_string()))))?;
+        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+            bad(format!(
+                "not a valid PostgreSQL URL: {}",
+                redact_url(&e.to_string())
+            ))
+        })?;
         fill_from_env(&mut config);
         if config.get_hosts().is_empty() {
             return Err(bad("the URL names no host (and PGHOST is not set)".into()));
@@ -223,7 +228,12 @@ fn pgpass(config: &Config) -> Option<String> {
         #[cfg(unix)]
         tokio_postgres::config::Host::Unix(_) => "localhost".to_string(),
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
     let user = config.get_user().unwrap_or("").to_string();
     let db = config.get_dbname().unwrap_or(&user).to_string();
     for line in text.lines() {
@@ -245,7 +255,11 @@ fn pgpass(config: &Config) -> Option<String> {
             continue;
         }
         let ok = |pat: &str, v: &str| pat == "*" || pat == v;
-        if ok(&fields[0], &host) && ok(&fields[1], &port) && ok(&fields[2], &db) && ok(&fields[3], &user) {
+        if ok(&fields[0], &host)
+            && ok(&fields[1], &port)
+            && ok(&fields[2], &db)
+            && ok(&fields[3], &user)
+        {
             return Some(fields[4].clone());
         }
     }
@@ -296,7 +310,9 @@ impl Inner {
     }
 
     /// The session, connected (and the schema migrated) on first use.
-    async fn client(self: &Arc<Self>) -> Result<tokio::sync::MutexGuard<'_, Option<Client>>, StateError> {
+    async fn client(
+        self: &Arc<Self>,
+    ) -> Result<tokio::sync::MutexGuard<'_, Option<Client>>, StateError> {
         let mut guard = self.client.lock().await;
         let dead = guard.as_ref().map(|c| c.is_closed()).unwrap_or(true);
         if dead {
@@ -316,17 +332,18 @@ impl Inner {
     async fn migrate(&self, client: &mut Client) -> Result<(), StateError> {
         let e = |err: tokio_postgres::Error| self.err(&err);
         let tx = client.transaction().await.map_err(e)?;
-        tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('gpuform-migrate', 0))", &[])
-            .await
-            .map_err(e)?;
-        tx.batch_execute(&self.q(
-            "CREATE SCHEMA IF NOT EXISTS {s};
-             CREATE TABLE IF NOT EXISTS {s}.migrations (
-                 version int PRIMARY KEY,
-                 applied_at timestamptz NOT NULL DEFAULT now());",
-        ))
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('gpuform-migrate', 0))",
+            &[],
+        )
         .await
         .map_err(e)?;
+        tx.batch_execute(&self.q("CREATE SCHEMA IF NOT EXISTS {s};
+             CREATE TABLE IF NOT EXISTS {s}.migrations (
+                 version int PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now());"))
+            .await
+            .map_err(e)?;
         let done: Option<i32> = tx
             .query_one(&self.q("SELECT max(version) FROM {s}.migrations"), &[])
             .await
@@ -343,9 +360,12 @@ impl Inner {
         }
         for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > done) {
             tx.batch_execute(&self.q(sql)).await.map_err(e)?;
-            tx.execute(&self.q("INSERT INTO {s}.migrations (version) VALUES ($1)"), &[version])
-                .await
-                .map_err(e)?;
+            tx.execute(
+                &self.q("INSERT INTO {s}.migrations (version) VALUES ($1)"),
+                &[version],
+            )
+            .await
+            .map_err(e)?;
         }
         tx.commit().await.map_err(e)
     }
@@ -403,7 +423,10 @@ async fn with_timeout<T>(
 
 impl StateBackend for PgBackend {
     fn location(&self) -> String {
-        format!("{} (schema {}, state {})", self.inner.location, self.inner.schema, self.inner.name)
+        format!(
+            "{} (schema {}, state {})",
+            self.inner.location, self.inner.schema, self.inner.name
+        )
     }
 
     fn is_remote(&self) -> bool {
@@ -416,7 +439,10 @@ impl StateBackend for PgBackend {
                 let guard = inner.client().await?;
                 let client = guard.as_ref().expect("connected");
                 let row = client
-                    .query_opt(&inner.q("SELECT serial, doc FROM {s}.states WHERE name = $1"), &[&inner.name])
+                    .query_opt(
+                        &inner.q("SELECT serial, doc FROM {s}.states WHERE name = $1"),
+                        &[&inner.name],
+                    )
                     .await
                     .map_err(|e| inner.err(&e))?;
                 let Some(row) = row else {
@@ -564,9 +590,11 @@ impl StateBackend for PgBackend {
             })
             .await
         })?;
-        let renew = self.rt.0.as_ref().map(|rt| {
-            rt.spawn(renew_lease(self.inner.clone(), info.id.clone(), generation))
-        });
+        let renew = self
+            .rt
+            .0
+            .as_ref()
+            .map(|rt| rt.spawn(renew_lease(self.inner.clone(), info.id.clone(), generation)));
         Ok(Box::new(PgLock {
             info,
             inner: self.inner.clone(),
@@ -629,7 +657,10 @@ impl StateBackend for PgBackend {
                 let rows = guard
                     .as_ref()
                     .expect("connected")
-                    .query(&inner.q("SELECT line FROM {s}.journal WHERE name = $1 ORDER BY seq"), &[&inner.name])
+                    .query(
+                        &inner.q("SELECT line FROM {s}.journal WHERE name = $1 ORDER BY seq"),
+                        &[&inner.name],
+                    )
                     .await
                     .map_err(|e| inner.err(&e))?;
                 Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())

@@ -129,7 +129,7 @@ impl LocalBackend {
     fn dir(&self) -> PathBuf {
         parent_dir(&self.path)
     }
-/// Reads the state; `None` when there is none yet.
+    /// Reads the state; `None` when there is none yet.
     pub fn load(&self) -> Result<Option<StateDoc>, StateError> {
         let bytes = match fs::read(&self.path) {
             Ok(b) => b,
@@ -183,7 +183,9 @@ impl StateBackend for LocalBackend {
     }
 
     fn lock(&self, operation: &str) -> Result<Box<dyn HeldLock>, StateError> {
-        Ok(Box::new(super::lock::FileLock::acquire(&self.path, operation)?))
+        Ok(Box::new(super::lock::FileLock::acquire(
+            &self.path, operation,
+        )?))
     }
 
     fn holder(&self) -> Option<LockInfo> {
