@@ -154,3 +154,38 @@ fn encrypted_state_and_plans_open_only_with_the_key_and_keys_roll_over() {
         text(&out)
     );
 }
+
+#[test]
+fn a_spec_state_block_names_postgres_without_a_password_and_bad_urls_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let with = |state: &str| SPEC.replace("budget:", &format!("state: {state}\nbudget:"));
+    // A password in a committed spec is an error that does not echo it in the message.
+    std::fs::write(
+        d.join("spec.yaml"),
+        with("{ backend: postgres, url: \"postgres://ci:hunter2@db/infra\" }"),
+    )
+    .unwrap();
+    let out = run(d, &["validate", "spec.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the state URL holds a password"), "{err}");
+    assert!(err.contains("PGPASSWORD"), "{err}");
+    // Not a postgres URL.
+    std::fs::write(d.join("spec.yaml"), with("{ backend: postgres, url: \"http://db\" }")).unwrap();
+    let out = run(d, &["validate", "spec.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a postgres:// URL"));
+    // A valid block; --state (a local file) and a URL together are refused.
+    std::fs::write(
+        d.join("spec.yaml"),
+        with("{ backend: postgres, url: \"postgres://ci@127.0.0.1:1/infra\", lease_seconds: 30 }"),
+    )
+    .unwrap();
+    let out = run(d, &["validate", "spec.yaml"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(d, &["plan", "spec.yaml", "--state", "x.json"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("were both given"), "{}", text(&out));
+    assert!(!d.join(".gpuform").exists());
+}

@@ -387,6 +387,13 @@ pub async fn apply_plan(
         }
     }
     let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
+    if locked.store.is_remote() {
+        // Entries whose push to the backend failed were not folded in by the
+        // executor, but they are in the local journal (written first): fold
+        // it whole again (folding is idempotent per address), so that a
+        // backend that came back in time gets everything.
+        Journal::recover(&locked.store.journal_path(), &mut doc)?;
+    }
     if let Err(e) = locked.store.commit(&mut doc) {
         return Err(kept_locally(&locked.store, e));
     }
