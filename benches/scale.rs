@@ -262,7 +262,9 @@ fn main() {
         std::process::exit(check());
     }
     if let Some(i) = args.iter().position(|a| a == "--postgres") {
-        let url = args.get(i + 1).expect("--postgres URL (scripts/postgres.sh prints one)");
+        let url = args
+            .get(i + 1)
+            .expect("--postgres URL (scripts/postgres.sh prints one)");
         postgres_scenario(url);
         return;
     }

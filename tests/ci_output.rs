@@ -172,7 +172,11 @@ fn a_spec_state_block_names_postgres_without_a_password_and_bad_urls_are_refused
     assert!(err.contains("the state URL holds a password"), "{err}");
     assert!(err.contains("PGPASSWORD"), "{err}");
     // Not a postgres URL.
-    std::fs::write(d.join("spec.yaml"), with("{ backend: postgres, url: \"http://db\" }")).unwrap();
+    std::fs::write(
+        d.join("spec.yaml"),
+        with("{ backend: postgres, url: \"http://db\" }"),
+    )
+    .unwrap();
     let out = run(d, &["validate", "spec.yaml"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected a postgres:// URL"));
@@ -186,6 +190,10 @@ fn a_spec_state_block_names_postgres_without_a_password_and_bad_urls_are_refused
     assert!(out.status.success(), "{}", text(&out));
     let out = run(d, &["plan", "spec.yaml", "--state", "x.json"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("were both given"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("were both given"),
+        "{}",
+        text(&out)
+    );
     assert!(!d.join(".gpuform").exists());
 }

@@ -571,24 +571,35 @@ fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() 
 /// leaves exactly the desired resources, each recorded once.
 #[test]
 fn a_crash_at_any_api_call_with_postgres_state_then_apply_leaves_exactly_the_desired_resources() {
-    let mut crashed = 0;
+    let mut crashed = false;
     for n in 1.. {
         let project = unique("pg-crash");
         let sandbox = tempfile::tempdir().unwrap();
         let a = Runner::new(&project, 2, sandbox.path());
         let b = Runner::new(&project, 2, sandbox.path());
         let out = a
-            .cmd(&["apply", "spec.yaml", "--auto-approve"], &format!("crash_after={n}"))
+            .cmd(
+                &["apply", "spec.yaml", "--auto-approve"],
+                &format!("crash_after={n}"),
+            )
             .output()
             .unwrap();
         if out.status.success() {
-            assert!(crashed > 0, "crash injection never fired");
+            assert!(crashed, "crash injection never fired");
             break;
         }
-        assert!(out.status.code().is_none(), "N={n}: expected an abort: {}", text(&out));
-        crashed += 1;
+        assert!(
+            out.status.code().is_none(),
+            "N={n}: expected an abort: {}",
+            text(&out)
+        );
+        crashed = true;
         let out = b.run(&["apply", "spec.yaml", "--auto-approve"]);
-        assert!(out.status.success(), "N={n}: re-apply failed: {}", text(&out));
+        assert!(
+            out.status.success(),
+            "N={n}: re-apply failed: {}",
+            text(&out)
+        );
         let state = b.state();
         assert_eq!(state_addresses(&state), sandbox_addresses(&b), "N={n}");
         assert_eq!(state_addresses(&state).len(), 2 * 2 + 3, "N={n}: {state:#}");
