@@ -408,6 +408,9 @@ impl OwnServer {
 impl Drop for OwnServer {
     fn drop(&mut self) {
         pg_ctl(&self.data, "stop");
+        if let Some(dir) = Path::new(&self.data).parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
