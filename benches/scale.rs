@@ -8,6 +8,7 @@
 //!   cargo bench --bench scale                 # all sizes, prints figures
 //!   cargo bench --bench scale -- 5000         # one size
 //!   cargo bench --bench scale -- --check      # CI: asserts the bounds below
+//!   cargo bench --bench scale -- --postgres URL   # state in PostgreSQL vs local, 5k
 //!
 //! `--check` (run by `scripts/perf-check.sh`) asserts what can be asserted
 //! on any machine without flakes: ratios and memory, not absolute times.
@@ -260,6 +261,13 @@ fn main() {
     if args.iter().any(|a| a == "--check") {
         std::process::exit(check());
     }
+    if let Some(i) = args.iter().position(|a| a == "--postgres") {
+        let url = args
+            .get(i + 1)
+            .expect("--postgres URL (scripts/postgres.sh prints one)");
+        postgres_scenario(url);
+        return;
+    }
     let only: Option<usize> = args.iter().find_map(|a| a.parse().ok());
     println!(
         "gpuform scale benchmark (sandbox cloud, zero latency unless stated; {} cores; best of 3 runs, 1 for plan and apply at 50k)",
@@ -304,6 +312,38 @@ fn main() {
             ms(critical)
         );
     }
+}
+
+/// Apply of 5,000 sandbox resources with the state in PostgreSQL against the
+/// local backend, and a read of that 5k state (connect, schema check, read,
+/// parse) with `state list`. Targets: apply ≤ 2 × local; read ≤ 100 ms.
+fn postgres_scenario(url: &str) {
+    let local_dir = workdir(5_000);
+    let local = best(1, || gpuform(local_dir.path(), APPLY, None));
+    let project = format!("bench-{}", std::process::id());
+    let pg_dir = workdir(5_000);
+    let spec = std::fs::read_to_string(pg_dir.path().join("spec.yaml")).expect("spec");
+    std::fs::write(
+        pg_dir.path().join("spec.yaml"),
+        spec.replacen("project: bench", &format!("project: {project}"), 1),
+    )
+    .expect("spec");
+    std::env::set_var("GPUFORM_STATE_URL", url);
+    let pg = best(1, || gpuform(pg_dir.path(), APPLY, None));
+    let read = best(3, || {
+        gpuform(pg_dir.path(), &["state", "list", "-f", "spec.yaml"], None)
+    });
+    std::env::remove_var("GPUFORM_STATE_URL");
+    println!(
+        "apply 5k, local state: {:.0} ms; PostgreSQL state: {:.0} ms = {:.2} × (target ≤ 2)",
+        ms(local.wall),
+        ms(pg.wall),
+        pg.wall.as_secs_f64() / local.wall.as_secs_f64()
+    );
+    println!(
+        "read of the 5k state from PostgreSQL (`state list`, whole process): {:.0} ms (target ≤ 100 ms)",
+        ms(read.wall)
+    );
 }
 
 /// The CI check: returns the process exit code (1 when a bound is broken).

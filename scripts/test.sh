@@ -12,6 +12,13 @@ GPUFORM_TEST_MOTO_URL="$(scripts/moto.sh "${GPUFORM_MOTO_PORT:-5555}")"
 export GPUFORM_TEST_MOTO_URL
 echo "moto EC2 server: $GPUFORM_TEST_MOTO_URL" >&2
 
+# A throwaway PostgreSQL for the state backend tests (tests/state_postgres.rs).
+if [ -z "${GPUFORM_TEST_PG_URL:-}" ]; then
+  GPUFORM_TEST_PG_URL="$(scripts/postgres.sh)"
+fi
+export GPUFORM_TEST_PG_URL
+echo "PostgreSQL: ${GPUFORM_TEST_PG_URL%%:*}://…" >&2
+
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

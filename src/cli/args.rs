@@ -154,6 +154,15 @@ pub struct StateArgs {
     /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
     #[arg(long, value_name = "PATH", global = true)]
     pub state: Option<PathBuf>,
+    /// A remote state instead of the local file (needs -f SPEC to name the project).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true,
+        global = true
+    )]
+    pub state_url: Option<String>,
     /// A spec, to find its state.
     #[arg(long, short = 'f', value_name = "SPEC", global = true)]
     pub file: Option<PathBuf>,
@@ -170,12 +179,26 @@ pub struct PlanArgs {
     /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
+    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
+    /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true
+    )]
+    pub state_url: Option<String>,
     /// Save the plan; `gpuform apply FILE` applies exactly it, once, to this state.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// The plan as JSON on stdout (shape: docs/plan-json.md).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// The plan as a markdown pull-request comment on stdout: summary, a
+    /// table per cluster with cost before → after, budget status, and the
+    /// full diff collapsed.
+    #[arg(long)]
+    pub markdown: bool,
     /// Exit 2 when there are changes, 0 when there are none.
     #[arg(long)]
     pub detailed_exitcode: bool,
@@ -206,6 +229,15 @@ pub struct ApplyArgs {
     pub sandbox: bool,
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
+    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
+    /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true
+    )]
+    pub state_url: Option<String>,
     /// Skip the interactive confirmation (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
@@ -255,6 +287,22 @@ pub enum StateCommand {
     Mv {
         from: String,
         to: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Push to the remote state (--state-url, GPUFORM_STATE_URL or the spec's
+    /// `state:`): the local journal an interrupted apply left, and the local state
+    /// file (--state, else .gpuform/<project>.state.json) if there is one: a
+    /// migration from local to remote. Refuses a remote state of another lineage
+    /// or a newer serial.
+    Push {
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Copy the remote state into the local state file (--state, else
+    /// .gpuform/<project>.state.json): a migration from remote back to local.
+    /// Refuses to overwrite a local state of another lineage.
+    Pull {
         #[command(flatten)]
         state: StateArgs,
     },

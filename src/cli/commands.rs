@@ -48,7 +48,7 @@ pub async fn run(cli: Cli) -> CmdResult {
             let info = StateLock::force_unlock(&store, &id)?;
             println!(
                 "Unlocked {} (was held by {} pid {}).",
-                store.path().display(),
+                store.location(),
                 info.owner,
                 info.pid
             );
@@ -194,7 +194,8 @@ fn providers_for(store: &StateStore, endpoints: &BTreeMap<String, String>) -> Ar
 
 async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
     let loaded = load(&a.file, &a.vars)?;
-    let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
+    let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
+        .map_err(engine_failure)?;
     let (doc, existed) = engine::read_state(&store, &loaded.spec.project)?;
     if existed && doc.project != loaded.spec.project {
         return Err(project_mismatch(&store, &doc, &loaded));
@@ -216,7 +217,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
     let (mut plan, current) = engine::make_plan(&req, doc, existed, &providers)
         .await
         .map_err(engine_failure)?;
-    plan.state_path = Some(store.path().display().to_string());
+    plan.state_path = Some(store.location());
     if let Some(out) = &a.out {
         write_plan_file(out, &plan)?;
     }
@@ -224,6 +225,11 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
         println!(
             "{}",
             serde_json::to_string_pretty(&plan).expect("plans serialise")
+        );
+    } else if a.markdown {
+        print!(
+            "{}",
+            crate::plan::markdown::render_markdown(&plan, loaded.spec.budget.as_ref())
         );
     } else if !quiet {
         print!("{}", render(&plan));
@@ -252,6 +258,9 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
 
 fn write_plan_file(out: &Path, plan: &Plan) -> Result<(), Failure> {
     let json = serde_json::to_vec_pretty(plan).expect("plans serialise");
+    // A plan holds what the state holds: encrypted like it when a key is set.
+    let json = crate::state::crypto::seal(json)
+        .map_err(|e| Failure(format!("cannot encrypt plan file {}: {e}", out.display())))?;
     write_atomically(out, &json)
         .map_err(|e| Failure(format!("cannot write plan file {}: {e}", out.display())))
 }
@@ -263,6 +272,14 @@ fn read_plan_file(file: &Path) -> Result<Option<Plan>, Failure> {
     if !bytes.trim_ascii_start().starts_with(b"{") {
         return Ok(None);
     }
+    let bytes = crate::state::crypto::open(&bytes)
+        .map_err(|e| {
+            Failure(format!(
+                "plan file {} cannot be opened: {e}",
+                file.display()
+            ))
+        })?
+        .into_owned();
     let v: serde_json::Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(_) => return Ok(None), // YAML flow mapping: a spec
@@ -296,12 +313,28 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if destroy {
                 return Err(Failure("`gpuform destroy` takes a spec; to apply a saved destroy plan use `gpuform apply PLANFILE`".into()));
             }
-            let path = a
-                .state
-                .clone()
-                .or_else(|| plan.state_path.as_ref().map(PathBuf::from))
-                .ok_or_else(|| Failure("the plan file names no state; pass --state".into()))?;
-            let store = StateStore::new(path);
+            let store = if a.state_url.is_some() {
+                engine::state_store_for(
+                    None,
+                    Some(&plan.project),
+                    a.state.as_deref(),
+                    a.state_url.as_deref(),
+                )
+                .map_err(engine_failure)?
+            } else {
+                let path = a
+                    .state
+                    .clone()
+                    .or_else(|| plan.state_path.as_ref().map(PathBuf::from))
+                    .ok_or_else(|| Failure("the plan file names no state; pass --state".into()))?;
+                if a.state.is_none() && path.to_string_lossy().contains("://") {
+                    return Err(Failure(format!(
+                        "this plan was made against the remote state {}\n  hint: pass --state-url URL (or set GPUFORM_STATE_URL) to apply it",
+                        path.display()
+                    )));
+                }
+                StateStore::new(path)
+            };
             let locked =
                 engine::lock_state(&store, &plan.project, "apply").map_err(engine_failure)?;
             engine::check_saved_plan(&plan, &locked).map_err(engine_failure)?;
@@ -309,7 +342,9 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }
         None => {
             let loaded = load(&a.file, &a.vars)?;
-            let store = StateStore::new(engine::state_path(Some(&loaded), a.state.as_deref()));
+            let store =
+                engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
+                    .map_err(engine_failure)?;
             let locked = engine::lock_state(
                 &store,
                 &loaded.spec.project,
@@ -519,7 +554,7 @@ fn engine_failure(e: EngineError) -> Failure {
 fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> Failure {
     Failure(format!(
         "state {} belongs to project `{}`, but {} is project `{}`\n  hint: pass --state with this project's own state file",
-        store.path().display(),
+        store.location(),
         doc.project,
         loaded.path.display(),
         loaded.spec.project
@@ -528,12 +563,20 @@ fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> 
 
 /// The state named by --state, or by a spec (-f), or the only one in .gpuform/.
 fn store_for(s: &StateArgs) -> Result<StateStore, Failure> {
+    if s.state_url.as_deref().is_some_and(|u| !u.trim().is_empty()) {
+        let loaded = match &s.file {
+            Some(f) => Some(load(f, &VarArgs::default())?),
+            None => None,
+        };
+        return engine::state_store(loaded.as_ref(), s.state.as_deref(), s.state_url.as_deref())
+            .map_err(engine_failure);
+    }
     if let Some(p) = &s.state {
         return Ok(StateStore::new(p));
     }
     if let Some(f) = &s.file {
         let loaded = load(f, &VarArgs::default())?;
-        return Ok(StateStore::new(engine::state_path(Some(&loaded), None)));
+        return engine::state_store(Some(&loaded), None, None).map_err(engine_failure);
     }
     let found: Vec<PathBuf> = std::fs::read_dir(".gpuform")
         .map(|d| {
@@ -561,7 +604,7 @@ fn load_state(s: &StateArgs) -> Result<(StateStore, StateDoc), Failure> {
     let store = store_for(s)?;
     let (doc, existed) = engine::read_state(&store, "")?;
     if !existed {
-        return Err(Failure(format!("no state at {}", store.path().display())));
+        return Err(Failure(format!("no state at {}", store.location())));
     }
     Ok((store, doc))
 }
@@ -590,7 +633,7 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
     }
     println!(
         "State {} — project {}, lineage {}, serial {}, {} resource(s)",
-        store.path().display(),
+        store.location(),
         doc.project,
         doc.lineage,
         doc.serial,
@@ -651,8 +694,130 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The local and the remote store of `state push` / `pull`.
+fn push_pull_stores(s: &StateArgs) -> Result<(StateStore, StateStore), Failure> {
+    let Some(f) = &s.file else {
+        return Err(Failure(
+            "a remote state is named by its project\n  hint: pass the spec with -f SPEC".into(),
+        ));
+    };
+    let loaded = load(f, &VarArgs::default())?;
+    let remote =
+        engine::state_store(Some(&loaded), None, s.state_url.as_deref()).map_err(engine_failure)?;
+    if !remote.is_remote() {
+        return Err(Failure(
+            "no remote state is configured\n  hint: pass --state-url postgres://..., set GPUFORM_STATE_URL, or add `state: { backend: postgres, url: ... }` to the spec".into(),
+        ));
+    }
+    let local = StateStore::new(
+        s.state
+            .clone()
+            .unwrap_or_else(|| engine::state_path(Some(&loaded), None)),
+    );
+    Ok((local, remote))
+}
+
+fn state_push(s: &StateArgs) -> CmdResult {
+    let (local, remote) = push_pull_stores(s)?;
+    // Locking folds any journal left by an interrupted apply (the remote
+    // backend's, then this disk's) and saves it: the first half of a push.
+    let mut locked = engine::lock_state(&remote, "", "state push").map_err(engine_failure)?;
+    let mut pushed = Vec::new();
+    if locked.recovered {
+        pushed.push("the journal of an interrupted apply".to_string());
+    }
+    if let Some(doc) = local.load()? {
+        if locked.existed && locked.doc.lineage != doc.lineage {
+            return Err(Failure(format!(
+                "the remote state {} has lineage {}, the local state {} has lineage {}: they are different states, and pushing would overwrite one with the other; nothing was changed\n  hint: push to another workspace (GPUFORM_WORKSPACE) or project",
+                remote.location(),
+                locked.doc.lineage,
+                local.location(),
+                doc.lineage
+            )));
+        }
+        if locked.existed && locked.doc.serial > doc.serial {
+            return Err(Failure(format!(
+                "the remote state {} is newer (serial {}) than the local state {} (serial {}); nothing was changed\n  hint: `gpuform state pull` to bring the remote one here",
+                remote.location(),
+                locked.doc.serial,
+                local.location(),
+                doc.serial
+            )));
+        }
+        if !locked.existed || locked.doc != doc {
+            let mut new = doc.clone();
+            new.serial = new.serial.max(locked.doc.serial);
+            remote.commit(&mut new)?;
+            locked.doc = new;
+        }
+        // The remote state is the state now: keep the local file as a copy
+        // under another name, so that no later command uses it by mistake.
+        let kept = crate::state::store::sibling(local.path(), ".migrated");
+        std::fs::rename(local.path(), &kept)
+            .map_err(|e| Failure(format!("cannot rename {}: {e}", local.location())))?;
+        pushed.push(format!(
+            "the local state {} (serial {}; the file is kept as {})",
+            local.location(),
+            doc.serial,
+            kept.display()
+        ));
+    } else if !locked.existed {
+        return Err(Failure(format!(
+            "nothing to push: no local state at {} and no remote state at {}",
+            local.location(),
+            remote.location()
+        )));
+    }
+    if pushed.is_empty() {
+        println!(
+            "The remote state {} is up to date (serial {}).",
+            remote.location(),
+            locked.doc.serial
+        );
+    } else {
+        println!(
+            "Pushed {} to {} (serial {}).",
+            pushed.join(" and "),
+            remote.location(),
+            locked.doc.serial
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn state_pull(s: &StateArgs) -> CmdResult {
+    let (local, remote) = push_pull_stores(s)?;
+    let locked_remote = engine::lock_state(&remote, "", "state pull").map_err(engine_failure)?;
+    if !locked_remote.existed {
+        return Err(Failure(format!("no state at {}", remote.location())));
+    }
+    let mut locked_local = engine::lock_state(&local, "", "state pull").map_err(engine_failure)?;
+    if locked_local.existed && locked_local.doc.lineage != locked_remote.doc.lineage {
+        return Err(Failure(format!(
+            "the local state {} has lineage {}, the remote state {} has lineage {}: they are different states; nothing was changed\n  hint: move the local file away first if it is no longer needed",
+            local.location(),
+            locked_local.doc.lineage,
+            remote.location(),
+            locked_remote.doc.lineage
+        )));
+    }
+    let doc = locked_remote.doc.clone();
+    local.save(&doc)?;
+    locked_local.doc = doc;
+    println!(
+        "Pulled {} (serial {}) into {}.",
+        remote.location(),
+        locked_local.doc.serial,
+        local.location()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn state_cmd(c: StateCommand) -> CmdResult {
     match c {
+        StateCommand::Push { state } => return state_push(&state),
+        StateCommand::Pull { state } => return state_pull(&state),
         StateCommand::List { state } => {
             let (_, doc) = load_state(&state)?;
             for a in doc.resources.keys() {

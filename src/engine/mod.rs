@@ -37,6 +37,103 @@ pub fn state_path(loaded: Option<&LoadedSpec>, flag: Option<&Path>) -> PathBuf {
     PathBuf::from(".gpuform").join("state.json")
 }
 
+/// The state of a spec, on its backend: `--state-url` / `GPUFORM_STATE_URL`
+/// (`url`), else the spec's `state:` block, else the local file of
+/// [`state_path`]. A remote state is keyed by `<project>/<workspace>`
+/// (`state.workspace`, else `GPUFORM_WORKSPACE`, else `default`); its lease
+/// is `GPUFORM_STATE_LEASE_SECONDS`, else `state.lease_seconds`, else 60 s.
+/// Its local files (the journal that keeps an apply's results when the
+/// backend fails, the sandbox) are those of [`state_path`].
+pub fn state_store(
+    loaded: Option<&LoadedSpec>,
+    flag: Option<&Path>,
+    url: Option<&str>,
+) -> Result<StateStore, EngineError> {
+    state_store_for(loaded, None, flag, url)
+}
+
+/// [`state_store`] for a saved plan: no spec, the plan's project.
+pub fn state_store_for(
+    loaded: Option<&LoadedSpec>,
+    project: Option<&str>,
+    flag: Option<&Path>,
+    url: Option<&str>,
+) -> Result<StateStore, EngineError> {
+    use crate::state::{BackendChoice, StateError};
+    let project = loaded.map(|l| l.spec.project.as_str()).or(project);
+    let local = match (loaded, project, flag) {
+        (None, Some(p), None) => PathBuf::from(".gpuform").join(format!("{p}.state.json")),
+        _ => state_path(loaded, flag),
+    };
+    let settings = loaded.and_then(|l| l.spec.state.as_ref());
+    let (spec_url, schema, workspace, lease) = match settings {
+        Some(crate::spec::StateSettings::Postgres {
+            url,
+            schema,
+            workspace,
+            lease_seconds,
+        }) => (
+            Some(url.as_str()),
+            schema.clone(),
+            workspace.clone(),
+            *lease_seconds,
+        ),
+        _ => (None, None, None, None),
+    };
+    let url = url.filter(|u| !u.trim().is_empty()).or(spec_url);
+    let Some(url) = url else {
+        return Ok(StateStore::new(local));
+    };
+    if flag.is_some() {
+        return Err(EngineError::Config(
+            "--state (a local file) and a state URL were both given
+  hint: use one: --state for local state, --state-url (or GPUFORM_STATE_URL) for a remote one"
+                .into(),
+        ));
+    }
+    let lease = match std::env::var("GPUFORM_STATE_LEASE_SECONDS") {
+        Ok(v) if !v.trim().is_empty() => Some(
+            v.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    EngineError::Config(format!(
+                "GPUFORM_STATE_LEASE_SECONDS must be a whole number of seconds ≥ 1, found `{v}`"
+            ))
+                })?,
+        ),
+        _ => lease,
+    };
+    match BackendChoice::from_url(url, schema.as_deref(), lease)? {
+        BackendChoice::Local => Ok(StateStore::new(local)),
+        BackendChoice::Postgres { url, schema, lease } => {
+            let Some(project) = project.filter(|p| !p.is_empty()) else {
+                return Err(EngineError::State(StateError::Backend {
+                    location: crate::state::redact_url(&url),
+                    message: "a remote state is named by its project".into(),
+                    hint: "pass the spec with -f SPEC".into(),
+                }));
+            };
+            let workspace = workspace
+                .or_else(|| {
+                    std::env::var("GPUFORM_WORKSPACE")
+                        .ok()
+                        .filter(|w| !w.is_empty())
+                })
+                .unwrap_or_else(|| "default".into());
+            let name = format!("{project}/{workspace}");
+            let journal = crate::state::store::sibling(&local, ".journal");
+            let backend =
+                crate::state::postgres::PgBackend::new(&url, &schema, &name, lease, &journal)?;
+            Ok(StateStore::with_backend(
+                local,
+                std::sync::Arc::new(backend),
+            ))
+        }
+    }
+}
+
 /// The sandbox inventory: `GPUFORM_SANDBOX_DIR`, else `sandbox/` beside the state.
 pub fn sandbox_dir(store: &StateStore) -> PathBuf {
     std::env::var_os("GPUFORM_SANDBOX_DIR")
@@ -52,6 +149,7 @@ pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool),
         None => (StateDoc::new(project), false),
     };
     if existed {
+        store.backend().recover_journal(&mut doc)?;
         Journal::recover(&store.journal_path(), &mut doc)?;
     }
     Ok((doc, existed))
@@ -181,6 +279,8 @@ pub struct LockedState {
     pub lock: StateLock,
     pub doc: StateDoc,
     pub existed: bool,
+    /// Whether an interrupted apply's journal was folded in and saved.
+    pub recovered: bool,
 }
 
 pub fn lock_state(
@@ -193,7 +293,11 @@ pub fn lock_state(
         Some(d) => (d, true),
         None => (StateDoc::new(project), false),
     };
-    if Journal::recover(&store.journal_path(), &mut doc)? {
+    // An interrupted apply's journal: what it pushed to a remote backend,
+    // then what this disk kept (everything, when the backend failed first).
+    let remote = existed && store.backend().recover_journal(&mut doc)?;
+    let local = Journal::recover(&store.journal_path(), &mut doc)?;
+    if remote || local {
         store.commit(&mut doc)?;
         Journal::remove(&store.journal_path())?;
     }
@@ -202,6 +306,7 @@ pub fn lock_state(
         lock,
         doc,
         existed,
+        recovered: remote || local,
     })
 }
 
@@ -244,10 +349,12 @@ pub async fn apply_plan(
         locked.store.save(&locked.doc)?;
         locked.existed = true;
     }
-    let journal = Journal::create(
+    let journal = Journal::create_mirrored(
         &locked.store.journal_path(),
         &locked.doc.lineage,
         locked.doc.serial,
+        locked.store.backend().journal_mirror(),
+        Some(cancel.clone()),
     )?;
     let mut doc = locked.doc.clone();
     // Record what refresh found (adoptions), before anything else happens.
@@ -280,10 +387,32 @@ pub async fn apply_plan(
         }
     }
     let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
-    locked.store.commit(&mut doc)?;
+    if locked.store.is_remote() {
+        // Entries whose push to the backend failed were not folded in by the
+        // executor, but they are in the local journal (written first): fold
+        // it whole again (folding is idempotent per address), so that a
+        // backend that came back in time gets everything.
+        Journal::recover(&locked.store.journal_path(), &mut doc)?;
+    }
+    if let Err(e) = locked.store.commit(&mut doc) {
+        return Err(kept_locally(&locked.store, e));
+    }
     Journal::remove(&locked.store.journal_path())?;
     locked.doc = doc;
     Ok(report)
+}
+
+/// A remote backend failed (or refused) at the end of an apply: every result
+/// is in the local journal; say how to push it.
+fn kept_locally(store: &StateStore, e: crate::state::StateError) -> EngineError {
+    use crate::state::StateError;
+    if !store.is_remote() || matches!(e, StateError::Fenced { .. }) {
+        return EngineError::State(e);
+    }
+    EngineError::Config(format!(
+        "{e}\nnothing is lost: every result of this apply is kept in the local journal {}\n  hint: once the backend is reachable, push it with `gpuform state push -f SPEC` (the next apply from this directory pushes it first)",
+        store.journal_path().display()
+    ))
 }
 
 /// The zones an apply found out of capacity, from its failed instance creates.

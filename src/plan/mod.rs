@@ -4,6 +4,7 @@
 //! docs/plan-json.md and only grows (new fields), never changes meaning.
 
 pub mod diff;
+pub mod markdown;
 pub mod render;
 
 pub use diff::{diff, DiffOptions};

@@ -254,6 +254,21 @@ pub enum StateSettings {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
     },
+    /// A PostgreSQL database shared by a team and its CI: `url` without a
+    /// password (it comes from PGPASSWORD or ~/.pgpass); `--state-url` /
+    /// `GPUFORM_STATE_URL` override it.
+    Postgres {
+        url: String,
+        /// The schema holding gpuform's tables (default `gpuform`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schema: Option<String>,
+        /// States are keyed by project and workspace (default `default`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<String>,
+        /// How long a lock outlives its holder's last renewal (default 60).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease_seconds: Option<u64>,
+    },
 }
 
 /// A declared variable: `variables: { nodes: { default: "2" } }`.

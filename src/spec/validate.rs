@@ -18,7 +18,7 @@ const PRICING: &[&str] = &["on-demand", "spot", "reserved-1y", "reserved-3y"];
 const INTERCONNECT: &[&str] = &["nvlink", "pcie", "any"];
 const FABRIC: &[&str] = &["rdma", "ethernet"];
 const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp"];
-const BACKENDS: &[&str] = &["local"];
+const BACKENDS: &[&str] = &["local", "postgres"];
 
 /// The closest candidate to `name`, if close enough to be a likely typo.
 pub(crate) fn suggest<'a>(
@@ -270,6 +270,16 @@ const STATE_LOCAL_FIELDS: &[Field] = &[
         v.choice(n, p, BACKENDS, "state backend")
     }),
     opt("path", Validator::nonempty),
+];
+
+const STATE_POSTGRES_FIELDS: &[Field] = &[
+    req("backend", |v, n, p| {
+        v.choice(n, p, BACKENDS, "state backend")
+    }),
+    req("url", Validator::state_url),
+    opt("schema", Validator::nonempty),
+    opt("workspace", Validator::nonempty),
+    opt("lease_seconds", Validator::count),
 ];
 
 const VARIABLE_FIELDS: &[Field] = &[
@@ -670,6 +680,7 @@ impl Validator {
         let name = self.choice(&backend.value, &p, BACKENDS, "state backend")?;
         let fields = match name.as_str() {
             Some("local") => STATE_LOCAL_FIELDS,
+            Some("postgres") => STATE_POSTGRES_FIELDS,
             _ => return None,
         };
         self.object(node, path, node.start, fields, "`state`", &[])
@@ -780,6 +791,31 @@ impl Validator {
             return None;
         }
         Some(Value::String(text))
+    }
+
+    /// A state URL: a spec is committed, so it must carry no password.
+    fn state_url(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let text = self.nonempty(node, path)?;
+        let url = text.as_str().unwrap_or_default();
+        if crate::state::redact_url(url) != url {
+            self.error(
+                node.start,
+                path,
+                "the state URL holds a password; a spec is shared and committed, so it must not",
+                "remove the password from the URL and set PGPASSWORD (or ~/.pgpass) where gpuform runs",
+            );
+            return None;
+        }
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            self.error(
+                node.start,
+                path,
+                format!("expected a postgres:// URL, found `{}`", shorten(url)),
+                "write e.g. `url: postgres://gpuform@db.internal:5432/infra`",
+            );
+            return None;
+        }
+        Some(text)
     }
 
     fn project(&mut self, node: &Node, path: &str) -> Option<Value> {
@@ -1302,6 +1338,7 @@ mod tests {
             (&defs["Budget"], BUDGET_FIELDS),
             (&defs["Variable"], VARIABLE_FIELDS),
             (state_local, STATE_LOCAL_FIELDS),
+            (&defs["StateSettings"]["oneOf"][1], STATE_POSTGRES_FIELDS),
         ] {
             assert_eq!(props(schema_obj), names(fields, false));
             assert_eq!(required(schema_obj), names(fields, true), "{schema_obj}");

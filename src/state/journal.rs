@@ -8,12 +8,13 @@
 //! writer thread fsyncs once for every batch of lines that arrived together,
 //! so 64 concurrent results cost one fsync, not 64.
 
-use super::{PendingIntent, Record, StateDoc, StateError};
+use super::{JournalMirror, PendingIntent, Record, StateDoc, StateError};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use tokio::sync::oneshot;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,10 +48,29 @@ impl Journal {
     /// Starts a new journal for the state at `lineage`/`serial`. Any previous
     /// journal must have been folded first (see [`Journal::recover`]).
     pub fn create(path: &Path, lineage: &str, serial: u64) -> Result<Journal, StateError> {
+        Journal::create_mirrored(path, lineage, serial, None, None)
+    }
+
+    /// Like [`Journal::create`], and each batch, once durable here, is also
+    /// pushed to `mirror` (a remote backend) in one round trip. When a push
+    /// fails the entries stay in the local journal, the appends of that batch
+    /// and every later one fail (so nothing new is started on their
+    /// strength), and `stop` is raised.
+    pub fn create_mirrored(
+        path: &Path,
+        lineage: &str,
+        serial: u64,
+        mirror: Option<Arc<dyn JournalMirror>>,
+        stop: Option<Arc<AtomicBool>>,
+    ) -> Result<Journal, StateError> {
         let werr = |source| StateError::Write {
             path: path.to_path_buf(),
             source,
         };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // A remote state has no local state file to have made the directory.
+            fs::create_dir_all(dir).map_err(werr)?;
+        }
         let mut file = OpenOptions::new();
         file.create(true).truncate(true).write(true);
         #[cfg(unix)]
@@ -73,10 +93,14 @@ impl Journal {
             };
             gpuform_catalog::fsio::sync_dir(dir).map_err(werr)?;
         }
+        if let Some(m) = &mirror {
+            let text = String::from_utf8_lossy(&begin).trim_end().to_string();
+            m.push(&[text])?;
+        }
         let (tx, rx) = mpsc::channel::<(Vec<u8>, Ack)>();
         let writer = std::thread::Builder::new()
             .name("gpuform-journal".into())
-            .spawn(move || group_commit(file, rx))
+            .spawn(move || group_commit(file, rx, mirror, stop))
             .map_err(werr)?;
         Ok(Journal {
             path: path.to_path_buf(),
@@ -236,8 +260,15 @@ fn line(entry: &JournalEntry) -> Vec<u8> {
     v
 }
 
-/// The writer thread: takes everything queued, writes it, fsyncs once, acks all.
-fn group_commit(mut file: File, rx: mpsc::Receiver<(Vec<u8>, Ack)>) {
+/// The writer thread: takes everything queued, writes it, fsyncs once, then
+/// pushes the batch to the mirror (if any) in one call, and acks all.
+fn group_commit(
+    mut file: File,
+    rx: mpsc::Receiver<(Vec<u8>, Ack)>,
+    mirror: Option<Arc<dyn JournalMirror>>,
+    stop: Option<Arc<AtomicBool>>,
+) {
+    let mut mirror_failed: Option<String> = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -247,14 +278,59 @@ fn group_commit(mut file: File, rx: mpsc::Receiver<(Vec<u8>, Ack)>) {
         for (b, _) in &batch {
             buf.extend_from_slice(b);
         }
-        let result = file.write_all(&buf).and_then(|_| file.sync_data());
+        let mut result = file
+            .write_all(&buf)
+            .and_then(|_| file.sync_data())
+            .map_err(|e| e.to_string());
+        if result.is_ok() {
+            if let Some(m) = &mirror {
+                if mirror_failed.is_none() {
+                    let lines: Vec<String> = batch
+                        .iter()
+                        .map(|(b, _)| String::from_utf8_lossy(b).trim_end().to_string())
+                        .collect();
+                    if let Err(e) = m.push(&lines) {
+                        mirror_failed = Some(e.to_string());
+                        if let Some(stop) = &stop {
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+                if let Some(e) = &mirror_failed {
+                    result = Err(format!("kept in the local journal only: {e}"));
+                }
+            }
+        }
         for (_, ack) in batch {
             let _ = ack.send(match &result {
                 Ok(()) => Ok(()),
-                Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+                Err(e) => Err(std::io::Error::other(e.clone())),
             });
         }
     }
+}
+
+/// Folds journal lines (as pushed to a remote backend: the `begin` line
+/// first) into `doc`; a line of another lineage is refused.
+pub fn fold_lines(location: &str, lines: &[String], doc: &mut StateDoc) -> Result<(), StateError> {
+    for (i, l) in lines.iter().enumerate() {
+        let entry: JournalEntry = serde_json::from_str(l).map_err(|e| StateError::Journal {
+            path: PathBuf::from(location),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        if let JournalEntry::Begin { lineage, .. } = &entry {
+            if lineage != &doc.lineage {
+                return Err(StateError::JournalMismatch {
+                    path: PathBuf::from(location),
+                    journal_lineage: lineage.clone(),
+                    state_lineage: doc.lineage.clone(),
+                });
+            }
+        }
+        fold(doc, entry);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

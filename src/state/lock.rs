@@ -1,10 +1,14 @@
-//! One writer per state: a lock file created exclusively, naming its holder.
+//! One writer per state: [`StateLock`], taken through the state's backend.
+//! The local backend's lock is [`FileLock`]: a lock file, `flock`ed, naming
+//! its holder.
 
+use super::backend::HeldLock;
+use super::store::{parent_dir, sibling};
 use super::{StateError, StateStore};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LockInfo {
@@ -17,6 +21,13 @@ pub struct LockInfo {
     pub created: String,
     /// The command holding it (`apply`, `destroy`, `state rm`...).
     pub operation: String,
+    /// When the lease ends unless renewed (remote backends; RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// The fencing generation: bumped by every acquisition, carried by
+    /// every write (remote backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
 }
 
 impl LockInfo {
@@ -26,6 +37,9 @@ impl LockInfo {
             "{} (pid {}, `gpuform {}`, since {}, lock id {})",
             self.owner, self.pid, self.operation, self.created, self.id
         );
+        if let Some(expires) = &self.expires {
+            s.push_str(&format!(", lease until {expires}"));
+        }
         if self.host == hostname() && !pid_alive(self.pid) {
             s.push_str(" — that process is no longer running on this host");
         }
@@ -33,39 +47,89 @@ impl LockInfo {
     }
 }
 
-/// A held lock; released when dropped — or by the kernel if the process
-/// dies: the lock is an advisory `flock` on the lock file, so a crashed
-/// apply never blocks the next one, while a live one always does.
-#[derive(Debug)]
+/// A held lock on a state, whatever its backend; released when dropped.
 pub struct StateLock {
-    path: PathBuf,
-    info: LockInfo,
-    file: File,
+    held: Box<dyn HeldLock>,
+}
+
+impl std::fmt::Debug for StateLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateLock")
+            .field("info", self.info())
+            .finish()
+    }
 }
 
 impl StateLock {
     /// Takes the lock at once or fails at once naming the holder: a second
     /// writer must never wait silently behind a long apply.
     pub fn acquire(store: &StateStore, operation: &str) -> Result<StateLock, StateError> {
-        let path = store.lock_path();
+        Ok(StateLock {
+            held: store.backend().lock(operation)?,
+        })
+    }
+
+    pub fn info(&self) -> &LockInfo {
+        self.held.info()
+    }
+
+    /// Who holds the lock on `store`, if anyone (a live holder only).
+    pub fn holder(store: &StateStore) -> Option<LockInfo> {
+        store.backend().holder()
+    }
+
+    /// Breaks a lock deliberately; the id must match, so that a typo cannot
+    /// break a lock someone just took.
+    pub fn force_unlock(store: &StateStore, id: &str) -> Result<LockInfo, StateError> {
+        store.backend().force_unlock(id)
+    }
+}
+
+/// A new lock's description: who, where, what, since when.
+pub fn new_info(operation: &str) -> LockInfo {
+    let host = hostname();
+    LockInfo {
+        id: uuid::Uuid::new_v4().to_string(),
+        owner: format!(
+            "{}@{}",
+            std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
+            host
+        ),
+        host,
+        pid: std::process::id(),
+        created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        operation: operation.to_string(),
+        expires: None,
+        generation: None,
+    }
+}
+
+/// The local backend's lock; released when dropped — or by the kernel if the
+/// process dies: the lock is an advisory `flock` on the lock file, so a
+/// crashed apply never blocks the next one, while a live one always does.
+#[derive(Debug)]
+pub struct FileLock {
+    path: PathBuf,
+    info: LockInfo,
+    file: File,
+}
+
+impl HeldLock for FileLock {
+    fn info(&self) -> &LockInfo {
+        &self.info
+    }
+}
+
+impl FileLock {
+    /// Takes the lock on the state file `state` at once or fails at once naming the holder.
+    pub fn acquire(state: &Path, operation: &str) -> Result<FileLock, StateError> {
+        let path = sibling(state, ".lock");
         let werr = |source| StateError::Write {
             path: path.clone(),
             source,
         };
-        fs::create_dir_all(store.dir()).map_err(werr)?;
-        let host = hostname();
-        let info = LockInfo {
-            id: uuid::Uuid::new_v4().to_string(),
-            owner: format!(
-                "{}@{}",
-                std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
-                host
-            ),
-            host,
-            pid: std::process::id(),
-            created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            operation: operation.to_string(),
-        };
+        fs::create_dir_all(parent_dir(state)).map_err(werr)?;
+        let info = new_info(operation);
         let mut opts = OpenOptions::new();
         opts.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]
@@ -77,7 +141,7 @@ impl StateLock {
         if !try_flock(&file).map_err(werr)? {
             let holder = read_info(&path);
             return Err(StateError::Locked {
-                path: store.path().to_path_buf(),
+                path: state.to_path_buf(),
                 holder: holder
                     .as_ref()
                     .map(|h| h.describe())
@@ -93,16 +157,12 @@ impl StateLock {
         file.seek(SeekFrom::Start(0)).map_err(werr)?;
         file.write_all(&json).map_err(werr)?;
         file.sync_all().map_err(werr)?;
-        Ok(StateLock { path, info, file })
+        Ok(FileLock { path, info, file })
     }
 
-    pub fn info(&self) -> &LockInfo {
-        &self.info
-    }
-
-    /// Who holds the lock on `store`, if anyone (a live holder only).
-    pub fn holder(store: &StateStore) -> Option<LockInfo> {
-        let path = store.lock_path();
+    /// Who holds the lock on the state file `state`, if anyone (a live holder only).
+    pub fn holder(state: &Path) -> Option<LockInfo> {
+        let path = sibling(state, ".lock");
         let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
         match try_flock(&file) {
             Ok(false) => read_info(&path),
@@ -113,24 +173,24 @@ impl StateLock {
     /// Breaks a lock deliberately; the id must match, so that a typo cannot
     /// break a lock someone just took. A holder alive on this host must be
     /// stopped first: removing its lock would let two writers in.
-    pub fn force_unlock(store: &StateStore, id: &str) -> Result<LockInfo, StateError> {
-        let path = store.lock_path();
+    pub fn force_unlock(state: &Path, id: &str) -> Result<LockInfo, StateError> {
+        let path = sibling(state, ".lock");
         let Some(info) = read_info(&path) else {
             return Err(StateError::NotLocked {
-                path: store.path().to_path_buf(),
+                path: state.to_path_buf(),
             });
         };
         if info.id != id {
             return Err(StateError::WrongLockId {
-                path: store.path().to_path_buf(),
+                path: state.to_path_buf(),
                 given: id.to_string(),
                 actual: info.id.clone(),
                 holder: info.describe(),
             });
         }
-        if info.host == hostname() && pid_alive(info.pid) && Self::holder(store).is_some() {
+        if info.host == hostname() && pid_alive(info.pid) && Self::holder(state).is_some() {
             return Err(StateError::Locked {
-                path: store.path().to_path_buf(),
+                path: state.to_path_buf(),
                 holder: format!(
                     "{} — it is still running; stop it (kill {}) rather than unlocking",
                     info.describe(),
@@ -144,7 +204,7 @@ impl StateLock {
     }
 }
 
-impl Drop for StateLock {
+impl Drop for FileLock {
     fn drop(&mut self) {
         // Empty the description before the kernel lock goes with the file handle.
         if read_info(&self.path)
@@ -180,12 +240,12 @@ fn try_flock(file: &File) -> std::io::Result<bool> {
     }
 }
 
-fn read_info(path: &PathBuf) -> Option<LockInfo> {
+fn read_info(path: &Path) -> Option<LockInfo> {
     let bytes = fs::read(path).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
 }
 
@@ -242,6 +302,8 @@ mod tests {
             pid: 1,
             created: "then".into(),
             operation: "apply".into(),
+            expires: None,
+            generation: None,
         };
         fs::write(store.lock_path(), serde_json::to_vec(&stale).unwrap()).unwrap();
         let lock = StateLock::acquire(&store, "apply").unwrap();

@@ -7,20 +7,47 @@
 //!   folded into the document at the end, so that recording one result costs
 //!   one appended line (group-committed), not a rewrite of the whole state.
 
+pub mod backend;
+pub mod crypto;
 pub mod document;
 pub mod journal;
 pub mod lock;
+pub mod postgres;
 pub mod store;
 
+pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};
 pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION};
 pub use journal::{Journal, JournalEntry};
 pub use lock::{LockInfo, StateLock};
-pub use store::StateStore;
+pub use store::{LocalBackend, StateStore};
 
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    /// A remote backend failed or refused; `location` is already redacted.
+    #[error("state backend {location}: {message}\n  hint: {hint}")]
+    Backend {
+        location: String,
+        message: String,
+        hint: String,
+    },
+    /// Someone else wrote the state since it was read (compare-and-swap).
+    #[error("state {location} changed under this run (expected serial {expected}, found {found})\n  hint: another run wrote it; run the command again to plan against what is there now")]
+    Conflict {
+        location: String,
+        expected: String,
+        found: String,
+    },
+    /// The lock was taken over after this run's lease expired (it was
+    /// paused or cut off); its writes are refused.
+    #[error("state {location}: this run's lock (generation {generation}) was taken over by {holder} after its lease expired; this run stops and writes nothing more to the state\n  hint: what it recorded is kept in the local journal {journal}; the other run adopts its resources by their tags, and `gpuform state push` folds the journal in later")]
+    Fenced {
+        location: String,
+        generation: u64,
+        holder: String,
+        journal: String,
+    },
     #[error("cannot read state {path}: {source}")]
     Read {
         path: PathBuf,
@@ -31,6 +58,8 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("state {path} cannot be opened: {message}")]
+    Encryption { path: PathBuf, message: String },
     #[error("state file {path} is not valid gpuform state: {message}\n  hint: restore the previous version from {path}.backup, or move the file away to start from empty state (resources already made are re-adopted through their ownership tags)")]
     Corrupt { path: PathBuf, message: String },
     #[error("state file {path} has format version {found}, newer than this gpuform understands ({supported})\n  hint: upgrade gpuform; never edit the file by hand")]

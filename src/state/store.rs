@@ -1,33 +1,62 @@
-//! The local state backend: one JSON file, written atomically.
+//! The state handle ([`StateStore`]) and the local backend: one JSON file,
+//! written atomically.
 
-use super::{StateDoc, StateError, FORMAT_VERSION};
+use super::backend::{HeldLock, StateBackend};
+use super::{LockInfo, StateDoc, StateError, FORMAT_VERSION};
 use gpuform_catalog::fsio::AtomicWrite;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// Where a state lives, and the files that go with it.
+/// Where a state lives, and the local files that go with it: the state file
+/// itself (local backend), the journal of an apply (every backend: results
+/// are durable on this disk first), and the sandbox beside them.
 #[derive(Debug, Clone)]
 pub struct StateStore {
     path: PathBuf,
+    backend: Arc<dyn StateBackend>,
 }
 
 impl StateStore {
+    /// The local backend: the state is the file at `path`.
     pub fn new(path: impl Into<PathBuf>) -> StateStore {
-        StateStore { path: path.into() }
+        let path = path.into();
+        StateStore {
+            backend: Arc::new(LocalBackend::new(path.clone())),
+            path,
+        }
     }
 
+    /// A remote backend; `local` names the local files (journal, sandbox)
+    /// as the state file would be named with the local backend.
+    pub fn with_backend(local: impl Into<PathBuf>, backend: Arc<dyn StateBackend>) -> StateStore {
+        StateStore {
+            path: local.into(),
+            backend,
+        }
+    }
+
+    pub fn backend(&self) -> &Arc<dyn StateBackend> {
+        &self.backend
+    }
+
+    pub fn is_remote(&self) -> bool {
+        self.backend.is_remote()
+    }
+
+    /// Where the state is, for messages (a URL's password is redacted).
+    pub fn location(&self) -> String {
+        self.backend.location()
+    }
+
+    /// The local state file (local backend), or the name the local journal
+    /// is derived from (remote backends).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     fn sibling(&self, suffix: &str) -> PathBuf {
-        let mut name = self
-            .path
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        name.push(suffix);
-        self.path.with_file_name(name)
+        sibling(&self.path, suffix)
     }
 
     pub fn lock_path(&self) -> PathBuf {
@@ -42,14 +71,64 @@ impl StateStore {
         self.sibling(".backup")
     }
 
-    /// The directory holding the state (and, by default, the sandbox cloud).
+    /// The directory holding the local files (and, by default, the sandbox cloud).
     pub fn dir(&self) -> PathBuf {
-        match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        }
+        parent_dir(&self.path)
     }
 
+    /// Reads the state; `None` when there is none yet.
+    pub fn load(&self) -> Result<Option<StateDoc>, StateError> {
+        self.backend.load()
+    }
+
+    /// Records a change: bumps the serial (so plans made before it are
+    /// refused) and saves. Every write of a changed state goes through here.
+    pub fn commit(&self, doc: &mut StateDoc) -> Result<(), StateError> {
+        doc.serial += 1;
+        self.save(doc)
+    }
+
+    /// Writes the document through the backend.
+    pub fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
+        self.backend.save(doc)
+    }
+}
+
+pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The local backend: the state is one JSON file (0600), its lock an
+/// `flock`ed file beside it.
+#[derive(Debug, Clone)]
+pub struct LocalBackend {
+    path: PathBuf,
+}
+
+impl LocalBackend {
+    pub fn new(path: PathBuf) -> LocalBackend {
+        LocalBackend { path }
+    }
+
+    fn backup_path(&self) -> PathBuf {
+        sibling(&self.path, ".backup")
+    }
+
+    fn dir(&self) -> PathBuf {
+        parent_dir(&self.path)
+    }
     /// Reads the state; `None` when there is none yet.
     pub fn load(&self) -> Result<Option<StateDoc>, StateError> {
         let bytes = match fs::read(&self.path) {
@@ -65,13 +144,6 @@ impl StateStore {
         parse(&self.path, &bytes).map(Some)
     }
 
-    /// Records a change: bumps the serial (so plans made before it are
-    /// refused) and saves. Every write of a changed state goes through here.
-    pub fn commit(&self, doc: &mut StateDoc) -> Result<(), StateError> {
-        doc.serial += 1;
-        self.save(doc)
-    }
-
     /// Writes the state atomically: temp file, fsync, keep the previous
     /// version as `.backup`, rename over, fsync the directory. Mode 0600:
     /// state holds ids and addresses that are nobody else's business.
@@ -84,6 +156,10 @@ impl StateStore {
         fs::create_dir_all(&dir).map_err(werr)?;
         let mut json = serde_json::to_vec_pretty(doc).expect("state serialises");
         json.push(b'\n');
+        let json = super::crypto::seal(json).map_err(|message| StateError::Encryption {
+            path: self.path.clone(),
+            message,
+        })?;
         AtomicWrite::new()
             .private()
             .backup_to(self.backup_path())
@@ -93,7 +169,39 @@ impl StateStore {
     }
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
+impl StateBackend for LocalBackend {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn load(&self) -> Result<Option<StateDoc>, StateError> {
+        LocalBackend::load(self)
+    }
+
+    fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
+        LocalBackend::save(self, doc)
+    }
+
+    fn lock(&self, operation: &str) -> Result<Box<dyn HeldLock>, StateError> {
+        Ok(Box::new(super::lock::FileLock::acquire(
+            &self.path, operation,
+        )?))
+    }
+
+    fn holder(&self) -> Option<LockInfo> {
+        super::lock::FileLock::holder(&self.path)
+    }
+
+    fn force_unlock(&self, id: &str) -> Result<LockInfo, StateError> {
+        super::lock::FileLock::force_unlock(&self.path, id)
+    }
+}
+
+pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
+    let bytes = &*super::crypto::open(bytes).map_err(|message| StateError::Encryption {
+        path: path.to_path_buf(),
+        message,
+    })?;
     let corrupt = |message: String| StateError::Corrupt {
         path: path.to_path_buf(),
         message,

@@ -1,0 +1,199 @@
+//! What CI pipelines read: `plan --markdown` (the pull-request comment) and
+//! client-side encryption of state and saved plans.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const SPEC: &str = r#"project: ci
+clusters:
+  trainer:
+    cloud: sandbox
+    region: us-east-1
+    nodes: 2
+    gpu: A10G:1
+  web:
+    cloud: sandbox
+    region: us-east-1
+    nodes: 1
+    gpu: T4
+budget:
+  max_hourly_usd: 50
+"#;
+
+fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    c.env("GPUFORM_TODAY", "2026-11-29")
+        .env("NO_COLOR", "1")
+        .env_remove("GPUFORM_STATE_URL")
+        .env_remove("GPUFORM_STATE_PASSPHRASE")
+        .env_remove("GPUFORM_STATE_PASSPHRASE_OLD")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .current_dir(dir)
+        .args(args);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{:?}\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn plan_markdown_reads_as_a_pull_request_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let out = run(dir.path(), &["plan", "spec.yaml", "--markdown"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = md.lines().collect();
+    assert_eq!(lines[0], "### gpuform plan · `ci`");
+    // The summary line: counts and monthly cost before → after.
+    let summary = lines.iter().find(|l| l.starts_with("**")).unwrap();
+    assert!(
+        summary.contains("to create, 0 to update, 0 to replace, 0 to delete"),
+        "{summary}"
+    );
+    assert!(summary.contains("monthly cost $0.00 → $"), "{summary}");
+    // One table row per cluster with its node count and cost, and a total.
+    let row = |name: &str| {
+        *lines
+            .iter()
+            .find(|l| l.starts_with(&format!("| `{name}`")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{md}"))
+    };
+    assert!(row("trainer").contains("| 0 → 2 |"), "{}", row("trainer"));
+    assert!(row("web").contains("| 0 → 1 |"), "{}", row("web"));
+    assert!(row("trainer").contains("$0.00 → $"), "{}", row("trainer"));
+    assert!(lines.iter().any(|l| l.starts_with("| **total**")), "{md}");
+    assert!(md.contains("**Budget:** within $50.00/h"), "{md}");
+    // The full plan, collapsed, without colour codes.
+    assert!(md.contains("<details><summary>Full plan</summary>"), "{md}");
+    assert!(
+        md.contains("cluster.trainer.node[1] will be created"),
+        "{md}"
+    );
+    assert!(!md.contains('\u{1b}'), "{md}");
+    assert!(md.trim_end().ends_with("</details>"), "{md}");
+    // After the apply: no changes, said so.
+    let out = run(dir.path(), &["apply", "spec.yaml", "--auto-approve"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(dir.path(), &["plan", "spec.yaml", "--markdown"], &[]);
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("**No changes.**"), "{md}");
+}
+
+#[test]
+fn encrypted_state_and_plans_open_only_with_the_key_and_keys_roll_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), SPEC).unwrap();
+    let key1 = [("GPUFORM_STATE_PASSPHRASE", "correct horse")];
+    let out = run(d, &["apply", "spec.yaml", "--auto-approve"], &key1);
+    assert!(out.status.success(), "{}", text(&out));
+    let state_file = d.join(".gpuform/ci.state.json");
+    let raw = std::fs::read_to_string(&state_file).unwrap();
+    assert!(raw.starts_with("{\"gpuform_encrypted\":1"), "{raw}");
+    assert!(
+        !raw.contains("trainer"),
+        "state is readable without the key: {raw}"
+    );
+    // A saved plan is encrypted too.
+    let out = run(d, &["plan", "spec.yaml", "--out", "plan.json"], &key1);
+    assert!(out.status.success(), "{}", text(&out));
+    let plan_raw = std::fs::read_to_string(d.join("plan.json")).unwrap();
+    assert!(!plan_raw.contains("trainer"), "{plan_raw}");
+    // Missing key: a clear error, exit 1, nothing written.
+    let before = std::fs::read(&state_file).unwrap();
+    let out = run(d, &["apply", "spec.yaml", "--auto-approve"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("encrypted and no key is set"), "{err}");
+    assert!(err.contains("hint: set GPUFORM_STATE_PASSPHRASE"), "{err}");
+    // Wrong key: the same.
+    let out = run(
+        d,
+        &["show", "-f", "spec.yaml"],
+        &[("GPUFORM_STATE_PASSPHRASE", "wrong")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not decrypt"), "{err}");
+    assert!(!err.contains("wrong\n"), "{err}");
+    let out = run(
+        d,
+        &["apply", "plan.json"],
+        &[("GPUFORM_STATE_PASSPHRASE", "wrong")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(std::fs::read(&state_file).unwrap(), before);
+    // Rollover: a new key, the old one as fallback; the next write uses the new key.
+    let roll = [
+        ("GPUFORM_STATE_PASSPHRASE", "battery staple"),
+        ("GPUFORM_STATE_PASSPHRASE_OLD", "correct horse"),
+    ];
+    let out = run(d, &["apply", "plan.json"], &roll);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(
+        d,
+        &["show", "-f", "spec.yaml"],
+        &[("GPUFORM_STATE_PASSPHRASE", "battery staple")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(d, &["show", "-f", "spec.yaml"], &key1);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the old key still opens it: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_spec_state_block_names_postgres_without_a_password_and_bad_urls_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let with = |state: &str| SPEC.replace("budget:", &format!("state: {state}\nbudget:"));
+    // A password in a committed spec is an error that does not echo it in the message.
+    std::fs::write(
+        d.join("spec.yaml"),
+        with("{ backend: postgres, url: \"postgres://ci:hunter2@db/infra\" }"),
+    )
+    .unwrap();
+    let out = run(d, &["validate", "spec.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the state URL holds a password"), "{err}");
+    assert!(err.contains("PGPASSWORD"), "{err}");
+    // Not a postgres URL.
+    std::fs::write(
+        d.join("spec.yaml"),
+        with("{ backend: postgres, url: \"http://db\" }"),
+    )
+    .unwrap();
+    let out = run(d, &["validate", "spec.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a postgres:// URL"));
+    // A valid block; --state (a local file) and a URL together are refused.
+    std::fs::write(
+        d.join("spec.yaml"),
+        with("{ backend: postgres, url: \"postgres://ci@127.0.0.1:1/infra\", lease_seconds: 30 }"),
+    )
+    .unwrap();
+    let out = run(d, &["validate", "spec.yaml"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(d, &["plan", "spec.yaml", "--state", "x.json"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("were both given"),
+        "{}",
+        text(&out)
+    );
+    assert!(!d.join(".gpuform").exists());
+}
