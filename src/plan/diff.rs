@@ -339,9 +339,16 @@ fn observed_differs(
 
 /// The keys whose values differ, sorted. Both maps are sorted already, so
 /// no set of the union is built (this runs once per resource of a plan).
+/// Keys the diff does not compare: a rendered `user_data` is never recorded
+/// (it is filled with secrets at apply time); its hash stands for it.
+pub(crate) fn unrecorded(desired: &Attrs, key: &str) -> bool {
+    key == "user_data" && desired.contains_key(crate::resolve::USER_DATA_SHA256)
+}
+
 fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     let mut changed: Vec<String> = actual
         .iter()
+        .filter(|(k, _)| !unrecorded(desired, k))
         .filter(|(k, v)| !same_value(Some(v), desired.get(*k)))
         .map(|(k, _)| k.clone())
         .collect();
@@ -349,7 +356,9 @@ fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     changed.extend(
         desired
             .iter()
-            .filter(|(k, v)| !actual.contains_key(*k) && !same_value(None, Some(v)))
+            .filter(|(k, v)| {
+                !actual.contains_key(*k) && !same_value(None, Some(v)) && !unrecorded(desired, k)
+            })
             .map(|(k, _)| k.clone()),
     );
     if changed.len() > before {
