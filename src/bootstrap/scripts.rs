@@ -58,8 +58,9 @@ case "$ID" in
       apt-get update -q
       apt-get install -y -q "cuda-drivers-$branch"
     fi
-    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey \
-      | gpg --batch --yes --dearmor -o "$root/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+    curl -fsSL -o "$state/nvidia-container-toolkit.gpgkey" https://nvidia.github.io/libnvidia-container/gpgkey
+    gpg --batch --yes --dearmor -o "$root/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg" \
+      "$state/nvidia-container-toolkit.gpgkey"
     curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list \
       | sed 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#g' \
       > "$root/etc/apt/sources.list.d/nvidia-container-toolkit.list"
@@ -110,8 +111,8 @@ case "$ID" in
   ubuntu)
     export DEBIAN_FRONTEND=noninteractive
     mkdir -p "$root/etc/apt/keyrings"
-    curl -fsSL https://repo.radeon.com/rocm/rocm.gpg.key \
-      | gpg --batch --yes --dearmor -o "$root/etc/apt/keyrings/rocm.gpg"
+    curl -fsSL -o "$state/rocm.gpg.key" https://repo.radeon.com/rocm/rocm.gpg.key
+    gpg --batch --yes --dearmor -o "$root/etc/apt/keyrings/rocm.gpg" "$state/rocm.gpg.key"
     {{
       echo "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/amdgpu/$release/ubuntu $VERSION_CODENAME main"
       echo "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/rocm/apt/$release $VERSION_CODENAME main"
