@@ -613,3 +613,161 @@ fn plan_shows_the_bootstrap_and_bootstrap_show_prints_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a node"));
 }
+
+fn gpuform_in(dir: &Path, envs: &[(&str, &str)], args: &[&str]) -> (bool, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("GPUFORM_TODAY", "2026-11-29")
+        .env_remove("GPUFORM_SANDBOX_FAULTS")
+        .env_remove("GPUFORM_TEST_JOIN_TOKEN")
+        .env_remove("K3S_TOKEN");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Every file under `dir` whose text contains `needle`, skipping `skip`.
+fn files_containing(dir: &Path, needle: &str, skip: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.starts_with(skip) {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if String::from_utf8_lossy(&std::fs::read(&p).unwrap()).contains(needle) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_join_token_reaches_the_cloud_but_never_state_plans_or_output() {
+    let canary = "canary7f3a.c0ffee1234567890";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), KUBEADM).unwrap();
+    let env = [("GPUFORM_TEST_JOIN_TOKEN", canary)];
+    let mut output = String::new();
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["plan", "spec.yaml", "--sandbox", "--out", "saved.plan"],
+    );
+    assert!(ok, "{out}");
+    output.push_str(&out);
+    let (ok, out) = gpuform_in(d, &env, &["apply", "saved.plan", "--auto-approve"]);
+    assert!(ok, "{out}");
+    output.push_str(&out);
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert!(ok, "a second plan must be clean:\n{out}");
+    output.push_str(&out);
+    let (_, out) = gpuform_in(d, &env, &["show", "-f", "spec.yaml", "--json"]);
+    output.push_str(&out);
+    assert!(
+        !output.contains(canary),
+        "the token is in the output:\n{output}"
+    );
+    let sandbox = d.join(".gpuform/sandbox");
+    assert_eq!(files_containing(d, canary, &sandbox), Vec::<PathBuf>::new());
+    // The cloud got it (filled at the create call): the sandbox's inventory
+    // holds what each node was created with.
+    assert!(!files_containing(&sandbox, canary, Path::new("/nonexistent")).is_empty());
+    let state = std::fs::read_to_string(d.join(".gpuform/p.state.json")).unwrap();
+    assert!(
+        state.contains(USER_DATA_SHA256) && !state.contains("@@GPUFORM"),
+        "{state}"
+    );
+
+    // Without the variable, the create stops before anything is made, naming it.
+    let dir2 = tempfile::tempdir().unwrap();
+    std::fs::write(dir2.path().join("spec.yaml"), KUBEADM).unwrap();
+    let (ok, out) = gpuform_in(
+        dir2.path(),
+        &[],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(!ok);
+    assert!(
+        out.contains("environment variable GPUFORM_TEST_JOIN_TOKEN"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_changed_bootstrap_replaces_the_node_and_the_plan_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), KUBEADM).unwrap();
+    let env = [("GPUFORM_TEST_JOIN_TOKEN", "abc.def")];
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(ok, "{out}");
+    let changed = format!("{KUBEADM}      taint: nvidia.com/gpu=present:NoSchedule\n");
+    std::fs::write(d.join("spec.yaml"), changed).unwrap();
+    let (ok, plan) = gpuform_in(d, &env, &["plan", "spec.yaml", "--sandbox"]);
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("# cluster.infer.node[0] must be replaced (bootstrap, user_data_sha256 forces replacement)"),
+        "{plan}"
+    );
+    assert!(plan.contains("          + node taint: nvidia.com/gpu=present:NoSchedule\n        EOT # forces replacement"), "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to add, 0 to change, 2 to replace, 0 to destroy."),
+        "{plan}"
+    );
+}
+
+#[test]
+fn k3s_agents_wait_for_the_server_and_need_its_private_address() {
+    // The graph orders the agents after the server (their `k3s_server`
+    // dependency); the sandbox reports no private address, so the agents'
+    // creates stop with a clear message instead of booting unjoined.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), K3S).unwrap();
+    let (ok, graph) = gpuform_in(d, &[], &["graph", "spec.yaml", "--sandbox"]);
+    assert!(ok, "{graph}");
+    assert!(
+        graph.contains("node[0]") && graph.contains("node[2]"),
+        "{graph}"
+    );
+    let (ok, out) = gpuform_in(
+        d,
+        &[("K3S_TOKEN", "K10x.y")],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(!ok);
+    assert!(
+        out.contains("does not report `private_ip` of cluster.train.node[0]"),
+        "{out}"
+    );
+    let state = std::fs::read_to_string(d.join(".gpuform/p.state.json")).unwrap();
+    assert!(
+        state.contains("cluster.train.node[0]") && !state.contains("cluster.train.node[1]"),
+        "{state}"
+    );
+}

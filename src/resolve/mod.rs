@@ -559,6 +559,11 @@ fn resolve_cluster(
             a.insert("user_data".into(), json!(r.document));
             a.insert(USER_DATA_SHA256.into(), json!(r.sha256));
             a.insert("bootstrap".into(), json!(r.steps));
+            // The user's own part, as before: recorded, so its change
+            // reads as a diff in the plan.
+            if let Some(u) = &c.user_data {
+                a.insert(OWN_USER_DATA.into(), json!(u));
+            }
         }
         if !c.tags.is_empty() {
             a.insert("tags".into(), json!(c.tags));
@@ -585,6 +590,10 @@ fn resolve_cluster(
 /// The attribute that stands for a rendered `user_data` in state: the
 /// document itself (which `apply` fills with secrets) is never recorded.
 pub const USER_DATA_SHA256: &str = "user_data_sha256";
+
+/// With a bootstrap, the spec's own `user_data` (one part of the document),
+/// kept readable for plans and state like `user_data` without one.
+pub const OWN_USER_DATA: &str = "own_user_data";
 
 /// The per-GPU MIG layout `mig:` asks for, checked against the GPU's slice
 /// budget from the catalog's MIG table.
