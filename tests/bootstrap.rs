@@ -508,6 +508,12 @@ fn bad_bootstrap_settings_fail_validation_at_their_line() {
         ("local_nvme", "data", "absolute mount path"),
         ("driver", "'550; reboot'", "driver version"),
         ("user_data", "echo hi", "cloud-init cannot tell"),
+        // Found by cloud-init's own validator, run by `gpuform validate`.
+        (
+            "user_data",
+            "\"#cloud-config\\nruncmd: 5\\n\"",
+            "cloud-init refuses your user_data for cluster.pool.node[0]: ",
+        ),
     ] {
         let text = format!("project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    {field}: {bad}\n");
         let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
@@ -769,5 +775,22 @@ fn k3s_agents_wait_for_the_server_and_need_its_private_address() {
     assert!(
         state.contains("cluster.train.node[0]") && !state.contains("cluster.train.node[1]"),
         "{state}"
+    );
+}
+
+#[test]
+fn a_boot_document_over_the_clouds_limit_is_refused_at_user_data() {
+    let big = format!("#!/bin/bash\n# {}\n", "x".repeat(13_000));
+    let text = format!(
+        "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    user_data: {:?}\n",
+        big
+    );
+    let loaded = load_str("spec.yaml", &text, &Vars::default()).unwrap();
+    let err = resolve(&loaded, Catalog::builtin(), &ResolveOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("spec.yaml:9:") && err.contains("clouds take at most 12288"),
+        "{err}"
     );
 }

@@ -450,6 +450,51 @@ pub fn split_multipart(doc: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Checks the cloud-config parts of a document with cloud-init's own schema
+/// validator when `cloud-init` is installed (`None` when it is not).
+/// `Some(Err((part, message)))` names the first refused part: 0 is
+/// gpuform's, 1 the user's own.
+pub fn cloud_init_check(doc: &str) -> Option<Result<(), (usize, String)>> {
+    let tool = ["/usr/bin/cloud-init", "/usr/local/bin/cloud-init"]
+        .into_iter()
+        .map(std::path::Path::new)
+        .find(|p| p.exists())?;
+    let dir = std::env::temp_dir();
+    for (i, (kind, body)) in split_multipart(doc).iter().enumerate() {
+        if kind != "text/cloud-config" {
+            continue;
+        }
+        let file = dir.join(format!(
+            "gpuform-cloud-config-{}-{i}.yaml",
+            std::process::id()
+        ));
+        if std::fs::write(&file, body).is_err() {
+            return None;
+        }
+        let out = std::process::Command::new(tool)
+            .args(["schema", "--config-file"])
+            .arg(&file)
+            .output();
+        let _ = std::fs::remove_file(&file);
+        let out = out.ok()?;
+        if !out.status.success() {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let why = text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !l.contains("deprecations"))
+                .map(|l| l.replace(&file.display().to_string(), "cloud-config"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Some(Err((i, why)));
+        }
+    }
+    Some(Ok(()))
+}
+
 /// Fills the placeholders of a document at apply time. `value` answers
 /// each placeholder; values must be plain tokens (no quotes, spaces or
 /// shell metacharacters), as join tokens and IP addresses are. Errors name

@@ -204,11 +204,49 @@ fn script_in(cloud_config: &str, name: &str) -> Option<String> {
     Some(out)
 }
 
+/// Every distinct bootstrap document, checked with cloud-init's schema
+/// validator when it is installed; a refusal points at the cluster (or its
+/// `user_data`, when that part is the user's).
+fn check_bootstraps(
+    loaded: &LoadedSpec,
+    desired: &crate::resolve::Desired,
+) -> Result<(), spec::Diagnostics> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut diags = Vec::new();
+    for r in &desired.resources {
+        let Some(sha) = r.attrs.get(crate::resolve::USER_DATA_SHA256) else {
+            continue;
+        };
+        let Some(doc) = r.attrs.get("user_data").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        if !seen.insert(sha.to_string()) {
+            continue;
+        }
+        if let Some(Err((part, why))) = crate::bootstrap::cloud_init_check(doc) {
+            let (path, whose) = if part == 0 {
+                (r.yaml_path.clone(), "gpuform's bootstrap")
+            } else {
+                (format!("{}.user_data", r.yaml_path), "your user_data")
+            };
+            diags.push(loaded.diagnostic(
+                &path,
+                format!("cloud-init refuses {whose} for {}: {why}", r.address),
+                Some("see `gpuform bootstrap show ADDRESS SPEC --part cloud-config`".into()),
+            ));
+        }
+    }
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        Err(spec::Diagnostics(diags))
+    }
+}
+
 fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult {
     let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| spec::load(file, &v));
     let result = parsed.and_then(|loaded| {
         engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
-            .map(|d| (loaded, d))
             .map_err(|e| match e {
                 EngineError::Spec(d) => d,
                 other => spec::Diagnostics(vec![spec::Diagnostic {
@@ -220,6 +258,8 @@ fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult
                     hint: None,
                 }]),
             })
+            .and_then(|d| check_bootstraps(&loaded, &d).map(|()| d))
+            .map(|d| (loaded, d))
     });
     match result {
         Ok((loaded, desired)) => {

@@ -556,6 +556,17 @@ fn resolve_cluster(
             }
         } else {
             let r = node_boot.render();
+            if r.document.len() > MAX_USER_DATA_BYTES {
+                return Err(vec![loaded.diagnostic(
+                    &if c.user_data.is_some() { format!("{path}.user_data") } else { path.clone() },
+                    format!(
+                        "the boot document of {} is {} bytes; clouds take at most {MAX_USER_DATA_BYTES} (16 KiB once base64-encoded: EC2, Tencent CVM)",
+                        at(&format!("node[{i}]")),
+                        r.document.len()
+                    ),
+                    Some("shorten user_data, or fetch a larger script from it (`#include URL`)".into()),
+                )]);
+            }
             a.insert("user_data".into(), json!(r.document));
             a.insert(USER_DATA_SHA256.into(), json!(r.sha256));
             a.insert("bootstrap".into(), json!(r.steps));
@@ -728,6 +739,9 @@ fn bootstrap_base(
     }
     Ok(plan)
 }
+
+/// The largest user data every cloud takes: 16 KiB base64-encoded.
+pub const MAX_USER_DATA_BYTES: usize = 12 * 1024;
 
 /// Driver versions installed when the spec names none (and the image has none).
 pub const DEFAULT_NVIDIA_BRANCH: &str = "550";

@@ -166,6 +166,7 @@ pub struct Cluster {
     /// branch (`550`, default for NVIDIA GPUs on non-CUDA images) or a ROCm
     /// release for AMD GPUs (`6.2`); `none` skips it. CUDA images skip it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "driver_schema")]
     pub driver: Option<String>,
     /// Where the instance type's local NVMe disks are mounted (RAID 0 when
     /// several); default `/data`; `none` leaves them alone.
@@ -516,6 +517,20 @@ enum PricingModelSchema {
 const VAR_REF_PATTERN: &str = r"^\$\{var\.[A-Za-z_][A-Za-z0-9_]*\}$";
 
 /// An integer of at least 1, or a `${var.NAME}` reference.
+/// `driver: 550` (a YAML number) or `driver: "6.2"` / `none`.
+fn driver_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};
+    SchemaObject {
+        instance_type: Some(SingleOrVec::Vec(vec![
+            InstanceType::String,
+            InstanceType::Integer,
+            InstanceType::Number,
+        ])),
+        ..Default::default()
+    }
+    .into()
+}
+
 fn count_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
     use schemars::schema::{
         InstanceType, NumberValidation, SchemaObject, StringValidation, SubschemaValidation,
