@@ -54,20 +54,17 @@ fn documents(text: &str) -> Vec<(String, String)> {
     desired
         .resources
         .iter()
-        .filter(|r| r.attrs.contains_key(USER_DATA_SHA256))
-        .map(|r| {
-            (
-                r.address.clone(),
-                r.attrs["user_data"].as_str().unwrap().to_string(),
-            )
+        .filter_map(|r| {
+            let sha = r.attrs.get(USER_DATA_SHA256)?.as_str()?;
+            Some((r.address.clone(), desired.documents[sha].clone()))
         })
         .collect()
 }
 
-const MIG_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
+const MIG_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    local_nvme: /data\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
 const MIXED: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: H100:1\n    image: ubuntu-22.04\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    driver: 550\n";
 const K3S: &str = "project: p\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    nodes: 3\n    gpu: A100-40GB:8\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      version: v1.30.6+k3s1\n      taint: nvidia.com/gpu=present:NoSchedule\n";
-const KUBEADM: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: T4\n    image: amazon-linux-2023\n    kubernetes:\n      mode: kubeadm-join\n      token_env: GPUFORM_TEST_JOIN_TOKEN\n      endpoint: 10.1.0.10:6443\n      ca_cert_hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
+const KUBEADM: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: T4\n    image: amazon-linux-2023\n    local_nvme: true\n    kubernetes:\n      mode: kubeadm-join\n      token_env: GPUFORM_TEST_JOIN_TOKEN\n      endpoint: 10.1.0.10:6443\n      ca_cert_hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
 
 fn all_documents() -> Vec<(String, String)> {
     let mut docs = Vec::new();
@@ -500,6 +497,16 @@ fn a_layout_over_the_slice_budget_is_a_located_error_showing_the_budget() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("T4 does not support MIG"), "{err}");
+    // Local NVMe asked of a type without it (p3.16xlarge: EBS only).
+    let text = "project: p\nclusters:\n  c:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: V100-16GB:8\n    local_nvme: /scratch\n";
+    let loaded = load_str("spec.yaml", text, &Vars::default()).unwrap();
+    let err = resolve(&loaded, Catalog::builtin(), &ResolveOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("spec.yaml:8:") && err.contains("p3.16xlarge has no local NVMe"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -343,18 +343,21 @@ async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
 
 async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, &c.provider).await?;
-    let mut attrs = c.after.clone().unwrap_or_default();
-    // A rendered bootstrap is sent, never kept: the journal and state get
-    // its hash only, and its placeholders (join token, server address) are
-    // filled for this call alone.
-    let user_data = if attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
-        attrs.remove("user_data")
-    } else {
-        None
-    };
-    let user_data = match user_data {
-        Some(serde_json::Value::String(doc)) => Some(fill_user_data(shared, c, &doc).await?),
-        _ => None,
+    let attrs = c.after.clone().unwrap_or_default();
+    // A rendered bootstrap is sent, never kept: the plan carries it once by
+    // its hash, the journal and state get the hash only, and its
+    // placeholders (join token, server address) are filled for this call alone.
+    let user_data = match attrs
+        .get(crate::resolve::USER_DATA_SHA256)
+        .and_then(|v| v.as_str())
+    {
+        Some(sha) => {
+            let doc = shared.plan.documents.get(sha).ok_or_else(|| {
+                format!("{}: the plan has no bootstrap document {sha}", c.address)
+            })?;
+            Some(fill_user_data(shared, c, doc).await?)
+        }
+        None => None,
     };
     // Provider ids of the dependencies, as recorded by now.
     let mut refs = BTreeMap::new();

@@ -140,9 +140,9 @@ fn bootstrap_show(
     };
     let Some(doc) = r
         .attrs
-        .contains_key(crate::resolve::USER_DATA_SHA256)
-        .then(|| r.attrs.get("user_data").and_then(|v| v.as_str()))
-        .flatten()
+        .get(crate::resolve::USER_DATA_SHA256)
+        .and_then(|v| v.as_str())
+        .and_then(|sha| desired.documents.get(sha))
     else {
         return Err(Failure(format!(
             "{address} has no bootstrap: nothing to set up at boot (CUDA image, no MIG, no local NVMe, no kubernetes)"
@@ -211,18 +211,17 @@ fn check_bootstraps(
     loaded: &LoadedSpec,
     desired: &crate::resolve::Desired,
 ) -> Result<(), spec::Diagnostics> {
-    let mut seen = std::collections::BTreeSet::new();
     let mut diags = Vec::new();
-    for r in &desired.resources {
-        let Some(sha) = r.attrs.get(crate::resolve::USER_DATA_SHA256) else {
+    for (sha, doc) in &desired.documents {
+        // The first node with this document, to point at its cluster.
+        let Some(r) = desired.resources.iter().find(|r| {
+            r.attrs
+                .get(crate::resolve::USER_DATA_SHA256)
+                .and_then(|v| v.as_str())
+                == Some(sha)
+        }) else {
             continue;
         };
-        let Some(doc) = r.attrs.get("user_data").and_then(|v| v.as_str()) else {
-            continue;
-        };
-        if !seen.insert(sha.to_string()) {
-            continue;
-        }
         if let Some(Err((part, why))) = crate::bootstrap::cloud_init_check(doc) {
             let (path, whose) = if part == 0 {
                 (r.yaml_path.clone(), "gpuform's bootstrap")

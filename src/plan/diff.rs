@@ -196,6 +196,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
     cost.monthly_usd_after = cost.hourly_usd_after * HOURS_PER_MONTH;
     cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
 
+    let documents = changes_documents(&changes, desired);
     Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuform_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -213,7 +214,23 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
         warnings: Vec::new(),
         state_path: None,
         endpoints: BTreeMap::new(),
+        documents,
     }
+}
+
+/// The bootstrap documents the creates and replaces of `changes` need.
+fn changes_documents(changes: &[ResourceChange], desired: &Desired) -> BTreeMap<String, String> {
+    changes
+        .iter()
+        .filter(|c| matches!(c.action, Action::Create | Action::Replace))
+        .filter_map(|c| {
+            c.after
+                .as_ref()?
+                .get(crate::resolve::USER_DATA_SHA256)?
+                .as_str()
+        })
+        .filter_map(|sha| Some((sha.to_string(), desired.documents.get(sha)?.clone())))
+        .collect()
 }
 
 fn delete_change(

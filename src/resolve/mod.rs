@@ -98,6 +98,9 @@ pub struct Desired {
     pub lockin: Vec<LockIn>,
     /// Why each cluster got its instance type, and what the catalog lacks.
     pub notes: Vec<String>,
+    /// Node bootstrap documents by SHA-256 (an instance's `user_data_sha256`):
+    /// one per distinct document, not one per node.
+    pub documents: BTreeMap<String, String>,
 }
 
 impl Desired {
@@ -514,6 +517,8 @@ fn resolve_cluster(
     }
     let boot = bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
         .map_err(|d| vec![d])?;
+    let mut rendered: Vec<(bootstrap::NodePlan, String, Vec<String>)> = Vec::new();
+    let mut docs: BTreeMap<String, String> = BTreeMap::new();
     for i in 0..c.nodes {
         let mut a = attrs([
             ("instance_type", json!(instance_type)),
@@ -555,21 +560,34 @@ fn resolve_cluster(
                 a.insert("user_data".into(), json!(u));
             }
         } else {
-            let r = node_boot.render();
-            if r.document.len() > MAX_USER_DATA_BYTES {
-                return Err(vec![loaded.diagnostic(
-                    &if c.user_data.is_some() { format!("{path}.user_data") } else { path.clone() },
-                    format!(
-                        "the boot document of {} is {} bytes; clouds take at most {MAX_USER_DATA_BYTES} (16 KiB once base64-encoded: EC2, Tencent CVM)",
-                        at(&format!("node[{i}]")),
-                        r.document.len()
-                    ),
-                    Some("shorten user_data, or fetch a larger script from it (`#include URL`)".into()),
-                )]);
-            }
-            a.insert("user_data".into(), json!(r.document));
-            a.insert(USER_DATA_SHA256.into(), json!(r.sha256));
-            a.insert("bootstrap".into(), json!(r.steps));
+            // Nodes share a document but for their Kubernetes role: render
+            // once each, and keep one copy of each document.
+            let (sha, steps) = match rendered.iter().find(|(p, ..)| *p == node_boot) {
+                Some((_, sha, steps)) => (sha.clone(), steps.clone()),
+                None => {
+                    let r = node_boot.render();
+                    if r.document.len() > MAX_USER_DATA_BYTES {
+                        return Err(vec![loaded.diagnostic(
+                            &if c.user_data.is_some() {
+                                format!("{path}.user_data")
+                            } else {
+                                path.clone()
+                            },
+                            format!(
+                                "the boot document of {} is {} bytes; clouds take at most {MAX_USER_DATA_BYTES} (16 KiB once base64-encoded: EC2, Tencent CVM)",
+                                at(&format!("node[{i}]")),
+                                r.document.len()
+                            ),
+                            Some("shorten user_data, or fetch a larger script from it (`#include URL`)".into()),
+                        )]);
+                    }
+                    docs.insert(r.sha256.clone(), r.document);
+                    rendered.push((node_boot.clone(), r.sha256.clone(), r.steps.clone()));
+                    (r.sha256, r.steps)
+                }
+            };
+            a.insert(USER_DATA_SHA256.into(), json!(sha));
+            a.insert("bootstrap".into(), json!(steps));
             // The user's own part, as before: recorded, so its change
             // reads as a diff in the plan.
             if let Some(u) = &c.user_data {
@@ -595,6 +613,7 @@ fn resolve_cluster(
             );
         }
     }
+    out.documents.extend(docs);
     Ok(())
 }
 
@@ -708,10 +727,25 @@ fn bootstrap_base(
         None if amd => Some(bootstrap::Driver::Rocm(DEFAULT_ROCM.into())),
         None => Some(bootstrap::Driver::Nvidia(DEFAULT_NVIDIA_BRANCH.into())),
     };
+    // Opt-in: a node that had no bootstrap must not be replaced because
+    // gpuform learned that its type has local disks.
     let nvme = match c.local_nvme.as_deref() {
-        Some("none") => None,
-        mount => gpuform_catalog::node::instance_store(cloud, instance_type)
-            .map(|s| (s.devices, mount.unwrap_or("/data").to_string())),
+        None | Some("none") | Some("false") => None,
+        Some(mount) => {
+            let mount = if mount == "true" { "/data" } else { mount };
+            match gpuform_catalog::node::instance_store(cloud, instance_type) {
+                Some(s) => Some((s.devices, mount.to_string())),
+                None => {
+                    return Err(loaded.diagnostic(
+                        &format!("{path}.local_nvme"),
+                        format!("{cloud} {instance_type} has no local NVMe disks gpuform knows of"),
+                        Some(
+                            "remove `local_nvme:`, or use `disk.data_gb` for a network disk".into(),
+                        ),
+                    ))
+                }
+            }
+        }
     };
     let plan = bootstrap::NodePlan {
         cluster: path.trim_start_matches("clusters.").to_string(),

@@ -168,9 +168,11 @@ pub struct Cluster {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "driver_schema")]
     pub driver: Option<String>,
-    /// Where the instance type's local NVMe disks are mounted (RAID 0 when
-    /// several); default `/data`; `none` leaves them alone.
+    /// Use the instance type's local NVMe disks (instance store): RAID 0
+    /// when several, ext4, mounted at this path (`true` means `/data`);
+    /// absent or `none`, they are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "local_nvme_schema")]
     pub local_nvme: Option<String>,
     /// Make the nodes Kubernetes nodes at boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -517,6 +519,19 @@ enum PricingModelSchema {
 const VAR_REF_PATTERN: &str = r"^\$\{var\.[A-Za-z_][A-Za-z0-9_]*\}$";
 
 /// An integer of at least 1, or a `${var.NAME}` reference.
+/// `local_nvme: /data` or `true` / `false`.
+fn local_nvme_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};
+    SchemaObject {
+        instance_type: Some(SingleOrVec::Vec(vec![
+            InstanceType::String,
+            InstanceType::Boolean,
+        ])),
+        ..Default::default()
+    }
+    .into()
+}
+
 /// `driver: 550` (a YAML number) or `driver: "6.2"` / `none`.
 fn driver_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
     use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};

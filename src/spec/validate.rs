@@ -738,8 +738,8 @@ impl Validator {
         self.shaped(
             node,
             path,
-            |t| t == "none" || is_mount_path(t),
-            "an absolute mount path like `/data` (letters, digits, `._-/`), or `none`",
+            |t| matches!(t, "none" | "true" | "false") || is_mount_path(t),
+            "an absolute mount path like `/data` (letters, digits, `._-/`), `true` (/data) or `none`",
         )
     }
 
