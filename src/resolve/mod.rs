@@ -515,8 +515,18 @@ fn resolve_cluster(
             None,
         );
     }
-    let boot = bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
-        .map_err(|d| vec![d])?;
+    let mut boot_notes = Vec::new();
+    let boot = bootstrap_base(
+        loaded,
+        &path,
+        gpu,
+        c,
+        cloud,
+        &instance_type,
+        mig_layout,
+        &mut boot_notes,
+    )
+    .map_err(|d| vec![d])?;
     let mut rendered: Vec<(bootstrap::NodePlan, String, Vec<String>)> = Vec::new();
     let mut docs: BTreeMap<String, String> = BTreeMap::new();
     for i in 0..c.nodes {
@@ -614,6 +624,7 @@ fn resolve_cluster(
         }
     }
     out.documents.extend(docs);
+    out.notes.extend(boot_notes);
     Ok(())
 }
 
@@ -693,6 +704,7 @@ fn bootstrap_base(
     cloud: Cloud,
     instance_type: &str,
     mig: Option<Vec<String>>,
+    notes: &mut Vec<String>,
 ) -> Result<bootstrap::NodePlan, Diagnostic> {
     let amd = gpu.vendor.eq_ignore_ascii_case("AMD");
     let image = c.image.to_ascii_lowercase();
@@ -733,16 +745,16 @@ fn bootstrap_base(
         None | Some("none") | Some("false") => None,
         Some(mount) => {
             let mount = if mount == "true" { "/data" } else { mount };
+            // A portable spec may ask for local disks everywhere; where the
+            // type has none (or the catalog does not know), it is a note.
             match gpuform_catalog::node::instance_store(cloud, instance_type) {
                 Some(s) => Some((s.devices, mount.to_string())),
                 None => {
-                    return Err(loaded.diagnostic(
-                        &format!("{path}.local_nvme"),
-                        format!("{cloud} {instance_type} has no local NVMe disks gpuform knows of"),
-                        Some(
-                            "remove `local_nvme:`, or use `disk.data_gb` for a network disk".into(),
-                        ),
-                    ))
+                    notes.push(format!(
+                        "{}: {cloud} {instance_type} has no local NVMe disks gpuform knows of; `local_nvme` is not set up (use `disk.data_gb` for a network disk)",
+                        path.replacen("clusters.", "cluster.", 1)
+                    ));
+                    None
                 }
             }
         }
