@@ -515,18 +515,9 @@ fn resolve_cluster(
             None,
         );
     }
-    let mut boot_notes = Vec::new();
-    let boot = bootstrap_base(
-        loaded,
-        &path,
-        gpu,
-        c,
-        cloud,
-        &instance_type,
-        mig_layout,
-        &mut boot_notes,
-    )
-    .map_err(|d| vec![d])?;
+    let (boot, boot_note) =
+        bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
+            .map_err(|d| vec![d])?;
     let mut rendered: Vec<(bootstrap::NodePlan, String, Vec<String>)> = Vec::new();
     let mut docs: BTreeMap<String, String> = BTreeMap::new();
     for i in 0..c.nodes {
@@ -624,7 +615,7 @@ fn resolve_cluster(
         }
     }
     out.documents.extend(docs);
-    out.notes.extend(boot_notes);
+    out.notes.extend(boot_note);
     Ok(())
 }
 
@@ -704,8 +695,8 @@ fn bootstrap_base(
     cloud: Cloud,
     instance_type: &str,
     mig: Option<Vec<String>>,
-    notes: &mut Vec<String>,
-) -> Result<bootstrap::NodePlan, Diagnostic> {
+) -> Result<(bootstrap::NodePlan, Option<String>), Diagnostic> {
+    let mut note = None;
     let amd = gpu.vendor.eq_ignore_ascii_case("AMD");
     let image = c.image.to_ascii_lowercase();
     let prebuilt = if amd {
@@ -750,7 +741,7 @@ fn bootstrap_base(
             match gpuform_catalog::node::instance_store(cloud, instance_type) {
                 Some(s) => Some((s.devices, mount.to_string())),
                 None => {
-                    notes.push(format!(
+                    note = Some(format!(
                         "{}: {cloud} {instance_type} has no local NVMe disks gpuform knows of; `local_nvme` is not set up (use `disk.data_gb` for a network disk)",
                         path.replacen("clusters.", "cluster.", 1)
                     ));
@@ -783,7 +774,7 @@ fn bootstrap_base(
             }
         }
     }
-    Ok(plan)
+    Ok((plan, note))
 }
 
 /// The largest user data every cloud takes: 16 KiB base64-encoded.
