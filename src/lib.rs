@@ -9,6 +9,7 @@
 
 pub mod address;
 pub mod apply;
+pub mod bootstrap;
 pub mod cli;
 pub mod clock;
 pub mod engine;

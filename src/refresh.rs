@@ -288,6 +288,11 @@ pub async fn refresh(
             for k in o.kind.completion_attrs() {
                 attrs.remove(*k);
             }
+            // A cloud that reports user data back reports it filled with
+            // secrets; its hash is what state keeps.
+            if attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
+                attrs.remove("user_data");
+            }
             let record = Record {
                 kind: o.kind,
                 provider: provider_key.clone(),

@@ -344,6 +344,21 @@ async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
 async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, &c.provider).await?;
     let attrs = c.after.clone().unwrap_or_default();
+    // A rendered bootstrap is sent, never kept: the plan carries it once by
+    // its hash, the journal and state get the hash only, and its
+    // placeholders (join token, server address) are filled for this call alone.
+    let user_data = match attrs
+        .get(crate::resolve::USER_DATA_SHA256)
+        .and_then(|v| v.as_str())
+    {
+        Some(sha) => {
+            let doc = shared.plan.documents.get(sha).ok_or_else(|| {
+                format!("{}: the plan has no bootstrap document {sha}", c.address)
+            })?;
+            Some(fill_user_data(shared, c, doc).await?)
+        }
+        None => None,
+    };
     // Provider ids of the dependencies, as recorded by now.
     let mut refs = BTreeMap::new();
     {
@@ -409,12 +424,16 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         },
     )
     .await?;
+    let mut sent = attrs.clone();
+    if let Some(doc) = user_data {
+        sent.insert("user_data".into(), serde_json::Value::String(doc));
+    }
     let req = CreateRequest {
         kind: c.kind,
         scope: Scope {
             region: c.region.clone(),
         },
-        attrs: attrs.clone(),
+        attrs: sent,
         refs,
         ownership: OwnershipTags {
             project,
@@ -465,6 +484,67 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     }
 }
 
+/// Fills a bootstrap document's placeholders: environment variables (join
+/// tokens, read now and nowhere else) and attributes of dependencies as
+/// their provider reports them now (a k3s server's `private_ip`). Errors
+/// name what is missing, never a value.
+async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Result<String, OpError> {
+    use crate::bootstrap::placeholder::{find, Placeholder};
+    let mut values: BTreeMap<String, String> = BTreeMap::new();
+    for ph in find(doc) {
+        let value = match &ph {
+            Placeholder::Env(name) => std::env::var(name).map_err(|_| {
+                OpError::from(format!(
+                    "{}: the environment variable {name} (the Kubernetes join token) is not set; export it before `gpuform apply`",
+                    c.address
+                ))
+            })?,
+            Placeholder::DepAttr(role, attr) => {
+                let dep = c
+                    .deps
+                    .get(role)
+                    .ok_or_else(|| format!("{}: no `{role}` dependency", c.address))?;
+                let record = shared
+                    .doc
+                    .lock()
+                    .expect("state lock")
+                    .resources
+                    .get(dep)
+                    .cloned()
+                    .ok_or_else(|| format!("{dep} has no id yet"))?;
+                let dp = provider(shared, &record.provider).await?;
+                let scope = Scope {
+                    region: record.region.clone(),
+                };
+                let ids = [record.id.clone()];
+                let seen = call(shared, &record.provider, || dp.read(&scope, record.kind, &ids))
+                    .await
+                    .map_err(OpError::from)?;
+                seen.iter()
+                    .find(|o| o.id == record.id)
+                    .and_then(|o| o.attrs.get(attr))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        format!(
+                            "{}: {} does not report `{attr}` of {dep} ({}), which its user data needs; \
+                             this provider cannot run a k3s cluster yet (use `kubernetes: {{mode: kubeadm-join}}`)",
+                            c.address, record.provider, record.id
+                        )
+                    })?
+            }
+        };
+        values.insert(ph.text(), value);
+    }
+    crate::bootstrap::fill(doc, |ph| {
+        values
+            .get(&ph.text())
+            .cloned()
+            .ok_or_else(|| "placeholder without a value".to_string())
+    })
+    .map_err(|e| OpError::from(format!("{}: {e}", c.address)))
+}
+
 async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, &c.provider).await?;
     let id = c.id.clone().ok_or("update without an id")?;
@@ -475,6 +555,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let changes: gpuform_provider::Attrs = keys
         .into_iter()
         .filter(|k| !crate::plan::diff::same_value(before.get(*k), after.get(*k)))
+        .filter(|k| !crate::plan::diff::unrecorded(&after, k))
         .map(|k| {
             (
                 k.clone(),
@@ -512,6 +593,9 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         .cloned()
         .ok_or("updated resource missing from state")?;
     record.attrs = after;
+    if record.attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
+        record.attrs.remove("user_data");
+    }
     // Completion attributes are observed, never recorded.
     for k in c.kind.completion_attrs() {
         record.attrs.remove(*k);

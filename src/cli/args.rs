@@ -135,6 +135,9 @@ pub enum Command {
     Breakeven(super::portability::BreakevenArgs),
     /// Matrix of clusters × clouds: where each cluster could run and at what cost, or why not.
     Lockin(super::portability::LockinArgs),
+    /// What nodes run at first boot (driver, MIG, local NVMe, Kubernetes join).
+    #[command(subcommand)]
+    Bootstrap(BootstrapCommand),
     /// Re-target a cluster to another cloud: prints the spec diff, cost delta and caveats; --write saves it.
     Migrate(super::portability::MigrateArgs),
 }
@@ -147,6 +150,29 @@ pub struct VarArgs {
     /// Read variables from a file (YAML map or KEY=VALUE lines).
     #[arg(long = "var-file", value_name = "FILE")]
     pub var_files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BootstrapCommand {
+    /// Print the cloud-init document (MIME multipart) a node boots with, as
+    /// the plan has it: join tokens and the k3s server's address appear as
+    /// `@@GPUFORM_...@@` placeholders that only `apply` fills in.
+    #[command(after_help = EXIT_CODES)]
+    Show {
+        /// The node, e.g. `cluster.pool.node[0]`.
+        address: String,
+        /// The spec.
+        file: PathBuf,
+        #[command(flatten)]
+        vars: VarArgs,
+        /// Resolve every cluster for the sandbox (as `plan --sandbox`).
+        #[arg(long)]
+        sandbox: bool,
+        /// Print one part: `cloud-config` (what `cloud-init schema --config-file` checks),
+        /// `user-data` (yours), or a step script by name (`mig.sh`, `nvme.sh`, ...).
+        #[arg(long, value_name = "PART")]
+        part: Option<String>,
+    },
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -58,6 +58,13 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Offers(a) => super::portability::offers_cmd(a),
         Command::Breakeven(a) => super::portability::breakeven_cmd(a),
         Command::Lockin(a) => super::portability::lockin_cmd(a),
+        Command::Bootstrap(BootstrapCommand::Show {
+            address,
+            file,
+            vars,
+            sandbox,
+            part,
+        }) => bootstrap_show(&address, &file, &vars, sandbox, part.as_deref()),
         Command::Migrate(a) => super::portability::migrate_cmd(a),
         Command::Version => {
             println!("gpuform {}", env!("CARGO_PKG_VERSION"));
@@ -107,11 +114,138 @@ pub(crate) fn catalog_for(prices: Option<&Path>) -> Result<std::borrow::Cow<'sta
         .map_err(|e| Failure(format!("{e}\n  hint: columns are cloud,region,instance_type,pricing,price,currency[,source,as_of]")))
 }
 
+fn bootstrap_show(
+    address: &str,
+    file: &Path,
+    vars: &VarArgs,
+    sandbox: bool,
+    part: Option<&str>,
+) -> CmdResult {
+    let loaded = load(file, vars)?;
+    let desired = engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
+        .map_err(|e| Failure(e.to_string()))?;
+    let Some(r) = desired.get(address) else {
+        let nodes: Vec<&str> = desired
+            .resources
+            .iter()
+            .filter(|r| r.kind == gpuform_provider::ResourceKind::Instance)
+            .map(|r| r.address.as_str())
+            .take(8)
+            .collect();
+        return Err(Failure(format!(
+            "{address} is not a node of {}\n  hint: nodes: {}",
+            file.display(),
+            nodes.join(", ")
+        )));
+    };
+    let Some(doc) = r
+        .attrs
+        .get(crate::resolve::USER_DATA_SHA256)
+        .and_then(|v| v.as_str())
+        .and_then(|sha| desired.documents.get(sha))
+    else {
+        return Err(Failure(format!(
+            "{address} has no bootstrap: nothing to set up at boot (CUDA image, no MIG, no local NVMe, no kubernetes)"
+        )));
+    };
+    let parts = crate::bootstrap::split_multipart(doc);
+    let text = match part {
+        None => doc.to_string(),
+        Some("cloud-config") => parts.first().map(|p| p.1.clone()).unwrap_or_default(),
+        Some("user-data") => parts
+            .get(1)
+            .map(|p| p.1.clone())
+            .ok_or_else(|| Failure(format!("{address} has no user_data of its own")))?,
+        Some(name) => {
+            let script = script_in(&parts[0].1, name).ok_or_else(|| {
+                Failure(format!(
+                    "{address} has no part `{name}`\n  hint: cloud-config, user-data, or a script: {}",
+                    scripts_in(&parts[0].1).join(", ")
+                ))
+            })?;
+            script
+        }
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The scripts a cloud-config part writes, by file name.
+fn scripts_in(cloud_config: &str) -> Vec<String> {
+    cloud_config
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- path: "))
+        .filter(|p| p.ends_with(".sh"))
+        .filter_map(|p| p.rsplit('/').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The content of one script a cloud-config part writes (block literal).
+fn script_in(cloud_config: &str, name: &str) -> Option<String> {
+    let mut lines = cloud_config.lines();
+    lines.find(|l| {
+        l.trim()
+            .strip_prefix("- path: ")
+            .is_some_and(|p| p.ends_with(&format!("/{name}")))
+    })?;
+    lines.find(|l| l.trim() == "content: |")?;
+    let mut out = String::new();
+    for l in lines {
+        if l.is_empty() {
+            out.push('\n');
+        } else if let Some(body) = l.strip_prefix("      ") {
+            out.push_str(body);
+            out.push('\n');
+        } else {
+            break;
+        }
+    }
+    Some(out)
+}
+
+/// Every distinct bootstrap document, checked with cloud-init's schema
+/// validator when it is installed; a refusal points at the cluster (or its
+/// `user_data`, when that part is the user's).
+fn check_bootstraps(
+    loaded: &LoadedSpec,
+    desired: &crate::resolve::Desired,
+) -> Result<(), spec::Diagnostics> {
+    let mut diags = Vec::new();
+    for (sha, doc) in &desired.documents {
+        // The first node with this document, to point at its cluster.
+        let Some(r) = desired.resources.iter().find(|r| {
+            r.attrs
+                .get(crate::resolve::USER_DATA_SHA256)
+                .and_then(|v| v.as_str())
+                == Some(sha)
+        }) else {
+            continue;
+        };
+        if let Some(Err((part, why))) = crate::bootstrap::cloud_init_check(doc) {
+            let (path, whose) = if part == 0 {
+                (r.yaml_path.clone(), "gpuform's bootstrap")
+            } else {
+                (format!("{}.user_data", r.yaml_path), "your user_data")
+            };
+            diags.push(loaded.diagnostic(
+                &path,
+                format!("cloud-init refuses {whose} for {}: {why}", r.address),
+                Some("see `gpuform bootstrap show ADDRESS SPEC --part cloud-config`".into()),
+            ));
+        }
+    }
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        Err(spec::Diagnostics(diags))
+    }
+}
+
 fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult {
     let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| spec::load(file, &v));
     let result = parsed.and_then(|loaded| {
         engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
-            .map(|d| (loaded, d))
             .map_err(|e| match e {
                 EngineError::Spec(d) => d,
                 other => spec::Diagnostics(vec![spec::Diagnostic {
@@ -123,6 +257,8 @@ fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult
                     hint: None,
                 }]),
             })
+            .and_then(|d| check_bootstraps(&loaded, &d).map(|()| d))
+            .map(|d| (loaded, d))
     });
     match result {
         Ok((loaded, desired)) => {

@@ -196,6 +196,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
     cost.monthly_usd_after = cost.hourly_usd_after * HOURS_PER_MONTH;
     cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
 
+    let documents = changes_documents(&changes, desired);
     Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuform_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -213,7 +214,23 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
         warnings: Vec::new(),
         state_path: None,
         endpoints: BTreeMap::new(),
+        documents,
     }
+}
+
+/// The bootstrap documents the creates and replaces of `changes` need.
+fn changes_documents(changes: &[ResourceChange], desired: &Desired) -> BTreeMap<String, String> {
+    changes
+        .iter()
+        .filter(|c| matches!(c.action, Action::Create | Action::Replace))
+        .filter_map(|c| {
+            c.after
+                .as_ref()?
+                .get(crate::resolve::USER_DATA_SHA256)?
+                .as_str()
+        })
+        .filter_map(|sha| Some((sha.to_string(), desired.documents.get(sha)?.clone())))
+        .collect()
 }
 
 fn delete_change(
@@ -339,9 +356,16 @@ fn observed_differs(
 
 /// The keys whose values differ, sorted. Both maps are sorted already, so
 /// no set of the union is built (this runs once per resource of a plan).
+/// Keys the diff does not compare: a rendered `user_data` is never recorded
+/// (it is filled with secrets at apply time); its hash stands for it.
+pub(crate) fn unrecorded(desired: &Attrs, key: &str) -> bool {
+    key == "user_data" && desired.contains_key(crate::resolve::USER_DATA_SHA256)
+}
+
 fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     let mut changed: Vec<String> = actual
         .iter()
+        .filter(|(k, _)| !unrecorded(desired, k))
         .filter(|(k, v)| !same_value(Some(v), desired.get(*k)))
         .map(|(k, _)| k.clone())
         .collect();
@@ -349,7 +373,9 @@ fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     changed.extend(
         desired
             .iter()
-            .filter(|(k, v)| !actual.contains_key(*k) && !same_value(None, Some(v)))
+            .filter(|(k, v)| {
+                !actual.contains_key(*k) && !same_value(None, Some(v)) && !unrecorded(desired, k)
+            })
             .map(|(k, _)| k.clone()),
     );
     if changed.len() > before {

@@ -168,6 +168,11 @@ pub struct Plan {
     /// same endpoints it was made against.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub endpoints: BTreeMap<String, String>,
+    /// Node bootstrap documents (placeholders unfilled) by their SHA-256,
+    /// the `user_data_sha256` of the instances created or replaced; once
+    /// each, however many nodes share one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub documents: BTreeMap<String, String>,
 }
 
 impl Plan {

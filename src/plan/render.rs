@@ -174,8 +174,22 @@ fn render_change(out: &mut String, c: &ResourceChange) {
     let after = c.after.as_ref().unwrap_or(&empty);
     let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     let width = keys.iter().map(|k| k.len()).max().unwrap_or(0);
+    // A rendered bootstrap shows as its hash and its steps (one per line, so
+    // a change reads as a diff); the document is `gpuform bootstrap show`'s.
+    let steps = |v: Option<&Value>| -> Option<Value> {
+        let lines: Vec<&str> = v?.as_array()?.iter().filter_map(|s| s.as_str()).collect();
+        Some(Value::String(format!("{}\n", lines.join("\n"))))
+    };
     for k in keys {
-        let (b, a) = (before.get(k), after.get(k));
+        if crate::plan::diff::unrecorded(after, k) {
+            continue;
+        }
+        let (b, a) = if k == "bootstrap" {
+            (steps(before.get(k)), steps(after.get(k)))
+        } else {
+            (before.get(k).cloned(), after.get(k).cloned())
+        };
+        let (b, a) = (b.as_ref(), a.as_ref());
         let forces = c.replace_because.contains(k);
         let line = match (c.action, b, a) {
             (Action::Create, _, Some(a)) => attr_line("+", k, width, None, Some(a)),

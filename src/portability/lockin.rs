@@ -25,7 +25,8 @@ pub struct Requirement {
     pub interconnect: Option<Interconnect>,
     pub rdma: bool,
     pub pricing: PricingModel,
-    pub mig: Option<String>,
+    /// MIG profiles of one GPU's layout (empty: no MIG).
+    pub mig: Vec<String>,
     pub nodes: u32,
 }
 
@@ -43,7 +44,11 @@ impl Requirement {
             },
             rdma: c.fabric == Fabric::Rdma,
             pricing: c.pricing,
-            mig: c.mig.clone(),
+            mig: c
+                .mig
+                .as_ref()
+                .map(|m| m.profiles().iter().map(|p| p.to_string()).collect())
+                .unwrap_or_default(),
             nodes: c.nodes,
         })
     }
@@ -461,7 +466,7 @@ fn cluster_row(
                 ));
             }
         }
-        if let Some(profile) = &req.mig {
+        for profile in &req.mig {
             if let Ok(g) = catalog.gpu(&req.gpu_model) {
                 if !g.mig_profiles.iter().any(|p| &p.name == profile) {
                     reasons.push(Reason::new(

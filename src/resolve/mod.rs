@@ -2,8 +2,10 @@
 //! their dependency edges. Pure: no API calls, so it runs in microseconds and
 //! `plan` works offline.
 
+use crate::bootstrap;
 use crate::spec::{
-    CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, LoadedSpec,
+    CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, KubernetesMode,
+    LoadedSpec, MigSpec,
 };
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
@@ -96,6 +98,9 @@ pub struct Desired {
     pub lockin: Vec<LockIn>,
     /// Why each cluster got its instance type, and what the catalog lacks.
     pub notes: Vec<String>,
+    /// Node bootstrap documents by SHA-256 (an instance's `user_data_sha256`):
+    /// one per distinct document, not one per node.
+    pub documents: BTreeMap<String, String>,
 }
 
 impl Desired {
@@ -233,20 +238,13 @@ fn resolve_cluster(
         .gpu(&c.gpu.model)
         .map_err(|e| vec![loaded.diagnostic(&format!("{path}.gpu"), e.to_string(), None)])?;
     let mut errors = Vec::new();
-    if let Some(profile) = &c.mig {
-        if !gpu.mig_profiles.iter().any(|p| &p.name == profile) {
-            let valid: Vec<&str> = gpu.mig_profiles.iter().map(|p| p.name.as_str()).collect();
-            errors.push(loaded.diagnostic(
-                &format!("{path}.mig"),
-                format!("MIG profile `{profile}` does not exist on {}", gpu.name),
-                Some(if valid.is_empty() {
-                    format!("{} does not support MIG; remove `mig:`", gpu.name)
-                } else {
-                    format!("profiles of {}: {}", gpu.name, valid.join(", "))
-                }),
-            ));
+    let mig_layout = match mig_layout(loaded, &path, gpu, c) {
+        Ok(l) => l,
+        Err(d) => {
+            errors.push(d);
+            None
         }
-    }
+    };
     let template = OfferQuery {
         gpu_model: Some(gpu.name.clone()),
         gpu_count: Some(c.gpu.count),
@@ -513,6 +511,11 @@ fn resolve_cluster(
             None,
         );
     }
+    let (boot, boot_note) =
+        bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
+            .map_err(|d| vec![d])?;
+    let mut rendered: Vec<(bootstrap::NodePlan, String, Vec<String>)> = Vec::new();
+    let mut docs: BTreeMap<String, String> = BTreeMap::new();
     for i in 0..c.nodes {
         let mut a = attrs([
             ("instance_type", json!(instance_type)),
@@ -524,17 +527,72 @@ fn resolve_cluster(
             ("gpu", json!(format!("{}:{}", gpu.name, c.gpu.count))),
         ]);
         if let Some(m) = &c.mig {
-            a.insert("mig".into(), json!(m));
-        }
-        if let Some(u) = &c.user_data {
-            a.insert("user_data".into(), json!(u));
-        }
-        if !c.tags.is_empty() {
-            a.insert("tags".into(), json!(c.tags));
+            a.insert("mig".into(), json!(m.to_string()));
         }
         let mut deps = vec![("subnet", subnet.clone()), ("firewall", firewall.clone())];
         if let Some(p) = &placement {
             deps.push(("placement", p.clone()));
+        }
+        let mut node_boot = boot.clone();
+        if let Some(k) = &c.kubernetes {
+            node_boot.kube = Some(match k.mode {
+                KubernetesMode::K3s if i == 0 => bootstrap::Kube::K3sServer {
+                    version: k.version.clone(),
+                },
+                KubernetesMode::K3s => {
+                    deps.push((bootstrap::K3S_SERVER_ROLE, at("node[0]")));
+                    bootstrap::Kube::K3sAgent {
+                        version: k.version.clone(),
+                    }
+                }
+                KubernetesMode::KubeadmJoin => bootstrap::Kube::Kubeadm {
+                    endpoint: k.endpoint.clone().unwrap_or_default(),
+                    ca_cert_hash: k.ca_cert_hash.clone().unwrap_or_default(),
+                },
+            });
+        }
+        if node_boot.is_empty() {
+            // Nothing to set up: the user's user_data goes as written.
+            if let Some(u) = &c.user_data {
+                a.insert("user_data".into(), json!(u));
+            }
+        } else {
+            // Nodes share a document but for their Kubernetes role: render
+            // once each, and keep one copy of each document.
+            let (sha, steps) = match rendered.iter().find(|(p, ..)| *p == node_boot) {
+                Some((_, sha, steps)) => (sha.clone(), steps.clone()),
+                None => {
+                    let r = node_boot.render();
+                    if r.document.len() > MAX_USER_DATA_BYTES {
+                        return Err(vec![loaded.diagnostic(
+                            &if c.user_data.is_some() {
+                                format!("{path}.user_data")
+                            } else {
+                                path.clone()
+                            },
+                            format!(
+                                "the boot document of {} is {} bytes; clouds take at most {MAX_USER_DATA_BYTES} (16 KiB once base64-encoded: EC2, Tencent CVM)",
+                                at(&format!("node[{i}]")),
+                                r.document.len()
+                            ),
+                            Some("shorten user_data, or fetch a larger script from it (`#include URL`)".into()),
+                        )]);
+                    }
+                    docs.insert(r.sha256.clone(), r.document);
+                    rendered.push((node_boot.clone(), r.sha256.clone(), r.steps.clone()));
+                    (r.sha256, r.steps)
+                }
+            };
+            a.insert(USER_DATA_SHA256.into(), json!(sha));
+            a.insert("bootstrap".into(), json!(steps));
+            // The user's own part, as before: recorded, so its change
+            // reads as a diff in the plan.
+            if let Some(u) = &c.user_data {
+                a.insert(OWN_USER_DATA.into(), json!(u));
+            }
+        }
+        if !c.tags.is_empty() {
+            a.insert("tags".into(), json!(c.tags));
         }
         let node = format!("node[{i}]");
         push(&node, ResourceKind::Instance, a, &deps, hourly_usd);
@@ -552,8 +610,175 @@ fn resolve_cluster(
             );
         }
     }
+    out.documents.extend(docs);
+    out.notes.extend(boot_note);
     Ok(())
 }
+
+/// The attribute that stands for a rendered `user_data` in state: the
+/// document itself (which `apply` fills with secrets) is never recorded.
+pub const USER_DATA_SHA256: &str = "user_data_sha256";
+
+/// With a bootstrap, the spec's own `user_data` (one part of the document),
+/// kept readable for plans and state like `user_data` without one.
+pub const OWN_USER_DATA: &str = "own_user_data";
+
+/// The per-GPU MIG layout `mig:` asks for, checked against the GPU's slice
+/// budget from the catalog's MIG table.
+fn mig_layout(
+    loaded: &LoadedSpec,
+    path: &str,
+    gpu: &gpuform_catalog::GpuModel,
+    c: &Cluster,
+) -> Result<Option<Vec<String>>, Diagnostic> {
+    let Some(mig) = &c.mig else { return Ok(None) };
+    let at = format!("{path}.mig");
+    let Some(table) = gpuform_catalog::node::mig_table(&gpu.name) else {
+        return Err(loaded.diagnostic(
+            &at,
+            format!("{} does not support MIG", gpu.name),
+            Some(
+                "remove `mig:`, or pick a MIG GPU (A100, A30, H100, H200, H20, H800, B200)".into(),
+            ),
+        ));
+    };
+    let profiles: Vec<String> = table
+        .profiles
+        .iter()
+        .map(|p| {
+            format!(
+                "{} ({}c/{}m, ≤{})",
+                p.profile, p.compute_slices, p.memory_slices, p.max_instances
+            )
+        })
+        .collect();
+    let budget = format!(
+        "one {} has {} compute and {} memory slices; profiles (compute/memory slices, max per GPU): {}",
+        gpu.name,
+        table.compute_slices,
+        table.memory_slices,
+        profiles.join(", ")
+    );
+    let layout = match mig {
+        MigSpec::Single(p) => match table.fill(p) {
+            Some(l) => l,
+            None => {
+                return Err(loaded.diagnostic(
+                    &at,
+                    format!("MIG profile `{p}` does not exist on {}", gpu.name),
+                    Some(budget),
+                ))
+            }
+        },
+        MigSpec::Mixed(list) => list.clone(),
+    };
+    if let Err(e) = table.check_layout(&layout) {
+        return Err(loaded.diagnostic(
+            &at,
+            format!("MIG layout {mig} does not fit one {}: {e}", gpu.name),
+            Some(budget),
+        ));
+    }
+    Ok(Some(layout))
+}
+
+/// The bootstrap every node of a cluster shares (Kubernetes roles are per node).
+fn bootstrap_base(
+    loaded: &LoadedSpec,
+    path: &str,
+    gpu: &gpuform_catalog::GpuModel,
+    c: &Cluster,
+    cloud: Cloud,
+    instance_type: &str,
+    mig: Option<Vec<String>>,
+) -> Result<(bootstrap::NodePlan, Option<String>), Diagnostic> {
+    let mut note = None;
+    let amd = gpu.vendor.eq_ignore_ascii_case("AMD");
+    let image = c.image.to_ascii_lowercase();
+    let prebuilt = if amd {
+        image.contains("rocm")
+    } else {
+        image.contains("cuda")
+    };
+    let driver = match c.driver.as_deref() {
+        Some("none") => None,
+        _ if prebuilt => None,
+        Some(v) if amd => {
+            if v.split('.').count() < 2 {
+                return Err(loaded.diagnostic(
+                    &format!("{path}.driver"),
+                    format!("`{v}` is not a ROCm release; {} is an AMD GPU", gpu.name),
+                    Some("write a ROCm release like `driver: \"6.2\"`, or `none`".into()),
+                ));
+            }
+            Some(bootstrap::Driver::Rocm(v.to_string()))
+        }
+        Some(v) => {
+            if v.contains('.') {
+                return Err(loaded.diagnostic(
+                    &format!("{path}.driver"),
+                    format!("`{v}` is not an NVIDIA driver branch"),
+                    Some("write the branch, e.g. `driver: 550` (NVIDIA's repositories package `cuda-drivers-550`)".into()),
+                ));
+            }
+            Some(bootstrap::Driver::Nvidia(v.to_string()))
+        }
+        None if amd => Some(bootstrap::Driver::Rocm(DEFAULT_ROCM.into())),
+        None => Some(bootstrap::Driver::Nvidia(DEFAULT_NVIDIA_BRANCH.into())),
+    };
+    // Opt-in: a node that had no bootstrap must not be replaced because
+    // gpuform learned that its type has local disks.
+    let nvme = match c.local_nvme.as_deref() {
+        None | Some("none") | Some("false") => None,
+        Some(mount) => {
+            let mount = if mount == "true" { "/data" } else { mount };
+            // A portable spec may ask for local disks everywhere; where the
+            // type has none (or the catalog does not know), it is a note.
+            match gpuform_catalog::node::instance_store(cloud, instance_type) {
+                Some(s) => Some((s.devices, mount.to_string())),
+                None => {
+                    note = Some(format!(
+                        "{}: {cloud} {instance_type} has no local NVMe disks gpuform knows of; `local_nvme` is not set up (use `disk.data_gb` for a network disk)",
+                        path.replacen("clusters.", "cluster.", 1)
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    let plan = bootstrap::NodePlan {
+        cluster: path.trim_start_matches("clusters.").to_string(),
+        gpu_model: gpu.name.clone(),
+        gpu_count: c.gpu.count,
+        driver,
+        mig,
+        nvme,
+        kube: None,
+        token_env: c.kubernetes.as_ref().map(|k| k.token_env.clone()),
+        taint: c.kubernetes.as_ref().and_then(|k| k.taint.clone()),
+        user_data: c.user_data.clone(),
+    };
+    // Only a document gpuform makes needs to know what user_data is.
+    if !plan.is_empty() || c.kubernetes.is_some() {
+        if let Some(u) = &c.user_data {
+            if let Err(why) = bootstrap::check_user_data(u) {
+                return Err(loaded.diagnostic(
+                    &format!("{path}.user_data"),
+                    why,
+                    Some("start user_data with `#!/bin/bash` (a script) or `#cloud-config`".into()),
+                ));
+            }
+        }
+    }
+    Ok((plan, note))
+}
+
+/// The largest user data every cloud takes: 16 KiB base64-encoded.
+pub const MAX_USER_DATA_BYTES: usize = 12 * 1024;
+
+/// Driver versions installed when the spec names none (and the image has none).
+pub const DEFAULT_NVIDIA_BRANCH: &str = "550";
+pub const DEFAULT_ROCM: &str = "6.2";
 
 fn attrs<const N: usize>(pairs: [(&str, serde_json::Value); N]) -> Attrs {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()

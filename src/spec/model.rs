@@ -157,10 +157,26 @@ pub struct Cluster {
     /// image id is accepted and reported as lock-in.
     #[serde(default = "default_image")]
     pub image: String,
-    /// MIG profile to partition every GPU into (e.g. `3g.40gb`); validated
-    /// against the GPU model.
+    /// MIG layout of every GPU, applied at boot: one profile (`3g.40gb`: as
+    /// many as fit) or a list for a mixed layout (`[3g.40gb, 2g.20gb,
+    /// 1g.10gb, 1g.10gb]`), checked against the GPU's slice budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mig: Option<String>,
+    pub mig: Option<MigSpec>,
+    /// GPU driver to install at boot on images without one: an NVIDIA driver
+    /// branch (`550`, default for NVIDIA GPUs on non-CUDA images) or a ROCm
+    /// release for AMD GPUs (`6.2`); `none` skips it. CUDA images skip it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "driver_schema")]
+    pub driver: Option<String>,
+    /// Use the instance type's local NVMe disks (instance store): RAID 0
+    /// when several, ext4, mounted at this path (`true` means `/data`);
+    /// absent or `none`, they are left alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "local_nvme_schema")]
+    pub local_nvme: Option<String>,
+    /// Make the nodes Kubernetes nodes at boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<Kubernetes>,
     /// Escape hatch: a raw provider instance type. Always reported as lock-in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_type: Option<String>,
@@ -185,6 +201,69 @@ pub struct Cluster {
 pub struct GpuRequest {
     pub model: String,
     pub count: u32,
+}
+
+/// `mig:` as written: one profile for every slot of every GPU, or a mixed
+/// list of profiles per GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MigSpec {
+    Single(String),
+    Mixed(Vec<String>),
+}
+
+impl MigSpec {
+    /// The profiles named, in order (one for `Single`).
+    pub fn profiles(&self) -> Vec<&str> {
+        match self {
+            MigSpec::Single(p) => vec![p.as_str()],
+            MigSpec::Mixed(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for MigSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MigSpec::Single(p) => f.write_str(p),
+            MigSpec::Mixed(v) => write!(f, "[{}]", v.join(", ")),
+        }
+    }
+}
+
+/// How the nodes join Kubernetes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KubernetesMode {
+    /// A small self-contained k3s cluster: server on `node[0]`, agents on
+    /// the others, joining over the private network.
+    K3s,
+    /// `kubeadm join` an existing cluster at `endpoint`.
+    KubeadmJoin,
+}
+
+/// `kubernetes:` on a cluster. The join token is never written in the spec:
+/// it is read from the environment variable `token_env` at apply time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    pub mode: KubernetesMode,
+    /// Environment variable holding the join token (read by `apply` only).
+    pub token_env: String,
+    /// kubeadm-join: the API server, `HOST:PORT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// kubeadm-join: `sha256:<64 hex>` of the cluster CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert_hash: Option<String>,
+    /// k3s: the release to install (e.g. `v1.30.6+k3s1`); the channel's
+    /// stable one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// A taint for the GPU nodes, `KEY=VALUE:EFFECT`
+    /// (e.g. `nvidia.com/gpu=present:NoSchedule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taint: Option<String>,
 }
 
 /// Disks of each node.
@@ -455,6 +534,33 @@ enum PricingModelSchema {
 const VAR_REF_PATTERN: &str = r"^\$\{var\.[A-Za-z_][A-Za-z0-9_]*\}$";
 
 /// An integer of at least 1, or a `${var.NAME}` reference.
+/// `local_nvme: /data` or `true` / `false`.
+fn local_nvme_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};
+    SchemaObject {
+        instance_type: Some(SingleOrVec::Vec(vec![
+            InstanceType::String,
+            InstanceType::Boolean,
+        ])),
+        ..Default::default()
+    }
+    .into()
+}
+
+/// `driver: 550` (a YAML number) or `driver: "6.2"` / `none`.
+fn driver_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};
+    SchemaObject {
+        instance_type: Some(SingleOrVec::Vec(vec![
+            InstanceType::String,
+            InstanceType::Integer,
+            InstanceType::Number,
+        ])),
+        ..Default::default()
+    }
+    .into()
+}
+
 fn count_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
     use schemars::schema::{
         InstanceType, NumberValidation, SchemaObject, StringValidation, SubschemaValidation,

@@ -241,12 +241,53 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("fabric", |v, n, p| v.choice(n, p, FABRIC, "fabric")),
     opt("disk", Validator::disk),
     opt("image", Validator::nonempty),
-    opt("mig", Validator::nonempty),
+    opt("mig", Validator::mig),
+    opt("driver", Validator::driver),
+    opt("local_nvme", Validator::local_nvme),
+    opt("kubernetes", Validator::kubernetes),
     opt("instance_type", Validator::nonempty),
     opt("user_data", Validator::string),
     opt("ingress", Validator::ingress_list),
     opt("cidr", |v, n, p| v.cidr(n, p, false)),
     opt("tags", Validator::tags),
+];
+
+const KUBE_MODES: &[&str] = &["k3s", "kubeadm-join"];
+
+const KUBERNETES_FIELDS: &[Field] = &[
+    req("mode", |v, n, p| {
+        v.choice(n, p, KUBE_MODES, "Kubernetes mode")
+    }),
+    req("token_env", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            is_env_name,
+            "an environment variable name like `K3S_TOKEN`",
+        )
+    }),
+    opt("endpoint", |v, n, p| {
+        v.shaped(n, p, is_endpoint, "`HOST:PORT`, e.g. `10.0.0.10:6443`")
+    }),
+    opt("ca_cert_hash", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            is_ca_hash,
+            "`sha256:` and 64 hex digits (from `kubeadm token create --print-join-command`)",
+        )
+    }),
+    opt("version", |v, n, p| {
+        v.shaped(n, p, is_k8s_version, "a release like `v1.30.6+k3s1`")
+    }),
+    opt("taint", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            is_taint,
+            "`KEY=VALUE:EFFECT`, e.g. `nvidia.com/gpu=present:NoSchedule`",
+        )
+    }),
 ];
 
 const BUCKET_FIELDS: &[Field] = &[
@@ -642,6 +683,103 @@ impl Validator {
     fn bucket(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
         self.object(node, path, at, BUCKET_FIELDS, "a bucket", &[])
             .map(Value::Object)
+    }
+
+    /// A scalar whose text passes `ok`; `what` says what is expected. These
+    /// values end up in the boot scripts, so only safe characters pass.
+    fn shaped(
+        &mut self,
+        node: &Node,
+        path: &str,
+        ok: fn(&str) -> bool,
+        what: &str,
+    ) -> Option<Value> {
+        let text = self.scalar_text(node, path, what)?;
+        if ok(&text) {
+            return Some(Value::String(text));
+        }
+        self.error(
+            node.start,
+            path,
+            format!("`{}` is not {what}", shorten(&text)),
+            format!("write {what}"),
+        );
+        None
+    }
+
+    /// `mig: 3g.40gb` or a mixed list per GPU `[3g.40gb, 2g.20gb, ...]`.
+    fn mig(&mut self, node: &Node, path: &str) -> Option<Value> {
+        const WHAT: &str = "a MIG profile like `3g.40gb`";
+        match &node.kind {
+            Kind::Seq(items) => {
+                if items.is_empty() {
+                    self.error(
+                        node.start,
+                        path,
+                        "the MIG layout is empty",
+                        "list the profiles of one GPU, e.g. `mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]`, or remove `mig:`",
+                    );
+                    return None;
+                }
+                let mut out = Vec::new();
+                let mut ok = true;
+                for (i, item) in items.iter().enumerate() {
+                    match self.shaped(item, &format!("{path}[{i}]"), is_mig_profile, WHAT) {
+                        Some(v) => out.push(v),
+                        None => ok = false,
+                    }
+                }
+                ok.then_some(Value::Array(out))
+            }
+            _ => self.shaped(node, path, is_mig_profile, WHAT),
+        }
+    }
+
+    fn driver(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.shaped(
+            node,
+            path,
+            |t| t == "none" || is_version(t),
+            "a driver version like `550` (NVIDIA branch) or `6.2` (ROCm), or `none`",
+        )
+    }
+
+    fn local_nvme(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.shaped(
+            node,
+            path,
+            |t| matches!(t, "none" | "true" | "false") || is_mount_path(t),
+            "an absolute mount path like `/data` (letters, digits, `._-/`), `true` (/data) or `none`",
+        )
+    }
+
+    fn kubernetes(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let obj = self.object(
+            node,
+            path,
+            node.start,
+            KUBERNETES_FIELDS,
+            "`kubernetes`",
+            &[],
+        )?;
+        if obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join") {
+            let mut ok = true;
+            for key in ["endpoint", "ca_cert_hash"] {
+                if !obj.contains_key(key) {
+                    self.error(
+                        node.start,
+                        path,
+                        format!("`mode: kubeadm-join` needs `{key}`"),
+                        "give the existing cluster's API endpoint and CA hash (`kubeadm token create --print-join-command` prints both)",
+                    );
+                    ok = false;
+                }
+            }
+            if !ok {
+                return None;
+            }
+        }
+        Some(Value::Object(obj))
     }
 
     fn disk(&mut self, node: &Node, path: &str) -> Option<Value> {
@@ -1208,6 +1346,84 @@ fn lists_tencent(candidates: &Node) -> bool {
         Kind::Scalar { text, .. } => text.split('/').next() == Some("tencent"),
         _ => false,
     })
+}
+
+fn is_mig_profile(t: &str) -> bool {
+    // `<n>g.<m>gb`, optionally `+me` (media extensions).
+    let core = t.strip_suffix("+me").unwrap_or(t);
+    let Some((g, mem)) = core.split_once("g.") else {
+        return false;
+    };
+    let Some(m) = mem.strip_suffix("gb") else {
+        return false;
+    };
+    !g.is_empty()
+        && g.chars().all(|c| c.is_ascii_digit())
+        && !m.is_empty()
+        && m.chars().all(|c| c.is_ascii_digit())
+}
+
+fn is_version(t: &str) -> bool {
+    !t.is_empty()
+        && t.split('.').count() <= 3
+        && t.split('.')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+fn is_mount_path(t: &str) -> bool {
+    t.len() > 1
+        && t.starts_with('/')
+        && !t.contains("//")
+        && !t.split('/').any(|p| p == ".." || p == ".")
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
+}
+
+fn is_env_name(t: &str) -> bool {
+    t.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_endpoint(t: &str) -> bool {
+    let Some((host, port)) = t.rsplit_once(':') else {
+        return false;
+    };
+    !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+        && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
+fn is_ca_hash(t: &str) -> bool {
+    t.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+fn is_k8s_version(t: &str) -> bool {
+    t.strip_prefix('v').is_some_and(|r| {
+        r.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && r.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-'))
+    })
+}
+
+fn is_taint(t: &str) -> bool {
+    let Some((kv, effect)) = t.rsplit_once(':') else {
+        return false;
+    };
+    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+    let word = |s: &str, extra: &[char]| {
+        s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') || extra.contains(&c)
+        })
+    };
+    !key.is_empty()
+        && word(key, &['/'])
+        && word(value, &[])
+        && matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute")
 }
 
 fn list(items: &[&str]) -> String {

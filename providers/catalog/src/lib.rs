@@ -18,6 +18,8 @@
 //! - `data/<cloud>/prices.csv`: one price per row, each with its
 //!   source and `as_of` date; region `*` means "the source states no region".
 //! - `subscriptions.csv` (monthly prices) and `notes.csv` (caveats).
+//! - `data/mig_profiles.csv`, `data/aws/instance_store.csv`: what a node
+//!   sets up at boot (MIG slice budgets, local NVMe); see [`node`].
 //! - `data/<cloud>/README.md`: where each cloud's rows come from.
 //!
 //! Empty cells mean unknown; the loader never fills them in.
@@ -27,6 +29,7 @@ pub mod cloud;
 pub mod date;
 pub mod fsio;
 mod load;
+pub mod node;
 mod overrides;
 mod query;
 mod sources;
