@@ -184,7 +184,9 @@ pub(crate) async fn describe_instances(
     f: Vec<Filter>,
 ) -> Result<Vec<Instance>, ProviderError> {
     let reservations: Vec<_> = every_item!(
-        c.describe_instances().set_filters(Some(f)).max_results(PAGE),
+        c.describe_instances()
+            .set_filters(Some(f))
+            .max_results(PAGE),
         "DescribeInstances"
     )?;
     Ok(reservations

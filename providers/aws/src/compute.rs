@@ -5,7 +5,7 @@
 //! tests check the built request without a server.
 
 use crate::client::{by_id, describe_instances, describe_placement_groups, empty_answer, filter};
-use crate::errors::{map_sdk, Op};
+use crate::errors::{done, map_sdk, Op};
 use crate::refresh::{is_gone, observe_instance, observe_placement};
 use crate::tags::{
     client_token, creation_tags, derived_name, tag_spec, tag_value, Tags, IMAGE_TAG, PRICING_TAG,
@@ -46,7 +46,12 @@ impl AwsProvider {
         instance_type: &str,
     ) -> Result<TypeInfo, ProviderError> {
         let key = (region.to_string(), instance_type.to_string());
-        if let Some(t) = self.types.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(t) = self
+            .types
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(t.clone());
         }
         let out = self
@@ -80,7 +85,12 @@ impl AwsProvider {
         };
         let archs: Vec<&str> = info
             .processor_info()
-            .map(|p| p.supported_architectures().iter().map(|a| a.as_str()).collect())
+            .map(|p| {
+                p.supported_architectures()
+                    .iter()
+                    .map(|a| a.as_str())
+                    .collect()
+            })
             .unwrap_or_default();
         let architecture = if archs.is_empty() || archs.contains(&"x86_64") {
             "x86_64"
@@ -112,7 +122,12 @@ pub(crate) async fn offered(
         .describe_instance_type_offerings()
         .location_type(LocationType::AvailabilityZone)
         .filters(Filter::builder().name("location").values(zone).build())
-        .filters(Filter::builder().name("instance-type").values(instance_type).build())
+        .filters(
+            Filter::builder()
+                .name("instance-type")
+                .values(instance_type)
+                .build(),
+        )
         .send()
         .await
         .map_err(|e| map_sdk("DescribeInstanceTypeOfferings", Op::Other, e))?;
@@ -129,11 +144,15 @@ pub(crate) async fn create_instance(
     let region = req.region();
     let s = &req.spec;
     let info = p.type_info(region, &s.instance_type).await?;
-    let (image_id, root_device_name) = p.resolve_image(region, &s.image, &info.architecture).await?;
+    let (image_id, root_device_name) = p
+        .resolve_image(region, &s.image, &info.architecture)
+        .await?;
     if s.root_gb.is_some() && root_device_name.is_none() {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
-            format!("image {image_id} reports no root device, so its root volume size cannot be set"),
+            format!(
+                "image {image_id} reports no root device, so its root volume size cannot be set"
+            ),
         ));
     }
     let extra = [
@@ -217,21 +236,13 @@ pub(crate) async fn create_placement(
 }
 
 pub(crate) async fn delete_instance(c: &Client, id: &str) -> Result<(), ProviderError> {
-    c.terminate_instances()
-        .instance_ids(id)
-        .send()
-        .await
-        .map_err(|e| map_sdk("TerminateInstances", Op::Other, e))?;
-    Ok(())
+    let sent = c.terminate_instances().instance_ids(id).send().await;
+    done("TerminateInstances", Op::Other, sent)
 }
 
 pub(crate) async fn delete_placement(c: &Client, name: &str) -> Result<(), ProviderError> {
-    c.delete_placement_group()
-        .group_name(name)
-        .send()
-        .await
-        .map_err(|e| map_sdk("DeletePlacementGroup", Op::Other, e))?;
-    Ok(())
+    let sent = c.delete_placement_group().group_name(name).send().await;
+    done("DeletePlacementGroup", Op::Other, sent)
 }
 
 /// An instance that exists (not terminated or shutting down), for what

@@ -124,7 +124,12 @@ impl AwsProvider {
             image.to_string(),
             architecture.to_string(),
         );
-        if let Some(r) = self.images.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(r) = self
+            .images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok((r.image_id.clone(), r.root_device_name.clone()));
         }
         let resolved = if is_ami_id(image) {
@@ -141,7 +146,11 @@ impl AwsProvider {
     }
 
     /// An explicit AMI id, checked to exist here.
-    async fn describe_ami(&self, region: &str, image: &str) -> Result<ResolvedImage, ProviderError> {
+    async fn describe_ami(
+        &self,
+        region: &str,
+        image: &str,
+    ) -> Result<ResolvedImage, ProviderError> {
         let out = self
             .ec2_client(region)
             .describe_images()
@@ -152,7 +161,9 @@ impl AwsProvider {
         let img = out.images().first().ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Invalid,
-                format!("image `{image}` does not exist in {region} or is not visible to this account"),
+                format!(
+                    "image `{image}` does not exist in {region} or is not visible to this account"
+                ),
             )
             .with_code("InvalidAMIID.NotFound")
         })?;

@@ -76,7 +76,10 @@ impl fmt::Debug for AwsProvider {
             .map(|c| c.keys().cloned().collect())
             .unwrap_or_default();
         f.debug_struct("AwsProvider")
-            .field("endpoint", &self.endpoint.as_deref().map(client::redact_url))
+            .field(
+                "endpoint",
+                &self.endpoint.as_deref().map(client::redact_url),
+            )
             .field(
                 "default_region",
                 &self.base.region().map(|r| r.as_ref().to_string()),
@@ -186,27 +189,45 @@ impl CloudDriver for AwsProvider {
         tags::check_tag(key, value)
     }
 
-    async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         network::create_network(self, req).await
     }
 
-    async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         network::create_subnet(self, req).await
     }
 
-    async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         network::create_firewall(self, req).await
     }
 
-    async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         compute::create_placement(self, req).await
     }
 
-    async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         compute::create_instance(self, req).await
     }
 
-    async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(
+        &self,
+        req: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         storage::create_volume(self, req).await
     }
 
@@ -219,7 +240,11 @@ impl CloudDriver for AwsProvider {
         refresh::read(self, scope, kind, ids).await
     }
 
-    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
         refresh::list_owned(self, scope, project).await
     }
 

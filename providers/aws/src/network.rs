@@ -2,7 +2,7 @@
 //! translation of neutral ingress rules to and from EC2's `IpPermission`.
 
 use crate::client::{by_id, describe_groups, empty_answer, filter};
-use crate::errors::{map_sdk, Op};
+use crate::errors::{done, map_sdk, Op};
 use crate::refresh::{observe_group, observe_subnet, observe_vpc};
 use crate::tags::{creation_tags, derived_name, sanitize, tag_spec, tag_value};
 use crate::AwsProvider;
@@ -137,41 +137,30 @@ pub(crate) async fn update_ingress(
         authorize(&c, id, add).await?;
     }
     if !remove.is_empty() {
-        c.revoke_security_group_ingress()
+        let sent = c
+            .revoke_security_group_ingress()
             .group_id(id)
             .set_ip_permissions(Some(remove))
             .send()
-            .await
-            .map_err(|e| map_sdk("RevokeSecurityGroupIngress", Op::Other, e))?;
+            .await;
+        done("RevokeSecurityGroupIngress", Op::Other, sent)?;
     }
     Ok(())
 }
 
 pub(crate) async fn delete_network(c: &Client, id: &str) -> Result<(), ProviderError> {
-    c.delete_vpc()
-        .vpc_id(id)
-        .send()
-        .await
-        .map_err(|e| map_sdk("DeleteVpc", Op::Other, e))?;
-    Ok(())
+    let sent = c.delete_vpc().vpc_id(id).send().await;
+    done("DeleteVpc", Op::Other, sent)
 }
 
 pub(crate) async fn delete_subnet(c: &Client, id: &str) -> Result<(), ProviderError> {
-    c.delete_subnet()
-        .subnet_id(id)
-        .send()
-        .await
-        .map_err(|e| map_sdk("DeleteSubnet", Op::Other, e))?;
-    Ok(())
+    let sent = c.delete_subnet().subnet_id(id).send().await;
+    done("DeleteSubnet", Op::Other, sent)
 }
 
 pub(crate) async fn delete_firewall(c: &Client, id: &str) -> Result<(), ProviderError> {
-    c.delete_security_group()
-        .group_id(id)
-        .send()
-        .await
-        .map_err(|e| map_sdk("DeleteSecurityGroup", Op::Other, e))?;
-    Ok(())
+    let sent = c.delete_security_group().group_id(id).send().await;
+    done("DeleteSecurityGroup", Op::Other, sent)
 }
 
 async fn authorize(
@@ -227,7 +216,11 @@ fn ec2_protocol(p: Protocol) -> &'static str {
 }
 
 /// One permission for one CIDR (IPv6 when it has a `:`).
-fn permission(protocol: &str, ports: Option<(Option<i32>, Option<i32>)>, cidr: &str) -> IpPermission {
+fn permission(
+    protocol: &str,
+    ports: Option<(Option<i32>, Option<i32>)>,
+    cidr: &str,
+) -> IpPermission {
     let mut b = IpPermission::builder().ip_protocol(protocol);
     if let Some((from, to)) = ports {
         b = b.set_from_port(from).set_to_port(to);
@@ -245,7 +238,9 @@ fn permission(protocol: &str, ports: Option<(Option<i32>, Option<i32>)>, cidr: &
 pub(crate) fn to_permission(r: &IngressRule) -> IpPermission {
     let ports = match r.protocol {
         Protocol::All => None,
-        Protocol::Icmp if r.from_port.is_none() && r.to_port.is_none() => Some((Some(-1), Some(-1))),
+        Protocol::Icmp if r.from_port.is_none() && r.to_port.is_none() => {
+            Some((Some(-1), Some(-1)))
+        }
         _ => Some((r.from_port.map(i32::from), r.to_port.map(i32::from))),
     };
     permission(ec2_protocol(r.protocol), ports, &r.cidr)
@@ -361,7 +356,11 @@ fn read_observed(v: Option<&Value>) -> (ObservedIngress, Vec<IpPermission>) {
 }
 
 fn foreign_permission(v: &Value) -> Option<IpPermission> {
-    let port = |k: &str| v.get(k).and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok());
+    let port = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok())
+    };
     let protocol = match v.get("protocol")?.as_str()? {
         "all" => "-1",
         other => other,
@@ -386,13 +385,17 @@ mod tests {
 
     #[test]
     fn ingress_rules_round_trip() {
-        let v = json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "203.0.113.0/24"});
+        let v =
+            json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "203.0.113.0/24"});
         let r = rule(v.clone());
         let p = to_permission(&r);
         assert_eq!(p.ip_protocol(), Some("tcp"));
         assert_eq!(p.from_port(), Some(22));
         assert_eq!(p.ip_ranges()[0].cidr_ip(), Some("203.0.113.0/24"));
-        assert_eq!(observed_ingress(std::slice::from_ref(&p), None), json!([v, member_rule_missing()]));
+        assert_eq!(
+            observed_ingress(std::slice::from_ref(&p), None),
+            json!([v, member_rule_missing()])
+        );
 
         let all = rule(json!({"protocol": "-1", "cidr": "::/0"}));
         let p = to_permission(&all);
@@ -416,7 +419,13 @@ mod tests {
         let every_icmp = permission("icmp", Some((Some(-1), Some(-1))), "10.0.0.0/8");
         let ssh = to_permission(&rule(json!({"from_port": 22, "cidr": "0.0.0.0/0"})));
         let seen = observed_ingress(
-            &[icmpv6, echo_any_code, every_icmp, ssh, self_permission("sg-1")],
+            &[
+                icmpv6,
+                echo_any_code,
+                every_icmp,
+                ssh,
+                self_permission("sg-1"),
+            ],
             Some("sg-1"),
         );
         assert_eq!(
@@ -432,12 +441,18 @@ mod tests {
         assert!(have.member_rule);
         assert_eq!(have.rules.len(), 2);
         assert_eq!(revoke.len(), 2);
-        assert_eq!((revoke[0].from_port(), revoke[0].to_port()), (Some(8), Some(-1)));
+        assert_eq!(
+            (revoke[0].from_port(), revoke[0].to_port()),
+            (Some(8), Some(-1))
+        );
         assert_eq!(revoke[1].ip_protocol(), Some("58"));
         assert_eq!(revoke[1].ipv6_ranges()[0].cidr_ipv6(), Some("::/0"));
         // The neutral ICMP rule goes back as EC2 reported it: -1/-1.
         let (_, remove) = have.changes_to(&[]);
-        let icmp = remove.iter().find(|r| r.protocol == Protocol::Icmp).unwrap();
+        let icmp = remove
+            .iter()
+            .find(|r| r.protocol == Protocol::Icmp)
+            .unwrap();
         let p = to_permission(icmp);
         assert_eq!((p.from_port(), p.to_port()), (Some(-1), Some(-1)));
     }

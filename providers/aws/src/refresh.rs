@@ -36,7 +36,12 @@ pub(crate) async fn read(
 ) -> Result<Vec<ObservedResource>, ProviderError> {
     let c = p.client(scope)?;
     let region = scope.region.as_str();
-    let ids: Vec<String> = ids.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect();
+    let ids: Vec<String> = ids
+        .iter()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut out = Vec::new();
     for chunk in ids.chunks(FILTER_CHUNK) {
         let by_ids = |name: &str| vec![filter(name, chunk.to_vec())];
@@ -63,7 +68,12 @@ pub(crate) async fn read(
             }
             ResourceKind::Volume => {
                 let found = describe_volumes(&c, by_ids("volume-id")).await?;
-                out.extend(found.iter().filter(|v| !volume_gone(v)).map(|v| observe_volume(v, region)));
+                out.extend(
+                    found
+                        .iter()
+                        .filter(|v| !volume_gone(v))
+                        .map(|v| observe_volume(v, region)),
+                );
             }
             ResourceKind::Bucket => return Err(unsupported(Cloud::Aws, kind)),
         }
@@ -170,7 +180,10 @@ fn observed(
     status: Option<&str>,
 ) -> ObservedResource {
     let own = ownership(tags);
-    attrs.insert("tags".into(), observed_user_tags(tags, own.as_ref()).to_value());
+    attrs.insert(
+        "tags".into(),
+        observed_user_tags(tags, own.as_ref()).to_value(),
+    );
     ObservedResource {
         kind,
         id: id.unwrap_or_default().to_string(),
@@ -196,7 +209,14 @@ fn text(s: Option<&str>) -> Option<Value> {
 pub(crate) fn observe_vpc(v: &Vpc, region: &str) -> ObservedResource {
     let a = attrs([("cidr", text(v.cidr_block()))]);
     let status = v.state().map(|s| s.as_str());
-    observed(ResourceKind::Network, v.vpc_id(), region, v.tags(), a, status)
+    observed(
+        ResourceKind::Network,
+        v.vpc_id(),
+        region,
+        v.tags(),
+        a,
+        status,
+    )
 }
 
 pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
@@ -205,12 +225,29 @@ pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
         ("zone", text(s.availability_zone())),
     ]);
     let status = s.state().map(|s| s.as_str());
-    observed(ResourceKind::Subnet, s.subnet_id(), region, s.tags(), a, status)
+    observed(
+        ResourceKind::Subnet,
+        s.subnet_id(),
+        region,
+        s.tags(),
+        a,
+        status,
+    )
 }
 
 pub(crate) fn observe_group(g: &SecurityGroup, region: &str) -> ObservedResource {
-    let a = attrs([("ingress", Some(observed_ingress(g.ip_permissions(), g.group_id())))]);
-    observed(ResourceKind::Firewall, g.group_id(), region, g.tags(), a, None)
+    let a = attrs([(
+        "ingress",
+        Some(observed_ingress(g.ip_permissions(), g.group_id())),
+    )]);
+    observed(
+        ResourceKind::Firewall,
+        g.group_id(),
+        region,
+        g.tags(),
+        a,
+        None,
+    )
 }
 
 /// The placement groups that are not deleted or being deleted.
@@ -220,7 +257,12 @@ fn observe_placements<'a>(
 ) -> impl Iterator<Item = ObservedResource> + 'a {
     groups
         .iter()
-        .filter(|g| !matches!(g.state().map(|s| s.as_str()), Some("deleted") | Some("deleting")))
+        .filter(|g| {
+            !matches!(
+                g.state().map(|s| s.as_str()),
+                Some("deleted") | Some("deleting")
+            )
+        })
         .map(move |g| observe_placement(g, region))
 }
 
@@ -230,7 +272,14 @@ pub(crate) fn observe_placement(g: &PlacementGroup, region: &str) -> ObservedRes
         ("group_id", text(g.group_id())),
     ]);
     let status = g.state().map(|s| s.as_str());
-    observed(ResourceKind::Placement, g.group_name(), region, g.tags(), a, status)
+    observed(
+        ResourceKind::Placement,
+        g.group_name(),
+        region,
+        g.tags(),
+        a,
+        status,
+    )
 }
 
 pub(crate) fn volume_gone(v: &Volume) -> bool {
@@ -245,10 +294,20 @@ pub(crate) fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
         ("zone", text(v.availability_zone())),
         ("size_gb", v.size().map(Value::from)),
         ("volume_type", text(v.volume_type().map(|t| t.as_str()))),
-        ("attached_to", Some(attachment(v).map_or(Value::Null, Value::String))),
+        (
+            "attached_to",
+            Some(attachment(v).map_or(Value::Null, Value::String)),
+        ),
     ]);
     let status = Some(v.state().map(|s| s.as_str()).unwrap_or_default());
-    observed(ResourceKind::Volume, v.volume_id(), region, v.tags(), a, status)
+    observed(
+        ResourceKind::Volume,
+        v.volume_id(),
+        region,
+        v.tags(),
+        a,
+        status,
+    )
 }
 
 /// Terminated and shutting-down instances are gone for gpuform.
@@ -269,7 +328,11 @@ fn root_volume_id(i: &Instance) -> Option<String> {
         .map(str::to_string)
 }
 
-pub(crate) fn observe_instance(i: &Instance, region: &str, root_gb: Option<i32>) -> ObservedResource {
+pub(crate) fn observe_instance(
+    i: &Instance,
+    region: &str,
+    root_gb: Option<i32>,
+) -> ObservedResource {
     let tags = i.tags();
     // The image as the engine named it (a logical name maps to a different
     // AMI over time); the AMI id for instances gpuform did not launch.
@@ -290,12 +353,27 @@ pub(crate) fn observe_instance(i: &Instance, region: &str, root_gb: Option<i32>)
     let rdma = tag_value(tags, RDMA_TAG).map_or(has_efa, |v| v == "true");
     let a = attrs([
         ("instance_type", text(i.instance_type().map(|t| t.as_str()))),
-        ("zone", text(i.placement().and_then(|p| p.availability_zone()))),
+        (
+            "zone",
+            text(i.placement().and_then(|p| p.availability_zone())),
+        ),
         ("image", text(image)),
         ("pricing", text(Some(pricing))),
         ("root_gb", root_gb.map(Value::from)),
         ("rdma", Some(rdma.into())),
     ]);
-    let status = Some(i.state().and_then(|s| s.name()).map(|n| n.as_str()).unwrap_or_default());
-    observed(ResourceKind::Instance, i.instance_id(), region, tags, a, status)
+    let status = Some(
+        i.state()
+            .and_then(|s| s.name())
+            .map(|n| n.as_str())
+            .unwrap_or_default(),
+    );
+    observed(
+        ResourceKind::Instance,
+        i.instance_id(),
+        region,
+        tags,
+        a,
+        status,
+    )
 }

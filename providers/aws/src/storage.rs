@@ -3,7 +3,7 @@
 
 use crate::client::{by_id, describe_volumes, empty_answer};
 use crate::compute::existing_instance;
-use crate::errors::{map_sdk, Op};
+use crate::errors::{done, map_sdk, Op};
 use crate::refresh::{observe_volume, volume_gone};
 use crate::tags::{client_token, creation_tags, tag_spec};
 use crate::AwsProvider;
@@ -116,14 +116,14 @@ pub(crate) async fn resize_volume(
             format!("volume size_gb {size_gb} is not a size in GiB"),
         )
     })?;
-    p.client(scope)?
+    let c = p.client(scope)?;
+    let sent = c
         .modify_volume()
         .volume_id(&current.id)
         .size(size)
         .send()
-        .await
-        .map_err(|e| map_sdk("ModifyVolume", Op::Other, e))?;
-    Ok(())
+        .await;
+    done("ModifyVolume", Op::Other, sent)
 }
 
 /// Detaches the volume when it is attached, then deletes it.
@@ -134,12 +134,8 @@ pub(crate) async fn delete_volume(c: &Client, id: &str) -> Result<(), ProviderEr
         return Ok(());
     }
     detach_volume(c, v).await?;
-    c.delete_volume()
-        .volume_id(id)
-        .send()
-        .await
-        .map_err(|e| map_sdk("DeleteVolume", Op::Other, e))?;
-    Ok(())
+    let sent = c.delete_volume().volume_id(id).send().await;
+    done("DeleteVolume", Op::Other, sent)
 }
 
 /// The instance a volume is attached (or attaching) to, per DescribeVolumes'
@@ -174,14 +170,14 @@ async fn attach(c: &Client, volume_id: &str, instance_id: &str) -> Result<(), Pr
             format!("instance {instance_id} has no free device name left"),
         )
     })?;
-    c.attach_volume()
+    let sent = c
+        .attach_volume()
         .volume_id(volume_id)
         .instance_id(instance_id)
         .device(device)
         .send()
-        .await
-        .map_err(|e| map_sdk("AttachVolume", Op::Create, e))?;
-    Ok(())
+        .await;
+    done("AttachVolume", Op::Create, sent)
 }
 
 /// DetachVolume from every instance it is attached to, then waits a little
@@ -206,7 +202,7 @@ async fn detach_volume(c: &Client, v: &Volume) -> Result<(), ProviderError> {
             .set_device(device.clone())
             .send()
             .await;
-        match detached.map_err(|e| map_sdk("DetachVolume", Op::Other, e)) {
+        match done("DetachVolume", Op::Other, detached) {
             // Detached (or gone) meanwhile: nothing left to do for it.
             Err(e) if e.kind != ErrorKind::NotFound => return Err(e),
             _ => {}

@@ -2,7 +2,7 @@
 //! (TagSpecifications), the user's tags read back and kept in step
 //! (CreateTags/DeleteTags), and the names and tokens derived from ownership.
 
-use crate::errors::{map_sdk, Op};
+use crate::errors::{done, Op};
 use crate::AwsProvider;
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
@@ -47,7 +47,9 @@ pub fn tag_spec(resource: ResourceType, tags: &Tags) -> TagSpecification {
 /// this says so before any call, naming the rule.
 pub(crate) fn check_tag(key: &str, value: &str) -> Result<(), String> {
     if key.chars().count() > MAX_KEY_CHARS {
-        return Err(format!("EC2 tag keys are at most {MAX_KEY_CHARS} characters"));
+        return Err(format!(
+            "EC2 tag keys are at most {MAX_KEY_CHARS} characters"
+        ));
     }
     if value.chars().count() > MAX_VALUE_CHARS {
         return Err(format!(
@@ -142,21 +144,23 @@ pub(crate) async fn update_tags(
             .set
             .iter()
             .map(|(k, v)| Tag::builder().key(k).value(v).build());
-        c.create_tags()
+        let sent = c
+            .create_tags()
             .resources(target)
             .set_tags(Some(add.collect()))
             .send()
-            .await
-            .map_err(|e| map_sdk("CreateTags", Op::Other, e))?;
+            .await;
+        done("CreateTags", Op::Other, sent)?;
     }
     if !diff.remove.is_empty() {
         let remove = diff.remove.iter().map(|k| Tag::builder().key(k).build());
-        c.delete_tags()
+        let sent = c
+            .delete_tags()
             .resources(target)
             .set_tags(Some(remove.collect()))
             .send()
-            .await
-            .map_err(|e| map_sdk("DeleteTags", Op::Other, e))?;
+            .await;
+        done("DeleteTags", Op::Other, sent)?;
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use gpuform_aws::AwsProvider;
-use gpuform_provider::{ErrorKind, Provider, ResourceKind};
+use gpuform_provider::{CreateRequest, ErrorKind, Provider, ProviderError, ResourceKind};
 use serde_json::json;
 
 #[tokio::test]
@@ -23,6 +23,14 @@ async fn dependency_violation_when_deleting_a_vpc_in_use() {
     assert!(p.list_owned(&scope(), &project).await.unwrap().is_empty());
 }
 
+/// The error of a create that must fail.
+async fn refused(p: &AwsProvider, r: CreateRequest) -> ProviderError {
+    match p.create(&r).await {
+        Ok(made) => panic!("{} {} was created: {made:?}", r.kind, r.ownership.address),
+        Err(e) => e,
+    }
+}
+
 #[tokio::test]
 async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
     let p = provider().await;
@@ -32,17 +40,16 @@ async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
         ("subnet", net.subnet.as_str()),
         ("firewall", net.sg.as_str()),
     ];
+    let node = |address: &str, attrs| req(ResourceKind::Instance, &project, address, attrs, &refs);
 
-    let e = p
-        .create(&req(
-            ResourceKind::Instance,
-            &project,
+    let e = refused(
+        &p,
+        node(
             "n[0]",
             json!({"instance_type": "p9.mega", "image": "amazon-linux-2023"}),
-            &refs,
-        ))
-        .await
-        .unwrap_err();
+        ),
+    )
+    .await;
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert!(
         e.code
@@ -54,31 +61,27 @@ async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
     assert!(e.request_id.is_some(), "{e:?}");
     assert!(e.message.contains("hint"), "{e:?}");
 
-    let e = p
-        .create(&req(
-            ResourceKind::Instance,
-            &project,
+    let e = refused(
+        &p,
+        node(
             "n[1]",
             json!({"instance_type": "g4dn.xlarge", "image": "ami-0123456789abcdef0"}),
-            &refs,
-        ))
-        .await
-        .unwrap_err();
+        ),
+    )
+    .await;
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert_eq!(e.code.as_deref(), Some("InvalidAMIID.NotFound"), "{e:?}");
     assert!(e.request_id.is_some(), "{e:?}");
 
     // A logical name that does not exist at all, and one with no AMI here.
-    let e = p
-        .create(&req(
-            ResourceKind::Instance,
-            &project,
+    let e = refused(
+        &p,
+        node(
             "n[2]",
             json!({"instance_type": "g4dn.xlarge", "image": "beos-5"}),
-            &refs,
-        ))
-        .await
-        .unwrap_err();
+        ),
+    )
+    .await;
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(
         e.message.contains("ubuntu-22.04-cuda"),
@@ -86,31 +89,44 @@ async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
     );
 
     // A reference that does not exist: invalid input with a hint.
-    let e = p
-        .create(&req(
+    let e = refused(
+        &p,
+        req(
             ResourceKind::Subnet,
             &project,
             "subnet.gone",
             json!({"cidr": "10.250.1.0/24", "zone": ZONE}),
             &[("network", "vpc-0000000000000000f")],
-        ))
-        .await
-        .unwrap_err();
+        ),
+    )
+    .await;
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert_eq!(e.code.as_deref(), Some("InvalidVpcID.NotFound"), "{e:?}");
 
     // Buckets are not EC2.
-    let e = p
-        .create(&req(
-            ResourceKind::Bucket,
-            &project,
-            "bucket.b",
-            json!({"name": "x"}),
-            &[],
-        ))
-        .await
-        .unwrap_err();
+    let bucket = req(
+        ResourceKind::Bucket,
+        &project,
+        "bucket.b",
+        json!({"name": "x"}),
+        &[],
+    );
+    assert_eq!(refused(&p, bucket).await.kind, ErrorKind::Invalid);
+
+    // Tags EC2 would refuse are refused before any call: nothing is made.
+    let long_key = json!({"cidr": "10.251.0.0/16", "tags": {"k".repeat(129): "v"}});
+    let vpc = req(
+        ResourceKind::Network,
+        &project,
+        "network.tagged",
+        long_key,
+        &[],
+    );
+    let e = refused(&p, vpc).await;
     assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(e.message.contains("at most 128 characters"), "{e}");
+    let left = p.list_owned(&scope(), &project).await.unwrap();
+    assert_eq!(by_kind(&left, ResourceKind::Network).len(), 1, "{left:#?}");
 
     delete_network(&p, &net).await;
 }
@@ -129,4 +145,3 @@ async fn unreachable_endpoint_is_transient() {
         "no credentials in errors: {e}"
     );
 }
-

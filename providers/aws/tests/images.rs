@@ -48,4 +48,3 @@ async fn image_names_resolve_against_moto_catalog() {
         "{e}"
     );
 }
-

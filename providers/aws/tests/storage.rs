@@ -73,4 +73,3 @@ async fn data_volume_created_attached_listed_and_deleted() {
     delete_network(&p, &net).await;
     assert!(p.list_owned(&scope(), &project).await.unwrap().is_empty());
 }
-

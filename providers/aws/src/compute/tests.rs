@@ -29,7 +29,10 @@ fn plan() -> InstancePlan {
         instance_tags: vec![("gpuform:project".into(), "p".into())],
         volume_tags: vec![
             ("gpuform:project".into(), "p".into()),
-            (crate::tags::KIND_TAG.into(), crate::tags::ROOT_VOLUME_KIND.into()),
+            (
+                crate::tags::KIND_TAG.into(),
+                crate::tags::ROOT_VOLUME_KIND.into(),
+            ),
         ],
     }
 }
@@ -115,8 +118,12 @@ fn placement_group_request_shape() {
         ("gpuform:project".to_string(), "p".to_string()),
         ("gpuform:token".into(), "t".into()),
     ];
-    let b =
-        create_placement_group(&c, "gpuform-p-cluster-trainer-1234", PlacementStrategy::Cluster, &tags);
+    let b = create_placement_group(
+        &c,
+        "gpuform-p-cluster-trainer-1234",
+        PlacementStrategy::Cluster,
+        &tags,
+    );
     let i = b.as_input();
     assert_eq!(
         i.get_group_name().as_deref(),
