@@ -142,12 +142,22 @@ pub(crate) async fn create_instance(
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
     let region = req.region();
-    let s = &req.spec;
-    let info = p.type_info(region, &s.instance_type).await?;
-    let (image_id, root_device_name) = p
-        .resolve_image(region, &s.image, &info.architecture)
-        .await?;
-    if s.root_gb.is_some() && root_device_name.is_none() {
+    // Every field, so that a new one is a compile error here.
+    let InstanceSpec {
+        instance_type,
+        image,
+        zone,
+        pricing,
+        root_gb,
+        rdma,
+        user_data,
+        subnet,
+        firewall,
+        placement,
+    } = &req.spec;
+    let info = p.type_info(region, instance_type).await?;
+    let (image_id, root_device_name) = p.resolve_image(region, image, &info.architecture).await?;
+    if root_gb.is_some() && root_device_name.is_none() {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
             format!(
@@ -156,25 +166,25 @@ pub(crate) async fn create_instance(
         ));
     }
     let extra = [
-        (IMAGE_TAG, s.image.clone()),
-        (PRICING_TAG, s.pricing.as_str().to_string()),
-        (RDMA_TAG, s.rdma.to_string()),
+        (IMAGE_TAG, image.clone()),
+        (PRICING_TAG, pricing.as_str().to_string()),
+        (RDMA_TAG, rdma.to_string()),
     ];
-    let root_gb = s.root_gb.map(|g| g as i32);
+    let root_gb = root_gb.map(|g| g as i32);
     let plan = InstancePlan {
-        instance_type: s.instance_type.clone(),
+        instance_type: instance_type.clone(),
         image_id,
         root_device_name,
         root_gb,
-        subnet_id: s.subnet.clone(),
-        security_group_id: s.firewall.clone(),
-        placement_group: s.placement.clone(),
-        zone: s.zone.clone(),
+        subnet_id: subnet.clone(),
+        security_group_id: firewall.clone(),
+        placement_group: placement.clone(),
+        zone: zone.clone(),
         // Reserved instances and savings plans are billing constructs: the
         // launch is an ordinary on-demand one.
-        spot: s.pricing == Pricing::Spot,
-        efa_interfaces: if s.rdma { info.efa_interfaces } else { 0 },
-        user_data: s.user_data.clone(),
+        spot: *pricing == Pricing::Spot,
+        efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
+        user_data: user_data.clone(),
         client_token: client_token(&req.ownership.token),
         instance_tags: creation_tags(&req.ownership, "instance", &extra, &req.tags),
         volume_tags: creation_tags(&req.ownership, ROOT_VOLUME_KIND, &[], &req.tags),
@@ -206,10 +216,11 @@ pub(crate) async fn create_placement(
     req: &Create<PlacementSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
+    let PlacementSpec { strategy } = &req.spec;
     let tags = creation_tags(&req.ownership, "placement", &[], &req.tags);
     let name = derived_name(&req.ownership);
     let by_name = || vec![filter("group-name", [name.clone()])];
-    match create_placement_group(&c, &name, req.spec.strategy, &tags)
+    match create_placement_group(&c, &name, *strategy, &tags)
         .send()
         .await
     {

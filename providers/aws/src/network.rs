@@ -22,10 +22,11 @@ pub(crate) async fn create_network(
     req: &Create<NetworkSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
+    let NetworkSpec { cidr } = &req.spec;
     let tags = creation_tags(&req.ownership, "network", &[], &req.tags);
     let out = c
         .create_vpc()
-        .cidr_block(&req.spec.cidr)
+        .cidr_block(cidr)
         .tag_specifications(tag_spec(ResourceType::Vpc, &tags))
         .send()
         .await
@@ -39,12 +40,17 @@ pub(crate) async fn create_subnet(
     req: &Create<SubnetSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
+    let SubnetSpec {
+        network,
+        zone,
+        cidr,
+    } = &req.spec;
     let tags = creation_tags(&req.ownership, "subnet", &[], &req.tags);
     let out = c
         .create_subnet()
-        .vpc_id(&req.spec.network)
-        .cidr_block(&req.spec.cidr)
-        .availability_zone(&req.spec.zone)
+        .vpc_id(network)
+        .cidr_block(cidr)
+        .availability_zone(zone)
         .tag_specifications(tag_spec(ResourceType::Subnet, &tags))
         .send()
         .await
@@ -61,7 +67,10 @@ pub(crate) async fn create_firewall(
     req: &Create<FirewallSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
-    let vpc = &req.spec.network;
+    let FirewallSpec {
+        network: vpc,
+        ingress,
+    } = &req.spec;
     let own = &req.ownership;
     let tags = creation_tags(own, "firewall", &[], &req.tags);
     let name = derived_name(own);
@@ -105,7 +114,7 @@ pub(crate) async fn create_firewall(
         Err(e) => return Err(map_sdk("CreateSecurityGroup", Op::Create, e)),
     };
     let mut perms = vec![self_permission(&group_id)];
-    perms.extend(req.spec.ingress.iter().map(to_permission));
+    perms.extend(ingress.iter().map(to_permission));
     authorize(&c, &group_id, perms).await?;
     let g = describe_groups(&c, by_id("group-id", &group_id)).await?;
     let g = g

@@ -22,9 +22,15 @@ pub(crate) async fn create_volume(
     req: &Create<VolumeSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
-    let s = &req.spec;
-    let mut zone = s.zone.clone();
-    if let (Some(id), None) = (&s.instance, &zone) {
+    // Every field, so that a new one is a compile error here.
+    let VolumeSpec {
+        size_gb,
+        zone,
+        volume_type,
+        instance,
+    } = &req.spec;
+    let mut zone = zone.clone();
+    if let (Some(id), None) = (instance, &zone) {
         zone = existing_instance(&c, id)
             .await?
             .placement()
@@ -37,12 +43,12 @@ pub(crate) async fn create_volume(
             "a volume on aws needs `zone`, or an `instance` to take it from",
         )
     })?;
-    let vtype = s.volume_type.as_deref().unwrap_or(DEFAULT_VOLUME_TYPE);
+    let vtype = volume_type.as_deref().unwrap_or(DEFAULT_VOLUME_TYPE);
     let tags = creation_tags(&req.ownership, "volume", &[], &req.tags);
     let out = c
         .create_volume()
         .availability_zone(&zone)
-        .size(s.size_gb as i32)
+        .size(*size_gb as i32)
         .volume_type(VolumeType::from(vtype))
         .client_token(client_token(&req.ownership.token))
         .tag_specifications(tag_spec(ResourceType::Volume, &tags))
@@ -53,7 +59,7 @@ pub(crate) async fn create_volume(
         .volume_id()
         .ok_or_else(|| empty_answer("CreateVolume"))?
         .to_string();
-    if let Some(instance_id) = &s.instance {
+    if let Some(instance_id) = instance {
         // A new volume is `creating` for a few seconds on AWS.
         let mut state = out.state().cloned();
         for _ in 0..60 {
