@@ -37,7 +37,7 @@ mod refresh;
 mod storage;
 mod tags;
 
-pub use compute::{create_placement_group, run_instances, InstancePlan, TypeInfo};
+pub use compute::{create_placement_group, launch_failure, run_instances, InstancePlan, TypeInfo};
 pub use errors::{classify, Op};
 pub use images::{is_ami_id, query_for, ImageQuery, LOGICAL_NAMES};
 pub use tags::{IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG, ROOT_VOLUME_KIND};

@@ -137,3 +137,53 @@ fn placement_group_request_shape() {
     let spread = create_placement_group(&c, "x", PlacementStrategy::Spread, &tags);
     assert_eq!(spread.as_input().get_strategy(), &Some(Ec2Strategy::Spread));
 }
+
+fn launched(state: InstanceStateName, reason: Option<&str>) -> Instance {
+    let mut b = Instance::builder()
+        .instance_id("i-0123456789abcdef0")
+        .state(
+            aws_sdk_ec2::types::InstanceState::builder()
+                .name(state)
+                .build(),
+        );
+    if let Some(code) = reason {
+        b = b.state_reason(
+            aws_sdk_ec2::types::StateReason::builder()
+                .code(code)
+                .message("reason text")
+                .build(),
+        );
+    }
+    b.build()
+}
+
+/// Issue 15 point 3: `pending` → `terminated` is a failed create, and
+/// its StateReason decides what the engine does with it.
+#[test]
+fn a_launch_that_terminates_is_a_failed_create() {
+    for state in [InstanceStateName::Pending, InstanceStateName::Running] {
+        assert!(launch_failure(&launched(state, None)).is_none());
+    }
+    let cases = [
+        ("Server.InsufficientInstanceCapacity", ErrorKind::Capacity),
+        ("Server.InternalError", ErrorKind::Capacity),
+        ("Server.SpotInstanceTermination", ErrorKind::Capacity),
+        ("Client.VolumeLimitExceeded", ErrorKind::Quota),
+        ("Client.InternalError", ErrorKind::Invalid),
+        ("Client.InvalidSnapshot.NotFound", ErrorKind::Invalid),
+    ];
+    for state in [
+        InstanceStateName::Terminated,
+        InstanceStateName::ShuttingDown,
+    ] {
+        for (code, kind) in cases {
+            let e = launch_failure(&launched(state.clone(), Some(code)))
+                .unwrap_or_else(|| panic!("{state:?} {code} is a failed launch"));
+            assert_eq!(e.kind, kind, "{code}: {e}");
+            assert_eq!(e.code.as_deref(), Some(code));
+            assert!(e.to_string().contains("i-0123456789abcdef0"), "{e}");
+        }
+    }
+    let e = launch_failure(&launched(InstanceStateName::Terminated, None)).expect("failed");
+    assert_eq!(e.kind, ErrorKind::Capacity);
+}
