@@ -6,55 +6,10 @@
 //! they run; users never need it (it exists for tests and reproducible
 //! reports, and is documented as such in `gpuform --help`).
 
-use serde::Serialize;
+pub use gpuform_catalog::Day;
 
 /// The environment variable that pins today's date (`YYYY-MM-DD`, UTC).
 pub const TODAY_ENV: &str = "GPUFORM_TODAY";
-
-/// A calendar date, as days since 1970-01-01 (proleptic Gregorian).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Day(pub i64);
-
-impl Day {
-    /// Days since the epoch of `y-m-d` (Howard Hinnant's `days_from_civil`).
-    pub fn from_ymd(y: i64, m: u32, d: u32) -> Day {
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let m = i64::from(m);
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Day(era * 146_097 + doe - 719_468)
-    }
-
-    /// Strictly `YYYY-MM-DD` naming a real calendar day.
-    pub fn parse_iso(s: &str) -> Option<Day> {
-        let b = s.as_bytes();
-        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-            return None;
-        }
-        let num = |r: std::ops::Range<usize>| -> Option<u32> {
-            let t = &s[r];
-            t.bytes()
-                .all(|c| c.is_ascii_digit())
-                .then(|| t.parse().ok())?
-        };
-        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        if !(1..=12).contains(&m) || d == 0 || d > days_in_month(i64::from(y), m) {
-            return None;
-        }
-        Some(Day::from_ymd(i64::from(y), m, d))
-    }
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
 
 /// `GPUFORM_TODAY` when set, otherwise the system clock (UTC).
 ///
@@ -86,34 +41,4 @@ fn system_today() -> Day {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     Day(secs.div_euclid(86_400))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_dates_parse_strictly() {
-        assert_eq!(Day::parse_iso("1970-01-01"), Some(Day(0)));
-        assert_eq!(
-            Day::parse_iso("2026-11-29"),
-            Some(Day::from_ymd(2026, 11, 29))
-        );
-        assert_eq!(
-            Day::parse_iso("2024-02-29").map(|d| d.0 + 1),
-            Day::parse_iso("2024-03-01").map(|d| d.0)
-        );
-        for bad in [
-            "2025-02-29",
-            "2026-13-01",
-            "2026-04-31",
-            "2026-1-01",
-            "26-11-29",
-            "2026/11/29",
-            "",
-            "2026-11-29x",
-        ] {
-            assert_eq!(Day::parse_iso(bad), None, "{bad}");
-        }
-    }
 }

@@ -7,16 +7,13 @@
 // bad input, a cold path, so returning it by value costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+pub mod address;
 pub mod apply;
-pub mod breakeven;
 pub mod cli;
 pub mod clock;
-pub mod cost;
 pub mod engine;
-pub mod lockin;
-pub mod migrate;
-pub mod offers;
 pub mod plan;
+pub mod portability;
 pub mod providers;
 pub mod refresh;
 pub mod resolve;

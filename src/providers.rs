@@ -1,6 +1,6 @@
 //! The providers a run talks to, built on first use and shared.
 
-use crate::resolve::Target;
+use crate::address::Target;
 use crate::EngineError;
 use gpuform_provider::{Cloud, Provider};
 use gpuform_sandbox::{Faults, SandboxCloud};

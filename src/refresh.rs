@@ -4,11 +4,40 @@
 //! (provider, region), plus one `read` per kind only for recorded ids that
 //! lost their tags.
 
+use crate::address::Address;
 use crate::providers::Providers;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
-use gpuform_provider::{ObservedResource, ResourceKind, Scope};
+use backon::{ExponentialBuilder, Retryable};
+use gpuform_provider::{ObservedResource, ProviderError, ResourceKind, Scope};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+/// How often a refresh read is retried after a throttled or transient
+/// answer, as apply retries its calls. A read that still fails fails the
+/// refresh (exit 1): a missing answer is never taken for "nothing there",
+/// which would plan creates for what exists.
+const READ_RETRIES: usize = 6;
+
+/// Calls a provider read, retrying what is retryable with backoff.
+async fn read_with_retry<T, F, Fut>(what: &str, f: F) -> Result<T, ProviderError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    f.retry(
+        ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(2))
+            .with_max_times(READ_RETRIES)
+            .with_jitter(),
+    )
+    .when(|e: &ProviderError| e.kind.is_retryable())
+    .notify(|e: &ProviderError, wait: Duration| {
+        tracing::debug!("{what}: retrying in {wait:?} after {e}");
+    })
+    .await
+}
 
 /// State as it really is now.
 #[derive(Debug, Clone)]
@@ -46,7 +75,13 @@ impl Current {
     }
 }
 
-pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, EngineError> {
+/// What exists now for the resources `doc` records (and strays tagged with
+/// its lineage); `notify` is told of waits the user should know about.
+pub async fn refresh(
+    doc: StateDoc,
+    providers: &Providers,
+    notify: &(dyn Fn(&str) + Sync),
+) -> Result<Current, EngineError> {
     let mut cur = Current::unrefreshed(doc);
     cur.abandoned.clear();
     if cur.doc.is_empty() {
@@ -79,7 +114,8 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
         let project = project.clone();
         let key = (provider_key.clone(), region.clone());
         calls.push(async move {
-            let found = provider.list_owned(&scope, &project).await;
+            let found =
+                read_with_retry("list_owned", || provider.list_owned(&scope, &project)).await;
             (key, provider, scope, found)
         });
     }
@@ -116,18 +152,19 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 .filter(|t| *t > now)
             {
                 let wait = std::time::Duration::from_millis(ready_at - now);
-                eprintln!(
+                notify(&format!(
                     "Waiting {:.1}s for {provider_key} {region} to settle before looking for what an interrupted apply started...",
                     wait.as_secs_f64()
-                );
+                ));
                 tokio::time::sleep(wait).await;
-                found = provider
-                    .list_owned(&scope, &cur.doc.project)
-                    .await
-                    .map_err(|error| EngineError::Provider {
-                        context: context(),
-                        error,
-                    })?;
+                found = read_with_retry("list_owned", || {
+                    provider.list_owned(&scope, &cur.doc.project)
+                })
+                .await
+                .map_err(|error| EngineError::Provider {
+                    context: context(),
+                    error,
+                })?;
             }
         }
         // Slots, so that what a record claims is moved out rather than cloned.
@@ -163,14 +200,12 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
         }
         let mut untagged: HashMap<String, ObservedResource> = HashMap::new();
         for (kind, ids) in missing {
-            let got =
-                provider
-                    .read(&scope, kind, &ids)
-                    .await
-                    .map_err(|e| EngineError::Provider {
-                        context: format!("refreshing {provider_key} {region}"),
-                        error: e,
-                    })?;
+            let got = read_with_retry("read", || provider.read(&scope, kind, &ids))
+                .await
+                .map_err(|e| EngineError::Provider {
+                    context: format!("refreshing {provider_key} {region}"),
+                    error: e,
+                })?;
             for o in got {
                 untagged.insert(o.id.clone(), o);
             }
@@ -263,7 +298,8 @@ pub async fn refresh(doc: StateDoc, providers: &Providers) -> Result<Current, En
                 token: t.token.clone(),
             };
             if cur.doc.resources.contains_key(&t.address) {
-                cur.strays.insert(format!("{}~{}", t.address, o.id), record);
+                cur.strays
+                    .insert(Address::duplicate(&t.address, &o.id), record);
             } else {
                 cur.doc.resources.insert(t.address.clone(), record);
                 cur.observed.insert(t.address.clone(), Some(o.clone()));

@@ -1,4 +1,4 @@
-//! The gpuform binary against the Alibaba stand-in (providers/mockclouds,
+//! The gpuform binary against the Alibaba stand-in (tests/standins,
 //! corrected to the ECS/VPC API references), for the issue-15 points that
 //! only show at the level of a plan:
 //! - point 15: a refresh that gets an answer without its documented body
@@ -6,8 +6,8 @@
 //! - point 7: destroying an unexpired subscription is refused by the plan,
 //!   saying why and until when, before anything is destroyed.
 
-use gpuform_mockclouds::alibaba::{AlibabaMock, Fault};
-use gpuform_mockclouds::{MockCloud, MockResource};
+use gpuform_standins::alibaba::{AlibabaMock, Fault};
+use gpuform_standins::{MockCloud, MockResource};
 use gpuform_provider::ResourceKind;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -186,4 +186,34 @@ fn a_launch_that_fails_after_run_instances_fails_over_to_the_next_zone() {
         &["plan", "spec.yaml", "--detailed-exitcode"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// `Throttling.User` (the ECS error codes) on the reads of a refresh, for
+/// a while: refresh retries them with backoff, as apply does, and the plan
+/// is clean — never a create for what exists.
+#[test]
+fn a_throttled_refresh_is_retried() {
+    let (mock, dir) = applied("docs-throttled", "on-demand");
+    let before = live(&mock);
+    for action in [
+        "DescribeInstances",
+        "DescribeDisks",
+        "DescribeSecurityGroups",
+    ] {
+        for _ in 0..3 {
+            mock.inject(Fault::Once {
+                action: action.into(),
+                status: 400,
+                code: "Throttling.User".into(),
+            });
+        }
+        let out = gpuform(
+            dir.path(),
+            &mock,
+            &["plan", "spec.yaml", "--detailed-exitcode"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{action}: {}", text(&out));
+        mock.clear_faults();
+    }
+    assert_eq!(live(&mock), before, "a plan changes nothing");
 }

@@ -27,7 +27,7 @@
 
 mod support;
 
-use gpuform_mockclouds::{tencent::TencentMock, MockCloud};
+use gpuform_standins::{tencent::TencentMock, MockCloud};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -57,11 +57,18 @@ clusters:
     fabric: rdma
     disk:
       data_gb: 500
+    ingress:
+      - {protocol: tcp, ports: "22", cidr: 10.1.0.0/16}
 buckets:
   datasets:
     cloud: aws
     region: us-east-1
 "#;
+
+/// The ingress rule both specs give, as [`support::Live::ingress`] lists it.
+fn spec_rules() -> Vec<String> {
+    vec![support::rule("tcp", 22, 22, "10.1.0.0/16")]
+}
 
 fn sandbox_desired(nodes: usize) -> BTreeSet<String> {
     let mut s: BTreeSet<String> = [
@@ -114,6 +121,8 @@ fn sandbox_grid(p: &Phase) -> (u64, u32) {
     ];
     let check = |w: &SandboxWork, context: &str| {
         w.assert_exact(&p.want, context);
+        // Complete, not only counted: kinds, attachment, rules.
+        support::assert_sandbox_complete(w.path(), &w.project, &spec_rules(), context);
         if p.command == "apply" {
             assert_eq!(
                 w.plan_exit(&["--var", &nodes]),
@@ -207,7 +216,7 @@ const TENCENT_ZONE: &str = "ap-guangzhou-3";
 
 fn tencent_spec(project: &str) -> String {
     format!(
-        "project: {project}\nclusters:\n  infer:\n    cloud: tencent\n    region: ap-guangzhou\n    zones: [{TENCENT_ZONE}]\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n"
+        "project: {project}\nclusters:\n  infer:\n    cloud: tencent\n    region: ap-guangzhou\n    zones: [{TENCENT_ZONE}]\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n    ingress:\n      - {{protocol: tcp, ports: \"22\", cidr: 10.1.0.0/16}}\n"
     )
 }
 
@@ -277,16 +286,7 @@ impl Killer {
 }
 
 fn mock_live(mock: &dyn MockCloud) -> Vec<Live> {
-    mock.resources()
-        .into_iter()
-        .map(|r| Live {
-            id: r.id,
-            address: r.address,
-            cloud: "tencent".into(),
-            region: r.region,
-            zone: String::new(),
-        })
-        .collect()
+    support::mock_live(mock, "tencent")
 }
 
 #[test]
@@ -335,6 +335,12 @@ fn tencent_a_crash_then_a_crash_of_the_recovery_then_apply_is_exact() {
                 &mock_live(&mock),
                 &recorded(dir.path(), &project),
                 &want,
+                &cell,
+            );
+            support::assert_complete(
+                &mock_live(&mock),
+                &support::recorded_kinds(dir.path(), &project),
+                &spec_rules(),
                 &cell,
             );
             let p = killer.run(dir.path(), &mock, &plan, None);

@@ -1,11 +1,13 @@
 //! The shared scenario suite for the clouds without an emulator: Alibaba,
 //! Tencent and Huawei. The gpuform binary runs against local stand-ins of
-//! their APIs (providers/mockclouds: they verify every signature and answer
+//! their APIs (tests/standins: they verify every signature and answer
 //! as the API references document) — the same scenarios for each: create,
 //! refresh, drift, scale, destroy, and a crash at every API call of an apply
 //! followed by another apply.
 
-use gpuform_mockclouds::{
+mod support;
+
+use gpuform_standins::{
     alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, MockCloud,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +27,20 @@ fn spec(c: &Case, project: &str, nodes: u32) -> String {
         "project: {project}\nclusters:\n  infer:\n    cloud: {}\n    region: {}\n    nodes: {nodes}\n    gpu: {}\n    disk:\n      data_gb: 50\n",
         c.cloud, c.region, c.gpu
     )
+}
+
+/// The crash suite's cluster: one node with its data disk, and an ingress
+/// rule, so that a recovery is checked for attachment and rules too.
+fn crash_spec(c: &Case, project: &str) -> String {
+    format!(
+        "{}    ingress:\n      - {{protocol: tcp, ports: \"8000-8100\", cidr: 10.1.0.0/16}}\n",
+        spec(c, project, 1)
+    )
+}
+
+/// [`crash_spec`]'s rule, as [`support::Live::ingress`] lists it.
+fn crash_rules() -> Vec<String> {
+    vec![support::rule("tcp", 8000, 8100, "10.1.0.0/16")]
 }
 
 fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
@@ -240,7 +256,7 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
     for n in 1u64.. {
         let project = format!("crash-{}-{n}", case.cloud);
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 1)).unwrap();
+        std::fs::write(dir.path().join("spec.yaml"), crash_spec(case, &project)).unwrap();
         let start = mock.requests();
         target.store(start + n, Ordering::SeqCst);
         let child = gpuform(
@@ -310,6 +326,13 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
             mock,
             &project,
             &desired(case, 1),
+            &format!("{} crash at call {n}", case.cloud),
+        );
+        // Complete, not only counted: kinds, attachment, rules.
+        support::assert_complete(
+            &support::mock_live(mock, case.cloud),
+            &support::recorded_kinds(dir.path(), &project),
+            &crash_rules(),
             &format!("{} crash at call {n}", case.cloud),
         );
         assert_eq!(

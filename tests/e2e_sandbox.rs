@@ -548,6 +548,21 @@ fn throttling_and_transient_failures_are_retried_to_an_exact_result() {
     );
     w.assert_exact(&desired_addresses(2), "after a flaky apply");
     assert_eq!(w.plan_exit(&[]), 0);
+    // A throttled refresh is retried, never read as "nothing there": the
+    // plan is clean, not a create of what exists.
+    for seed in 1..=4 {
+        let out = w.run_with_faults(
+            &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+            &format!("throttle=0.5,seed={seed}"),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "seed {seed}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! Huawei Cloud behaviours of issue 15 that only show across commands: the
-//! gpuform binary against the Huawei stand-in (providers/mockclouds), killed
+//! gpuform binary against the Huawei stand-in (tests/standins), killed
 //! right after a chosen API call, or refreshed while the API throttles.
 
-use gpuform_mockclouds::huawei::HuaweiMock;
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -199,6 +199,22 @@ fn throttled_refresh_never_plans_a_create_for_what_exists() {
     assert!(!stdout.contains("will be created"), "{stdout}");
     assert_eq!(plan.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("throttled"), "the error says why: {stderr}");
+
+    // Throttled for a while only: refresh retries its reads with backoff,
+    // as apply does, and the plan is clean.
+    mock.throttle_ecs(3);
+    let plan = run(
+        dir.path(),
+        &mock,
+        &["plan", "spec.yaml", "--detailed-exitcode"],
+    );
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "3 throttled answers, then a clean plan:\n{}{}",
+        String::from_utf8_lossy(&plan.stdout),
+        String::from_utf8_lossy(&plan.stderr)
+    );
 
     mock.throttle_ecs(0);
     let plan = run(

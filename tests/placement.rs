@@ -11,9 +11,7 @@
 
 use gpuform::resolve::{resolve, Exhausted, Placement, ResolveOptions};
 use gpuform::spec::{load_str, Diagnostics, Vars};
-use gpuform_provider::catalog::{
-    Catalog, Currency, Interconnect, PricingModel, DEFAULT_CNY_PER_USD,
-};
+use gpuform_catalog::{Catalog, Currency, Interconnect, PricingModel, DEFAULT_CNY_PER_USD};
 use gpuform_provider::{Cloud, ResourceKind};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,8 +1,8 @@
 //! Break-even arithmetic on known catalog rows, through the library and the binary.
 
 use assert_cmd::Command;
-use gpuform::breakeven;
-use gpuform_provider::catalog::{Catalog, OfferQuery, PricingModel};
+use gpuform::portability::breakeven;
+use gpuform_catalog::{Catalog, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 
 fn close(a: f64, b: f64) -> bool {

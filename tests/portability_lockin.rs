@@ -3,10 +3,10 @@
 //! reasons name what ties a cluster to its cloud.
 
 use assert_cmd::Command;
-use gpuform::lockin::{self, ReasonKind, Status};
+use gpuform::portability::lockin::{self, ReasonKind, Status};
 use gpuform::resolve::{resolve, ResolveOptions};
 use gpuform::spec::{self, CloudName, Vars};
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::{Cloud, ResourceKind};
 use std::path::PathBuf;
 
@@ -143,10 +143,7 @@ fn known_facts_of_the_multi_cloud_example() {
         .offerings()
         .iter()
         .filter(|o| o.cloud == Cloud::Aws && o.instance_type == "g4dn.xlarge")
-        .filter_map(|o| {
-            o.prices
-                .get(&gpuform_provider::catalog::PricingModel::OnDemand)
-        })
+        .filter_map(|o| o.prices.get(&gpuform_catalog::PricingModel::OnDemand))
         .map(|p| p.hourly)
         .fold(f64::INFINITY, f64::min);
     assert!((t4_on_aws.cluster_hourly_usd.unwrap() - 2.0 * cheapest).abs() < 1e-9);

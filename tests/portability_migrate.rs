@@ -3,10 +3,10 @@
 //! (`gpuform validate`) and keeps its comments; errors are clear.
 
 use assert_cmd::Command;
-use gpuform::lockin::{spec_cloud, Requirement};
-use gpuform::migrate;
+use gpuform::portability::lockin::{spec_cloud, Requirement};
+use gpuform::portability::migrate;
 use gpuform::spec::{self, Vars};
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::Cloud;
 use std::path::{Path, PathBuf};
 

@@ -8,10 +8,8 @@
 //! no lookup, conversion or ordering helper with the code under test.
 
 use assert_cmd::Command;
-use gpuform::offers::{self, Day, DEFAULT_STALE_DAYS};
-use gpuform_provider::catalog::{
-    Catalog, Currency, InstanceType, Interconnect, OfferQuery, PricingModel,
-};
+use gpuform::portability::offers::{self, Day, DEFAULT_STALE_DAYS};
+use gpuform_catalog::{Catalog, Currency, InstanceType, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -1,12 +1,12 @@
 //! gpuform (the library and the binary) on the Tencent Cloud points of issue
-//! 15, against the stand-in (providers/mockclouds, which models each
+//! 15, against the stand-in (tests/standins, which models each
 //! documented behaviour and cites its page): tag rules in `validate`, a
 //! failed launch failing over, system disks and the recycle bin at plan and
 //! destroy, and refreshes that get no usable answer.
 
 use gpuform::spec::{self, Vars};
-use gpuform_mockclouds::tencent::TencentMock;
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::tencent::TencentMock;
+use gpuform_standins::MockCloud;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -191,12 +191,201 @@ fn a_refresh_without_answers_plans_no_create() {
     for n in 0..calls as u32 {
         mock.strip_answer(Some(n));
         let (code, out) = plan_exit(dir.path(), &mock);
+        // The read is retried (as apply retries): the plan is clean.
         assert_eq!(
-            code, 1,
-            "answer {n} of the refresh without its body:\n{out}"
+            code, 0,
+            "answer {n} of the refresh without its body, then whole:\n{out}"
         );
         assert!(!out.contains("will be created"), "{out}");
         mock.strip_answer(None);
     }
     assert_eq!(plan_exit(dir.path(), &mock).0, 0);
+}
+
+/// RequestLimitExceeded (213/15694) for a while: refresh retries its reads
+/// with backoff, as apply does, and the plan is clean, not a create.
+#[test]
+fn a_throttled_refresh_is_retried() {
+    let mock = TencentMock::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec_text("retried", "")).unwrap();
+    ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve"]);
+    for n in [1, 3] {
+        mock.throttle_next(n);
+        let (code, out) = plan_exit(dir.path(), &mock);
+        assert_eq!(code, 0, "{n} throttled answers, then a clean plan:\n{out}");
+        assert!(!out.contains("will be created"), "{out}");
+    }
+}
+
+/// Whether a group has the policy letting its members reach each other.
+fn has_member_rule(mock: &TencentMock, sg: &str) -> bool {
+    let (ingress, _) = mock.security_group_policies(sg).expect("group");
+    ingress
+        .iter()
+        .any(|p| p["SecurityGroupId"] == sg && p["Action"] == "ACCEPT")
+}
+
+/// A new group denies all traffic until policies are added (CreateSecurityGroup,
+/// https://www.tencentcloud.com/document/api/215/15806). An apply killed after
+/// CreateSecurityGroup and before CreateSecurityGroupPolicies leaves the group
+/// bare: refresh reads the rules back (DescribeSecurityGroupPolicies, 215/15804)
+/// and the plan updates the group to complete it. A rule removed later by
+/// another client is drift the plan puts back.
+#[test]
+fn firewall_rules_are_read_back_and_completed() {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let extra = "    ingress:\n      - ports: \"8000-8100\"\n        cidr: 10.1.0.0/16\n      - protocol: icmp\n        ports: \"8\"\n        cidr: 10.2.0.0/16\n";
+    let mock = TencentMock::start();
+    let pid = Arc::new(AtomicU32::new(0));
+    let target = Arc::new(AtomicU64::new(u64::MAX));
+    {
+        let (pid, target) = (pid.clone(), target.clone());
+        mock.set_hook(Some(Arc::new(move |n: u64| {
+            if n == target.load(Ordering::SeqCst) {
+                let p = pid.load(Ordering::SeqCst);
+                if p != 0 {
+                    unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            }
+        })));
+    }
+    // Kill at call 1, 2, ... until the kill lands right after CreateSecurityGroup.
+    let mut bare = None;
+    for n in 1u64..40 {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("spec.yaml"),
+            spec_text(&format!("rules-{n}"), extra),
+        )
+        .unwrap();
+        target.store(mock.requests() + n, Ordering::SeqCst);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+        cmd.env("GPUFORM_TODAY", "2026-11-29")
+            .args([
+                "apply",
+                "spec.yaml",
+                "--auto-approve",
+                "--parallelism",
+                "1",
+                "-q",
+            ])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        for (k, v) in mock.env() {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        pid.store(child.id(), Ordering::SeqCst);
+        let out = child.wait_with_output().unwrap();
+        pid.store(0, Ordering::SeqCst);
+        target.store(u64::MAX, Ordering::SeqCst);
+        assert!(
+            out.status.code().is_none(),
+            "call {n}: expected a kill, got {:?}",
+            out.status
+        );
+        let groups: Vec<_> = mock
+            .resources()
+            .into_iter()
+            .filter(|r| {
+                r.kind == gpuform_provider::ResourceKind::Firewall
+                    && r.address.is_some()
+                    && mock.tags(&r.id).is_some_and(|t| {
+                        t.iter()
+                            .any(|(k, v)| k == "gpuform:project" && *v == format!("rules-{n}"))
+                    })
+            })
+            .collect();
+        if let Some(g) = groups.first() {
+            let (ingress, egress) = mock.security_group_policies(&g.id).unwrap();
+            if ingress.is_empty() && egress.is_empty() {
+                bare = Some((dir, n, g.id.clone()));
+                break;
+            }
+        }
+    }
+    mock.set_hook(None);
+    let (dir, n, sg) = bare.expect("some kill lands between CreateSecurityGroup and its policies");
+    let (code, out) = plan_exit(dir.path(), &mock);
+    assert_eq!(code, 2, "the bare group is a change:\n{out}");
+    assert!(
+        out.contains("cluster.infer.firewall will be updated in place"),
+        "the plan completes the group's rules:\n{out}"
+    );
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
+    assert_eq!(
+        firewall_id_of(&mock, &format!("rules-{n}")),
+        sg,
+        "the same group, completed"
+    );
+    assert!(has_member_rule(&mock, &sg), "members reach each other");
+    let (ingress, egress) = mock.security_group_policies(&sg).unwrap();
+    for cidr in ["10.1.0.0/16", "10.2.0.0/16"] {
+        assert!(
+            ingress.iter().any(|p| p["CidrBlock"] == cidr),
+            "{cidr} allowed: {ingress:?}"
+        );
+    }
+    assert!(!egress.is_empty(), "egress opened: {egress:?}");
+    let (code, out) = plan_exit(dir.path(), &mock);
+    assert_eq!(
+        code, 0,
+        "rules read back as written (icmp, port ranges):\n{out}"
+    );
+
+    // Another client removes a CIDR rule: drift, and apply puts it back.
+    assert_eq!(
+        mock.remove_ingress_behind(&sg, |p| p["CidrBlock"] == "10.1.0.0/16"),
+        1
+    );
+    let (code, out) = plan_exit(dir.path(), &mock);
+    assert_eq!(code, 2, "a removed rule is drift:\n{out}");
+    assert!(
+        out.contains("cluster.infer.firewall will be updated in place"),
+        "{out}"
+    );
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
+    assert_eq!(plan_exit(dir.path(), &mock).0, 0);
+
+    // ... or the members' rule.
+    assert_eq!(
+        mock.remove_ingress_behind(&sg, |p| p["SecurityGroupId"] == sg.as_str()),
+        1
+    );
+    let (code, out) = plan_exit(dir.path(), &mock);
+    assert_eq!(code, 2, "a removed members' rule is drift:\n{out}");
+    ok(
+        dir.path(),
+        &mock,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
+    assert!(has_member_rule(&mock, &sg));
+    assert_eq!(plan_exit(dir.path(), &mock).0, 0);
+}
+
+fn firewall_id_of(mock: &TencentMock, project: &str) -> String {
+    mock.resources()
+        .into_iter()
+        .find(|r| {
+            r.kind == gpuform_provider::ResourceKind::Firewall
+                && mock.tags(&r.id).is_some_and(|t| {
+                    t.iter()
+                        .any(|(k, v)| k == "gpuform:project" && v == project)
+                })
+        })
+        .expect("the project's group")
+        .id
 }

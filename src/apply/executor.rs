@@ -1,7 +1,7 @@
 //! The concurrent DAG walk.
 
 use super::graph::{build_graph, Op, OpKind};
-use super::progress::{Progress, ProgressMode};
+use super::progress::{ApplyProgress, Silent};
 use crate::plan::{Plan, ResourceChange};
 use crate::providers::Providers;
 use crate::state::{Journal, JournalEntry, PendingIntent, Record, StateDoc};
@@ -30,7 +30,8 @@ pub struct ApplyOptions {
     /// Operations in flight at once; `None`: derived from the rate budgets of
     /// the providers the plan calls ([`default_parallelism`]).
     pub parallelism: Option<usize>,
-    pub progress: ProgressMode,
+    /// Told what finished and what failed; [`Silent`] by default.
+    pub progress: Arc<dyn ApplyProgress>,
     /// Ceiling on retries of throttled/transient calls.
     pub max_retries: usize,
 }
@@ -39,7 +40,7 @@ impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
             parallelism: None,
-            progress: ProgressMode::Auto,
+            progress: Arc::new(Silent),
             max_retries: 8,
         }
     }
@@ -148,7 +149,8 @@ pub async fn execute(
         max_retries: opts.max_retries,
     });
 
-    let progress = Progress::new(opts.progress, graph.node_count());
+    let progress = opts.progress.clone();
+    progress.start(graph.node_count());
     let mut indegree: Vec<usize> = graph
         .node_indices()
         .map(|n| graph.edges_directed(n, Direction::Incoming).count())

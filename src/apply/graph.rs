@@ -6,6 +6,7 @@
 //! instance's replacement is detached before the old instance is deleted
 //! and attached (its update) after the new one is created.
 
+use crate::address::Address;
 use crate::plan::{Action, Plan, ResourceChange};
 use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -37,7 +38,7 @@ pub fn is_move(c: &ResourceChange) -> bool {
 pub fn moved_address(c: &ResourceChange) -> Option<String> {
     c.id.as_ref()
         .filter(|_| is_move(c))
-        .map(|id| format!("{}~{id}", c.address))
+        .map(|id| Address::duplicate(&c.address, id))
 }
 
 pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {

@@ -4,7 +4,8 @@
 //! - [`graph`]: plan changes → a DAG of operations (petgraph).
 //! - [`executor`]: the concurrent walk with parallelism, per-provider rate
 //!   budgets, retries, failure isolation and Ctrl-C handling.
-//! - [`progress`]: a progress bar on a terminal, plain lines otherwise.
+//! - [`progress`]: how the walk reports progress ([`progress::ApplyProgress`]);
+//!   it prints nothing itself.
 
 pub mod executor;
 pub mod graph;

@@ -1,74 +1,29 @@
-//! Progress on long work: a bar on a terminal, one plain line per finished
-//! operation otherwise (CI logs), nothing with `--quiet`.
+//! How an apply reports progress: the executor tells an [`ApplyProgress`]
+//! what finished and what went wrong; it prints nothing itself. The command
+//! line's bar / plain lines are `cli::progress`.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProgressMode {
-    /// A bar when stderr is a terminal, lines otherwise.
-    Auto,
-    Lines,
-    Quiet,
+/// Receives an apply's progress. Called from the executor's walk (one
+/// thread at a time, but from async code: hence `Send + Sync`).
+pub trait ApplyProgress: Send + Sync + std::fmt::Debug {
+    /// A walk of `total` operations begins (once per apply round).
+    fn start(&self, total: usize) {
+        let _ = total;
+    }
+    /// One operation finished, `what` saying how (`created i-123`...).
+    fn done(&self, address: &str, what: &str, elapsed: Duration);
+    /// A line worth telling now (a failure, an interruption).
+    fn note(&self, line: &str);
+    /// The walk ended.
+    fn finish(&self) {}
 }
 
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    lines: bool,
-}
+/// Reports nothing: the default for library callers and tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
 
-impl Progress {
-    pub fn new(mode: ProgressMode, total: usize) -> Progress {
-        let terminal = std::io::stderr().is_terminal();
-        match mode {
-            ProgressMode::Quiet => Progress {
-                bar: None,
-                lines: false,
-            },
-            ProgressMode::Auto if terminal => {
-                let bar =
-                    ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}",
-                    )
-                    .expect("static template")
-                    .progress_chars("=> "),
-                );
-                bar.enable_steady_tick(Duration::from_millis(120));
-                Progress {
-                    bar: Some(bar),
-                    lines: false,
-                }
-            }
-            _ => Progress {
-                bar: None,
-                lines: true,
-            },
-        }
-    }
-
-    pub fn done(&self, address: &str, what: &str, elapsed: Duration) {
-        if let Some(b) = &self.bar {
-            b.inc(1);
-            b.set_message(format!("{address}: {what}"));
-        } else if self.lines {
-            eprintln!("{address}: {what} [{:.2}s]", elapsed.as_secs_f64());
-        }
-    }
-
-    pub fn note(&self, line: &str) {
-        match &self.bar {
-            Some(b) => b.println(line),
-            None if self.lines => eprintln!("{line}"),
-            None => {}
-        }
-    }
-
-    pub fn finish(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
+impl ApplyProgress for Silent {
+    fn done(&self, _: &str, _: &str, _: Duration) {}
+    fn note(&self, _: &str) {}
 }

@@ -1,21 +1,21 @@
 //! One function per command.
 
 use super::args::*;
+use super::progress::{ProgressMode, TerminalProgress};
 use super::{CmdResult, Failure};
-use crate::apply::progress::ProgressMode;
 use crate::apply::{ApplyOptions, ApplyReport, OpOutcome};
-use crate::engine::{self, EngineError, PlanRequest};
+use crate::engine::{self, ApplyEvent, EngineError, PlanRequest};
 use crate::plan::render::render;
 use crate::plan::{DiffOptions, Plan};
 use crate::providers::Providers;
-use crate::resolve::{Exhausted, ResolveOptions};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::resolve::ResolveOptions;
+use std::collections::BTreeMap;
 
 /// How many capacity failures state keeps as a log.
-const FAILOVER_LOG: usize = 50;
 use crate::spec::{self, LoadedSpec, Vars};
 use crate::state::{StateDoc, StateLock, StateStore};
-use gpuform_provider::catalog::{Catalog, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::fsio::write_atomically;
+use gpuform_catalog::{Catalog, DEFAULT_CNY_PER_USD};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -102,7 +102,7 @@ fn catalog_for(prices: Option<&Path>) -> Result<std::borrow::Cow<'static, Catalo
     })?;
     let file = path.display().to_string();
     Catalog::builtin()
-        .with_price_overrides(&gpuform_provider::catalog::Source { file: &file, text: &text })
+        .with_price_overrides(&gpuform_catalog::Source { file: &file, text: &text })
         .map(std::borrow::Cow::Owned)
         .map_err(|e| Failure(format!("{e}\n  hint: columns are cloud,region,instance_type,pricing,price,currency[,source,as_of]")))
 }
@@ -176,9 +176,7 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
             );
         } else {
             // Atomic: a crash never leaves a half-written spec.
-            let tmp = f.with_extension("gpuform-fmt.tmp");
-            std::fs::write(&tmp, &formatted)
-                .and_then(|_| std::fs::rename(&tmp, f))
+            write_atomically(f, formatted.as_bytes())
                 .map_err(|e| Failure(format!("cannot write {}: {e}", f.display())))?;
             println!("{}", f.display());
         }
@@ -213,6 +211,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
             cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
         },
         refresh: a.refresh,
+        notify: &eprint_line,
     };
     let (mut plan, current) = engine::make_plan(&req, doc, existed, &providers)
         .await
@@ -253,9 +252,7 @@ async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
 
 fn write_plan_file(out: &Path, plan: &Plan) -> Result<(), Failure> {
     let json = serde_json::to_vec_pretty(plan).expect("plans serialise");
-    let tmp = out.with_extension("tmp");
-    std::fs::write(&tmp, json)
-        .and_then(|_| std::fs::rename(&tmp, out))
+    write_atomically(out, &json)
         .map_err(|e| Failure(format!("cannot write plan file {}: {e}", out.display())))
 }
 
@@ -293,6 +290,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
     // A saved plan was reviewed when it was made: it applies without asking.
     let reviewed = saved.is_some();
     let mut loaded_spec: Option<LoadedSpec> = None;
+    let mut catalog = None;
     let (plan, mut locked, current, store) = match saved {
         Some(plan) => {
             if destroy {
@@ -321,8 +319,16 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if locked.existed && locked.doc.project != loaded.spec.project {
                 return Err(project_mismatch(&store, &locked.doc, &loaded));
             }
-            let (plan, current) =
-                plan_locked(&a, &loaded, &locked, &store, destroy, &Default::default()).await?;
+            let providers = providers_for(&store, &loaded.spec.endpoints);
+            let cat = catalog.insert(catalog_for(a.prices.as_deref())?);
+            let (plan, current) = engine::make_plan(
+                &plan_request(&a, &loaded, cat, destroy),
+                locked.doc.clone(),
+                locked.existed,
+                &providers,
+            )
+            .await
+            .map_err(engine_failure)?;
             loaded_spec = Some(loaded);
             (plan, locked, Some(current), store)
         }
@@ -337,34 +343,26 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             "perform these actions"
         })?;
     }
-    // Shared, not copied: at 10k resources a plan is tens of megabytes.
-    let first_plan = Arc::new(plan);
-    let mut plan = first_plan.clone();
-    let mut current = current;
-    // Capacity failover: a zone that reports no capacity is avoided for the
-    // rest of this apply and the spec re-planned without it, until every node
-    // has a home or every zone/candidate is exhausted. State keeps a log of
-    // what was tried; the next apply keeps clusters where they landed.
-    const MAX_ROUNDS: usize = 8;
-    let mut exhausted: BTreeSet<Exhausted> = BTreeSet::new();
-    let mut round = 1;
-    let report = loop {
-        let report =
-            run_apply(&mut locked, plan.clone(), current.take(), &store, &a, quiet).await?;
-        let Some(loaded) = loaded_spec
-            .as_ref()
-            .filter(|_| !destroy && !report.interrupted)
-        else {
-            break report;
-        };
-        let fresh: Vec<_> = engine::capacity_failures(&plan, &report)
-            .into_iter()
-            .filter(|f| exhausted.insert(Exhausted::zone(&f.cluster, f.cloud, &f.region, &f.zone)))
-            .collect();
-        if fresh.is_empty() || round >= MAX_ROUNDS {
-            break report;
-        }
-        for f in &fresh {
+    // Capacity failover (a spec apply, not a destroy): the engine re-plans
+    // around zones without capacity; it reports, the CLI prints.
+    let replan = match (&loaded_spec, &catalog) {
+        (Some(loaded), Some(cat)) if !destroy => Some(engine::Replan {
+            request: plan_request(&a, loaded, cat, destroy),
+        }),
+        _ => None,
+    };
+    let opts = ApplyOptions {
+        parallelism: a.parallelism,
+        progress: Arc::new(TerminalProgress::new(if quiet || a.json {
+            ProgressMode::Quiet
+        } else {
+            ProgressMode::Auto
+        })),
+        ..ApplyOptions::default()
+    };
+    let json = a.json;
+    let mut on_event = |e: ApplyEvent<'_>| match e {
+        ApplyEvent::CapacityLost(f) => {
             if !quiet {
                 eprintln!(
                     "capacity: cluster {} has no capacity in {} {} {}: {}; trying the next zone or candidate",
@@ -372,110 +370,72 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
                 );
             }
         }
-        locked.doc.failovers.extend(fresh);
-        let excess = locked.doc.failovers.len().saturating_sub(FAILOVER_LOG);
-        locked.doc.failovers.drain(..excess);
-        locked.doc.serial += 1;
-        locked
-            .store
-            .save(&locked.doc)
-            .map_err(|e| Failure(e.to_string()))?;
-        match plan_locked(&a, loaded, &locked, &store, destroy, &exhausted).await {
-            Ok((next, cur)) => {
-                if !a.json && !quiet {
-                    println!("\nFailover round {}:", round + 1);
-                    print!("{}", render(&next));
-                }
-                plan = Arc::new(next);
-                current = Some(cur);
-                round += 1;
-            }
-            // Nowhere left to go: say so, with what was tried.
-            Err(f) => {
-                let tried: Vec<String> = exhausted
-                    .iter()
-                    .map(|e| format!("{} {} {} {}", e.cluster, e.cloud, e.region, e.zone))
-                    .collect();
-                return Err(Failure(format!("{}\n  tried: {}", f.0, tried.join("; "))));
+        ApplyEvent::Replanned { round, plan } => {
+            if !json && !quiet {
+                println!("\nFailover round {round}:");
+                print!("{}", render(plan));
             }
         }
     };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let watcher = watch_ctrl_c(cancel.clone());
+    let result = engine::apply_with_failover(
+        &mut locked,
+        // Shared, not copied: at 10k resources a plan is tens of megabytes.
+        Arc::new(plan),
+        current,
+        replan,
+        &|endpoints| providers_for(&store, endpoints),
+        &opts,
+        cancel,
+        &mut on_event,
+    )
+    .await;
+    watcher.abort();
+    let (plan, report) = result.map_err(engine_failure)?;
     let doc = locked.doc.clone();
     drop(locked);
-    finish_apply(
-        if round > 1 { &plan } else { &first_plan },
-        &doc,
-        &report,
-        a.json,
-        quiet,
-    )
+    finish_apply(&plan, &doc, &report, a.json, quiet)
 }
 
-/// Plans a spec against a locked state (refresh included).
-async fn plan_locked(
+/// The request a spec apply plans with (round 1, and each failover round).
+fn plan_request<'a>(
     a: &ApplyArgs,
-    loaded: &LoadedSpec,
-    locked: &engine::LockedState,
-    store: &StateStore,
+    loaded: &'a LoadedSpec,
+    catalog: &'a Catalog,
     destroy: bool,
-    exhausted: &BTreeSet<Exhausted>,
-) -> Result<(Plan, crate::refresh::Current), Failure> {
-    let providers = providers_for(store, &loaded.spec.endpoints);
-    let catalog = catalog_for(a.prices.as_deref())?;
-    let req = PlanRequest {
+) -> PlanRequest<'a> {
+    PlanRequest {
         loaded,
-        catalog: &catalog,
-        resolve: ResolveOptions {
-            exhausted: exhausted.clone(),
-            ..resolve_opts(a.sandbox, a.cny_per_usd)
-        },
+        catalog,
+        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
         diff: DiffOptions {
             destroy,
             targets: a.targets.clone(),
             cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
         },
         refresh: a.refresh,
-    };
-    engine::make_plan(&req, locked.doc.clone(), locked.existed, &providers)
-        .await
-        .map_err(engine_failure)
+        notify: &eprint_line,
+    }
 }
 
-async fn run_apply(
-    locked: &mut engine::LockedState,
-    plan: Arc<Plan>,
-    current: Option<crate::refresh::Current>,
-    store: &StateStore,
-    a: &ApplyArgs,
-    quiet: bool,
-) -> Result<ApplyReport, Failure> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let c = cancel.clone();
-    let watcher = tokio::spawn(async move {
+/// What the engine reports while it works, for the user: one line on stderr.
+fn eprint_line(line: &str) {
+    eprintln!("{line}");
+}
+
+/// Ctrl-C sets `cancel`: the apply stops starting operations and saves. A
+/// second Ctrl-C stops at once; the journal already holds every result.
+fn watch_ctrl_c(cancel: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            c.store(true, Ordering::SeqCst);
-            // A second Ctrl-C stops at once; the journal already holds every result.
+            cancel.store(true, Ordering::SeqCst);
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("Stopped. Run apply again to finish: it picks up from the journal.");
                 std::process::exit(130);
             }
         }
-    });
-    let opts = ApplyOptions {
-        parallelism: a.parallelism,
-        progress: if quiet || a.json {
-            ProgressMode::Quiet
-        } else {
-            ProgressMode::Auto
-        },
-        ..ApplyOptions::default()
-    };
-    let providers = providers_for(store, &plan.endpoints);
-    let result = engine::apply_plan(locked, plan, current, providers, &opts, cancel)
-        .await
-        .map_err(engine_failure);
-    watcher.abort();
-    result
+    })
 }
 
 fn finish_apply(
@@ -717,8 +677,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                     )));
                 }
             }
-            locked.doc.serial += 1;
-            store.save(&locked.doc)?;
+            store.commit(&mut locked.doc)?;
             println!(
                 "Removed {} address(es) from state; the resources themselves were not touched.",
                 addresses.len()
@@ -738,8 +697,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                 .remove(&from)
                 .ok_or_else(|| Failure(format!("no resource `{from}` in state")))?;
             locked.doc.resources.insert(to.clone(), r);
-            locked.doc.serial += 1;
-            store.save(&locked.doc)?;
+            store.commit(&mut locked.doc)?;
             println!("Moved {from} to {to}.");
         }
     }

@@ -1,15 +1,15 @@
 //! The portability and cost commands: `offers`, `breakeven`, `lockin`,
 //! `migrate`. Arguments here; the work in the library modules
-//! ([`crate::offers`], [`crate::breakeven`], [`crate::lockin`],
-//! [`crate::migrate`]).
+//! ([`crate::portability::offers`], [`crate::portability::breakeven`], [`crate::portability::lockin`],
+//! [`crate::portability::migrate`]).
 
 use super::args::VarArgs;
 use super::{CmdResult, Failure};
-use crate::offers::{self, InputError, DEFAULT_STALE_DAYS};
+use crate::portability::offers::{self, InputError, DEFAULT_STALE_DAYS};
+use crate::portability::{breakeven, lockin, migrate};
 use crate::spec::{self, Vars};
-use crate::{breakeven, lockin, migrate};
 use clap::{Args, ValueEnum};
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -68,7 +68,7 @@ pub struct BreakevenArgs {
     #[arg(long)]
     pub region: Option<String>,
     /// Hours each instance is expected to run per month (730 = always on).
-    #[arg(long, default_value_t = crate::resolve::HOURS_PER_MONTH, value_name = "H", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = gpuform_catalog::HOURS_PER_MONTH, value_name = "H", allow_negative_numbers = true)]
     pub hours: f64,
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
@@ -245,7 +245,7 @@ pub fn migrate_cmd(a: MigrateArgs) -> CmdResult {
     )
     .map_err(|e| Failure(format!("error: {e}")))?;
     if a.write {
-        migrate::write_atomically(&a.file, &m.new_text)
+        gpuform_catalog::fsio::write_atomically(&a.file, m.new_text.as_bytes())
             .map_err(|e| Failure(format!("cannot write {}: {e}", a.file.display())))?;
     }
     if a.json {

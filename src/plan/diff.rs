@@ -1,10 +1,12 @@
 //! The diff: desired resources vs recorded state vs what providers observe.
 
 use super::{Action, CostSummary, Plan, ResourceChange, StateRef, Summary, PLAN_FORMAT_VERSION};
+use crate::address::{Address, Target};
 use crate::refresh::Current;
-use crate::resolve::{Desired, Target, HOURS_PER_MONTH};
+use crate::resolve::Desired;
 use crate::state::Record;
-use gpuform_provider::catalog::{Catalog, PricingModel};
+use gpuform_catalog::HOURS_PER_MONTH;
+use gpuform_catalog::{Catalog, PricingModel};
 use gpuform_provider::{Attrs, ResourceKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -397,13 +399,7 @@ pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f
 /// Keeps the changes whose address matches a target (exactly, or as a
 /// prefix ending at a `.` or `[`), plus what those depend on.
 fn restrict_to_targets(changes: Vec<ResourceChange>, targets: &[String]) -> Vec<ResourceChange> {
-    let matches = |a: &str| {
-        targets.iter().any(|t| {
-            a == t
-                || (a.starts_with(t.as_str())
-                    && matches!(a.as_bytes().get(t.len()), Some(b'.') | Some(b'[')))
-        })
-    };
+    let matches = |a: &str| targets.iter().any(|t| Address::new(a).selected_by(t));
     let by_addr: HashMap<&str, &ResourceChange> =
         changes.iter().map(|c| (c.address.as_str(), c)).collect();
     let mut keep: BTreeSet<String> = BTreeSet::new();

@@ -3,7 +3,7 @@
 //! diff, a summary line and the cost.
 
 use super::{Action, Plan, ResourceChange};
-use crate::resolve::HOURS_PER_MONTH;
+use gpuform_catalog::HOURS_PER_MONTH;
 use owo_colors::{OwoColorize, Stream};
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -5,16 +5,16 @@
 use crate::spec::{
     CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, LoadedSpec,
 };
-use gpuform_provider::catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Hours in an average month, for monthly figures (365 × 24 / 12).
 pub mod placement;
 
-pub const HOURS_PER_MONTH: f64 = 730.0;
+use crate::address::Address;
+pub use crate::address::Target;
 
 #[derive(Debug, Clone)]
 pub struct ResolveOptions {
@@ -62,37 +62,6 @@ impl Exhausted {
             cloud,
             region: region.to_string(),
             zone: zone.to_string(),
-        }
-    }
-}
-
-/// Which provider serves a resource: a cloud, real or simulated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Target {
-    pub cloud: Cloud,
-    pub sandbox: bool,
-}
-
-impl Target {
-    /// The key recorded in state: `aws`, `sandbox:aws`.
-    pub fn key(&self) -> String {
-        if self.sandbox {
-            format!("sandbox:{}", self.cloud)
-        } else {
-            self.cloud.to_string()
-        }
-    }
-
-    pub fn parse(key: &str) -> Option<Target> {
-        match key.strip_prefix("sandbox:") {
-            Some(c) => Some(Target {
-                cloud: c.parse().ok()?,
-                sandbox: true,
-            }),
-            None => Some(Target {
-                cloud: key.parse().ok()?,
-                sandbox: false,
-            }),
         }
     }
 }
@@ -476,10 +445,10 @@ fn resolve_cluster(
         },
         (None, None) => usable[0].clone(),
     };
-    let prefix = format!("cluster.{name}");
+    let at = |local: &str| Address::in_cluster(name, local);
     let mut push = |suffix: &str, kind, attrs: Attrs, deps: &[(&str, String)], hourly_usd| {
         out.resources.push(DesiredResource {
-            address: format!("{prefix}.{suffix}"),
+            address: at(suffix),
             kind,
             target,
             region: region.to_string(),
@@ -492,7 +461,7 @@ fn resolve_cluster(
             yaml_path: path.clone(),
         })
     };
-    let network = format!("{prefix}.network");
+    let network = at("network");
     push(
         "network",
         ResourceKind::Network,
@@ -501,7 +470,7 @@ fn resolve_cluster(
         None,
     );
     let subnet_suffix = format!("subnet[{zone}]");
-    let subnet = format!("{prefix}.{subnet_suffix}");
+    let subnet = at(&subnet_suffix);
     push(
         &subnet_suffix,
         ResourceKind::Subnet,
@@ -512,15 +481,11 @@ fn resolve_cluster(
         &[("network", network.clone())],
         None,
     );
-    let firewall = format!("{prefix}.firewall");
-    let ingress: Vec<_> = c
-        .ingress
-        .iter()
-        .map(|i| {
-            let (from, to) = port_range(&i.ports);
-            json!({"protocol": i.protocol, "from_port": from, "to_port": to, "cidr": i.cidr})
-        })
-        .collect();
+    let firewall = at("firewall");
+    let ingress = canonical_ingress(c.ingress.iter().map(|i| {
+        let (from, to) = port_range(&i.ports);
+        json!({"protocol": i.protocol, "from_port": from, "to_port": to, "cidr": i.cidr})
+    }));
     push(
         "firewall",
         ResourceKind::Firewall,
@@ -538,8 +503,7 @@ fn resolve_cluster(
             "cluster.{name}: no placement group on huawei (its server groups are anti-affinity only); nodes are placed by the scheduler"
         ));
     }
-    let placement =
-        (wants_packing && cloud != Cloud::Huawei).then(|| format!("{prefix}.placement"));
+    let placement = (wants_packing && cloud != Cloud::Huawei).then(|| at("placement"));
     if placement.is_some() {
         push(
             "placement",
@@ -583,7 +547,7 @@ fn resolve_cluster(
                     ("size_gb", json!(size)),
                     ("volume_type", json!("ssd")),
                 ]),
-                &[("instance", format!("{prefix}.{node}"))],
+                &[("instance", at(&node))],
                 None,
             );
         }
@@ -643,6 +607,26 @@ fn first_subnet(cidr: &str) -> String {
 }
 
 /// `22` → (22, 22); `8000-8100` → (8000, 8100). The spec layer has validated the syntax.
+/// The rules in one order, the one providers report them in
+/// ([`gpuform_provider::ObservedIngress`] keeps a set), without repeats:
+/// a firewall's rules are a set, so a spec listing them in another order
+/// must not plan an update on every run.
+fn canonical_ingress(rules: impl Iterator<Item = serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut typed = std::collections::BTreeSet::new();
+    let mut untyped = Vec::new();
+    for r in rules {
+        // Validation has checked every rule; one the provider types cannot
+        // read is kept as written, for the provider to refuse with its message.
+        match gpuform_provider::IngressRule::parse(&r) {
+            Ok(rule) => {
+                typed.insert(rule);
+            }
+            Err(_) => untyped.push(r),
+        }
+    }
+    typed.iter().map(|r| r.to_json()).chain(untyped).collect()
+}
+
 fn port_range(ports: &str) -> (u32, u32) {
     match ports.split_once('-') {
         Some((a, b)) => (a.trim().parse().unwrap_or(0), b.trim().parse().unwrap_or(0)),
@@ -650,5 +634,24 @@ fn port_range(ports: &str) -> (u32, u32) {
             let p = ports.trim().parse().unwrap_or(0);
             (p, p)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ingress_is_one_set_whatever_order_the_spec_lists_it_in() {
+        let ssh = json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"});
+        let web = json!({"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.0.0.0/8"});
+        let ping = json!({"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"});
+        let a = canonical_ingress([web.clone(), ping.clone(), ssh.clone()].into_iter());
+        let b = canonical_ingress([ssh.clone(), web.clone(), ping.clone(), ssh.clone()].into_iter());
+        assert_eq!(a, b);
+        assert_eq!(a, vec![ssh, web, ping], "the order providers report rules in");
+        // What a provider cannot type is kept, for it to refuse with its own message.
+        let odd = json!({"protocol": "gre", "cidr": "1.2.3.4/32"});
+        assert_eq!(canonical_ingress([odd.clone()].into_iter()), vec![odd]);
     }
 }

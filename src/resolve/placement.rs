@@ -4,7 +4,7 @@
 
 use super::{Exhausted, ResolveOptions};
 use crate::spec::{Cluster, Strategy};
-use gpuform_provider::catalog::{Catalog, Match, OfferQuery};
+use gpuform_catalog::{Catalog, Match, OfferQuery};
 use gpuform_provider::Cloud;
 use std::cmp::Ordering;
 

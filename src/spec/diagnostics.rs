@@ -17,7 +17,6 @@
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// One problem, located in a file.
@@ -259,12 +258,6 @@ impl Diagnostics {
             out.push_str(&format!("\n{} errors\n", self.0.len()));
         }
         out
-    }
-
-    /// Prints to stderr: graphical when stderr is a terminal, plain otherwise.
-    pub fn eprint(&self) {
-        let graphical = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        eprint!("{}", self.render(graphical));
     }
 }
 

@@ -12,8 +12,10 @@
 //! - [`Vars`]: `--var`, `--var-file`, `GPUFORM_VAR_*`, spec defaults.
 //! - [`schema_json`]: the JSON Schema, committed as `schemas/gpuform.schema.json`.
 //! - [`format`] / [`format_diff`]: `gpuform fmt` and `gpuform fmt --check`.
+//! - [`edit::BlockEditor`]: comment-preserving text edits of one cluster (`gpuform migrate`).
 
 pub mod diagnostics;
+pub mod edit;
 pub mod fmt;
 pub mod load;
 pub mod model;

@@ -3,7 +3,7 @@
 //! These types are the single source of truth for the YAML format and for
 //! schemas/gpuform.schema.json (generated from them with schemars).
 
-use gpuform_provider::catalog::PricingModel;
+use gpuform_catalog::PricingModel;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -71,7 +71,7 @@ impl Journal {
             } else {
                 dir
             };
-            super::store::sync_dir(dir).map_err(werr)?;
+            gpuform_catalog::fsio::sync_dir(dir).map_err(werr)?;
         }
         let (tx, rx) = mpsc::channel::<(Vec<u8>, Ack)>();
         let writer = std::thread::Builder::new()

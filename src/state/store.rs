@@ -1,8 +1,8 @@
 //! The local state backend: one JSON file, written atomically.
 
 use super::{StateDoc, StateError, FORMAT_VERSION};
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use gpuform_catalog::fsio::AtomicWrite;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Where a state lives, and the files that go with it.
@@ -65,6 +65,13 @@ impl StateStore {
         parse(&self.path, &bytes).map(Some)
     }
 
+    /// Records a change: bumps the serial (so plans made before it are
+    /// refused) and saves. Every write of a changed state goes through here.
+    pub fn commit(&self, doc: &mut StateDoc) -> Result<(), StateError> {
+        doc.serial += 1;
+        self.save(doc)
+    }
+
     /// Writes the state atomically: temp file, fsync, keep the previous
     /// version as `.backup`, rename over, fsync the directory. Mode 0600:
     /// state holds ids and addresses that are nobody else's business.
@@ -75,46 +82,15 @@ impl StateStore {
         };
         let dir = self.dir();
         fs::create_dir_all(&dir).map_err(werr)?;
-        let tmp = self.sibling(".tmp");
         let mut json = serde_json::to_vec_pretty(doc).expect("state serialises");
         json.push(b'\n');
-        {
-            let mut f = open_private(&tmp).map_err(werr)?;
-            f.write_all(&json).map_err(werr)?;
-            f.sync_all().map_err(werr)?;
-        }
-        if self.path.exists() {
-            // A hard link keeps the old version without copying it; fall back
-            // to a copy on filesystems without links.
-            let backup = self.backup_path();
-            let _ = fs::remove_file(&backup);
-            if fs::hard_link(&self.path, &backup).is_err() {
-                fs::copy(&self.path, &backup).map_err(werr)?;
-            }
-        }
-        fs::rename(&tmp, &self.path).map_err(werr)?;
-        sync_dir(&dir).map_err(werr)?;
+        AtomicWrite::new()
+            .private()
+            .backup_to(self.backup_path())
+            .write(&self.path, &json)
+            .map_err(werr)?;
         Ok(())
     }
-}
-
-pub(crate) fn open_private(path: &Path) -> std::io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path)
-}
-
-pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
@@ -171,6 +147,31 @@ mod tests {
             let mode = fs::metadata(store.path()).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn commit_bumps_the_serial_and_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        let mut doc = StateDoc::new("p");
+        store.save(&doc).unwrap();
+        store.commit(&mut doc).unwrap();
+        assert_eq!(doc.serial, 1);
+        assert_eq!(store.load().unwrap().unwrap().serial, 1);
+        store.commit(&mut doc).unwrap();
+        assert_eq!(store.load().unwrap().unwrap().serial, 2);
+        let backup = StateStore::new(store.backup_path())
+            .load()
+            .unwrap()
+            .unwrap();
+        assert_eq!(backup.serial, 1);
+        // Nothing but the state and its backup is left in the directory.
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["s.json", "s.json.backup"]);
     }
 
     #[test]

@@ -20,6 +20,144 @@ pub struct Live {
     pub region: String,
     /// The zone attribute, empty when the resource has none.
     pub zone: String,
+    /// `instance`, `volume`, `firewall`...
+    pub kind: String,
+    /// A volume: the instance the cloud says it is attached to.
+    pub attached_to: Option<String>,
+    /// A firewall: [`MEMBERS`] when members reach each other, then one
+    /// entry per CIDR rule (see [`rule`]).
+    pub ingress: Vec<String>,
+}
+
+/// A firewall lets its members reach each other (the stand-ins' word too).
+pub const MEMBERS: &str = gpuform_standins::MEMBERS;
+
+/// A CIDR rule as [`Live::ingress`] lists it: `tcp 8000-8100 10.1.0.0/16`.
+pub fn rule(protocol: &str, from: u64, to: u64, cidr: &str) -> String {
+    format!("{} {from}-{to} {cidr}", protocol.to_ascii_lowercase())
+}
+
+/// The kind of resource an address stands for.
+pub fn kind_of_address(addr: &str) -> &'static str {
+    if addr.starts_with("bucket.") {
+        return "bucket";
+    }
+    let last = addr.rsplit('.').next().unwrap_or(addr);
+    let base = last.split('[').next().unwrap_or(last);
+    match base {
+        "node" => "instance",
+        "volume" => "volume",
+        "firewall" => "firewall",
+        "network" => "network",
+        "subnet" => "subnet",
+        "placement" => "placement",
+        "bucket" => "bucket",
+        other => panic!("address {addr}: unknown resource `{other}`"),
+    }
+}
+
+/// What state records: address → (kind, id).
+pub fn recorded_kinds(dir: &Path, project: &str) -> BTreeMap<String, (String, String)> {
+    let path = dir.join(format!(".gpuform/{project}.state.json"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let st: serde_json::Value = serde_json::from_slice(&bytes).expect("state json");
+    st["resources"]
+        .as_object()
+        .expect("state.resources")
+        .iter()
+        .map(|(a, r)| {
+            (
+                a.clone(),
+                (
+                    r["kind"].as_str().expect("kind").to_string(),
+                    r["id"].as_str().expect("id").to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Beyond counts, what a recovery must leave (issue 15): every recorded
+/// resource is of the kind its address stands for, in state and in the
+/// cloud (no boot disk recorded as a node or a volume); every data volume
+/// `volume[i]` is attached to the node `node[i]` as recorded; every
+/// firewall lets its members in and has each of `rules` ([`rule`]).
+pub fn assert_complete(
+    live: &[Live],
+    recorded: &BTreeMap<String, (String, String)>,
+    rules: &[String],
+    context: &str,
+) {
+    let by_id: BTreeMap<&str, &Live> = live.iter().map(|l| (l.id.as_str(), l)).collect();
+    for (addr, (kind, id)) in recorded {
+        let want = kind_of_address(addr);
+        assert_eq!(
+            kind, want,
+            "{context}: state records {addr} ({id}) as a {kind}"
+        );
+        let l = by_id
+            .get(id.as_str())
+            .unwrap_or_else(|| panic!("{context}: {addr} = {id} is not in the cloud"));
+        assert_eq!(
+            l.kind, want,
+            "{context}: {addr} = {id} is a {} in the cloud",
+            l.kind
+        );
+        match want {
+            "volume" => {
+                let node = addr.replace(".volume[", ".node[");
+                let node_id = recorded.get(&node).map(|(_, i)| i.as_str());
+                assert!(node_id.is_some(), "{context}: {addr} without {node}");
+                assert_eq!(
+                    l.attached_to.as_deref(),
+                    node_id,
+                    "{context}: data volume {addr} ({id}) is not attached to {node}"
+                );
+            }
+            "firewall" => {
+                assert!(
+                    l.ingress.iter().any(|r| r == MEMBERS),
+                    "{context}: firewall {addr} ({id}) does not let its members in: {:?}",
+                    l.ingress
+                );
+                for r in rules {
+                    assert!(
+                        l.ingress.contains(r),
+                        "{context}: firewall {addr} ({id}) lacks the spec's rule `{r}`: {:?}",
+                        l.ingress
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Everything alive in a stand-in cloud (tests/standins), as [`Live`].
+pub fn mock_live(mock: &dyn gpuform_standins::MockCloud, cloud: &str) -> Vec<Live> {
+    mock.resources()
+        .into_iter()
+        .map(|r| Live {
+            id: r.id,
+            address: r.address,
+            cloud: cloud.into(),
+            region: r.region,
+            zone: String::new(),
+            kind: r.kind.to_string(),
+            attached_to: r.attached_to,
+            ingress: r.ingress,
+        })
+        .collect()
+}
+
+/// [`assert_complete`] for the sandbox of a working directory.
+pub fn assert_sandbox_complete(dir: &Path, project: &str, rules: &[String], context: &str) {
+    assert_complete(
+        &sandbox_live(dir, project),
+        &recorded_kinds(dir, project),
+        rules,
+        context,
+    );
 }
 
 /// The resources a state file records: address → id.
@@ -195,6 +333,9 @@ pub fn sandbox_live(dir: &Path, project: &str) -> Vec<Live> {
             cloud: r["cloud"].as_str().unwrap_or("").to_string(),
             region: r["region"].as_str().unwrap_or("").to_string(),
             zone: r["attrs"]["zone"].as_str().unwrap_or("").to_string(),
+            kind: r["kind"].as_str().unwrap_or("").to_string(),
+            attached_to: r["attrs"]["attached_to"].as_str().map(str::to_string),
+            ingress: sandbox_ingress(&r["attrs"]["ingress"]),
         })
         .collect()
 }
@@ -207,4 +348,25 @@ pub fn assert_sandbox_exact(dir: &Path, project: &str, expected: &BTreeSet<Strin
         expected,
         context,
     );
+}
+
+/// A sandbox firewall's reported `ingress` as [`Live::ingress`]: the
+/// members' rule unless the `missing` marker says otherwise, then the rules.
+fn sandbox_ingress(v: &serde_json::Value) -> Vec<String> {
+    let list = v.as_array().cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    if !list.iter().any(|r| r.get("missing").is_some()) {
+        out.push(MEMBERS.to_string());
+    }
+    for r in list.iter().filter(|r| r.get("cidr").is_some()) {
+        let from = r["from_port"].as_u64().unwrap_or(0);
+        let to = r["to_port"].as_u64().unwrap_or(from);
+        out.push(rule(
+            r["protocol"].as_str().unwrap_or("tcp"),
+            from,
+            to,
+            r["cidr"].as_str().unwrap_or(""),
+        ));
+    }
+    out
 }

@@ -250,6 +250,170 @@ pub fn api_error(action: &str, status: u16, body: Option<&Value>) -> ProviderErr
     e
 }
 
+// --------------------------------------------------------------------- params
+
+/// RPC parameters in the order they are sent.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Params(pub(crate) Vec<(String, String)>);
+
+impl Params {
+    pub(crate) fn push(&mut self, k: impl Into<String>, v: impl Into<String>) {
+        self.0.push((k.into(), v.into()));
+    }
+
+    /// `Tag.N.Key` / `Tag.N.Value`, N from 1.
+    pub(crate) fn tags(&mut self, tags: &[(String, String)]) {
+        for (i, (k, v)) in tags.iter().enumerate() {
+            self.push(format!("Tag.{}.Key", i + 1), k.clone());
+            self.push(format!("Tag.{}.Value", i + 1), v.clone());
+        }
+    }
+
+    /// One parameter.
+    pub(crate) fn one(k: impl Into<String>, v: impl Into<String>) -> Params {
+        let mut p = Params::default();
+        p.push(k, v);
+        p
+    }
+}
+
+/// Ids as the JSON array the batched Describe calls take.
+pub(crate) fn json_array(ids: &[String]) -> String {
+    Value::Array(ids.iter().map(|i| Value::String(i.clone())).collect()).to_string()
+}
+
+// --------------------------------------------------------------------- pagination
+
+/// How a listing call pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Paging {
+    /// `PageNumber` / `PageSize` (≤ 50): DescribeVpcs, DescribeVSwitches,
+    /// DescribeDeploymentSets, DescribeImages.
+    Number,
+    /// `NextToken`, with `MaxResults` when given: DescribeInstances,
+    /// DescribeDisks, DescribeSecurityGroups (≤ 100), ListTagResources.
+    Token(Option<usize>),
+}
+
+/// One paginated listing call: which API, how it pages, and where its
+/// answer holds the list (`body[outer][inner]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Listing {
+    pub product: Product,
+    pub action: &'static str,
+    pub paging: Paging,
+    pub list: (&'static str, &'static str),
+}
+
+/// `PageSize` of the page-numbered calls: the documented maximum.
+const NUMBER_PAGE: usize = 50;
+
+impl RpcClient {
+    /// Every item of a listing call with the parameters `base`, page by page.
+    pub(crate) async fn list_all(
+        &self,
+        region: &str,
+        l: &Listing,
+        base: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let (outer, inner) = l.list;
+        let mut out = Vec::new();
+        let mut page = 1usize;
+        let mut token: Option<String> = None;
+        loop {
+            let mut p = base.clone();
+            match l.paging {
+                Paging::Number => {
+                    p.push("PageNumber", page.to_string());
+                    p.push("PageSize", NUMBER_PAGE.to_string());
+                }
+                Paging::Token(max) => {
+                    if let Some(max) = max {
+                        p.push("MaxResults", max.to_string());
+                    }
+                    if let Some(t) = &token {
+                        p.push("NextToken", t.clone());
+                    }
+                }
+            }
+            let body = self.call(l.product, region, l.action, &p.0).await?;
+            let got = listed_items(&body, outer, inner, l.action)?;
+            let n = got.len();
+            out.extend(got.into_iter().cloned());
+            match l.paging {
+                Paging::Number => {
+                    // A full page may have a successor; without a TotalCount, ask.
+                    let total = body.get("TotalCount").and_then(Value::as_u64);
+                    if n < NUMBER_PAGE || total.is_some_and(|t| out.len() as u64 >= t) {
+                        return Ok(out);
+                    }
+                    page += 1;
+                }
+                Paging::Token(_) => match body.get("NextToken").and_then(Value::as_str) {
+                    Some(t) if !t.is_empty() && token.as_deref() != Some(t) => {
+                        token = Some(t.to_string())
+                    }
+                    _ => return Ok(out),
+                },
+            }
+        }
+    }
+}
+
+// --------------------------------------------------------------------- answers
+
+/// `body[outer][inner]` as a list, where the API reference documents that
+/// list: an answer without `outer` (a 2xx from a throttling proxy, a
+/// truncated body) is an error, never "nothing there" — read as empty, it
+/// would make a refresh plan creates for what exists.
+pub(crate) fn listed_items<'a>(
+    body: &'a Value,
+    outer: &str,
+    inner: &str,
+    action: &str,
+) -> Result<Vec<&'a Value>, ProviderError> {
+    if body.get(outer).is_none() {
+        return Err(ProviderError::new(
+            ErrorKind::Transient,
+            format!("{action} answered without `{outer}`, which its API reference documents; not read as an empty list"),
+        ));
+    }
+    Ok(items(body, outer, inner))
+}
+
+/// `body[outer][inner]` as a list (Alibaba wraps every list this way).
+pub(crate) fn items<'a>(body: &'a Value, outer: &str, inner: &str) -> Vec<&'a Value> {
+    match body.get(outer).and_then(|o| o.get(inner)) {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v @ Value::Object(_)) => vec![v],
+        _ => Vec::new(),
+    }
+}
+
+/// A field as text ("" when absent).
+pub(crate) fn text(v: &Value, key: &str) -> String {
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The id a Create call answers with.
+pub(crate) fn required(body: &Value, key: &str, action: &str) -> Result<String, ProviderError> {
+    Some(text(body, key))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| empty_answer(action))
+}
+
+pub(crate) fn empty_answer(action: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Transient,
+        format!("{action} answered without the id of what it made"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,6 +118,36 @@ pub fn transport_error(action: &str, e: &reqwest::Error) -> ProviderError {
     ProviderError::new(ErrorKind::Transient, format!("{action} {what}: {e}"))
 }
 
+/// A delete or detach that finds its target gone has nothing left to do.
+pub(crate) fn ok_if_gone(r: Result<serde_json::Value, ProviderError>) -> Result<(), ProviderError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// An attribute that is optional in general but that ECS requires.
+pub(crate) fn missing(kind: &str, attr: &str) -> ProviderError {
+    ProviderError::new(ErrorKind::Invalid, format!("a {kind} needs `{attr}`"))
+}
+
+/// A reference (`subnet`, `firewall`, `instance`) that is optional in
+/// general but that ECS requires.
+pub(crate) fn required_ref<'a>(
+    value: Option<&'a String>,
+    kind: &str,
+    address: &str,
+    role: &str,
+) -> Result<&'a str, ProviderError> {
+    value.map(String::as_str).ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("{kind} {address} needs a `{role}` reference"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,37 +1,26 @@
 //! The Alibaba provider against what the ECS/VPC API references document,
-//! as the corrected stand-in (`gpuform_mockclouds::alibaba`) enforces it:
+//! as the corrected stand-in (`gpuform_standins::alibaba`) enforces it:
 //! issue 15, points 3, 5, 6, 7, 8 and 15. Each test names the page it
 //! follows; the stand-in's own behaviour is checked through the raw signed
 //! client too, so that a test cannot pass because gpuform and the stand-in
 //! share a mistake.
 
-use gpuform_alibaba::{AlibabaProvider, Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
-use gpuform_mockclouds::alibaba::{
+mod common;
+
+use common::*;
+use gpuform_alibaba::{Endpoint, Product, RpcClient, SUBSCRIPTION_ENDS};
+use gpuform_standins::alibaba::{
     AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET, TAG_FILTER_CAP,
 };
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::MockCloud;
 use gpuform_provider::{
-    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ProviderError,
-    ResourceKind, Scope,
+    Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError, ResourceKind,
 };
 use gpuform_signing::Credentials;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const REGION: &str = "cn-hangzhou";
-const ZONE: &str = "cn-hangzhou-i";
-const GPU: &str = "ecs.gn7i-c8g1.2xlarge";
 const IMAGE: &str = "ubuntu_22_04_x64_20G_alibase_20240130.vhd";
-
-fn provider(mock: &AlibabaMock) -> AlibabaProvider {
-    AlibabaProvider::new(
-        Credentials::new(ACCESS_KEY_ID, ACCESS_KEY_SECRET),
-        None,
-        Some(Endpoint::parse(&mock.endpoint()).unwrap()),
-    )
-    .unwrap()
-    .with_polling(Duration::from_millis(10), Duration::from_secs(10))
-}
 
 /// The signed client alone: calls the stand-in exactly as asked.
 fn raw(mock: &AlibabaMock) -> RpcClient {
@@ -56,82 +45,6 @@ async fn call(
     raw(mock).call(product, REGION, action, &p).await
 }
 
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
-
-fn own(address: &str) -> OwnershipTags {
-    OwnershipTags {
-        project: "llm".into(),
-        address: address.into(),
-        token: format!("gf-{}", address.replace(['.', '[', ']'], "-")),
-        lineage: "lineage-1".into(),
-    }
-}
-
-fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: a
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect::<Attrs>(),
-        refs: refs
-            .iter()
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect(),
-        ownership: own(address),
-    }
-}
-
-struct Net {
-    vsw: String,
-    sg: String,
-}
-
-fn ssh() -> Value {
-    json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
-}
-
-async fn network(p: &AlibabaProvider) -> Net {
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
-    let vsw = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "c.subnet[i]",
-            json!({"zone": ZONE, "cidr": "10.0.0.0/20"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    let sg = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "c.firewall",
-            json!({ "ingress": ssh() }),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("the security group is created without a self-referencing rule");
-    Net {
-        vsw: vsw.id,
-        sg: sg.id,
-    }
-}
-
 fn node(net: &Net, i: usize, pricing: &str) -> CreateRequest {
     req(
         ResourceKind::Instance,
@@ -154,7 +67,7 @@ fn find<'a>(list: &'a [ObservedResource], id: &str) -> &'a ObservedResource {
 async fn members_reach_each_other_without_a_self_rule() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = network(&p, ssh()).await;
 
     // The stand-in refuses a rule whose source is the group itself.
     let e = call(
@@ -217,7 +130,7 @@ async fn reserved_pricing_is_sent_in_months() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = network(&p, ssh()).await;
 
     // The stand-in rejects what RunInstances rejects.
     let run = |unit: &'static str, period: &'static str| {
@@ -269,7 +182,7 @@ async fn subscriptions_are_released_only_once_expired() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = network(&p, ssh()).await;
     let sub = p.create(&node(&net, 0, "reserved-1y")).await.unwrap();
     let payg = p.create(&node(&net, 1, "on-demand")).await.unwrap();
 
@@ -324,7 +237,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = network(&p, ssh()).await;
     // 1,100 tagged instances, 100 per RunInstances (Amount ≤ 100), straight
     // through the signed client.
     let want = TAG_FILTER_CAP + 100;
@@ -402,7 +315,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
 async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = network(&p, ssh()).await;
     mock.inject(Fault::LaunchFails {
         zone: ZONE.into(),
         instance_type: GPU.into(),
@@ -436,7 +349,7 @@ async fn answers_without_the_documented_body_are_errors() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = network(&p, ssh()).await;
     let n = p.create(&node(&net, 0, "on-demand")).await.unwrap();
     let full = p.list_owned(&scope(), "llm").await.unwrap();
     for action in [

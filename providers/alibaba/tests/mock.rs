@@ -1,74 +1,22 @@
 //! The Alibaba provider against the local stand-in
-//! (`gpuform_mockclouds::alibaba`), which verifies every request's ACS3
+//! (`gpuform_standins::alibaba`), which verifies every request's ACS3
 //! signature and answers as the ECS/VPC API references document.
 
+mod common;
+
+use common::*;
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_mockclouds::alibaba::{AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
-use gpuform_mockclouds::MockCloud;
-use gpuform_provider::{
-    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
-};
+use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_SECRET};
+use gpuform_standins::MockCloud;
+use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-const REGION: &str = "cn-hangzhou";
-const ZONE: &str = "cn-hangzhou-i";
-const GPU: &str = "ecs.gn7i-c8g1.2xlarge";
-
-fn provider(mock: &AlibabaMock) -> AlibabaProvider {
-    provider_with(mock, ACCESS_KEY_SECRET)
-}
-
 fn provider_with(mock: &AlibabaMock, secret: &str) -> AlibabaProvider {
-    AlibabaProvider::new(
-        Credentials::new(ACCESS_KEY_ID, secret),
-        None,
-        Some(Endpoint::parse(&mock.endpoint()).unwrap()),
-    )
-    .unwrap()
-    .with_polling(Duration::from_millis(20), Duration::from_secs(10))
-}
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
-
-fn own(address: &str, token: &str) -> OwnershipTags {
-    OwnershipTags {
-        project: "llm".into(),
-        address: address.into(),
-        token: token.into(),
-        lineage: "lineage-1".into(),
-    }
-}
-
-fn attrs(v: Value) -> Attrs {
-    v.as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: attrs(a),
-        refs: refs
-            .iter()
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect(),
-        ownership: own(
-            address,
-            &format!("gf-{}", address.replace(['.', '[', ']'], "-")),
-        ),
-    }
+    provider_at(&mock.endpoint(), secret)
 }
 
 fn instance_attrs(i: usize) -> Value {
@@ -79,46 +27,13 @@ fn instance_attrs(i: usize) -> Value {
     })
 }
 
-struct Net {
-    vpc: String,
-    vsw: String,
-    sg: String,
-}
-
-async fn network(p: &AlibabaProvider) -> Net {
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
-    let vsw = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "c.subnet[i]",
-            json!({"zone": ZONE, "cidr": "10.0.0.0/20"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    let sg = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "c.firewall",
-            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
-                               {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}]}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    Net {
-        vpc: vpc.id,
-        vsw: vsw.id,
-        sg: sg.id,
-    }
+async fn net(p: &AlibabaProvider) -> Net {
+    network(
+        p,
+        json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
+               {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}]),
+    )
+    .await
 }
 
 fn node(net: &Net, i: usize, placement: Option<&str>) -> CreateRequest {
@@ -144,7 +59,7 @@ fn by_address(list: &[ObservedResource]) -> BTreeMap<String, &ObservedResource> 
 async fn lifecycle_create_refresh_update_destroy() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
     assert!(
         net.vpc.starts_with("vpc-") && net.vsw.starts_with("vsw-") && net.sg.starts_with("sg-")
     );
@@ -331,7 +246,7 @@ async fn refresh_is_batched() {
     let mock = AlibabaMock::start();
     mock.set_pending_time(Duration::ZERO);
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
     let mut ids = Vec::new();
     for i in 0..50 {
         ids.push(p.create(&node(&net, i, None)).await.unwrap().id);
@@ -383,7 +298,7 @@ async fn refresh_is_batched() {
 async fn deleted_behind_the_back_is_gone() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
     let a = p.create(&node(&net, 0, None)).await.unwrap();
     let b = p.create(&node(&net, 1, None)).await.unwrap();
     assert!(mock.delete_behind(&a.id));
@@ -410,7 +325,7 @@ async fn deleted_behind_the_back_is_gone() {
 async fn same_token_same_resource() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
     let again = p
         .create(&req(
             ResourceKind::Network,
@@ -463,7 +378,7 @@ async fn same_token_same_resource() {
 async fn crash_after_the_call_is_adopted_by_tags() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
     // An explicit image id: RunInstances is the very next request.
     let mut r = node(&net, 7, None);
     r.attrs.insert(
@@ -516,7 +431,7 @@ async fn crash_after_the_call_is_adopted_by_tags() {
 async fn errors_map_to_neutral_kinds() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
 
     mock.inject(Fault::NoStock {
         zone: ZONE.into(),
@@ -544,6 +459,10 @@ async fn errors_map_to_neutral_kinds() {
     });
     let e = p.list_owned(&scope(), "llm").await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Throttled);
+    // The throttled listing's other calls were dropped mid-flight; a clean
+    // listing lets the stand-in finish them before the next fault is set,
+    // so none of them can take it (and shows that a throttle does not stick).
+    p.list_owned(&scope(), "llm").await.unwrap();
     mock.inject(Fault::Once {
         action: "DescribeVpcs".into(),
         status: 503,
@@ -603,7 +522,7 @@ async fn errors_map_to_neutral_kinds() {
 async fn pricing_models_and_images() {
     let mock = AlibabaMock::start();
     let p = provider(&mock);
-    let net = network(&p).await;
+    let net = net(&p).await;
     for (i, pricing) in ["spot", "reserved-1y", "reserved-3y", "on-demand"]
         .iter()
         .enumerate()
@@ -653,4 +572,55 @@ async fn from_env_uses_the_stand_in() {
     let d = format!("{p:?}");
     assert!(!d.contains(ACCESS_KEY_SECRET), "{d}");
     assert!(p.label().starts_with("alibaba("));
+}
+
+/// Tag rules of ECS and VPC TagResources: keys starting with `aliyun` or
+/// `acs:` and anything containing `http://` / `https://` are refused before
+/// any call, at create and at update; a portless rule reads back as given.
+#[tokio::test]
+async fn alibaba_tag_rules_and_portless_rules() {
+    let mock = AlibabaMock::start();
+    let p = provider(&mock);
+    let before = mock.requests();
+    for (tags, says) in [
+        (json!({"acs:team": "ml"}), "reserved by alibaba"),
+        (json!({"AliyunTeam": "ml"}), "reserved by alibaba"),
+        (json!({"site": "https://example.com"}), "http://"),
+        (json!({"gpuform:address": "x"}), "reserved for gpuform"),
+    ] {
+        let r = req(
+            ResourceKind::Network,
+            "c.network",
+            json!({"cidr": "10.0.0.0/16", "tags": tags}),
+            &[],
+        );
+        let e = p.create(&r).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid, "{tags}");
+        assert!(e.message.contains(says), "{tags}: {e}");
+    }
+    assert_eq!(mock.requests(), before, "refused before any call");
+
+    let portless = json!([{"protocol": "icmp", "cidr": "10.0.0.0/8"},
+                          {"protocol": "all", "cidr": "10.1.0.0/16"}]);
+    let net = network(&p, portless.clone()).await;
+    let e = p
+        .update(
+            &scope(),
+            ResourceKind::Firewall,
+            &net.sg,
+            &attrs(json!({"tags": {"site": "http://x"}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("http://"), "{e}");
+    let r = p
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&net.sg),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r[0].attrs["ingress"], portless);
+    assert_eq!(r[0].attrs["tags"], json!({}));
 }

@@ -1,43 +1,20 @@
 //! What the Alibaba provider sends, compared with what the official SDK sent
 //! for the same action (`providers/signing/tests/fixtures/aliyun_*_v3`):
 //! method, path, where the parameters go, content type, signed headers,
-//! action and version. A recording proxy (`gpuform_mockclouds::tap`) sees
+//! action and version. A recording proxy (`gpuform_standins::tap`) sees
 //! the provider's requests on the wire on their way to the stand-in; each
 //! must also pass the stand-in's own ACS3 verifier.
 
-use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_mockclouds::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
-use gpuform_mockclouds::recordings;
-use gpuform_mockclouds::shape::Shape;
-use gpuform_mockclouds::tap::Tap;
-use gpuform_mockclouds::verify::{acs3, Key};
-use gpuform_provider::{CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
-use gpuform_signing::Credentials;
-use serde_json::{json, Value};
-use std::time::Duration;
+mod common;
 
-const REGION: &str = "cn-hangzhou";
-const ZONE: &str = "cn-hangzhou-i";
-
-fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: Scope {
-            region: REGION.into(),
-        },
-        attrs: a.as_object().unwrap().clone().into_iter().collect(),
-        refs: refs
-            .iter()
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: "llm".into(),
-            address: address.into(),
-            token: format!("gf-{}", address.replace(['.', '[', ']'], "-")),
-            lineage: "lineage-1".into(),
-        },
-    }
-}
+use common::*;
+use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::recordings;
+use gpuform_standins::shape::Shape;
+use gpuform_standins::tap::Tap;
+use gpuform_standins::verify::{acs3, Key};
+use gpuform_provider::{Provider, ResourceKind};
+use serde_json::json;
 
 /// What gpuform deliberately does differently from the SDK: the SDK also
 /// sends and signs `x-acs-credentials-provider` (where its key came from,
@@ -50,41 +27,8 @@ fn known_differences() -> Vec<String> {
 async fn requests_have_the_sdk_shape() {
     let mock = AlibabaMock::start();
     let tap = Tap::start(&mock.endpoint());
-    let p = AlibabaProvider::new(
-        Credentials::new(ACCESS_KEY_ID, ACCESS_KEY_SECRET),
-        None,
-        Some(Endpoint::parse(&tap.endpoint()).unwrap()),
-    )
-    .unwrap()
-    .with_polling(Duration::from_millis(20), Duration::from_secs(10));
-
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
-    let vsw = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "c.subnet[i]",
-            json!({"zone": ZONE, "cidr": "10.0.0.0/20"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
-    let sg = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "c.firewall",
-            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .unwrap();
+    let p = provider_at(&tap.endpoint(), ACCESS_KEY_SECRET);
+    let net = network(&p, ssh()).await;
     let node = p
         .create(&req(
             ResourceKind::Instance,
@@ -92,27 +36,14 @@ async fn requests_have_the_sdk_shape() {
             json!({"instance_type": "ecs.gn7i-c8g1.2xlarge", "zone": ZONE, "image": "ubuntu-22.04-cuda",
                    "pricing": "on-demand", "root_gb": 200, "rdma": false, "gpu": "A10:1",
                    "user_data": "#!/bin/sh\n", "tags": {"team": "ml"}}),
-            &[("subnet", &vsw.id), ("firewall", &sg.id)],
+            &[("subnet", &net.vsw), ("firewall", &net.sg)],
         ))
         .await
         .unwrap();
-    p.list_owned(
-        &Scope {
-            region: REGION.into(),
-        },
-        "llm",
-    )
-    .await
-    .unwrap();
-    p.delete(
-        &Scope {
-            region: REGION.into(),
-        },
-        ResourceKind::Instance,
-        &node.id,
-    )
-    .await
-    .unwrap();
+    p.list_owned(&scope(), "llm").await.unwrap();
+    p.delete(&scope(), ResourceKind::Instance, &node.id)
+        .await
+        .unwrap();
 
     let sent = tap.requests();
     assert!(

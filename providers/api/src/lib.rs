@@ -11,9 +11,7 @@
 //! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
 //!   a driver receives, read once from the engine's attribute maps.
 
-pub mod catalog;
 pub mod change;
-pub mod cloud;
 pub mod driver;
 pub mod error;
 pub mod ingress;
@@ -23,9 +21,10 @@ pub mod resource;
 pub mod tags;
 
 pub use change::{Attachment, ChangeSet};
-pub use cloud::Cloud;
 pub use driver::CloudDriver;
 pub use error::{ErrorKind, ProviderError};
+/// The clouds are data the catalog describes; the interface names them from there.
+pub use gpuform_catalog::Cloud;
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{

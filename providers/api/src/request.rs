@@ -11,7 +11,6 @@ use crate::ingress::IngressRule;
 use crate::tags::UserTags;
 use crate::{Attrs, CreateRequest, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope};
 use serde_json::Value;
-use std::fmt;
 
 /// A create, typed: where, by whom (ownership, set atomically with the
 /// creation), and what.
@@ -76,51 +75,9 @@ pub struct PlacementSpec {
     pub strategy: PlacementStrategy,
 }
 
-/// How an instance is paid for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pricing {
-    OnDemand,
-    Spot,
-    Reserved1y,
-    Reserved3y,
-}
-
-impl Pricing {
-    pub const ALL: [Pricing; 4] = [
-        Pricing::OnDemand,
-        Pricing::Spot,
-        Pricing::Reserved1y,
-        Pricing::Reserved3y,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Pricing::OnDemand => "on-demand",
-            Pricing::Spot => "spot",
-            Pricing::Reserved1y => "reserved-1y",
-            Pricing::Reserved3y => "reserved-3y",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Pricing> {
-        Pricing::ALL.into_iter().find(|p| p.as_str() == s)
-    }
-
-    /// The commitment in months (12 or 36) of a reserved model.
-    pub fn commitment_months(self) -> Option<u32> {
-        match self {
-            Pricing::Reserved1y => Some(12),
-            Pricing::Reserved3y => Some(36),
-            Pricing::OnDemand | Pricing::Spot => None,
-        }
-    }
-}
-
-impl fmt::Display for Pricing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// How an instance is paid for: the catalog's pricing models, so that a
+/// spec, a price and a launch speak of the same four.
+pub use gpuform_catalog::PricingModel as Pricing;
 
 /// One GPU node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,59 +143,91 @@ impl Desired {
         }
         let t = &tags;
         Ok(match req.kind {
-            ResourceKind::Network => Desired::Network(create(req, t, NetworkSpec {
-                cidr: r.required_str("cidr")?,
-            })),
-            ResourceKind::Subnet => Desired::Subnet(create(req, t, SubnetSpec {
-                network: r.required_ref("network")?,
-                zone: r.required_str("zone")?,
-                cidr: r.required_str("cidr")?,
-            })),
-            ResourceKind::Firewall => Desired::Firewall(create(req, t, FirewallSpec {
-                network: r.required_ref("network")?,
-                ingress: IngressRule::parse_list(req.attrs.get("ingress"))?,
-            })),
-            ResourceKind::Placement => Desired::Placement(create(req, t, PlacementSpec {
-                strategy: match r.str("strategy")?.as_deref() {
-                    None | Some("cluster") => PlacementStrategy::Cluster,
-                    Some("spread") => PlacementStrategy::Spread,
-                    Some(other) => {
-                        return Err(r.bad(
-                            "strategy",
-                            format!("`{other}` is not a placement strategy; use cluster or spread"),
-                        ))
-                    }
+            ResourceKind::Network => Desired::Network(create(
+                req,
+                t,
+                NetworkSpec {
+                    cidr: r.required_str("cidr")?,
                 },
-            })),
-            ResourceKind::Instance => Desired::Instance(create(req, t, InstanceSpec {
-                instance_type: r.required_str("instance_type")?,
-                image: r.required_str("image")?,
-                zone: r.str("zone")?,
-                pricing: match r.str("pricing")? {
-                    None => Pricing::OnDemand,
-                    Some(p) => Pricing::parse(&p).ok_or_else(|| {
-                        r.bad(
-                            "pricing",
-                            format!("`{p}` is not one of on-demand, spot, reserved-1y, reserved-3y"),
-                        )
-                    })?,
+            )),
+            ResourceKind::Subnet => Desired::Subnet(create(
+                req,
+                t,
+                SubnetSpec {
+                    network: r.required_ref("network")?,
+                    zone: r.required_str("zone")?,
+                    cidr: r.required_str("cidr")?,
                 },
-                root_gb: r.u32("root_gb")?,
-                rdma: r.bool("rdma")?.unwrap_or(false),
-                user_data: r.str("user_data")?,
-                subnet: r.optional_ref("subnet"),
-                firewall: r.optional_ref("firewall"),
-                placement: r.optional_ref("placement"),
-            })),
-            ResourceKind::Volume => Desired::Volume(create(req, t, VolumeSpec {
-                size_gb: r.u32("size_gb")?.ok_or_else(|| r.missing("size_gb"))?,
-                zone: r.str("zone")?,
-                volume_type: r.str("volume_type")?,
-                instance: r.optional_ref("instance"),
-            })),
-            ResourceKind::Bucket => Desired::Bucket(create(req, t, BucketSpec {
-                name: r.required_str("name")?,
-            })),
+            )),
+            ResourceKind::Firewall => Desired::Firewall(create(
+                req,
+                t,
+                FirewallSpec {
+                    network: r.required_ref("network")?,
+                    ingress: IngressRule::parse_list(req.attrs.get("ingress"))?,
+                },
+            )),
+            ResourceKind::Placement => Desired::Placement(create(
+                req,
+                t,
+                PlacementSpec {
+                    strategy: match r.str("strategy")?.as_deref() {
+                        None | Some("cluster") => PlacementStrategy::Cluster,
+                        Some("spread") => PlacementStrategy::Spread,
+                        Some(other) => {
+                            return Err(r.bad(
+                                "strategy",
+                                format!(
+                                    "`{other}` is not a placement strategy; use cluster or spread"
+                                ),
+                            ))
+                        }
+                    },
+                },
+            )),
+            ResourceKind::Instance => Desired::Instance(create(
+                req,
+                t,
+                InstanceSpec {
+                    instance_type: r.required_str("instance_type")?,
+                    image: r.required_str("image")?,
+                    zone: r.str("zone")?,
+                    pricing: match r.str("pricing")? {
+                        None => Pricing::OnDemand,
+                        Some(p) => Pricing::parse(&p).ok_or_else(|| {
+                            r.bad(
+                                "pricing",
+                                format!(
+                                    "`{p}` is not one of on-demand, spot, reserved-1y, reserved-3y"
+                                ),
+                            )
+                        })?,
+                    },
+                    root_gb: r.u32("root_gb")?,
+                    rdma: r.bool("rdma")?.unwrap_or(false),
+                    user_data: r.str("user_data")?,
+                    subnet: r.optional_ref("subnet"),
+                    firewall: r.optional_ref("firewall"),
+                    placement: r.optional_ref("placement"),
+                },
+            )),
+            ResourceKind::Volume => Desired::Volume(create(
+                req,
+                t,
+                VolumeSpec {
+                    size_gb: r.u32("size_gb")?.ok_or_else(|| r.missing("size_gb"))?,
+                    zone: r.str("zone")?,
+                    volume_type: r.str("volume_type")?,
+                    instance: r.optional_ref("instance"),
+                },
+            )),
+            ResourceKind::Bucket => Desired::Bucket(create(
+                req,
+                t,
+                BucketSpec {
+                    name: r.required_str("name")?,
+                },
+            )),
         })
     }
 
@@ -337,7 +326,9 @@ mod tests {
     fn req(kind: ResourceKind, attrs: Value, refs: &[(&str, &str)]) -> CreateRequest {
         CreateRequest {
             kind,
-            scope: Scope { region: "r1".into() },
+            scope: Scope {
+                region: "r1".into(),
+            },
             attrs: serde_json::from_value(attrs).unwrap(),
             refs: refs
                 .iter()
@@ -364,7 +355,9 @@ mod tests {
                    "pricing": "reserved-3y", "root_gb": 200, "rdma": true, "gpu": "A100:8"}),
             &[("subnet", "s-1"), ("firewall", "f-1")],
         );
-        let Desired::Instance(i) = parse(&r).unwrap() else { panic!("not an instance") };
+        let Desired::Instance(i) = parse(&r).unwrap() else {
+            panic!("not an instance")
+        };
         assert_eq!(i.spec.pricing, Pricing::Reserved3y);
         assert_eq!(i.spec.pricing.commitment_months(), Some(36));
         assert_eq!(i.spec.root_gb, Some(200));
@@ -373,17 +366,30 @@ mod tests {
         assert_eq!(i.spec.placement, None);
         assert_eq!(i.ownership.address, "cluster.a.node[0]");
 
-        let bare = req(ResourceKind::Instance, json!({"instance_type": "t", "image": "i"}), &[]);
-        let Desired::Instance(i) = parse(&bare).unwrap() else { panic!() };
-        assert_eq!((i.spec.pricing, i.spec.rdma, i.spec.root_gb), (Pricing::OnDemand, false, None));
+        let bare = req(
+            ResourceKind::Instance,
+            json!({"instance_type": "t", "image": "i"}),
+            &[],
+        );
+        let Desired::Instance(i) = parse(&bare).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (i.spec.pricing, i.spec.rdma, i.spec.root_gb),
+            (Pricing::OnDemand, false, None)
+        );
     }
 
     #[test]
     fn one_message_per_problem_whatever_the_cloud() {
         let e = parse(&req(ResourceKind::Network, json!({}), &[])).unwrap_err();
         assert_eq!(e.message, "a network needs `cidr`");
-        let e = parse(&req(ResourceKind::Subnet, json!({"zone": "z", "cidr": "10.0.0.0/20"}), &[]))
-            .unwrap_err();
+        let e = parse(&req(
+            ResourceKind::Subnet,
+            json!({"zone": "z", "cidr": "10.0.0.0/20"}),
+            &[],
+        ))
+        .unwrap_err();
         assert_eq!(e.message, "a subnet needs a `network` to belong to");
         let e = parse(&req(
             ResourceKind::Instance,
@@ -396,9 +402,16 @@ mod tests {
             "instance `pricing`: `monthly` is not one of on-demand, spot, reserved-1y, reserved-3y"
         );
         let e = parse(&req(ResourceKind::Volume, json!({"size_gb": -5}), &[])).unwrap_err();
-        assert_eq!(e.message, "volume `size_gb`: must be a whole number, got -5");
-        let e = parse(&req(ResourceKind::Instance, json!({"instance_type": 3, "image": "i"}), &[]))
-            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "volume `size_gb`: must be a whole number, got -5"
+        );
+        let e = parse(&req(
+            ResourceKind::Instance,
+            json!({"instance_type": 3, "image": "i"}),
+            &[],
+        ))
+        .unwrap_err();
         assert_eq!(e.message, "instance `instance_type`: must be text, got 3");
         assert!(e.kind == ErrorKind::Invalid);
     }
@@ -410,13 +423,24 @@ mod tests {
             json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
             &[("network", "vpc-1")],
         );
-        let Desired::Firewall(f) = parse(&r).unwrap() else { panic!() };
+        let Desired::Firewall(f) = parse(&r).unwrap() else {
+            panic!()
+        };
         assert_eq!(f.spec.ingress.len(), 1);
         let r = req(ResourceKind::Placement, json!({"strategy": "pack"}), &[]);
         assert!(parse(&r).unwrap_err().message.contains("cluster or spread"));
-        let r = req(ResourceKind::Volume, json!({"size_gb": 100}), &[("instance", "i-1")]);
-        let Desired::Volume(v) = parse(&r).unwrap() else { panic!() };
-        assert_eq!((v.spec.size_gb, v.spec.instance.as_deref()), (100, Some("i-1")));
+        let r = req(
+            ResourceKind::Volume,
+            json!({"size_gb": 100}),
+            &[("instance", "i-1")],
+        );
+        let Desired::Volume(v) = parse(&r).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (v.spec.size_gb, v.spec.instance.as_deref()),
+            (100, Some("i-1"))
+        );
         let r = req(ResourceKind::Bucket, json!({"name": ""}), &[]);
         assert_eq!(parse(&r).unwrap_err().message, "a bucket needs `name`");
     }

@@ -1,10 +1,23 @@
-//! Signed JSON calls to Huawei Cloud's REST endpoints, error mapping and
-//! asynchronous job polling.
+//! Signed JSON calls to Huawei Cloud's REST endpoints, pagination, and the
+//! polling of asynchronous jobs and ready states.
 
+use crate::errors;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{huawei, Credentials, Request};
 use serde_json::Value;
 use std::time::{Duration, Instant};
+
+/// Page size for list calls (ECS detail, VPC/subnet/security-group lists,
+/// EVS detail and the tag-filter calls all accept 1000).
+pub const PAGE: usize = 1000;
+
+/// A text field of an answer (`""` when absent or not text).
+pub fn s(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
 
 /// The services gpuform calls; each has its own regional endpoint
 /// (`https://{service}.{region}.myhuaweicloud.com`, see "Regions and
@@ -180,27 +193,63 @@ impl Client {
         } else {
             serde_json::from_slice(&bytes).unwrap_or(Value::Null)
         };
-        let (code, msg) = error_fields(&json);
-        // A 2xx is a success only when it does not carry an error body: the
-        // ECS error table ("Error Codes", support.huaweicloud.com/api-ecs/ecs_07_0002.html)
-        // lists flow control as `202 Common.0024 exceeds flow over limit`.
-        if (200..300).contains(&status) && !is_error_body(&json) {
-            return Ok(json);
+        errors::answer_error(status, &json, &what, request_id).map_or(Ok(json), Err)
+    }
+
+    /// Every page of a list: `call` makes the request for the page at
+    /// `cursor`, `key` is the answer's documented list (see [`list_field`]),
+    /// and `more` says, from the answer and the cursor after it, whether
+    /// another page follows.
+    pub async fn pages<'a>(
+        &self,
+        key: &str,
+        what: &str,
+        mut call: impl FnMut(&Cursor) -> Call<'a>,
+        more: impl Fn(&Value, &Cursor) -> bool,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let mut out = Vec::new();
+        let mut cursor = Cursor::default();
+        loop {
+            let v = self.send(call(&cursor)).await?;
+            let page = list_field(&v, key, what)?;
+            cursor.last_len = page.len();
+            cursor.seen += page.len();
+            cursor.marker = page.last().map(|x| s(x, "id"));
+            out.extend(page);
+            if !more(&v, &cursor) {
+                return Ok(out);
+            }
+            cursor.page += 1;
         }
-        let kind = classify(status, code.as_deref(), &msg);
-        let msg = if msg.is_empty() {
-            format!("HTTP {status}")
-        } else {
-            msg
-        };
-        let mut e = ProviderError::new(kind, format!("{what}: {msg}"));
-        if let Some(c) = code {
-            e = e.with_code(c);
-        }
-        if let Some(r) = request_id {
-            e = e.with_request_id(r);
-        }
-        Err(e)
+    }
+
+    /// `GET path`: the answer.
+    pub async fn get(
+        &self,
+        svc: Service,
+        region: &str,
+        path: String,
+    ) -> Result<Value, ProviderError> {
+        self.send(Call::new(svc, region, "GET", path)).await
+    }
+
+    /// `DELETE path`: the answer (a job for some services).
+    pub async fn delete(
+        &self,
+        svc: Service,
+        region: &str,
+        path: String,
+    ) -> Result<Value, ProviderError> {
+        self.send(Call::new(svc, region, "DELETE", path)).await
+    }
+
+    /// Sends an asynchronous call (one that answers `job_id`) and waits for
+    /// its job on the same service; the finished job.
+    pub async fn run_job(&self, call: Call<'_>, project_id: &str) -> Result<Value, ProviderError> {
+        let (service, region) = (call.service, call.region);
+        let v = self.send(call).await?;
+        self.wait_job(service, region, project_id, &s(&v, "job_id"))
+            .await
     }
 
     /// Polls `GET /v1/{project_id}/jobs/{job_id}` ("Querying Job Execution
@@ -214,8 +263,7 @@ impl Client {
         project_id: &str,
         job_id: &str,
     ) -> Result<Value, ProviderError> {
-        let start = Instant::now();
-        let mut delay = self.polling.initial;
+        let mut backoff = Backoff::new(self.polling);
         loop {
             let job = self
                 .send(Call::new(
@@ -227,37 +275,11 @@ impl Client {
                 .await?;
             match job.get("status").and_then(Value::as_str).unwrap_or("") {
                 "SUCCESS" => return Ok(job),
-                // A yearly/monthly order waiting to be paid: nothing happens
-                // until someone pays it ("Querying Job Execution Status",
-                // ecs_02_0901: PENDING_PAYMENT), so polling on is pointless.
-                "PENDING_PAYMENT" => {
-                    return Err(ProviderError::new(
-                        ErrorKind::Invalid,
-                        format!("job {job_id} is PENDING_PAYMENT: the yearly/monthly order awaits payment\n  hint: pay it in the Billing Center (Orders > My Orders) or let auto-pay settle it, then apply again"),
-                    )
-                    .with_code("PENDING_PAYMENT"))
-                }
-                "FAIL" => {
-                    let code = job
-                        .get("error_code")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    let reason = job
-                        .get("fail_reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or("no reason given")
-                        .to_string();
-                    let reason = sub_job_reason(&job).unwrap_or(reason);
-                    let kind = classify(400, code.as_deref(), &reason);
-                    let mut e = ProviderError::new(kind, format!("job {job_id} failed: {reason}"));
-                    if let Some(c) = code.or_else(|| sub_job_code(&job)) {
-                        e = e.with_code(c);
-                    }
-                    return Err(e);
-                }
+                "PENDING_PAYMENT" => return Err(errors::pending_payment(job_id, None)),
+                "FAIL" => return Err(errors::job_failed(job_id, &job)),
                 _ => {}
             }
-            if start.elapsed() >= self.polling.deadline {
+            if !backoff.sleep().await {
                 return Err(ProviderError::new(
                     ErrorKind::Transient,
                     format!(
@@ -266,35 +288,106 @@ impl Client {
                     ),
                 ));
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(self.polling.max);
+        }
+    }
+
+    /// GETs `path` until `{key}.status` is one of `ready` (→ the object) or
+    /// `failed` (→ error), with the job polling's backoff and deadline: every
+    /// create waits for its resource's documented ready state before
+    /// dependents start.
+    pub async fn wait_status(
+        &self,
+        svc: Service,
+        region: &str,
+        path: String,
+        key: &str,
+        ready: &[&str],
+        failed: &[&str],
+    ) -> Result<Value, ProviderError> {
+        let mut backoff = Backoff::new(self.polling);
+        loop {
+            let v = self.get(svc, region, path.clone()).await?;
+            let obj = v.get(key).cloned().ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("GET {path}: the answer has no `{key}`"),
+                )
+            })?;
+            let status = s(&obj, "status");
+            if ready.contains(&status.as_str()) {
+                return Ok(obj);
+            }
+            if failed.contains(&status.as_str()) {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("{key} {} is {status}", s(&obj, "id")),
+                ));
+            }
+            if !backoff.sleep().await {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!(
+                        "{key} {} still {status} after {}s",
+                        s(&obj, "id"),
+                        self.polling.deadline.as_secs()
+                    ),
+                ));
+            }
         }
     }
 }
 
-fn sub_jobs(job: &Value) -> impl Iterator<Item = &Value> {
+/// Where a paginated list is: pages read, items seen, the last page's
+/// length and last id (the `marker` of VPC v1 lists).
+#[derive(Debug, Default)]
+pub struct Cursor {
+    /// Pages read before this one (0 for the first).
+    pub page: usize,
+    pub seen: usize,
+    pub last_len: usize,
+    pub marker: Option<String>,
+}
+
+impl Cursor {
+    /// Whether the last page was full: the lists answer fewer than
+    /// [`PAGE`] items on their last page.
+    pub fn full(&self) -> bool {
+        self.last_len >= PAGE
+    }
+}
+
+/// Exponential backoff up to the polling's deadline.
+struct Backoff {
+    polling: JobPolling,
+    start: Instant,
+    delay: Duration,
+}
+
+impl Backoff {
+    fn new(polling: JobPolling) -> Backoff {
+        Backoff {
+            polling,
+            start: Instant::now(),
+            delay: polling.initial,
+        }
+    }
+
+    /// Waits before the next poll; false once the deadline has passed.
+    async fn sleep(&mut self) -> bool {
+        if self.start.elapsed() >= self.polling.deadline {
+            return false;
+        }
+        tokio::time::sleep(self.delay).await;
+        self.delay = (self.delay * 2).min(self.polling.max);
+        true
+    }
+}
+
+pub fn sub_jobs(job: &Value) -> impl Iterator<Item = &Value> {
     job.pointer("/entities/sub_jobs")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-}
-
-fn sub_job_reason(job: &Value) -> Option<String> {
-    sub_jobs(job)
-        .filter(|s| s.get("status").and_then(Value::as_str) == Some("FAIL"))
-        .find_map(|s| {
-            s.get("fail_reason")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-}
-
-fn sub_job_code(job: &Value) -> Option<String> {
-    sub_jobs(job).find_map(|s| {
-        s.get("error_code")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    })
 }
 
 /// Server ids a finished create job made: `entities.sub_jobs[].entities.server_id`
@@ -335,65 +428,6 @@ fn strip_url(e: &reqwest::Error) -> String {
     s
 }
 
-/// The error code and message from any of Huawei's error body shapes:
-/// ECS `{"error": {"code", "message"}}`, APIG/EVS/IMS `{"error_code", "error_msg"}`,
-/// VPC `{"code", "message"}`, Neutron `{"NeutronError": {"type", "message"}}`
-/// and the OpenStack-style fault wrappers EVS answers with
-/// (`{"badRequest": {"code", "message"}}`, `{"itemNotFound": {"message", "code": 404}}`,
-/// see the error examples of the EVS/VBS references, support.huaweicloud.com/api-evs/).
-/// `(None, _)` means the body is not an error.
-pub fn error_fields(v: &Value) -> (Option<String>, String) {
-    // Codes are strings, except in the fault wrappers where 404 is a number.
-    let code = |v: Option<&Value>| match v {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    let msg = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_default()
-    };
-    if let Some(e) = v.get("error").filter(|e| e.is_object()) {
-        return (code(e.get("code")), msg(e.get("message")));
-    }
-    if v.get("error_code").is_some() {
-        return (code(v.get("error_code")), msg(v.get("error_msg")));
-    }
-    if let Some(e) = v.get("NeutronError") {
-        return (code(e.get("type")), msg(e.get("message")));
-    }
-    for f in FAULTS {
-        if let Some(e) = v.get(f).filter(|e| e.is_object()) {
-            let c = code(e.get("code")).or_else(|| Some(f.to_string()));
-            return (c, msg(e.get("message")));
-        }
-    }
-    (code(v.get("code")), msg(v.get("message")))
-}
-
-/// Whether a 2xx body is in fact an error answer. Job bodies carry
-/// `error_code` of the job itself, so only the error wrappers count.
-fn is_error_body(v: &Value) -> bool {
-    let wrapped = |k: &str| v.get(k).is_some_and(Value::is_object);
-    wrapped("error")
-        || FAULTS.iter().any(|f| wrapped(f))
-        || (v.get("error_code").is_some_and(Value::is_string)
-            && v.get("job_id").is_none()
-            && v.get("status").is_none())
-}
-
-/// OpenStack-style fault wrappers (EVS/VBS error examples).
-const FAULTS: [&str; 7] = [
-    "badRequest",
-    "badrequest",
-    "itemNotFound",
-    "itemnotfound",
-    "overLimit",
-    "forbidden",
-    "computeFault",
-];
-
 /// The documented list in an answer: a 2xx without it is an error (a
 /// throttled or truncated answer), never an empty result, so that a refresh
 /// cannot conclude that nothing exists.
@@ -407,128 +441,4 @@ pub fn list_field(v: &Value, key: &str, what: &str) -> Result<Vec<Value>, Provid
                 format!("{what}: the answer has no `{key}` list (throttled or truncated answer); not read as empty"),
             )
         })
-}
-
-/// Huawei error → neutral kind. Sources: API Gateway error codes
-/// (support.huaweicloud.com/devg-apisign/api-sign-errorcode.html), ECS error
-/// codes (support.huaweicloud.com/api-ecs/ecs_07_0002.html), VPC and EVS error
-/// code pages. Capacity has no single documented code (jobs fail with a
-/// reason text), so it is recognised by the message as well.
-pub fn classify(status: u16, code: Option<&str>, msg: &str) -> ErrorKind {
-    let code = code.unwrap_or("");
-    let m = msg.to_ascii_lowercase();
-    // Common.0024 "exceeds flow over limit" (ECS error codes, ecs_07_0002).
-    if status == 429
-        || code == "APIGW.0308"
-        || code == "Common.0024"
-        || m.contains("flow over limit")
-        || m.contains("throttl")
-        || m.contains("too many requests")
-    {
-        return ErrorKind::Throttled;
-    }
-    // APIGW.0101: "The API does not exist" — a wrong endpoint or region, not a
-    // missing resource (a delete must not count it as done).
-    if code == "APIGW.0101" {
-        return ErrorKind::Invalid;
-    }
-    if code.starts_with("APIGW.03") || status == 401 || code == "Ecs.0003" {
-        return ErrorKind::Auth;
-    }
-    let capacity = [
-        "sold out",
-        "insufficient resource",
-        "insufficient capacity",
-        "no valid host",
-        "not enough resource",
-        "resources are insufficient",
-    ];
-    if capacity.iter().any(|c| m.contains(c)) {
-        return ErrorKind::Capacity;
-    }
-    if code == "Ecs.0001" || m.contains("quota") {
-        return ErrorKind::Quota;
-    }
-    if status == 403 {
-        return ErrorKind::Auth;
-    }
-    if status == 404 {
-        return ErrorKind::NotFound;
-    }
-    let in_use = [
-        "in use",
-        "in-use",
-        "still has",
-        "still contains",
-        "is being used",
-        "has dependen",
-        "associated with",
-    ];
-    if status == 409 || in_use.iter().any(|c| m.contains(c)) {
-        return ErrorKind::DependencyViolation;
-    }
-    if status >= 500 {
-        return ErrorKind::Transient;
-    }
-    ErrorKind::Invalid
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn error_shapes() {
-        assert_eq!(
-            error_fields(&json!({"error": {"code": "Ecs.0005", "message": "bad"}})),
-            (Some("Ecs.0005".into()), "bad".into())
-        );
-        assert_eq!(
-            error_fields(&json!({"error_code": "APIGW.0301", "error_msg": "sig"})),
-            (Some("APIGW.0301".into()), "sig".into())
-        );
-        assert_eq!(
-            error_fields(&json!({"code": "VPC.0202", "message": "x"})),
-            (Some("VPC.0202".into()), "x".into())
-        );
-    }
-
-    #[test]
-    fn kinds() {
-        assert_eq!(classify(429, Some("APIGW.0308"), ""), ErrorKind::Throttled);
-        assert_eq!(
-            classify(401, Some("APIGW.0301"), "verify aksk signature fail"),
-            ErrorKind::Auth
-        );
-        assert_eq!(
-            classify(404, Some("APIGW.0101"), "The API does not exist"),
-            ErrorKind::Invalid
-        );
-        assert_eq!(
-            classify(400, Some("Ecs.0001"), "Insufficient ECS quota"),
-            ErrorKind::Quota
-        );
-        assert_eq!(
-            classify(
-                400,
-                Some("Ecs.0000"),
-                "flavor p2s.2xlarge.8 is sold out in cn-north-4a"
-            ),
-            ErrorKind::Capacity
-        );
-        assert_eq!(
-            classify(404, Some("Ecs.0114"), "server not found"),
-            ErrorKind::NotFound
-        );
-        assert_eq!(
-            classify(409, Some("VPC.0106"), "vpc still has subnets"),
-            ErrorKind::DependencyViolation
-        );
-        assert_eq!(classify(503, None, ""), ErrorKind::Transient);
-        assert_eq!(
-            classify(400, Some("Ecs.0005"), "Invalid parameter values"),
-            ErrorKind::Invalid
-        );
-    }
 }

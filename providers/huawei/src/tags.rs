@@ -7,9 +7,24 @@
 //! `server_tags`) and the VPC `ResourceTag` model (key ≤ 36, value ≤ 43).
 //! So `gpuform:address` becomes the key `gpuform_address`, and values are
 //! escaped: every character outside `[A-Za-z0-9.-]` is written as `_XX` per
-//! UTF-8 byte (`cluster.a.node[3]` → `cluster.a.node_5B3_5D`).
+//! UTF-8 byte (`cluster.a.node[3]` → `cluster.a.node_5B3_5D`). User tags are
+//! sent as they are, so they must already fit ([`check_user_tag`]).
+//!
+//! Each service reports tags its own way (VPC `[{key, value}]`, EVS
+//! `{key: value}`, ECS `["key=value"]`); they are read here into one list.
 
-use gpuform_provider::{ErrorKind, OwnershipTags, ProviderError};
+use crate::client::{s, Call, Service};
+use crate::HuaweiProvider;
+use gpuform_provider::driver::unsupported;
+use gpuform_provider::{
+    Cloud, Create, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind,
+    UserTags,
+};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Tags as (key, value) pairs, in the order they are sent or were read.
+pub type TagList = Vec<(String, String)>;
 
 pub const PROJECT: &str = "gpuform_project";
 pub const ADDRESS: &str = "gpuform_address";
@@ -79,31 +94,73 @@ pub fn ownership_tags(o: &OwnershipTags) -> Result<Vec<(String, String)>, Provid
     Ok(out)
 }
 
-/// The user's tags (`tags` attribute), checked: keys may not use gpuform's prefix.
-pub fn user_tags(attrs: &gpuform_provider::Attrs) -> Result<Vec<(String, String)>, ProviderError> {
-    let mut out = Vec::new();
-    if let Some(serde_json::Value::Object(m)) = attrs.get("tags") {
-        for (k, v) in m {
-            if k.starts_with(PREFIX) || k.starts_with("gpuform:") {
-                return Err(ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("tag key `{k}` uses the reserved prefix gpuform"),
-                ));
-            }
-            if k.chars().count() > MAX_KEY {
-                return Err(ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("tag key `{k}` is longer than Huawei Cloud's {MAX_KEY} characters"),
-                ));
-            }
-            let v = match v {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            out.push((k.clone(), v));
-        }
+/// Huawei's rules for a user tag (ECS `server_tags`, the VPC and EVS tag
+/// models): key `[A-Za-z0-9_-]{1,36}`, value `[A-Za-z0-9_.-]{0,43}`, and not
+/// gpuform's own `gpuform_` keys. Checked before any call, so a tag Huawei
+/// would refuse halfway through a create is refused up front.
+pub fn check_user_tag(key: &str, value: &str) -> Result<(), String> {
+    if key.starts_with(PREFIX) {
+        return Err(format!(
+            "the prefix `{PREFIX}` is reserved for gpuform's ownership tags on Huawei Cloud; choose another key"
+        ));
     }
-    Ok(out)
+    if key.is_empty() || key.chars().count() > MAX_KEY {
+        return Err(format!(
+            "Huawei Cloud tag keys have 1 to {MAX_KEY} characters"
+        ));
+    }
+    if !key
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    {
+        return Err("Huawei Cloud tag keys may hold only letters, digits, `_` and `-`".into());
+    }
+    if value.chars().count() > MAX_VALUE {
+        return Err(format!(
+            "value `{value}` is longer than Huawei Cloud's {MAX_VALUE} characters"
+        ));
+    }
+    if !value
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
+    {
+        return Err(format!(
+            "value `{value}`: Huawei Cloud tag values may hold only letters, digits, `_`, `.` and `-`"
+        ));
+    }
+    Ok(())
+}
+
+/// `s` in the alphabet Huawei resource names take (letters, digits, `-`,
+/// `_`, `.`; others become `-`), at most 64 characters.
+pub fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// A resource name from the idempotency token: names are set atomically with
+/// creation, so a create interrupted before its tags were added (security
+/// groups) or its answer was recorded is found again by name.
+pub fn name_for(token: &str) -> String {
+    match safe_name(token) {
+        n if n.is_empty() => "gpuform".into(),
+        n => n,
+    }
+}
+
+/// Every tag a create sets: the ownership tags, then the user's.
+pub fn for_create<T>(req: &Create<T>) -> Result<TagList, ProviderError> {
+    let mut t = ownership_tags(&req.ownership)?;
+    t.extend(req.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Ok(t)
 }
 
 /// Ownership read back from (key, value) tags as the cloud returns them.
@@ -117,15 +174,126 @@ pub fn ownership_from(tags: &[(String, String)]) -> Option<OwnershipTags> {
     })
 }
 
-/// The user's tags as observed: everything but gpuform's own.
-pub fn observed_user_tags(tags: &[(String, String)]) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for (k, v) in tags {
-        if !k.starts_with(PREFIX) {
-            m.insert(k.clone(), serde_json::Value::String(v.clone()));
-        }
+/// The user's tags among a resource's: everything but gpuform's own and the
+/// cloud's reserved ones.
+pub fn observed_user_tags(tags: &[(String, String)]) -> UserTags {
+    UserTags::observed(
+        Cloud::Huawei,
+        tags.iter()
+            .filter(|(k, _)| !k.starts_with(PREFIX))
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+}
+
+/// VPC-service tags, `[{"key", "value"}]` (tag filter answers).
+pub fn from_objects(v: &Value) -> TagList {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| Some((t.get("key")?.as_str()?.to_string(), s(t, "value"))))
+        .collect()
+}
+
+/// EVS tags, `{"key": "value"}`.
+pub fn from_map(v: &Value) -> TagList {
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, val)| (k.clone(), val.as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// ECS detail tags, `["key=value"]`.
+pub fn from_pairs(v: &Value) -> TagList {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(|t| {
+            t.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Tags as the `[{"key", "value"}]` bodies of ECS `server_tags` and the
+/// tag actions.
+pub fn objects(tags: &[(String, String)]) -> Vec<Value> {
+    tags.iter()
+        .map(|(k, v)| json!({"key": k, "value": v}))
+        .collect()
+}
+
+/// Tags as the `key*value` strings of VPC and subnet creates.
+pub fn starred(tags: &[(String, String)]) -> Vec<String> {
+    tags.iter().map(|(k, v)| format!("{k}*{v}")).collect()
+}
+
+/// Tag batch action on a resource ("Batch Creating or Deleting VPC Tags",
+/// POST /v2.0/{project_id}/vpcs/{vpc_id}/tags/action, the same for subnets and
+/// security-groups; "Batch Adding ECS Tags", POST
+/// /v1/{project_id}/cloudservers/{server_id}/tags/action; "Batch Adding Tags
+/// to an EVS Disk", POST /v2/{project_id}/cloudvolumes/{volume_id}/tags/action).
+/// `base` is the resource's path. Nothing is sent for no tags.
+pub async fn tag_action(
+    p: &HuaweiProvider,
+    svc: Service,
+    region: &str,
+    base: &str,
+    action: &str,
+    tags: &[(String, String)],
+) -> Result<(), ProviderError> {
+    if tags.is_empty() {
+        return Ok(());
     }
-    serde_json::Value::Object(m)
+    p.send(
+        Call::new(svc, region, "POST", format!("{base}/tags/action"))
+            .body(json!({"action": action, "tags": objects(tags)})),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Makes the user tags of `current` exactly `want`: removes, then sets. The
+/// ownership tags are never among the user tags, so they stay.
+pub async fn update_tags(
+    p: &HuaweiProvider,
+    region: &str,
+    current: &ObservedResource,
+    want: &UserTags,
+) -> Result<(), ProviderError> {
+    let pid = p.project(region)?;
+    let id = &current.id;
+    let (svc, base) = match current.kind {
+        ResourceKind::Network => (Service::Vpc, format!("/v2.0/{pid}/vpcs/{id}")),
+        ResourceKind::Subnet => (Service::Vpc, format!("/v2.0/{pid}/subnets/{id}")),
+        ResourceKind::Firewall => (Service::Vpc, format!("/v2.0/{pid}/security-groups/{id}")),
+        ResourceKind::Instance => (Service::Ecs, format!("/v1/{pid}/cloudservers/{id}")),
+        ResourceKind::Volume => (Service::Evs, format!("/v2/{pid}/cloudvolumes/{id}")),
+        ResourceKind::Placement => {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                "Huawei ECS groups cannot carry tags",
+            ))
+        }
+        kind @ ResourceKind::Bucket => return Err(unsupported(Cloud::Huawei, kind)),
+    };
+    let have: BTreeMap<String, String> =
+        from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
+            .into_iter()
+            .collect();
+    let diff = want.diff_from(&UserTags::from_map(have.clone()));
+    // Deletes name the value the tag has now, as the tag actions expect.
+    let remove: TagList = diff
+        .remove
+        .into_iter()
+        .map(|k| {
+            let v = have.get(&k).cloned().unwrap_or_default();
+            (k, v)
+        })
+        .collect();
+    tag_action(p, svc, region, &base, "delete", &remove).await?;
+    tag_action(p, svc, region, &base, "create", &diff.set).await
 }
 
 #[cfg(test)]
@@ -151,6 +319,29 @@ mod tests {
             assert_eq!(decode(&e), s);
         }
         assert_eq!(encode("cluster.a.node[3]"), "cluster.a.node_5B3_5D");
+    }
+
+    #[test]
+    fn user_tags_follow_huawei_rules() {
+        assert!(check_user_tag("team", "ml-infra_2.0").is_ok());
+        assert!(check_user_tag("cost-center_1", "").is_ok());
+        for (k, v, says) in [
+            ("gpuform_address", "x", "reserved"),
+            ("", "x", "1 to 36"),
+            (&*"k".repeat(37), "x", "1 to 36"),
+            ("team:ml", "x", "only letters"),
+            ("team", "r&d", "only letters"),
+            ("team", &*"v".repeat(44), "longer than"),
+        ] {
+            let e = check_user_tag(k, v).unwrap_err();
+            assert!(e.contains(says), "{k}={v}: {e}");
+        }
+        let seen = observed_user_tags(&[
+            ("gpuform_project".into(), "p".into()),
+            ("_sys_enterprise".into(), "0".into()),
+            ("team".into(), "ml".into()),
+        ]);
+        assert_eq!(seen.iter().collect::<Vec<_>>(), vec![("team", "ml")]);
     }
 
     #[test]

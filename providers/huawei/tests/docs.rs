@@ -2,102 +2,35 @@
 //! against the stand-in, which follows the page cited beside its handler.
 //! Every test here failed before the provider followed that page.
 
+mod common;
+
+use common::{count, provider, request, scope, Net};
 use gpuform_huawei::{HuaweiProvider, JobPolling};
-use gpuform_mockclouds::huawei::HuaweiMock;
-use gpuform_mockclouds::MockCloud;
-use gpuform_provider::{
-    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
-};
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
+use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const REGION: &str = "cn-north-4";
 const FLAVOR: &str = "p2s.2xlarge.8";
 
-fn provider(mock: &HuaweiMock) -> HuaweiProvider {
-    HuaweiProvider::from_vars(mock.env())
-        .expect("provider from mock env")
-        .with_job_polling(JobPolling {
-            initial: Duration::from_millis(5),
-            max: Duration::from_millis(50),
-            deadline: Duration::from_secs(20),
-        })
-}
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
+/// gpuform's own token shape: `gf-` + 32 hex digits, not a UUID.
+fn token(short: &str) -> String {
+    format!("gf-{short:0>32}")
 }
 
 fn req(
     kind: ResourceKind,
     address: &str,
-    token: &str,
+    short: &str,
     attrs: Value,
     refs: &[(&str, &str)],
 ) -> CreateRequest {
-    let attrs: Attrs = attrs
-        .as_object()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs,
-        refs: refs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: "docs".into(),
-            address: address.into(),
-            // gpuform's own token shape: `gf-` + 32 hex digits, not a UUID.
-            token: format!("gf-{token:0>32}"),
-            lineage: "2b1c7f0e-0000-4000-8000-000000000015".into(),
-        },
-    }
-}
-
-struct Net {
-    subnet: ObservedResource,
-    fw: ObservedResource,
+    request("docs", kind, address, token(short), attrs, refs)
 }
 
 async fn network(p: &HuaweiProvider) -> Net {
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "cluster.d.network",
-            "a1",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .expect("vpc");
-    let subnet = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "cluster.d.subnet[cn-north-4a]",
-            "a2",
-            json!({"cidr": "10.0.0.0/24", "zone": "cn-north-4a"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("subnet right after its VPC");
-    let fw = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "cluster.d.firewall",
-            "a3",
-            json!({"ingress": []}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("firewall");
-    Net { subnet, fw }
+    common::network(p, "docs", "d", token, json!([])).await
 }
 
 fn node(net: &Net, i: usize, pricing: &str) -> CreateRequest {
@@ -118,10 +51,6 @@ fn volume(server: &str, i: usize) -> CreateRequest {
         json!({"zone": "cn-north-4a", "size_gb": 100, "volume_type": "ssd"}),
         &[("instance", server)],
     )
-}
-
-fn count(owned: &[ObservedResource], kind: ResourceKind) -> usize {
-    owned.iter().filter(|o| o.kind == kind).count()
 }
 
 /// Point 16: a new VPC is CREATING and a subnet made in it then gets

@@ -1,106 +1,28 @@
-//! The Huawei provider against the local stand-in (gpuform-mockclouds):
+//! The Huawei provider against the local stand-in (gpuform-standins):
 //! every request is signed and verified, jobs are polled, tags filtered.
 
-use gpuform_huawei::{HuaweiProvider, JobPolling};
-use gpuform_mockclouds::huawei::HuaweiMock;
-use gpuform_mockclouds::MockCloud;
-use gpuform_provider::{
-    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
-};
-use serde_json::json;
-use std::collections::BTreeMap;
-use std::time::Duration;
+mod common;
 
-const REGION: &str = "cn-north-4";
-
-fn provider(mock: &HuaweiMock) -> HuaweiProvider {
-    HuaweiProvider::from_vars(mock.env())
-        .expect("provider from mock env")
-        .with_job_polling(JobPolling {
-            initial: Duration::from_millis(5),
-            max: Duration::from_millis(50),
-            deadline: Duration::from_secs(20),
-        })
-}
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
-
-fn own(address: &str, token: &str) -> OwnershipTags {
-    OwnershipTags {
-        project: "llm".into(),
-        address: address.into(),
-        token: token.into(),
-        lineage: "2b1c7f0e-0000-4000-8000-000000000001".into(),
-    }
-}
+use common::{count, provider, request, scope, Net};
+use gpuform_huawei::HuaweiProvider;
+use gpuform_standins::huawei::HuaweiMock;
+use gpuform_standins::MockCloud;
+use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
+use serde_json::{json, Value};
 
 fn req(
     kind: ResourceKind,
     address: &str,
     token: &str,
-    attrs: serde_json::Value,
+    attrs: Value,
     refs: &[(&str, &str)],
 ) -> CreateRequest {
-    let attrs: Attrs = attrs
-        .as_object()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs,
-        refs: refs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-        ownership: own(address, token),
-    }
-}
-
-struct Net {
-    vpc: ObservedResource,
-    subnet: ObservedResource,
-    fw: ObservedResource,
+    request("llm", kind, address, token.to_string(), attrs, refs)
 }
 
 async fn network(p: &HuaweiProvider) -> Net {
-    let vpc = p
-        .create(&req(
-            ResourceKind::Network,
-            "cluster.t.network",
-            "gf-net1",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .expect("vpc");
-    let subnet = p
-        .create(&req(
-            ResourceKind::Subnet,
-            "cluster.t.subnet[cn-north-4a]",
-            "gf-sub1",
-            json!({"cidr": "10.0.0.0/24", "zone": "cn-north-4a"}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("subnet");
-    let fw = p
-        .create(&req(
-            ResourceKind::Firewall,
-            "cluster.t.firewall",
-            "gf-fw1",
-            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("firewall");
-    Net { vpc, subnet, fw }
+    let ssh = json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]);
+    common::network(p, "llm", "t", |short| format!("gf-{short}1"), ssh).await
 }
 
 fn instance_req(net: &Net, i: usize, token: &str) -> CreateRequest {
@@ -169,7 +91,7 @@ async fn lifecycle_list_read_drift_destroy() {
     let before = mock.requests();
     let owned = p.list_owned(&scope(), "llm").await.expect("list_owned");
     let list_cost = mock.requests() - before;
-    let count = |k| owned.iter().filter(|o| o.kind == k).count();
+    let count = |k| count(&owned, k);
     assert_eq!(
         (
             count(ResourceKind::Network),
@@ -421,4 +343,34 @@ async fn error_mapping() {
         p.create(&r).await.expect_err("unknown image").kind,
         ErrorKind::Invalid
     );
+}
+
+/// Huawei's tag alphabet and lengths are checked before any call, on create
+/// and on update, so a tag the cloud would refuse halfway through a create
+/// (after the VPC, before the server) never gets that far.
+#[tokio::test]
+async fn tags_huawei_would_refuse_are_refused_before_any_call() {
+    let mock = HuaweiMock::start();
+    let p = provider(&mock);
+    let net = network(&p).await;
+    let before = mock.requests();
+    for tags in [
+        json!({"team": "r&d"}),
+        json!({"cost:center": "42"}),
+        json!({"gpuform_address": "x"}),
+        json!({"k": "v".repeat(44)}),
+    ] {
+        let mut r = instance_req(&net, 0, "gf-badtag");
+        r.attrs.insert("tags".into(), tags.clone());
+        let e = p.create(&r).await.expect_err("refused");
+        assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");
+        let mut changes = Attrs::new();
+        changes.insert("tags".into(), tags.clone());
+        let e = p
+            .update(&scope(), ResourceKind::Network, &net.vpc.id, &changes)
+            .await
+            .expect_err("refused");
+        assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");
+    }
+    assert_eq!(mock.requests(), before, "no call was made");
 }

@@ -2,45 +2,25 @@
 //! for the same call (`providers/signing/tests/fixtures/huawei_*`): method,
 //! path with ids replaced, query or not, content type, signed headers and
 //! the JSON body's structure where both send a key. A recording proxy
-//! (`gpuform_mockclouds::tap`) sees the provider's requests on the wire on
+//! (`gpuform_standins::tap`) sees the provider's requests on the wire on
 //! their way to the stand-in; each must also pass the stand-in's own
 //! SDK-HMAC-SHA256 verifier.
 
-use gpuform_huawei::{HuaweiProvider, JobPolling};
-use gpuform_mockclouds::huawei::{HuaweiMock, TEST_AK, TEST_SK};
-use gpuform_mockclouds::recordings;
-use gpuform_mockclouds::shape::Shape;
-use gpuform_mockclouds::tap::Tap;
-use gpuform_mockclouds::verify::{huawei, Key};
-use gpuform_mockclouds::MockCloud;
-use gpuform_provider::{CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
+mod common;
+
+use common::{provider_from, request, scope};
+use gpuform_standins::huawei::{HuaweiMock, TEST_AK, TEST_SK};
+use gpuform_standins::recordings;
+use gpuform_standins::shape::Shape;
+use gpuform_standins::tap::Tap;
+use gpuform_standins::verify::{huawei, Key};
+use gpuform_standins::MockCloud;
+use gpuform_provider::{CreateRequest, Provider, ResourceKind};
 use serde_json::{json, Value};
-use std::time::Duration;
-
-const REGION: &str = "cn-north-4";
-
-fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
 
 fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: a.as_object().unwrap().clone().into_iter().collect(),
-        refs: refs
-            .iter()
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: "llm".into(),
-            address: address.into(),
-            token: format!("gf-{}", address.replace(['.', '[', ']'], "-")),
-            lineage: "2b1c7f0e-0000-4000-8000-000000000001".into(),
-        },
-    }
+    let token = format!("gf-{}", address.replace(['.', '[', ']'], "-"));
+    request("llm", kind, address, token, a, refs)
 }
 
 /// What gpuform deliberately does differently from the SDK. The SDK sends
@@ -66,13 +46,7 @@ async fn requests_have_the_sdk_shape() {
             (k, v)
         }
     });
-    let p = HuaweiProvider::from_vars(env.collect::<Vec<_>>())
-        .unwrap()
-        .with_job_polling(JobPolling {
-            initial: Duration::from_millis(5),
-            max: Duration::from_millis(50),
-            deadline: Duration::from_secs(20),
-        });
+    let p = provider_from(env);
 
     let vpc = p
         .create(&req(

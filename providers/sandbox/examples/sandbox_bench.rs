@@ -5,7 +5,7 @@
 //! (default N = 5000, three runs since a shared machine is noisy; then a
 //! run with 10,000 resources for memory).
 
-use gpuform_provider::catalog::Catalog;
+use gpuform_catalog::Catalog;
 use gpuform_provider::{Attrs, Cloud, CreateRequest, OwnershipTags, ResourceKind, Scope};
 use gpuform_sandbox::{Faults, SandboxCloud, INVENTORY_FILE};
 use serde_json::json;

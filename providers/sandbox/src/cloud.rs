@@ -1,9 +1,10 @@
 //! The sandbox cloud: one per inventory directory and process, shared by the
 //! providers of every mirrored cloud.
 
+use crate::errors::{perr, Code};
 use crate::faults::Faults;
 use crate::inventory::Inventory;
-use crate::provider::{code, Code, SandboxProvider};
+use crate::provider::SandboxProvider;
 use crate::store::{delete_line, set_line, Store};
 use crate::SandboxError;
 use gpuform_provider::{Attrs, Cloud, ErrorKind, Provider, ProviderError, ResourceKind};
@@ -193,26 +194,31 @@ impl SandboxCloud {
                 if self.faults.throttle_rate > 0.0
                     && inner.rng.gen::<f64>() < self.faults.throttle_rate
                 {
-                    return Err(throttled(
+                    return Err(perr(
                         cloud,
+                        ErrorKind::Throttled,
+                        Code::Throttled,
                         "injected throttling (sandbox fault `throttle`)",
                     ));
                 }
                 if self.faults.fail_rate > 0.0 && inner.rng.gen::<f64>() < self.faults.fail_rate {
-                    return Err(ProviderError::new(
+                    return Err(perr(
+                        cloud,
                         ErrorKind::Transient,
+                        Code::Transient,
                         "We encountered an internal error. Please try again. \
                          (injected failure: sandbox fault `fail`)",
-                    )
-                    .with_code(code(cloud, Code::Transient)));
+                    ));
                 }
             }
             if let Some(b) = &mut inner.bucket {
                 if !b.take(pages as f64) {
                     let rate = b.rate;
-                    return Err(throttled(
+                    return Err(perr(
                         cloud,
-                        &format!("Request limit exceeded: more than {rate} calls per second (sandbox fault `rate`)"),
+                        ErrorKind::Throttled,
+                        Code::Throttled,
+                        format!("Request limit exceeded: more than {rate} calls per second (sandbox fault `rate`)"),
                     ));
                 }
             }
@@ -334,10 +340,6 @@ impl std::fmt::Debug for SandboxCloud {
 pub(crate) fn attrs_json(attrs: &Attrs) -> String {
     // A map of strings to JSON values always serializes.
     serde_json::to_string(attrs).unwrap_or_else(|_| String::from("{}"))
-}
-
-fn throttled(cloud: Cloud, message: &str) -> ProviderError {
-    ProviderError::new(ErrorKind::Throttled, message).with_code(code(cloud, Code::Throttled))
 }
 
 impl Inner {

@@ -19,6 +19,7 @@
 
 use crate::store::{CreateRec, Record, Store, FORMAT_VERSION};
 use crate::SandboxError;
+use gpuform_catalog::fsio::AtomicWrite;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -303,27 +304,15 @@ fn parse_record(text: &str) -> serde_json::Result<Record> {
 /// How [`CreateRec::write_line`] starts every create line.
 const CREATE_PREFIX: &str = "{\"op\":\"create\",";
 
-/// Writes `lines` to `path` atomically: temp file, fsync, rename, fsync dir.
+/// Writes `lines` to `path` (in `dir`) atomically: temp file, fsync, rename,
+/// fsync dir ([`AtomicWrite`]).
 fn write_atomically(dir: &Path, path: &Path, lines: &[String]) -> Result<(), SandboxError> {
-    let tmp = dir.join(format!("{LOG_NAME}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        let mut buf = String::with_capacity(lines.iter().map(String::len).sum());
-        for l in lines {
-            buf.push_str(l);
-        }
-        f.write_all(buf.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        // Make the rename itself durable (best effort: not every platform
-        // can open a directory).
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io_err(path, "rewrite the inventory log", e)
-    })
+    let mut buf = String::with_capacity(lines.iter().map(String::len).sum());
+    for l in lines {
+        buf.push_str(l);
+    }
+    debug_assert_eq!(path.parent(), Some(dir));
+    AtomicWrite::new()
+        .write(path, buf.as_bytes())
+        .map_err(|e| io_err(path, "rewrite the inventory log", e))
 }

@@ -19,6 +19,12 @@
 //! | `quota_gpus=N` | GPUs per region and mirrored cloud; beyond it `Quota` |
 //! | `rate=R` | calls per second: advertised by `rate_limit()` and enforced (`Throttled`) |
 //!
+//! Requests are read with the typed parsers every cloud's provider uses
+//! (`UserTags`, `Desired`, `ChangeSet` of `gpuform_provider`), before any
+//! call, so a malformed request is refused with the same message as on the
+//! clouds; the mirrored cloud's catalog, refs and faults are checked in the
+//! call.
+//!
 //! The inventory is `inventory.jsonl` in the directory: one JSON line per
 //! operation, replayed on open (see the `inventory` module for durability).
 //!
@@ -31,7 +37,11 @@
 //! # Ok(()) }
 //! ```
 
+mod checks;
 mod cloud;
+mod create;
+mod errors;
+mod existing;
 mod faults;
 mod ids;
 mod inventory;

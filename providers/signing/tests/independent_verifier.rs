@@ -1,5 +1,5 @@
 //! gpuform-signing against the stand-ins' verifiers
-//! (`gpuform_mockclouds::verify`), which were written separately from the
+//! (`gpuform_standins::verify`), which were written separately from the
 //! vendors' guides and share no code with this crate. The SDK recordings
 //! cover what the SDKs happened to send; these requests add what they do
 //! not: reserved and non-ASCII characters in paths, parameter names and
@@ -7,8 +7,8 @@
 //! header names, a port in the host, raw UTF-8 bodies. Each is signed here,
 //! put on the wire the way the providers send it, and must verify there.
 
-use gpuform_mockclouds::verify::{acs3 as v_acs3, huawei as v_huawei, rpc as v_rpc, tc3 as v_tc3};
-use gpuform_mockclouds::verify::{Key, WireRequest};
+use gpuform_standins::verify::{acs3 as v_acs3, huawei as v_huawei, rpc as v_rpc, tc3 as v_tc3};
+use gpuform_standins::verify::{Key, WireRequest};
 use gpuform_signing::{acs3, aliyun_rpc, canon, huawei, tc3, Credentials, OffsetDateTime, Request};
 
 const ID: &str = "AKIDgpuformIndependent01";

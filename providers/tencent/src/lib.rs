@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | `network` | vpc:CreateVpc (tags at creation) |
 //! | `subnet` | vpc:CreateSubnet |
-//! | `firewall` | vpc:CreateSecurityGroup + CreateSecurityGroupPolicies (members, `ingress`, all egress) |
+//! | `firewall` | vpc:CreateSecurityGroup + CreateSecurityGroupPolicies (members, `ingress`, all egress); rules read back by DescribeSecurityGroupPolicies |
 //! | `placement` | cvm:CreateDisasterRecoverGroup (see [`TencentProvider`] on why not an HPC cluster) |
 //! | `instance` | cvm:RunInstances, one per node, ClientToken = the journaled token |
 //! | `volume` | cbs:CreateDisks + AttachDisks |
@@ -471,17 +471,89 @@ fn observe_subnet(v: &Value, region: &str) -> ObservedResource {
     )
 }
 
-/// Rules are not read back (that is one DescribeSecurityGroupPolicies call per
-/// group); the recorded `ingress` stands, and `update` rewrites it whole.
-fn observe_sg(v: &Value, region: &str) -> ObservedResource {
+/// A security group with its observed `ingress` (see [`observed_ingress`]),
+/// read by DescribeSecurityGroupPolicies; `None` leaves `ingress` out (the
+/// recorded value stands).
+fn observe_sg(v: &Value, region: &str, ingress: Option<Value>) -> ObservedResource {
+    let mut a = Attrs::new();
+    if let Some(i) = ingress {
+        a.insert("ingress".into(), i);
+    }
     observed(
         ResourceKind::Firewall,
         s(v, "SecurityGroupId"),
         region,
         &tags_of(v),
-        Attrs::new(),
+        a,
         "available",
     )
+}
+
+/// The `ingress` attribute as a group's Ingress policies
+/// (DescribeSecurityGroupPolicies, 215/15804) say it is: the CIDR rules that
+/// ACCEPT, in the group's order, in the neutral form
+/// `{protocol, from_port, to_port, cidr}`, plus [`MEMBER_RULE_MISSING`]
+/// when no policy accepts all traffic from the group itself. A new group
+/// denies everything (CreateSecurityGroup, 215/15806): a create interrupted
+/// before CreateSecurityGroupPolicies leaves it so, and this is how refresh
+/// sees it.
+///
+/// [`MEMBER_RULE_MISSING`]: gpuform_provider::resource::MEMBER_RULE_MISSING
+fn observed_ingress(sg: &str, policies: &[Value]) -> Value {
+    let mut out = Vec::new();
+    let mut members = false;
+    for p in policies {
+        if !s(p, "Action").eq_ignore_ascii_case("ACCEPT") {
+            continue;
+        }
+        let proto = s(p, "Protocol").to_ascii_lowercase();
+        let group = s(p, "SecurityGroupId");
+        if !group.is_empty() {
+            if group == sg && matches!(proto.as_str(), "all" | "") {
+                members = true;
+            }
+            continue;
+        }
+        let cidr = s(p, "CidrBlock");
+        if cidr.is_empty() {
+            continue;
+        }
+        let (from, to) = ports_of_policy(p);
+        out.push(json!({"protocol": proto, "from_port": from, "to_port": to, "cidr": cidr}));
+    }
+    if !members {
+        out.push(gpuform_provider::resource::member_rule_missing());
+    }
+    Value::Array(out)
+}
+
+/// The description gpuform gives a CIDR policy: the port range as the spec
+/// wrote it, for what `Port` cannot say (ICMP has no port; `ALL` is 0-65535
+/// or whatever full range the spec spelled).
+const PORTS_NOTE: &str = "gpuform ports=";
+
+/// A policy's port range: `Port` ("80", "8000-8010"); when it is `ALL` or
+/// absent, the range gpuform noted in `PolicyDescription`, else 0-65535.
+fn ports_of_policy(p: &Value) -> (Value, Value) {
+    let port = s(p, "Port").trim();
+    let num = |x: &str| x.trim().parse::<u64>().ok();
+    if let Some(n) = num(port) {
+        return (json!(n), json!(n));
+    }
+    if let Some((a, b)) = port
+        .split_once('-')
+        .and_then(|(a, b)| Some((num(a)?, num(b)?)))
+    {
+        return (json!(a), json!(b));
+    }
+    let noted = s(p, "PolicyDescription")
+        .strip_prefix(PORTS_NOTE)
+        .and_then(|r| r.split_once('-'))
+        .and_then(|(a, b)| Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?)));
+    match noted {
+        Some((a, b)) => (json!(a), json!(b)),
+        None => (json!(0), json!(65535)),
+    }
 }
 
 fn observe_ps(v: &Value, region: &str) -> ObservedResource {
@@ -684,7 +756,13 @@ fn ingress_policies(sg: &str, attrs: &Attrs) -> Result<Vec<Value>, ProviderError
             }
         };
         let cidr = r.get("cidr").and_then(Value::as_str).unwrap_or("0.0.0.0/0");
-        let mut p = json!({"Protocol": proto, "CidrBlock": cidr, "Action": "ACCEPT", "PolicyDescription": "gpuform"});
+        let from = r.get("from_port").and_then(Value::as_i64);
+        let to = r.get("to_port").and_then(Value::as_i64).or(from);
+        let note = match (from, to) {
+            (Some(f), Some(t)) => format!("{PORTS_NOTE}{f}-{t}"),
+            _ => "gpuform".to_string(),
+        };
+        let mut p = json!({"Protocol": proto, "CidrBlock": cidr, "Action": "ACCEPT", "PolicyDescription": note});
         // `Port` only applies to TCP and UDP (CreateSecurityGroupPolicies page).
         if proto == "TCP" || proto == "UDP" {
             p["Port"] = json!(port_of(&r));
@@ -902,7 +980,8 @@ impl TencentProvider {
             // call was lost): set them whole, which is idempotent.
             let id = s(&v, "SecurityGroupId").to_string();
             self.replace_policies(region, &id, &req.attrs).await?;
-            return Ok(observe_sg(&v, region));
+            let written = observed_ingress(&id, &ingress_policies(&id, &req.attrs)?);
+            return Ok(observe_sg(&v, region, Some(written)));
         }
         ingress_policies("sg-probe", &req.attrs)?; // validate the rules before creating anything
         let tags = tag_list(&req.ownership, &[], &user_tags(&req.attrs)?);
@@ -948,7 +1027,40 @@ impl TencentProvider {
             }),
         )
         .await?;
-        Ok(observe_sg(&sg, region))
+        let written = observed_ingress(&id, &ingress_policies(&id, &req.attrs)?);
+        Ok(observe_sg(&sg, region, Some(written)))
+    }
+
+    /// A group's observed `ingress`: its Ingress policies, by
+    /// https://www.tencentcloud.com/document/api/215/15804
+    /// (DescribeSecurityGroupPolicies: `SecurityGroupPolicySet` with
+    /// `Version`, `Ingress` and `Egress`). An answer without them is an
+    /// error, never "no rules".
+    async fn group_ingress(&self, region: &str, sg: &str) -> Result<Value, ProviderError> {
+        const ACTION: &str = "DescribeSecurityGroupPolicies";
+        let resp = self
+            .call(VPC, ACTION, region, json!({ "SecurityGroupId": sg }))
+            .await?;
+        let ingress = resp
+            .get("SecurityGroupPolicySet")
+            .and_then(|set| set.get("Ingress"))
+            .and_then(Value::as_array)
+            .ok_or_else(|| undocumented(ACTION, "SecurityGroupPolicySet.Ingress"))?;
+        Ok(observed_ingress(sg, ingress))
+    }
+
+    /// Security groups as observed, each with its rules read back.
+    async fn observe_groups(
+        &self,
+        region: &str,
+        groups: &[Value],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let mut out = Vec::with_capacity(groups.len());
+        for g in groups {
+            let ingress = self.group_ingress(region, s(g, "SecurityGroupId")).await?;
+            out.push(observe_sg(g, region, Some(ingress)));
+        }
+        Ok(out)
     }
 
     /// https://www.tencentcloud.com/document/api/215/15810 (ModifySecurityGroupPolicies):
@@ -1638,20 +1750,20 @@ impl Provider for TencentProvider {
                 .iter()
                 .map(|v| observe_subnet(v, r))
                 .collect(),
-            ResourceKind::Firewall => self
-                .describe_ids(
-                    VPC,
-                    "DescribeSecurityGroups",
-                    r,
-                    "SecurityGroupIds",
-                    "SecurityGroupSet",
-                    ids,
-                    IDS_PER_CALL,
-                )
-                .await?
-                .iter()
-                .map(|v| observe_sg(v, r))
-                .collect(),
+            ResourceKind::Firewall => {
+                let groups = self
+                    .describe_ids(
+                        VPC,
+                        "DescribeSecurityGroups",
+                        r,
+                        "SecurityGroupIds",
+                        "SecurityGroupSet",
+                        ids,
+                        IDS_PER_CALL,
+                    )
+                    .await?;
+                self.observe_groups(r, &groups).await?
+            }
             ResourceKind::Placement => self
                 .describe_ids(
                     CVM,
@@ -1727,7 +1839,7 @@ impl Provider for TencentProvider {
         {
             out.push(observe_subnet(&v, r));
         }
-        for v in self
+        let groups = self
             .describe_all(
                 VPC,
                 "DescribeSecurityGroups",
@@ -1736,10 +1848,8 @@ impl Provider for TencentProvider {
                 "SecurityGroupSet",
                 true,
             )
-            .await?
-        {
-            out.push(observe_sg(&v, r));
-        }
+            .await?;
+        out.extend(self.observe_groups(r, &groups).await?);
         // DescribeDisasterRecoverGroups documents no tag filter: list the
         // region's groups (few) and keep ours by their Tags.
         for v in self

@@ -1,11 +1,11 @@
 //! The Tencent provider against what Tencent Cloud's documentation says, as
-//! the stand-in (`gpuform_mockclouds::tencent::TencentMock`) models it: failed
+//! the stand-in (`gpuform_standins::tencent::TencentMock`) models it: failed
 //! launches, system disks tagged like their instance, the recycle bin,
 //! placement group quotas, the China site's image names, tag rules, and
 //! answers missing their documented body. Each test cites its page.
 
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
-use gpuform_mockclouds::MockCloud;
+use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_standins::MockCloud;
 use gpuform_provider::{
     Attrs, CreateRequest, ErrorKind, OwnershipTags, Provider, ResourceKind, Scope,
 };
@@ -359,4 +359,103 @@ async fn tags_follow_tencent_rules() {
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert!(e.message.contains('&'), "{e}");
     assert_eq!(mock.requests(), before, "refused before any call");
+}
+
+/// A group's rules are read back (DescribeSecurityGroupPolicies,
+/// https://www.tencentcloud.com/document/api/215/15804): what create wrote
+/// reads back as the neutral `ingress` it was given (port ranges, ICMP),
+/// a group without the members' policy reports `MEMBER_RULE_MISSING` (a new
+/// group denies everything, 215/15806), and a policy removed by another
+/// client is missing from what read and list_owned report.
+#[tokio::test]
+async fn firewall_rules_are_read_back() {
+    let mock = TencentMock::start();
+    let p = provider(&mock);
+    let vpc = p
+        .create(&request(
+            ResourceKind::Network,
+            "cluster.d.network",
+            attrs(&[("cidr", json!("10.0.0.0/16"))]),
+            &[],
+        ))
+        .await
+        .expect("vpc");
+    let ingress = json!([
+        {"protocol": "tcp", "from_port": 8000, "to_port": 8100, "cidr": "10.1.0.0/16"},
+        {"protocol": "tcp", "from_port": 0, "to_port": 65535, "cidr": "10.3.0.0/16"},
+        {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.2.0.0/16"},
+    ]);
+    let sg = p
+        .create(&request(
+            ResourceKind::Firewall,
+            "cluster.d.firewall",
+            attrs(&[("ingress", ingress.clone())]),
+            &[("network", &vpc.id)],
+        ))
+        .await
+        .expect("firewall");
+    assert_eq!(sg.attrs["ingress"], ingress, "create reports what it wrote");
+    let read = p
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&sg.id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(read[0].attrs["ingress"], ingress, "read back as written");
+    let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let fw = listed.iter().find(|o| o.id == sg.id).expect("listed");
+    assert_eq!(fw.attrs["ingress"], ingress, "listed as written");
+
+    // Another client removes a CIDR policy: read reports the rest.
+    assert_eq!(
+        mock.remove_ingress_behind(&sg.id, |p| p["CidrBlock"] == "10.1.0.0/16"),
+        1
+    );
+    let read = p
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&sg.id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        read[0].attrs["ingress"],
+        json!([ingress[1], ingress[2]]),
+        "the removed rule is gone from what is observed"
+    );
+
+    // ... and the members' policy: the marker says so.
+    let id = sg.id.clone();
+    assert_eq!(
+        mock.remove_ingress_behind(&sg.id, move |p| p["SecurityGroupId"] == id.as_str()),
+        1
+    );
+    let read = p
+        .read(
+            &scope(),
+            ResourceKind::Firewall,
+            std::slice::from_ref(&sg.id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        read[0].attrs["ingress"],
+        json!([
+            ingress[1],
+            ingress[2],
+            gpuform_provider::resource::member_rule_missing()
+        ]),
+    );
+
+    // An update writes the whole set back.
+    let mut changes = Attrs::new();
+    changes.insert("ingress".into(), ingress.clone());
+    let updated = p
+        .update(&scope(), ResourceKind::Firewall, &sg.id, &changes)
+        .await
+        .unwrap();
+    assert_eq!(updated.attrs["ingress"], ingress);
 }

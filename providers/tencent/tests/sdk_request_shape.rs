@@ -2,15 +2,15 @@
 //! for the same action (`providers/signing/tests/fixtures/tencent_*`):
 //! method, path, content type, signed headers, action, version and the JSON
 //! body's structure where both send a key. A recording proxy
-//! (`gpuform_mockclouds::tap`) sees the provider's requests on the wire on
+//! (`gpuform_standins::tap`) sees the provider's requests on the wire on
 //! their way to the stand-in; each must also pass the stand-in's own TC3
 //! verifier.
 
-use gpuform_mockclouds::recordings;
-use gpuform_mockclouds::shape::Shape;
-use gpuform_mockclouds::tap::Tap;
-use gpuform_mockclouds::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
-use gpuform_mockclouds::verify::{tc3, Key};
+use gpuform_standins::recordings;
+use gpuform_standins::shape::Shape;
+use gpuform_standins::tap::Tap;
+use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
+use gpuform_standins::verify::{tc3, Key};
 use gpuform_provider::{CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
 use gpuform_signing::Credentials;
 use gpuform_tencent::TencentProvider;

@@ -1,12 +1,16 @@
 //! Helpers shared by the sandbox's integration tests.
 #![allow(dead_code)]
 
-use gpuform_provider::catalog::Catalog;
-use gpuform_provider::{Attrs, Cloud, CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
+use gpuform_catalog::Catalog;
+use gpuform_provider::{
+    Attrs, Cloud, CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
+};
+use gpuform_sandbox::{Faults, SandboxCloud, INVENTORY_FILE};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// A fresh, empty directory under the system temp dir.
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -18,6 +22,35 @@ pub fn temp_dir(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     dir
+}
+
+/// The sandbox in `dir`, without faults.
+pub fn open(dir: &Path) -> Arc<SandboxCloud> {
+    SandboxCloud::open(dir, Faults::default()).expect("open sandbox")
+}
+
+/// The sandbox in `dir` with the faults of `spec`.
+pub fn open_with(dir: &Path, spec: &str) -> Arc<SandboxCloud> {
+    SandboxCloud::open(dir, Faults::parse(spec).expect("faults")).expect("open sandbox")
+}
+
+/// A fresh sandbox without faults, and its AWS provider.
+pub fn fresh_aws(name: &str) -> (Arc<SandboxCloud>, Arc<dyn Provider>) {
+    let sb = open(&temp_dir(name));
+    let p = sb.provider(Cloud::Aws);
+    (sb, p)
+}
+
+/// Asserts that an error's message names every one of `words`.
+pub fn says(e: &gpuform_provider::ProviderError, words: &[&str]) {
+    for w in words {
+        assert!(e.message.contains(w), "`{w}` not in: {e}");
+    }
+}
+
+/// The inventory log of the sandbox in `dir`.
+pub fn log_path(dir: &Path) -> PathBuf {
+    dir.join(INVENTORY_FILE)
 }
 
 /// A region, one of its zones and a GPU instance type offered there, from
@@ -83,24 +116,90 @@ pub fn ownership(project: &str, address: &str) -> OwnershipTags {
 pub fn request(
     kind: ResourceKind,
     region: &str,
-    attrs: serde_json::Value,
+    attrs_json: serde_json::Value,
     refs: &[(&str, &str)],
     own: OwnershipTags,
 ) -> CreateRequest {
-    let attrs: Attrs = match attrs {
-        serde_json::Value::Object(m) => m.into_iter().collect(),
-        _ => Attrs::new(),
-    };
     CreateRequest {
         kind,
         scope: scope(region),
-        attrs,
+        attrs: attrs(attrs_json),
         refs: refs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
         ownership: own,
     }
+}
+
+/// An attribute map from a JSON object (changes of an update).
+pub fn attrs(v: serde_json::Value) -> Attrs {
+    match v {
+        serde_json::Value::Object(m) => m.into_iter().collect(),
+        _ => Attrs::new(),
+    }
+}
+
+/// A network of `10.0.0.0/16` at `address`, owned by `project`.
+pub fn network_req(region: &str, project: &str, address: &str) -> CreateRequest {
+    request(
+        ResourceKind::Network,
+        region,
+        json!({"cidr": "10.0.0.0/16"}),
+        &[],
+        ownership(project, address),
+    )
+}
+
+/// A subnet of `network` in `zone`.
+pub fn subnet_req(
+    region: &str,
+    (zone, cidr): (&str, &str),
+    network: &str,
+    own: OwnershipTags,
+) -> CreateRequest {
+    request(
+        ResourceKind::Subnet,
+        region,
+        json!({"zone": zone, "cidr": cidr}),
+        &[("network", network)],
+        own,
+    )
+}
+
+/// Creates what `req` asks for and returns its id.
+pub async fn create_id(p: &dyn Provider, req: &CreateRequest) -> String {
+    p.create(req)
+        .await
+        .unwrap_or_else(|e| panic!("create {} {}: {e}", req.kind, req.ownership.address))
+        .id
+}
+
+/// Creates `n` networks of `project` at `{prefix}{i}` and returns their ids.
+pub async fn networks(
+    p: &dyn Provider,
+    region: &str,
+    project: &str,
+    prefix: &str,
+    n: usize,
+) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        ids.push(create_id(p, &network_req(region, project, &format!("{prefix}{i}"))).await);
+    }
+    ids
+}
+
+/// Reads one resource (empty when it is gone).
+pub async fn read_one(
+    p: &dyn Provider,
+    region: &str,
+    kind: ResourceKind,
+    id: &str,
+) -> Vec<ObservedResource> {
+    p.read(&scope(region), kind, &[id.to_string()])
+        .await
+        .expect("read")
 }
 
 /// The ids of a network, subnet, firewall and instance made in `o`.
@@ -113,56 +212,45 @@ pub struct Stack {
 
 pub async fn stack(p: &dyn Provider, o: &Offer, project: &str, prefix: &str) -> Stack {
     let r = &o.region;
-    let network = p
-        .create(&request(
-            ResourceKind::Network,
-            r,
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-            ownership(project, &format!("{prefix}.network")),
-        ))
-        .await
-        .expect("network")
-        .id;
-    let subnet = p
-        .create(&request(
-            ResourceKind::Subnet,
-            r,
-            json!({"cidr": "10.0.1.0/24", "zone": o.zone}),
-            &[("network", &network)],
-            ownership(project, &format!("{prefix}.subnet")),
-        ))
-        .await
-        .expect("subnet")
-        .id;
-    let firewall = p
-        .create(&request(
-            ResourceKind::Firewall,
-            r,
-            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
-            &[("network", &network)],
-            ownership(project, &format!("{prefix}.firewall")),
-        ))
-        .await
-        .expect("firewall")
-        .id;
-    let instance = p
-        .create(&instance_req(
-            o,
-            &subnet,
-            &firewall,
-            project,
-            &format!("{prefix}.node[0]"),
-        ))
-        .await
-        .expect("instance")
-        .id;
+    let own = |what: &str| ownership(project, &format!("{prefix}.{what}"));
+    let network = network_req(r, project, &format!("{prefix}.network"));
+    let network = create_id(p, &network).await;
+    let subnet = subnet_req(r, (&o.zone, "10.0.1.0/24"), &network, own("subnet"));
+    let subnet = create_id(p, &subnet).await;
+    let firewall = request(
+        ResourceKind::Firewall,
+        r,
+        json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]}),
+        &[("network", &network)],
+        own("firewall"),
+    );
+    let firewall = create_id(p, &firewall).await;
+    let node = format!("{prefix}.node[0]");
+    let instance = create_id(p, &instance_req(o, &subnet, &firewall, project, &node)).await;
     Stack {
         network,
         subnet,
         firewall,
         instance,
     }
+}
+
+/// A fresh sandbox (in `dir`) with an AWS stack of `project` at `prefix`.
+pub struct World {
+    pub dir: PathBuf,
+    pub sb: Arc<SandboxCloud>,
+    pub p: Arc<dyn Provider>,
+    pub o: Offer,
+    pub s: Stack,
+}
+
+pub async fn world(name: &str, project: &str, prefix: &str) -> World {
+    let dir = temp_dir(name);
+    let sb = open(&dir);
+    let p = sb.provider(Cloud::Aws);
+    let o = offer(Cloud::Aws);
+    let s = stack(&*p, &o, project, prefix).await;
+    World { dir, sb, p, o, s }
 }
 
 pub fn instance_req(

@@ -1,0 +1,411 @@
+//! Instances (ECS `RunInstances`, one call per node) and placements (ECS
+//! deployment sets).
+
+use crate::client::{empty_answer, items, json_array, required, text, Params};
+use crate::errors::{missing, ok_if_gone, required_ref};
+use crate::refresh::{observed, Api};
+use crate::tags::{
+    client_token, creation_tags, naming, parse_placement_description, placement_description,
+    resource_name, tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
+};
+use crate::AlibabaProvider;
+use base64::Engine as _;
+use gpuform_provider::{
+    Attrs, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, PlacementStrategy,
+    Pricing, ProviderError, ResourceKind, Scope,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Observed attribute of a subscription instance: when its term ends
+/// (DescribeInstances `ExpiredTime`, `yyyy-MM-ddTHH:mmZ` UTC).
+pub const SUBSCRIPTION_ENDS: &str = "subscription_ends";
+
+impl AlibabaProvider {
+    pub(crate) async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        // CreateDeploymentSet (ECS): Strategy Availability | AvailabilityGroup
+        // | LowLatency ("网络低时延策略"): LowLatency packs the instances
+        // close together in the network, which is what NVLink/RDMA clusters want.
+        let strategy = match req.spec.strategy {
+            PlacementStrategy::Cluster => "LowLatency",
+            PlacementStrategy::Spread => "Availability",
+        };
+        let mut p = Params::one("Strategy", strategy);
+        p.push("DeploymentSetName", resource_name(&req.ownership));
+        p.push("Description", placement_description(&req.ownership)?);
+        p.push("ClientToken", client_token(&req.ownership.token)?);
+        let body = self.ecs(req.region(), "CreateDeploymentSet", &p).await?;
+        let id = required(&body, "DeploymentSetId", "CreateDeploymentSet")?;
+        self.read_one(req.region(), ResourceKind::Placement, &id)
+            .await
+    }
+
+    pub(crate) async fn delete_placement(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<(), ProviderError> {
+        let p = Params::one("DeploymentSetId", id);
+        ok_if_gone(self.ecs(&scope.region, "DeleteDeploymentSet", &p).await)
+    }
+
+    pub(crate) async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        // Every field, named: a new one is a compile error here until
+        // RunInstances sends it (or this says why it does not).
+        let InstanceSpec {
+            instance_type,
+            image,
+            zone,
+            pricing,
+            root_gb,
+            rdma,
+            user_data,
+            subnet,
+            firewall,
+            placement,
+        } = &req.spec;
+        let address = &req.ownership.address;
+        let zone = zone.clone().ok_or_else(|| missing("instance", "zone"))?;
+        let subnet = required_ref(subnet.as_ref(), "instance", address, "subnet")?;
+        let group = required_ref(firewall.as_ref(), "instance", address, "firewall")?;
+        let image_id = self.resolve_image(region, image).await?;
+
+        // RunInstances (ECS): one instance per call (Amount = MinAmount = 1),
+        // so each carries its own address tag from the first instant.
+        let mut p = Params::one("ZoneId", zone);
+        p.push("InstanceType", instance_type.clone());
+        p.push("ImageId", image_id);
+        p.push("VSwitchId", subnet);
+        p.push("SecurityGroupId", group);
+        if let Some(ds) = placement {
+            p.push("DeploymentSetId", ds.clone());
+        }
+        p.push("Amount", "1");
+        p.push("MinAmount", "1");
+        naming(&mut p, "InstanceName", &req.ownership)?;
+        match pricing {
+            Pricing::OnDemand => p.push("InstanceChargeType", "PostPaid"),
+            Pricing::Spot => {
+                p.push("InstanceChargeType", "PostPaid");
+                p.push("SpotStrategy", "SpotAsPriceGo");
+            }
+            Pricing::Reserved1y | Pricing::Reserved3y => {
+                // RunInstances (ECS API reference, `PeriodUnit` / `Period`,
+                // alibabacloud.com/help/en/ecs/developer-reference/api-runinstances):
+                // the unit is Week or Month, never Year; with Month the
+                // period is 1-9, 12, 24, 36, 48 or 60. One and three years
+                // are Month 12 and Month 36.
+                let months = pricing.commitment_months().unwrap_or(12);
+                p.push("InstanceChargeType", "PrePaid");
+                p.push("Period", months.to_string());
+                p.push("PeriodUnit", "Month");
+                // No auto-renewal: a subscription gpuform made ends at its term.
+                p.push("AutoRenew", "false");
+            }
+        }
+        if let Some(gb) = root_gb {
+            p.push("SystemDisk.Size", gb.to_string());
+            p.push("SystemDisk.Category", "cloud_essd");
+        }
+        if let Some(u) = user_data {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(u.as_bytes());
+            // RunInstances: UserData is Base64 and at most 32 KB.
+            if encoded.len() > 32 * 1024 {
+                return Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("user_data is {} bytes once Base64-encoded; RunInstances takes at most 32 KB", encoded.len()),
+                ));
+            }
+            p.push("UserData", encoded);
+        }
+        let extra = [
+            (IMAGE_TAG, image.clone()),
+            (PRICING_TAG, pricing.as_str().to_string()),
+            (RDMA_TAG, rdma.to_string()),
+        ];
+        // RunInstances puts Tag.N on the instance and on the disks it makes.
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Instance,
+            &req.tags,
+            &extra,
+        )?);
+        let body = self.ecs(region, "RunInstances", &p).await?;
+        let id = items(&body, "InstanceIdSets", "InstanceIdSet")
+            .first()
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| empty_answer("RunInstances"))?;
+        self.await_launch(region, &id).await
+    }
+
+    /// Waits for a new instance to be Running. RunInstances answers once the
+    /// order is placed; the instance is Pending, then Running (instance
+    /// lifecycle, help doc 25380). When stock runs out after that answer, ECS
+    /// raises SystemFailure.Delete ("System events related to instance
+    /// creation failures",
+    /// alibabacloud.com/help/en/ecs/user-guide/view-instance-creation-failure-events):
+    /// the instance shows Stopped without ever running
+    /// and the system releases it, "in most cases within 5 minutes". An
+    /// instance that stays Pending past the settle time is "an exception"
+    /// per the lifecycle page. None of these is a node: it is released and
+    /// the create fails as a capacity failure, so the apply retries
+    /// elsewhere through the zone failover, as for OperationDenied.NoStock.
+    async fn await_launch(
+        &self,
+        region: &str,
+        id: &str,
+    ) -> Result<ObservedResource, ProviderError> {
+        let start = tokio::time::Instant::now();
+        let mut delay = self.poll;
+        let mut seen = false;
+        loop {
+            let late = start.elapsed() >= self.settle;
+            match self.read_one(region, ResourceKind::Instance, id).await {
+                Ok(o) if o.status == "running" => return Ok(o),
+                Ok(o) if o.status == "stopped" => {
+                    return Err(self
+                        .failed_launch(region, id, "stopped before it ever ran")
+                        .await)
+                }
+                Ok(o) if late => {
+                    let why = format!("still {} after {:?}", o.status, self.settle);
+                    return Err(self.failed_launch(region, id, &why).await);
+                }
+                Ok(_) => seen = true,
+                Err(e) if e.kind == ErrorKind::NotFound && (seen || late) => {
+                    let why = if seen {
+                        "released by the cloud before it ran"
+                    } else {
+                        "never listed by DescribeInstances"
+                    };
+                    return Err(self.failed_launch(region, id, why).await);
+                }
+                // Eventually consistent reads: a fresh id may not show yet.
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Releases an instance whose creation failed and returns the capacity
+    /// error that reports it. If the release itself fails, that error is
+    /// returned instead, so the create stays pending and is looked at again.
+    async fn failed_launch(&self, region: &str, id: &str, why: &str) -> ProviderError {
+        // DeleteInstances, Force=true: "Manually release the instance" is
+        // one of the two documented ways out of SystemFailure.Delete.
+        let mut p = Params::one("InstanceId.1", id);
+        p.push("Force", "true");
+        if let Err(e) = ok_if_gone(self.ecs(region, "DeleteInstances", &p).await) {
+            return e;
+        }
+        ProviderError::new(
+            ErrorKind::Capacity,
+            format!(
+                "instance {id} was accepted by RunInstances but its creation failed ({why}; \
+                 ECS event SystemFailure.Delete: the zone could not supply it); it was released"
+            ),
+        )
+        .with_code("SystemFailure.Delete")
+    }
+
+    /// DeleteInstances (ECS API reference, help doc 126723,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstances) "releases one or
+    /// more pay-as-you-go instances or expired subscription instances":
+    /// `Force=true` releases a Running one, `TerminateSubscription=true` an
+    /// expired subscription. Nothing releases an unexpired subscription
+    /// (there is no `TerminateSubscribedInstance`), so for one of those
+    /// gpuform stops its renewal (ModifyInstanceAutoRenewAttribute
+    /// `RenewalStatus=NotRenewal`, help doc 52843) and refuses, saying when it ends. Plans
+    /// refuse such a deletion before anything is destroyed
+    /// ([`delete_refusal`]); this is the last guard.
+    pub(crate) async fn delete_instance(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let p = Params::one("InstanceIds", json_array(&[id.to_string()]));
+        let Some(i) = self
+            .describe(region, Api::Instance, &p)
+            .await?
+            .into_iter()
+            .find(|i| text(i, "InstanceId") == id)
+        else {
+            return Ok(());
+        };
+        if let Some(ends) = unexpired_subscription(&i, &now_minutes()) {
+            let mut p = Params::one("InstanceId", id);
+            p.push("RenewalStatus", "NotRenewal");
+            ok_if_gone(
+                self.ecs(region, "ModifyInstanceAutoRenewAttribute", &p)
+                    .await,
+            )?;
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{}; its auto-renewal is now off",
+                    subscription_refusal(id, &ends)
+                ),
+            ));
+        }
+        let mut p = Params::one("InstanceId.1", id);
+        p.push("Force", "true");
+        if text(&i, "InstanceChargeType") == "PrePaid" {
+            p.push("TerminateSubscription", "true");
+        }
+        ok_if_gone(self.ecs(region, "DeleteInstances", &p).await)
+    }
+}
+
+/// See [`gpuform_provider::Provider::delete_refusal`]: an unexpired
+/// subscription cannot be released.
+pub(crate) fn delete_refusal(observed: &ObservedResource) -> Option<String> {
+    if observed.kind != ResourceKind::Instance {
+        return None;
+    }
+    let ends = observed.attrs.get(SUBSCRIPTION_ENDS)?.as_str()?;
+    (ends > now_minutes().as_str()).then(|| subscription_refusal(&observed.id, ends))
+}
+
+/// The current time as DescribeInstances writes ExpiredTime; such strings
+/// order as the times they name.
+fn now_minutes() -> String {
+    let t = gpuform_signing::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
+}
+
+/// The end of a subscription instance's term when it lies after `now`.
+fn unexpired_subscription(i: &Value, now: &str) -> Option<String> {
+    let ends = text(i, "ExpiredTime");
+    (text(i, "InstanceChargeType") == "PrePaid" && ends.as_str() > now).then_some(ends)
+}
+
+fn subscription_refusal(id: &str, ends: &str) -> String {
+    format!(
+        "{id} is a subscription (reserved) instance paid until {ends}; Alibaba Cloud releases \
+         subscription instances only once they have expired (DeleteInstances), so it cannot be \
+         destroyed before then. gpuform made it without auto-renewal, so its term ends then; \
+         stop renewal if it was turned on since (ModifyInstanceAutoRenewAttribute \
+         RenewalStatus=NotRenewal, or the console's renewal settings), keep it in the spec until \
+         that date, or leave it out with --target"
+    )
+}
+
+// --------------------------------------------------------------------- observe
+
+/// An instance as DescribeInstances reports it, with its system disk size
+/// (DescribeDisks) for `root_gb`.
+pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedResource {
+    let tags = tags_of(i);
+    let mut a = Attrs::new();
+    a.insert("instance_type".into(), json!(text(i, "InstanceType")));
+    a.insert("zone".into(), json!(text(i, "ZoneId")));
+    // The image asked for (logical name or id) while the instance still runs
+    // the image gpuform resolved it to; the API's ImageId otherwise.
+    let image = tags
+        .get(IMAGE_TAG)
+        .cloned()
+        .unwrap_or_else(|| text(i, "ImageId"));
+    a.insert("image".into(), json!(image));
+    let charge = text(i, "InstanceChargeType");
+    let spot = text(i, "SpotStrategy");
+    let pricing = if charge == "PrePaid" {
+        match tags.get(PRICING_TAG).map(String::as_str) {
+            Some(p @ ("reserved-1y" | "reserved-3y")) => p.to_string(),
+            _ => "reserved".to_string(),
+        }
+    } else if spot == "SpotAsPriceGo" || spot == "SpotWithPriceLimit" {
+        Pricing::Spot.to_string()
+    } else {
+        Pricing::OnDemand.to_string()
+    };
+    a.insert("pricing".into(), json!(pricing));
+    if charge == "PrePaid" {
+        a.insert(SUBSCRIPTION_ENDS.into(), json!(text(i, "ExpiredTime")));
+    }
+    if let Some(gb) = root_gb {
+        a.insert("root_gb".into(), json!(gb));
+    }
+    if let Some(r) = tags.get(RDMA_TAG) {
+        a.insert("rdma".into(), json!(r == "true"));
+    }
+    observed(ResourceKind::Instance, i, "InstanceId", &tags, a, region)
+}
+
+/// A deployment set; its ownership is in its description.
+pub(crate) fn observe_deployment_set(d: &Value, region: &str) -> ObservedResource {
+    let either = |a: &str, b: &str| {
+        Some(text(d, a))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| text(d, b))
+    };
+    let mut a = Attrs::new();
+    let strategy = match either("DeploymentStrategy", "Strategy").as_str() {
+        "LowLatency" => Some(PlacementStrategy::Cluster),
+        "Availability" => Some(PlacementStrategy::Spread),
+        _ => None,
+    };
+    if let Some(s) = strategy {
+        a.insert("strategy".into(), json!(s.as_str()));
+    }
+    ObservedResource {
+        kind: ResourceKind::Placement,
+        id: text(d, "DeploymentSetId"),
+        region: region.to_string(),
+        ownership: parse_placement_description(&either("DeploymentSetDescription", "Description")),
+        attrs: a,
+        status: "available".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscriptions_end_when_described() {
+        let i = json!({"InstanceChargeType": "PrePaid", "ExpiredTime": "2027-11-29T16:00Z"});
+        assert_eq!(
+            unexpired_subscription(&i, "2026-11-29T00:00Z").as_deref(),
+            Some("2027-11-29T16:00Z")
+        );
+        assert_eq!(unexpired_subscription(&i, "2027-11-29T16:01Z"), None);
+        let paygo = json!({"InstanceChargeType": "PostPaid", "ExpiredTime": "2099-01-01T00:00Z"});
+        assert_eq!(unexpired_subscription(&paygo, "2026-11-29T00:00Z"), None);
+    }
+
+    #[test]
+    fn instances_read_back_as_asked() {
+        let i = json!({"InstanceId": "i-1", "Status": "Running", "InstanceChargeType": "PrePaid",
+            "ExpiredTime": "2027-11-29T16:00Z", "ImageId": "m-1",
+            "Tags": {"Tag": [{"TagKey": PRICING_TAG, "TagValue": "reserved-3y"},
+                             {"TagKey": RDMA_TAG, "TagValue": "true"}, {"TagKey": "team", "TagValue": "ml"}]}});
+        let o = observe_instance(&i, "r", Some(100));
+        assert_eq!(o.status, "running");
+        assert_eq!(o.attrs["pricing"], "reserved-3y");
+        assert_eq!(o.attrs["image"], "m-1");
+        assert_eq!(o.attrs["rdma"], true);
+        assert_eq!(o.attrs["root_gb"], 100);
+        assert_eq!(o.attrs["tags"], json!({"team": "ml"}));
+        assert_eq!(o.attrs[SUBSCRIPTION_ENDS], "2027-11-29T16:00Z");
+        let spot = json!({"InstanceId": "i-2", "SpotStrategy": "SpotWithPriceLimit"});
+        assert_eq!(observe_instance(&spot, "r", None).attrs["pricing"], "spot");
+    }
+}

@@ -1,0 +1,411 @@
+//! Networks (VPC `CreateVpc`), subnets (VPC `CreateVSwitch`) and firewalls
+//! (ECS security groups and their inbound rules).
+
+use crate::client::{required, text, Params};
+use crate::errors::ok_if_gone;
+use crate::refresh::observed;
+use crate::tags::{client_token, creation_tags, description, naming, resource_name, tags_of};
+use crate::AlibabaProvider;
+use gpuform_provider::{
+    Attrs, Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedIngress,
+    ObservedResource, Protocol, ProviderError, ResourceKind, Scope, SubnetSpec,
+};
+use serde_json::{json, Value};
+
+impl AlibabaProvider {
+    pub(crate) async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        // CreateVpc (VPC 2016-04-28): CidrBlock, VpcName, Description,
+        // ClientToken, Tag.N.Key/Value; answers VpcId.
+        let p = Params::one("CidrBlock", req.spec.cidr.clone());
+        let made = VpcCreate {
+            kind: ResourceKind::Network,
+            action: "CreateVpc",
+            name_key: "VpcName",
+            id_key: "VpcId",
+        };
+        self.create_in_vpc(req, made, p).await
+    }
+
+    pub(crate) async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let s = &req.spec;
+        // CreateVSwitch (VPC 2016-04-28): VpcId, ZoneId, CidrBlock,
+        // VSwitchName, Description, ClientToken, Tag.N; answers VSwitchId.
+        let mut p = Params::one("VpcId", s.network.clone());
+        p.push("ZoneId", s.zone.clone());
+        p.push("CidrBlock", s.cidr.clone());
+        let made = VpcCreate {
+            kind: ResourceKind::Subnet,
+            action: "CreateVSwitch",
+            name_key: "VSwitchName",
+            id_key: "VSwitchId",
+        };
+        self.create_in_vpc(req, made, p).await
+    }
+
+    /// A VPC API create: `p` plus the name, description, ClientToken and
+    /// tags; the create is asynchronous (Creating → Available), so it waits.
+    async fn create_in_vpc<T>(
+        &self,
+        req: &Create<T>,
+        made: VpcCreate,
+        mut p: Params,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        naming(&mut p, made.name_key, &req.ownership)?;
+        p.tags(&creation_tags(&req.ownership, made.kind, &req.tags, &[])?);
+        let body = self.vpc(region, made.action, &p).await?;
+        let id = required(&body, made.id_key, made.action)?;
+        self.wait_for(region, made.kind, &id, "available", |o| {
+            o.status == "available"
+        })
+        .await
+    }
+
+    pub(crate) async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        // CreateSecurityGroup (ECS): VpcId, SecurityGroupName, Description,
+        // SecurityGroupType, ClientToken, Tag.N; answers SecurityGroupId.
+        let mut p = Params::one("VpcId", req.spec.network.clone());
+        p.push("SecurityGroupName", resource_name(&req.ownership));
+        p.push("Description", description(&req.ownership));
+        p.push("SecurityGroupType", "normal");
+        p.push("ClientToken", client_token(&req.ownership.token)?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Firewall,
+            &req.tags,
+            &[],
+        )?);
+        let body = self.ecs(region, "CreateSecurityGroup", &p).await?;
+        let id = required(&body, "SecurityGroupId", "CreateSecurityGroup")?;
+        // Members reach each other without a rule: a new basic group's
+        // InnerAccessPolicy is Accept (see `sync_rules`). A crash between
+        // these two calls leaves a tagged group without the spec's rules:
+        // adoption finds it, its observed `ingress` differs from the
+        // desired one, and the next plan updates it in place.
+        self.sync_rules(region, &id, &req.spec.ingress, true)
+            .await?;
+        self.read_one(region, ResourceKind::Firewall, &id).await
+    }
+
+    /// See [`gpuform_provider::CloudDriver::update_ingress`].
+    pub(crate) async fn update_ingress(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &[IngressRule],
+    ) -> Result<(), ProviderError> {
+        self.sync_rules(&scope.region, &current.id, want, false)
+            .await
+    }
+
+    /// Makes the inbound rules of `group` exactly `rules`:
+    /// AuthorizeSecurityGroup for what is missing, RevokeSecurityGroup for
+    /// what is extra (`Permissions.N.*`, ≤ 100 per call).
+    ///
+    /// Traffic between members needs no rule, and cannot have one: a rule
+    /// whose SourceGroupId is the group itself is refused with 403
+    /// InvalidParamter.Conflict ("The specified SecurityGroupId should be
+    /// different from the SourceGroupId", AuthorizeSecurityGroup and
+    /// RevokeSecurityGroup error codes, help doc 25554). Instances of one basic group reach
+    /// each other while its InnerAccessPolicy is Accept, the default
+    /// (RunInstances: 同一个安全组内的实例之间可以互相访问;
+    /// ModifySecurityGroupPolicy, alibabacloud.com/help/en/ecs/developer-reference/
+    /// api-ecs-2014-05-26-modifysecuritygrouppolicy; DescribeSecurityGroupAttribute
+    /// `InnerAccessPolicy`); a group found with Drop is set back to Accept.
+    async fn sync_rules(
+        &self,
+        region: &str,
+        group: &str,
+        rules: &[IngressRule],
+        fresh: bool,
+    ) -> Result<(), ProviderError> {
+        let current: Vec<Value> = if fresh {
+            Vec::new()
+        } else {
+            let (current, inner) = self.group_rules(region, group).await?;
+            if !inner_access_accepted(&inner) {
+                // ModifySecurityGroupPolicy (ECS): SecurityGroupId, InnerAccessPolicy.
+                let mut p = Params::one("SecurityGroupId", group);
+                p.push("InnerAccessPolicy", "Accept");
+                self.ecs(region, "ModifySecurityGroupPolicy", &p).await?;
+            }
+            current
+        };
+        let want: Vec<Perm> = rules.iter().map(Perm::from_rule).collect();
+        let have: Vec<Perm> = current.iter().filter_map(Perm::from_api).collect();
+        let add: Vec<&Perm> = want.iter().filter(|w| !have.contains(w)).collect();
+        let remove: Vec<&Perm> = have.iter().filter(|h| !want.contains(h)).collect();
+        for chunk in remove.chunks(100) {
+            match self
+                .ecs(region, "RevokeSecurityGroup", &Perm::params(group, chunk))
+                .await
+            {
+                Ok(_) => {}
+                Err(e)
+                    if e.kind == ErrorKind::NotFound
+                        && e.code.as_deref() != Some("InvalidSecurityGroupId.NotFound") => {}
+                Err(e) => return Err(e),
+            }
+        }
+        for chunk in add.chunks(100) {
+            self.ecs(
+                region,
+                "AuthorizeSecurityGroup",
+                &Perm::params(group, chunk),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn delete_network(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<(), ProviderError> {
+        let p = Params::one("VpcId", id);
+        ok_if_gone(self.vpc(&scope.region, "DeleteVpc", &p).await)
+    }
+
+    pub(crate) async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let p = Params::one("VSwitchId", id);
+        ok_if_gone(self.vpc(&scope.region, "DeleteVSwitch", &p).await)
+    }
+
+    pub(crate) async fn delete_firewall(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<(), ProviderError> {
+        let p = Params::one("SecurityGroupId", id);
+        ok_if_gone(self.ecs(&scope.region, "DeleteSecurityGroup", &p).await)
+    }
+}
+
+/// What one VPC API create makes and how it names it.
+struct VpcCreate {
+    kind: ResourceKind,
+    action: &'static str,
+    name_key: &'static str,
+    id_key: &'static str,
+}
+
+// --------------------------------------------------------------------- rules
+
+/// A permission as AuthorizeSecurityGroup takes it (`Permissions.N.*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Perm {
+    /// `tcp`, `udp`, `icmp`, `all` (the API is case-insensitive; lower case here).
+    protocol: String,
+    /// `from/to`; `-1/-1` for icmp and all.
+    port_range: String,
+    source_cidr: Option<String>,
+    source_group: Option<String>,
+    /// For icmp and all, the ports the spec gave (they have none in the
+    /// API), kept in the rule's description so that an unchanged rule reads
+    /// back unchanged.
+    description: String,
+}
+
+const PORTS_NOTE: &str = "gpuform ports=";
+
+impl Perm {
+    fn from_rule(r: &IngressRule) -> Perm {
+        let (from, to) = r.port_range();
+        Perm {
+            protocol: r.protocol.as_str().to_string(),
+            port_range: if r.protocol.has_ports() {
+                format!("{from}/{to}")
+            } else {
+                "-1/-1".into()
+            },
+            source_cidr: Some(r.cidr.clone()),
+            source_group: None,
+            description: match (r.from_port, r.to_port) {
+                (Some(f), Some(t)) => format!("{PORTS_NOTE}{f}-{t}"),
+                _ => "gpuform".to_string(),
+            },
+        }
+    }
+
+    fn from_api(v: &Value) -> Option<Perm> {
+        let opt = |k: &str| Some(text(v, k)).filter(|s| !s.is_empty());
+        if text(v, "Policy").eq_ignore_ascii_case("drop") {
+            return None;
+        }
+        Some(Perm {
+            protocol: text(v, "IpProtocol").to_ascii_lowercase(),
+            port_range: text(v, "PortRange"),
+            source_cidr: opt("SourceCidrIp"),
+            source_group: opt("SourceGroupId"),
+            description: text(v, "Description"),
+        })
+    }
+
+    /// The neutral rule, for a rule from a CIDR of a protocol gpuform names.
+    fn to_rule(&self) -> Option<IngressRule> {
+        let cidr = self.source_cidr.clone()?;
+        let protocol = Protocol::parse(&self.protocol)?;
+        let ports =
+            |a: &str, b: &str| -> Option<(u16, u16)> { Some((a.parse().ok()?, b.parse().ok()?)) };
+        let (from_port, to_port) = if protocol.has_ports() {
+            let (a, b) = self.port_range.split_once('/')?;
+            let (f, t) = ports(a, b)?;
+            (Some(f), Some(t))
+        } else {
+            match self
+                .description
+                .strip_prefix(PORTS_NOTE)
+                .and_then(|p| p.split_once('-'))
+                .and_then(|(a, b)| ports(a, b))
+            {
+                Some((f, t)) => (Some(f), Some(t)),
+                None => (None, None),
+            }
+        };
+        Some(IngressRule {
+            protocol,
+            from_port,
+            to_port,
+            cidr,
+        })
+    }
+
+    /// One Authorize/RevokeSecurityGroup call's parameters for `perms`.
+    fn params(group: &str, perms: &[&Perm]) -> Params {
+        let mut p = Params::one("SecurityGroupId", group);
+        for (i, perm) in perms.iter().enumerate() {
+            let k = |f: &str| format!("Permissions.{}.{f}", i + 1);
+            p.push(k("IpProtocol"), perm.protocol.clone());
+            p.push(k("PortRange"), perm.port_range.clone());
+            if let Some(c) = &perm.source_cidr {
+                p.push(k("SourceCidrIp"), c.clone());
+            }
+            if let Some(g) = &perm.source_group {
+                p.push(k("SourceGroupId"), g.clone());
+            }
+            p.push(k("Policy"), "accept");
+            p.push(k("Description"), perm.description.clone());
+        }
+        p
+    }
+}
+
+/// Whether members of a group reach each other (`InnerAccessPolicy`,
+/// case-insensitive; absent means the documented default, Accept).
+pub(crate) fn inner_access_accepted(policy: &str) -> bool {
+    policy.is_empty() || policy.eq_ignore_ascii_case("accept")
+}
+
+// --------------------------------------------------------------------- observe
+
+pub(crate) fn observe_vpc(v: &Value, region: &str) -> ObservedResource {
+    let mut a = Attrs::new();
+    a.insert("cidr".into(), json!(text(v, "CidrBlock")));
+    observed(ResourceKind::Network, v, "VpcId", &tags_of(v), a, region)
+}
+
+pub(crate) fn observe_vswitch(v: &Value, region: &str) -> ObservedResource {
+    let mut a = Attrs::new();
+    a.insert("cidr".into(), json!(text(v, "CidrBlock")));
+    a.insert("zone".into(), json!(text(v, "ZoneId")));
+    observed(ResourceKind::Subnet, v, "VSwitchId", &tags_of(v), a, region)
+}
+
+/// A group, its inbound rules (DescribeSecurityGroupAttribute) and its
+/// `InnerAccessPolicy`. Members reach each other through
+/// InnerAccessPolicy=Accept, not a rule (see `sync_rules`); when someone set
+/// it to Drop, `ingress` says the members' rule is missing, so the plan
+/// updates the group (which sets it back).
+pub(crate) fn observe_group(
+    g: &Value,
+    rules: &[Value],
+    inner: &str,
+    region: &str,
+) -> ObservedResource {
+    let ingress = ObservedIngress {
+        rules: rules
+            .iter()
+            .filter_map(Perm::from_api)
+            .filter_map(|p| p.to_rule())
+            .collect(),
+        member_rule: inner_access_accepted(inner),
+    };
+    let mut a = Attrs::new();
+    a.insert("ingress".into(), ingress.to_value());
+    let mut o = observed(
+        ResourceKind::Firewall,
+        g,
+        "SecurityGroupId",
+        &tags_of(g),
+        a,
+        region,
+    );
+    o.status = "available".into();
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(v: Value) -> IngressRule {
+        IngressRule::parse(&v).unwrap()
+    }
+
+    fn api(p: &Perm) -> Value {
+        json!({"IpProtocol": p.protocol.to_uppercase(), "PortRange": p.port_range,
+               "SourceCidrIp": p.source_cidr, "Policy": "Accept", "Description": p.description})
+    }
+
+    #[test]
+    fn rules_round_trip() {
+        for r in [
+            rule(json!({"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"})),
+            rule(json!({"protocol": "icmp", "cidr": "10.0.0.0/8"})),
+            rule(json!({"protocol": "all", "cidr": "10.0.0.0/8"})),
+            rule(json!({"protocol": "tcp", "from_port": 22, "cidr": "0.0.0.0/0"})),
+            rule(
+                json!({"protocol": "udp", "from_port": 4000, "to_port": 4100, "cidr": "0.0.0.0/0"}),
+            ),
+        ] {
+            let p = Perm::from_rule(&r);
+            assert_eq!(p.port_range == "-1/-1", !r.protocol.has_ports(), "{r:?}");
+            assert_eq!(Perm::from_api(&api(&p)), Some(p.clone()));
+            assert_eq!(p.to_rule(), Some(r));
+        }
+        let ssh = Perm::from_rule(&rule(json!({"from_port": 22, "cidr": "0.0.0.0/0"})));
+        assert_eq!(
+            (ssh.port_range.as_str(), ssh.description.as_str()),
+            ("22/22", "gpuform ports=22-22")
+        );
+    }
+
+    #[test]
+    fn rules_gpuform_cannot_name_stay_out_of_ingress() {
+        let group = json!({"SecurityGroupId": "sg-1"});
+        let rules = [
+            json!({"IpProtocol": "TCP", "PortRange": "22/22", "SourceCidrIp": "0.0.0.0/0"}),
+            json!({"IpProtocol": "TCP", "PortRange": "80/80", "SourceCidrIp": "0.0.0.0/0", "Policy": "Drop"}),
+            json!({"IpProtocol": "ALL", "PortRange": "-1/-1", "SourceGroupId": "sg-2"}),
+        ];
+        let o = observe_group(&group, &rules, "Accept", "r");
+        assert_eq!(
+            o.attrs["ingress"],
+            json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
+        );
+        let dropped = observe_group(&group, &rules, "drop", "r");
+        let seen = ObservedIngress::from_value(dropped.attrs.get("ingress")).unwrap();
+        assert!(!seen.member_rule);
+    }
+}

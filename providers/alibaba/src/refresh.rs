@@ -1,0 +1,489 @@
+//! Refresh: `read` and `list_owned`, batched. Each kind is one paginated
+//! Describe call filtered by the project tag (or by ids), so its cost grows
+//! with pages; a tag-filtered listing that reaches [`TAG_FILTER_CAP`] is
+//! redone through ListTagResources and Describe by id. What each answer
+//! item becomes is up to its kind's module (`observe_*`).
+
+use crate::client::{json_array, listed_items, text, Listing, Paging, Params};
+use crate::compute::{observe_deployment_set, observe_instance};
+use crate::network::{observe_group, observe_vpc, observe_vswitch};
+use crate::storage::observe_disk;
+use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
+use crate::{AlibabaProvider, Product};
+use gpuform_provider::driver::unsupported;
+use gpuform_provider::{
+    Attrs, Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
+};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+/// Tag-filtered Describe calls (DescribeInstances, DescribeDisks,
+/// DescribeSecurityGroups, DescribeVpcs, DescribeVSwitches; parameter
+/// `Tag.N.Key`) return at most 1,000 resources across all their pages, with
+/// no sign of the cut; ListTagResources lists past it (the figure as issue 15
+/// reports it from the Tag.N.Key descriptions; ListTagResources:
+/// alibabacloud.com/help/en/vpc/developer-reference/api-vpc-2016-04-28-listtagresources).
+/// A listing that reaches this many is redone through ListTagResources.
+pub const TAG_FILTER_CAP: usize = 1000;
+/// ListTagResources rows per page (VPC: MaxResults 1-50, default 50).
+const TAG_PAGE: usize = 50;
+/// `MaxResults` of the token-paged Describe calls: the documented maximum.
+const TOKEN_PAGE: usize = 100;
+/// Ids per batched Describe: `InstanceIds`, `DiskIds`, `SecurityGroupIds`,
+/// `DeploymentSetIds` take JSON arrays of up to 100; DescribeVpcs `VpcId`
+/// takes up to 20, comma-separated.
+const ID_BATCH: usize = 100;
+const VPC_ID_BATCH: usize = 20;
+
+/// The Describe calls gpuform lists with, one per thing it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Vpc,
+    VSwitch,
+    Group,
+    DeploymentSet,
+    Instance,
+    Disk,
+    Image,
+}
+
+/// How a Describe call filters by ids.
+enum IdFilter {
+    /// It cannot (DescribeVSwitches takes one VSwitchId): page through the region.
+    None,
+    /// Up to `n` ids, comma-separated.
+    Comma(&'static str, usize),
+    /// Up to `n` ids as a JSON array.
+    Json(&'static str, usize),
+}
+
+impl Api {
+    /// The API behind a resource kind.
+    pub(crate) fn of(kind: ResourceKind) -> Result<Api, ProviderError> {
+        Ok(match kind {
+            ResourceKind::Network => Api::Vpc,
+            ResourceKind::Subnet => Api::VSwitch,
+            ResourceKind::Firewall => Api::Group,
+            ResourceKind::Placement => Api::DeploymentSet,
+            ResourceKind::Instance => Api::Instance,
+            ResourceKind::Volume => Api::Disk,
+            ResourceKind::Bucket => return Err(unsupported(Cloud::Alibaba, kind)),
+        })
+    }
+
+    pub(crate) fn listing(self) -> Listing {
+        let (product, action, paging, list) = match self {
+            // PageNumber/PageSize ≤ 50, Tag.N, VpcId (≤ 20, comma-separated).
+            Api::Vpc => (
+                Product::Vpc,
+                "DescribeVpcs",
+                Paging::Number,
+                ("Vpcs", "Vpc"),
+            ),
+            // PageNumber/PageSize ≤ 50, Tag.N, VpcId, VSwitchId.
+            Api::VSwitch => (
+                Product::Vpc,
+                "DescribeVSwitches",
+                Paging::Number,
+                ("VSwitches", "VSwitch"),
+            ),
+            // MaxResults ≤ 100 / NextToken, Tag.N, SecurityGroupIds.
+            Api::Group => (
+                Product::Ecs,
+                "DescribeSecurityGroups",
+                Paging::Token(Some(TOKEN_PAGE)),
+                ("SecurityGroups", "SecurityGroup"),
+            ),
+            // PageNumber/PageSize ≤ 50, DeploymentSetIds.
+            Api::DeploymentSet => (
+                Product::Ecs,
+                "DescribeDeploymentSets",
+                Paging::Number,
+                ("DeploymentSets", "DeploymentSet"),
+            ),
+            // MaxResults ≤ 100 / NextToken, Tag.N, InstanceIds.
+            Api::Instance => (
+                Product::Ecs,
+                "DescribeInstances",
+                Paging::Token(Some(TOKEN_PAGE)),
+                ("Instances", "Instance"),
+            ),
+            // MaxResults / NextToken, Tag.N, DiskIds, DiskType.
+            Api::Disk => (
+                Product::Ecs,
+                "DescribeDisks",
+                Paging::Token(Some(TOKEN_PAGE)),
+                ("Disks", "Disk"),
+            ),
+            Api::Image => (
+                Product::Ecs,
+                "DescribeImages",
+                Paging::Number,
+                ("Images", "Image"),
+            ),
+        };
+        Listing {
+            product,
+            action,
+            paging,
+            list,
+        }
+    }
+
+    /// How ListTagResources and TagResources name it (ECS `ResourceType`
+    /// instance | disk | securitygroup; VPC VPC | VSWITCH); `None` for what
+    /// has no tags.
+    pub(crate) fn resource_type(self) -> Option<&'static str> {
+        match self {
+            Api::Vpc => Some("VPC"),
+            Api::VSwitch => Some("VSWITCH"),
+            Api::Group => Some("securitygroup"),
+            Api::Instance => Some("instance"),
+            Api::Disk => Some("disk"),
+            Api::DeploymentSet | Api::Image => None,
+        }
+    }
+
+    fn id_key(self) -> &'static str {
+        match self {
+            Api::Vpc => "VpcId",
+            Api::VSwitch => "VSwitchId",
+            Api::Group => "SecurityGroupId",
+            Api::DeploymentSet => "DeploymentSetId",
+            Api::Instance => "InstanceId",
+            Api::Disk => "DiskId",
+            Api::Image => "ImageId",
+        }
+    }
+
+    fn id_filter(self) -> IdFilter {
+        match self {
+            Api::Vpc => IdFilter::Comma("VpcId", VPC_ID_BATCH),
+            Api::VSwitch | Api::Image => IdFilter::None,
+            Api::Group => IdFilter::Json("SecurityGroupIds", ID_BATCH),
+            Api::DeploymentSet => IdFilter::Json("DeploymentSetIds", ID_BATCH),
+            Api::Instance => IdFilter::Json("InstanceIds", ID_BATCH),
+            Api::Disk => IdFilter::Json("DiskIds", ID_BATCH),
+        }
+    }
+}
+
+/// An observed resource from a Describe item: its id under `id_key`, its
+/// status (lower case), ownership from its tags and the user tags in `tags`.
+pub(crate) fn observed(
+    kind: ResourceKind,
+    item: &Value,
+    id_key: &str,
+    tags: &BTreeMap<String, String>,
+    mut attrs: Attrs,
+    region: &str,
+) -> ObservedResource {
+    attrs.insert("tags".into(), user_tags_of(tags).to_value());
+    ObservedResource {
+        kind,
+        id: text(item, id_key),
+        region: region.to_string(),
+        ownership: ownership_of(tags),
+        attrs,
+        status: text(item, "Status").to_ascii_lowercase(),
+    }
+}
+
+/// System disk sizes by instance id, for `root_gb`.
+fn system_sizes(disks: &[Value]) -> HashMap<String, u64> {
+    disks
+        .iter()
+        .filter(|d| text(d, "Type") == "system")
+        .filter_map(|d| Some((text(d, "InstanceId"), d.get("Size")?.as_u64()?)))
+        .filter(|(i, _)| !i.is_empty())
+        .collect()
+}
+
+impl AlibabaProvider {
+    /// Every item `api` lists with `filter`.
+    pub(crate) async fn describe(
+        &self,
+        region: &str,
+        api: Api,
+        filter: &Params,
+    ) -> Result<Vec<Value>, ProviderError> {
+        self.client.list_all(region, &api.listing(), filter).await
+    }
+
+    /// Everything of `api` that carries the project tag: one tag-filtered
+    /// Describe listing, or, when that reaches [`TAG_FILTER_CAP`] and may
+    /// have been cut, ListTagResources for the ids and Describe by id.
+    async fn owned_of(
+        &self,
+        region: &str,
+        project: &str,
+        api: Api,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let listed = self.describe(region, api, &tag_filter(project)).await?;
+        if listed.len() < TAG_FILTER_CAP {
+            return Ok(listed);
+        }
+        let ids = self.tagged_ids(region, api, project).await?;
+        self.by_ids(region, api, &ids).await
+    }
+
+    /// Ids of `api` carrying the project tag: ListTagResources (ECS and
+    /// VPC: ResourceType, Tag.N, NextToken; rows
+    /// `TagResources.TagResource[].ResourceId`), every page.
+    async fn tagged_ids(
+        &self,
+        region: &str,
+        api: Api,
+        project: &str,
+    ) -> Result<Vec<String>, ProviderError> {
+        let Some(rtype) = api.resource_type() else {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("{api:?} carries no tags on Alibaba Cloud"),
+            ));
+        };
+        let product = api.listing().product;
+        let listing = Listing {
+            product,
+            action: "ListTagResources",
+            paging: Paging::Token((product == Product::Vpc).then_some(TAG_PAGE)),
+            list: ("TagResources", "TagResource"),
+        };
+        let mut p = tag_filter(project);
+        p.push("ResourceType", rtype);
+        let mut seen = BTreeSet::new();
+        Ok(self
+            .client
+            .list_all(region, &listing, &p)
+            .await?
+            .iter()
+            .map(|row| text(row, "ResourceId"))
+            .filter(|id| !id.is_empty() && seen.insert(id.clone()))
+            .collect())
+    }
+
+    /// Items of `api` with these ids, in the batches each call takes.
+    async fn by_ids(
+        &self,
+        region: &str,
+        api: Api,
+        ids: &[String],
+    ) -> Result<Vec<Value>, ProviderError> {
+        let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        let batches: Vec<Params> = match api.id_filter() {
+            IdFilter::None => vec![Params::default()],
+            IdFilter::Comma(key, n) => ids
+                .chunks(n)
+                .map(|c| Params::one(key, c.join(",")))
+                .collect(),
+            IdFilter::Json(key, n) => ids
+                .chunks(n)
+                .map(|c| Params::one(key, json_array(c)))
+                .collect(),
+        };
+        let mut out = Vec::new();
+        for p in batches {
+            out.extend(
+                self.describe(region, api, &p)
+                    .await?
+                    .into_iter()
+                    .filter(|v| wanted.contains(text(v, api.id_key()).as_str())),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Inbound rules of a group and its `InnerAccessPolicy`:
+    /// DescribeSecurityGroupAttribute, one call per group (the API has no
+    /// batched form). An answer without `Permissions` is an error, not "no rules".
+    pub(crate) async fn group_rules(
+        &self,
+        region: &str,
+        group_id: &str,
+    ) -> Result<(Vec<Value>, String), ProviderError> {
+        let mut p = Params::one("SecurityGroupId", group_id);
+        p.push("Direction", "ingress");
+        let action = "DescribeSecurityGroupAttribute";
+        let body = self.ecs(region, action, &p).await?;
+        let rules = listed_items(&body, "Permissions", "Permission", action)?
+            .into_iter()
+            .cloned()
+            .collect();
+        Ok((rules, text(&body, "InnerAccessPolicy")))
+    }
+
+    async fn observe_groups(
+        &self,
+        region: &str,
+        groups: Vec<Value>,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let mut out = Vec::with_capacity(groups.len());
+        for g in groups {
+            let id = text(&g, "SecurityGroupId");
+            match self.group_rules(region, &id).await {
+                Ok((rules, inner)) => out.push(observe_group(&g, &rules, &inner, region)),
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// System disk sizes of a project's instances, for `root_gb`.
+    async fn root_sizes(
+        &self,
+        region: &str,
+        project: &str,
+    ) -> Result<HashMap<String, u64>, ProviderError> {
+        let mut p = tag_filter(project);
+        p.push("DiskType", "system");
+        let mut disks = self.describe(region, Api::Disk, &p).await?;
+        if disks.len() >= TAG_FILTER_CAP {
+            // Possibly cut by the tag filter's cap: every tagged disk, by id.
+            disks = self.owned_of(region, project, Api::Disk).await?;
+        }
+        Ok(system_sizes(&disks))
+    }
+
+    /// See [`gpuform_provider::CloudDriver::read`].
+    pub(crate) async fn read_kind(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let api = Api::of(kind)?;
+        let found = self.by_ids(region, api, ids).await?;
+        Ok(match api {
+            Api::Group => self.observe_groups(region, found).await?,
+            Api::Instance => {
+                // Root disk sizes: one tag-filtered DescribeDisks per project
+                // the instances belong to (instances without tags report none).
+                let projects: BTreeSet<String> = found
+                    .iter()
+                    .filter_map(|i| tags_of(i).get(OwnershipTags::PROJECT).cloned())
+                    .collect();
+                let mut sizes = HashMap::new();
+                for project in projects {
+                    sizes.extend(self.root_sizes(region, &project).await?);
+                }
+                found
+                    .iter()
+                    .map(|i| {
+                        observe_instance(i, region, sizes.get(&text(i, "InstanceId")).copied())
+                    })
+                    .collect()
+            }
+            Api::Vpc => found.iter().map(|v| observe_vpc(v, region)).collect(),
+            Api::VSwitch => found.iter().map(|v| observe_vswitch(v, region)).collect(),
+            Api::DeploymentSet => found
+                .iter()
+                .map(|d| observe_deployment_set(d, region))
+                .collect(),
+            Api::Disk => found.iter().map(|d| observe_disk(d, region)).collect(),
+            Api::Image => Vec::new(),
+        })
+    }
+
+    pub(crate) async fn read_one(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        id: &str,
+    ) -> Result<ObservedResource, ProviderError> {
+        self.read_kind(region, kind, &[id.to_string()])
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::NotFound,
+                    format!("{kind} {id} was not found in {region}"),
+                )
+            })
+    }
+
+    /// Polls `read_one` until `done` holds (or the settle time runs out).
+    pub(crate) async fn wait_for(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        id: &str,
+        what: &str,
+        done: impl Fn(&ObservedResource) -> bool,
+    ) -> Result<ObservedResource, ProviderError> {
+        let start = tokio::time::Instant::now();
+        let mut delay = self.poll;
+        loop {
+            match self.read_one(region, kind, id).await {
+                Ok(o) if done(&o) => return Ok(o),
+                Ok(o) if start.elapsed() >= self.settle => {
+                    return Err(ProviderError::new(
+                        ErrorKind::Transient,
+                        format!(
+                            "{kind} {id} is still {} after {:?}, waiting for it to be {what}",
+                            o.status, self.settle
+                        ),
+                    ))
+                }
+                // Eventually consistent reads: a fresh id may not show yet.
+                Err(e) if e.kind == ErrorKind::NotFound && start.elapsed() < self.settle => {}
+                Err(e) => return Err(e),
+                Ok(_) => {}
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// See [`gpuform_provider::CloudDriver::list_owned`].
+    pub(crate) async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let region = scope.region.as_str();
+        let no_filter = Params::default();
+        let (vpcs, vswitches, groups, sets, instances, disks) = tokio::try_join!(
+            self.owned_of(region, project, Api::Vpc),
+            self.owned_of(region, project, Api::VSwitch),
+            self.owned_of(region, project, Api::Group),
+            // No tag filter exists for deployment sets: page through the
+            // region's sets and keep those whose description names the project.
+            self.describe(region, Api::DeploymentSet, &no_filter),
+            self.owned_of(region, project, Api::Instance),
+            // Data and system disks in one listing: system disks give root_gb.
+            self.owned_of(region, project, Api::Disk),
+        )?;
+        let mut out = Vec::new();
+        out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
+        out.extend(vswitches.iter().map(|v| observe_vswitch(v, region)));
+        out.extend(self.observe_groups(region, groups).await?);
+        out.extend(sets.iter().map(|d| observe_deployment_set(d, region)));
+        let sizes = system_sizes(&disks);
+        out.extend(
+            instances
+                .iter()
+                .map(|i| observe_instance(i, region, sizes.get(&text(i, "InstanceId")).copied())),
+        );
+        out.extend(
+            disks
+                .iter()
+                .filter(|d| text(d, "Type") != "system")
+                .map(|d| observe_disk(d, region)),
+        );
+        // The tag filter is the cloud's; check it here too, so that a
+        // stand-in or an API that ignores it cannot hand over others' resources
+        // (and deployment sets are filtered only here).
+        out.retain(|o| {
+            o.ownership
+                .as_ref()
+                .is_some_and(|own| own.project == project)
+        });
+        Ok(out)
+    }
+}

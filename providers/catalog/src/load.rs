@@ -1,0 +1,622 @@
+//! Parsing and checking the catalog's CSV files.
+
+use super::{
+    instance_family, normalize_gpu_name, Availability, Catalog, Currency, GpuDetails, GpuModel,
+    InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PricingModel,
+    RdmaKind, Region, SubscriptionPrice,
+};
+use crate::sources::{CatalogSources, Source};
+use crate::Cloud;
+use std::collections::{BTreeMap, HashMap};
+
+/// A problem in a catalog file, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct CatalogError {
+    pub file: String,
+    /// 1-based line of the offending row (1 = header).
+    pub line: u64,
+    pub message: String,
+}
+
+pub(super) struct Row<'s> {
+    file: &'s str,
+    pub(super) line: u64,
+    header: &'s HashMap<String, usize>,
+    rec: csv::StringRecord,
+}
+
+impl<'s> Row<'s> {
+    pub(super) fn err(&self, message: impl Into<String>) -> CatalogError {
+        CatalogError {
+            file: self.file.to_string(),
+            line: self.line,
+            message: message.into(),
+        }
+    }
+    pub(super) fn get(&self, col: &str) -> &str {
+        self.header
+            .get(col)
+            .and_then(|&i| self.rec.get(i))
+            .map(str::trim)
+            .unwrap_or("")
+    }
+    pub(super) fn req(&self, col: &str) -> Result<&str, CatalogError> {
+        let v = self.get(col);
+        if v.is_empty() {
+            Err(self.err(format!("column `{col}` is empty; it is required")))
+        } else {
+            Ok(v)
+        }
+    }
+    fn opt_f64(&self, col: &str) -> Result<Option<f64>, CatalogError> {
+        let v = self.get(col);
+        if v.is_empty() {
+            return Ok(None);
+        }
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(self.err(format!(
+                "column `{col}`: expected a non-negative number, found `{v}`"
+            ))),
+        }
+    }
+    pub(super) fn f64(&self, col: &str) -> Result<f64, CatalogError> {
+        self.opt_f64(col)?
+            .ok_or_else(|| self.err(format!("column `{col}` is empty; it is required")))
+    }
+    fn u32(&self, col: &str) -> Result<u32, CatalogError> {
+        let v = self.req(col)?;
+        v.parse::<u32>().map_err(|_| {
+            self.err(format!(
+                "column `{col}`: expected a whole number, found `{v}`"
+            ))
+        })
+    }
+}
+
+/// Parses `src` and calls `f` for each data row; checks the header has `required` columns.
+pub(super) fn rows(
+    src: &Source<'_>,
+    required: &[&str],
+    mut f: impl FnMut(Row<'_>) -> Result<(), CatalogError>,
+) -> Result<(), CatalogError> {
+    let err = |line: u64, message: String| CatalogError {
+        file: src.file.to_string(),
+        line,
+        message,
+    };
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(src.text.as_bytes());
+    let header_rec = rdr
+        .headers()
+        .map_err(|e| err(1, format!("cannot read the header: {e}")))?
+        .clone();
+    let header: HashMap<String, usize> = header_rec
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.trim().to_string(), i))
+        .collect();
+    for col in required {
+        if !header.contains_key(*col) {
+            return Err(err(
+                1,
+                format!(
+                    "missing column `{col}` (header has: {})",
+                    header_rec.iter().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+    }
+    for rec in rdr.records() {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map(|p| p.line()).unwrap_or(0);
+                return Err(err(line, format!("malformed CSV row: {e}")));
+            }
+        };
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        if rec.iter().all(|c| c.trim().is_empty()) {
+            continue;
+        }
+        f(Row {
+            file: src.file,
+            line,
+            header: &header,
+            rec,
+        })?;
+    }
+    Ok(())
+}
+
+fn parse_bool_cell(row: &Row<'_>, col: &str) -> Result<bool, CatalogError> {
+    match row.get(col) {
+        "yes" => Ok(true),
+        "no" | "" => Ok(false),
+        other => Err(row.err(format!(
+            "column `{col}`: expected yes, no or empty, found `{other}`"
+        ))),
+    }
+}
+
+fn parse_mig(row: &Row<'_>) -> Result<Vec<MigProfile>, CatalogError> {
+    let cell = row.get("mig_profiles");
+    let mut out = Vec::new();
+    for part in cell.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || {
+            row.err(format!("column `mig_profiles`: expected `<profile>*<count>` like `3g.40gb*2`, found `{part}`"))
+        };
+        let (name, count) = part.split_once('*').ok_or_else(bad)?;
+        let per_gpu: u32 = count.trim().parse().map_err(|_| bad())?;
+        let name = name.trim();
+        if name.is_empty() || per_gpu == 0 || !name.contains('g') {
+            return Err(bad());
+        }
+        out.push(MigProfile {
+            name: name.to_string(),
+            per_gpu,
+        });
+    }
+    Ok(out)
+}
+
+fn split_list(cell: &str) -> Vec<String> {
+    cell.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+pub(super) fn parse_pricing(row: &Row<'_>) -> Result<PricingModel, CatalogError> {
+    let v = row.req("pricing")?;
+    PricingModel::parse(v).ok_or_else(|| {
+        row.err(format!(
+            "column `pricing`: expected on-demand, spot, reserved-1y or reserved-3y, found `{v}`"
+        ))
+    })
+}
+
+pub(super) fn parse_currency(row: &Row<'_>) -> Result<Currency, CatalogError> {
+    match row.req("currency")? {
+        "USD" => Ok(Currency::USD),
+        "CNY" => Ok(Currency::CNY),
+        other => Err(row.err(format!(
+            "column `currency`: expected USD or CNY, found `{other}`"
+        ))),
+    }
+}
+
+pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogError> {
+    // ---- GPUs ----
+    let mut gpus: Vec<GpuModel> = Vec::new();
+    let mut details: Vec<GpuDetails> = Vec::new();
+    let mut gpu_names: HashMap<String, usize> = HashMap::new();
+    let mut shared_rows: Vec<(String, usize, u64)> = Vec::new();
+    let g = &sources.gpus;
+    rows(
+        g,
+        &[
+            "name",
+            "aliases",
+            "shared_names",
+            "vendor",
+            "mem_gib",
+            "nvlink",
+            "mig_profiles",
+            "source",
+        ],
+        |row| {
+            let name = row.req("name")?.to_string();
+            let idx = gpus.len();
+            let aliases = split_list(row.get("aliases"));
+            for n in std::iter::once(&name).chain(aliases.iter()) {
+                if let Some(&prev) = gpu_names.get(&normalize_gpu_name(n)) {
+                    return Err(row.err(format!(
+                        "GPU name `{n}` is already used by `{}`",
+                        gpus[prev].name
+                    )));
+                }
+                gpu_names.insert(normalize_gpu_name(n), idx);
+            }
+            for s in split_list(row.get("shared_names")) {
+                shared_rows.push((s, idx, row.line));
+            }
+            gpus.push(GpuModel {
+                name: name.clone(),
+                aliases,
+                vendor: row.req("vendor")?.to_string(),
+                mem_gib: row.f64("mem_gib")?,
+                nvlink: parse_bool_cell(&row, "nvlink")?,
+                mig_profiles: parse_mig(&row)?,
+            });
+            details.push(GpuDetails {
+                name,
+                fp16_tflops_dense: row.opt_f64("fp16_tflops_dense")?,
+                bf16_tflops_dense: row.opt_f64("bf16_tflops_dense")?,
+                tdp_w: row.get("tdp_w").to_string(),
+                interconnect_note: row.get("interconnect_note").to_string(),
+                mig_note: row.get("mig_note").to_string(),
+                source: row.req("source")?.to_string(),
+            });
+            Ok(())
+        },
+    )?;
+    let mut gpu_shared: HashMap<String, Vec<usize>> = HashMap::new();
+    for (s, idx, line) in &shared_rows {
+        let key = normalize_gpu_name(s);
+        if let Some(&owner) = gpu_names.get(&key) {
+            return Err(CatalogError {
+                file: g.file.to_string(),
+                line: *line,
+                message: format!(
+                    "shared name `{s}` is also a name or alias of `{}`",
+                    gpus[owner].name
+                ),
+            });
+        }
+        gpu_shared.entry(key).or_default().push(*idx);
+    }
+    for (s, idx, line) in &shared_rows {
+        if gpu_shared[&normalize_gpu_name(s)].len() < 2 {
+            return Err(CatalogError {
+                file: g.file.to_string(),
+                line: *line,
+                message: format!(
+                    "shared name `{s}` belongs to `{}` only; make it an alias instead",
+                    gpus[*idx].name
+                ),
+            });
+        }
+    }
+
+    // ---- per cloud ----
+    let mut instance_types: Vec<InstanceType> = Vec::new();
+    let mut regions: Vec<Region> = Vec::new();
+    // (cloud, region, type) -> (availability, line)
+    let mut offered: BTreeMap<(Cloud, String, String), Availability> = BTreeMap::new();
+    // (cloud, region, type) -> prices; and region-less prices per (cloud, type)
+    let mut regional: BTreeMap<(Cloud, String, String), BTreeMap<PricingModel, Price>> =
+        BTreeMap::new();
+    let mut anywhere: BTreeMap<(Cloud, String), BTreeMap<PricingModel, Price>> = BTreeMap::new();
+    let mut subscriptions = Vec::new();
+    let mut notes = Vec::new();
+
+    for cs in &sources.clouds {
+        let cloud = cs.cloud;
+        if sources.clouds.iter().filter(|c| c.cloud == cloud).count() > 1 {
+            return Err(CatalogError {
+                file: cs.instance_types.file.to_string(),
+                line: 0,
+                message: format!("cloud {cloud} is given twice"),
+            });
+        }
+        // instance types
+        let mut types: BTreeMap<String, InstanceType> = BTreeMap::new();
+        rows(
+            &cs.instance_types,
+            &[
+                "name",
+                "gpu_model",
+                "gpu_count",
+                "gpu_mem_gib",
+                "vcpus",
+                "ram_gib",
+                "interconnect",
+                "rdma",
+                "network_gbps",
+                "source",
+            ],
+            |row| {
+                let name = row.req("name")?.to_string();
+                if types.contains_key(&name) {
+                    return Err(row.err(format!("instance type `{name}` is listed twice")));
+                }
+                let model = row.req("gpu_model")?;
+                if !gpus.iter().any(|g| g.name == model) {
+                    let hint = gpu_names
+                        .get(&normalize_gpu_name(model))
+                        .map(|&i| format!(" (write the canonical name `{}`)", gpus[i].name))
+                        .unwrap_or_default();
+                    return Err(row.err(format!("unknown GPU model `{model}`{hint}")));
+                }
+                let gpu_count = row.u32("gpu_count")?;
+                if gpu_count == 0 {
+                    return Err(row.err("gpu_count must be at least 1"));
+                }
+                let interconnect = match row.get("interconnect") {
+                    "" => None,
+                    "nvlink" => Some(Interconnect::Nvlink),
+                    "pcie" => Some(Interconnect::Pcie),
+                    other => {
+                        return Err(row.err(format!(
+                        "column `interconnect`: expected nvlink, pcie or empty, found `{other}`"
+                    )))
+                    }
+                };
+                let rdma = match row.get("rdma") {
+                "" | "none" => None,
+                "efa" => Some(RdmaKind::Efa),
+                "erdma" => Some(RdmaKind::Erdma),
+                "roce" => Some(RdmaKind::Roce),
+                "infiniband" => Some(RdmaKind::Infiniband),
+                other => return Err(row.err(format!("column `rdma`: expected efa, erdma, roce, infiniband, none or empty, found `{other}`"))),
+            };
+                row.req("source")?;
+                types.insert(
+                    name.clone(),
+                    InstanceType {
+                        cloud,
+                        name,
+                        gpu_model: model.to_string(),
+                        gpu_count,
+                        gpu_mem_gib: row.f64("gpu_mem_gib")?,
+                        vcpus: row.u32("vcpus")?,
+                        ram_gib: row.f64("ram_gib")?,
+                        interconnect,
+                        rdma,
+                        network_gbps: row.opt_f64("network_gbps")?,
+                    },
+                );
+                Ok(())
+            },
+        )?;
+
+        // regions
+        let mut cloud_regions: Vec<Region> = Vec::new();
+        rows(&cs.regions, &["region", "zones", "source"], |row| {
+            let name = row.req("region")?.to_string();
+            if cloud_regions.iter().any(|r| r.name == name) {
+                return Err(row.err(format!("region `{name}` is listed twice")));
+            }
+            let zones = split_list(row.req("zones")?);
+            for z in &zones {
+                if !z.starts_with(name.as_str()) || z.len() == name.len() {
+                    return Err(row.err(format!("zone `{z}` does not belong to region `{name}`")));
+                }
+            }
+            row.req("source")?;
+            cloud_regions.push(Region { cloud, name, zones });
+            Ok(())
+        })?;
+
+        // availability
+        rows(
+            &cs.availability,
+            &["region", "offer", "zones", "source"],
+            |row| {
+                let region_name = row.req("region")?;
+                let region = cloud_regions
+                    .iter()
+                    .find(|r| r.name == region_name)
+                    .ok_or_else(|| {
+                        row.err(format!(
+                            "unknown {cloud} region `{region_name}` (not in {})",
+                            cs.regions.file
+                        ))
+                    })?;
+                let offer = row.req("offer")?;
+                let names: Vec<String> = if types.contains_key(offer) {
+                    vec![offer.to_string()]
+                } else {
+                    types
+                        .values()
+                        .filter(|t| instance_family(cloud, &t.name) == offer)
+                        .map(|t| t.name.clone())
+                        .collect()
+                };
+                if names.is_empty() {
+                    return Err(row.err(format!(
+                        "`{offer}` is neither an instance type nor a family in {}",
+                        cs.instance_types.file
+                    )));
+                }
+                let zones = split_list(row.get("zones"));
+                for z in &zones {
+                    if !region.zones.contains(z) {
+                        return Err(row.err(format!(
+                            "zone `{z}` is not a zone of region `{region_name}`"
+                        )));
+                    }
+                }
+                let source = row.req("source")?.to_string();
+                let availability = Availability {
+                    zones: if zones.is_empty() { None } else { Some(zones) },
+                    assumed: source.starts_with("assumed"),
+                    source,
+                };
+                for n in names {
+                    let key = (cloud, region_name.to_string(), n.clone());
+                    if offered.contains_key(&key) {
+                        return Err(row.err(format!(
+                            "`{n}` in `{region_name}` is already offered by an earlier row"
+                        )));
+                    }
+                    offered.insert(key, availability.clone());
+                }
+                Ok(())
+            },
+        )?;
+
+        // prices
+        rows(
+            &cs.prices,
+            &[
+                "region",
+                "instance_type",
+                "pricing",
+                "price",
+                "currency",
+                "source",
+                "as_of",
+            ],
+            |row| {
+                let region = row.req("region")?;
+                let it = row.req("instance_type")?;
+                if !types.contains_key(it) {
+                    return Err(row.err(format!("unknown {cloud} instance type `{it}`")));
+                }
+                let pricing = parse_pricing(&row)?;
+                let hourly = row.f64("price")?;
+                if hourly <= 0.0 {
+                    return Err(row.err("price must be above zero"));
+                }
+                let price = Price {
+                    hourly,
+                    currency: parse_currency(&row)?,
+                    source: row.req("source")?.to_string(),
+                    as_of: row.req("as_of")?.to_string(),
+                };
+                let slot = if region == "*" {
+                    if !offered.keys().any(|(c, _, t)| *c == cloud && t == it) {
+                        return Err(row.err(format!(
+                            "`{it}` has a price but no region offers it (see {})",
+                            cs.availability.file
+                        )));
+                    }
+                    anywhere.entry((cloud, it.to_string())).or_default()
+                } else {
+                    if !offered.contains_key(&(cloud, region.to_string(), it.to_string())) {
+                        return Err(row.err(format!(
+                            "`{it}` has a price in `{region}`, but {} does not offer it there",
+                            cs.availability.file
+                        )));
+                    }
+                    regional
+                        .entry((cloud, region.to_string(), it.to_string()))
+                        .or_default()
+                };
+                if slot.insert(pricing, price).is_some() {
+                    return Err(row.err(format!(
+                        "a second {} price for `{it}` in `{region}`",
+                        pricing.as_str()
+                    )));
+                }
+                Ok(())
+            },
+        )?;
+
+        if let Some(src) = &cs.subscriptions {
+            rows(
+                src,
+                &[
+                    "region",
+                    "instance_type",
+                    "months",
+                    "price",
+                    "currency",
+                    "source",
+                    "as_of",
+                    "note",
+                ],
+                |row| {
+                    let region = row.req("region")?;
+                    let it = row.req("instance_type")?;
+                    if !types.contains_key(it) {
+                        return Err(row.err(format!("unknown {cloud} instance type `{it}`")));
+                    }
+                    if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
+                        return Err(row.err(format!("unknown {cloud} region `{region}`")));
+                    }
+                    let months = row.u32("months")?;
+                    if months == 0 {
+                        return Err(row.err("months must be at least 1"));
+                    }
+                    subscriptions.push(SubscriptionPrice {
+                        cloud,
+                        region: (region != "*").then(|| region.to_string()),
+                        instance_type: it.to_string(),
+                        months,
+                        price: row.f64("price")?,
+                        currency: parse_currency(&row)?,
+                        source: row.req("source")?.to_string(),
+                        as_of: row.req("as_of")?.to_string(),
+                        note: row.get("note").to_string(),
+                    });
+                    Ok(())
+                },
+            )?;
+        }
+
+        if let Some(src) = &cs.notes {
+            rows(src, &["region", "instance_type", "note"], |row| {
+                let region = row.req("region")?;
+                if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
+                    return Err(row.err(format!("unknown {cloud} region `{region}`")));
+                }
+                let it = row.req("instance_type")?;
+                let matches = |t: &str| match it.strip_suffix('*') {
+                    Some(prefix) => t.starts_with(prefix),
+                    None => t == it,
+                };
+                if it != "*" && !types.keys().any(|t| matches(t)) {
+                    return Err(row.err(format!("`{it}` matches no {cloud} instance type")));
+                }
+                notes.push(Note {
+                    cloud,
+                    region: (region != "*").then(|| region.to_string()),
+                    instance_type: (it != "*").then(|| it.to_string()),
+                    text: row.req("note")?.to_string(),
+                });
+                Ok(())
+            })?;
+        }
+
+        instance_types.extend(types.into_values());
+        regions.extend(cloud_regions);
+    }
+
+    instance_types.sort_by(|a, b| (a.cloud, &a.name).cmp(&(b.cloud, &b.name)));
+    let instance_index = instance_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.cloud, t.name.clone()), i))
+        .collect();
+    let region_index = regions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ((r.cloud, r.name.clone()), i))
+        .collect();
+
+    let mut offerings = Vec::with_capacity(offered.len());
+    let mut offering_info = Vec::with_capacity(offered.len());
+    for ((cloud, region, it), availability) in offered {
+        let mut prices = anywhere
+            .get(&(cloud, it.clone()))
+            .cloned()
+            .unwrap_or_default();
+        if let Some(r) = regional.remove(&(cloud, region.clone(), it.clone())) {
+            prices.extend(r);
+        }
+        offerings.push(Offering {
+            cloud,
+            region,
+            instance_type: it,
+            prices,
+        });
+        offering_info.push(OfferingInfo { availability });
+    }
+    let offering_index = offerings
+        .iter()
+        .enumerate()
+        .map(|(i, o)| ((o.cloud, o.region.clone(), o.instance_type.clone()), i))
+        .collect();
+
+    Ok(Catalog {
+        gpus,
+        gpu_details: details,
+        gpu_names,
+        gpu_shared,
+        instance_types,
+        instance_index,
+        regions,
+        region_index,
+        offerings,
+        offering_info,
+        offering_index,
+        subscriptions,
+        notes,
+    })
+}

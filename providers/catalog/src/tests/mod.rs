@@ -1,0 +1,302 @@
+//! The embedded data: it parses, its references agree, lookups find it.
+
+mod matching;
+mod sources;
+
+use super::*;
+
+fn cat() -> &'static Catalog {
+    Catalog::builtin()
+}
+
+#[test]
+fn embedded_data_parses() {
+    let c = Catalog::from_sources(&CatalogSources::builtin()).expect("embedded catalog must parse");
+    assert_eq!(c.gpus().len(), 27);
+    for cloud in Cloud::ALL {
+        assert!(
+            !c.instance_types(cloud).is_empty(),
+            "{cloud} has instance types"
+        );
+        assert!(!c.regions(cloud).is_empty(), "{cloud} has regions");
+        assert!(
+            c.offerings().iter().any(|o| o.cloud == cloud),
+            "{cloud} has offerings"
+        );
+    }
+    assert_eq!(c.instance_types(Cloud::Aws).len(), 34);
+    assert_eq!(
+        c.offerings()
+            .iter()
+            .filter(|o| o.cloud == Cloud::Aws)
+            .count(),
+        118
+    );
+}
+
+#[test]
+fn references_are_consistent() {
+    let c = cat();
+    for t in c.instance_types.iter() {
+        let g = c.gpu(&t.gpu_model).expect("instance GPU model is known");
+        assert_eq!(g.name, t.gpu_model, "{} uses the canonical name", t.name);
+    }
+    for o in c.offerings() {
+        let r = c
+            .region(o.cloud, &o.region)
+            .unwrap_or_else(|| panic!("unknown region {}", o.region));
+        assert_eq!(r.cloud, o.cloud);
+        assert!(c.instance_type(o.cloud, &o.instance_type).is_some());
+        for p in o.prices.values() {
+            assert!(p.hourly > 0.0 && !p.source.is_empty() && !p.as_of.is_empty());
+        }
+        let a = c
+            .availability(o.cloud, &o.region, &o.instance_type)
+            .expect("availability");
+        if let Some(z) = &a.zones {
+            assert!(z.iter().all(|z| r.zones.contains(z)));
+        }
+    }
+    // No invented 3-year prices.
+    assert!(c
+        .offerings()
+        .iter()
+        .all(|o| !o.prices.contains_key(&PricingModel::Reserved3y)));
+    // Offerings sorted and unique.
+    let keys: Vec<_> = c
+        .offerings()
+        .iter()
+        .map(|o| (o.cloud, &o.region, &o.instance_type))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(keys, sorted);
+}
+
+#[test]
+fn gpu_lookup_and_aliases() {
+    let c = cat();
+    assert_eq!(c.gpu("a100-80gb").unwrap().name, "A100-80GB");
+    assert_eq!(c.gpu("A100 80GB").unwrap().name, "A100-80GB");
+    assert_eq!(c.gpu("H100").unwrap().name, "H100-80GB-SXM");
+    assert_eq!(c.gpu("h100-80gb").unwrap().name, "H100-80GB-SXM");
+    assert_eq!(c.gpu("H200").unwrap().name, "H200-141GB");
+    assert_eq!(c.gpu("H800").unwrap().name, "H800-80GB-SXM");
+    assert_eq!(c.gpu("A10G").unwrap().name, "A10G");
+    assert_eq!(c.gpu("a10").unwrap().name, "A10");
+    assert_eq!(c.gpu("mi300x").unwrap().name, "MI300X");
+    match c.gpu("A100") {
+        Err(GpuLookupError::Ambiguous { choices, .. }) => {
+            assert_eq!(choices, ["A100-40GB", "A100-80GB"])
+        }
+        other => panic!("A100 must be ambiguous, got {other:?}"),
+    }
+    match c.gpu("v100") {
+        Err(GpuLookupError::Ambiguous { choices, .. }) => {
+            assert_eq!(choices, ["V100-16GB", "V100-32GB", "V100-32GB-PCIe"])
+        }
+        other => panic!("V100 must be ambiguous, got {other:?}"),
+    }
+    let e = c.gpu("A100").unwrap_err().to_string();
+    assert!(e.contains("A100-40GB") && e.contains("A100-80GB"), "{e}");
+    match c.gpu("A100-80") {
+        Err(GpuLookupError::Unknown { suggestions, .. }) => {
+            assert_eq!(suggestions.first().map(String::as_str), Some("A100-80GB"))
+        }
+        other => panic!("expected unknown, got {other:?}"),
+    }
+    match c.gpu("H1OO") {
+        Err(GpuLookupError::Unknown { suggestions, .. }) => {
+            assert!(
+                suggestions.iter().any(|s| s == "H100-80GB-SXM"),
+                "{suggestions:?}"
+            )
+        }
+        other => panic!("expected unknown, got {other:?}"),
+    }
+    assert!(c
+        .gpu("quantum-flux-9000")
+        .unwrap_err()
+        .to_string()
+        .starts_with("unknown GPU"));
+}
+
+#[test]
+fn gpu_facts() {
+    let c = cat();
+    let a100 = c.gpu("A100-80GB").unwrap();
+    assert!(a100.nvlink);
+    assert!(a100.mig_profiles.contains(&MigProfile {
+        name: "3g.40gb".into(),
+        per_gpu: 2
+    }));
+    assert!(a100.mig_profiles.contains(&MigProfile {
+        name: "1g.10gb".into(),
+        per_gpu: 7
+    }));
+    assert!(c.gpu("H100").unwrap().nvlink);
+    assert!(!c.gpu("T4").unwrap().nvlink);
+    assert!(!c.gpu("V100-32GB-PCIe").unwrap().nvlink);
+    assert!(c.gpu("T4").unwrap().mig_profiles.is_empty());
+    // H20 per-profile counts are unverified: left empty, not guessed.
+    assert!(c.gpu("H20").unwrap().mig_profiles.is_empty());
+    let d = c.gpu_details("H100").unwrap();
+    assert_eq!(d.fp16_tflops_dense, Some(989.0));
+    assert_eq!(c.gpu_details("A10G").unwrap().fp16_tflops_dense, None);
+}
+
+#[test]
+fn instance_and_region_lookups() {
+    let c = cat();
+    let p4de = c.instance_type(Cloud::Aws, "p4de.24xlarge").unwrap();
+    assert_eq!((p4de.gpu_model.as_str(), p4de.gpu_count), ("A100-80GB", 8));
+    assert_eq!(p4de.interconnect, Some(Interconnect::Nvlink));
+    assert_eq!(p4de.rdma, Some(RdmaKind::Efa));
+    assert_eq!(p4de.family(), "p4de");
+    assert_eq!(
+        c.instance_type(Cloud::Alibaba, "ecs.gn7i-c8g1.2xlarge")
+            .unwrap()
+            .family(),
+        "gn7i"
+    );
+    assert_eq!(
+        c.instance_type(Cloud::Huawei, "p2s.2xlarge.8")
+            .unwrap()
+            .family(),
+        "p2s"
+    );
+    // Empty cells stay unknown.
+    assert_eq!(
+        c.instance_type(Cloud::Aws, "p3.16xlarge")
+            .unwrap()
+            .interconnect,
+        None
+    );
+    assert_eq!(
+        c.instance_type(Cloud::Aws, "p6-b300.48xlarge")
+            .unwrap()
+            .network_gbps,
+        None
+    );
+    let use1 = c.region(Cloud::Aws, "us-east-1").unwrap();
+    assert_eq!(use1.zones.first().map(String::as_str), Some("us-east-1a"));
+    assert!(c.region(Cloud::Aws, "mars-1").is_none());
+    let aws_regions: Vec<&str> = c
+        .regions(Cloud::Aws)
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(
+        aws_regions,
+        [
+            "us-east-1",
+            "us-west-2",
+            "ap-southeast-1",
+            "ap-northeast-1",
+            "eu-west-1"
+        ]
+    );
+    assert!(c
+        .regions_offering(Cloud::Aws, "H100")
+        .contains(&"us-east-1"));
+    assert!(!c
+        .regions_offering(Cloud::Aws, "H100")
+        .contains(&"eu-west-1"));
+}
+
+#[test]
+fn prices_keep_source_and_date() {
+    let c = cat();
+    let o = c
+        .offering(Cloud::Aws, "us-east-1", "p4de.24xlarge")
+        .unwrap();
+    let od = &o.prices[&PricingModel::OnDemand];
+    assert_eq!((od.hourly, od.currency), (27.44705, Currency::USD));
+    assert_eq!(od.as_of, "2026-08");
+    let spot = &o.prices[&PricingModel::Spot];
+    assert_eq!(spot.hourly, 8.6505);
+    assert!(spot.source.contains("skypilot"));
+    assert_eq!(o.prices[&PricingModel::Reserved1y].hourly, 17.401365);
+    // p5e: spot only.
+    let p5e = c.offering(Cloud::Aws, "us-west-2", "p5e.48xlarge").unwrap();
+    assert!(
+        !p5e.prices.contains_key(&PricingModel::OnDemand)
+            && p5e.prices.contains_key(&PricingModel::Spot)
+    );
+    // A regional price wins over a price whose source names no region.
+    let gz = c
+        .offering(Cloud::Tencent, "ap-guangzhou", "GN7.2XLARGE32")
+        .unwrap();
+    assert_eq!(
+        (
+            gz.prices[&PricingModel::OnDemand].hourly,
+            gz.prices[&PricingModel::OnDemand].currency
+        ),
+        (1.26, Currency::USD)
+    );
+    let sh = c
+        .offering(Cloud::Tencent, "ap-shanghai", "GN7.2XLARGE32")
+        .unwrap();
+    assert_eq!(
+        (
+            sh.prices[&PricingModel::OnDemand].hourly,
+            sh.prices[&PricingModel::OnDemand].currency
+        ),
+        (8.68, Currency::CNY)
+    );
+    // Huawei has no public prices.
+    assert!(c
+        .offerings()
+        .iter()
+        .filter(|o| o.cloud == Cloud::Huawei)
+        .all(|o| o.prices.is_empty()));
+    let p = Price {
+        hourly: 70.0,
+        currency: Currency::CNY,
+        source: "x".into(),
+        as_of: "y".into(),
+    };
+    assert!((p.hourly_usd(7.0) - 10.0).abs() < 1e-12);
+    assert_eq!(
+        Price {
+            currency: Currency::USD,
+            ..p
+        }
+        .hourly_usd(7.0),
+        70.0
+    );
+    assert!(!c
+        .notes(Cloud::Aws, "us-west-2", "p6-b200.48xlarge")
+        .is_empty());
+    assert!(!c
+        .subscription_prices(Cloud::Tencent, "GN7.2XLARGE32")
+        .is_empty());
+}
+
+#[test]
+fn availability_is_labelled() {
+    let c = cat();
+    let a = c
+        .availability(Cloud::Alibaba, "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge")
+        .unwrap();
+    assert!(a.assumed && a.zones.is_none());
+    let t = c
+        .availability(Cloud::Tencent, "ap-beijing", "GT4.41XLARGE948")
+        .unwrap();
+    assert!(!t.assumed);
+    assert_eq!(t.zones.as_deref(), Some(&["ap-beijing-5".to_string()][..]));
+    assert!(c
+        .availability(Cloud::Tencent, "ap-singapore", "GT4.41XLARGE948")
+        .is_none());
+    assert!(
+        c.availability(Cloud::Huawei, "cn-north-4", "p3.16xlarge.8")
+            .unwrap()
+            .assumed
+    );
+    assert!(
+        !c.availability(Cloud::Aws, "us-east-1", "p5.48xlarge")
+            .unwrap()
+            .assumed
+    );
+}

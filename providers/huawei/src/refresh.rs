@@ -1,0 +1,500 @@
+//! Reading what exists: `read` by ids, `list_owned` by the project tag, and
+//! the `observe_*` functions that turn Huawei's answers into neutral
+//! [`ObservedResource`]s. Every list is read page by page with 1000 per page
+//! (see [`client::PAGE`]), so cost grows with pages, not resources.
+
+use crate::client::{self, s, Call, Service, PAGE};
+use crate::{network, storage, tags, HuaweiProvider};
+use base64::Engine as _;
+use gpuform_provider::resource::member_rule_missing;
+use gpuform_provider::{
+    Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, ResourceKind,
+};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Which resources a list should keep.
+enum Filter<'a> {
+    Project(&'a str),
+    Ids(HashSet<&'a str>),
+}
+
+impl Filter<'_> {
+    fn keeps(&self, o: &ObservedResource) -> bool {
+        match self {
+            Filter::Project(p) => o.ownership.as_ref().map(|x| x.project.as_str()) == Some(*p),
+            Filter::Ids(ids) => ids.contains(o.id.as_str()),
+        }
+    }
+
+    fn project(&self) -> Option<&str> {
+        match self {
+            Filter::Project(p) => Some(p),
+            Filter::Ids(_) => None,
+        }
+    }
+}
+
+/// The given resources of one kind; absent ones are left out.
+pub async fn read(
+    p: &HuaweiProvider,
+    region: &str,
+    kind: ResourceKind,
+    ids: &[String],
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let set: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    observe(p, region, kind, &Filter::Ids(set)).await
+}
+
+/// One resource, or `not-found`.
+pub async fn read_one(
+    p: &HuaweiProvider,
+    region: &str,
+    kind: ResourceKind,
+    id: &str,
+) -> Result<ObservedResource, ProviderError> {
+    read(p, region, kind, &[id.to_string()])
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ProviderError::new(ErrorKind::NotFound, format!("{kind} {id} not found")))
+}
+
+/// Everything tagged with `project`. Server groups carry no tags, so
+/// placements are found by their recorded ids only.
+pub async fn list_owned(
+    p: &HuaweiProvider,
+    region: &str,
+    project: &str,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let mut out = Vec::new();
+    for kind in [
+        ResourceKind::Network,
+        ResourceKind::Subnet,
+        ResourceKind::Firewall,
+        ResourceKind::Instance,
+        ResourceKind::Volume,
+    ] {
+        out.extend(observe(p, region, kind, &Filter::Project(project)).await?);
+    }
+    Ok(out)
+}
+
+async fn observe(
+    p: &HuaweiProvider,
+    region: &str,
+    kind: ResourceKind,
+    filter: &Filter<'_>,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    match kind {
+        ResourceKind::Network | ResourceKind::Subnet | ResourceKind::Firewall => {
+            observe_vpc_kind(p, region, kind, filter).await
+        }
+        ResourceKind::Instance => observe_servers(p, region, filter).await,
+        ResourceKind::Volume => observe_volumes(p, region, filter).await,
+        ResourceKind::Placement => observe_groups(p, region, filter).await,
+        ResourceKind::Bucket => Ok(Vec::new()),
+    }
+}
+
+/// The resource, with its ownership and user tags read from `tags`.
+fn observed(
+    kind: ResourceKind,
+    id: &str,
+    region: &str,
+    tags: Option<&[(String, String)]>,
+    mut attrs: Attrs,
+    status: &str,
+) -> ObservedResource {
+    let ownership = tags.and_then(tags::ownership_from);
+    if let Some(t) = tags {
+        attrs.insert("tags".into(), tags::observed_user_tags(t).to_value());
+    }
+    ObservedResource {
+        kind,
+        id: id.to_string(),
+        region: region.to_string(),
+        ownership,
+        attrs,
+        status: status.to_ascii_lowercase(),
+    }
+}
+
+/// All pages of a marker-paginated v1 list (VPC "Querying VPCs"
+/// GET /v1/{project_id}/vpcs, "Querying Subnets" GET /v1/{project_id}/subnets,
+/// "Querying Security Groups" GET /v1/{project_id}/security-groups:
+/// `limit` + `marker` = id of the last item).
+pub async fn list_v1(
+    p: &HuaweiProvider,
+    region: &str,
+    pid: &str,
+    what: &str,
+    extra: &[(&str, &str)],
+) -> Result<Vec<Value>, ProviderError> {
+    let key = what.replace('-', "_");
+    let call = |c: &client::Cursor| {
+        let mut call = Call::new(Service::Vpc, region, "GET", format!("/v1/{pid}/{what}"))
+            .query("limit", PAGE.to_string());
+        for (k, v) in extra {
+            call = call.query(k, *v);
+        }
+        match &c.marker {
+            Some(m) => call.query("marker", m.clone()),
+            None => call,
+        }
+    };
+    p.client
+        .pages(&key, &format!("listing {what}"), call, |_, c| c.full())
+        .await
+}
+
+/// Tags of VPC-service resources through the tag filter call ("Querying
+/// VPCs by Tag", POST /v2.0/{project_id}/vpcs/resource_instances/action,
+/// support.huaweicloud.com/api-vpc/vpc_tag_0005.html; the same for
+/// subnets and security-groups). `project` None = any gpuform project.
+async fn tagged(
+    p: &HuaweiProvider,
+    region: &str,
+    pid: &str,
+    what: &str,
+    project: Option<&str>,
+) -> Result<HashMap<String, tags::TagList>, ProviderError> {
+    let values: Vec<String> = project.map(tags::encode).into_iter().collect();
+    let call = |c: &client::Cursor| {
+        Call::new(
+            Service::Vpc,
+            region,
+            "POST",
+            format!("/v2.0/{pid}/{what}/resource_instances/action"),
+        )
+        .body(json!({
+            "action": "filter",
+            "limit": PAGE,
+            "offset": c.seen,
+            "tags": [{"key": tags::PROJECT, "values": values}],
+        }))
+    };
+    let total = |v: &Value| v.get("total_count").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let found = p
+        .client
+        .pages(
+            "resources",
+            &format!("tag filter of {what}"),
+            call,
+            |v, c| c.last_len > 0 && c.seen < total(v),
+        )
+        .await?;
+    Ok(found
+        .iter()
+        .map(|r| {
+            (
+                s(r, "resource_id"),
+                tags::from_objects(r.get("tags").unwrap_or(&Value::Null)),
+            )
+        })
+        .collect())
+}
+
+/// VPCs, subnets and security groups: the tag filter for ownership, the v1
+/// list for the attributes.
+async fn observe_vpc_kind(
+    p: &HuaweiProvider,
+    region: &str,
+    kind: ResourceKind,
+    filter: &Filter<'_>,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let pid = p.project(region)?;
+    let what = match kind {
+        ResourceKind::Network => "vpcs",
+        ResourceKind::Subnet => "subnets",
+        _ => "security-groups",
+    };
+    let tagged = tagged(p, region, pid, what, filter.project()).await?;
+    if filter.project().is_some() && tagged.is_empty() {
+        return Ok(Vec::new());
+    }
+    let items = list_v1(p, region, pid, what, &[]).await?;
+    Ok(items
+        .iter()
+        .map(|it| {
+            let id = s(it, "id");
+            let (attrs, status) = match kind {
+                ResourceKind::Network => observe_vpc(it),
+                ResourceKind::Subnet => observe_subnet(it),
+                _ => (
+                    Attrs::from([("ingress".to_string(), observe_ingress(it))]),
+                    "available".to_string(),
+                ),
+            };
+            observed(
+                kind,
+                &id,
+                region,
+                tagged.get(&id).map(Vec::as_slice),
+                attrs,
+                &status,
+            )
+        })
+        .filter(|o| filter.keeps(o))
+        .collect())
+}
+
+/// A VPC: `cidr`; `OK` is available ("Querying VPC Details": CREATING / OK).
+fn observe_vpc(it: &Value) -> (Attrs, String) {
+    let attrs = Attrs::from([("cidr".to_string(), json!(s(it, "cidr")))]);
+    (attrs, ready_as_available(it, "OK"))
+}
+
+/// A subnet: `cidr`, `zone`; `ACTIVE` is available.
+fn observe_subnet(it: &Value) -> (Attrs, String) {
+    let attrs = Attrs::from([
+        ("cidr".to_string(), json!(s(it, "cidr"))),
+        ("zone".to_string(), json!(s(it, "availability_zone"))),
+    ]);
+    (attrs, ready_as_available(it, "ACTIVE"))
+}
+
+fn ready_as_available(it: &Value, ready: &str) -> String {
+    match s(it, "status") {
+        st if st == ready => "available".to_string(),
+        other => other,
+    }
+}
+
+/// The `ingress` attribute as observed: the CIDR ingress rules in the
+/// group's order (a rule the neutral model cannot say, e.g. another
+/// protocol, is shown as the cloud has it, so it reads as drift), then the
+/// marker when the members' rule (ingress from the group itself,
+/// `remote_group_id`) is missing.
+fn observe_ingress(sg: &Value) -> Value {
+    let rules = network::ingress_rules(sg);
+    let mut out: Vec<Value> = rules
+        .iter()
+        .filter(|r| !s(r, "remote_ip_prefix").is_empty())
+        .map(|r| {
+            let raw = network::neutral_rule(r);
+            IngressRule::parse(&raw).map_or(raw, |rule| rule.to_json())
+        })
+        .collect();
+    let own = s(sg, "id");
+    if !rules
+        .iter()
+        .any(|r| !own.is_empty() && s(r, "remote_group_id") == own)
+    {
+        out.push(member_rule_missing());
+    }
+    Value::Array(out)
+}
+
+/// Every EVS disk of the project ("Querying EVS Disks (Batch)",
+/// GET /v2/{project_id}/cloudvolumes/detail, support.huaweicloud.com/api-evs/evs_04_2006.html:
+/// `limit` ≤ 1000, `offset` = records to skip).
+async fn all_volumes(
+    p: &HuaweiProvider,
+    region: &str,
+    pid: &str,
+) -> Result<Vec<Value>, ProviderError> {
+    let call = |c: &client::Cursor| {
+        Call::new(
+            Service::Evs,
+            region,
+            "GET",
+            format!("/v2/{pid}/cloudvolumes/detail"),
+        )
+        .query("limit", PAGE.to_string())
+        .query("offset", c.seen.to_string())
+    };
+    p.client
+        .pages("volumes", "listing EVS disks", call, |_, c| c.full())
+        .await
+}
+
+async fn observe_volumes(
+    p: &HuaweiProvider,
+    region: &str,
+    filter: &Filter<'_>,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let pid = p.project(region)?;
+    Ok(all_volumes(p, region, pid)
+        .await?
+        .iter()
+        // System disks inherit the server's creation tags ("tags added
+        // during ECS creation are also added to the system disk", ECS
+        // user guide ecs_03_0902), gpuform's address included: they are
+        // part of their server, never a volume of ours.
+        .filter(|v| !is_system_disk(v))
+        .map(|v| observe_volume(v, region))
+        .filter(|o| filter.keeps(o) && o.status != "deleting" && o.status != "deleted")
+        .collect())
+}
+
+/// A server's system disk: EVS reports it `bootable` ("Querying EVS Disks
+/// (Batch)", support.huaweicloud.com/api-evs/evs_04_2006.html). gpuform's data
+/// disks are made empty, never from an image, so they are never bootable.
+fn is_system_disk(v: &Value) -> bool {
+    s(v, "bootable") == "true"
+}
+
+/// An EVS disk ("Querying Details About an EVS Disk"): `zone`, `size_gb`,
+/// `volume_type`, and `attached_to` (always set: null when detached).
+pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
+    let tag_list = tags::from_map(v.get("tags").unwrap_or(&Value::Null));
+    let mut a = Attrs::new();
+    a.insert("zone".into(), json!(s(v, "availability_zone")));
+    if let Some(n) = v.get("size").and_then(Value::as_u64) {
+        a.insert("size_gb".into(), json!(n));
+    }
+    a.insert(
+        "volume_type".into(),
+        json!(storage::volume_type_from_huawei(&s(v, "volume_type"))),
+    );
+    a.insert(
+        "attached_to".into(),
+        storage::attachment(v).map_or(Value::Null, Value::String),
+    );
+    observed(
+        ResourceKind::Volume,
+        &s(v, "id"),
+        region,
+        Some(&tag_list),
+        a,
+        &s(v, "status"),
+    )
+}
+
+/// "Querying Details About ECSs", GET /v1/{project_id}/cloudservers/detail
+/// (support.huaweicloud.com/api-ecs/zh-cn_topic_0094148850.html): `limit`
+/// ≤ 1000, `offset` = page number from 1, `tags` = `key=value`.
+async fn observe_servers(
+    p: &HuaweiProvider,
+    region: &str,
+    filter: &Filter<'_>,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let pid = p.project(region)?;
+    let call = |c: &client::Cursor| {
+        let call = Call::new(
+            Service::Ecs,
+            region,
+            "GET",
+            format!("/v1/{pid}/cloudservers/detail"),
+        )
+        .query("limit", PAGE.to_string())
+        .query("offset", (c.page + 1).to_string());
+        match filter.project() {
+            Some(project) => call.query(
+                "tags",
+                format!("{}={}", tags::PROJECT, tags::encode(project)),
+            ),
+            None => call,
+        }
+    };
+    let mut servers = p
+        .client
+        .pages("servers", "listing ECSs", call, |_, c| c.full())
+        .await?;
+    servers.retain(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"));
+    if servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Root disk sizes: one batched EVS listing, not one call per server.
+    let sizes: HashMap<String, u64> = all_volumes(p, region, pid)
+        .await?
+        .iter()
+        .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
+        .collect();
+    Ok(servers
+        .iter()
+        .map(|sv| observe_server(sv, region, &sizes))
+        .filter(|o| filter.keeps(o))
+        .collect())
+}
+
+/// An ECS from the v1 detail listing: `instance_type`, `zone`, `image` (the
+/// logical name it was made from, kept in its metadata), `pricing` (from
+/// `charging_mode`), `root_gb`, `user_data`. `tags` there are `key=value`
+/// strings.
+fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -> ObservedResource {
+    let tag_list = tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null));
+    let md = sv.get("metadata").cloned().unwrap_or(Value::Null);
+    let mut a = Attrs::new();
+    if let Some(f) = sv.pointer("/flavor/id").and_then(Value::as_str) {
+        a.insert("instance_type".into(), json!(f));
+    }
+    a.insert("zone".into(), json!(s(sv, "OS-EXT-AZ:availability_zone")));
+    let image = match s(&md, "gpuform_image") {
+        i if !i.is_empty() => i,
+        _ => sv
+            .pointer("/image/id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    };
+    a.insert("image".into(), json!(image));
+    let asked = s(&md, "gpuform_pricing");
+    let pricing = match s(&md, "charging_mode").as_str() {
+        "0" => "on-demand".to_string(),
+        "2" => "spot".to_string(),
+        "1" if asked.starts_with("reserved-") => asked,
+        "1" => "reserved-1y".to_string(),
+        _ => asked,
+    };
+    if !pricing.is_empty() {
+        a.insert("pricing".into(), json!(pricing));
+    }
+    let boot = sv
+        .get("os-extended-volumes:volumes_attached")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| s(v, "bootIndex") == "0")
+        .map(|v| s(v, "id"));
+    if let Some(size) = boot.and_then(|b| root_sizes.get(&b)) {
+        a.insert("root_gb".into(), json!(size));
+    }
+    if let Some(u) = sv.get("OS-EXT-SRV-ATTR:user_data").and_then(Value::as_str) {
+        if let Some(text) = base64::engine::general_purpose::STANDARD
+            .decode(u)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        {
+            a.insert("user_data".into(), json!(text));
+        }
+    }
+    observed(
+        ResourceKind::Instance,
+        &s(sv, "id"),
+        region,
+        Some(&tag_list),
+        a,
+        &s(sv, "status"),
+    )
+}
+
+/// ECS groups ("Querying ECS Groups", GET
+/// /v1/{project_id}/cloudservers/os-server-groups). They carry no tags: only
+/// a read by id finds them; gpuform makes only `spread` ones.
+async fn observe_groups(
+    p: &HuaweiProvider,
+    region: &str,
+    filter: &Filter<'_>,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    if filter.project().is_some() {
+        return Ok(Vec::new());
+    }
+    Ok(crate::compute::server_groups(p, region)
+        .await?
+        .iter()
+        .map(|g| {
+            let a = Attrs::from([("strategy".to_string(), json!("spread"))]);
+            observed(
+                ResourceKind::Placement,
+                &s(g, "id"),
+                region,
+                None,
+                a,
+                "available",
+            )
+        })
+        .filter(|o| filter.keeps(o))
+        .collect())
+}

@@ -1,0 +1,150 @@
+//! Calls on resources that exist: updates (tags, firewall rules, a volume's
+//! size and attachment) and deletes, with the mirrored cloud's dependency
+//! rules.
+
+use crate::checks::{self, lookup_ref};
+use crate::cloud::{attrs_json, Inner};
+use crate::create::neutral_attrs;
+use crate::errors::{internal, invalid, perr, Code};
+use crate::store::{delete_line, set_line, Entry, MEMBERS_KEY};
+use gpuform_provider::{
+    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, ProviderError, ResourceKind,
+    Scope,
+};
+
+/// The resource `id` if it is alive; an error if it is another kind or in
+/// another region.
+fn existing<'a>(
+    inner: &'a Inner,
+    cloud: Cloud,
+    scope: &Scope,
+    kind: ResourceKind,
+    id: &str,
+) -> Result<Option<&'a Entry>, ProviderError> {
+    match inner.store.get(cloud, id) {
+        None => Ok(None),
+        Some(e) if e.kind != kind => Err(invalid(
+            cloud,
+            Code::BadValue,
+            format!("`{id}` is a {}, not a {kind}", e.kind),
+        )),
+        Some(e) if *e.region != *scope.region => Err(invalid(
+            cloud,
+            Code::BadValue,
+            format!(
+                "{kind} `{id}` is in region {}, not {}",
+                e.region, scope.region
+            ),
+        )),
+        Some(e) => Ok(Some(e)),
+    }
+}
+
+/// Applies `changes` (read into `set`, which says what they mean) to `id`.
+pub(crate) fn update(
+    inner: &mut Inner,
+    cloud: Cloud,
+    scope: &Scope,
+    (kind, id): (ResourceKind, &str),
+    (set, changes): (&ChangeSet, &Attrs),
+) -> Result<ObservedResource, ProviderError> {
+    let Some(e) = existing(inner, cloud, scope, kind, id)? else {
+        return Err(perr(
+            cloud,
+            ErrorKind::NotFound,
+            Code::NotFound(kind),
+            format!(
+                "the {kind} `{id}` does not exist in region {}",
+                scope.region
+            ),
+        ));
+    };
+    let mut attrs = e.attrs();
+    if let Some(size) = set.size_gb {
+        checks::volume_size(cloud, size, attrs.get("size_gb").and_then(|v| v.as_u64()))?;
+    }
+    // AttachVolume / DetachVolume: to an instance of the volume's zone.
+    if let Some(Attachment::To(instance)) = &set.attachment {
+        let inst = lookup_ref(
+            inner,
+            cloud,
+            &scope.region,
+            ("attached_to", ResourceKind::Instance),
+            instance,
+        )?;
+        if inst.zone != e.zone {
+            return Err(invalid(
+                cloud,
+                Code::Zone,
+                format!(
+                    "volume {id} in zone {} cannot attach to instance {instance} in zone {}",
+                    e.zone.as_deref().unwrap_or("(none)"),
+                    inst.zone.as_deref().unwrap_or("(none)")
+                ),
+            ));
+        }
+    }
+    if set.is_empty() {
+        return Ok(inner.store.cloud(cloud).observe(id, e));
+    }
+    for (k, v) in neutral_attrs(changes, set.tags.as_ref()) {
+        // Detached is stored as null (absent means "attached at creation").
+        if v.is_null() && k != "attached_to" {
+            attrs.remove(&k);
+        } else {
+            attrs.insert(k, v);
+        }
+    }
+    if set.ingress.is_some() {
+        // Writing the rules always writes the members' rule with them.
+        attrs.insert(MEMBERS_KEY.into(), serde_json::Value::Bool(true));
+    }
+    let json = attrs_json(&attrs);
+    inner
+        .inv
+        .append(&set_line(cloud, id, &json))
+        .map_err(internal)?;
+    inner.store.records += 1;
+    inner.store.apply_set(cloud, id, json.into_boxed_str());
+    let cs = inner.store.cloud(cloud);
+    let e = cs
+        .by_id
+        .get(id)
+        .ok_or_else(|| internal("an updated resource vanished"))?;
+    Ok(cs.observe(id, e))
+}
+
+/// Deletes `id`; one that is gone already is done.
+pub(crate) fn delete(
+    inner: &mut Inner,
+    cloud: Cloud,
+    scope: &Scope,
+    kind: ResourceKind,
+    id: &str,
+) -> Result<(), ProviderError> {
+    let Some(e) = existing(inner, cloud, scope, kind, id)? else {
+        return Ok(());
+    };
+    if e.dependents > 0 {
+        let what = match kind {
+            ResourceKind::Network => "subnets or firewalls",
+            _ => "instances",
+        };
+        return Err(perr(
+            cloud,
+            ErrorKind::DependencyViolation,
+            Code::Dependency,
+            format!(
+                "The {kind} '{id}' has dependencies and cannot be deleted: {} {what} still use it",
+                e.dependents
+            ),
+        ));
+    }
+    inner
+        .inv
+        .append(&delete_line(cloud, id))
+        .map_err(internal)?;
+    inner.store.records += 1;
+    inner.store.apply_delete(cloud, id);
+    Ok(())
+}

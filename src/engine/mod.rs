@@ -1,0 +1,424 @@
+//! The workflows behind the commands, shared by the CLI and the tests:
+//! load → resolve → refresh → diff (plan); lock → recover → refresh → diff →
+//! execute → save (apply).
+
+mod error;
+mod failover;
+
+pub use error::EngineError;
+pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};
+
+use crate::address::{Address, Target};
+use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
+use crate::plan::{diff, Action, DiffOptions, Plan, StateRef};
+use crate::providers::Providers;
+use crate::refresh::{refresh, Current};
+use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
+use crate::spec::{Diagnostics, LoadedSpec};
+use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateLock, StateStore};
+use gpuform_catalog::Catalog;
+use gpuform_provider::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Where a spec's state lives: `--state`, else the spec's `state.path`, else
+/// `.gpuform/<project>.state.json` in the working directory.
+pub fn state_path(loaded: Option<&LoadedSpec>, flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    if let Some(l) = loaded {
+        if let Some(crate::spec::StateSettings::Local { path: Some(p) }) = &l.spec.state {
+            return PathBuf::from(p);
+        }
+        return PathBuf::from(".gpuform").join(format!("{}.state.json", l.spec.project));
+    }
+    PathBuf::from(".gpuform").join("state.json")
+}
+
+/// The sandbox inventory: `GPUFORM_SANDBOX_DIR`, else `sandbox/` beside the state.
+pub fn sandbox_dir(store: &StateStore) -> PathBuf {
+    std::env::var_os("GPUFORM_SANDBOX_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| store.dir().join("sandbox"))
+}
+
+/// Reads state for a read-only command: a leftover journal is folded in
+/// memory (nothing is written).
+pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool), EngineError> {
+    let (mut doc, existed) = match store.load()? {
+        Some(d) => (d, true),
+        None => (StateDoc::new(project), false),
+    };
+    if existed {
+        Journal::recover(&store.journal_path(), &mut doc)?;
+    }
+    Ok((doc, existed))
+}
+
+pub struct PlanRequest<'a> {
+    pub loaded: &'a LoadedSpec,
+    /// The built-in catalog, or one with the user's price overrides.
+    pub catalog: &'a Catalog,
+    pub resolve: ResolveOptions,
+    pub diff: DiffOptions,
+    pub refresh: bool,
+    /// Told what the user should know while planning runs (a wait for a
+    /// cloud to settle); the engine prints nothing itself.
+    pub notify: &'a (dyn Fn(&str) + Sync),
+}
+
+/// Resolves the spec against the catalog, with catalog errors pointing into the YAML.
+pub fn desired(
+    loaded: &LoadedSpec,
+    catalog: &Catalog,
+    opts: &ResolveOptions,
+) -> Result<Desired, EngineError> {
+    resolve(loaded, catalog, opts).map_err(EngineError::Spec)
+}
+
+/// Computes a plan against `doc` (already read or recovered).
+pub async fn make_plan(
+    req: &PlanRequest<'_>,
+    doc: StateDoc,
+    state_existed: bool,
+    providers: &Providers,
+) -> Result<(Plan, Current), EngineError> {
+    let mut resolve_opts = req.resolve.clone();
+    resolve_opts.current = current_placements(&doc);
+    let mut offering_notes = Vec::new();
+    let desired = if req.diff.destroy {
+        Desired::default()
+    } else {
+        // Ask the clouds (when reachable) whether each zone sells the type
+        // about to be created there; a zone that does not is skipped like a
+        // zone out of capacity, before anything is made.
+        let mut checked = std::collections::HashSet::new();
+        loop {
+            let d = desired(req.loaded, req.catalog, &resolve_opts)?;
+            if !req.refresh {
+                break d;
+            }
+            let unsold =
+                check_offerings(&d, &doc, providers, &mut checked, &mut offering_notes).await;
+            if unsold.is_empty() {
+                break d;
+            }
+            resolve_opts.exhausted.extend(unsold);
+        }
+    };
+    let state_ref = StateRef {
+        lineage: state_existed.then(|| doc.lineage.clone()),
+        serial: doc.serial,
+    };
+    let current = if req.refresh {
+        refresh(doc, providers, req.notify).await?
+    } else {
+        Current::unrefreshed(doc)
+    };
+    let mut plan = diff(&desired, &current, req.catalog, &req.diff);
+    refuse_undeletable(&plan, &current, providers).await?;
+    plan.notes.extend(offering_notes);
+    plan.project = req.loaded.spec.project.clone();
+    plan.endpoints = req.loaded.spec.endpoints.clone();
+    plan.state = state_ref;
+    if !current.adopted.is_empty() {
+        plan.warnings.push(format!(
+            "{} resource(s) made by an interrupted apply were found by their ownership tags and will be recorded: {}",
+            current.adopted.len(),
+            current.adopted.join(", ")
+        ));
+    }
+    crate::portability::cost::annotate(
+        &mut plan,
+        req.catalog,
+        req.diff.cny_per_usd,
+        crate::clock::today(),
+    );
+    if !req.diff.destroy {
+        crate::portability::cost::budget_check(req.loaded, &plan, req.catalog)
+            .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
+    }
+    Ok((plan, current))
+}
+
+/// Deletions the clouds document as refused (a prepaid Huawei server): the
+/// plan stops here, before anything is destroyed, rather than failing
+/// halfway through an apply that already deleted its data disks.
+async fn refuse_undeletable(
+    plan: &Plan,
+    current: &Current,
+    providers: &Providers,
+) -> Result<(), EngineError> {
+    let mut refused = Vec::new();
+    for c in &plan.changes {
+        if !matches!(c.action, Action::Delete | Action::Replace) {
+            continue;
+        }
+        let Some(Some(observed)) = current.observed.get(&c.address) else {
+            continue;
+        };
+        let key = c.old_provider.as_ref().unwrap_or(&c.provider);
+        if let Some(why) = providers.get(key).await?.delete_refusal(observed) {
+            refused.push(format!("  {}: {why}", c.address));
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Plan(format!(
+        "the cloud refuses to delete what this plan would delete; nothing was changed:\n{}",
+        refused.join("\n")
+    )))
+}
+
+/// A locked state, ready to be changed: the lock is held until dropped, any
+/// leftover journal is folded and saved, and the state file exists (so its
+/// lineage is durable before the first intent).
+pub struct LockedState {
+    pub store: StateStore,
+    pub lock: StateLock,
+    pub doc: StateDoc,
+    pub existed: bool,
+}
+
+pub fn lock_state(
+    store: &StateStore,
+    project: &str,
+    operation: &str,
+) -> Result<LockedState, EngineError> {
+    let lock = StateLock::acquire(store, operation)?;
+    let (mut doc, existed) = match store.load()? {
+        Some(d) => (d, true),
+        None => (StateDoc::new(project), false),
+    };
+    if Journal::recover(&store.journal_path(), &mut doc)? {
+        store.commit(&mut doc)?;
+        Journal::remove(&store.journal_path())?;
+    }
+    Ok(LockedState {
+        store: store.clone(),
+        lock,
+        doc,
+        existed,
+    })
+}
+
+/// Checks that a saved plan was made against this state, at this serial.
+pub fn check_saved_plan(plan: &Plan, locked: &LockedState) -> Result<(), EngineError> {
+    let current_lineage = locked.existed.then(|| locked.doc.lineage.clone());
+    if plan.state.lineage.is_some() && plan.state.lineage != current_lineage {
+        return Err(EngineError::StalePlan(format!(
+            "this plan was made for another state (lineage {}), not {}\n  hint: make a new plan with `gpuform plan --out FILE` against this state",
+            plan.state.lineage.as_deref().unwrap_or("none"),
+            current_lineage.as_deref().unwrap_or("an empty state")
+        )));
+    }
+    if plan.state.lineage.is_none() && locked.existed && !locked.doc.is_empty() {
+        return Err(EngineError::StalePlan(
+            "this plan was made when there was no state, and state exists now (it was applied already, or by someone else)\n  hint: make a new plan".into(),
+        ));
+    }
+    if plan.state.serial != locked.doc.serial && plan.state.lineage.is_some() {
+        return Err(EngineError::StalePlan(format!(
+            "the state changed since this plan was made (serial {} → {}): it was applied already, or something else changed the state\n  hint: make a new plan with `gpuform plan --out FILE`",
+            plan.state.serial, locked.doc.serial
+        )));
+    }
+    Ok(())
+}
+
+/// Applies a plan to a locked state and saves the result. The state is saved
+/// even when some resources failed or the run was interrupted; the lock stays
+/// held (it goes with `locked`), so a caller may apply again (failover).
+pub async fn apply_plan(
+    locked: &mut LockedState,
+    plan: Arc<Plan>,
+    current: Option<Current>,
+    providers: Arc<Providers>,
+    opts: &ApplyOptions,
+    cancel: Arc<AtomicBool>,
+) -> Result<ApplyReport, EngineError> {
+    if !locked.existed {
+        locked.store.save(&locked.doc)?;
+        locked.existed = true;
+    }
+    let journal = Journal::create(
+        &locked.store.journal_path(),
+        &locked.doc.lineage,
+        locked.doc.serial,
+    )?;
+    let mut doc = locked.doc.clone();
+    // Record what refresh found (adoptions), before anything else happens.
+    if let Some(cur) = &current {
+        let mut entries = Vec::new();
+        for address in &cur.adopted {
+            if let Some(record) = cur.doc.resources.get(address) {
+                entries.push(JournalEntry::Recorded {
+                    address: address.clone(),
+                    record: record.clone(),
+                });
+            }
+        }
+        for address in cur.abandoned.keys() {
+            entries.push(JournalEntry::Abandoned {
+                address: address.clone(),
+            });
+        }
+        // Forget resources found deleted that the plan does not re-create.
+        for (address, o) in &cur.observed {
+            if o.is_none() && !plan.changes.iter().any(|c| &c.address == address) {
+                entries.push(JournalEntry::Removed {
+                    address: address.clone(),
+                });
+            }
+        }
+        for e in entries {
+            journal.append(&e).await?;
+            crate::state::journal::fold(&mut doc, e);
+        }
+    }
+    let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
+    locked.store.commit(&mut doc)?;
+    Journal::remove(&locked.store.journal_path())?;
+    locked.doc = doc;
+    Ok(report)
+}
+
+/// The zones an apply found out of capacity, from its failed instance creates.
+pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
+    let mut out: Vec<Failover> = Vec::new();
+    for (address, op, outcome) in &report.outcomes {
+        let OpOutcome::Failed {
+            error,
+            kind: Some(ErrorKind::Capacity),
+        } = outcome
+        else {
+            continue;
+        };
+        if *op != "create" {
+            continue;
+        }
+        let Some(c) = plan.changes.iter().find(|c| &c.address == address) else {
+            continue;
+        };
+        let (Some(cluster), Some(target), Some(zone)) = (
+            Address::new(address).cluster(),
+            Target::parse(&c.provider),
+            c.after
+                .as_ref()
+                .and_then(|a| a.get("zone"))
+                .and_then(|z| z.as_str()),
+        ) else {
+            continue;
+        };
+        if out
+            .iter()
+            .any(|f| f.cluster == cluster && f.zone == zone && f.region == c.region)
+        {
+            continue;
+        }
+        out.push(Failover {
+            cluster: cluster.to_string(),
+            cloud: target.cloud,
+            region: c.region.clone(),
+            zone: zone.to_string(),
+            error: error.clone(),
+            at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        });
+    }
+    out
+}
+
+/// Checks, for each instance about to be created, that its zone sells its
+/// type (DescribeInstanceTypeOfferings and the like). Returns the zones that
+/// do not; a cloud that cannot be asked (offline, no credentials) is noted
+/// and skipped: the catalog check already passed.
+async fn check_offerings(
+    desired: &Desired,
+    doc: &StateDoc,
+    providers: &Providers,
+    checked: &mut std::collections::HashSet<(String, String, String, String)>,
+    notes: &mut Vec<String>,
+) -> Vec<Exhausted> {
+    let mut unsold = Vec::new();
+    let mut unreachable: std::collections::BTreeSet<String> = Default::default();
+    for r in &desired.resources {
+        if r.kind != gpuform_provider::ResourceKind::Instance
+            || doc.resources.contains_key(&r.address)
+        {
+            continue;
+        }
+        let (Some(zone), Some(itype), Some(cluster)) = (
+            r.attrs.get("zone").and_then(|v| v.as_str()),
+            r.attrs.get("instance_type").and_then(|v| v.as_str()),
+            Address::new(&r.address).cluster(),
+        ) else {
+            continue;
+        };
+        let key = r.target.key();
+        if unreachable.contains(&key)
+            || !checked.insert((
+                key.clone(),
+                r.region.clone(),
+                zone.to_string(),
+                itype.to_string(),
+            ))
+        {
+            continue;
+        }
+        let provider = match providers.get(&key).await {
+            Ok(p) => p,
+            Err(e) => {
+                notes.push(format!("live offering check skipped for {key}: {e}"));
+                unreachable.insert(key);
+                continue;
+            }
+        };
+        let scope = gpuform_provider::Scope {
+            region: r.region.clone(),
+        };
+        match provider.offered(&scope, zone, itype).await {
+            Ok(Some(false)) => {
+                notes.push(format!(
+                    "{key} does not sell {itype} in {zone} right now; cluster {cluster} uses the next zone"
+                ));
+                unsold.push(Exhausted::zone(cluster, r.target.cloud, &r.region, zone));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                notes.push(format!("live offering check skipped for {key}: {e}"));
+                unreachable.insert(key);
+            }
+        }
+    }
+    unsold
+}
+
+/// Where each cluster's nodes run now, from state: resolve keeps a cluster
+/// there while it still fits, so a cluster that failed over does not flap
+/// back, and `cloud: any` does not move a running cluster on its own.
+pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, Placement> {
+    let mut out = std::collections::BTreeMap::new();
+    for (address, r) in &doc.resources {
+        if r.kind != gpuform_provider::ResourceKind::Instance
+            || Address::new(address).is_duplicate()
+        {
+            continue;
+        }
+        let (Some(cluster), Some(target), Some(zone)) = (
+            Address::new(address).cluster(),
+            Target::parse(&r.provider),
+            r.attrs.get("zone").and_then(|z| z.as_str()),
+        ) else {
+            continue;
+        };
+        out.entry(cluster.to_string()).or_insert(Placement {
+            cloud: target.cloud,
+            region: r.region.clone(),
+            zone: zone.to_string(),
+        });
+    }
+    out
+}

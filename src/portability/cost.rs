@@ -1,0 +1,205 @@
+//! Cost in every plan: per cluster, the CNY rate used, how old the prices
+//! are, and the budget guard — which names the cheapest way to fit.
+
+use crate::address::Address;
+use crate::address::Target;
+use crate::plan::{Action, ClusterCost, Plan};
+use crate::spec::{Diagnostic, Fabric, InterconnectReq, LoadedSpec};
+use gpuform_catalog::{price_age, Day, PriceAge, HOURS_PER_MONTH};
+use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
+use gpuform_provider::ResourceKind;
+use std::collections::BTreeMap;
+
+/// Prices older than this are called out in plans.
+pub const STALE_AFTER_DAYS: i64 = 180;
+
+/// Fills the plan's per-cluster costs, CNY note and price-age warnings.
+pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day) {
+    let mut clusters: BTreeMap<String, ClusterCost> = BTreeMap::new();
+    let mut stale: BTreeMap<String, String> = BTreeMap::new();
+    let mut undated: BTreeMap<String, String> = BTreeMap::new();
+    let mut in_cny = false;
+    for c in plan
+        .changes
+        .iter()
+        .filter(|c| c.kind == ResourceKind::Instance)
+    {
+        let Some(name) = Address::new(&c.address).cluster() else {
+            continue;
+        };
+        let e = clusters
+            .entry(name.to_string())
+            .or_insert_with(|| ClusterCost {
+                cluster: name.to_string(),
+                ..ClusterCost::default()
+            });
+        if c.before.is_some() {
+            e.nodes_before += 1;
+            e.hourly_usd_before += c.hourly_usd_before.unwrap_or(0.0);
+        }
+        if c.action == Action::Delete {
+            continue;
+        }
+        let Some(after) = &c.after else { continue };
+        e.nodes_after += 1;
+        e.hourly_usd_after += c.hourly_usd_after.unwrap_or(0.0);
+        let pricing = after.get("pricing").and_then(|v| v.as_str());
+        let itype = after.get("instance_type").and_then(|v| v.as_str());
+        e.pricing = pricing.map(str::to_string);
+        e.instance_type = itype.map(str::to_string);
+        // Where the price came from, and how old it is.
+        let (Some(target), Some(itype), Some(pricing)) = (
+            Target::parse(&c.provider),
+            itype,
+            pricing.and_then(|p| serde_json::from_value::<PricingModel>(serde_json::json!(p)).ok()),
+        ) else {
+            continue;
+        };
+        let Some(price) = catalog
+            .offering(target.cloud, &c.region, itype)
+            .and_then(|o| o.prices.get(&pricing))
+        else {
+            continue;
+        };
+        in_cny |= price.currency == Currency::CNY;
+        let what = format!("{} {} {itype} {}", target.cloud, c.region, pricing.as_str());
+        match price_age(&price.as_of, today, STALE_AFTER_DAYS) {
+            PriceAge::Dated { days, stale: true } => {
+                stale.insert(what, format!("as of {}, {days} days ago", price.as_of));
+            }
+            PriceAge::Dated { .. } => {}
+            PriceAge::Unknown => {
+                undated.insert(what, price.as_of.clone());
+            }
+        }
+    }
+    for e in clusters.values_mut() {
+        e.monthly_usd_before = e.hourly_usd_before * HOURS_PER_MONTH;
+        e.monthly_usd_after = e.hourly_usd_after * HOURS_PER_MONTH;
+    }
+    plan.cost.clusters = clusters.into_values().collect();
+    plan.cost.cny_per_usd = cny_per_usd;
+    plan.cost.prices_in_cny = in_cny;
+    let list = |m: &BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} ({v})"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if !stale.is_empty() {
+        plan.warnings.push(format!(
+            "prices older than {STALE_AFTER_DAYS} days: {}; pass --prices FILE with current (or negotiated) prices",
+            list(&stale)
+        ));
+    }
+    if !undated.is_empty() {
+        plan.warnings.push(format!(
+            "prices of unknown date: {}; check them, or pass --prices FILE",
+            list(&undated)
+        ));
+    }
+}
+
+/// A plan whose cost exceeds the spec's budget is an error that says by how
+/// much and names the cheapest single change that fits.
+pub fn budget_check(loaded: &LoadedSpec, plan: &Plan, catalog: &Catalog) -> Result<(), Diagnostic> {
+    let Some(b) = &loaded.spec.budget else {
+        return Ok(());
+    };
+    let fits = |hourly: f64| {
+        b.max_hourly_usd.is_none_or(|m| hourly <= m + 1e-9)
+            && b.max_monthly_usd
+                .is_none_or(|m| hourly * HOURS_PER_MONTH <= m + 1e-9)
+    };
+    let total = plan.cost.hourly_usd_after;
+    if fits(total) {
+        return Ok(());
+    }
+    let mut over = Vec::new();
+    if let Some(max) = b.max_hourly_usd.filter(|m| total > m + 1e-9) {
+        over.push(format!(
+            "${total:.2}/h exceeds budget.max_hourly_usd ${max:.2} by ${:.2}",
+            total - max
+        ));
+    }
+    let monthly = total * HOURS_PER_MONTH;
+    if let Some(max) = b.max_monthly_usd.filter(|m| monthly > m + 1e-9) {
+        over.push(format!(
+            "${monthly:.0}/month exceeds budget.max_monthly_usd ${max:.0} by ${:.0}",
+            monthly - max
+        ));
+    }
+    let hint = match cheapest_fit(loaded, plan, catalog, &fits) {
+        Some(alt) => format!("cheapest compliant alternative: {alt}"),
+        None => "no single cluster change fits: lower `nodes`, choose `pricing: spot` or a reserved term, or raise the budget"
+            .to_string(),
+    };
+    Err(loaded.diagnostic(
+        "budget",
+        format!("the plan is over budget: {}", over.join("; ")),
+        Some(hint),
+    ))
+}
+
+/// The cheapest plan total reachable by moving one cluster to another offer
+/// (any cloud, region or pricing model with the same GPUs, interconnect and
+/// fabric) that fits the budget, described for the user.
+fn cheapest_fit(
+    loaded: &LoadedSpec,
+    plan: &Plan,
+    catalog: &Catalog,
+    fits: &dyn Fn(f64) -> bool,
+) -> Option<String> {
+    let total = plan.cost.hourly_usd_after;
+    let mut best: Option<(f64, String)> = None;
+    for (name, c) in &loaded.spec.clusters {
+        let Ok(gpu) = catalog.gpu(&c.gpu.model) else {
+            continue;
+        };
+        let current: f64 = plan
+            .cost
+            .clusters
+            .iter()
+            .filter(|k| &k.cluster == name)
+            .map(|k| k.hourly_usd_after)
+            .sum();
+        for pricing in PricingModel::ALL {
+            let q = OfferQuery {
+                gpu_model: Some(gpu.name.clone()),
+                gpu_count: Some(c.gpu.count),
+                interconnect: match c.interconnect {
+                    InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
+                    InterconnectReq::Pcie => Some(Interconnect::Pcie),
+                    InterconnectReq::Any => None,
+                },
+                rdma: (c.fabric == Fabric::Rdma).then_some(true),
+                pricing,
+                cny_per_usd: plan.cost.cny_per_usd,
+                ..OfferQuery::default()
+            };
+            let Some((m, per_node)) = catalog
+                .matching(&q)
+                .into_iter()
+                .find_map(|m| m.hourly_usd.map(|p| (m, p)))
+            else {
+                continue;
+            };
+            let new_total = total - current + per_node * c.nodes as f64;
+            if !fits(new_total) || best.as_ref().is_some_and(|(t, _)| *t <= new_total) {
+                continue;
+            }
+            best = Some((
+                new_total,
+                format!(
+                    "cluster `{name}` as {} on {} {} ({} at ${per_node:.2}/h per node): plan total ${new_total:.2}/h, ${:.0}/month",
+                    pricing.as_str(),
+                    m.offering.cloud,
+                    m.offering.region,
+                    m.instance.name,
+                    new_total * HOURS_PER_MONTH
+                ),
+            ));
+        }
+    }
+    best.map(|(_, s)| s)
+}
