@@ -241,6 +241,19 @@ where
     }
 }
 
+/// The outcome of a call whose answer is not needed (deletes, tag and rule
+/// changes): done, or the neutral error.
+pub(crate) fn done<T, E>(
+    action: &str,
+    op: Op,
+    sent: Result<T, SdkError<E, HttpResponse>>,
+) -> Result<(), ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    sent.map(|_| ()).map_err(|e| map_sdk(action, op, e))
+}
+
 /// The credentials error somewhere in the cause chain, if any.
 fn credentials_error<'a>(
     err: &'a (dyn std::error::Error + 'static),

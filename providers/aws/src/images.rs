@@ -2,6 +2,11 @@
 //! to AMIs: DescribeImages by owner and name pattern, newest first. An
 //! explicit `ami-...` id is used as it is.
 
+use crate::client::filter;
+use crate::errors::{map_sdk, Op};
+use crate::AwsProvider;
+use gpuform_provider::{ErrorKind, ProviderError};
+
 /// Canonical's AWS account, which publishes the official Ubuntu AMIs.
 pub const CANONICAL: &str = "099720109477";
 
@@ -96,6 +101,130 @@ pub fn newest(mut candidates: Vec<Candidate>) -> Option<Candidate> {
         (&a.creation_date, &a.name, &a.image_id).cmp(&(&b.creation_date, &b.name, &b.image_id))
     });
     candidates.pop()
+}
+
+/// An image resolved in one region: the AMI and its root device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResolvedImage {
+    image_id: String,
+    root_device_name: Option<String>,
+}
+
+impl AwsProvider {
+    /// The AMI for an image (a logical name or an `ami-...` id) on an
+    /// architecture, with its root device name. Cached per region.
+    pub async fn resolve_image(
+        &self,
+        region: &str,
+        image: &str,
+        architecture: &str,
+    ) -> Result<(String, Option<String>), ProviderError> {
+        let key = (
+            region.to_string(),
+            image.to_string(),
+            architecture.to_string(),
+        );
+        if let Some(r) = self
+            .images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok((r.image_id.clone(), r.root_device_name.clone()));
+        }
+        let resolved = if is_ami_id(image) {
+            self.describe_ami(region, image).await?
+        } else {
+            self.newest_ami(region, image, architecture).await?
+        };
+        tracing::debug!(region, image, ami = %resolved.image_id, "image resolved");
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, resolved.clone());
+        Ok((resolved.image_id, resolved.root_device_name))
+    }
+
+    /// An explicit AMI id, checked to exist here.
+    async fn describe_ami(
+        &self,
+        region: &str,
+        image: &str,
+    ) -> Result<ResolvedImage, ProviderError> {
+        let out = self
+            .ec2_client(region)
+            .describe_images()
+            .image_ids(image)
+            .send()
+            .await
+            .map_err(|e| map_sdk("DescribeImages", Op::Create, e))?;
+        let img = out.images().first().ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "image `{image}` does not exist in {region} or is not visible to this account"
+                ),
+            )
+            .with_code("InvalidAMIID.NotFound")
+        })?;
+        Ok(ResolvedImage {
+            image_id: image.to_string(),
+            root_device_name: img.root_device_name().map(str::to_string),
+        })
+    }
+
+    /// The newest AMI of a logical name.
+    async fn newest_ami(
+        &self,
+        region: &str,
+        image: &str,
+        architecture: &str,
+    ) -> Result<ResolvedImage, ProviderError> {
+        let q = query_for(image, architecture).ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "unknown image `{image}` on aws; use one of {} or an AMI id (ami-...)",
+                    LOGICAL_NAMES.join(", ")
+                ),
+            )
+        })?;
+        let images: Vec<_> = self
+            .ec2_client(region)
+            .describe_images()
+            .set_owners(Some(q.owners.clone()))
+            .filters(filter("name", [q.name_pattern.clone()]))
+            .filters(filter("architecture", [q.architecture.clone()]))
+            .filters(filter("state", ["available".to_string()]))
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| map_sdk("DescribeImages", Op::Create, e))?;
+        let candidates = images.iter().map(|img| Candidate {
+            image_id: img.image_id().unwrap_or_default().to_string(),
+            name: img.name().unwrap_or_default().to_string(),
+            creation_date: img.creation_date().unwrap_or_default().to_string(),
+            root_device_name: img.root_device_name().map(str::to_string),
+        });
+        let best = newest(candidates.collect()).ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "no AMI for image `{image}` ({}) in {region}: none named `{}` owned by {}; hint: give an AMI id (ami-...) instead",
+                    q.architecture,
+                    q.name_pattern,
+                    q.owners.join(",")
+                ),
+            )
+            .with_code("InvalidAMIID.NotFound")
+        })?;
+        Ok(ResolvedImage {
+            image_id: best.image_id,
+            root_device_name: best.root_device_name,
+        })
+    }
 }
 
 #[cfg(test)]

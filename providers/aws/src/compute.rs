@@ -1,0 +1,497 @@
+//! Instances (one RunInstances per node) and placement groups; what an
+//! instance type offers (EFA, architecture, zones).
+//!
+//! The request builders are kept apart from sending them, so that unit
+//! tests check the built request without a server.
+
+use crate::client::{by_id, describe_instances, describe_placement_groups, empty_answer, filter};
+use crate::errors::{done, map_sdk, Op};
+use crate::refresh::{is_gone, observe_instance, observe_placement};
+use crate::tags::{
+    client_token, creation_tags, derived_name, tag_spec, tag_value, Tags, IMAGE_TAG, PRICING_TAG,
+    RDMA_TAG, ROOT_VOLUME_KIND,
+};
+use crate::AwsProvider;
+use aws_sdk_ec2::error::ProvideErrorMetadata;
+use aws_sdk_ec2::operation::create_placement_group::builders::CreatePlacementGroupFluentBuilder;
+use aws_sdk_ec2::operation::run_instances::builders::RunInstancesFluentBuilder;
+use aws_sdk_ec2::types::{
+    BlockDeviceMapping, EbsBlockDevice, Filter, Instance, InstanceInterruptionBehavior,
+    InstanceMarketOptionsRequest, InstanceNetworkInterfaceSpecification, InstanceStateName,
+    InstanceType, LocationType, MarketType, Placement, PlacementStrategy as Ec2Strategy,
+    ResourceType, SpotInstanceType, SpotMarketOptions, VolumeType,
+};
+use aws_sdk_ec2::Client;
+use base64::Engine as _;
+use gpuform_provider::{
+    Create, ErrorKind, InstanceSpec, ObservedResource, OwnershipTags, PlacementSpec,
+    PlacementStrategy, Pricing, ProviderError, Scope,
+};
+use std::time::Duration;
+
+/// What gpuform needs to know about an instance type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeInfo {
+    /// EFA interfaces to attach for RDMA (0 when the type has no EFA).
+    pub efa_interfaces: u32,
+    /// `x86_64` or `arm64`.
+    pub architecture: String,
+}
+
+impl AwsProvider {
+    /// EFA capacity and architecture of an instance type (DescribeInstanceTypes,
+    /// cached per region and type).
+    pub async fn type_info(
+        &self,
+        region: &str,
+        instance_type: &str,
+    ) -> Result<TypeInfo, ProviderError> {
+        let key = (region.to_string(), instance_type.to_string());
+        if let Some(t) = self
+            .types
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(t.clone());
+        }
+        let out = self
+            .ec2_client(region)
+            .describe_instance_types()
+            .instance_types(InstanceType::from(instance_type))
+            .send()
+            .await
+            .map_err(|e| map_sdk("DescribeInstanceTypes", Op::Create, e))?;
+        let info = out.instance_types().first().ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("instance type `{instance_type}` is not offered in {region}"),
+            )
+            .with_code("InvalidInstanceType")
+        })?;
+        let efa_interfaces = match info.network_info() {
+            Some(n) if n.efa_supported() == Some(true) => {
+                let max_efa = n
+                    .efa_info()
+                    .and_then(|e| e.maximum_efa_interfaces())
+                    .unwrap_or(1)
+                    .max(1);
+                let cards = n
+                    .maximum_network_cards()
+                    .unwrap_or(n.network_cards().len() as i32)
+                    .max(1);
+                max_efa.min(cards) as u32
+            }
+            _ => 0,
+        };
+        let archs: Vec<&str> = info
+            .processor_info()
+            .map(|p| {
+                p.supported_architectures()
+                    .iter()
+                    .map(|a| a.as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let architecture = if archs.is_empty() || archs.contains(&"x86_64") {
+            "x86_64"
+        } else {
+            "arm64"
+        };
+        let t = TypeInfo {
+            efa_interfaces,
+            architecture: architecture.to_string(),
+        };
+        self.types
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, t.clone());
+        Ok(t)
+    }
+}
+
+/// DescribeInstanceTypeOfferings for one zone and type: one call, so a plan
+/// learns before any create that a zone does not sell the type.
+pub(crate) async fn offered(
+    p: &AwsProvider,
+    scope: &Scope,
+    zone: &str,
+    instance_type: &str,
+) -> Result<Option<bool>, ProviderError> {
+    let out = p
+        .client(scope)?
+        .describe_instance_type_offerings()
+        .location_type(LocationType::AvailabilityZone)
+        .filters(Filter::builder().name("location").values(zone).build())
+        .filters(
+            Filter::builder()
+                .name("instance-type")
+                .values(instance_type)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| map_sdk("DescribeInstanceTypeOfferings", Op::Other, e))?;
+    Ok(Some(out.instance_type_offerings().iter().any(|o| {
+        o.instance_type().map(|t| t.as_str()) == Some(instance_type)
+    })))
+}
+
+pub(crate) async fn create_instance(
+    p: &AwsProvider,
+    req: &Create<InstanceSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let c = p.client(&req.scope)?;
+    let region = req.region();
+    // Every field, so that a new one is a compile error here.
+    let InstanceSpec {
+        instance_type,
+        image,
+        zone,
+        pricing,
+        root_gb,
+        rdma,
+        user_data,
+        subnet,
+        firewall,
+        placement,
+    } = &req.spec;
+    let info = p.type_info(region, instance_type).await?;
+    let (image_id, root_device_name) = p.resolve_image(region, image, &info.architecture).await?;
+    if root_gb.is_some() && root_device_name.is_none() {
+        return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "image {image_id} reports no root device, so its root volume size cannot be set"
+            ),
+        ));
+    }
+    let extra = [
+        (IMAGE_TAG, image.clone()),
+        (PRICING_TAG, pricing.as_str().to_string()),
+        (RDMA_TAG, rdma.to_string()),
+    ];
+    let root_gb = root_gb.map(|g| g as i32);
+    let plan = InstancePlan {
+        instance_type: instance_type.clone(),
+        image_id,
+        root_device_name,
+        root_gb,
+        subnet_id: subnet.clone(),
+        security_group_id: firewall.clone(),
+        placement_group: placement.clone(),
+        zone: zone.clone(),
+        // Reserved instances and savings plans are billing constructs: the
+        // launch is an ordinary on-demand one.
+        spot: *pricing == Pricing::Spot,
+        efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
+        user_data: user_data.clone(),
+        client_token: client_token(&req.ownership.token),
+        instance_tags: creation_tags(&req.ownership, "instance", &extra, &req.tags),
+        volume_tags: creation_tags(&req.ownership, ROOT_VOLUME_KIND, &[], &req.tags),
+    };
+    tracing::debug!(
+        region = %region,
+        address = %req.ownership.address,
+        instance_type = %plan.instance_type,
+        efa = plan.efa_interfaces,
+        spot = plan.spot,
+        "RunInstances"
+    );
+    let out = run_instances(&c, &plan)
+        .send()
+        .await
+        .map_err(|e| map_sdk("RunInstances", Op::Create, e))?;
+    let inst = out
+        .instances()
+        .first()
+        .ok_or_else(|| empty_answer("RunInstances"))?;
+    let inst = wait_launched(&c, inst.clone(), launch_wait()).await?;
+    Ok(observe_instance(&inst, region, root_gb))
+}
+
+/// How long a create watches a new instance leave `pending`: a launch EC2
+/// cannot complete goes `pending` → `shutting-down` → `terminated` (StateReason,
+/// EC2 API reference), and that is a failed create, not a node. Past this
+/// bound the instance is recorded as it is; if it ends terminated later,
+/// refresh sees it gone and the plan re-creates it. `GPUFORM_AWS_LAUNCH_WAIT_MS`
+/// overrides it (0: do not wait).
+fn launch_wait() -> Duration {
+    std::env::var("GPUFORM_AWS_LAUNCH_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(180))
+}
+
+/// Polls a new instance until it leaves `pending` or `wait` has passed; a
+/// launch that ended is an error ([`launch_failure`]).
+async fn wait_launched(
+    c: &Client,
+    mut inst: Instance,
+    wait: Duration,
+) -> Result<Instance, ProviderError> {
+    let id = inst.instance_id().unwrap_or_default().to_string();
+    let start = std::time::Instant::now();
+    let mut delay = Duration::from_millis(200);
+    loop {
+        if let Some(e) = launch_failure(&inst) {
+            return Err(e);
+        }
+        let pending = matches!(
+            inst.state().and_then(|s| s.name()),
+            None | Some(InstanceStateName::Pending)
+        );
+        if !pending || id.is_empty() || start.elapsed() >= wait {
+            return Ok(inst);
+        }
+        tokio::time::sleep(delay.min(wait.saturating_sub(start.elapsed()))).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+        // Eventual consistency: a new instance may not be listed yet.
+        if let Some(i) = describe_instances(c, by_id("instance-id", &id))
+            .await?
+            .into_iter()
+            .next()
+        {
+            inst = i;
+        }
+    }
+}
+
+/// A new instance that went to `shutting-down` or `terminated` failed to
+/// launch. Its StateReason code (EC2 API reference, "StateReason") says why:
+/// `Server.InsufficientInstanceCapacity` is capacity (the engine fails over
+/// to the next zone); other `Server.*` reasons (an internal error, a Spot
+/// interruption) are classed as capacity too, since retrying with the same
+/// ClientToken would only return the same terminated instance;
+/// `Client.VolumeLimitExceeded` is a quota; other `Client.*` reasons (a KMS
+/// or snapshot problem, a shutdown from the OS) are the request's fault.
+/// Nothing is left to clean up: a terminated instance releases everything.
+pub fn launch_failure(i: &Instance) -> Option<ProviderError> {
+    if !is_gone(i) {
+        return None;
+    }
+    let id = i.instance_id().unwrap_or("?");
+    let code = i.state_reason().and_then(|r| r.code()).unwrap_or("");
+    let message = i.state_reason().and_then(|r| r.message()).unwrap_or("");
+    let kind = if code == "Client.VolumeLimitExceeded" {
+        ErrorKind::Quota
+    } else if code.starts_with("Client.") {
+        ErrorKind::Invalid
+    } else {
+        ErrorKind::Capacity
+    };
+    let hint = match kind {
+        ErrorKind::Capacity => {
+            "AWS could not launch it in this zone; another zone or a later try may succeed"
+        }
+        ErrorKind::Quota => {
+            "an EBS volume or storage limit of the account; raise it in the Service Quotas console"
+        }
+        _ => "check the image, its snapshots and KMS keys, and the user data",
+    };
+    let why = if code.is_empty() {
+        String::new()
+    } else {
+        format!(" ({code}: {message})")
+    };
+    Some(
+        ProviderError::new(
+            kind,
+            format!("RunInstances: instance {id} terminated while launching{why}\n  hint: {hint}"),
+        )
+        .with_code(if code.is_empty() {
+            "LaunchFailed"
+        } else {
+            code
+        }),
+    )
+}
+
+/// A placement group named after the ownership token: placement groups have
+/// no ClientToken, so a retry of the same create finds its group
+/// (InvalidPlacementGroup.Duplicate) and adopts it.
+pub(crate) async fn create_placement(
+    p: &AwsProvider,
+    req: &Create<PlacementSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let c = p.client(&req.scope)?;
+    let PlacementSpec { strategy } = &req.spec;
+    let tags = creation_tags(&req.ownership, "placement", &[], &req.tags);
+    let name = derived_name(&req.ownership);
+    let by_name = || vec![filter("group-name", [name.clone()])];
+    match create_placement_group(&c, &name, *strategy, &tags)
+        .send()
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if e.code() == Some("InvalidPlacementGroup.Duplicate") => {
+            let groups = describe_placement_groups(&c, by_name()).await?;
+            if !groups.iter().any(|g| {
+                tag_value(g.tags(), OwnershipTags::TOKEN) == Some(req.ownership.token.as_str())
+            }) {
+                return Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("placement group `{name}` already exists and is not this resource's"),
+                )
+                .with_code("InvalidPlacementGroup.Duplicate"));
+            }
+        }
+        Err(e) => return Err(map_sdk("CreatePlacementGroup", Op::Create, e)),
+    }
+    let groups = describe_placement_groups(&c, by_name()).await?;
+    let g = groups
+        .first()
+        .ok_or_else(|| empty_answer("DescribePlacementGroups"))?;
+    Ok(observe_placement(g, req.region()))
+}
+
+pub(crate) async fn delete_instance(c: &Client, id: &str) -> Result<(), ProviderError> {
+    let sent = c.terminate_instances().instance_ids(id).send().await;
+    done("TerminateInstances", Op::Other, sent)
+}
+
+pub(crate) async fn delete_placement(c: &Client, name: &str) -> Result<(), ProviderError> {
+    let sent = c.delete_placement_group().group_name(name).send().await;
+    done("DeletePlacementGroup", Op::Other, sent)
+}
+
+/// An instance that exists (not terminated or shutting down), for what
+/// refers to it; its absence is the caller's input problem.
+pub(crate) async fn existing_instance(c: &Client, id: &str) -> Result<Instance, ProviderError> {
+    describe_instances(c, by_id("instance-id", id))
+        .await?
+        .into_iter()
+        .find(|i| !is_gone(i))
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("instance {id} to attach the volume to does not exist"),
+            )
+            .with_code("InvalidInstanceID.NotFound")
+        })
+}
+
+// ----- request builders --------------------------------------------------------
+
+/// Everything RunInstances needs for one node, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstancePlan {
+    pub instance_type: String,
+    pub image_id: String,
+    /// Root device of the image (from DescribeImages), for the root size.
+    pub root_device_name: Option<String>,
+    pub root_gb: Option<i32>,
+    pub subnet_id: Option<String>,
+    pub security_group_id: Option<String>,
+    pub placement_group: Option<String>,
+    pub zone: Option<String>,
+    pub spot: bool,
+    /// How many EFA interfaces to attach (0: plain networking).
+    pub efa_interfaces: u32,
+    pub user_data: Option<String>,
+    pub client_token: String,
+    pub instance_tags: Tags,
+    pub volume_tags: Tags,
+}
+
+/// One node per call: MinCount = MaxCount = 1, the ownership token as the
+/// ClientToken, and the ownership tags on the instance and its volumes set
+/// atomically with the launch.
+pub fn run_instances(client: &Client, p: &InstancePlan) -> RunInstancesFluentBuilder {
+    let mut b = client
+        .run_instances()
+        .instance_type(InstanceType::from(p.instance_type.as_str()))
+        .image_id(&p.image_id)
+        .min_count(1)
+        .max_count(1)
+        .client_token(&p.client_token)
+        .tag_specifications(tag_spec(ResourceType::Instance, &p.instance_tags))
+        .tag_specifications(tag_spec(ResourceType::Volume, &p.volume_tags));
+
+    if p.efa_interfaces > 0 {
+        // With explicit interfaces, the subnet and groups go on each one. One
+        // EFA interface per network card: card 0 carries the primary
+        // interface (device index 0), the others device index 1.
+        for card in 0..p.efa_interfaces as i32 {
+            let ni = InstanceNetworkInterfaceSpecification::builder()
+                .network_card_index(card)
+                .device_index(if card == 0 { 0 } else { 1 })
+                .interface_type("efa")
+                .delete_on_termination(true)
+                .set_subnet_id(p.subnet_id.clone())
+                .set_groups(p.security_group_id.clone().map(|g| vec![g]))
+                .build();
+            b = b.network_interfaces(ni);
+        }
+    } else {
+        b = b.set_subnet_id(p.subnet_id.clone());
+        if let Some(g) = &p.security_group_id {
+            b = b.security_group_ids(g);
+        }
+    }
+
+    if p.placement_group.is_some() || p.zone.is_some() {
+        b = b.placement(
+            Placement::builder()
+                .set_group_name(p.placement_group.clone())
+                .set_availability_zone(p.zone.clone())
+                .build(),
+        );
+    }
+
+    if p.spot {
+        b = b.instance_market_options(
+            InstanceMarketOptionsRequest::builder()
+                .market_type(MarketType::Spot)
+                .spot_options(
+                    SpotMarketOptions::builder()
+                        .spot_instance_type(SpotInstanceType::OneTime)
+                        .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate)
+                        .build(),
+                )
+                .build(),
+        );
+    }
+
+    if let (Some(dev), Some(gb)) = (&p.root_device_name, p.root_gb) {
+        b = b.block_device_mappings(
+            BlockDeviceMapping::builder()
+                .device_name(dev)
+                .ebs(
+                    EbsBlockDevice::builder()
+                        .volume_size(gb)
+                        .volume_type(VolumeType::Gp3)
+                        .delete_on_termination(true)
+                        .build(),
+                )
+                .build(),
+        );
+    }
+
+    if let Some(ud) = &p.user_data {
+        b = b.user_data(base64::engine::general_purpose::STANDARD.encode(ud.as_bytes()));
+    }
+    b
+}
+
+/// CreatePlacementGroup with its tags.
+pub fn create_placement_group(
+    client: &Client,
+    name: &str,
+    strategy: PlacementStrategy,
+    tags: &Tags,
+) -> CreatePlacementGroupFluentBuilder {
+    let strategy = match strategy {
+        PlacementStrategy::Cluster => Ec2Strategy::Cluster,
+        PlacementStrategy::Spread => Ec2Strategy::Spread,
+    };
+    client
+        .create_placement_group()
+        .group_name(name)
+        .strategy(strategy)
+        .tag_specifications(tag_spec(ResourceType::PlacementGroup, tags))
+}
+
+#[cfg(test)]
+mod tests;

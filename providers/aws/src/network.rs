@@ -1,0 +1,468 @@
+//! Networks (VPCs), subnets and firewalls (security groups), and the
+//! translation of neutral ingress rules to and from EC2's `IpPermission`.
+
+use crate::client::{by_id, describe_groups, empty_answer, filter};
+use crate::errors::{done, map_sdk, Op};
+use crate::refresh::{observe_group, observe_subnet, observe_vpc};
+use crate::tags::{creation_tags, derived_name, sanitize, tag_spec, tag_value};
+use crate::AwsProvider;
+use aws_sdk_ec2::error::ProvideErrorMetadata;
+use aws_sdk_ec2::types::{IpPermission, IpRange, Ipv6Range, ResourceType, UserIdGroupPair};
+use aws_sdk_ec2::Client;
+use gpuform_provider::resource::member_rule_missing;
+use gpuform_provider::{
+    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedIngress, ObservedResource,
+    OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
+};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+pub(crate) async fn create_network(
+    p: &AwsProvider,
+    req: &Create<NetworkSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let c = p.client(&req.scope)?;
+    let NetworkSpec { cidr } = &req.spec;
+    let tags = creation_tags(&req.ownership, "network", &[], &req.tags);
+    let out = c
+        .create_vpc()
+        .cidr_block(cidr)
+        .tag_specifications(tag_spec(ResourceType::Vpc, &tags))
+        .send()
+        .await
+        .map_err(|e| map_sdk("CreateVpc", Op::Create, e))?;
+    let vpc = out.vpc().ok_or_else(|| empty_answer("CreateVpc"))?;
+    Ok(observe_vpc(vpc, req.region()))
+}
+
+pub(crate) async fn create_subnet(
+    p: &AwsProvider,
+    req: &Create<SubnetSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let c = p.client(&req.scope)?;
+    let SubnetSpec {
+        network,
+        zone,
+        cidr,
+    } = &req.spec;
+    let tags = creation_tags(&req.ownership, "subnet", &[], &req.tags);
+    let out = c
+        .create_subnet()
+        .vpc_id(network)
+        .cidr_block(cidr)
+        .availability_zone(zone)
+        .tag_specifications(tag_spec(ResourceType::Subnet, &tags))
+        .send()
+        .await
+        .map_err(|e| map_sdk("CreateSubnet", Op::Create, e))?;
+    let s = out.subnet().ok_or_else(|| empty_answer("CreateSubnet"))?;
+    Ok(observe_subnet(s, req.region()))
+}
+
+/// A security group named after the ownership token (security groups have
+/// no ClientToken), then its rules: all traffic between members plus the
+/// ingress rules.
+pub(crate) async fn create_firewall(
+    p: &AwsProvider,
+    req: &Create<FirewallSpec>,
+) -> Result<ObservedResource, ProviderError> {
+    let c = p.client(&req.scope)?;
+    let FirewallSpec {
+        network: vpc,
+        ingress,
+    } = &req.spec;
+    let own = &req.ownership;
+    let tags = creation_tags(own, "firewall", &[], &req.tags);
+    let name = derived_name(own);
+    let description = sanitize(&format!("gpuform {} {}", own.project, own.address), 255);
+    let created = c
+        .create_security_group()
+        .group_name(&name)
+        .description(description)
+        .vpc_id(vpc)
+        .tag_specifications(tag_spec(ResourceType::SecurityGroup, &tags))
+        .send()
+        .await;
+    let group_id = match created {
+        Ok(out) => out
+            .group_id()
+            .ok_or_else(|| empty_answer("CreateSecurityGroup"))?
+            .to_string(),
+        Err(e) if e.code() == Some("InvalidGroup.Duplicate") => {
+            // A retry of this very create (the name comes from the token):
+            // adopt the group if it carries our token.
+            let groups = describe_groups(
+                &c,
+                vec![
+                    filter("vpc-id", [vpc.clone()]),
+                    filter("group-name", [name.clone()]),
+                ],
+            )
+            .await?;
+            let g = groups
+                .into_iter()
+                .find(|g| tag_value(g.tags(), OwnershipTags::TOKEN) == Some(own.token.as_str()))
+                .ok_or_else(|| {
+                    ProviderError::new(
+                        ErrorKind::Invalid,
+                        format!("security group `{name}` already exists in {vpc} and is not this resource's"),
+                    )
+                    .with_code("InvalidGroup.Duplicate")
+                })?;
+            g.group_id().unwrap_or_default().to_string()
+        }
+        Err(e) => return Err(map_sdk("CreateSecurityGroup", Op::Create, e)),
+    };
+    let mut perms = vec![self_permission(&group_id)];
+    perms.extend(ingress.iter().map(to_permission));
+    authorize(&c, &group_id, perms).await?;
+    let g = describe_groups(&c, by_id("group-id", &group_id)).await?;
+    let g = g
+        .first()
+        .ok_or_else(|| empty_answer("DescribeSecurityGroups"))?;
+    Ok(observe_group(g, req.region()))
+}
+
+/// Authorizes what `want` adds (and the members' rule when it is missing:
+/// a create interrupted before AuthorizeSecurityGroupIngress), then revokes
+/// what it no longer has.
+pub(crate) async fn update_ingress(
+    p: &AwsProvider,
+    scope: &Scope,
+    current: &ObservedResource,
+    want: &[IngressRule],
+) -> Result<(), ProviderError> {
+    let c = p.client(scope)?;
+    let id = current.id.as_str();
+    let (have, foreign) = read_observed(current.attrs.get("ingress"));
+    let (add, remove) = have.changes_to(want);
+    let mut add: Vec<IpPermission> = add.into_iter().map(to_permission).collect();
+    if !have.member_rule {
+        add.push(self_permission(id));
+    }
+    let mut remove: Vec<IpPermission> = remove.into_iter().map(to_permission).collect();
+    remove.extend(foreign);
+    if !add.is_empty() {
+        authorize(&c, id, add).await?;
+    }
+    if !remove.is_empty() {
+        let sent = c
+            .revoke_security_group_ingress()
+            .group_id(id)
+            .set_ip_permissions(Some(remove))
+            .send()
+            .await;
+        done("RevokeSecurityGroupIngress", Op::Other, sent)?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn delete_network(c: &Client, id: &str) -> Result<(), ProviderError> {
+    let sent = c.delete_vpc().vpc_id(id).send().await;
+    done("DeleteVpc", Op::Other, sent)
+}
+
+pub(crate) async fn delete_subnet(c: &Client, id: &str) -> Result<(), ProviderError> {
+    let sent = c.delete_subnet().subnet_id(id).send().await;
+    done("DeleteSubnet", Op::Other, sent)
+}
+
+pub(crate) async fn delete_firewall(c: &Client, id: &str) -> Result<(), ProviderError> {
+    let sent = c.delete_security_group().group_id(id).send().await;
+    done("DeleteSecurityGroup", Op::Other, sent)
+}
+
+async fn authorize(
+    c: &Client,
+    group_id: &str,
+    perms: Vec<IpPermission>,
+) -> Result<(), ProviderError> {
+    let all = c
+        .authorize_security_group_ingress()
+        .group_id(group_id)
+        .set_ip_permissions(Some(perms.clone()))
+        .send()
+        .await;
+    match all {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some("InvalidPermission.Duplicate") => {
+            // Some rules exist already (a retried create): add the rest one by one.
+            for p in perms {
+                match c
+                    .authorize_security_group_ingress()
+                    .group_id(group_id)
+                    .ip_permissions(p)
+                    .send()
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if e.code() == Some("InvalidPermission.Duplicate") => {}
+                    Err(e) => return Err(map_sdk("AuthorizeSecurityGroupIngress", Op::Other, e)),
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(map_sdk("AuthorizeSecurityGroupIngress", Op::Create, e)),
+    }
+}
+
+// ----- ingress rules <-> IpPermission ----------------------------------------
+
+/// All traffic between members of the group.
+pub(crate) fn self_permission(group_id: &str) -> IpPermission {
+    IpPermission::builder()
+        .ip_protocol("-1")
+        .user_id_group_pairs(UserIdGroupPair::builder().group_id(group_id).build())
+        .build()
+}
+
+/// EC2's protocol name: `-1` for all, else the neutral name.
+fn ec2_protocol(p: Protocol) -> &'static str {
+    match p {
+        Protocol::All => "-1",
+        other => other.as_str(),
+    }
+}
+
+/// One permission for one CIDR (IPv6 when it has a `:`).
+fn permission(
+    protocol: &str,
+    ports: Option<(Option<i32>, Option<i32>)>,
+    cidr: &str,
+) -> IpPermission {
+    let mut b = IpPermission::builder().ip_protocol(protocol);
+    if let Some((from, to)) = ports {
+        b = b.set_from_port(from).set_to_port(to);
+    }
+    if cidr.contains(':') {
+        b = b.ipv6_ranges(Ipv6Range::builder().cidr_ipv6(cidr).build());
+    } else {
+        b = b.ip_ranges(IpRange::builder().cidr_ip(cidr).build());
+    }
+    b.build()
+}
+
+/// A neutral rule as EC2 takes it. Rules for all protocols carry no ports;
+/// an ICMP rule without ports is every type and code (-1, as EC2 reports it).
+pub(crate) fn to_permission(r: &IngressRule) -> IpPermission {
+    let ports = match r.protocol {
+        Protocol::All => None,
+        Protocol::Icmp if r.from_port.is_none() && r.to_port.is_none() => {
+            Some((Some(-1), Some(-1)))
+        }
+        _ => Some((r.from_port.map(i32::from), r.to_port.map(i32::from))),
+    };
+    permission(ec2_protocol(r.protocol), ports, &r.cidr)
+}
+
+/// An observed CIDR rule: a neutral rule when it is one, else EC2's words
+/// (a protocol or port range no spec can give, e.g. ICMPv6 or one ICMP
+/// type with every code), kept so that an update can revoke it exactly.
+enum Seen {
+    Rule(IngressRule),
+    Foreign(Value),
+}
+
+fn seen(protocol: &str, from: Option<i32>, to: Option<i32>, cidr: &str) -> Seen {
+    let neutral = Protocol::parse(protocol).and_then(|p| {
+        let port = |n: Option<i32>| n.and_then(|n| u16::try_from(n).ok());
+        let (f, t) = match p {
+            Protocol::All => (None, None),
+            // -1/-1: every ICMP type and code, as a rule without ports reads.
+            Protocol::Icmp if from == Some(-1) && to == Some(-1) => (None, None),
+            _ => (Some(port(from)?), Some(port(to)?)),
+        };
+        if matches!((f, t), (Some(a), Some(b)) if a > b) {
+            return None;
+        }
+        Some(IngressRule {
+            protocol: p,
+            from_port: f,
+            to_port: t,
+            cidr: cidr.to_string(),
+        })
+    });
+    match neutral {
+        Some(r) => Seen::Rule(r),
+        None => {
+            let mut m = serde_json::Map::new();
+            m.insert("protocol".into(), protocol.into());
+            if let Some(p) = from {
+                m.insert("from_port".into(), p.into());
+            }
+            if let Some(p) = to {
+                m.insert("to_port".into(), p.into());
+            }
+            m.insert("cidr".into(), cidr.into());
+            Seen::Foreign(Value::Object(m))
+        }
+    }
+}
+
+/// The observed `ingress` of a group: its CIDR rules (group references are
+/// the members' rule, reported only by its absence, see
+/// [`gpuform_provider::resource::MEMBER_RULE_MISSING`]), then any rules in
+/// EC2's own words.
+pub(crate) fn observed_ingress(perms: &[IpPermission], group_id: Option<&str>) -> Value {
+    let mut seen_rules = ObservedIngress {
+        rules: BTreeSet::new(),
+        member_rule: perms.iter().any(|p| {
+            p.user_id_group_pairs()
+                .iter()
+                .any(|pair| pair.group_id().is_some() && pair.group_id() == group_id)
+        }),
+    };
+    // In a stable order: by their JSON text.
+    let mut foreign = BTreeSet::new();
+    for p in perms {
+        let protocol = p.ip_protocol().unwrap_or("-1");
+        let v4 = p.ip_ranges().iter().filter_map(|r| r.cidr_ip());
+        let v6 = p.ipv6_ranges().iter().filter_map(|r| r.cidr_ipv6());
+        for cidr in v4.chain(v6) {
+            match seen(protocol, p.from_port(), p.to_port(), cidr) {
+                Seen::Rule(r) => {
+                    seen_rules.rules.insert(r);
+                }
+                Seen::Foreign(v) => {
+                    foreign.insert(v.to_string());
+                }
+            }
+        }
+    }
+    let mut out = match seen_rules.to_value() {
+        Value::Array(list) => list,
+        _ => Vec::new(),
+    };
+    // Foreign rules go before the members' marker, which stays last.
+    let at = out.len() - usize::from(!seen_rules.member_rule);
+    let foreign = foreign.iter().filter_map(|s| serde_json::from_str(s).ok());
+    out.splice(at..at, foreign);
+    Value::Array(out)
+}
+
+/// An observed `ingress` read back: the neutral rules (and whether the
+/// members' rule is there), and the foreign ones as permissions to revoke.
+fn read_observed(v: Option<&Value>) -> (ObservedIngress, Vec<IpPermission>) {
+    let marker = member_rule_missing();
+    let list = match v {
+        Some(Value::Array(l)) => l.as_slice(),
+        _ => &[],
+    };
+    let mut have = ObservedIngress {
+        rules: BTreeSet::new(),
+        member_rule: !list.contains(&marker),
+    };
+    let mut foreign = Vec::new();
+    for entry in list.iter().filter(|e| **e != marker) {
+        match IngressRule::parse(entry) {
+            Ok(r) => {
+                have.rules.insert(r);
+            }
+            Err(_) => foreign.extend(foreign_permission(entry)),
+        }
+    }
+    (have, foreign)
+}
+
+fn foreign_permission(v: &Value) -> Option<IpPermission> {
+    let port = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok())
+    };
+    let protocol = match v.get("protocol")?.as_str()? {
+        "all" => "-1",
+        other => other,
+    };
+    let ports = (protocol != "-1").then(|| (port("from_port"), port("to_port")));
+    Some(permission(protocol, ports, v.get("cidr")?.as_str()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An observed rule in EC2's words.
+    fn foreign(protocol: &str, from: i32, to: i32, cidr: &str) -> Value {
+        json!({"protocol": protocol, "from_port": from, "to_port": to, "cidr": cidr})
+    }
+
+    fn rule(v: Value) -> IngressRule {
+        IngressRule::parse(&v).unwrap()
+    }
+
+    #[test]
+    fn ingress_rules_round_trip() {
+        let v =
+            json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "203.0.113.0/24"});
+        let r = rule(v.clone());
+        let p = to_permission(&r);
+        assert_eq!(p.ip_protocol(), Some("tcp"));
+        assert_eq!(p.from_port(), Some(22));
+        assert_eq!(p.ip_ranges()[0].cidr_ip(), Some("203.0.113.0/24"));
+        assert_eq!(
+            observed_ingress(std::slice::from_ref(&p), None),
+            json!([v, member_rule_missing()])
+        );
+
+        let all = rule(json!({"protocol": "-1", "cidr": "::/0"}));
+        let p = to_permission(&all);
+        assert_eq!(p.ip_protocol(), Some("-1"));
+        assert_eq!(p.from_port(), None);
+        assert_eq!(p.ipv6_ranges()[0].cidr_ipv6(), Some("::/0"));
+        assert_eq!(
+            observed_ingress(&[p], Some("sg-9")),
+            json!([{"protocol": "all", "cidr": "::/0"}, member_rule_missing()])
+        );
+
+        let sp = self_permission("sg-9");
+        assert_eq!(sp.user_id_group_pairs()[0].group_id(), Some("sg-9"));
+        assert_eq!(observed_ingress(&[sp], Some("sg-9")), json!([]));
+    }
+
+    #[test]
+    fn rules_no_spec_can_give_are_observed_and_revoked_exactly() {
+        let icmpv6 = permission("58", Some((Some(-1), Some(-1))), "::/0");
+        let echo_any_code = permission("icmp", Some((Some(8), Some(-1))), "10.0.0.0/8");
+        let every_icmp = permission("icmp", Some((Some(-1), Some(-1))), "10.0.0.0/8");
+        let ssh = to_permission(&rule(json!({"from_port": 22, "cidr": "0.0.0.0/0"})));
+        let seen = observed_ingress(
+            &[
+                icmpv6,
+                echo_any_code,
+                every_icmp,
+                ssh,
+                self_permission("sg-1"),
+            ],
+            Some("sg-1"),
+        );
+        assert_eq!(
+            seen,
+            json!([
+                {"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
+                {"protocol": "icmp", "cidr": "10.0.0.0/8"},
+                foreign("icmp", 8, -1, "10.0.0.0/8"),
+                foreign("58", -1, -1, "::/0"),
+            ])
+        );
+        let (have, revoke) = read_observed(Some(&seen));
+        assert!(have.member_rule);
+        assert_eq!(have.rules.len(), 2);
+        assert_eq!(revoke.len(), 2);
+        assert_eq!(
+            (revoke[0].from_port(), revoke[0].to_port()),
+            (Some(8), Some(-1))
+        );
+        assert_eq!(revoke[1].ip_protocol(), Some("58"));
+        assert_eq!(revoke[1].ipv6_ranges()[0].cidr_ipv6(), Some("::/0"));
+        // The neutral ICMP rule goes back as EC2 reported it: -1/-1.
+        let (_, remove) = have.changes_to(&[]);
+        let icmp = remove
+            .iter()
+            .find(|r| r.protocol == Protocol::Icmp)
+            .unwrap();
+        let p = to_permission(icmp);
+        assert_eq!((p.from_port(), p.to_port()), (Some(-1), Some(-1)));
+    }
+}

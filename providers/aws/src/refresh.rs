@@ -1,0 +1,379 @@
+//! Reading the cloud back: `read` by ids and `list_owned` by the project
+//! tag, batched (one paginated Describe call per kind), and the `observe_*`
+//! functions that turn EC2's answers into neutral observed resources.
+
+use crate::client::{
+    describe_groups, describe_instances, describe_placement_groups, describe_subnets,
+    describe_volumes, describe_vpcs, filter, FILTER_CHUNK,
+};
+use crate::network::observed_ingress;
+use crate::storage::attachment;
+use crate::tags::{
+    observed_user_tags, ownership, tag_value, IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG,
+    ROOT_VOLUME_KIND,
+};
+use crate::AwsProvider;
+use aws_sdk_ec2::types::{
+    Instance, InstanceStateName, PlacementGroup, SecurityGroup, Subnet, Tag, Volume, VolumeState,
+    Vpc,
+};
+use aws_sdk_ec2::Client;
+use gpuform_provider::driver::unsupported;
+use gpuform_provider::{
+    Attrs, Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
+};
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+
+/// Reads resources of one kind by id. Filters by id rather than the `*Ids`
+/// parameters: an id that no longer exists is simply absent instead of
+/// failing the whole batch with Invalid*ID.NotFound.
+pub(crate) async fn read(
+    p: &AwsProvider,
+    scope: &Scope,
+    kind: ResourceKind,
+    ids: &[String],
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let c = p.client(scope)?;
+    let region = scope.region.as_str();
+    let ids: Vec<String> = ids
+        .iter()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut out = Vec::new();
+    for chunk in ids.chunks(FILTER_CHUNK) {
+        let by_ids = |name: &str| vec![filter(name, chunk.to_vec())];
+        match kind {
+            ResourceKind::Network => {
+                let found = describe_vpcs(&c, by_ids("vpc-id")).await?;
+                out.extend(found.iter().map(|v| observe_vpc(v, region)));
+            }
+            ResourceKind::Subnet => {
+                let found = describe_subnets(&c, by_ids("subnet-id")).await?;
+                out.extend(found.iter().map(|s| observe_subnet(s, region)));
+            }
+            ResourceKind::Firewall => {
+                let found = describe_groups(&c, by_ids("group-id")).await?;
+                out.extend(found.iter().map(|g| observe_group(g, region)));
+            }
+            ResourceKind::Placement => {
+                let found = describe_placement_groups(&c, by_ids("group-name")).await?;
+                out.extend(observe_placements(&found, region));
+            }
+            ResourceKind::Instance => {
+                let found = describe_instances(&c, by_ids("instance-id")).await?;
+                out.extend(observe_instances(&c, region, found, &HashMap::new()).await?);
+            }
+            ResourceKind::Volume => {
+                let found = describe_volumes(&c, by_ids("volume-id")).await?;
+                out.extend(
+                    found
+                        .iter()
+                        .filter(|v| !volume_gone(v))
+                        .map(|v| observe_volume(v, region)),
+                );
+            }
+            ResourceKind::Bucket => return Err(unsupported(Cloud::Aws, kind)),
+        }
+    }
+    Ok(out)
+}
+
+/// Everything of `project` in the region: six Describe calls at once,
+/// filtered by `tag:gpuform:project` (placement groups only when enabled).
+pub(crate) async fn list_owned(
+    p: &AwsProvider,
+    scope: &Scope,
+    project: &str,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let c = p.client(scope)?;
+    let region = scope.region.as_str();
+    let owned = || {
+        vec![filter(
+            &format!("tag:{}", OwnershipTags::PROJECT),
+            [project.to_string()],
+        )]
+    };
+    let mut live_instances = owned();
+    live_instances.push(filter(
+        "instance-state-name",
+        ["pending", "running", "stopping", "stopped"].map(String::from),
+    ));
+    let placement = async {
+        if p.placement_groups {
+            describe_placement_groups(&c, owned()).await
+        } else {
+            Ok(Vec::new())
+        }
+    };
+    let (vpcs, subnets, groups, instances, volumes, pgs) = tokio::try_join!(
+        describe_vpcs(&c, owned()),
+        describe_subnets(&c, owned()),
+        describe_groups(&c, owned()),
+        describe_instances(&c, live_instances),
+        describe_volumes(&c, owned()),
+        placement,
+    )?;
+    let mut out = Vec::new();
+    out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
+    out.extend(subnets.iter().map(|s| observe_subnet(s, region)));
+    out.extend(groups.iter().map(|g| observe_group(g, region)));
+    out.extend(observe_placements(&pgs, region));
+    let sizes: HashMap<String, i32> = volumes
+        .iter()
+        .filter_map(|v| Some((v.volume_id()?.to_string(), v.size()?)))
+        .collect();
+    out.extend(observe_instances(&c, region, instances, &sizes).await?);
+    out.extend(
+        volumes
+            .iter()
+            .filter(|v| !volume_gone(v) && tag_value(v.tags(), KIND_TAG) != Some(ROOT_VOLUME_KIND))
+            .map(|v| observe_volume(v, region)),
+    );
+    Ok(out)
+}
+
+/// The live instances among `instances`, observed with their root volume
+/// sizes: from `known_sizes` (the caller's volume listing), else one
+/// batched DescribeVolumes by id.
+async fn observe_instances(
+    c: &Client,
+    region: &str,
+    instances: Vec<Instance>,
+    known_sizes: &HashMap<String, i32>,
+) -> Result<Vec<ObservedResource>, ProviderError> {
+    let live: Vec<Instance> = instances.into_iter().filter(|i| !is_gone(i)).collect();
+    let mut sizes = known_sizes.clone();
+    let missing: Vec<String> = live
+        .iter()
+        .filter_map(root_volume_id)
+        .filter(|v| !sizes.contains_key(v))
+        .collect();
+    for chunk in missing.chunks(FILTER_CHUNK) {
+        for v in describe_volumes(c, vec![filter("volume-id", chunk.to_vec())]).await? {
+            if let (Some(id), Some(size)) = (v.volume_id(), v.size()) {
+                sizes.insert(id.to_string(), size);
+            }
+        }
+    }
+    Ok(live
+        .iter()
+        .map(|i| {
+            let root = root_volume_id(i).and_then(|v| sizes.get(&v).copied());
+            observe_instance(i, region, root)
+        })
+        .collect())
+}
+
+// ----- observed resources ----------------------------------------------------
+
+/// The neutral resource: ownership and user tags from the EC2 tags, the
+/// status lower case (`available` when EC2 reports none).
+fn observed(
+    kind: ResourceKind,
+    id: Option<&str>,
+    region: &str,
+    tags: &[Tag],
+    mut attrs: Attrs,
+    status: Option<&str>,
+) -> ObservedResource {
+    let own = ownership(tags);
+    attrs.insert(
+        "tags".into(),
+        observed_user_tags(tags, own.as_ref()).to_value(),
+    );
+    ObservedResource {
+        kind,
+        id: id.unwrap_or_default().to_string(),
+        region: region.to_string(),
+        ownership: own,
+        attrs,
+        status: status.unwrap_or("available").to_ascii_lowercase(),
+    }
+}
+
+/// Neutral attributes from the fields EC2 reported (absent ones are left out).
+fn attrs<const N: usize>(fields: [(&str, Option<Value>); N]) -> Attrs {
+    fields
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .collect()
+}
+
+fn text(s: Option<&str>) -> Option<Value> {
+    s.map(Value::from)
+}
+
+pub(crate) fn observe_vpc(v: &Vpc, region: &str) -> ObservedResource {
+    let a = attrs([("cidr", text(v.cidr_block()))]);
+    let status = v.state().map(|s| s.as_str());
+    observed(
+        ResourceKind::Network,
+        v.vpc_id(),
+        region,
+        v.tags(),
+        a,
+        status,
+    )
+}
+
+pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
+    let a = attrs([
+        ("cidr", text(s.cidr_block())),
+        ("zone", text(s.availability_zone())),
+    ]);
+    let status = s.state().map(|s| s.as_str());
+    observed(
+        ResourceKind::Subnet,
+        s.subnet_id(),
+        region,
+        s.tags(),
+        a,
+        status,
+    )
+}
+
+pub(crate) fn observe_group(g: &SecurityGroup, region: &str) -> ObservedResource {
+    let a = attrs([(
+        "ingress",
+        Some(observed_ingress(g.ip_permissions(), g.group_id())),
+    )]);
+    observed(
+        ResourceKind::Firewall,
+        g.group_id(),
+        region,
+        g.tags(),
+        a,
+        None,
+    )
+}
+
+/// The placement groups that are not deleted or being deleted.
+fn observe_placements<'a>(
+    groups: &'a [PlacementGroup],
+    region: &'a str,
+) -> impl Iterator<Item = ObservedResource> + 'a {
+    groups
+        .iter()
+        .filter(|g| {
+            !matches!(
+                g.state().map(|s| s.as_str()),
+                Some("deleted") | Some("deleting")
+            )
+        })
+        .map(move |g| observe_placement(g, region))
+}
+
+pub(crate) fn observe_placement(g: &PlacementGroup, region: &str) -> ObservedResource {
+    let a = attrs([
+        ("strategy", text(g.strategy().map(|s| s.as_str()))),
+        ("group_id", text(g.group_id())),
+    ]);
+    let status = g.state().map(|s| s.as_str());
+    observed(
+        ResourceKind::Placement,
+        g.group_name(),
+        region,
+        g.tags(),
+        a,
+        status,
+    )
+}
+
+pub(crate) fn volume_gone(v: &Volume) -> bool {
+    matches!(
+        v.state(),
+        Some(VolumeState::Deleting) | Some(VolumeState::Deleted)
+    )
+}
+
+pub(crate) fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
+    let a = attrs([
+        ("zone", text(v.availability_zone())),
+        ("size_gb", v.size().map(Value::from)),
+        ("volume_type", text(v.volume_type().map(|t| t.as_str()))),
+        (
+            "attached_to",
+            Some(attachment(v).map_or(Value::Null, Value::String)),
+        ),
+    ]);
+    let status = Some(v.state().map(|s| s.as_str()).unwrap_or_default());
+    observed(
+        ResourceKind::Volume,
+        v.volume_id(),
+        region,
+        v.tags(),
+        a,
+        status,
+    )
+}
+
+/// Terminated and shutting-down instances are gone for gpuform.
+pub(crate) fn is_gone(i: &Instance) -> bool {
+    matches!(
+        i.state().and_then(|s| s.name()),
+        Some(InstanceStateName::Terminated) | Some(InstanceStateName::ShuttingDown)
+    )
+}
+
+fn root_volume_id(i: &Instance) -> Option<String> {
+    let root = i.root_device_name()?;
+    i.block_device_mappings()
+        .iter()
+        .find(|m| m.device_name() == Some(root))
+        .and_then(|m| m.ebs())
+        .and_then(|e| e.volume_id())
+        .map(str::to_string)
+}
+
+pub(crate) fn observe_instance(
+    i: &Instance,
+    region: &str,
+    root_gb: Option<i32>,
+) -> ObservedResource {
+    let tags = i.tags();
+    // The image as the engine named it (a logical name maps to a different
+    // AMI over time); the AMI id for instances gpuform did not launch.
+    let image = tag_value(tags, IMAGE_TAG).or(i.image_id());
+    let spot = i.instance_lifecycle().map(|l| l.as_str()) == Some("spot");
+    let pricing = match tag_value(tags, PRICING_TAG) {
+        _ if spot => "spot",
+        Some(p) if p != "spot" => p,
+        _ => "on-demand",
+    };
+    // EFA shows as interface type `efa`; when gpuform launched the instance,
+    // the request is kept in a tag (an rdma request on a type without EFA
+    // gets plain networking, and must not look like drift).
+    let has_efa = i
+        .network_interfaces()
+        .iter()
+        .any(|n| n.interface_type() == Some("efa"));
+    let rdma = tag_value(tags, RDMA_TAG).map_or(has_efa, |v| v == "true");
+    let a = attrs([
+        ("instance_type", text(i.instance_type().map(|t| t.as_str()))),
+        (
+            "zone",
+            text(i.placement().and_then(|p| p.availability_zone())),
+        ),
+        ("image", text(image)),
+        ("pricing", text(Some(pricing))),
+        ("root_gb", root_gb.map(Value::from)),
+        ("rdma", Some(rdma.into())),
+    ]);
+    let status = Some(
+        i.state()
+            .and_then(|s| s.name())
+            .map(|n| n.as_str())
+            .unwrap_or_default(),
+    );
+    observed(
+        ResourceKind::Instance,
+        i.instance_id(),
+        region,
+        tags,
+        a,
+        status,
+    )
+}
