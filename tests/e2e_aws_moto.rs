@@ -477,8 +477,12 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
                 &["apply", "spec.yaml", "--auto-approve", "--parallelism", "1"]
             };
             proxy.arm(n);
+            // No launch wait: its polls are reads, and a kill during them is
+            // the kill after RunInstances that N already covers; waiting would
+            // only multiply the kill points (and the minutes) of this loop.
             let child = gpuform(dir.path(), args)
                 .env("GPUFORM_AWS_SETTLE_MS", "0")
+                .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0")
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -513,6 +517,7 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
             proxy.arm(0);
             let again = gpuform(dir.path(), args)
                 .env("GPUFORM_AWS_SETTLE_MS", "0")
+                .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0")
                 .output()
                 .unwrap();
             assert!(
