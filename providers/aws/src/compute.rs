@@ -316,7 +316,8 @@ pub(crate) async fn create_placement(
     req: &Create<PlacementSpec>,
 ) -> Result<ObservedResource, ProviderError> {
     let c = p.client(&req.scope)?;
-    let PlacementSpec { strategy } = &req.spec;
+    // A cluster group is where EC2 packs EFA nodes: an RDMA group needs nothing more.
+    let PlacementSpec { strategy, rdma: _ } = &req.spec;
     let tags = creation_tags(&req.ownership, "placement", &[], &req.tags);
     let name = derived_name(&req.ownership);
     let by_name = || vec![filter("group-name", [name.clone()])];
