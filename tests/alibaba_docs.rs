@@ -6,9 +6,9 @@
 //! - point 7: destroying an unexpired subscription is refused by the plan,
 //!   saying why and until when, before anything is destroyed.
 
+use gpuform_provider::ResourceKind;
 use gpuform_standins::alibaba::{AlibabaMock, Fault};
 use gpuform_standins::{MockCloud, MockResource};
-use gpuform_provider::ResourceKind;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;

@@ -7,9 +7,7 @@
 
 mod support;
 
-use gpuform_standins::{
-    alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, MockCloud,
-};
+use gpuform_standins::{alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, MockCloud};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,9 +2,9 @@
 //! gpuform binary against the Huawei stand-in (tests/standins), killed
 //! right after a chosen API call, or refreshed while the API throttles.
 
+use gpuform_provider::ResourceKind;
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
-use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

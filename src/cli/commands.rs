@@ -97,7 +97,9 @@ fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
 }
 
 /// The built-in catalog, or a copy with the user's price overrides.
-pub(crate) fn catalog_for(prices: Option<&Path>) -> Result<std::borrow::Cow<'static, Catalog>, Failure> {
+pub(crate) fn catalog_for(
+    prices: Option<&Path>,
+) -> Result<std::borrow::Cow<'static, Catalog>, Failure> {
     let Some(path) = prices else {
         return Ok(std::borrow::Cow::Borrowed(Catalog::builtin()));
     };

@@ -176,7 +176,11 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
     let (models, count) = offers::parse_gpu_models(catalog, &a.gpu).map_err(input)?;
     let mut q = base_query(
         catalog,
-        &format!("{}{}", models[0], a.gpu.find(':').map_or("", |i| &a.gpu[i..])),
+        &format!(
+            "{}{}",
+            models[0],
+            a.gpu.find(':').map_or("", |i| &a.gpu[i..])
+        ),
         a.cloud.as_deref(),
         a.region.as_deref(),
         rate(a.cny_per_usd)?,
@@ -228,7 +232,8 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         print!("{}", offers::render_comparison(&c, a.markdown));
         return Ok(ExitCode::SUCCESS);
     }
-    let report = offers::offers_of_models(catalog, &q, &models, crate::clock::today(), a.stale_days);
+    let report =
+        offers::offers_of_models(catalog, &q, &models, crate::clock::today(), a.stale_days);
     if a.json {
         return json_out(&report);
     }
@@ -254,7 +259,10 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
                 Ok(j)
             } else {
                 Err(input(InputError::new(
-                    format!("--job-hours must be a positive number of hours (at most {}), found {j}", breakeven::MAX_HOURS_PER_MONTH),
+                    format!(
+                        "--job-hours must be a positive number of hours (at most {}), found {j}",
+                        breakeven::MAX_HOURS_PER_MONTH
+                    ),
                     "e.g. --job-hours 0.25 for a 15-minute job",
                 )))
             }

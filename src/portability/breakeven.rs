@@ -393,19 +393,33 @@ pub fn render_table(r: &BreakevenReport) -> String {
     for row in &r.rows {
         let cell = |p: PricingModel| {
             row.cost(p).map_or("—".to_string(), |c| {
-                let mark = if c.basis == PriceBasis::Assumed.as_str() { "*" } else { "" };
+                let mark = if c.basis == PriceBasis::Assumed.as_str() {
+                    "*"
+                } else {
+                    ""
+                };
                 format!("{}{mark}", usd(c.monthly_usd))
             })
         };
-        assumed |= row.costs.iter().any(|c| c.basis == PriceBasis::Assumed.as_str())
+        assumed |= row
+            .costs
+            .iter()
+            .any(|c| c.basis == PriceBasis::Assumed.as_str())
             || row
                 .monthly_subscription
                 .as_ref()
                 .is_some_and(|s| s.basis == PriceBasis::Assumed.as_str());
-        let sub = row.monthly_subscription.as_ref().map_or("—".to_string(), |s| {
-            let mark = if s.basis == PriceBasis::Assumed.as_str() { "*" } else { "" };
-            format!("{}{mark}", usd(s.monthly_usd))
-        });
+        let sub = row
+            .monthly_subscription
+            .as_ref()
+            .map_or("—".to_string(), |s| {
+                let mark = if s.basis == PriceBasis::Assumed.as_str() {
+                    "*"
+                } else {
+                    ""
+                };
+                format!("{}{mark}", usd(s.monthly_usd))
+            });
         let mut be: Vec<String> = row
             .break_even
             .iter()
@@ -471,7 +485,9 @@ pub fn render_table(r: &BreakevenReport) -> String {
     out.push_str("Spot capacity may be reclaimed at short notice; its price moves.\n");
     out.push_str("Alibaba, Tencent, Huawei: reserved-1y is the one-year subscription (包年), monthly-sub the one-month subscription (包月), both paid for the whole term.\n");
     if assumed {
-        out.push_str("* assumed: the price's source names no region; it is assumed to hold here.\n");
+        out.push_str(
+            "* assumed: the price's source names no region; it is assumed to hold here.\n",
+        );
     }
     if let Some(j) = r.job_hours {
         let mut clouds: Vec<Cloud> = r.rows.iter().map(|row| row.cloud).collect();

@@ -102,10 +102,8 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         ));
     }
     if !caveats.is_empty() {
-        plan.warnings.push(format!(
-            "price caveats: {}",
-            list(&caveats)
-        ));
+        plan.warnings
+            .push(format!("price caveats: {}", list(&caveats)));
     }
     if !undated.is_empty() {
         plan.warnings.push(format!(

@@ -649,7 +649,10 @@ pub fn render_table(r: &OffersReport) -> String {
             u.how_to_price
         ));
     }
-    if r.offers.iter().any(|o| o.price.as_ref().is_some_and(|p| p.basis == "assumed")) {
+    if r.offers
+        .iter()
+        .any(|o| o.price.as_ref().is_some_and(|p| p.basis == "assumed"))
+    {
         out.push_str("Basis: \"sourced\" prices are quoted for that region; \"assumed\" prices come from a source that names no region and are assumed to hold in every region offering the type. \"availability assumed\": no document says the region sells the type.\n");
     }
     if r.offers.iter().any(|o| o.price.is_some()) {
@@ -771,10 +774,9 @@ pub fn compare(
         })
         .collect();
     let quote = |pi: usize, row: &OfferRow| -> Option<Quote> {
-        let r = reports[pi]
-            .offers
-            .iter()
-            .find(|o| (o.cloud, &o.region, &o.instance_type) == (row.cloud, &row.region, &row.instance_type))?;
+        let r = reports[pi].offers.iter().find(|o| {
+            (o.cloud, &o.region, &o.instance_type) == (row.cloud, &row.region, &row.instance_type)
+        })?;
         let p = r.price.as_ref()?;
         Some(Quote {
             pricing: pricings[pi].as_str(),
@@ -831,7 +833,8 @@ pub fn compare(
             if sub.as_ref().is_some_and(|s| s.per_gpu_hour_usd <= per_gpu) {
                 continue;
             }
-            let same = chosen.is_some_and(|c| (&c.region, &c.instance_type) == (&o.region, &o.instance_type));
+            let same = chosen
+                .is_some_and(|c| (&c.region, &c.instance_type) == (&o.region, &o.instance_type));
             sub = Some(Quote {
                 pricing: "monthly-subscription",
                 hourly_usd: monthly / HOURS_PER_MONTH,
@@ -883,7 +886,11 @@ pub fn compare(
     }
     let query = describe_query(&words_q).replacen(
         pricings[0].as_str(),
-        &pricings.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" vs "),
+        &pricings
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs "),
         1,
     );
     Comparison {
@@ -1006,7 +1013,11 @@ pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
             header
                 .iter()
                 .enumerate()
-                .map(|(i, _)| if (5..=9).contains(&i) { " ---: |" } else { " --- |" })
+                .map(|(i, _)| if (5..=9).contains(&i) {
+                    " ---: |"
+                } else {
+                    " --- |"
+                })
                 .collect::<String>()
         ));
         for l in &lines {
@@ -1039,7 +1050,11 @@ pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
     for m in &missing {
         out.push_str(&format!("{bullet}Missing price, {m}\n"));
     }
-    out.push_str(if markdown { "\nSources:\n\n" } else { "Sources:\n" });
+    out.push_str(if markdown {
+        "\nSources:\n\n"
+    } else {
+        "Sources:\n"
+    });
     let mut src = String::new();
     notes.render(&mut src);
     if markdown {

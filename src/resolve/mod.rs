@@ -869,12 +869,18 @@ mod tests {
     #[test]
     fn ingress_is_one_set_whatever_order_the_spec_lists_it_in() {
         let ssh = json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"});
-        let web = json!({"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.0.0.0/8"});
+        let web =
+            json!({"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr": "10.0.0.0/8"});
         let ping = json!({"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"});
         let a = canonical_ingress([web.clone(), ping.clone(), ssh.clone()].into_iter());
-        let b = canonical_ingress([ssh.clone(), web.clone(), ping.clone(), ssh.clone()].into_iter());
+        let b =
+            canonical_ingress([ssh.clone(), web.clone(), ping.clone(), ssh.clone()].into_iter());
         assert_eq!(a, b);
-        assert_eq!(a, vec![ssh, web, ping], "the order providers report rules in");
+        assert_eq!(
+            a,
+            vec![ssh, web, ping],
+            "the order providers report rules in"
+        );
         // What a provider cannot type is kept, for it to refuse with its own message.
         let odd = json!({"protocol": "gre", "cidr": "1.2.3.4/32"});
         assert_eq!(canonical_ingress([odd.clone()].into_iter()), vec![odd]);

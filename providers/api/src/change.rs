@@ -130,7 +130,11 @@ mod tests {
         assert!(parse(ResourceKind::Volume, json!({"size_gb": 0})).is_err());
         assert!(parse(ResourceKind::Volume, json!({"attached_to": 3})).is_err());
         assert!(parse(ResourceKind::Network, json!({"tags": {"aws:x": "1"}})).is_err());
-        let set = parse(ResourceKind::Volume, json!({"attached_to": null, "size_gb": 20})).unwrap();
+        let set = parse(
+            ResourceKind::Volume,
+            json!({"attached_to": null, "size_gb": 20}),
+        )
+        .unwrap();
         assert_eq!(set.attachment, Some(Attachment::Detached));
         assert_eq!(set.size_gb, Some(20));
     }

@@ -83,12 +83,18 @@ pub trait CloudDriver: Send + Sync {
         Ok(())
     }
 
-    async fn create_network(&self, req: &Create<NetworkSpec>)
-        -> Result<ObservedResource, ProviderError>;
-    async fn create_subnet(&self, req: &Create<SubnetSpec>)
-        -> Result<ObservedResource, ProviderError>;
-    async fn create_firewall(&self, req: &Create<FirewallSpec>)
-        -> Result<ObservedResource, ProviderError>;
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
     async fn create_placement(
         &self,
         req: &Create<PlacementSpec>,
@@ -96,11 +102,18 @@ pub trait CloudDriver: Send + Sync {
         let _ = req;
         Err(unsupported(self.cloud(), ResourceKind::Placement))
     }
-    async fn create_instance(&self, req: &Create<InstanceSpec>)
-        -> Result<ObservedResource, ProviderError>;
-    async fn create_volume(&self, req: &Create<VolumeSpec>)
-        -> Result<ObservedResource, ProviderError>;
-    async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_volume(
+        &self,
+        req: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_bucket(
+        &self,
+        req: &Create<BucketSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         let _ = req;
         Err(unsupported(self.cloud(), ResourceKind::Bucket))
     }

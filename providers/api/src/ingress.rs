@@ -228,15 +228,30 @@ mod tests {
     #[test]
     fn rules_read_with_defaults_and_refuse_nonsense() {
         let r = IngressRule::parse(&json!({"from_port": 22, "cidr": "0.0.0.0/0"})).unwrap();
-        assert_eq!((r.protocol, r.from_port, r.to_port), (Protocol::Tcp, Some(22), Some(22)));
-        assert_eq!(r.to_json(), json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}));
+        assert_eq!(
+            (r.protocol, r.from_port, r.to_port),
+            (Protocol::Tcp, Some(22), Some(22))
+        );
+        assert_eq!(
+            r.to_json(),
+            json!({"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"})
+        );
         let icmp = IngressRule::parse(&json!({"protocol": "ICMP", "cidr": "10.0.0.0/8"})).unwrap();
         assert_eq!(icmp.port_range(), (-1, -1));
         for (bad, says) in [
             (json!({"protocol": "tcp", "cidr": "x"}), "needs `from_port`"),
-            (json!({"protocol": "gre", "from_port": 1, "cidr": "x"}), "not one of tcp"),
-            (json!({"from_port": 70000, "cidr": "x"}), "not a port number"),
-            (json!({"from_port": 9, "to_port": 8, "cidr": "x"}), "above `to_port`"),
+            (
+                json!({"protocol": "gre", "from_port": 1, "cidr": "x"}),
+                "not one of tcp",
+            ),
+            (
+                json!({"from_port": 70000, "cidr": "x"}),
+                "not a port number",
+            ),
+            (
+                json!({"from_port": 9, "to_port": 8, "cidr": "x"}),
+                "above `to_port`",
+            ),
             (json!({"from_port": 22}), "`cidr` missing"),
             (json!("22/tcp"), "not an object"),
         ] {

@@ -76,7 +76,10 @@ impl UserTags {
                     "tag `{k}`: the prefix `{GPUFORM_PREFIX}` is reserved for gpuform's ownership tags; choose another key"
                 )));
             }
-            if let Some(p) = reserved_prefixes(cloud).iter().find(|p| lower.starts_with(*p)) {
+            if let Some(p) = reserved_prefixes(cloud)
+                .iter()
+                .find(|p| lower.starts_with(*p))
+            {
                 return Err(invalid(format!(
                     "tag `{k}`: keys starting with `{p}` are reserved by {cloud}; choose another key"
                 )));
@@ -99,7 +102,9 @@ impl UserTags {
                 .filter(|(k, _)| {
                     let lower = k.to_lowercase();
                     !lower.starts_with(GPUFORM_PREFIX)
-                        && !reserved_prefixes(cloud).iter().any(|p| lower.starts_with(p))
+                        && !reserved_prefixes(cloud)
+                            .iter()
+                            .any(|p| lower.starts_with(p))
                 })
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
@@ -181,7 +186,10 @@ mod tests {
             for p in reserved_prefixes(cloud) {
                 let key = format!("{}x", p.to_uppercase());
                 let e = parse(json!({ key.clone(): "v" }), cloud).unwrap_err();
-                assert!(e.message.contains(&format!("reserved by {cloud}")), "{cloud} {key}: {e}");
+                assert!(
+                    e.message.contains(&format!("reserved by {cloud}")),
+                    "{cloud} {key}: {e}"
+                );
             }
         }
         // Another cloud's namespace is an ordinary key.
@@ -195,7 +203,9 @@ mod tests {
         assert_eq!(t.get("on"), Some("true"));
         assert!(parse(json!({"team": ["a"]}), Cloud::Aws).is_err());
         assert!(parse(json!(["team"]), Cloud::Aws).is_err());
-        assert!(UserTags::parse(None, Cloud::Aws, |_, _| Ok(())).unwrap().is_empty());
+        assert!(UserTags::parse(None, Cloud::Aws, |_, _| Ok(()))
+            .unwrap()
+            .is_empty());
         let e = UserTags::parse(Some(&json!({"team": "r&d"})), Cloud::Tencent, |_, v| {
             if v.contains('&') {
                 Err("`&` is not allowed".into())
@@ -211,7 +221,12 @@ mod tests {
     fn observed_keeps_only_user_keys_and_diff_says_what_to_call() {
         let seen = UserTags::observed(
             Cloud::Aws,
-            [("gpuform:project", "p"), ("aws:cloudformation", "x"), ("team", "ml"), ("old", "1")],
+            [
+                ("gpuform:project", "p"),
+                ("aws:cloudformation", "x"),
+                ("team", "ml"),
+                ("old", "1"),
+            ],
         );
         assert_eq!(seen.len(), 2);
         let want = parse(json!({"team": "infra", "new": "2"}), Cloud::Aws).unwrap();
@@ -219,7 +234,10 @@ mod tests {
         assert_eq!(d.remove, vec!["old".to_string()]);
         assert_eq!(
             d.set,
-            vec![("new".to_string(), "2".to_string()), ("team".to_string(), "infra".to_string())]
+            vec![
+                ("new".to_string(), "2".to_string()),
+                ("team".to_string(), "infra".to_string())
+            ]
         );
         assert!(want.diff_from(&want).is_empty());
     }

@@ -36,12 +36,12 @@ mod sources;
 #[cfg(test)]
 mod tests;
 
+pub use billing::{billing, Billing};
 pub use cloud::Cloud;
 pub use date::{parse_as_of, price_age, Day, PriceAge, HOURS_PER_MONTH};
 pub use load::CatalogError;
 pub use query::{Match, OfferQuery, DEFAULT_CNY_PER_USD};
 pub use sources::{CatalogSources, CloudSources, Source};
-pub use billing::{billing, Billing};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -3,8 +3,7 @@
 use super::{
     instance_family, normalize_gpu_name, Availability, Catalog, Currency, GpuDetails, GpuModel,
     InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PriceBasis,
-    PricingModel,
-    RdmaKind, Region, SubscriptionPrice,
+    PricingModel, RdmaKind, Region, SubscriptionPrice,
 };
 use crate::sources::{CatalogSources, Source};
 use crate::Cloud;

@@ -7,9 +7,9 @@
 //! header names, a port in the host, raw UTF-8 bodies. Each is signed here,
 //! put on the wire the way the providers send it, and must verify there.
 
+use gpuform_signing::{acs3, aliyun_rpc, canon, huawei, tc3, Credentials, OffsetDateTime, Request};
 use gpuform_standins::verify::{acs3 as v_acs3, huawei as v_huawei, rpc as v_rpc, tc3 as v_tc3};
 use gpuform_standins::verify::{Key, WireRequest};
-use gpuform_signing::{acs3, aliyun_rpc, canon, huawei, tc3, Credentials, OffsetDateTime, Request};
 
 const ID: &str = "AKIDgpuformIndependent01";
 const SECRET: &str = "s3cr3t/with+odd=chars&";

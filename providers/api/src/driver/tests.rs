@@ -49,7 +49,10 @@ impl CloudDriver for Recorder {
         "recorder".into()
     }
     fn rate_limit(&self) -> RateLimit {
-        RateLimit { per_second: 10.0, burst: 10 }
+        RateLimit {
+            per_second: 10.0,
+            burst: 10,
+        }
     }
     fn kinds(&self) -> &'static [ResourceKind] {
         &[ResourceKind::Network, ResourceKind::Volume]
@@ -61,23 +64,42 @@ impl CloudDriver for Recorder {
             Ok(())
         }
     }
-    async fn create_network(&self, r: &Create<NetworkSpec>) -> Result<ObservedResource, ProviderError> {
-        self.log(format!("create_network {} tags={}", r.spec.cidr, r.tags.len()));
+    async fn create_network(
+        &self,
+        r: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        self.log(format!(
+            "create_network {} tags={}",
+            r.spec.cidr,
+            r.tags.len()
+        ));
         let mut attrs = Attrs::new();
         attrs.insert("cidr".into(), json!(r.spec.cidr));
         self.put(ResourceKind::Network, "n-1", attrs);
         Ok(self.existing.lock().unwrap()["n-1"].clone())
     }
-    async fn create_subnet(&self, _: &Create<SubnetSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(
+        &self,
+        _: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         unreachable!("subnets are not among this driver's kinds")
     }
-    async fn create_firewall(&self, _: &Create<FirewallSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(
+        &self,
+        _: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         unreachable!()
     }
-    async fn create_instance(&self, _: &Create<InstanceSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(
+        &self,
+        _: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         unreachable!()
     }
-    async fn create_volume(&self, r: &Create<VolumeSpec>) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(
+        &self,
+        r: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
         self.log(format!("create_volume {}", r.spec.size_gb));
         Err(gone("zone"))
     }
@@ -94,20 +116,43 @@ impl CloudDriver for Recorder {
     async fn list_owned(&self, _: &Scope, _: &str) -> Result<Vec<ObservedResource>, ProviderError> {
         Ok(Vec::new())
     }
-    async fn update_tags(&self, _: &Scope, c: &ObservedResource, want: &UserTags) -> Result<(), ProviderError> {
+    async fn update_tags(
+        &self,
+        _: &Scope,
+        c: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<(), ProviderError> {
         self.log(format!("update_tags {} {:?}", c.id, want.as_map()));
         Ok(())
     }
-    async fn update_ingress(&self, _: &Scope, _: &ObservedResource, _: &[IngressRule]) -> Result<(), ProviderError> {
+    async fn update_ingress(
+        &self,
+        _: &Scope,
+        _: &ObservedResource,
+        _: &[IngressRule],
+    ) -> Result<(), ProviderError> {
         unreachable!()
     }
-    async fn resize_volume(&self, _: &Scope, c: &ObservedResource, size: u32) -> Result<(), ProviderError> {
+    async fn resize_volume(
+        &self,
+        _: &Scope,
+        c: &ObservedResource,
+        size: u32,
+    ) -> Result<(), ProviderError> {
         self.log(format!("resize {} {size}", c.id));
         let mut have = self.existing.lock().unwrap();
-        have.get_mut(&c.id).unwrap().attrs.insert("size_gb".into(), json!(size));
+        have.get_mut(&c.id)
+            .unwrap()
+            .attrs
+            .insert("size_gb".into(), json!(size));
         Ok(())
     }
-    async fn attach_volume(&self, _: &Scope, c: &ObservedResource, to: &Attachment) -> Result<(), ProviderError> {
+    async fn attach_volume(
+        &self,
+        _: &Scope,
+        c: &ObservedResource,
+        to: &Attachment,
+    ) -> Result<(), ProviderError> {
         self.log(format!("attach {} {:?}", c.id, to.instance()));
         Ok(())
     }
@@ -131,7 +176,9 @@ impl CloudDriver for Recorder {
 }
 
 fn scope() -> Scope {
-    Scope { region: "r1".into() }
+    Scope {
+        region: "r1".into(),
+    }
 }
 
 fn request(kind: ResourceKind, attrs: serde_json::Value) -> CreateRequest {
@@ -154,7 +201,10 @@ async fn creates_are_typed_checked_and_dispatched_by_kind() {
     let d = Recorder::default();
     let p: &dyn Provider = &d;
     let made = p
-        .create(&request(ResourceKind::Network, json!({"cidr": "10.0.0.0/16", "tags": {"team": "ml"}})))
+        .create(&request(
+            ResourceKind::Network,
+            json!({"cidr": "10.0.0.0/16", "tags": {"team": "ml"}}),
+        ))
         .await
         .unwrap();
     assert_eq!(made.id, "n-1");
@@ -162,20 +212,39 @@ async fn creates_are_typed_checked_and_dispatched_by_kind() {
 
     // Refused before any call: an unsupported kind, a missing attribute, a
     // reserved or (by this cloud's rules) malformed tag.
-    let e = p.create(&request(ResourceKind::Subnet, json!({}))).await.unwrap_err();
-    assert_eq!(e.message, "subnet resources are not supported on huawei yet");
-    let e = p.create(&request(ResourceKind::Network, json!({}))).await.unwrap_err();
+    let e = p
+        .create(&request(ResourceKind::Subnet, json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "subnet resources are not supported on huawei yet"
+    );
+    let e = p
+        .create(&request(ResourceKind::Network, json!({})))
+        .await
+        .unwrap_err();
     assert_eq!(e.message, "a network needs `cidr`");
-    for tags in [json!({"gpuform:x": "1"}), json!({"_SYS_x": "1"}), json!({"a b": "1"})] {
+    for tags in [
+        json!({"gpuform:x": "1"}),
+        json!({"_SYS_x": "1"}),
+        json!({"a b": "1"}),
+    ] {
         let e = p
-            .create(&request(ResourceKind::Network, json!({"cidr": "10.0.0.0/16", "tags": tags})))
+            .create(&request(
+                ResourceKind::Network,
+                json!({"cidr": "10.0.0.0/16", "tags": tags}),
+            ))
             .await
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");
     }
     assert_eq!(d.calls().len(), 1, "no call made for a refused create");
     // The driver's own errors pass through unchanged (a NotFound on create is not success).
-    let e = p.create(&request(ResourceKind::Volume, json!({"size_gb": 10}))).await.unwrap_err();
+    let e = p
+        .create(&request(ResourceKind::Volume, json!({"size_gb": 10})))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::NotFound);
 }
 
@@ -188,8 +257,15 @@ async fn updates_check_apply_each_change_and_read_back() {
         "size_gb": 200, "attached_to": "i-9", "tags": {"team": "ml"}
     }))
     .unwrap();
-    let after = p.update(&scope(), ResourceKind::Volume, "v-1", &changes).await.unwrap();
-    assert_eq!(after.attrs["size_gb"], json!(200), "the answer is read after the update");
+    let after = p
+        .update(&scope(), ResourceKind::Volume, "v-1", &changes)
+        .await
+        .unwrap();
+    assert_eq!(
+        after.attrs["size_gb"],
+        json!(200),
+        "the answer is read after the update"
+    );
     assert_eq!(
         d.calls(),
         vec![
@@ -201,9 +277,15 @@ async fn updates_check_apply_each_change_and_read_back() {
         ]
     );
     let bad: Attrs = serde_json::from_value(json!({"volume_type": "hdd"})).unwrap();
-    let e = p.update(&scope(), ResourceKind::Volume, "v-1", &bad).await.unwrap_err();
+    let e = p
+        .update(&scope(), ResourceKind::Volume, "v-1", &bad)
+        .await
+        .unwrap_err();
     assert!(e.message.contains("needs a replacement"), "{e}");
-    let e = p.update(&scope(), ResourceKind::Volume, "v-404", &changes).await.unwrap_err();
+    let e = p
+        .update(&scope(), ResourceKind::Volume, "v-404", &changes)
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::NotFound);
 }
 
@@ -211,12 +293,28 @@ async fn updates_check_apply_each_change_and_read_back() {
 async fn deletes_of_gone_resources_succeed_and_other_errors_do_not() {
     let d = Recorder::default();
     let p: &dyn Provider = &d;
-    p.delete(&scope(), ResourceKind::Network, "n-1").await.unwrap();
-    let e = p.delete(&scope(), ResourceKind::Volume, "v-1").await.unwrap_err();
+    p.delete(&scope(), ResourceKind::Network, "n-1")
+        .await
+        .unwrap();
+    let e = p
+        .delete(&scope(), ResourceKind::Volume, "v-1")
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::DependencyViolation);
-    let e = p.delete(&scope(), ResourceKind::Bucket, "b").await.unwrap_err();
+    let e = p
+        .delete(&scope(), ResourceKind::Bucket, "b")
+        .await
+        .unwrap_err();
     assert!(e.message.contains("not supported"));
-    assert!(p.read(&scope(), ResourceKind::Subnet, &["s-1".into()]).await.unwrap().is_empty());
-    assert!(p.read(&scope(), ResourceKind::Network, &[]).await.unwrap().is_empty());
+    assert!(p
+        .read(&scope(), ResourceKind::Subnet, &["s-1".into()])
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(p
+        .read(&scope(), ResourceKind::Network, &[])
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(d.calls(), vec!["delete_network n-1", "delete_volume v-1"]);
 }

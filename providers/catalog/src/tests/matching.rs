@@ -260,5 +260,9 @@ fn nearest_keeps_the_link_when_only_the_fabric_is_missing() {
     assert!(cat().matching(&q).is_empty());
     let near = cat().closest(&q, 1);
     assert_eq!(near[0].instance.interconnect, Some(Interconnect::Nvlink));
-    assert!(near[0].instance.name.starts_with("ecs.gn7e"), "{}", near[0].instance.name);
+    assert!(
+        near[0].instance.name.starts_with("ecs.gn7e"),
+        "{}",
+        near[0].instance.name
+    );
 }

@@ -259,7 +259,11 @@ fn prices_keep_source_and_date() {
         .unwrap();
     let od = &gn7e.prices[&PricingModel::OnDemand];
     assert_eq!(od.currency, Currency::CNY);
-    assert!(od.source.contains("karpenter-provider-alibabacloud"), "{}", od.source);
+    assert!(
+        od.source.contains("karpenter-provider-alibabacloud"),
+        "{}",
+        od.source
+    );
     assert_eq!(od.as_of, "2024-12-30 (commit date; file itself undated)");
     // Types the price list names and the catalog lacked are added.
     assert_eq!(

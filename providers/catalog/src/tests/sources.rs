@@ -141,14 +141,32 @@ fn a_one_year_subscription_is_reserved_1y_on_the_subscription_clouds() {
     let prices = "region,instance_type,pricing,price,currency,source,as_of\n";
     let subs = "region,instance_type,months,price,currency,source,as_of,note\ncn-beijing,ecs.gn6i-c4g1.xlarge,12,17520,CNY,quote,2026-10-01,\n*,ecs.gn6i-c4g1.xlarge,1,1500,CNY,list,2026-09,\n";
     let src = CatalogSources {
-        gpus: Source { file: "gpus.csv", text: G },
+        gpus: Source {
+            file: "gpus.csv",
+            text: G,
+        },
         clouds: vec![CloudSources {
             cloud: Cloud::Alibaba,
-            instance_types: Source { file: "t", text: types },
-            regions: Source { file: "r", text: regions },
-            availability: Source { file: "a", text: avail },
-            prices: Source { file: "p", text: prices },
-            subscriptions: Some(Source { file: "s", text: subs }),
+            instance_types: Source {
+                file: "t",
+                text: types,
+            },
+            regions: Source {
+                file: "r",
+                text: regions,
+            },
+            availability: Source {
+                file: "a",
+                text: avail,
+            },
+            prices: Source {
+                file: "p",
+                text: prices,
+            },
+            subscriptions: Some(Source {
+                file: "s",
+                text: subs,
+            }),
             notes: None,
         }],
     };
@@ -159,8 +177,15 @@ fn a_one_year_subscription_is_reserved_1y_on_the_subscription_clouds() {
         .prices[&PricingModel::Reserved1y];
     // ¥17,520 a year over 12 × 730 h.
     assert!((bj.hourly - 2.0).abs() < 1e-12);
-    assert_eq!((bj.currency, bj.basis), (Currency::CNY, PriceBasis::Sourced));
-    assert!(bj.source.starts_with("quote [one-year subscription"), "{}", bj.source);
+    assert_eq!(
+        (bj.currency, bj.basis),
+        (Currency::CNY, PriceBasis::Sourced)
+    );
+    assert!(
+        bj.source.starts_with("quote [one-year subscription"),
+        "{}",
+        bj.source
+    );
     assert_eq!(bj.as_of, "2026-10-01");
     // A one-month subscription is not a 1-year term; cn-shanghai has no yearly quote.
     assert!(c
