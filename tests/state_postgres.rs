@@ -42,7 +42,11 @@ fn server() -> &'static (String, String, String) {
 /// A project name of this run only: the shared server keeps states between runs.
 fn unique(name: &str) -> String {
     // Random, not the clock: tests never read the wall clock.
-    format!("{name}-{}-{:08x}", std::process::id(), rand::random::<u32>())
+    format!(
+        "{name}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }
 
 fn spec(project: &str, nodes: u32) -> String {
