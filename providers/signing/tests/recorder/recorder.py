@@ -17,9 +17,12 @@ class Recorder:
             def _handle(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
+                target = self.path                     # absolute-form URI when used as proxy
+                if target.startswith("/"):             # origin form: sent through a CONNECT tunnel
+                    target = "http://%s%s" % (self.headers.get("Host"), target)
                 rec.requests.append({
                     "method": self.command,
-                    "target": self.path,               # absolute-form URI when used as proxy
+                    "target": target,
                     "headers": [[k, v] for k, v in self.headers.items()],
                     "body": body.decode("utf-8", "replace"),
                 })
@@ -29,7 +32,13 @@ class Recorder:
                 self.send_header("Content-Length", str(len(rb)))
                 self.end_headers()
                 self.wfile.write(rb)
-            do_GET = do_POST = do_PUT = do_DELETE = _handle
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+            def do_CONNECT(self):
+                # esdk-obs-python tunnels even plain http through its proxy: accept the tunnel and
+                # read the requests that follow on this connection as ordinary ones.
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.close_connection = False  # the CONNECT line says HTTP/1.0; the tunnel stays open
             def log_message(self, *a): pass
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.port = self.httpd.server_address[1]
