@@ -178,6 +178,69 @@ pub fn iso8601_basic_utc(t: OffsetDateTime) -> Result<String, SignError> {
     Ok(format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
 }
 
+/// `Sat, 09 Mar 2024 16:00:01 GMT` (RFC 1123, UTC, English names whatever
+/// the locale): the `Date` header OSS V1 and OBS sign.
+pub fn http_date(t: OffsetDateTime) -> Result<String, SignError> {
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, mo, d, h, mi, s) = utc_fields(t)?;
+    let weekday = t
+        .to_offset(time::UtcOffset::UTC)
+        .weekday()
+        .number_days_from_monday();
+    Ok(format!(
+        "{}, {d:02} {} {y:04} {h:02}:{mi:02}:{s:02} GMT",
+        DAYS[usize::from(weekday)],
+        MONTHS[usize::from(mo) - 1]
+    ))
+}
+
+/// `hex(SHA-1(data))`: the COS HttpString digest.
+pub fn sha1_hex(data: &[u8]) -> String {
+    use sha1::Digest as _;
+    hex::encode(sha1::Sha1::digest(data))
+}
+
+/// The sub-resource part of an OSS V1 / OBS canonicalized resource: the
+/// query pairs whose name `is_subresource` accepts, sorted by name (then
+/// value), `name=value` as decoded (not encoded), `name` alone when the
+/// value is empty, joined with `&` after a `?`; empty if none.
+pub fn subresources(pairs: &[(String, String)], is_subresource: impl Fn(&str) -> bool) -> String {
+    let mut picked: Vec<&(String, String)> =
+        pairs.iter().filter(|(k, _)| is_subresource(k)).collect();
+    if picked.is_empty() {
+        return String::new();
+    }
+    picked.sort();
+    let parts: Vec<String> = picked
+        .iter()
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.clone()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    format!("?{}", parts.join("&"))
+}
+
+/// `/bucket/key` (the bucket a virtual-hosted request addresses, then the
+/// decoded path), or the path alone for a request to no bucket.
+pub fn bucket_resource(bucket: Option<&str>, path: &str) -> String {
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    match bucket {
+        Some(b) => format!("/{b}{path}"),
+        None => path,
+    }
+}
+
 /// `2019-02-25` (UTC date): the TC3 credential scope.
 pub fn utc_date(t: OffsetDateTime) -> Result<String, SignError> {
     let (y, mo, d, ..) = utc_fields(t)?;
@@ -257,5 +320,27 @@ mod tests {
         assert_eq!(utc_date(t).unwrap(), "2019-02-25");
         let off = t.to_offset(time::UtcOffset::from_hms(8, 0, 0).unwrap());
         assert_eq!(iso8601_utc(off).unwrap(), "2019-02-25T16:44:25Z");
+        // RFC 1123 examples: a Monday, and a day whose local date is the next one.
+        assert_eq!(http_date(t).unwrap(), "Mon, 25 Feb 2019 16:44:25 GMT");
+        assert_eq!(http_date(off).unwrap(), "Mon, 25 Feb 2019 16:44:25 GMT");
+        let year_end = OffsetDateTime::from_unix_timestamp(1735689599).unwrap();
+        assert_eq!(
+            http_date(year_end).unwrap(),
+            "Tue, 31 Dec 2024 23:59:59 GMT"
+        );
+        let epoch = OffsetDateTime::UNIX_EPOCH;
+        assert_eq!(http_date(epoch).unwrap(), "Thu, 01 Jan 1970 00:00:00 GMT");
+    }
+
+    #[test]
+    fn resources_and_subresources() {
+        let q = pairs(&[("versionId", "v 1"), ("acl", ""), ("prefix", "a/b")]);
+        let s = subresources(&q, |k| k == "acl" || k == "versionId");
+        assert_eq!(s, "?acl&versionId=v 1");
+        assert_eq!(subresources(&q, |_| false), "");
+        assert_eq!(bucket_resource(Some("b"), "/"), "/b/");
+        assert_eq!(bucket_resource(Some("b"), "/k/x y"), "/b/k/x y");
+        assert_eq!(bucket_resource(None, ""), "/");
+        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
     }
 }

@@ -8,9 +8,14 @@
 //! | [`acs3`] | `ACS3-HMAC-SHA256` (V3) | Alibaba Cloud, current SDKs |
 //! | [`aliyun_rpc`] | RPC `HMAC-SHA1`, SignatureVersion 1.0 | Alibaba Cloud, legacy |
 //! | [`huawei`] | `SDK-HMAC-SHA256` (APIG AK/SK) | Huawei Cloud |
+//! | [`oss4`] | `OSS4-HMAC-SHA256` (OSS V4) | Alibaba Cloud OSS |
+//! | [`oss1`] | `OSS AccessKeyId:Signature` (OSS V1, HMAC-SHA1) | Alibaba Cloud OSS, legacy |
+//! | [`cos`] | `q-sign-algorithm=sha1` | Tencent Cloud COS (XML API) |
+//! | [`obs`] | `OBS AccessKeyID:Signature` (HMAC-SHA1) | Huawei Cloud OBS |
 //!
 //! A signer is a pure function of a [`Request`], [`Credentials`] and the
-//! time (plus a nonce for Alibaba): no clock reads, no randomness, no I/O.
+//! time (plus a nonce for Alibaba; the region and the virtual-hosted bucket
+//! for object storage): no clock reads, no randomness, no I/O.
 //! It returns the headers to add ([`Signed`]); the caller sends the request
 //! with exactly the method, host, [`Request::encoded_path`],
 //! [`Request::encoded_query`], headers and body bytes that were signed.
@@ -22,7 +27,11 @@ use std::fmt;
 pub mod acs3;
 pub mod aliyun_rpc;
 pub mod canon;
+pub mod cos;
 pub mod huawei;
+pub mod obs;
+pub mod oss1;
+pub mod oss4;
 pub mod tc3;
 
 pub use time::OffsetDateTime;
@@ -184,7 +193,8 @@ pub struct Signed {
     pub headers: Vec<(String, String)>,
     pub canonical_request: String,
     pub string_to_sign: String,
-    /// Lower-case hex signature (the last field of `Authorization`).
+    /// The signature as it appears in `Authorization`: lower-case hex, or
+    /// Base64 for OSS V1 and OBS.
     pub signature: String,
 }
 
@@ -246,6 +256,12 @@ pub enum SignError {
     ReservedParam(String),
     #[error("signing time must lie between the years 1970 and 9999")]
     TimeOutOfRange,
+    #[error(
+        "the header {0} is to be signed as an additional header but the request does not carry it"
+    )]
+    MissingAdditionalHeader(String),
+    #[error("the signature's validity period ends before it starts")]
+    EmptyValidity,
 }
 
 /// Current time, the one clock read of this crate (for the `sign_now` helpers).
