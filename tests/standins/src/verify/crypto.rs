@@ -26,6 +26,12 @@ pub fn hmac_sha256_matches_hex(key: &[u8], data: &[u8], sent_hex: &str) -> bool 
     mac.verify_slice(&sent).is_ok()
 }
 
+pub fn hmac_sha1(key: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(data);
+    mac.finalize().into_bytes().to_vec()
+}
+
 /// Constant-time check of a raw HMAC-SHA1 value.
 pub fn hmac_sha1_matches(key: &[u8], data: &[u8], sent: &[u8]) -> bool {
     let mut mac = Hmac::<sha1::Sha1>::new_from_slice(key).expect("HMAC takes keys of any length");
@@ -52,6 +58,10 @@ mod tests {
         assert_eq!(
             hex::encode(hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_eq!(
+            hex::encode(hmac_sha1(b"Jefe", b"what do ya want for nothing?")),
+            "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"
         );
         assert!(hmac_sha1_matches(
             b"Jefe",
