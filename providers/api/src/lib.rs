@@ -11,6 +11,7 @@
 //! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
 //!   a driver receives, read once from the engine's attribute maps.
 
+pub mod bucket_name;
 pub mod change;
 pub mod driver;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod request;
 pub mod resource;
 pub mod tags;
 
+pub use bucket_name::BucketNameError;
 pub use change::{Attachment, ChangeSet};
 pub use driver::CloudDriver;
 pub use error::{ErrorKind, ProviderError};
