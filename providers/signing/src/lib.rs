@@ -213,36 +213,53 @@ impl Signed {
 }
 
 /// Hides credential-bearing headers, including their lines in the canonical
-/// request (an STS token is a signed header for ACS3 and Huawei).
+/// request and the string to sign (an STS token is a signed header for ACS3,
+/// Huawei and the object-storage schemes; OSS V1 and OBS sign the header
+/// lines themselves, COS as `name=value` pairs).
 impl fmt::Debug for Signed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let redact = |name: &str, value: &str| {
-            if is_sensitive_header(name) {
-                "<redacted>".to_string()
-            } else {
-                value.to_string()
-            }
-        };
         let headers: Vec<(&str, String)> = self
             .headers
             .iter()
             .map(|(n, v)| (n.as_str(), redact(n, v)))
             .collect();
-        let canonical: Vec<String> = self
-            .canonical_request
-            .split('\n')
-            .map(|line| match line.split_once(':') {
-                Some((n, v)) if !n.contains(' ') => format!("{n}:{}", redact(n, v)),
-                _ => line.to_string(),
-            })
-            .collect();
         f.debug_struct("Signed")
             .field("headers", &headers)
-            .field("canonical_request", &canonical.join("\n"))
-            .field("string_to_sign", &self.string_to_sign)
+            .field("canonical_request", &redact_text(&self.canonical_request))
+            .field("string_to_sign", &redact_text(&self.string_to_sign))
             .field("signature", &self.signature)
             .finish()
     }
+}
+
+fn redact(name: &str, value: &str) -> String {
+    if is_sensitive_header(name) {
+        "<redacted>".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// `name:value` lines and `name=value` pairs (joined by `&`) whose name is
+/// a credential-bearing header get their value replaced.
+fn redact_text(text: &str) -> String {
+    text.split('\n')
+        .map(|line| match line.split_once(':') {
+            Some((n, v)) if !n.contains(' ') && !n.contains('=') => {
+                format!("{n}:{}", redact(n, v))
+            }
+            _ if line.contains('=') => line
+                .split('&')
+                .map(|part| match part.split_once('=') {
+                    Some((n, v)) => format!("{n}={}", redact(n, v)),
+                    None => part.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("&"),
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Why a request could not be signed. Never contains a secret.
@@ -319,6 +336,42 @@ mod tests {
             d.contains("x-acs-security-token:<redacted>")
                 && d.contains("x-acs-action:RunInstances")
         );
+    }
+
+    #[test]
+    fn object_storage_debug_hides_session_tokens() {
+        let t = OffsetDateTime::from_unix_timestamp(1710000000).unwrap();
+        let c = Credentials::new("id", "secret");
+        let oss = Request::new("PUT", "b.oss-cn-hangzhou.aliyuncs.com", "/")
+            .with_header("x-oss-security-token", "STS-SECRET-TOKEN")
+            .with_query("acl", "");
+        let obs = Request::new("PUT", "b.obs.cn-north-4.myhuaweicloud.com", "/")
+            .with_header("x-obs-security-token", "STS-SECRET-TOKEN");
+        let cos = Request::new("PUT", "b-1250000000.cos.ap-guangzhou.myqcloud.com", "/")
+            .with_header("x-cos-security-token", "STS-SECRET-TOKEN");
+        let scope = oss4::Scope {
+            region: "cn-hangzhou",
+            bucket: Some("b"),
+        };
+        let key_time = cos::KeyTime::around(t, time::Duration::seconds(600));
+        let all = [
+            oss4::sign(&oss, &c, scope, &[], t).unwrap(),
+            oss1::sign(&oss, &c, Some("b"), t).unwrap(),
+            obs::sign(&obs, &c, Some("b"), t).unwrap(),
+            cos::sign(&cos, &c, key_time).unwrap(),
+        ];
+        for s in all {
+            // The token is signed, so it is in what is shown ...
+            let signed = format!("{}{}", s.canonical_request, s.string_to_sign);
+            assert!(signed.contains("STS-SECRET-TOKEN"), "{signed}");
+            // ... but never in the Debug form.
+            let d = format!("{s:?}");
+            assert!(!d.contains("STS-SECRET-TOKEN"), "{d}");
+            assert!(
+                d.contains("security-token") && d.contains("<redacted>"),
+                "{d}"
+            );
+        }
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!   `?tagging=` canonicalises to `tagging`.
 //! * Canonical headers: every `x-oss-*` header, `content-type`,
 //!   `content-md5`, and the `additional` headers named by the caller
-//!   (listed in `AdditionalHeaders`); lower-case names, trimmed values,
-//!   sorted.
+//!   (listed in `AdditionalHeaders`, sorted as the guide asks; `oss2`
+//!   2.19.1 orders that list by first letter only, which differs only for
+//!   two additional headers with the same initial); lower-case names,
+//!   trimmed values, sorted.
 //! * Payload: the literal `UNSIGNED-PAYLOAD` (also sent as
 //!   `x-oss-content-sha256`), as the SDK does: the body is not hashed, so a
 //!   `Content-MD5` header is what protects a body when it matters.
