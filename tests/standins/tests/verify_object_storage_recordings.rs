@@ -65,10 +65,10 @@ fn every_object_storage_recording_verifies() {
     assert_eq!(
         per_scheme.into_iter().collect::<Vec<_>>(),
         vec![
-            (Scheme::Oss4, 7),
-            (Scheme::Oss1, 7),
-            (Scheme::Cos, 7),
-            (Scheme::Obs, 7)
+            (Scheme::Oss4, 9),
+            (Scheme::Oss1, 9),
+            (Scheme::Cos, 9),
+            (Scheme::Obs, 9)
         ]
     );
 }
@@ -147,9 +147,12 @@ fn signs_param(s: Scheme, name: &str) -> bool {
             "lifecycle",
             "encryption",
             "continuation-token",
+            "delete",
         ]
         .contains(&name),
-        Scheme::Obs => ["tagging", "versioning", "lifecycle", "encryption"].contains(&name),
+        Scheme::Obs => {
+            ["tagging", "versioning", "lifecycle", "encryption", "delete"].contains(&name)
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 """Golden Tencent COS requests from the official `cos-python-sdk-v5` (XML API, `q-sign-algorithm=sha1`).
 
 Cases: create bucket (multi-AZ CreateBucketConfiguration body, x-cos-acl), put tagging, put versioning,
-put lifecycle, put encryption, list objects with query, delete bucket.
+put lifecycle, put encryption, list objects with query, delete bucket, delete one object (a key
+needing escapes) and delete a batch of objects.
 Nothing leaves 127.0.0.1: Scheme=http + Proxies pointing at the local recorder, Retry 0.
 Pinned: `time.time()` in qcloud_cos.cos_auth (the SDK signs for [now-60, now+10000]).
 Writes golden/cos_<case>.json.
@@ -19,6 +20,7 @@ SECRET_ID, SECRET_KEY = "AKIDGpuformGoldenSecretIdNotReal0001", "GpuformGoldenSe
 REGION = "ap-guangzhou"
 BUCKET = "gpuform-datasets-1250000000"
 HERE = os.path.dirname(os.path.abspath(__file__))
+OBJECT_KEY = "checkpoints/run 1/训练 a+b~.pt"
 
 
 def enc(s):
@@ -90,6 +92,10 @@ CASES = [
     ("listobjects", lambda c: c.list_objects(Bucket=BUCKET, Prefix="checkpoints/run 1/训练", Delimiter="/",
                                              Marker="ck*~+=", MaxKeys=50), 1735689600),
     ("deletebucket", lambda c: c.delete_bucket(Bucket=BUCKET), 1740745805),
+    # Emptying a bucket (force_destroy): one object with a key needing escapes, then a batch.
+    ("deleteobject", lambda c: c.delete_object(Bucket=BUCKET, Key=OBJECT_KEY), 1740745806),
+    ("deleteobjects", lambda c: c.delete_objects(Bucket=BUCKET, Delete={
+        "Object": [{"Key": OBJECT_KEY}, {"Key": "checkpoints/step-2.pt"}], "Quiet": "true"}), 1740745807),
 ]
 
 for name, call, now in CASES:

@@ -1,7 +1,8 @@
 """Golden Huawei OBS requests from the official `esdk-obs-python` (`Authorization: OBS AK:Signature`).
 
 Cases: create bucket (Location body, storage class and ACL headers), put tagging, put versioning,
-put lifecycle, put encryption, list objects with query, delete bucket.
+put lifecycle, put encryption, list objects with query, delete bucket, delete one object (a key
+needing escapes) and delete a batch of objects.
 Nothing leaves 127.0.0.1: http server + proxy_host/proxy_port pointing at the local recorder,
 no signature negotiation (it would send an extra request first), no retries.
 Pinned: `datetime.datetime.utcnow` (the SDK imports it inside the call that sets `Date`).
@@ -13,13 +14,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from recorder import Recorder, header, dump
 
 from obs import (ObsClient, CreateBucketHeader, TagInfo, Lifecycle, Rule, Transition,
-                 NoncurrentVersionExpiration)
+                 NoncurrentVersionExpiration, DeleteObjectsRequest, Object)
 
 # The example keys from the OBS signing guide's format examples (not valid anywhere).
 AK, SK = "HCY8BGCN1YM5ZWYOK1MH", "9zYwf1uabSQY0JTnFqbUqG7vcfqYBaTdXde2GUcq"
 SERVER = "http://obs.cn-north-4.myhuaweicloud.com"
 BUCKET = "gpuform-datasets-01"
 HERE = os.path.dirname(os.path.abspath(__file__))
+OBJECT_KEY = "checkpoints/run 1/训练 a+b~.pt"
 
 # Sub-resources the guide lists for CanonicalizedResource (those the cases use, and a few more).
 SUBRESOURCES = {"acl", "lifecycle", "location", "logging", "notification", "partNumber", "policy", "uploadId",
@@ -42,7 +44,8 @@ def independent(r):
             obs.setdefault(k.lower(), []).append(v.strip())
     canon_headers = "".join("%s:%s\n" % (k, ",".join(obs[k])) for k in sorted(obs))
     sub = sorted((k, v) for k, v in urllib.parse.parse_qsl(u.query, keep_blank_values=True) if k in SUBRESOURCES)
-    resource = ("/" + bucket + "/" if bucket else "/") + key
+    # The object key is URL-encoded in the resource ("/" and "~" kept).
+    resource = ("/" + bucket + "/" if bucket else "/") + urllib.parse.quote(key, safe="/~")
     if sub:
         resource += "?" + "&".join(k + ("=" + v if v else "") for k, v in sub)
     date = "" if "x-obs-date" in obs else (header(r, "Date") or "")
@@ -90,6 +93,10 @@ CASES = [
     ("listobjects", lambda c: c.listObjects(BUCKET, prefix="checkpoints/run 1/训练", marker="ck*~+=", max_keys=50,
                                             delimiter="/"), _dt.datetime(2025, 1, 1, 0, 0, 0)),
     ("deletebucket", lambda c: c.deleteBucket(BUCKET), _dt.datetime(2025, 2, 28, 12, 30, 5)),
+    # Emptying a bucket (force_destroy): one object with a key needing escapes, then a batch.
+    ("deleteobject", lambda c: c.deleteObject(BUCKET, OBJECT_KEY), _dt.datetime(2025, 2, 28, 12, 30, 6)),
+    ("deleteobjects", lambda c: c.deleteObjects(BUCKET, DeleteObjectsRequest(quiet=True, objects=[
+        Object(key=OBJECT_KEY), Object(key="checkpoints/step-2.pt")])), _dt.datetime(2025, 2, 28, 12, 30, 7)),
 ]
 
 for name, call, fixed in CASES:

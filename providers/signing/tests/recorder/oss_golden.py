@@ -2,7 +2,8 @@
 (OSS4-HMAC-SHA256, region cn-hangzhou) and with V1 (`OSS AccessKeyId:Signature`, HMAC-SHA1).
 
 Cases (each once per signature version): create bucket (StorageClass body), put tagging,
-put versioning, put lifecycle, put encryption, list objects with query, delete bucket.
+put versioning, put lifecycle, put encryption, list objects with query, delete bucket,
+delete one object (a key needing escapes) and delete a batch of objects.
 Nothing leaves 127.0.0.1: plain-http endpoint + `proxies=` pointing at the local recorder.
 Pinned: `datetime.utcnow` in oss2.auth (V4 date), `oss2.utils.http_date` (the Date header),
 the User-Agent (it embeds the host's platform; it is not signed by either version).
@@ -25,6 +26,7 @@ ENDPOINT = "http://oss-cn-hangzhou.aliyuncs.com"
 BUCKET = "gpuform-datasets-01"
 HERE = os.path.dirname(os.path.abspath(__file__))
 UA = "aliyun-sdk-python/2.19.1(gpuform-golden)"
+OBJECT_KEY = "checkpoints/run 1/训练 a+b~.pt"
 
 # The sub-resources V1 puts into the canonicalized resource (the SDK's own list, checked below).
 V1_SUBRESOURCES = {"acl", "uploads", "location", "cors", "logging", "website", "referer", "lifecycle", "delete",
@@ -153,6 +155,10 @@ CASES = [
                                                 continuation_token="ck*~+="),
      _dt.datetime(2025, 1, 1, 0, 0, 0)),
     ("deletebucket", lambda b: b.delete_bucket(), _dt.datetime(2025, 2, 28, 12, 30, 5)),
+    # Emptying a bucket (force_destroy): one object with a key needing escapes, then a batch.
+    ("deleteobject", lambda b: b.delete_object(OBJECT_KEY), _dt.datetime(2025, 2, 28, 12, 30, 6)),
+    ("deleteobjects", lambda b: b.batch_delete_objects([OBJECT_KEY, "checkpoints/step-2.pt"]),
+     _dt.datetime(2025, 2, 28, 12, 30, 7)),
 ]
 
 for version in ("v4", "v1"):
