@@ -56,9 +56,10 @@ pub struct KeyTime {
 
 impl KeyTime {
     /// What the SDK signs for: from a minute before `now` (clock skew) to
-    /// `valid_for` after it.
-    pub fn around(now: OffsetDateTime, valid_for: time::Duration) -> KeyTime {
+    /// `valid_for_secs` seconds after it.
+    pub fn around(now: OffsetDateTime, valid_for_secs: u32) -> KeyTime {
         // Out of range only at the ends of time; `sign` then refuses the period.
+        let valid_for = time::Duration::seconds(i64::from(valid_for_secs));
         KeyTime {
             start: now.checked_sub(time::Duration::seconds(60)).unwrap_or(now),
             end: now.checked_add(valid_for).unwrap_or(now),
@@ -118,13 +119,13 @@ pub fn sign(req: &Request, creds: &Credentials, key_time: KeyTime) -> Result<Sig
     })
 }
 
-/// [`sign`] from a minute ago to `valid_for` from now.
+/// [`sign`] from a minute ago to `valid_for_secs` seconds from now.
 pub fn sign_now(
     req: &Request,
     creds: &Credentials,
-    valid_for: time::Duration,
+    valid_for_secs: u32,
 ) -> Result<Signed, SignError> {
-    sign(req, creds, KeyTime::around(crate::now(), valid_for))
+    sign(req, creds, KeyTime::around(crate::now(), valid_for_secs))
 }
 
 fn is_signed_header(name: &str) -> bool {
@@ -184,7 +185,7 @@ mod tests {
         .with_header("Content-Type", "application/xml")
         .with_header("User-Agent", "not signed")
         .with_header("x-cos-acl", "private");
-        let kt = KeyTime::around(at(1710000000), time::Duration::seconds(10000));
+        let kt = KeyTime::around(at(1710000000), 10000);
         let s = sign(&r, &Credentials::new("AKID", "sk"), kt).unwrap();
         assert_eq!(
             s.canonical_request,
@@ -210,7 +211,7 @@ mod tests {
             end: at(10),
         };
         assert_eq!(sign(&r, &c, backwards), Err(SignError::EmptyValidity));
-        let before_epoch = KeyTime::around(at(0), time::Duration::seconds(5));
+        let before_epoch = KeyTime::around(at(0), 5);
         assert_eq!(sign(&r, &c, before_epoch), Err(SignError::TimeOutOfRange));
     }
 }

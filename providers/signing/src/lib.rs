@@ -353,7 +353,7 @@ mod tests {
             region: "cn-hangzhou",
             bucket: Some("b"),
         };
-        let key_time = cos::KeyTime::around(t, time::Duration::seconds(600));
+        let key_time = cos::KeyTime::around(t, 600);
         let all = [
             oss4::sign(&oss, &c, scope, &[], t).unwrap(),
             oss1::sign(&oss, &c, Some("b"), t).unwrap(),
