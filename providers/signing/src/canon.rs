@@ -124,6 +124,14 @@ pub fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'
         .map(|(_, v)| v.as_str())
 }
 
+/// The first name that appears twice in a sorted list of `(name, value)`.
+pub fn first_repeat(sorted: &[(String, String)]) -> Option<&str> {
+    sorted
+        .windows(2)
+        .find(|w| w[0].0 == w[1].0)
+        .map(|w| w[0].0.as_str())
+}
+
 /// Refuses a request that already carries a header the signer sets itself
 /// (typically a request signed once and then signed again on retry).
 pub fn reject_reserved(headers: &[(String, String)], reserved: &[&str]) -> Result<(), SignError> {

@@ -23,7 +23,7 @@
 //!
 //! [`Signed::canonical_request`] holds the HttpString.
 
-use crate::canon::{hmac_sha1, percent_encode, reject_reserved, sha1_hex};
+use crate::canon::{first_repeat, hmac_sha1, percent_encode, reject_reserved, sha1_hex};
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
 /// Headers signed when present (besides `x-cos-*` and `x-ci-*`).
@@ -84,6 +84,9 @@ pub fn sign(req: &Request, creds: &Credentials, key_time: KeyTime) -> Result<Sig
     let key_time = key_time.text()?;
 
     let params = encoded_sorted(req.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if let Some(name) = first_repeat(&params) {
+        return Err(SignError::RepeatedParam(name.to_string()));
+    }
     let headers = encoded_sorted(
         req.headers
             .iter()
@@ -91,6 +94,9 @@ pub fn sign(req: &Request, creds: &Credentials, key_time: KeyTime) -> Result<Sig
             .filter(|(n, _)| is_signed_header(n))
             .chain([("host", req.host.as_str())]),
     );
+    if let Some(name) = first_repeat(&headers) {
+        return Err(SignError::RepeatedHeader(name.to_string()));
+    }
     let canonical_request = format!(
         "{}\n{}\n{}\n{}\n",
         req.method.to_ascii_lowercase(),
@@ -133,18 +139,20 @@ fn is_signed_header(name: &str) -> bool {
     SIGNED_HEADERS.contains(&l.as_str()) || l.starts_with("x-cos-") || l.starts_with("x-ci-")
 }
 
-/// Names encoded then lower-cased, values encoded, sorted; a name that
-/// repeats keeps its last value (the SDK passes a dictionary).
+/// Names encoded then lower-cased, values trimmed (as a server reads a
+/// header; the SDK's values never have blanks to trim) and encoded, sorted.
+/// The guide
+/// defines one value per name (the SDK passes dictionaries): a repeated
+/// name is refused by the caller.
 fn encoded_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (k, v) in pairs {
-        let k = percent_encode(k).to_ascii_lowercase();
-        let v = percent_encode(v);
-        match out.iter_mut().find(|(n, _)| *n == k) {
-            Some(slot) => slot.1 = v,
-            None => out.push((k, v)),
-        }
-    }
+    let mut out: Vec<(String, String)> = pairs
+        .map(|(k, v)| {
+            (
+                percent_encode(k).to_ascii_lowercase(),
+                percent_encode(v.trim()),
+            )
+        })
+        .collect();
     out.sort();
     out
 }
@@ -200,6 +208,31 @@ mod tests {
              &q-header-list=content-type;host;x-cos-acl&q-url-param-list=prefix;tagging&q-signature="
         ));
         assert_eq!(s.signature.len(), 40);
+    }
+
+    #[test]
+    fn repeats_are_refused() {
+        let kt = KeyTime::around(at(1710000000), 60);
+        let c = Credentials::new("a", "b");
+        let r = Request::new("GET", "h", "/")
+            .with_query("prefix", "a")
+            .with_query("Prefix", "b");
+        assert_eq!(
+            sign(&r, &c, kt),
+            Err(SignError::RepeatedParam("prefix".into()))
+        );
+        let r = Request::new("GET", "h", "/")
+            .with_header("x-cos-meta-a", "1")
+            .with_header("X-Cos-Meta-A", "2");
+        assert_eq!(
+            sign(&r, &c, kt),
+            Err(SignError::RepeatedHeader("x-cos-meta-a".into()))
+        );
+        // Unsigned headers may repeat.
+        let r = Request::new("GET", "h", "/")
+            .with_header("Accept", "a")
+            .with_header("Accept", "b");
+        assert!(sign(&r, &c, kt).is_ok());
     }
 
     #[test]

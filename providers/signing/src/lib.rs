@@ -279,6 +279,10 @@ pub enum SignError {
     MissingAdditionalHeader(String),
     #[error("the signature's validity period ends before it starts")]
     EmptyValidity,
+    #[error("request carries the signed header {0} more than once, which this signature scheme does not define (send it once)")]
+    RepeatedHeader(String),
+    #[error("request carries the parameter {0} more than once, which this signature scheme does not define (send it once)")]
+    RepeatedParam(String),
 }
 
 /// Current time, the one clock read of this crate (for the `sign_now` helpers).

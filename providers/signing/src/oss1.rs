@@ -22,7 +22,7 @@
 use base64::Engine as _;
 
 use crate::canon::{
-    bucket_resource, find_header, hmac_sha1, http_date, reject_reserved, subresources,
+    bucket_resource, find_header, first_repeat, hmac_sha1, http_date, reject_reserved, subresources,
 };
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
@@ -120,9 +120,13 @@ pub fn sign(
         .headers
         .iter()
         .map(|(n, v)| (n.to_ascii_lowercase(), v.trim().to_string()))
-        .filter(|(n, _)| n.starts_with("x-oss-"))
+        .filter(|(n, _)| n.starts_with("x-oss-") || n == "content-md5" || n == "content-type")
         .collect();
     oss.sort();
+    if let Some(name) = first_repeat(&oss) {
+        return Err(SignError::RepeatedHeader(name.to_string()));
+    }
+    oss.retain(|(n, _)| n.starts_with("x-oss-"));
     let canonical_headers: String = oss.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
     let resource = format!(
         "{}{}",
@@ -192,6 +196,21 @@ mod tests {
         assert_eq!(s.authorization(), format!("OSS id:{}", s.signature));
         let again = r.clone().with_header("Date", "x");
         assert!(sign(&again, &Credentials::new("id", "sk"), Some("b"), t).is_err());
+    }
+
+    #[test]
+    fn repeated_signed_headers_are_refused() {
+        let t = OffsetDateTime::from_unix_timestamp(1710000001).unwrap();
+        let c = Credentials::new("id", "sk");
+        for name in ["x-oss-meta-a", "content-type"] {
+            let r = Request::new("PUT", "h", "/k")
+                .with_header(name, "1")
+                .with_header(name.to_ascii_uppercase(), "2");
+            assert_eq!(
+                sign(&r, &c, Some("b"), t),
+                Err(SignError::RepeatedHeader(name.into()))
+            );
+        }
     }
 
     #[test]

@@ -26,8 +26,8 @@
 //! ```
 
 use crate::canon::{
-    bucket_resource, encode_path, hmac_sha256, iso8601_basic_utc, percent_encode, reject_reserved,
-    sha256_hex,
+    bucket_resource, encode_path, first_repeat, hmac_sha256, iso8601_basic_utc, percent_encode,
+    reject_reserved, sha256_hex,
 };
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
@@ -89,6 +89,9 @@ pub fn sign(
         .filter(|(n, _)| is_default_signed(n) || additional.contains(n))
         .collect();
     headers.sort();
+    if let Some(name) = first_repeat(&headers) {
+        return Err(SignError::RepeatedHeader(name.to_string()));
+    }
     let header_block: String = headers.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
 
     let uri = encode_path(&bucket_resource(scope.bucket, &req.path));
@@ -236,6 +239,17 @@ mod tests {
         assert_eq!(
             sign(&r, &creds(), SCOPE, &["if-match"], at()),
             Err(SignError::MissingAdditionalHeader("if-match".into()))
+        );
+    }
+
+    #[test]
+    fn repeated_signed_headers_are_refused() {
+        let r = Request::new("PUT", "h", "/k")
+            .with_header("x-oss-meta-a", "1")
+            .with_header("X-OSS-META-A", "2");
+        assert_eq!(
+            sign(&r, &creds(), SCOPE, &[], at()),
+            Err(SignError::RepeatedHeader("x-oss-meta-a".into()))
         );
     }
 

@@ -131,7 +131,7 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
                 "signed header `{name}` did not arrive exactly once"
             )));
         };
-        http_headers.push(format!("{name}={}", encode(v)));
+        http_headers.push(format!("{name}={}", encode(v.trim())));
     }
 
     let http_string = format!(
