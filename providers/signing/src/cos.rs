@@ -15,9 +15,12 @@
 //! * HttpParameters: every query parameter, name percent-encoded then
 //!   lower-cased (so an escape becomes `%2f`), value percent-encoded,
 //!   sorted, `name=value` joined by `&` (`tagging=` for an empty value).
+//!   A name sent twice is refused ([`SignError::RepeatedParam`]): the
+//!   guide keeps one value per name.
 //! * HttpHeaders: `host` and the request's headers that the SDK signs —
 //!   those of [`SIGNED_HEADERS`] and every `x-cos-*` / `x-ci-*` one —
-//!   encoded like the parameters. `Content-Length` is signed when the
+//!   encoded like the parameters (values trimmed first; a signed header
+//!   sent twice is refused). `Content-Length` is signed when the
 //!   caller puts it in [`Request::headers`] (the SDK does for a body); it
 //!   must then be the exact length sent.
 //!

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! * CanonicalizedOSSHeaders: every `x-oss-*` header, lower-case name,
-//!   trimmed value, sorted, `name:value\n` each.
+//!   trimmed value, sorted, `name:value\n` each. A signed header sent twice
+//!   is refused ([`SignError::RepeatedHeader`]): the guide does not say how
+//!   to sign it.
 //! * CanonicalizedResource: `/bucket/key` (decoded, not encoded), then the
 //!   sub-resources of [`SUBRESOURCES`] that the query carries, sorted,
 //!   `?acl&versionId=v1` (a parameter with an empty value is its name

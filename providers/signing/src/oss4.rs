@@ -13,7 +13,8 @@
 //!   (listed in `AdditionalHeaders`, sorted as the guide asks; `oss2`
 //!   2.19.1 orders that list by first letter only, which differs only for
 //!   two additional headers with the same initial); lower-case names,
-//!   trimmed values, sorted.
+//!   trimmed values, sorted. A signed header sent twice is refused
+//!   ([`SignError::RepeatedHeader`]): the guide does not say how to sign it.
 //! * Payload: the literal `UNSIGNED-PAYLOAD` (also sent as
 //!   `x-oss-content-sha256`), as the SDK does: the body is not hashed, so a
 //!   `Content-MD5` header is what protects a body when it matters.
