@@ -111,7 +111,7 @@ impl LeftOut {
         );
         add(
             self.no_nvlink,
-            "have several GPUs without NVLink (training needs it inside a node)".into(),
+            "lack NVLink for a job on more than one GPU (training needs it inside each node)".into(),
         );
         add(
             self.no_rdma,
@@ -245,8 +245,11 @@ pub(crate) fn candidate(
         if nodes > 1 {
             left.multi_node_training += 1;
         }
-        // AMD GPUs link through Infinity Fabric, their NVLink.
-        if row.gpu_count > 1 && !amd && row.interconnect != Some("nvlink") {
+        // More than one GPU: NVLink inside each node, so a one-GPU type
+        // only serves a job that fits its one GPU. AMD GPUs link through
+        // Infinity Fabric, their NVLink.
+        let gpus = u64::from(nodes) * u64::from(row.gpu_count);
+        if gpus > 1 && !amd && row.interconnect != Some("nvlink") {
             left.no_nvlink += 1;
             return None;
         }
@@ -574,7 +577,7 @@ pub(crate) fn decide(
         reason: format!("the task is {}", inputs.task.as_str()),
         effect: if trains {
             format!(
-                "instance types with several GPUs and no (stated) NVLink left out: {}",
+                "offerings without (stated) NVLink left out where the job needs more than one GPU: {}",
                 left.no_nvlink
             )
         } else {
