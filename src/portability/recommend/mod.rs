@@ -582,12 +582,11 @@ pub fn checkpoint_plan(
     let interval_s = (10.0 * f64::from(notice)).max(20.0 * save).clamp(600.0, 3600.0);
     let minutes = (interval_s / 60.0).ceil() as u32;
     let why = format!(
-        "checkpoint every {minutes} min: a reclaim loses at most one interval of work; {} ({notice} s notice × 10, or 20 × the {save:.0} s save so saving costs ≤ 5% of the time, within 10–60 min). {}",
-        if interval_s >= 3600.0 { "capped at an hour" } else { "the larger of" },
+        "checkpoint every {minutes} min (the larger of 10 × the {notice} s reclaim notice and 20 × the {save:.0} s save, so that saving takes ≤ 5% of the time; kept within 10–60 min): a reclaim loses at most one interval of work. {}",
         if fits {
-            format!("On the notice, save once more: {save:.0} s fits in half of the {notice} s notice.")
+            format!("On the notice, save once more: the {save:.0} s save fits in half of the {notice} s notice.")
         } else {
-            format!("A save on the notice does not fit ({save:.0} s > half of {notice} s): rely on the periodic checkpoints.")
+            format!("A save on the notice does not fit ({save:.0} s > half of the {notice} s notice): rely on the periodic checkpoints.")
         }
     );
     Checkpoint {
