@@ -175,13 +175,49 @@ const RULES: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "short-spot",
-        &["--params", "7B", "--task", "fine-tuning", "--duration", "2w", "--clouds", "aws"],
-        &["--params", "7B", "--task", "fine-tuning", "--duration", "3mo", "--clouds", "aws"],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "fine-tuning",
+            "--duration",
+            "2w",
+            "--clouds",
+            "aws",
+        ],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "fine-tuning",
+            "--duration",
+            "3mo",
+            "--clouds",
+            "aws",
+        ],
     ),
     (
         "long-reserved",
-        &["--params", "7B", "--task", "inference", "--duration", "3y", "--clouds", "aws"],
-        &["--params", "7B", "--task", "inference", "--duration", "2w", "--clouds", "aws"],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "inference",
+            "--duration",
+            "3y",
+            "--clouds",
+            "aws",
+        ],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "inference",
+            "--duration",
+            "2w",
+            "--clouds",
+            "aws",
+        ],
     ),
     (
         "no-ops-managed",
@@ -190,13 +226,27 @@ const RULES: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "users-southeast-asia",
-        &["--params", "7B", "--task", "inference", "--users", "southeast-asia"],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "inference",
+            "--users",
+            "southeast-asia",
+        ],
         &["--params", "7B", "--task", "inference", "--users", "europe"],
     ),
     (
         "users-china",
         &["--params", "7B", "--task", "inference", "--users", "china"],
-        &["--params", "7B", "--task", "inference", "--users", "us-east"],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "inference",
+            "--users",
+            "us-east",
+        ],
     ),
 ];
 
@@ -232,8 +282,16 @@ fn each_rule_triggers_on_one_case_and_not_on_the_other() {
 fn long_project_below_break_even_keeps_on_demand_and_says_the_numbers_win() {
     // 100 h of 730 a month (14%) is below any reservation's break-even.
     let r = recommend_json(&[
-        "--params", "7B", "--task", "inference", "--duration", "3y", "--hours-per-month", "100",
-        "--clouds", "aws",
+        "--params",
+        "7B",
+        "--task",
+        "inference",
+        "--duration",
+        "3y",
+        "--hours-per-month",
+        "100",
+        "--clouds",
+        "aws",
     ]);
     assert_eq!(rule(&r, "long-reserved")["applies"], true);
     assert_eq!(r["top"]["pricing"], "on-demand", "{}", r["top"]);
@@ -246,7 +304,14 @@ fn long_project_below_break_even_keeps_on_demand_and_says_the_numbers_win() {
     assert_eq!(d["winner"], "numbers");
     // At 730 h a month the rule wins where a reservation is priced.
     let r = recommend_json(&[
-        "--params", "7B", "--task", "inference", "--duration", "3y", "--clouds", "aws",
+        "--params",
+        "7B",
+        "--task",
+        "inference",
+        "--duration",
+        "3y",
+        "--clouds",
+        "aws",
     ]);
     let p = r["top"]["pricing"].as_str().unwrap();
     assert!(p.starts_with("reserved"), "{}", r["top"]);
@@ -286,7 +351,11 @@ fn memory_fit_matches_hand_computed_cases() {
     // total = (130.385 + 78.766) × 1.10 = 230.07 GiB.
     let n = need(70e9, Task::Inference, "bf16", 4096, 8);
     assert_eq!((n.layers, n.d_model), (Some(71), Some(9088)));
-    assert!((n.kv_cache_gib - 78.766).abs() < 0.001, "{}", n.kv_cache_gib);
+    assert!(
+        (n.kv_cache_gib - 78.766).abs() < 0.001,
+        "{}",
+        n.kv_cache_gib
+    );
     assert!((n.total_gib - 230.07).abs() < 0.01, "{}", n.total_gib);
     // 8 × 80 GiB holds it on one node; 4 × 24 GiB (96) does not: 3 nodes.
     assert_eq!(rec::fit::nodes_needed(n.total_gib, 8, 80.0), 1);
@@ -305,14 +374,24 @@ fn memory_fit_matches_hand_computed_cases() {
 
 #[test]
 fn the_binary_prints_the_formula_and_fits_it_to_instance_types() {
-    let r = recommend_json(&["--params", "70B", "--task", "fine-tuning", "--clouds", "aws"]);
+    let r = recommend_json(&[
+        "--params",
+        "70B",
+        "--task",
+        "fine-tuning",
+        "--clouds",
+        "aws",
+    ]);
     assert!((r["memory"]["total_gib"].as_f64().unwrap() - 1147.38).abs() < 0.01);
     // Every option holds the need on its nodes.
     for o in r["options"].as_array().unwrap() {
         let per_node = o["gpus_per_node"].as_f64().unwrap() * o["gpu_mem_gib"].as_f64().unwrap();
         let nodes = o["nodes"].as_f64().unwrap();
         assert!(nodes * per_node >= 1147.38, "{o}");
-        assert!((nodes - 1.0) * per_node < 1147.38, "not the fewest nodes: {o}");
+        assert!(
+            (nodes - 1.0) * per_node < 1147.38,
+            "not the fewest nodes: {o}"
+        );
         assert_eq!(o["interconnect"], "nvlink", "{o}");
         // $/month at 730 h = $/h × 730; $/FP16-PFLOP-h from the node rate.
         let h = o["hourly_usd"].as_f64().unwrap();
@@ -363,10 +442,7 @@ fn write_validate_plan(args: &[&str]) {
     assert!(spec.contains("# Why this configuration:"), "{spec}");
     assert!(spec.contains("# - memory:"), "{spec}");
     let top = &r["top"];
-    assert!(
-        spec.contains(&format!("nodes: {}", top["nodes"])),
-        "{spec}"
-    );
+    assert!(spec.contains(&format!("nodes: {}", top["nodes"])), "{spec}");
     let out = gpuform(dir.path())
         .args(["validate", "spec.yaml"])
         .output()
@@ -396,12 +472,55 @@ fn write_validate_plan(args: &[&str]) {
 #[test]
 fn every_written_spec_validates_and_plans_on_the_sandbox() {
     for args in [
-        &["--params", "70B", "--task", "fine-tuning", "--duration", "2w"][..],
-        &["--params", "175B", "--task", "training", "--duration", "3y", "--clouds", "aws"],
-        &["--params", "7B", "--task", "inference", "--users", "southeast-asia", "--ops", "none"],
-        &["--params", "7B", "--task", "inference", "--users", "china", "--budget", "3000"],
-        &["--params", "350M", "--task", "inference", "--clouds", "tencent"],
-        &["--params", "13B", "--task", "training", "--tokens", "300B", "--clouds", "alibaba"],
+        &[
+            "--params",
+            "70B",
+            "--task",
+            "fine-tuning",
+            "--duration",
+            "2w",
+        ][..],
+        &[
+            "--params",
+            "175B",
+            "--task",
+            "training",
+            "--duration",
+            "3y",
+            "--clouds",
+            "aws",
+        ],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "inference",
+            "--users",
+            "southeast-asia",
+            "--ops",
+            "none",
+        ],
+        &[
+            "--params",
+            "7B",
+            "--task",
+            "inference",
+            "--users",
+            "china",
+            "--budget",
+            "3000",
+        ],
+        &[
+            "--params",
+            "350M",
+            "--task",
+            "inference",
+            "--clouds",
+            "tencent",
+        ],
+        &[
+            "--params", "13B", "--task", "training", "--tokens", "300B", "--clouds", "alibaba",
+        ],
     ] {
         write_validate_plan(args);
     }
@@ -411,17 +530,36 @@ fn every_written_spec_validates_and_plans_on_the_sandbox() {
 fn write_refuses_to_replace_a_file_without_force() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spec.yaml"), "mine\n").unwrap();
-    let args = ["recommend", "--params", "7B", "--task", "inference", "--write", "spec.yaml"];
+    let args = [
+        "recommend",
+        "--params",
+        "7B",
+        "--task",
+        "inference",
+        "--write",
+        "spec.yaml",
+    ];
     let out = gpuform(dir.path()).args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("spec.yaml already exists") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("spec.yaml already exists") && err.contains("--force"),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("spec.yaml")).unwrap(),
         "mine\n"
     );
-    let out = gpuform(dir.path()).args(args).arg("--force").output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = gpuform(dir.path())
+        .args(args)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(std::fs::read_to_string(dir.path().join("spec.yaml"))
         .unwrap()
         .starts_with("# Written by `gpuform recommend`"));
@@ -439,7 +577,9 @@ fn bad_input_says_what_where_and_how_to_fix() {
             &["--task", "`pretraining-ish`", "hint:", "fine-tuning"],
         ),
         (
-            &["--params", "70B", "--task", "training", "--clouds", "aws,gcp"],
+            &[
+                "--params", "70B", "--task", "training", "--clouds", "aws,gcp",
+            ],
             &["--clouds", "`gcp`", "hint:", "alibaba"],
         ),
         (
@@ -447,7 +587,14 @@ fn bad_input_says_what_where_and_how_to_fix() {
             &["--duration", "ambiguous", "hint:", "6mo"],
         ),
         (
-            &["--params", "70B", "--task", "training", "--precision", "int4"],
+            &[
+                "--params",
+                "70B",
+                "--task",
+                "training",
+                "--precision",
+                "int4",
+            ],
             &["--precision int4", "hint:", "bf16"],
         ),
         (
@@ -459,13 +606,32 @@ fn bad_input_says_what_where_and_how_to_fix() {
             &["--budget", "hint:"],
         ),
         (
-            &["--params", "70B", "--task", "inference", "--hours-per-month", "800"],
+            &[
+                "--params",
+                "70B",
+                "--task",
+                "inference",
+                "--hours-per-month",
+                "800",
+            ],
             &["--hours-per-month", "hint:"],
         ),
-        (&["--task", "inference"], &["--params is missing", "hint:", "--params 70B"]),
+        (
+            &["--task", "inference"],
+            &["--params is missing", "hint:", "--params 70B"],
+        ),
         (&["--params", "7B"], &["--task is missing", "hint:"]),
         (
-            &["--params", "7B", "--task", "inference", "--write", "x.yaml", "--project", "bad name"],
+            &[
+                "--params",
+                "7B",
+                "--task",
+                "inference",
+                "--write",
+                "x.yaml",
+                "--project",
+                "bad name",
+            ],
             &["--project", "`bad name`", "hint:"],
         ),
     ];
@@ -499,9 +665,18 @@ fn catalog_with(types: &str, availability: &str, prices: &str) -> Catalog {
     let mut sources: CatalogSources<'_> = base.clone();
     for c in &mut sources.clouds {
         if c.cloud == Cloud::Aws {
-            c.instance_types = Source { file: "it.csv", text: &it };
-            c.availability = Source { file: "av.csv", text: &av };
-            c.prices = Source { file: "pr.csv", text: &pr };
+            c.instance_types = Source {
+                file: "it.csv",
+                text: &it,
+            };
+            c.availability = Source {
+                file: "av.csv",
+                text: &av,
+            };
+            c.prices = Source {
+                file: "pr.csv",
+                text: &pr,
+            };
         }
     }
     Catalog::from_sources(&sources).expect("the test catalog loads")
@@ -528,7 +703,10 @@ fn an_amd_option_is_shown_with_its_caveat_and_never_picked() {
     assert_eq!(top.vendor, "NVIDIA");
     assert!(r.options.iter().all(|o| o.vendor == "NVIDIA"));
     let text = rec::render::render(&rec::recommend(&c, &i, today()).unwrap());
-    assert!(text.contains("test.mi300x") && text.contains("AMD caveat"), "{text}");
+    assert!(
+        text.contains("test.mi300x") && text.contains("AMD caveat"),
+        "{text}"
+    );
 
     // The builtin catalog has no AMD instance type.
     let r = rec::recommend(Catalog::builtin(), &i, today()).unwrap();
@@ -576,7 +754,10 @@ fn rule_and_numbers_disagree_and_the_winner_is_explained() {
         rule_best.instance_type
     );
     let text = rec::render::render(&r);
-    assert!(text.contains("Rule and numbers disagree (small-model)"), "{text}");
+    assert!(
+        text.contains("Rule and numbers disagree (small-model)"),
+        "{text}"
+    );
     assert!(text.contains("rule wins"), "{text}");
 }
 

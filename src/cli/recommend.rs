@@ -77,7 +77,12 @@ fn input(e: InputError) -> Failure {
 }
 
 /// Asks for a missing required input on a terminal; elsewhere, says which flag is missing.
-fn ask(value: Option<String>, flag: &str, question: &str, example: &str) -> Result<String, Failure> {
+fn ask(
+    value: Option<String>,
+    flag: &str,
+    question: &str,
+    example: &str,
+) -> Result<String, Failure> {
     if let Some(v) = value {
         return Ok(v);
     }

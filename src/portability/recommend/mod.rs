@@ -325,7 +325,12 @@ fn number_with_unit(text: &str, units: &[(&str, f64)]) -> Option<f64> {
         .iter()
         .find(|(u, _)| !u.is_empty() && lower.ends_with(u))
         .map(|(u, m)| (&t[..t.len() - u.len()], *m))
-        .or_else(|| units.iter().find(|(u, _)| u.is_empty()).map(|(_, m)| (t, *m)))?;
+        .or_else(|| {
+            units
+                .iter()
+                .find(|(u, _)| u.is_empty())
+                .map(|(_, m)| (t, *m))
+        })?;
     let v: f64 = num.trim().parse().ok()?;
     (v.is_finite() && v > 0.0).then_some(v * mult)
 }
@@ -340,7 +345,10 @@ pub fn parse_params(text: &str) -> Result<f64, InputError> {
     .ok_or_else(|| bad("--params", text, "a parameter count", hint))?;
     if !(1e6..=1e14).contains(&v) {
         return Err(InputError::new(
-            format!("--params: {} parameters is outside what recommend sizes (1M to 100T)", fit::sci(v)),
+            format!(
+                "--params: {} parameters is outside what recommend sizes (1M to 100T)",
+                fit::sci(v)
+            ),
             hint,
         ));
     }
@@ -450,10 +458,7 @@ pub fn parse_users(text: &str) -> Result<Users, InputError> {
                 "--users",
                 text,
                 "a user region recommend knows",
-                &format!(
-                    "write one of {}",
-                    Users::ALL.map(Users::as_str).join(", ")
-                ),
+                &format!("write one of {}", Users::ALL.map(Users::as_str).join(", ")),
             )
         })
 }
@@ -462,9 +467,8 @@ pub fn parse_users(text: &str) -> Result<Users, InputError> {
 pub fn parse_clouds(text: &str) -> Result<Vec<Cloud>, InputError> {
     let mut out = Vec::new();
     for part in text.split(',').filter(|p| !p.trim().is_empty()) {
-        let c = offers::parse_cloud(part).map_err(|e| {
-            InputError::new(format!("--clouds: {}", e.message), e.hint)
-        })?;
+        let c = offers::parse_cloud(part)
+            .map_err(|e| InputError::new(format!("--clouds: {}", e.message), e.hint))?;
         if !out.contains(&c) {
             out.push(c);
         }
@@ -575,11 +579,17 @@ pub fn checkpoint_plan(
 ) -> Checkpoint {
     let (notice, source) = reclaim_notice(cloud);
     // Gradients are not saved: weights + master copy + optimizer.
-    let grad = if precision == Precision::Fp32 { 4.0 } else { 2.0 };
+    let grad = if precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
     let bytes = need.params * (need.bytes_per_param - grad);
     let save = bytes / (f64::from(nodes.max(1)) * WRITE_GBPS_PER_NODE * 1e9);
     let fits = save <= f64::from(notice) / 2.0;
-    let interval_s = (10.0 * f64::from(notice)).max(20.0 * save).clamp(600.0, 3600.0);
+    let interval_s = (10.0 * f64::from(notice))
+        .max(20.0 * save)
+        .clamp(600.0, 3600.0);
     let minutes = (interval_s / 60.0).ceil() as u32;
     let why = format!(
         "checkpoint every {minutes} min (the larger of 10 × the {notice} s reclaim notice and 20 × the {save:.0} s save, so that saving takes ≤ 5% of the time; kept within 10–60 min): a reclaim loses at most one interval of work. {}",
@@ -700,7 +710,11 @@ pub struct Recommendation {
 }
 
 /// The recommendation for `inputs` over `catalog`, prices dated against `today`.
-pub fn recommend(catalog: &Catalog, inputs: &Inputs, today: Day) -> Result<Recommendation, InputError> {
+pub fn recommend(
+    catalog: &Catalog,
+    inputs: &Inputs,
+    today: Day,
+) -> Result<Recommendation, InputError> {
     check(inputs)?;
     let need = fit::memory_need(
         inputs.params,
@@ -727,8 +741,14 @@ pub fn recommend(catalog: &Catalog, inputs: &Inputs, today: Day) -> Result<Recom
             .iter()
             .any(|r| fit::nodes_needed(need.total_gib, r.gpu_count, r.gpu_mem_gib) == 1);
     for row in &rows {
-        if let Some(c) = rules::candidate(catalog, inputs, &need, row, single_node_inference, &mut left)
-        {
+        if let Some(c) = rules::candidate(
+            catalog,
+            inputs,
+            &need,
+            row,
+            single_node_inference,
+            &mut left,
+        ) {
             all.push(c);
         }
     }
@@ -736,11 +756,9 @@ pub fn recommend(catalog: &Catalog, inputs: &Inputs, today: Day) -> Result<Recom
     let fitting = all.len();
     let (amd, nvidia): (Vec<Candidate>, Vec<Candidate>) =
         all.into_iter().partition(|c| c.vendor == "AMD");
-    let amd_offered = rows.iter().any(|r| {
-        catalog
-            .gpu(&r.gpu_model)
-            .is_ok_and(|g| g.vendor == "AMD")
-    });
+    let amd_offered = rows
+        .iter()
+        .any(|r| catalog.gpu(&r.gpu_model).is_ok_and(|g| g.vendor == "AMD"));
     let (rules_out, disagreements, top) = rules::decide(inputs, &need, &nvidia, &left);
     let managed = if inputs.ops == Ops::None {
         Cloud::ALL

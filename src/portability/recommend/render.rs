@@ -114,7 +114,11 @@ pub fn render(r: &Recommendation) -> String {
 
     out.push_str("2. The guide's rules\n");
     for rule in &r.rules {
-        let mark = if rule.applies { "applies" } else { "does not apply" };
+        let mark = if rule.applies {
+            "applies"
+        } else {
+            "does not apply"
+        };
         out.push_str(&format!(
             "   [{mark}] {}: {} — {}\n",
             rule.id, rule.rule, rule.reason

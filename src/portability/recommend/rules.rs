@@ -3,9 +3,7 @@
 //! and where a rule and the numbers disagree, both and the winner.
 
 use super::fit::{self, MemoryNeed};
-use super::{
-    area, checkpoint_plan, Candidate, Inputs, Task, Users, MAX_NODES, MFU,
-};
+use super::{area, checkpoint_plan, Candidate, Inputs, Task, Users, MAX_NODES, MFU};
 use crate::portability::breakeven;
 use crate::portability::offers::{usd, OfferRow};
 use gpuform_catalog::{Catalog, Offering, PricingModel, HOURS_PER_MONTH};
@@ -111,7 +109,8 @@ impl LeftOut {
         );
         add(
             self.no_nvlink,
-            "lack NVLink for a job on more than one GPU (training needs it inside each node)".into(),
+            "lack NVLink for a job on more than one GPU (training needs it inside each node)"
+                .into(),
         );
         add(
             self.no_rdma,
@@ -119,7 +118,8 @@ impl LeftOut {
         );
         add(
             self.multi_node_inference,
-            "would split one inference replica across nodes while other types hold it on one".into(),
+            "would split one inference replica across nodes while other types hold it on one"
+                .into(),
         );
         add(self.unpriced, "fit but have no price in the catalog".into());
         out
@@ -219,7 +219,10 @@ fn choose_pricing(
                 "{:.1}-month project: neither short (spot) nor long (reserved): on-demand",
                 h / HOURS_PER_MONTH
             ),
-            None => "no --duration (or --tokens): on-demand; give one for the spot and reserved rules".into(),
+            None => {
+                "no --duration (or --tokens): on-demand; give one for the spot and reserved rules"
+                    .into()
+            }
         },
     ))
 }
@@ -329,7 +332,9 @@ pub(crate) fn candidate(
         price_as_of: price.as_of.clone(),
         train_hours,
         train_cost_usd: train_hours.map(|h| h * hourly),
-        within_budget: inputs.budget_monthly_usd.is_none_or(|b| monthly <= b + 1e-9),
+        within_budget: inputs
+            .budget_monthly_usd
+            .is_none_or(|b| monthly <= b + 1e-9),
         in_rule_class: in_size_class(inputs.params, &row.gpu_model),
         checkpoint,
         notes,
@@ -369,12 +374,7 @@ pub fn ranking_words(inputs: &Inputs) -> String {
 /// Best first: within budget, nearest users, the measure, $/h, then names.
 pub(crate) fn rank(inputs: &Inputs, all: &mut [Candidate]) {
     all.sort_by(|a, b| {
-        let key = |c: &Candidate| {
-            (
-                !c.within_budget,
-                c.region_tier.unwrap_or(0),
-            )
-        };
+        let key = |c: &Candidate| (!c.within_budget, c.region_tier.unwrap_or(0));
         key(a)
             .cmp(&key(b))
             .then_with(|| {
@@ -469,7 +469,10 @@ fn size_disagreement(
             ),
             ri,
         )
-    } else if inputs.task.trains() && inputs.tokens.is_none() && numbers.hourly_usd > rule.hourly_usd {
+    } else if inputs.task.trains()
+        && inputs.tokens.is_none()
+        && numbers.hourly_usd > rule.hourly_usd
+    {
         (
             "rule",
             format!(
@@ -597,7 +600,10 @@ pub(crate) fn decide(
                 need.total_gib, left.multi_node_training
             )
         } else {
-            format!("{:.0} GiB fits one node of every instance type", need.total_gib)
+            format!(
+                "{:.0} GiB fits one node of every instance type",
+                need.total_gib
+            )
         },
         effect: if multi {
             format!(
@@ -605,7 +611,11 @@ pub(crate) fn decide(
                 left.no_rdma,
                 top.as_ref()
                     .filter(|t| t.nodes > 1)
-                    .map(|t| format!("; the pick uses {} ({} nodes)", t.rdma.unwrap_or("rdma"), t.nodes))
+                    .map(|t| format!(
+                        "; the pick uses {} ({} nodes)",
+                        t.rdma.unwrap_or("rdma"),
+                        t.nodes
+                    ))
                     .unwrap_or_default()
             )
         } else {

@@ -45,7 +45,10 @@ fn data_gb(r: &Recommendation, top: &Candidate) -> (u32, String) {
 pub fn check_project(name: &str) -> Result<(), InputError> {
     let ok = !name.is_empty()
         && name.len() <= 63
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
