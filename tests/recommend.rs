@@ -279,6 +279,44 @@ fn each_rule_triggers_on_one_case_and_not_on_the_other() {
 }
 
 #[test]
+fn multi_node_training_without_rdma_is_left_out() {
+    // Neither Tencent's nor Alibaba's priced NVLink types in the catalog have
+    // RDMA, and 1304 GiB (70e9 × 20 B) needs several nodes: nothing fits.
+    for cloud in ["tencent", "alibaba"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = gpuform(dir.path())
+            .args([
+                "recommend",
+                "--params",
+                "70B",
+                "--task",
+                "training",
+                "--clouds",
+                cloud,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{cloud}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("no configuration of the allowed clouds fits")
+                && err.contains("would span nodes without RDMA"),
+            "{cloud}: {err}"
+        );
+    }
+    // One node holds 7B fine-tuning (7e9 × 17.6 B = 115 GiB) on 8 × A100: no RDMA needed.
+    let r = recommend_json(&[
+        "--params",
+        "7B",
+        "--task",
+        "fine-tuning",
+        "--clouds",
+        "tencent",
+    ]);
+    assert_eq!(r["top"]["nodes"], 1, "{}", r["top"]);
+}
+
+#[test]
 fn long_project_below_break_even_keeps_on_demand_and_says_the_numbers_win() {
     // 100 h of 730 a month (14%) is below any reservation's break-even.
     let r = recommend_json(&[

@@ -196,9 +196,14 @@ pub fn recommend_cmd(a: RecommendArgs) -> CmdResult {
         }
     }
     if r.top.is_none() {
-        return Err(Failure(
-            "error: no configuration of the allowed clouds fits\n  hint: allow more clouds (--clouds), raise --budget, lower --precision (inference), or shorten --context/--batch".into(),
-        ));
+        return Err(Failure(format!(
+            "error: no configuration of the allowed clouds fits{}\n  hint: allow more clouds (--clouds), raise --budget, lower --precision (inference), or shorten --context/--batch",
+            if r.left_out.is_empty() {
+                String::new()
+            } else {
+                format!(" (left out: {})", r.left_out.join("; "))
+            }
+        )));
     }
     Ok(ExitCode::SUCCESS)
 }
