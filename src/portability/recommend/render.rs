@@ -12,6 +12,15 @@ fn money(v: f64) -> String {
     }
 }
 
+/// `the rule wins` / `the numbers win`.
+pub fn winner_words(winner: &str) -> &'static str {
+    if winner == "rule" {
+        "the rule wins"
+    } else {
+        "the numbers win"
+    }
+}
+
 /// The inputs in one line.
 pub fn describe_inputs(r: &Recommendation) -> String {
     let i = &r.inputs;
@@ -142,7 +151,7 @@ pub fn render(r: &Recommendation) -> String {
         out.push_str(&format!("   Rule and numbers disagree ({}):\n", d.rule));
         out.push_str(&format!("     the rule says: {}\n", d.rule_says));
         out.push_str(&format!("     the numbers say: {}\n", d.numbers_say));
-        out.push_str(&format!("     {} wins: {}\n", d.winner, d.why));
+        out.push_str(&format!("     {}: {}\n", winner_words(d.winner), d.why));
     }
     out.push('\n');
 

@@ -195,7 +195,11 @@ fn choose_pricing(
                         } else {
                             String::new()
                         }
-                    ),
+                    ) + &if tried.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {}", tried.join(", "))
+                    },
                 ));
             }
             tried.push(format!(
@@ -691,7 +695,14 @@ pub(crate) fn decide(
                 numbers_say: format!("{}: {}", t.pricing, t.pricing_reason),
                 numbers_pick: Some(pick(inputs, t)),
                 winner: "numbers",
-                why: "a reservation is paid for every hour of its term: below the break-even utilisation it costs more than paying for the hours used".into(),
+                why: if t.pricing_reason.contains("no reserved-3y price") {
+                    format!(
+                        "the catalog has no reserved-3y price for {} in {} {}: {} is the best term it prices (`gpuform breakeven` compares them; --prices adds a quote)",
+                        t.instance_type, t.cloud, t.region, t.pricing
+                    )
+                } else {
+                    "a reservation is paid for every hour of its term: below the break-even utilisation it costs more than paying for the hours used".into()
+                },
             });
         }
     }

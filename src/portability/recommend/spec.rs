@@ -99,8 +99,12 @@ pub fn spec_yaml(r: &Recommendation, project: &str) -> Result<String, InputError
             &mut out,
             "",
             &format!(
-                "- rule vs numbers ({}): the rule says {}; the numbers say {}; {} wins: {}",
-                d.rule, d.rule_says, d.numbers_say, d.winner, d.why
+                "- rule vs numbers ({}): the rule says {}; the numbers say {}; {}: {}",
+                d.rule,
+                d.rule_says,
+                d.numbers_say,
+                super::render::winner_words(d.winner),
+                d.why
             ),
         );
     }
