@@ -840,3 +840,51 @@ fn inputs_parse_with_units() {
         vec![Cloud::Aws, Cloud::Tencent]
     );
 }
+
+/// On a terminal (util-linux `script` gives the binary one), missing
+/// --params and --task are asked for; an empty answer is an error.
+#[test]
+fn a_terminal_is_asked_for_what_is_missing() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("`script` (util-linux) is not installed: the terminal case is not run");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("gpuform");
+    let run = |answers: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Command::new("script");
+        c.current_dir(dir.path())
+            .env("GPUFORM_TODAY", TODAY)
+            .env("NO_COLOR", "1")
+            .args([
+                "-qec",
+                &format!("{} recommend --clouds aws", bin.display()),
+                "/dev/null",
+            ])
+            .write_stdin(answers.to_string())
+            .timeout(std::time::Duration::from_secs(60));
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    let (code, text) = run("7B\ninference\n");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("Model size in parameters"), "{text}");
+    assert!(
+        text.contains("Task (training, fine-tuning, inference)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Recommendation for 7B parameters, inference"),
+        "{text}"
+    );
+    let (code, text) = run("\n");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("--params is required"), "{text}");
+}
