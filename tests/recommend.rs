@@ -317,6 +317,33 @@ fn multi_node_training_without_rdma_is_left_out() {
 }
 
 #[test]
+fn a_model_nothing_holds_is_an_error_that_says_why() {
+    // 100e12 × 2 B = 182,000 GiB of weights alone: more than 64 nodes of anything.
+    let dir = tempfile::tempdir().unwrap();
+    let out = gpuform(dir.path())
+        .args([
+            "recommend",
+            "--params",
+            "100T",
+            "--task",
+            "inference",
+            "--write",
+            "s.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no configuration of the allowed clouds fits")
+            && err.contains("would need more than 64 nodes")
+            && err.contains("hint:"),
+        "{err}"
+    );
+    assert!(!dir.path().join("s.yaml").exists());
+}
+
+#[test]
 fn long_project_below_break_even_keeps_on_demand_and_says_the_numbers_win() {
     // 100 h of 730 a month (14%) is below any reservation's break-even.
     let r = recommend_json(&[
@@ -481,6 +508,16 @@ fn write_validate_plan(args: &[&str]) {
     assert!(spec.contains("# - memory:"), "{spec}");
     let top = &r["top"];
     assert!(spec.contains(&format!("nodes: {}", top["nodes"])), "{spec}");
+    // Written in gpuform's canonical layout.
+    let out = gpuform(dir.path())
+        .args(["fmt", "--check", "spec.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fmt --check {args:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = gpuform(dir.path())
         .args(["validate", "spec.yaml"])
         .output()
