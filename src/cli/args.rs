@@ -140,6 +140,15 @@ pub enum Command {
     Bootstrap(BootstrapCommand),
     /// Re-target a cluster to another cloud: prints the spec diff, cost delta and caveats; --write saves it.
     Migrate(super::portability::MigrateArgs),
+    /// Choose GPU, node count, interconnect, pricing and region from a few facts about a workload.
+    ///
+    /// The guide's decision tree, each step with its reason: the GPU memory the workload needs
+    /// (the formula is printed), the guide's rules (where a rule and the numbers disagree, both
+    /// and the winner), options ranked by price-performance across the allowed clouds from the
+    /// catalog, and `--write FILE` for the top option as a spec. On a terminal, missing --params
+    /// and --task are asked for; elsewhere they are required.
+    #[command(after_help = EXIT_CODES)]
+    Recommend(super::recommend::RecommendArgs),
 }
 
 #[derive(Debug, Args, Clone, Default)]

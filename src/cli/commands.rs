@@ -66,6 +66,7 @@ pub async fn run(cli: Cli) -> CmdResult {
             part,
         }) => bootstrap_show(&address, &file, &vars, sandbox, part.as_deref()),
         Command::Migrate(a) => super::portability::migrate_cmd(a),
+        Command::Recommend(a) => super::recommend::recommend_cmd(a),
         Command::Version => {
             println!("gpuform {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -5,6 +5,7 @@ pub mod args;
 mod commands;
 pub mod portability;
 pub mod progress;
+pub mod recommend;
 
 pub use args::Cli;
 

@@ -7,9 +7,11 @@
 //! - [`breakeven`]: reserved vs on-demand vs spot for an instance type.
 //! - [`lockin`]: the clusters × clouds matrix of equivalents.
 //! - [`migrate`]: re-target a cluster to another cloud as a text edit of the spec.
+//! - [`recommend`]: the guide's decision tree, from workload facts to a ranked choice and a spec.
 
 pub mod breakeven;
 pub mod cost;
 pub mod lockin;
 pub mod migrate;
 pub mod offers;
+pub mod recommend;
