@@ -8,6 +8,7 @@
 //! - [`lockin`]: the clusters × clouds matrix of equivalents.
 //! - [`migrate`]: re-target a cluster to another cloud as a text edit of the spec.
 
+pub mod audit;
 pub mod breakeven;
 pub mod cost;
 pub mod lockin;
