@@ -105,7 +105,7 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
     let store = specs
         .first()
         .map(|s| s.store.clone())
-        .unwrap_or_else(|| StateStore::new(".gpuform/state.json".into()));
+        .unwrap_or_else(|| StateStore::new(std::path::PathBuf::from(".gpuform/state.json")));
     let mut endpoints = BTreeMap::new();
     for l in &loaded {
         endpoints.extend(l.spec.endpoints.clone());
