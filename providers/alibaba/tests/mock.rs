@@ -642,11 +642,15 @@ async fn inventory_lists_every_owner_in_a_few_pages() {
             ResourceKind::Volume,
             "c.volume[9]",
             json!({"zone": ZONE, "size_gb": 40, "volume_type": "ssd"}),
-            &[],
+            &[("instance", ours[119].as_str())],
         ))
         .await
         .unwrap()
         .id;
+    // Volumes are made attached; this one is detached afterwards.
+    p.update(&scope(), ResourceKind::Volume, &loose, &attrs(json!({"attached_to": null})))
+        .await
+        .unwrap();
     let attached = p
         .create(&req(
             ResourceKind::Volume,
@@ -675,6 +679,8 @@ async fn inventory_lists_every_owner_in_a_few_pages() {
     assert_eq!(first.tags.get("team").map(String::as_str), Some("ml"));
     // Its 200 GB system disk and the 500 GB data disk.
     assert_eq!(first.disk_gb, Some(700));
+    let last = inv.instances.iter().find(|i| i.id == ours[119]).unwrap();
+    assert_eq!(last.disk_gb, Some(200), "the detached disk is not its any more");
     let vols: Vec<&str> = inv.volumes.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(vols, vec![loose.as_str()], "only the unattached data disk");
     assert_eq!(inv.volumes[0].size_gb, Some(40));

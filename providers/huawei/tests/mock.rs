@@ -404,11 +404,16 @@ async fn inventory_lists_every_server_and_unattached_disk() {
             "cluster.t.volume[9]",
             "gf-vol9",
             json!({"zone": "cn-north-4a", "size_gb": 30, "volume_type": "ssd"}),
-            &[],
+            &[("instance", &ids[2])],
         ))
         .await
         .expect("loose volume")
         .id;
+    // Volumes are made attached; this one is detached afterwards.
+    let detach: Attrs = [("attached_to".to_string(), Value::Null)].into_iter().collect();
+    p.update(&scope(), ResourceKind::Volume, &loose, &detach)
+        .await
+        .expect("detach");
     let before = mock.requests();
     let inv = p.inventory(&scope()).await.unwrap();
     let calls = mock.requests() - before;

@@ -639,11 +639,20 @@ async fn inventory_lists_every_instance_and_unattached_disk_in_a_few_pages() {
                 ("size_gb", json!(60)),
                 ("volume_type", json!("ssd")),
             ]),
-            &[],
+            &[("instance", &ids[2])],
         ))
         .await
         .expect("loose volume")
         .id;
+    // Volumes are made attached; this one is detached afterwards.
+    p.update(
+        &scope(),
+        ResourceKind::Volume,
+        &loose,
+        &attrs(&[("attached_to", Value::Null)]),
+    )
+    .await
+    .expect("detach");
     let before = mock.requests();
     let inv = p.inventory(&scope()).await.unwrap();
     let calls = mock.requests() - before;
