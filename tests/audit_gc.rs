@@ -94,8 +94,16 @@ fn audit_reports_owners_costs_and_each_finding() {
     let v1 = state_id(&w, STATE, "cluster.batch.volume[1]");
     // Behind gpuform's back: batch node 0 launched on the 1st (672 h before
     // the pinned now, 2026-11-29T00:00Z), node 1 stopped, volume 1 detached.
-    set(&w, "cluster.batch.node[0]", "launch_time=2026-11-01T00:00:00Z");
-    set(&w, "cluster.serve.node[0]", "launch_time=2026-10-15T12:00:00Z");
+    set(
+        &w,
+        "cluster.batch.node[0]",
+        "launch_time=2026-11-01T00:00:00Z",
+    );
+    set(
+        &w,
+        "cluster.serve.node[0]",
+        "launch_time=2026-10-15T12:00:00Z",
+    );
     set(&w, "cluster.batch.node[1]", "status=stopped");
     set(&w, "cluster.batch.volume[1]", "attached_to=null");
     w.write_spec(&format!("{SPEC}{BUDGET}"));
@@ -160,16 +168,38 @@ fn audit_reports_owners_costs_and_each_finding() {
             .unwrap()
             .to_string()
     };
-    assert!(msg("mig-consolidation").contains("fit on 2 GPU(s)"), "{}", msg("mig-consolidation"));
-    assert!(msg("over-budget").contains("$1,000.00 a month"), "{}", msg("over-budget"));
-    assert!(msg("spot-candidate").contains("would save about"), "{}", msg("spot-candidate"));
-    assert!(msg("unattached-volume").contains("50 GB"), "{}", msg("unattached-volume"));
+    assert!(
+        msg("mig-consolidation").contains("fit on 2 GPU(s)"),
+        "{}",
+        msg("mig-consolidation")
+    );
+    assert!(
+        msg("over-budget").contains("$1,000.00 a month"),
+        "{}",
+        msg("over-budget")
+    );
+    assert!(
+        msg("spot-candidate").contains("would save about"),
+        "{}",
+        msg("spot-candidate")
+    );
+    assert!(
+        msg("unattached-volume").contains("50 GB"),
+        "{}",
+        msg("unattached-volume")
+    );
 
     // The same report as a table and as markdown.
     let table = w.ok(&["audit", "spec.yaml"]);
-    assert!(table.contains("Findings (7)") && table.contains("p4d.24xlarge"), "{table}");
+    assert!(
+        table.contains("Findings (7)") && table.contains("p4d.24xlarge"),
+        "{table}"
+    );
     let md = w.ok(&["audit", "spec.yaml", "--markdown"]);
-    assert!(md.contains("### Findings (7)") && md.contains("| where |"), "{md}");
+    assert!(
+        md.contains("### Findings (7)") && md.contains("| where |"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -178,7 +208,14 @@ fn ownership_is_managed_orphaned_or_unknown_by_state() {
     w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
     // Another state of the same project in the same sandbox: its resources
     // carry `shop`'s tags but this state does not record them.
-    w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve", "--state", OTHER]);
+    w.ok(&[
+        "apply",
+        "spec.yaml",
+        "--sandbox",
+        "--auto-approve",
+        "--state",
+        OTHER,
+    ]);
     let mine = state_id(&w, STATE, "cluster.serve.node[0]");
     let theirs = state_id(&w, OTHER, "cluster.serve.node[0]");
     let r = audit_json(&w, &[]);
@@ -189,7 +226,15 @@ fn ownership_is_managed_orphaned_or_unknown_by_state() {
 
     // Without a spec, no state is read: tagged resources are `unknown`.
     let out = w.run(
-        &["audit", "--cloud", "aws", "--region", "us-east-1", "--sandbox", "--json"],
+        &[
+            "audit",
+            "--cloud",
+            "aws",
+            "--region",
+            "us-east-1",
+            "--sandbox",
+            "--json",
+        ],
         None,
     );
     assert_success(&out, "audit without spec");
@@ -198,11 +243,23 @@ fn ownership_is_managed_orphaned_or_unknown_by_state() {
     assert_eq!(instance(&r, &theirs)["owner"], "unknown");
 
     // A spec whose state does not exist: unknown too, with a note.
-    let out = w.run(&["audit", "spec.yaml", "--json", "--state", ".gpuform/nowhere.json"], None);
+    let out = w.run(
+        &[
+            "audit",
+            "spec.yaml",
+            "--json",
+            "--state",
+            ".gpuform/nowhere.json",
+        ],
+        None,
+    );
     assert_success(&out, "audit with a missing state");
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(instance(&r, &mine)["owner"], "unknown");
-    assert!(r["notes"][0].as_str().unwrap().contains("no state at"), "{r}");
+    assert!(
+        r["notes"][0].as_str().unwrap().contains("no state at"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -214,7 +271,10 @@ fn bad_input_is_a_clear_error() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let e = err(&["audit", "--cloud", "aws", "--region", "mars-north-1"]);
-    assert!(e.contains("unknown region `mars-north-1` for aws") && e.contains("us-east-1"), "{e}");
+    assert!(
+        e.contains("unknown region `mars-north-1` for aws") && e.contains("us-east-1"),
+        "{e}"
+    );
     let e = err(&["audit", "--cloud", "gcp", "--region", "us-east-1"]);
     assert!(e.contains("unknown cloud `gcp`"), "{e}");
     let e = err(&["audit", "--region", "us-east-1"]);
@@ -253,7 +313,14 @@ fn state_ids(w: &SandboxWork, state: &str) -> BTreeSet<String> {
 fn gc_deletes_the_projects_strays_and_survives_a_crash() {
     let w = SandboxWork::new("shop", SPEC);
     w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
-    w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve", "--state", OTHER]);
+    w.ok(&[
+        "apply",
+        "spec.yaml",
+        "--sandbox",
+        "--auto-approve",
+        "--state",
+        OTHER,
+    ]);
     let mine = state_ids(&w, STATE);
     let strays = state_ids(&w, OTHER);
     assert_eq!(live_ids(&w), &mine | &strays);

@@ -22,7 +22,11 @@ fn moto_url() -> String {
 /// moto's virtualenv python (with boto3), as scripts/moto.sh makes it.
 fn python() -> std::path::PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-moto/bin/python");
-    assert!(p.exists(), "{} is missing: run scripts/moto.sh", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/moto.sh",
+        p.display()
+    );
     p
 }
 
@@ -248,7 +252,14 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
     std::fs::create_dir_all(d.join(".gpuform")).unwrap();
     std::fs::write(
         d.join(format!(".gpuform/{project}.state.json")),
-        state(&project, lineage, region, "cluster.infer.node[0]", &id("managed")).to_string(),
+        state(
+            &project,
+            lineage,
+            region,
+            "cluster.infer.node[0]",
+            &id("managed"),
+        )
+        .to_string(),
     )
     .unwrap();
 
@@ -278,7 +289,12 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["kind"].as_str().unwrap().into(), f["subject"].as_str().unwrap().into()))
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().into(),
+                f["subject"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     for want in [
         ("stopped-paying-for-disks", id("orphan")),
@@ -287,15 +303,24 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
         ("unattached-volume", id("stray_vol")),
     ] {
         let want = (want.0.to_string(), want.1);
-        assert!(findings.contains(&want), "{want:?} missing from {findings:?}");
+        assert!(
+            findings.contains(&want),
+            "{want:?} missing from {findings:?}"
+        );
     }
     // Stateless on-demand pool: the managed node is a spot candidate.
-    assert!(findings.contains(&("spot-candidate".into(), format!("{project}/infer"))), "{findings:?}");
+    assert!(
+        findings.contains(&("spot-candidate".into(), format!("{project}/infer"))),
+        "{findings:?}"
+    );
 
     // gc: deletes the orphan and the stray volume, keeps the recorded
     // instance and everything untagged.
     let out = ok(d, &["gc", "spec.yaml", "--auto-approve"]);
-    assert!(out.contains(&id("orphan")) && out.contains(&id("stray_vol")), "{out}");
+    assert!(
+        out.contains(&id("orphan")) && out.contains(&id("stray_vol")),
+        "{out}"
+    );
     let left = boto3(
         region,
         "r = ec2.describe_instances()['Reservations']\nv = ec2.describe_volumes()['Volumes']\nprint(json.dumps(dict(i={x['InstanceId']: x['State']['Name'] for res in r for x in res['Instances']}, v=[x['VolumeId'] for x in v])))",
@@ -305,9 +330,20 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
     assert_eq!(state_of("managed"), "running");
     assert_eq!(state_of("unmanaged"), "running");
     assert_eq!(state_of("spot"), "running");
-    let vols: Vec<&str> = left["v"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    assert!(vols.contains(&id("loose").as_str()), "untagged volume deleted");
-    assert!(!vols.contains(&id("stray_vol").as_str()), "stray volume kept");
+    let vols: Vec<&str> = left["v"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        vols.contains(&id("loose").as_str()),
+        "untagged volume deleted"
+    );
+    assert!(
+        !vols.contains(&id("stray_vol").as_str()),
+        "stray volume kept"
+    );
     let again = ok(d, &["gc", "spec.yaml", "--auto-approve"]);
     assert!(again.contains("Nothing to collect"), "{again}");
 }
@@ -329,7 +365,15 @@ fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
     .unwrap();
     let r: Value = serde_json::from_str(&ok(
         dir.path(),
-        &["audit", "spec.yaml", "--json", "--cloud", "aws", "--region", region],
+        &[
+            "audit",
+            "spec.yaml",
+            "--json",
+            "--cloud",
+            "aws",
+            "--region",
+            region,
+        ],
     ))
     .unwrap();
     let n = r["instances"].as_array().unwrap().len();

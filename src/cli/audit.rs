@@ -87,7 +87,8 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
         .collect::<Result<Vec<_>, _>>()?;
     let mut specs = Vec::new();
     for l in &loaded {
-        let store = engine::state_store(Some(l), a.state.as_deref(), None).map_err(engine_failure)?;
+        let store =
+            engine::state_store(Some(l), a.state.as_deref(), None).map_err(engine_failure)?;
         specs.push(eaudit::AuditSpec { loaded: l, store });
     }
     let (views, places) = eaudit::project_views(&specs).map_err(engine_failure)?;
@@ -174,7 +175,9 @@ pub(super) async fn gc_cmd(a: ApplyArgs, quiet: bool) -> CmdResult {
         if plan.has_changes() {
             print!("{}", render(&plan));
         } else {
-            println!("Nothing to collect: everything tagged with this project is recorded in its state.");
+            println!(
+                "Nothing to collect: everything tagged with this project is recorded in its state."
+            );
         }
     }
     if !plan.has_changes() && gc.current.adopted.is_empty() {

@@ -328,7 +328,10 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
     })
 }
 
-pub(super) fn providers_for(store: &StateStore, endpoints: &BTreeMap<String, String>) -> Arc<Providers> {
+pub(super) fn providers_for(
+    store: &StateStore,
+    endpoints: &BTreeMap<String, String>,
+) -> Arc<Providers> {
     Arc::new(Providers::new(engine::sandbox_dir(store)).with_endpoints(endpoints.clone()))
 }
 

@@ -71,7 +71,9 @@ pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, Str
 /// What a spec's state says, for ownership. A state that does not exist is
 /// "no state reachable" (its resources read `unknown`); one that exists and
 /// cannot be read is an error.
-pub fn project_view(spec: &AuditSpec<'_>) -> Result<(ProjectView, BTreeSet<(String, String)>), EngineError> {
+pub fn project_view(
+    spec: &AuditSpec<'_>,
+) -> Result<(ProjectView, BTreeSet<(String, String)>), EngineError> {
     let project = &spec.loaded.spec.project;
     let (doc, existed) = read_state(&spec.store, project)?;
     let mut places = BTreeSet::new();

@@ -8,8 +8,8 @@ mod failover;
 mod gc;
 
 pub use error::EngineError;
-pub use gc::{gc_plan, GcPlan};
 pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};
+pub use gc::{gc_plan, GcPlan};
 
 use crate::address::{Address, Target};
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};

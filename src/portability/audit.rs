@@ -276,27 +276,28 @@ pub fn audit(
         findings: Vec::new(),
         notes: Vec::new(),
     };
-    let owner_of = |project: Option<&str>, id: &str, address: Option<&str>, lineage: Option<&str>| {
-        let Some(p) = project else {
-            return Owner::Unmanaged;
-        };
-        match projects.get(p).map(|v| &v.state) {
-            Some(StateView::Known {
-                lineage: l,
-                ids,
-                pending,
-            }) => {
-                let adoptable = lineage == Some(l.as_str())
-                    && address.is_some_and(|a| pending.contains(a));
-                if ids.contains(id) || adoptable {
-                    Owner::Managed
-                } else {
-                    Owner::Orphaned
+    let owner_of =
+        |project: Option<&str>, id: &str, address: Option<&str>, lineage: Option<&str>| {
+            let Some(p) = project else {
+                return Owner::Unmanaged;
+            };
+            match projects.get(p).map(|v| &v.state) {
+                Some(StateView::Known {
+                    lineage: l,
+                    ids,
+                    pending,
+                }) => {
+                    let adoptable =
+                        lineage == Some(l.as_str()) && address.is_some_and(|a| pending.contains(a));
+                    if ids.contains(id) || adoptable {
+                        Owner::Managed
+                    } else {
+                        Owner::Orphaned
+                    }
                 }
+                _ => Owner::Unknown,
             }
-            _ => Owner::Unknown,
-        }
-    };
+        };
     for r in regions {
         for i in &r.inventory.instances {
             let row = instance_row(catalog, cny_per_usd, now, month0, r, i, &owner_of);
@@ -319,9 +320,9 @@ pub fn audit(
     }
     for (p, v) in projects {
         if let StateView::Unreachable(why) = &v.state {
-            report
-                .notes
-                .push(format!("project {p}: state not read ({why}); its resources show as `unknown`"));
+            report.notes.push(format!(
+                "project {p}: state not read ({why}); its resources show as `unknown`"
+            ));
         }
     }
     report.findings = findings(catalog, cny_per_usd, &report, projects);
@@ -501,7 +502,8 @@ fn findings(
                 v.cloud,
                 v.region,
                 match v.owner {
-                    Owner::Orphaned => "; its project's state does not record it: `gpuform gc SPEC` deletes it",
+                    Owner::Orphaned =>
+                        "; its project's state does not record it: `gpuform gc SPEC` deletes it",
                     Owner::Managed => "; its state records it: detached outside gpuform?",
                     _ => "",
                 }
@@ -581,8 +583,10 @@ fn pool_findings(
         }
         let subject = format!("{project}/{}", pool.cluster);
         if pool.inference && !pool.mig {
-            let models: std::collections::BTreeSet<&str> =
-                nodes.iter().filter_map(|i| i.gpu_model.as_deref()).collect();
+            let models: std::collections::BTreeSet<&str> = nodes
+                .iter()
+                .filter_map(|i| i.gpu_model.as_deref())
+                .collect();
             let gpus: u32 = nodes.iter().filter_map(|i| i.gpu_count).sum();
             let best = match models.iter().next() {
                 Some(m) if models.len() == 1 => catalog
@@ -615,7 +619,10 @@ fn pool_findings(
                 .iter()
                 .map(|i| {
                     let o = catalog.offering(i.cloud, &i.region, &i.instance_type)?;
-                    let od = o.prices.get(&PricingModel::OnDemand)?.hourly_usd(cny_per_usd);
+                    let od = o
+                        .prices
+                        .get(&PricingModel::OnDemand)?
+                        .hourly_usd(cny_per_usd);
                     let spot = o.prices.get(&PricingModel::Spot)?.hourly_usd(cny_per_usd);
                     Some((od - spot) * HOURS_PER_MONTH)
                 })
@@ -668,7 +675,9 @@ fn instance_cells(i: &InstanceRow) -> Vec<String> {
         },
         opt_usd(i.month_to_date_usd),
         opt_usd(i.monthly_usd),
-        i.price_basis.clone().unwrap_or_else(|| "no catalog price".into()),
+        i.price_basis
+            .clone()
+            .unwrap_or_else(|| "no catalog price".into()),
     ]
 }
 
@@ -701,7 +710,10 @@ pub fn render_table(r: &AuditReport) -> String {
         for v in &r.volumes {
             t.add_row(volume_cells(v));
         }
-        s.push_str(&format!("\nUnattached volumes ({}):\n{t}\n", r.volumes.len()));
+        s.push_str(&format!(
+            "\nUnattached volumes ({}):\n{t}\n",
+            r.volumes.len()
+        ));
     }
     s.push_str(&format!("\nFindings ({}):\n", r.findings.len()));
     for f in &r.findings {
@@ -729,9 +741,20 @@ fn volume_cells(v: &VolumeRow) -> Vec<String> {
 /// The report as markdown (for a report or an issue).
 pub fn render_markdown(r: &AuditReport) -> String {
     fn row(cells: &[String]) -> String {
-        format!("| {} |\n", cells.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))
+        format!(
+            "| {} |\n",
+            cells
+                .iter()
+                .map(|c| c.replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        )
     }
-    let mut s = format!("## gpuform audit\n\nAt {} of {}.\n\n", r.now, r.regions.join(", "));
+    let mut s = format!(
+        "## gpuform audit\n\nAt {} of {}.\n\n",
+        r.now,
+        r.regions.join(", ")
+    );
     s.push_str(&format!("### Instances ({})\n\n", r.instances.len()));
     s.push_str(&row(&INSTANCE_HEADER.map(String::from)));
     s.push_str(&format!("|{}\n", " --- |".repeat(INSTANCE_HEADER.len())));
@@ -739,7 +762,10 @@ pub fn render_markdown(r: &AuditReport) -> String {
         s.push_str(&row(&instance_cells(i)));
     }
     if !r.volumes.is_empty() {
-        s.push_str(&format!("\n### Unattached volumes ({})\n\n", r.volumes.len()));
+        s.push_str(&format!(
+            "\n### Unattached volumes ({})\n\n",
+            r.volumes.len()
+        ));
         s.push_str("| where | volume | size | type | owner |\n| --- | --- | --- | --- | --- |\n");
         for v in &r.volumes {
             s.push_str(&row(&volume_cells(v)));
@@ -768,13 +794,16 @@ mod tests {
         assert_eq!(parse_instant("2026-11-02T18:00:00+08:00"), Some(base));
         assert_eq!(parse_instant("2026-11-02T05:00:00-05:00"), Some(base));
         assert_eq!(parse_instant("2026-11-02 10:00:00"), Some(base));
-        for bad in ["", "yesterday", "2026-13-01T00:00Z", "2026-11-02T25:00Z", "2026-11-02T10:00+8"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00Z",
+            "2026-11-02T25:00Z",
+            "2026-11-02T10:00+8",
+        ] {
             assert_eq!(parse_instant(bad), None, "{bad}");
         }
-        assert_eq!(
-            format_instant(month_start(base)),
-            "2026-11-01T00:00:00Z"
-        );
+        assert_eq!(format_instant(month_start(base)), "2026-11-01T00:00:00Z");
         let jan = parse_instant("2027-01-31T23:59:59Z").unwrap();
         assert_eq!(format_instant(month_start(jan)), "2027-01-01T00:00:00Z");
     }

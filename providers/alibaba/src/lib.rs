@@ -210,10 +210,7 @@ impl gpuform_provider::InventoryApi for AlibabaProvider {
         Cloud::Alibaba
     }
 
-    async fn inventory(
-        &self,
-        scope: &Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
         AlibabaProvider::inventory(self, scope).await
     }
 }

@@ -648,9 +648,14 @@ async fn inventory_lists_every_owner_in_a_few_pages() {
         .unwrap()
         .id;
     // Volumes are made attached; this one is detached afterwards.
-    p.update(&scope(), ResourceKind::Volume, &loose, &attrs(json!({"attached_to": null})))
-        .await
-        .unwrap();
+    p.update(
+        &scope(),
+        ResourceKind::Volume,
+        &loose,
+        &attrs(json!({"attached_to": null})),
+    )
+    .await
+    .unwrap();
     let attached = p
         .create(&req(
             ResourceKind::Volume,
@@ -680,7 +685,11 @@ async fn inventory_lists_every_owner_in_a_few_pages() {
     // Its 200 GB system disk and the 500 GB data disk.
     assert_eq!(first.disk_gb, Some(700));
     let last = inv.instances.iter().find(|i| i.id == ours[119]).unwrap();
-    assert_eq!(last.disk_gb, Some(200), "the detached disk is not its any more");
+    assert_eq!(
+        last.disk_gb,
+        Some(200),
+        "the detached disk is not its any more"
+    );
     let vols: Vec<&str> = inv.volumes.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(vols, vec![loose.as_str()], "only the unattached data disk");
     assert_eq!(inv.volumes[0].size_gb, Some(40));

@@ -193,7 +193,9 @@ mod tests {
 
     #[test]
     fn statuses_of_every_cloud_map_to_a_run_state() {
-        for s in ["running", "Running", "RUNNING", "ACTIVE", "pending", "Starting"] {
+        for s in [
+            "running", "Running", "RUNNING", "ACTIVE", "pending", "Starting",
+        ] {
             assert_eq!(RunState::of_status(s), RunState::Running, "{s}");
         }
         for s in ["stopped", "Stopped", "STOPPED", "SHUTOFF", "stopping"] {
@@ -212,9 +214,7 @@ mod tests {
     #[tokio::test]
     async fn a_cloud_without_inventory_says_so() {
         let e = Nothing
-            .inventory(&Scope {
-                region: "x".into(),
-            })
+            .inventory(&Scope { region: "x".into() })
             .await
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid);

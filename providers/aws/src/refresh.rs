@@ -413,9 +413,10 @@ pub(crate) async fn inventory(
             .filter_map(|v| sizes.get(v).map(|s| (*s).max(0) as u64))
             .collect();
         let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
-        let launch = i
-            .launch_time()
-            .and_then(|t| t.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime).ok());
+        let launch = i.launch_time().and_then(|t| {
+            t.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+                .ok()
+        });
         let root = root_volume_id(i).and_then(|v| sizes.get(&v).copied());
         let o = observe_instance(i, region, root);
         let mut row = InventoryInstance::from_observed(&o, launch, disk_gb);

@@ -188,10 +188,7 @@ impl gpuform_provider::InventoryApi for HuaweiProvider {
         Cloud::Huawei
     }
 
-    async fn inventory(
-        &self,
-        scope: &Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
         refresh::inventory(self, scope).await
     }
 }

@@ -545,7 +545,8 @@ pub async fn inventory(
         let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
         let o = observe_server(sv, region, &sizes);
         let mut row = InventoryInstance::from_observed(&o, Some(s(sv, "created")), disk_gb);
-        row.tags.extend(tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null)));
+        row.tags
+            .extend(tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null)));
         out.instances.push(row);
     }
     for v in volumes

@@ -410,7 +410,9 @@ async fn inventory_lists_every_server_and_unattached_disk() {
         .expect("loose volume")
         .id;
     // Volumes are made attached; this one is detached afterwards.
-    let detach: Attrs = [("attached_to".to_string(), Value::Null)].into_iter().collect();
+    let detach: Attrs = [("attached_to".to_string(), Value::Null)]
+        .into_iter()
+        .collect();
     p.update(&scope(), ResourceKind::Volume, &loose, &detach)
         .await
         .expect("detach");
@@ -428,5 +430,9 @@ async fn inventory_lists_every_server_and_unattached_disk() {
     assert_eq!(mine.project(), Some("llm"));
     assert_eq!(mine.disk_gb, Some(200));
     let vols: Vec<&str> = inv.volumes.iter().map(|v| v.id.as_str()).collect();
-    assert_eq!(vols, vec![loose.as_str()], "system disks are not data volumes");
+    assert_eq!(
+        vols,
+        vec![loose.as_str()],
+        "system disks are not data volumes"
+    );
 }

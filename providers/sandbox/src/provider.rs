@@ -261,10 +261,7 @@ impl gpuform_provider::InventoryApi for SandboxProvider {
         self.cloud
     }
 
-    async fn inventory(
-        &self,
-        scope: &Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let (inventory, pages) = {
             let mut inner = self.sandbox.lock();

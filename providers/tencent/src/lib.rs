@@ -138,10 +138,7 @@ impl gpuform_provider::InventoryApi for TencentProvider {
         Cloud::Tencent
     }
 
-    async fn inventory(
-        &self,
-        scope: &Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
         refresh::inventory(self, &scope.region).await
     }
 }

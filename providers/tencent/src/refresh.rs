@@ -403,10 +403,20 @@ pub(crate) async fn inventory(
         ]),
     );
     let (instances, disks) = tokio::try_join!(
-        p.client
-            .describe_all(INSTANCE.api, INSTANCE.action, region, Map::new(), INSTANCE.set_key),
-        p.client
-            .describe_all(VOLUME.api, VOLUME.action, region, disk_filter, VOLUME.set_key),
+        p.client.describe_all(
+            INSTANCE.api,
+            INSTANCE.action,
+            region,
+            Map::new(),
+            INSTANCE.set_key
+        ),
+        p.client.describe_all(
+            VOLUME.api,
+            VOLUME.action,
+            region,
+            disk_filter,
+            VOLUME.set_key
+        ),
     )?;
     let mut out = gpuform_provider::Inventory::default();
     for v in instances.iter().filter(|v| instance_alive(v)) {
