@@ -15,6 +15,9 @@ use gpuform_catalog::Catalog;
 use gpuform_provider::Scope;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// `(provider key, region)` pairs: where to list.
+pub type Places = BTreeSet<(String, String)>;
+
 /// The tag a spec's cluster carries to say it serves inference
 /// (`tags: {workload: inference}`).
 pub const WORKLOAD_TAG: &str = "workload";
@@ -155,7 +158,7 @@ pub async fn inventories(
 /// The projects of the given specs, keyed by name.
 pub fn project_views(
     specs: &[AuditSpec<'_>],
-) -> Result<(BTreeMap<String, ProjectView>, BTreeSet<(String, String)>), EngineError> {
+) -> Result<(BTreeMap<String, ProjectView>, Places), EngineError> {
     let mut views = BTreeMap::new();
     let mut places = BTreeSet::new();
     for s in specs {

@@ -347,6 +347,9 @@ impl<'a> OwnershipView<'a> {
     }
 }
 
+/// Who owns a resource, from its project, id, address and lineage tags.
+type OwnerOf<'a> = dyn Fn(Option<&str>, &str, Option<&str>, Option<&str>) -> Owner + 'a;
+
 fn instance_row(
     catalog: &Catalog,
     cny_per_usd: f64,
@@ -354,7 +357,7 @@ fn instance_row(
     month0: i64,
     r: &RegionInventory,
     i: &InventoryInstance,
-    owner_of: &dyn Fn(Option<&str>, &str, Option<&str>, Option<&str>) -> Owner,
+    owner_of: &OwnerOf<'_>,
 ) -> InstanceRow {
     let own = OwnershipView::of(&i.tags);
     let owner = owner_of(own.project, &i.id, own.address, own.lineage);
