@@ -223,6 +223,10 @@ fn audit_then_gc_on_moto() {
     let lost = "22222222-2222-2222-2222-222222222222";
     let script = format!(
         r#"
+# This region is this test's: what an earlier run left goes first.
+old = [i['InstanceId'] for r in ec2.describe_instances(Filters=[{{'Name':'instance-state-name','Values':['pending','running','stopping','stopped']}}])['Reservations'] for i in r['Instances']]
+if old: ec2.terminate_instances(InstanceIds=old)
+for v in ec2.describe_volumes(Filters=[{{'Name':'status','Values':['available']}}])['Volumes']: ec2.delete_volume(VolumeId=v['VolumeId'])
 ami = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']
 def run(tags=None, spot=False):
     kw = dict(ImageId=ami, InstanceType='g4dn.xlarge', MinCount=1, MaxCount=1)
