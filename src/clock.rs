@@ -35,6 +35,19 @@ pub fn pinned() -> Result<Option<Day>, String> {
     }
 }
 
+/// Now, in seconds since the Unix epoch (UTC): 00:00 of the pinned day when
+/// `GPUFORM_TODAY` is set (so that uptimes and month-to-date costs in
+/// tests do not depend on when they run), otherwise the system clock.
+pub fn now_secs() -> i64 {
+    match pinned().ok().flatten() {
+        Some(day) => day.0 * 86_400,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    }
+}
+
 fn system_today() -> Day {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

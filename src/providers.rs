@@ -2,7 +2,7 @@
 
 use crate::address::Target;
 use crate::EngineError;
-use gpuform_provider::{Cloud, Provider};
+use gpuform_provider::{Cloud, InventoryApi, Provider};
 use gpuform_sandbox::{Faults, SandboxCloud};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -74,6 +74,57 @@ impl Providers {
         };
         cache.insert(key.to_string(), p.clone());
         Ok(p)
+    }
+}
+
+impl Providers {
+    /// What lists a whole region for `gpuform audit` under a provider key
+    /// (`aws`, `sandbox:aws`): the same cloud crate as [`Providers::get`],
+    /// through its [`InventoryApi`].
+    pub async fn inventory(&self, key: &str) -> Result<Arc<dyn InventoryApi>, EngineError> {
+        let target = Target::parse(key)
+            .ok_or_else(|| EngineError::Config(format!("unknown provider `{key}`")))?;
+        if target.sandbox {
+            return Ok(self.sandbox()?.inventory(target.cloud));
+        }
+        let cloud = target.cloud;
+        let endpoint = self.endpoints.get(cloud.as_str()).cloned();
+        let provider_error = |e: gpuform_provider::ProviderError| EngineError::Provider {
+            context: format!("setting up the {cloud} provider"),
+            error: e,
+        };
+        match cloud {
+            #[cfg(feature = "aws")]
+            Cloud::Aws => Ok(Arc::new(
+                gpuform_aws::AwsProvider::from_env(endpoint)
+                    .await
+                    .map_err(provider_error)?,
+            )),
+            #[cfg(not(feature = "aws"))]
+            Cloud::Aws => {
+                let _ = (endpoint, provider_error);
+                Err(EngineError::Config(
+                    "the aws provider is not in this build of gpuform (built without the `aws` feature)".into(),
+                ))
+            }
+            Cloud::Alibaba => Ok(Arc::new(
+                gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(endpoint)
+                    .map_err(provider_error)?,
+            )),
+            Cloud::Tencent => Ok(Arc::new(
+                gpuform_tencent::TencentProvider::from_env_with_endpoint(endpoint)
+                    .map_err(provider_error)?,
+            )),
+            Cloud::Huawei => {
+                let mut vars: Vec<(String, String)> = std::env::vars().collect();
+                if let Some(url) = endpoint {
+                    vars.push(("GPUFORM_HUAWEI_ENDPOINT".into(), url));
+                }
+                Ok(Arc::new(
+                    gpuform_huawei::HuaweiProvider::from_vars(vars).map_err(provider_error)?,
+                ))
+            }
+        }
     }
 }
 

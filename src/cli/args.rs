@@ -149,6 +149,51 @@ pub enum Command {
     /// and --task are asked for; elsewhere they are required.
     #[command(after_help = EXIT_CODES)]
     Recommend(super::recommend::RecommendArgs),
+    /// Everything running in some clouds and regions (not only gpuform's): owner, state,
+    /// uptime, cost this month and per month, and findings. Read-only.
+    ///
+    /// Regions: `--cloud C --region R` (repeatable; one --cloud applies to every --region), or
+    /// those of the given specs. Instances tagged with a given spec's project are `managed` when
+    /// its state records them, `orphaned` when it does not (`gpuform gc SPEC` deletes those),
+    /// `unknown` when no state of that project was given; `unmanaged` without gpuform tags.
+    #[command(after_help = EXIT_CODES)]
+    Audit(AuditArgs),
+    /// Delete what is tagged with a spec's project but not recorded in its state (strays of
+    /// interrupted applies and lost states), as a plan confirmed first. Never touches untagged
+    /// resources.
+    #[command(after_help = EXIT_CODES)]
+    Gc(ApplyArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct AuditArgs {
+    /// Specs whose projects' states decide managed / orphaned (and whose regions, budgets and
+    /// pools are audited).
+    pub specs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// A cloud to list (aws, alibaba, tencent, huawei); one applies to every --region,
+    /// several pair with the --region flags in order.
+    #[arg(long = "cloud", value_name = "CLOUD")]
+    pub clouds: Vec<String>,
+    /// A region to list.
+    #[arg(long = "region", value_name = "REGION")]
+    pub regions: Vec<String>,
+    /// List the built-in sandbox cloud instead.
+    #[arg(long)]
+    pub sandbox: bool,
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    #[arg(long)]
+    pub markdown: bool,
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+    /// Price overrides: CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
+    #[arg(long, value_name = "FILE", env = "GPUFORM_PRICES")]
+    pub prices: Option<PathBuf>,
+    /// State file of the (single) spec, instead of its own.
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -67,6 +67,8 @@ pub async fn run(cli: Cli) -> CmdResult {
         }) => bootstrap_show(&address, &file, &vars, sandbox, part.as_deref()),
         Command::Migrate(a) => super::portability::migrate_cmd(a),
         Command::Recommend(a) => super::recommend::recommend_cmd(a),
+        Command::Audit(a) => super::audit::audit_cmd(a).await,
+        Command::Gc(a) => super::audit::gc_cmd(a, quiet).await,
         Command::Version => {
             println!("gpuform {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
@@ -84,12 +86,12 @@ pub async fn run(cli: Cli) -> CmdResult {
     }
 }
 
-fn load(file: &Path, vars: &VarArgs) -> Result<LoadedSpec, Failure> {
+pub(super) fn load(file: &Path, vars: &VarArgs) -> Result<LoadedSpec, Failure> {
     let vars = Vars::parse_cli(&vars.vars, &vars.var_files).map_err(|d| Failure(d.to_string()))?;
     spec::load(file, &vars).map_err(|d| Failure(d.to_string()))
 }
 
-fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
+pub(super) fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
     ResolveOptions {
         sandbox,
         cny_per_usd: cny.unwrap_or(DEFAULT_CNY_PER_USD),
@@ -327,7 +329,10 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
     })
 }
 
-fn providers_for(store: &StateStore, endpoints: &BTreeMap<String, String>) -> Arc<Providers> {
+pub(super) fn providers_for(
+    store: &StateStore,
+    endpoints: &BTreeMap<String, String>,
+) -> Arc<Providers> {
     Arc::new(Providers::new(engine::sandbox_dir(store)).with_endpoints(endpoints.clone()))
 }
 
@@ -573,7 +578,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
 }
 
 /// The request a spec apply plans with (round 1, and each failover round).
-fn plan_request<'a>(
+pub(super) fn plan_request<'a>(
     a: &ApplyArgs,
     loaded: &'a LoadedSpec,
     catalog: &'a Catalog,
@@ -594,13 +599,13 @@ fn plan_request<'a>(
 }
 
 /// What the engine reports while it works, for the user: one line on stderr.
-fn eprint_line(line: &str) {
+pub(super) fn eprint_line(line: &str) {
     eprintln!("{line}");
 }
 
 /// Ctrl-C sets `cancel`: the apply stops starting operations and saves. A
 /// second Ctrl-C stops at once; the journal already holds every result.
-fn watch_ctrl_c(cancel: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
+pub(super) fn watch_ctrl_c(cancel: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.store(true, Ordering::SeqCst);
@@ -612,7 +617,7 @@ fn watch_ctrl_c(cancel: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-fn finish_apply(
+pub(super) fn finish_apply(
     plan: &Plan,
     doc: &StateDoc,
     report: &ApplyReport,
@@ -667,7 +672,7 @@ fn finish_apply(
     Ok(ExitCode::SUCCESS)
 }
 
-fn confirm(what: &str) -> Result<(), Failure> {
+pub(super) fn confirm(what: &str) -> Result<(), Failure> {
     if !std::io::stdin().is_terminal() {
         return Err(Failure(
             "refusing to apply without confirmation: stdin is not a terminal\n  hint: review the plan, then pass --auto-approve (or apply a saved plan)".into(),
@@ -686,11 +691,11 @@ fn confirm(what: &str) -> Result<(), Failure> {
     }
 }
 
-fn engine_failure(e: EngineError) -> Failure {
+pub(super) fn engine_failure(e: EngineError) -> Failure {
     Failure(e.to_string())
 }
 
-fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> Failure {
+pub(super) fn project_mismatch(store: &StateStore, doc: &StateDoc, loaded: &LoadedSpec) -> Failure {
     Failure(format!(
         "state {} belongs to project `{}`, but {} is project `{}`\n  hint: pass --state with this project's own state file",
         store.location(),

@@ -2,6 +2,7 @@
 //! Workflows live in [`crate::engine`]; this module only drives and renders.
 
 pub mod args;
+mod audit;
 mod commands;
 pub mod portability;
 pub mod progress;

@@ -2,11 +2,14 @@
 //! load → resolve → refresh → diff (plan); lock → recover → refresh → diff →
 //! execute → save (apply).
 
+pub mod audit;
 mod error;
 mod failover;
+mod gc;
 
 pub use error::EngineError;
 pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};
+pub use gc::{gc_plan, GcPlan};
 
 use crate::address::{Address, Target};
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};

@@ -9,6 +9,7 @@
 //! - [`migrate`]: re-target a cluster to another cloud as a text edit of the spec.
 //! - [`recommend`]: the guide's decision tree, from workload facts to a ranked choice and a spec.
 
+pub mod audit;
 pub mod breakeven;
 pub mod cost;
 pub mod lockin;

@@ -205,6 +205,17 @@ impl AlibabaProvider {
 }
 
 #[async_trait]
+impl gpuform_provider::InventoryApi for AlibabaProvider {
+    fn inventory_cloud(&self) -> Cloud {
+        Cloud::Alibaba
+    }
+
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+        AlibabaProvider::inventory(self, scope).await
+    }
+}
+
+#[async_trait]
 impl CloudDriver for AlibabaProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Alibaba

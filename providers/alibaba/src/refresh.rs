@@ -487,3 +487,51 @@ impl AlibabaProvider {
         Ok(out)
     }
 }
+
+impl AlibabaProvider {
+    /// Everything in the region, of every owner (`gpuform audit`): one
+    /// DescribeInstances listing and one DescribeDisks listing (every disk:
+    /// the attached ones give each instance's disk size, those with
+    /// `Status` `Available` are the unattached data disks), run at once.
+    pub(crate) async fn inventory(
+        &self,
+        scope: &Scope,
+    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+        use gpuform_provider::{InventoryInstance, InventoryVolume};
+        let region = scope.region.as_str();
+        let none = Params::default();
+        let (instances, disks) = tokio::try_join!(
+            self.describe(region, Api::Instance, &none),
+            self.describe(region, Api::Disk, &none),
+        )?;
+        let mut disk_gb: HashMap<String, u64> = HashMap::new();
+        for d in &disks {
+            let owner = text(d, "InstanceId");
+            if let (false, Some(gb)) = (owner.is_empty(), d.get("Size").and_then(Value::as_u64)) {
+                *disk_gb.entry(owner).or_default() += gb;
+            }
+        }
+        let sizes = system_sizes(&disks);
+        let mut out = gpuform_provider::Inventory::default();
+        for i in &instances {
+            let id = text(i, "InstanceId");
+            let o = observe_instance(i, region, sizes.get(&id).copied());
+            let mut row = InventoryInstance::from_observed(
+                &o,
+                Some(text(i, "CreationTime")),
+                disk_gb.get(&id).copied(),
+            );
+            row.tags.extend(tags_of(i));
+            out.instances.push(row);
+        }
+        for d in disks
+            .iter()
+            .filter(|d| text(d, "Status") == "Available" && text(d, "Type") != "system")
+        {
+            let mut row = InventoryVolume::from_observed(&observe_disk(d, region));
+            row.tags.extend(tags_of(d));
+            out.volumes.push(row);
+        }
+        Ok(out)
+    }
+}

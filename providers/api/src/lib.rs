@@ -17,6 +17,7 @@ pub mod driver;
 pub mod error;
 pub mod images;
 pub mod ingress;
+pub mod inventory;
 pub mod provider;
 pub mod request;
 pub mod resource;
@@ -30,6 +31,7 @@ pub use error::{ErrorKind, ProviderError};
 pub use gpuform_catalog::Cloud;
 pub use images::ImageCache;
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
+pub use inventory::{Inventory, InventoryApi, InventoryInstance, InventoryVolume, RunState};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{
     BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,

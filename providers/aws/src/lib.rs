@@ -309,6 +309,17 @@ impl CloudDriver for AwsProvider {
     }
 }
 
+#[async_trait]
+impl gpuform_provider::InventoryApi for AwsProvider {
+    fn inventory_cloud(&self) -> Cloud {
+        Cloud::Aws
+    }
+
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+        refresh::inventory(self, scope).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

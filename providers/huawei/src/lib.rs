@@ -183,6 +183,17 @@ fn default_rate_limit() -> RateLimit {
 }
 
 #[async_trait]
+impl gpuform_provider::InventoryApi for HuaweiProvider {
+    fn inventory_cloud(&self) -> Cloud {
+        Cloud::Huawei
+    }
+
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+        refresh::inventory(self, scope).await
+    }
+}
+
+#[async_trait]
 impl CloudDriver for HuaweiProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Huawei

@@ -498,3 +498,65 @@ async fn observe_groups(
         .filter(|o| filter.keeps(o))
         .collect())
 }
+
+/// Everything in the region, of every owner (`gpuform audit`): one ECS
+/// listing (GET /v1/{project_id}/cloudservers/detail, 1,000 a page, no tag
+/// filter; `created` is its launch) and one EVS listing (GET
+/// /v2/{project_id}/cloudvolumes/detail): the disks attached to a server
+/// give its disk size, the `available` data disks are the unattached ones.
+pub async fn inventory(
+    p: &HuaweiProvider,
+    scope: &gpuform_provider::Scope,
+) -> Result<gpuform_provider::Inventory, ProviderError> {
+    use gpuform_provider::{InventoryInstance, InventoryVolume};
+    let region = scope.region.as_str();
+    let pid = p.project(region)?;
+    let call = |c: &client::Cursor| {
+        Call::new(
+            Service::Ecs,
+            region,
+            "GET",
+            format!("/v1/{pid}/cloudservers/detail"),
+        )
+        .query("limit", PAGE.to_string())
+        .query("offset", (c.page + 1).to_string())
+    };
+    let (servers, volumes) = tokio::try_join!(
+        p.client
+            .pages("servers", "listing ECSs", call, |_, c| c.full()),
+        all_volumes(p, region, pid),
+    )?;
+    let sizes: HashMap<String, u64> = volumes
+        .iter()
+        .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
+        .collect();
+    let mut out = gpuform_provider::Inventory::default();
+    for sv in servers
+        .iter()
+        .filter(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"))
+    {
+        let attached: Vec<u64> = sv
+            .get("os-extended-volumes:volumes_attached")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| sizes.get(&s(v, "id")).copied())
+            .collect();
+        let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
+        let o = observe_server(sv, region, &sizes);
+        let mut row = InventoryInstance::from_observed(&o, Some(s(sv, "created")), disk_gb);
+        row.tags
+            .extend(tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null)));
+        out.instances.push(row);
+    }
+    for v in volumes
+        .iter()
+        .filter(|v| !is_system_disk(v) && s(v, "status") == "available")
+    {
+        let mut row = InventoryVolume::from_observed(&observe_volume(v, region));
+        row.tags
+            .extend(tags::from_map(v.get("tags").unwrap_or(&Value::Null)));
+        out.volumes.push(row);
+    }
+    Ok(out)
+}

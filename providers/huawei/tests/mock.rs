@@ -369,3 +369,70 @@ async fn tags_huawei_would_refuse_are_refused_before_any_call() {
     }
     assert_eq!(mock.requests(), before, "no call was made");
 }
+
+/// `gpuform audit`'s inventory: every server (of every project, no tag
+/// filter) and the unattached data disks, one page of each.
+#[tokio::test]
+async fn inventory_lists_every_server_and_unattached_disk() {
+    use gpuform_provider::{InventoryApi, RunState};
+    let (mock, p, net) = start(network).await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            p.create(&instance_req(&net, i, &format!("gf-inv{i}")))
+                .await
+                .expect("instance")
+                .id,
+        );
+    }
+    let theirs = p
+        .create(&request(
+            "other",
+            ResourceKind::Instance,
+            "cluster.o.node[0]",
+            "gf-other0".into(),
+            json!({"instance_type": "p2s.2xlarge.8", "zone": "cn-north-4a", "image": "ubuntu-22.04-cuda",
+                   "pricing": "on-demand", "root_gb": 100, "rdma": false}),
+            &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
+        ))
+        .await
+        .expect("other project's instance")
+        .id;
+    let loose = p
+        .create(&req(
+            ResourceKind::Volume,
+            "cluster.t.volume[9]",
+            "gf-vol9",
+            json!({"zone": "cn-north-4a", "size_gb": 30, "volume_type": "ssd"}),
+            &[("instance", &ids[2])],
+        ))
+        .await
+        .expect("loose volume")
+        .id;
+    // Volumes are made attached; this one is detached afterwards.
+    let detach: Attrs = [("attached_to".to_string(), Value::Null)]
+        .into_iter()
+        .collect();
+    p.update(&scope(), ResourceKind::Volume, &loose, &detach)
+        .await
+        .expect("detach");
+    let before = mock.requests();
+    let inv = p.inventory(&scope()).await.unwrap();
+    let calls = mock.requests() - before;
+    assert!(calls <= 2, "inventory took {calls} calls");
+    assert_eq!(inv.instances.len(), 4);
+    let t = inv.instances.iter().find(|i| i.id == theirs).unwrap();
+    assert_eq!(t.project(), Some("other"));
+    assert_eq!(t.state, RunState::Running);
+    assert_eq!(t.instance_type, "p2s.2xlarge.8");
+    assert_eq!(t.pricing.as_deref(), Some("on-demand"));
+    let mine = inv.instances.iter().find(|i| i.id == ids[0]).unwrap();
+    assert_eq!(mine.project(), Some("llm"));
+    assert_eq!(mine.disk_gb, Some(200));
+    let vols: Vec<&str> = inv.volumes.iter().map(|v| v.id.as_str()).collect();
+    assert_eq!(
+        vols,
+        vec![loose.as_str()],
+        "system disks are not data volumes"
+    );
+}

@@ -145,6 +145,11 @@ impl SandboxCloud {
         Arc::new(SandboxProvider::new(self.clone(), mirrors))
     }
 
+    /// The inventory (`gpuform audit`) of the mirrored cloud.
+    pub fn inventory(self: &Arc<Self>, mirrors: Cloud) -> Arc<dyn gpuform_provider::InventoryApi> {
+        Arc::new(SandboxProvider::new(self.clone(), mirrors))
+    }
+
     /// Provider API calls made so far in this process (pages count one each).
     pub fn api_calls(&self) -> u64 {
         self.calls.load(Ordering::SeqCst)

@@ -250,3 +250,66 @@ fn owned_ids<'a>(
         .get(scope.region.as_str())?
         .get(project)
 }
+
+/// Everything in a region (`gpuform audit`): two listings, instances and
+/// volumes, each a page per [`PAGE_SIZE`] resources and counted as calls. An
+/// instance runs unless `gpuform sandbox set` gave it a `status`
+/// (`stopped`); a `launch_time` set the same way is reported as is.
+#[async_trait::async_trait]
+impl gpuform_provider::InventoryApi for SandboxProvider {
+    fn inventory_cloud(&self) -> Cloud {
+        self.cloud
+    }
+
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+        use gpuform_provider::{InventoryInstance, InventoryVolume};
+        let (inventory, pages) = {
+            let mut inner = self.sandbox.lock();
+            let _ = inner.sync();
+            let mut instances = Vec::new();
+            let mut volumes = Vec::new();
+            {
+                let cs = inner.store.cloud(self.cloud);
+                let ids = cs
+                    .owned
+                    .get(scope.region.as_str())
+                    .into_iter()
+                    .flat_map(|projects| projects.values().flatten());
+                for id in ids {
+                    let Some(e) = cs.by_id.get(id) else { continue };
+                    match e.kind {
+                        ResourceKind::Instance => instances.push(cs.observe(id, e)),
+                        ResourceKind::Volume => volumes.push(cs.observe(id, e)),
+                        _ => {}
+                    }
+                }
+            }
+            let pages = pages_for(instances.len()) + pages_for(volumes.len());
+            let out = self.run(&mut inner, pages, |_| {
+                let mut out = gpuform_provider::Inventory::default();
+                for mut o in instances {
+                    let text = |k: &str| o.attrs.get(k).and_then(Value::as_str).map(String::from);
+                    if let Some(s) = text("status") {
+                        o.status = s;
+                    }
+                    let launch = text("launch_time");
+                    let disk = o.attrs.get("root_gb").and_then(Value::as_u64);
+                    out.instances
+                        .push(InventoryInstance::from_observed(&o, launch, disk));
+                }
+                out.volumes.extend(
+                    volumes
+                        .iter()
+                        .filter(|v| v.attrs.get("attached_to").is_none_or(Value::is_null))
+                        .map(InventoryVolume::from_observed),
+                );
+                out.instances.sort_by(|a, b| a.id.cmp(&b.id));
+                out.volumes.sort_by(|a, b| a.id.cmp(&b.id));
+                Ok(out)
+            })?;
+            (out, pages)
+        };
+        self.latency(pages).await;
+        Ok(inventory)
+    }
+}

@@ -133,6 +133,17 @@ impl TencentProvider {
 }
 
 #[async_trait]
+impl gpuform_provider::InventoryApi for TencentProvider {
+    fn inventory_cloud(&self) -> Cloud {
+        Cloud::Tencent
+    }
+
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+        refresh::inventory(self, &scope.region).await
+    }
+}
+
+#[async_trait]
 impl CloudDriver for TencentProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Tencent

@@ -594,3 +594,78 @@ async fn the_stand_in_verifies_signatures_over_the_received_bytes() {
     );
     assert!(tampered["Response"]["RequestId"].is_string());
 }
+
+/// `gpuform audit`'s inventory: every instance (of every owner: the tag
+/// filter is not used) and the unattached data disks, a few pages in all.
+#[tokio::test]
+async fn inventory_lists_every_instance_and_unattached_disk_in_a_few_pages() {
+    use gpuform_provider::{InventoryApi, RunState};
+    let mock = TencentMock::start();
+    let p = provider(&mock).with_rate_limit(RateLimit {
+        per_second: 1000.0,
+        burst: 1000,
+    });
+    let net = network(&p).await;
+    let mut ids = Vec::new();
+    for i in 0..120 {
+        let pricing = if i == 0 { "spot" } else { "on-demand" };
+        ids.push(
+            p.create(&instance_req(&net, i, pricing, None))
+                .await
+                .expect("instance")
+                .id,
+        );
+    }
+    let attached = p
+        .create(&request(
+            ResourceKind::Volume,
+            "cluster.t.volume[0]",
+            attrs(&[
+                ("zone", json!(ZONE)),
+                ("size_gb", json!(200)),
+                ("volume_type", json!("ssd")),
+            ]),
+            &[("instance", &ids[1])],
+        ))
+        .await
+        .expect("attached volume")
+        .id;
+    let loose = p
+        .create(&request(
+            ResourceKind::Volume,
+            "cluster.t.volume[1]",
+            attrs(&[
+                ("zone", json!(ZONE)),
+                ("size_gb", json!(60)),
+                ("volume_type", json!("ssd")),
+            ]),
+            &[("instance", &ids[2])],
+        ))
+        .await
+        .expect("loose volume")
+        .id;
+    // Volumes are made attached; this one is detached afterwards.
+    p.update(
+        &scope(),
+        ResourceKind::Volume,
+        &loose,
+        &attrs(&[("attached_to", Value::Null)]),
+    )
+    .await
+    .expect("detach");
+    let before = mock.requests();
+    let inv = p.inventory(&scope()).await.unwrap();
+    let calls = mock.requests() - before;
+    // 120 instances at 100 a page, and one page of unattached data disks.
+    assert_eq!(calls, 3, "inventory calls");
+    assert_eq!(inv.instances.len(), 120);
+    let spot = inv.instances.iter().find(|i| i.id == ids[0]).unwrap();
+    assert_eq!(spot.pricing.as_deref(), Some("spot"));
+    assert_eq!(spot.state, RunState::Running);
+    assert_eq!(spot.project(), Some(PROJECT));
+    assert!(spot.launch_time.is_some());
+    let vols: Vec<&str> = inv.volumes.iter().map(|v| v.id.as_str()).collect();
+    assert_eq!(vols, vec![loose.as_str()]);
+    assert!(!vols.contains(&attached.as_str()));
+    assert_eq!(inv.volumes[0].size_gb, Some(60));
+}

@@ -1,0 +1,223 @@
+//! Inventory: everything in one (cloud, region) that the credentials can
+//! see — not only gpuform's — for `gpuform audit`.
+//!
+//! A separate small trait rather than more methods on
+//! [`crate::CloudDriver`]: a cloud answers it with a handful of paginated
+//! list calls per region (its instance listing and its listing of unattached
+//! data volumes), never one call per instance, and a cloud that cannot
+//! answers [`unsupported_inventory`] through the default method.
+
+use crate::{Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Whether an instance runs (and pays for its compute) as the cloud says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// Starting or running: compute is billed.
+    Running,
+    /// Stopped or stopping: compute is not billed, its disks are.
+    Stopped,
+    /// Anything else the cloud reports (rebooting, error...).
+    Other,
+}
+
+impl RunState {
+    /// The neutral state of a cloud's instance status (any case): the
+    /// statuses of DescribeInstances (EC2 `pending|running|stopping|stopped`,
+    /// ECS `Pending|Starting|Running|Stopping|Stopped`, CVM
+    /// `PENDING|RUNNING|STOPPING|STOPPED|STARTING|SHUTDOWN`) and of the
+    /// Huawei ECS server list (`BUILD|ACTIVE|SHUTOFF`).
+    pub fn of_status(status: &str) -> RunState {
+        match status.to_ascii_lowercase().as_str() {
+            "pending" | "starting" | "running" | "active" | "build" | "rebooting" | "reboot" => {
+                RunState::Running
+            }
+            "stopping" | "stopped" | "shutoff" | "shutdown" => RunState::Stopped,
+            _ => RunState::Other,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Stopped => "stopped",
+            RunState::Other => "other",
+        }
+    }
+}
+
+/// One instance as the cloud lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InventoryInstance {
+    pub id: String,
+    pub region: String,
+    pub zone: Option<String>,
+    pub instance_type: String,
+    pub state: RunState,
+    /// The cloud's own status word, lower case.
+    pub status: String,
+    /// When it was launched, as the cloud reports it (RFC 3339 / ISO 8601).
+    pub launch_time: Option<String>,
+    /// `spot`, `on-demand`, `reserved…` where the API says; `None` when it
+    /// does not.
+    pub pricing: Option<String>,
+    /// Its tags as the cloud reports them (ownership tags included).
+    pub tags: BTreeMap<String, String>,
+    /// Its data and system disks in GB, where the listing says (for what a
+    /// stopped instance still pays).
+    pub disk_gb: Option<u64>,
+}
+
+impl InventoryInstance {
+    /// The `gpuform:project` tag, even when the other ownership tags are missing.
+    pub fn project(&self) -> Option<&str> {
+        self.tags.get(OwnershipTags::PROJECT).map(String::as_str)
+    }
+
+    /// The full set of ownership tags, when it carries them.
+    pub fn ownership(&self) -> Option<OwnershipTags> {
+        OwnershipTags::from_tags(|k| self.tags.get(k).map(String::as_str))
+    }
+
+    /// From a provider's observation of the instance (its `instance_type`,
+    /// `zone`, `pricing` and user `tags` attributes, its ownership and
+    /// status), plus what only the listing has.
+    pub fn from_observed(
+        o: &ObservedResource,
+        launch_time: Option<String>,
+        disk_gb: Option<u64>,
+    ) -> InventoryInstance {
+        let text = |k: &str| o.attrs.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        InventoryInstance {
+            id: o.id.clone(),
+            region: o.region.clone(),
+            zone: text("zone").filter(|z| !z.is_empty()),
+            instance_type: text("instance_type").unwrap_or_default(),
+            state: RunState::of_status(&o.status),
+            status: o.status.to_ascii_lowercase(),
+            launch_time: launch_time.filter(|t| !t.is_empty()),
+            pricing: text("pricing").filter(|p| !p.is_empty()),
+            tags: observed_tags(o),
+            disk_gb,
+        }
+    }
+}
+
+/// A data volume attached to nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InventoryVolume {
+    pub id: String,
+    pub region: String,
+    pub zone: Option<String>,
+    pub size_gb: Option<u64>,
+    pub volume_type: Option<String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+impl InventoryVolume {
+    pub fn project(&self) -> Option<&str> {
+        self.tags.get(OwnershipTags::PROJECT).map(String::as_str)
+    }
+
+    pub fn from_observed(o: &ObservedResource) -> InventoryVolume {
+        let text = |k: &str| o.attrs.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        InventoryVolume {
+            id: o.id.clone(),
+            region: o.region.clone(),
+            zone: text("zone").filter(|z| !z.is_empty()),
+            size_gb: o.attrs.get("size_gb").and_then(|v| v.as_u64()),
+            volume_type: text("volume_type").filter(|t| !t.is_empty()),
+            tags: observed_tags(o),
+        }
+    }
+}
+
+/// User tags (`tags` attribute) plus ownership tags of an observation.
+fn observed_tags(o: &ObservedResource) -> BTreeMap<String, String> {
+    let mut tags = BTreeMap::new();
+    if let Some(serde_json::Value::Object(user)) = o.attrs.get("tags") {
+        for (k, v) in user {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            tags.insert(k.clone(), v);
+        }
+    }
+    if let Some(own) = &o.ownership {
+        for (k, v) in own.to_tags() {
+            tags.insert(k.to_string(), v.to_string());
+        }
+    }
+    tags
+}
+
+/// What one (cloud, region) holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    /// Every instance that is not terminated, of every owner.
+    pub instances: Vec<InventoryInstance>,
+    /// Every data volume attached to nothing.
+    pub volumes: Vec<InventoryVolume>,
+}
+
+/// The error of a cloud that cannot list its inventory: the same words on
+/// every cloud.
+pub fn unsupported_inventory(cloud: Cloud) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        format!("listing everything in a region (audit) is not supported on {cloud} yet"),
+    )
+}
+
+/// Everything in a region, of every owner, in a few paginated calls.
+#[async_trait]
+pub trait InventoryApi: Send + Sync {
+    /// The cloud this lists.
+    fn inventory_cloud(&self) -> Cloud;
+
+    /// Every live instance and every unattached data volume in `scope`:
+    /// one paginated listing per kind, whatever the number of instances.
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory, ProviderError> {
+        let _ = scope;
+        Err(unsupported_inventory(self.inventory_cloud()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_of_every_cloud_map_to_a_run_state() {
+        for s in [
+            "running", "Running", "RUNNING", "ACTIVE", "pending", "Starting",
+        ] {
+            assert_eq!(RunState::of_status(s), RunState::Running, "{s}");
+        }
+        for s in ["stopped", "Stopped", "STOPPED", "SHUTOFF", "stopping"] {
+            assert_eq!(RunState::of_status(s), RunState::Stopped, "{s}");
+        }
+        assert_eq!(RunState::of_status("ERROR"), RunState::Other);
+    }
+
+    struct Nothing;
+    impl InventoryApi for Nothing {
+        fn inventory_cloud(&self) -> Cloud {
+            Cloud::Huawei
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cloud_without_inventory_says_so() {
+        let e = Nothing
+            .inventory(&Scope { region: "x".into() })
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert!(e.message.contains("not supported on huawei"), "{e}");
+    }
+}

@@ -1,0 +1,205 @@
+//! `gpuform gc`: everything tagged with a spec's project that its state does
+//! not record — strays of interrupted applies (this lineage) and of lost
+//! states (another lineage) — as a plan of deletions, applied through the
+//! normal journaled apply ([`super::apply_plan`]).
+//!
+//! What is looked at: the (provider, region) pairs the spec resolves to and
+//! those the state records; in each, one `list_owned` of the project (so an
+//! untagged resource is never seen, let alone deleted). Refresh runs first,
+//! so that what an interrupted apply of *this* state made and can still be
+//! adopted (its address is free) is recorded, not deleted.
+
+use super::{current_placements, desired, EngineError, PlanRequest};
+use crate::address::Address;
+use crate::plan::{diff, DiffOptions, Plan, StateRef};
+use crate::providers::Providers;
+use crate::refresh::{refresh, Current};
+use crate::resolve::Desired;
+use crate::state::{Record, StateDoc};
+use gpuform_provider::{ResourceKind, Scope};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The gc plan (deletions only) and the refreshed state to apply it with.
+pub struct GcPlan {
+    pub plan: Plan,
+    pub current: Current,
+    /// Where it looked: `(provider key, region)`.
+    pub scopes: Vec<(String, String)>,
+}
+
+/// Plans the deletion of the project's strays. `doc` is the locked state.
+pub async fn gc_plan(
+    req: &PlanRequest<'_>,
+    doc: StateDoc,
+    state_existed: bool,
+    providers: &Providers,
+) -> Result<GcPlan, EngineError> {
+    let mut opts = req.resolve.clone();
+    opts.current = current_placements(&doc);
+    let wanted = desired(req.loaded, req.catalog, &opts)?;
+    let mut scopes: BTreeSet<(String, String)> = wanted
+        .resources
+        .iter()
+        .map(|r| (r.target.key(), r.region.clone()))
+        .collect();
+    scopes.extend(
+        doc.resources
+            .values()
+            .map(|r| (r.provider.clone(), r.region.clone())),
+    );
+    scopes.extend(
+        doc.pending
+            .values()
+            .map(|p| (p.provider.clone(), p.region.clone())),
+    );
+    let state_ref = StateRef {
+        lineage: state_existed.then(|| doc.lineage.clone()),
+        serial: doc.serial,
+    };
+    let project = doc.project.clone();
+    let lineage = doc.lineage.clone();
+    let mut current = refresh(doc, providers, req.notify).await?;
+
+    // Other lineages' resources of this project: not recorded here, not
+    // adoptable (two states never adopt each other's resources).
+    let recorded: HashSet<String> = current
+        .doc
+        .resources
+        .values()
+        .map(|r| r.id.clone())
+        .chain(current.strays.values().map(|r| r.id.clone()))
+        .collect();
+    for (key, region) in &scopes {
+        let provider = providers.get(key).await?;
+        let scope = Scope {
+            region: region.clone(),
+        };
+        let found = provider
+            .list_owned(&scope, &project)
+            .await
+            .map_err(|error| EngineError::Provider {
+                context: format!("listing {key} {region} for project {project}"),
+                error,
+            })?;
+        for o in found {
+            let Some(own) = o.ownership.as_ref().filter(|t| t.project == project) else {
+                continue;
+            };
+            if recorded.contains(&o.id) || own.lineage == lineage {
+                // Ours and recorded, or of this lineage: refresh decided
+                // (recorded, adopted, or already a stray).
+                continue;
+            }
+            let mut attrs = o.attrs.clone();
+            for k in o.kind.completion_attrs() {
+                attrs.remove(*k);
+            }
+            attrs.remove("user_data");
+            attrs.insert("gpuform_lineage".into(), own.lineage.clone().into());
+            current.strays.insert(
+                Address::duplicate(&own.address, &o.id),
+                Record {
+                    kind: o.kind,
+                    provider: key.clone(),
+                    region: region.clone(),
+                    id: o.id.clone(),
+                    attrs,
+                    deps: BTreeMap::new(),
+                    token: own.token.clone(),
+                },
+            );
+        }
+    }
+
+    // The plan: the strays' deletions and nothing else (the spec's own
+    // changes are `apply`'s business).
+    let only_strays = Current {
+        doc: StateDoc {
+            resources: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            ..current.doc.clone()
+        },
+        observed: Default::default(),
+        adopted: Vec::new(),
+        abandoned: BTreeMap::new(),
+        strays: current.strays.clone(),
+    };
+    let diff_opts = DiffOptions {
+        destroy: false,
+        targets: Vec::new(),
+        cny_per_usd: req.diff.cny_per_usd,
+    };
+    let mut plan = diff(&Desired::default(), &only_strays, req.catalog, &diff_opts);
+    for c in &mut plan.changes {
+        let other = current
+            .strays
+            .get(&c.address)
+            .and_then(|r| r.attrs.get("gpuform_lineage"))
+            .and_then(|v| v.as_str());
+        if let Some(l) = other {
+            c.reason = Some(format!(
+                "tagged with project {project} by another state (lineage {l}), which this state does not record"
+            ));
+        }
+    }
+    order_deletions(&mut plan);
+    plan.project = req.loaded.spec.project.clone();
+    plan.endpoints = req.loaded.spec.endpoints.clone();
+    plan.state = state_ref;
+    if !current.adopted.is_empty() {
+        plan.warnings.push(format!(
+            "{} resource(s) made by an interrupted apply were found by their ownership tags and will be recorded, not deleted: {}",
+            current.adopted.len(),
+            current.adopted.join(", ")
+        ));
+    }
+    crate::portability::cost::annotate(
+        &mut plan,
+        req.catalog,
+        req.diff.cny_per_usd,
+        crate::clock::today(),
+    );
+    Ok(GcPlan {
+        plan,
+        current,
+        scopes: scopes.into_iter().collect(),
+    })
+}
+
+/// Strays carry no recorded dependencies; a cloud refuses to delete a
+/// network that still has subnets or instances. Within one (provider,
+/// region), each deletion waits for those of the kinds that can depend on
+/// it: volumes, then instances, then firewalls, placements and subnets,
+/// then networks.
+fn order_deletions(plan: &mut Plan) {
+    fn rank(k: ResourceKind) -> u8 {
+        match k {
+            ResourceKind::Volume | ResourceKind::Bucket => 0,
+            ResourceKind::Instance => 1,
+            ResourceKind::Firewall | ResourceKind::Placement | ResourceKind::Subnet => 2,
+            ResourceKind::Network => 3,
+        }
+    }
+    let all: Vec<(String, String, String, u8)> = plan
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                c.address.clone(),
+                c.provider.clone(),
+                c.region.clone(),
+                rank(c.kind),
+            )
+        })
+        .collect();
+    // The graph deletes a resource before those in its `old_deps` (what it
+    // depends on): each stray lists the higher-ranked strays of its place.
+    for c in &mut plan.changes {
+        let r = rank(c.kind);
+        for (i, (address, provider, region, rr)) in all.iter().enumerate() {
+            if *rr > r && *provider == c.provider && *region == c.region {
+                c.old_deps.insert(format!("gc:{i}"), address.clone());
+            }
+        }
+    }
+}

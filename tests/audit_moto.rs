@@ -1,0 +1,414 @@
+//! `gpuform audit` and `gpuform gc` against moto's EC2 (scripts/moto.sh;
+//! GPUFORM_TEST_MOTO_URL): instances and volumes made directly with boto3,
+//! with and without gpuform's tags, running and stopped, attached and not.
+//! Every call gpuform makes goes through a counting proxy, so the audit of
+//! 1,000 instances can assert how many list calls it took.
+#![cfg(feature = "aws")]
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+fn moto_url() -> String {
+    std::env::var("GPUFORM_TEST_MOTO_URL").unwrap_or_else(|_| {
+        panic!("GPUFORM_TEST_MOTO_URL is not set: start moto with `scripts/moto.sh` (or run `scripts/test.sh`)")
+    })
+}
+
+/// moto's virtualenv python (with boto3), as scripts/moto.sh makes it.
+fn python() -> std::path::PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-moto/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/moto.sh",
+        p.display()
+    );
+    p
+}
+
+/// Runs a boto3 script against moto in `region`; its stdout is JSON.
+fn boto3(region: &str, script: &str) -> Value {
+    let prelude = format!(
+        "import boto3, json\nec2 = boto3.client('ec2', region_name='{region}', endpoint_url='{}', aws_access_key_id='testing', aws_secret_access_key='testing')\n",
+        moto_url()
+    );
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(format!("{prelude}{script}"))
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "boto3 script failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("script prints JSON")
+}
+
+/// An HTTP proxy in front of moto that counts requests (one connection
+/// each: `Connection: close` both ways).
+struct Counter {
+    url: String,
+    calls: Arc<AtomicU64>,
+}
+
+impl Counter {
+    fn start() -> Counter {
+        let upstream = moto_url()
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let calls = Arc::new(AtomicU64::new(0));
+        let c = calls.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (upstream, c) = (upstream.clone(), c.clone());
+                std::thread::spawn(move || {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    let _ = relay(conn, &upstream);
+                });
+            }
+        });
+        Counter { url, calls }
+    }
+
+    fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+fn relay(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
+    let request = read_message(&mut client)?;
+    let mut up = TcpStream::connect(upstream)?;
+    up.write_all(&closing(&request))?;
+    let response = read_message(&mut up)?;
+    client.write_all(&closing(&response))
+}
+
+fn read_message(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let k = s.read(&mut chunk)?;
+        if k == 0 {
+            return Ok(buf);
+        }
+        buf.extend_from_slice(&chunk[..k]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    match length {
+        Some(len) => {
+            while buf.len() < head_end + len {
+                let k = s.read(&mut chunk)?;
+                if k == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..k]);
+            }
+        }
+        None if head.starts_with("http/") => {
+            s.read_to_end(&mut buf)?;
+        }
+        None => {}
+    }
+    Ok(buf)
+}
+
+fn closing(msg: &[u8]) -> Vec<u8> {
+    let Some(head_end) = msg.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return msg.to_vec();
+    };
+    let head = String::from_utf8_lossy(&msg[..head_end]);
+    let mut out = String::new();
+    for line in head.split("\r\n") {
+        if !line.to_ascii_lowercase().starts_with("connection:") {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut v = out.into_bytes();
+    v.extend_from_slice(&msg[head_end + 4..]);
+    v
+}
+
+fn gpuform(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .args(args)
+        .current_dir(dir)
+        .env("GPUFORM_TODAY", "2026-11-29")
+        .env("NO_COLOR", "1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("GPUFORM_AWS_PLACEMENT_GROUPS", "off")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("GPUFORM_PRICES")
+        .output()
+        .expect("run gpuform")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = gpuform(dir, args);
+    assert!(
+        out.status.success(),
+        "gpuform {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A spec of project `project` in `region` whose AWS endpoint is `url`.
+fn spec(project: &str, region: &str, url: &str) -> String {
+    format!(
+        "project: {project}\nendpoints:\n  aws: {url}\nclusters:\n  infer:\n    cloud: aws\n    region: {region}\n    nodes: 1\n    gpu: T4\n    image: amazon-linux-2023\n"
+    )
+}
+
+/// A state of `project` recording one instance.
+fn state(project: &str, lineage: &str, region: &str, address: &str, id: &str) -> Value {
+    json!({
+        "format_version": 1,
+        "lineage": lineage,
+        "serial": 3,
+        "project": project,
+        "resources": {
+            address: {
+                "kind": "instance",
+                "provider": "aws",
+                "region": region,
+                "id": id,
+                "attrs": {"instance_type": "g4dn.xlarge"},
+                "token": "tok-managed"
+            }
+        }
+    })
+}
+
+/// The ownership tags, as boto3 TagSpecifications.
+fn tags_py(project: &str, address: &str, lineage: &str, token: &str) -> String {
+    format!(
+        "[{{'Key':'gpuform:project','Value':'{project}'}},{{'Key':'gpuform:address','Value':'{address}'}},{{'Key':'gpuform:lineage','Value':'{lineage}'}},{{'Key':'gpuform:token','Value':'{token}'}}]"
+    )
+}
+
+fn by_id<'a>(rows: &'a Value, id: &str) -> &'a Value {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not in {rows:#}"))
+}
+
+/// Instances of one region, made with boto3, then audited and collected.
+#[test]
+fn audit_then_gc_on_moto() {
+    let region = "eu-west-1";
+    let project = format!("audit{}", std::process::id());
+    let lineage = "11111111-1111-1111-1111-111111111111";
+    let lost = "22222222-2222-2222-2222-222222222222";
+    let script = format!(
+        r#"
+# This region is this test's: what an earlier run left goes first.
+old = [i['InstanceId'] for r in ec2.describe_instances(Filters=[{{'Name':'instance-state-name','Values':['pending','running','stopping','stopped']}}])['Reservations'] for i in r['Instances']]
+if old: ec2.terminate_instances(InstanceIds=old)
+for v in ec2.describe_volumes(Filters=[{{'Name':'status','Values':['available']}}])['Volumes']: ec2.delete_volume(VolumeId=v['VolumeId'])
+ami = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']
+def run(tags=None, spot=False):
+    kw = dict(ImageId=ami, InstanceType='g4dn.xlarge', MinCount=1, MaxCount=1)
+    if tags: kw['TagSpecifications'] = [{{'ResourceType':'instance','Tags':tags}}]
+    if spot: kw['InstanceMarketOptions'] = {{'MarketType':'spot'}}
+    return ec2.run_instances(**kw)['Instances'][0]['InstanceId']
+unmanaged = run([{{'Key':'team','Value':'ml'}}])
+managed = run({managed})
+orphan = run({orphan})
+ec2.stop_instances(InstanceIds=[orphan])
+spot = run(spot=True)
+loose = ec2.create_volume(AvailabilityZone='{region}a', Size=77)['VolumeId']
+stray_vol = ec2.create_volume(AvailabilityZone='{region}a', Size=33, TagSpecifications=[{{'ResourceType':'volume','Tags':{stray_tags}}}])['VolumeId']
+print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=spot, loose=loose, stray_vol=stray_vol)))
+"#,
+        managed = tags_py(&project, "cluster.infer.node[0]", lineage, "tok-managed"),
+        orphan = tags_py(&project, "cluster.infer.node[1]", lost, "tok-lost"),
+        stray_tags = tags_py(&project, "cluster.infer.volume[1]", lost, "tok-vol"),
+    );
+    let ids = boto3(region, &script);
+    let id = |k: &str| ids[k].as_str().unwrap().to_string();
+
+    let proxy = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), spec(&project, region, &proxy.url)).unwrap();
+    std::fs::create_dir_all(d.join(".gpuform")).unwrap();
+    std::fs::write(
+        d.join(format!(".gpuform/{project}.state.json")),
+        state(
+            &project,
+            lineage,
+            region,
+            "cluster.infer.node[0]",
+            &id("managed"),
+        )
+        .to_string(),
+    )
+    .unwrap();
+
+    let before = proxy.calls();
+    let r: Value = serde_json::from_str(&ok(d, &["audit", "spec.yaml", "--json"])).unwrap();
+    // One DescribeInstances and one DescribeVolumes, a page each.
+    assert_eq!(proxy.calls() - before, 2, "list calls of the audit");
+    let inst = &r["instances"];
+    assert_eq!(by_id(inst, &id("unmanaged"))["owner"], "unmanaged");
+    assert_eq!(by_id(inst, &id("managed"))["owner"], "managed");
+    assert_eq!(by_id(inst, &id("managed"))["project"], project.as_str());
+    assert_eq!(by_id(inst, &id("orphan"))["owner"], "orphaned");
+    assert_eq!(by_id(inst, &id("orphan"))["state"], "stopped");
+    assert_eq!(by_id(inst, &id("managed"))["state"], "running");
+    assert_eq!(by_id(inst, &id("spot"))["pricing"], "spot");
+    assert_eq!(by_id(inst, &id("unmanaged"))["pricing"], "on-demand");
+    assert_eq!(by_id(inst, &id("unmanaged"))["gpu_model"], "T4");
+    assert_eq!(by_id(inst, &id("unmanaged"))["hourly_usd"], 0.587);
+    assert!(by_id(inst, &id("unmanaged"))["launch_time"].is_string());
+    let vols = &r["volumes"];
+    assert_eq!(by_id(vols, &id("loose"))["owner"], "unmanaged");
+    assert_eq!(by_id(vols, &id("loose"))["size_gb"], 77);
+    assert_eq!(by_id(vols, &id("stray_vol"))["owner"], "orphaned");
+    // Attached root volumes are not listed as unattached.
+    assert_eq!(vols.as_array().unwrap().len(), 2, "{vols:#}");
+    let findings: Vec<(String, String)> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().into(),
+                f["subject"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for want in [
+        ("stopped-paying-for-disks", id("orphan")),
+        ("orphaned", id("orphan")),
+        ("unattached-volume", id("loose")),
+        ("unattached-volume", id("stray_vol")),
+    ] {
+        let want = (want.0.to_string(), want.1);
+        assert!(
+            findings.contains(&want),
+            "{want:?} missing from {findings:?}"
+        );
+    }
+    // Stateless on-demand pool: the managed node is a spot candidate.
+    assert!(
+        findings.contains(&("spot-candidate".into(), format!("{project}/infer"))),
+        "{findings:?}"
+    );
+
+    // gc: deletes the orphan and the stray volume, keeps the recorded
+    // instance and everything untagged.
+    let out = ok(d, &["gc", "spec.yaml", "--auto-approve"]);
+    assert!(
+        out.contains(&id("orphan")) && out.contains(&id("stray_vol")),
+        "{out}"
+    );
+    let left = boto3(
+        region,
+        "r = ec2.describe_instances()['Reservations']\nv = ec2.describe_volumes()['Volumes']\nprint(json.dumps(dict(i={x['InstanceId']: x['State']['Name'] for res in r for x in res['Instances']}, v=[x['VolumeId'] for x in v])))",
+    );
+    let state_of = |k: &str| left["i"][id(k)].as_str().unwrap().to_string();
+    assert_eq!(state_of("orphan"), "terminated");
+    assert_eq!(state_of("managed"), "running");
+    assert_eq!(state_of("unmanaged"), "running");
+    assert_eq!(state_of("spot"), "running");
+    let vols: Vec<&str> = left["v"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        vols.contains(&id("loose").as_str()),
+        "untagged volume deleted"
+    );
+    assert!(
+        !vols.contains(&id("stray_vol").as_str()),
+        "stray volume kept"
+    );
+    let again = ok(d, &["gc", "spec.yaml", "--auto-approve"]);
+    assert!(again.contains("Nothing to collect"), "{again}");
+}
+
+#[test]
+fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
+    let region = "ap-southeast-1";
+    // This region is this test's: what an earlier run left is terminated
+    // first (one call), so the count below is of this run's instances.
+    let made = boto3(
+        region,
+        "ids = [i['InstanceId'] for r in ec2.describe_instances(Filters=[{'Name':'instance-state-name','Values':['pending','running','stopping','stopped']}])['Reservations'] for i in r['Instances']]\nif ids: ec2.terminate_instances(InstanceIds=ids)\nfor v in ec2.describe_volumes(Filters=[{'Name':'status','Values':['available']}])['Volumes']: ec2.delete_volume(VolumeId=v['VolumeId'])\nami = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\nr = ec2.run_instances(ImageId=ami, InstanceType='g4dn.xlarge', MinCount=1000, MaxCount=1000)\nprint(json.dumps(len(r['Instances'])))",
+    );
+    assert_eq!(made, 1000);
+    let proxy = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        spec("thousand", region, &proxy.url),
+    )
+    .unwrap();
+    let r: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &[
+            "audit",
+            "spec.yaml",
+            "--json",
+            "--cloud",
+            "aws",
+            "--region",
+            region,
+        ],
+    ))
+    .unwrap();
+    let n = r["instances"].as_array().unwrap().len();
+    assert_eq!(n, 1000, "instances listed");
+    // DescribeInstances at 1,000 a page and DescribeVolumes at 500 a page
+    // (1,000 root volumes): at most 2 + 3 calls, whatever moto pages.
+    let calls = proxy.calls();
+    assert!(calls <= 5, "{calls} calls for {n} instances");
+}
+
+#[test]
+fn no_credentials_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
+        .args(["audit", "--cloud", "aws", "--region", "us-east-1"])
+        .current_dir(dir.path())
+        .env("GPUFORM_TODAY", "2026-11-29")
+        .env("AWS_ENDPOINT_URL_EC2", moto_url())
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_PROFILE")
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
+        .env("AWS_CONFIG_FILE", dir.path().join("none"))
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("listing everything in aws us-east-1"), "{e}");
+    assert!(e.to_lowercase().contains("credential"), "{e}");
+}
