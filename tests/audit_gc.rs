@@ -325,26 +325,57 @@ fn gc_deletes_the_projects_strays_and_survives_a_crash() {
     let strays = state_ids(&w, OTHER);
     assert_eq!(live_ids(&w), &mine | &strays);
 
+    // Another state's resources are left alone unless asked for: that
+    // state may be another workspace's live one.
+    let kept = w.ok(&["gc", "spec.yaml", "--sandbox", "--auto-approve"]);
+    assert!(
+        kept.contains("by another state") && kept.contains("--other-states"),
+        "{kept}"
+    );
+    assert_eq!(
+        live_ids(&w),
+        &mine | &strays,
+        "gc deleted another state's resources unasked"
+    );
+
     // Without confirmation (stdin is not a terminal) nothing happens.
-    let out = w.run(&["gc", "spec.yaml", "--sandbox"], None);
+    let out = w.run(&["gc", "spec.yaml", "--sandbox", "--other-states"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--auto-approve"));
     assert_eq!(live_ids(&w), &mine | &strays);
 
     // Killed at its 3rd call; then run again.
     let out = w.run(
-        &["gc", "spec.yaml", "--sandbox", "--auto-approve"],
+        &[
+            "gc",
+            "spec.yaml",
+            "--sandbox",
+            "--auto-approve",
+            "--other-states",
+        ],
         Some("crash_after=3"),
     );
     assert!(!out.status.success(), "the crash must stop gc");
     let left = live_ids(&w);
     assert!(mine.is_subset(&left), "gc deleted a recorded resource");
-    let plan = w.ok(&["gc", "spec.yaml", "--sandbox", "--auto-approve"]);
+    let plan = w.ok(&[
+        "gc",
+        "spec.yaml",
+        "--sandbox",
+        "--auto-approve",
+        "--other-states",
+    ]);
     assert!(plan.contains("by another state"), "{plan}");
     assert_eq!(live_ids(&w), mine, "strays left or recorded ones deleted");
     assert_eq!(state_ids(&w, STATE), mine);
     // Nothing left to collect; the spec's own resources plan clean.
-    let again = w.ok(&["gc", "spec.yaml", "--sandbox", "--auto-approve"]);
+    let again = w.ok(&[
+        "gc",
+        "spec.yaml",
+        "--sandbox",
+        "--auto-approve",
+        "--other-states",
+    ]);
     assert!(again.contains("Nothing to collect"), "{again}");
     assert_eq!(w.plan_exit(&[]), 0);
 }

@@ -320,7 +320,7 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
 
     // gc: deletes the orphan and the stray volume, keeps the recorded
     // instance and everything untagged.
-    let out = ok(d, &["gc", "spec.yaml", "--auto-approve"]);
+    let out = ok(d, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
     assert!(
         out.contains(&id("orphan")) && out.contains(&id("stray_vol")),
         "{out}"
@@ -348,7 +348,7 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
         !vols.contains(&id("stray_vol").as_str()),
         "stray volume kept"
     );
-    let again = ok(d, &["gc", "spec.yaml", "--auto-approve"]);
+    let again = ok(d, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
     assert!(again.contains("Nothing to collect"), "{again}");
 }
 

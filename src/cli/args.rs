@@ -162,7 +162,17 @@ pub enum Command {
     /// interrupted applies and lost states), as a plan confirmed first. Never touches untagged
     /// resources.
     #[command(after_help = EXIT_CODES)]
-    Gc(ApplyArgs),
+    Gc(GcArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GcArgs {
+    #[command(flatten)]
+    pub apply: ApplyArgs,
+    /// Also delete what other states of this project made (another lineage: a lost state, or
+    /// another workspace's live one). Without it they are listed and left alone.
+    #[arg(long)]
+    pub other_states: bool,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -3,7 +3,7 @@
 //! [`crate::engine::audit`], [`crate::portability::audit`] and
 //! [`crate::engine::gc_plan`]; this parses, drives and prints.
 
-use super::args::{ApplyArgs, AuditArgs};
+use super::args::{AuditArgs, GcArgs};
 use super::commands::{
     catalog_for, confirm, engine_failure, finish_apply, load, plan_request, project_mismatch,
     providers_for, watch_ctrl_c,
@@ -135,7 +135,8 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) async fn gc_cmd(a: ApplyArgs, quiet: bool) -> CmdResult {
+pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
+    let a = g.apply;
     if !a.targets.is_empty() {
         return Err(Failure(
             "gc takes no --target: it collects every stray of the project".into(),
@@ -160,6 +161,7 @@ pub(super) async fn gc_cmd(a: ApplyArgs, quiet: bool) -> CmdResult {
         &plan_request(&a, &loaded, &catalog, false),
         locked.doc.clone(),
         locked.existed,
+        g.other_states,
         &providers,
     )
     .await
@@ -175,6 +177,9 @@ pub(super) async fn gc_cmd(a: ApplyArgs, quiet: bool) -> CmdResult {
         if plan.has_changes() {
             print!("{}", render(&plan));
         } else {
+            for w in &plan.warnings {
+                println!("Warning: {w}");
+            }
             println!(
                 "Nothing to collect: everything tagged with this project is recorded in its state."
             );

@@ -1,7 +1,9 @@
 //! `gpuform gc`: everything tagged with a spec's project that its state does
 //! not record — strays of interrupted applies (this lineage) and of lost
 //! states (another lineage) — as a plan of deletions, applied through the
-//! normal journaled apply ([`super::apply_plan`]).
+//! normal journaled apply ([`super::apply_plan`]). Another lineage's
+//! resources are only deleted when asked (`other_states`): a lineage this
+//! state does not know may be a lost state, or another workspace's live one.
 //!
 //! What is looked at: the (provider, region) pairs the spec resolves to and
 //! those the state records; in each, one `list_owned` of the project (so an
@@ -32,6 +34,7 @@ pub async fn gc_plan(
     req: &PlanRequest<'_>,
     doc: StateDoc,
     state_existed: bool,
+    other_states: bool,
     providers: &Providers,
 ) -> Result<GcPlan, EngineError> {
     let mut opts = req.resolve.clone();
@@ -69,6 +72,8 @@ pub async fn gc_plan(
         .map(|r| r.id.clone())
         .chain(current.strays.values().map(|r| r.id.clone()))
         .collect();
+    // Other lineages' resources left alone (without `other_states`), by lineage.
+    let mut left_alone: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (key, region) in &scopes {
         let provider = providers.get(key).await?;
         let scope = Scope {
@@ -88,6 +93,13 @@ pub async fn gc_plan(
             if recorded.contains(&o.id) || own.lineage == lineage {
                 // Ours and recorded, or of this lineage: refresh decided
                 // (recorded, adopted, or already a stray).
+                continue;
+            }
+            if !other_states {
+                left_alone
+                    .entry(own.lineage.clone())
+                    .or_default()
+                    .push(format!("{} ({})", own.address, o.id));
                 continue;
             }
             let mut attrs = o.attrs.clone();
@@ -146,6 +158,13 @@ pub async fn gc_plan(
     plan.project = req.loaded.spec.project.clone();
     plan.endpoints = req.loaded.spec.endpoints.clone();
     plan.state = state_ref;
+    for (other, found) in &left_alone {
+        plan.warnings.push(format!(
+            "{} resource(s) tagged with project {project} by another state (lineage {other}) are left alone: {}. They may belong to another workspace's live state; if that state is lost, `gpuform gc --other-states` deletes them",
+            found.len(),
+            found.join(", ")
+        ));
+    }
     if !current.adopted.is_empty() {
         plan.warnings.push(format!(
             "{} resource(s) made by an interrupted apply were found by their ownership tags and will be recorded, not deleted: {}",

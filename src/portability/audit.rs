@@ -446,7 +446,7 @@ fn findings(
                 kind: FindingKind::Orphaned,
                 subject: i.id.clone(),
                 message: format!(
-                    "{} carries project {}'s tags ({}) but its state does not record it: `gpuform gc SPEC` deletes it",
+                    "{} carries project {}'s tags ({}) but its state does not record it: `gpuform gc SPEC` deletes it (with `--other-states` when another state made it)",
                     i.id,
                     i.project.as_deref().unwrap_or("?"),
                     i.address.as_deref().unwrap_or("no address"),
@@ -506,7 +506,7 @@ fn findings(
                 v.region,
                 match v.owner {
                     Owner::Orphaned =>
-                        "; its project's state does not record it: `gpuform gc SPEC` deletes it",
+                        "; its project's state does not record it: `gpuform gc SPEC` deletes it (with `--other-states` when another state made it)",
                     Owner::Managed => "; its state records it: detached outside gpuform?",
                     _ => "",
                 }
