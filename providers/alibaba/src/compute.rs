@@ -9,10 +9,11 @@ use crate::tags::{
     resource_name, tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
 };
 use crate::AlibabaProvider;
+use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::{
-    Attrs, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, PlacementStrategy,
-    Pricing, ProviderError, ResourceKind, Scope,
+    Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -22,7 +23,82 @@ use std::time::Duration;
 pub const SUBSCRIPTION_ENDS: &str = "subscription_ends";
 
 impl AlibabaProvider {
-    pub(crate) async fn create_placement(
+    /// Waits for a new instance to be Running. RunInstances answers once the
+    /// order is placed; the instance is Pending, then Running (instance
+    /// lifecycle, help doc 25380). When stock runs out after that answer, ECS
+    /// raises SystemFailure.Delete ("System events related to instance
+    /// creation failures",
+    /// alibabacloud.com/help/en/ecs/user-guide/view-instance-creation-failure-events):
+    /// the instance shows Stopped without ever running
+    /// and the system releases it, "in most cases within 5 minutes". An
+    /// instance that stays Pending past the settle time is "an exception"
+    /// per the lifecycle page. None of these is a node: it is released and
+    /// the create fails as a capacity failure, so the apply retries
+    /// elsewhere through the zone failover, as for OperationDenied.NoStock.
+    async fn await_launch(
+        &self,
+        region: &str,
+        id: &str,
+    ) -> Result<ObservedResource, ProviderError> {
+        let start = tokio::time::Instant::now();
+        let mut delay = self.poll;
+        let mut seen = false;
+        loop {
+            let late = start.elapsed() >= self.settle;
+            match self.read_one(region, ResourceKind::Instance, id).await {
+                Ok(o) if o.status == "running" => return Ok(o),
+                Ok(o) if o.status == "stopped" => {
+                    return Err(self
+                        .failed_launch(region, id, "stopped before it ever ran")
+                        .await)
+                }
+                Ok(o) if late => {
+                    let why = format!("still {} after {:?}", o.status, self.settle);
+                    return Err(self.failed_launch(region, id, &why).await);
+                }
+                Ok(_) => seen = true,
+                Err(e) if e.kind == ErrorKind::NotFound && (seen || late) => {
+                    let why = if seen {
+                        "released by the cloud before it ran"
+                    } else {
+                        "never listed by DescribeInstances"
+                    };
+                    return Err(self.failed_launch(region, id, why).await);
+                }
+                // Eventually consistent reads: a fresh id may not show yet.
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Releases an instance whose creation failed and returns the capacity
+    /// error that reports it. If the release itself fails, that error is
+    /// returned instead, so the create stays pending and is looked at again.
+    async fn failed_launch(&self, region: &str, id: &str, why: &str) -> ProviderError {
+        // DeleteInstances, Force=true: "Manually release the instance" is
+        // one of the two documented ways out of SystemFailure.Delete.
+        let mut p = Params::one("InstanceId.1", id);
+        p.push("Force", "true");
+        if let Err(e) = ok_if_gone(self.ecs(region, "DeleteInstances", &p).await) {
+            return e;
+        }
+        ProviderError::new(
+            ErrorKind::Capacity,
+            format!(
+                "instance {id} was accepted by RunInstances but its creation failed ({why}; \
+                 ECS event SystemFailure.Delete: the zone could not supply it); it was released"
+            ),
+        )
+        .with_code("SystemFailure.Delete")
+    }
+}
+
+#[async_trait]
+impl ComputeApi for AlibabaProvider {
+    async fn create_placement(
         &self,
         req: &Create<PlacementSpec>,
     ) -> Result<ObservedResource, ProviderError> {
@@ -43,16 +119,7 @@ impl AlibabaProvider {
             .await
     }
 
-    pub(crate) async fn delete_placement(
-        &self,
-        scope: &Scope,
-        id: &str,
-    ) -> Result<(), ProviderError> {
-        let p = Params::one("DeploymentSetId", id);
-        ok_if_gone(self.ecs(&scope.region, "DeleteDeploymentSet", &p).await)
-    }
-
-    pub(crate) async fn create_instance(
+    async fn create_instance(
         &self,
         req: &Create<InstanceSpec>,
     ) -> Result<ObservedResource, ProviderError> {
@@ -146,76 +213,9 @@ impl AlibabaProvider {
         self.await_launch(region, &id).await
     }
 
-    /// Waits for a new instance to be Running. RunInstances answers once the
-    /// order is placed; the instance is Pending, then Running (instance
-    /// lifecycle, help doc 25380). When stock runs out after that answer, ECS
-    /// raises SystemFailure.Delete ("System events related to instance
-    /// creation failures",
-    /// alibabacloud.com/help/en/ecs/user-guide/view-instance-creation-failure-events):
-    /// the instance shows Stopped without ever running
-    /// and the system releases it, "in most cases within 5 minutes". An
-    /// instance that stays Pending past the settle time is "an exception"
-    /// per the lifecycle page. None of these is a node: it is released and
-    /// the create fails as a capacity failure, so the apply retries
-    /// elsewhere through the zone failover, as for OperationDenied.NoStock.
-    async fn await_launch(
-        &self,
-        region: &str,
-        id: &str,
-    ) -> Result<ObservedResource, ProviderError> {
-        let start = tokio::time::Instant::now();
-        let mut delay = self.poll;
-        let mut seen = false;
-        loop {
-            let late = start.elapsed() >= self.settle;
-            match self.read_one(region, ResourceKind::Instance, id).await {
-                Ok(o) if o.status == "running" => return Ok(o),
-                Ok(o) if o.status == "stopped" => {
-                    return Err(self
-                        .failed_launch(region, id, "stopped before it ever ran")
-                        .await)
-                }
-                Ok(o) if late => {
-                    let why = format!("still {} after {:?}", o.status, self.settle);
-                    return Err(self.failed_launch(region, id, &why).await);
-                }
-                Ok(_) => seen = true,
-                Err(e) if e.kind == ErrorKind::NotFound && (seen || late) => {
-                    let why = if seen {
-                        "released by the cloud before it ran"
-                    } else {
-                        "never listed by DescribeInstances"
-                    };
-                    return Err(self.failed_launch(region, id, why).await);
-                }
-                // Eventually consistent reads: a fresh id may not show yet.
-                Err(e) if e.kind == ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
-        }
-    }
-
-    /// Releases an instance whose creation failed and returns the capacity
-    /// error that reports it. If the release itself fails, that error is
-    /// returned instead, so the create stays pending and is looked at again.
-    async fn failed_launch(&self, region: &str, id: &str, why: &str) -> ProviderError {
-        // DeleteInstances, Force=true: "Manually release the instance" is
-        // one of the two documented ways out of SystemFailure.Delete.
-        let mut p = Params::one("InstanceId.1", id);
-        p.push("Force", "true");
-        if let Err(e) = ok_if_gone(self.ecs(region, "DeleteInstances", &p).await) {
-            return e;
-        }
-        ProviderError::new(
-            ErrorKind::Capacity,
-            format!(
-                "instance {id} was accepted by RunInstances but its creation failed ({why}; \
-                 ECS event SystemFailure.Delete: the zone could not supply it); it was released"
-            ),
-        )
-        .with_code("SystemFailure.Delete")
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let p = Params::one("DeploymentSetId", id);
+        ok_if_gone(self.ecs(&scope.region, "DeleteDeploymentSet", &p).await)
     }
 
     /// DeleteInstances (ECS API reference, help doc 126723,
@@ -228,11 +228,7 @@ impl AlibabaProvider {
     /// `RenewalStatus=NotRenewal`, help doc 52843) and refuses, saying when it ends. Plans
     /// refuse such a deletion before anything is destroyed
     /// ([`delete_refusal`]); this is the last guard.
-    pub(crate) async fn delete_instance(
-        &self,
-        scope: &Scope,
-        id: &str,
-    ) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
         let region = scope.region.as_str();
         let p = Params::one("InstanceIds", json_array(&[id.to_string()]));
         let Some(i) = self
