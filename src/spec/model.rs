@@ -147,6 +147,13 @@ pub struct Cluster {
     #[serde(default = "default_pricing")]
     #[schemars(with = "PricingModelSchema")]
     pub pricing: PricingModel,
+    /// With `pricing: spot` only: the most to pay per node-hour, in the
+    /// currency the catalog quotes the cluster's cloud in (USD on AWS, CNY on
+    /// Alibaba, Tencent and Huawei), e.g. `12.5`. Absent, the cloud's own cap
+    /// (the on-demand price) applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub spot_max_price: Option<f64>,
     #[serde(default)]
     pub interconnect: InterconnectReq,
     #[serde(default)]

@@ -131,6 +131,7 @@ impl ComputeApi for AlibabaProvider {
             image,
             zone,
             pricing,
+            spot_max_price,
             root_gb,
             rdma,
             user_data,
@@ -161,7 +162,16 @@ impl ComputeApi for AlibabaProvider {
             Pricing::OnDemand => p.push("InstanceChargeType", "PostPaid"),
             Pricing::Spot => {
                 p.push("InstanceChargeType", "PostPaid");
-                p.push("SpotStrategy", "SpotAsPriceGo");
+                // With a cap: SpotWithPriceLimit + SpotPriceLimit (CNY per
+                // hour, at most three decimals, RunInstances reference);
+                // without one, the market price up to the on-demand price.
+                match spot_max_price {
+                    Some(cny) => {
+                        p.push("SpotStrategy", "SpotWithPriceLimit");
+                        p.push("SpotPriceLimit", format!("{}", round3(*cny)));
+                    }
+                    None => p.push("SpotStrategy", "SpotAsPriceGo"),
+                }
             }
             Pricing::Reserved1y | Pricing::Reserved3y => {
                 // RunInstances (ECS API reference, `PeriodUnit` / `Period`,
@@ -261,6 +271,11 @@ impl ComputeApi for AlibabaProvider {
         }
         ok_if_gone(self.ecs(region, "DeleteInstances", &p).await)
     }
+}
+
+/// A price as Alibaba takes it: at most three decimals.
+fn round3(price: f64) -> f64 {
+    (price * 1000.0).round() / 1000.0
 }
 
 /// See [`gpuform_provider::Provider::delete_refusal`]: an unexpired

@@ -152,6 +152,7 @@ impl ComputeApi for AwsProvider {
             image,
             zone,
             pricing,
+            spot_max_price,
             root_gb,
             rdma,
             user_data,
@@ -189,6 +190,7 @@ impl ComputeApi for AwsProvider {
             // Reserved instances and savings plans are billing constructs: the
             // launch is an ordinary on-demand one.
             spot: *pricing == Pricing::Spot,
+            spot_max_price: spot_max_price.map(|usd| usd.to_string()),
             efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
             user_data: user_data.clone(),
             client_token: client_token(&req.ownership.token),
@@ -398,6 +400,9 @@ pub struct InstancePlan {
     pub placement_group: Option<String>,
     pub zone: Option<String>,
     pub spot: bool,
+    /// The most to pay per hour for a spot node, in USD (SpotOptions.MaxPrice);
+    /// EC2's own cap (the on-demand price) when absent.
+    pub spot_max_price: Option<String>,
     /// How many EFA interfaces to attach (0: plain networking).
     pub efa_interfaces: u32,
     pub user_data: Option<String>,
@@ -458,6 +463,7 @@ pub fn run_instances(client: &Client, p: &InstancePlan) -> RunInstancesFluentBui
                 .spot_options(
                     SpotMarketOptions::builder()
                         .spot_instance_type(SpotInstanceType::OneTime)
+                        .set_max_price(p.spot_max_price.clone())
                         .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate)
                         .build(),
                 )

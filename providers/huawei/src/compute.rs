@@ -80,6 +80,7 @@ impl ComputeApi for HuaweiProvider {
             image,
             zone,
             pricing,
+            spot_max_price,
             root_gb,
             // Huawei's RDMA comes with the flavor (the catalog picks one).
             rdma: _,
@@ -120,7 +121,7 @@ impl ComputeApi for HuaweiProvider {
             "nics": [{"subnet_id": subnet}],
             "root_volume": {"volumetype": "SSD", "size": root_gb.unwrap_or(40)},
             "count": 1,
-            "extendparam": extendparam(*pricing),
+            "extendparam": extendparam(*pricing, *spot_max_price),
             "server_tags": tags::objects(&tag_list),
             "metadata": {"gpuform_image": image, "gpuform_pricing": pricing.as_str()},
         });
@@ -227,11 +228,18 @@ impl ComputeApi for HuaweiProvider {
 
 /// How a pricing model goes into `extendparam` ("Creating ECSs",
 /// support.huaweicloud.com/api-ecs/ecs_02_0101.html: chargingMode
-/// prePaid/postPaid, periodType/periodNum, isAutoPay, marketType spot).
-fn extendparam(pricing: Pricing) -> Value {
+/// prePaid/postPaid, periodType/periodNum, isAutoPay, marketType spot and
+/// its cap `spotPrice`, CNY per hour, a string; absent, the on-demand price).
+fn extendparam(pricing: Pricing, spot_max_price: Option<f64>) -> Value {
     match pricing {
         Pricing::OnDemand => json!({"chargingMode": "postPaid"}),
-        Pricing::Spot => json!({"chargingMode": "postPaid", "marketType": "spot"}),
+        Pricing::Spot => {
+            let mut spot = json!({"chargingMode": "postPaid", "marketType": "spot"});
+            if let Some(cny) = spot_max_price {
+                spot["spotPrice"] = json!(cny.to_string());
+            }
+            spot
+        }
         Pricing::Reserved1y | Pricing::Reserved3y => json!({
             "chargingMode": "prePaid",
             "periodType": "year",
@@ -351,14 +359,19 @@ mod tests {
     #[test]
     fn pricing_models_become_extendparam() {
         assert_eq!(
-            extendparam(Pricing::OnDemand),
+            extendparam(Pricing::OnDemand, None),
             json!({"chargingMode": "postPaid"})
         );
-        assert_eq!(extendparam(Pricing::Spot)["marketType"], json!("spot"));
-        assert_eq!(extendparam(Pricing::Reserved1y)["periodNum"], json!(1));
-        assert_eq!(extendparam(Pricing::Reserved3y)["periodNum"], json!(3));
+        assert_eq!(extendparam(Pricing::Spot, None)["marketType"], json!("spot"));
+        assert_eq!(extendparam(Pricing::Spot, None).get("spotPrice"), None);
         assert_eq!(
-            extendparam(Pricing::Reserved3y)["chargingMode"],
+            extendparam(Pricing::Spot, Some(12.5))["spotPrice"],
+            json!("12.5")
+        );
+        assert_eq!(extendparam(Pricing::Reserved1y, None)["periodNum"], json!(1));
+        assert_eq!(extendparam(Pricing::Reserved3y, None)["periodNum"], json!(3));
+        assert_eq!(
+            extendparam(Pricing::Reserved3y, None)["chargingMode"],
             json!("prePaid")
         );
     }

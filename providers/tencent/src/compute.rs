@@ -97,6 +97,7 @@ impl ComputeApi for TencentProvider {
             image,
             zone,
             pricing,
+            spot_max_price,
             root_gb,
             // RDMA on Tencent is the HCC families in an HPC cluster, which the
             // catalog does not offer: no Tencent node is resolved with `rdma`.
@@ -135,7 +136,7 @@ impl ComputeApi for TencentProvider {
             "ClientToken": req.ownership.token,
             "TagSpecification": [{"ResourceType": "instance", "Tags": tags}],
         });
-        charge(&mut body, *pricing);
+        charge(&mut body, *pricing, *spot_max_price);
         if let Some(gb) = root_gb {
             body["SystemDisk"] = json!({"DiskSize": gb});
         }
@@ -211,18 +212,21 @@ fn needs(what: &str) -> ProviderError {
     )
 }
 
-/// The RunInstances fields of a pricing model: pay-as-you-go, spot, or a
-/// prepaid period of 12 or 36 months.
-fn charge(body: &mut Value, pricing: Pricing) {
+/// The RunInstances fields of a pricing model: pay-as-you-go, spot (capped
+/// at `spot_max_price`, CNY per hour, when given), or a prepaid period of 12
+/// or 36 months.
+fn charge(body: &mut Value, pricing: Pricing, spot_max_price: Option<f64>) {
     match pricing {
         Pricing::OnDemand => body["InstanceChargeType"] = json!("POSTPAID_BY_HOUR"),
         Pricing::Spot => {
             body["InstanceChargeType"] = json!("SPOTPAID");
-            // MaxPrice is required; a spot price never exceeds the on-demand
-            // price, so a high cap means "never outbid", as AWS's default.
+            // MaxPrice is required; without the user's cap, a high one: a
+            // spot price never exceeds the on-demand price, so it means
+            // "never outbid", as AWS's default.
+            let max = spot_max_price.map_or_else(|| "1000".to_string(), |cny| cny.to_string());
             body["InstanceMarketOptions"] = json!({
                 "MarketType": "spot",
-                "SpotOptions": {"MaxPrice": "1000", "SpotInstanceType": "one-time"},
+                "SpotOptions": {"MaxPrice": max, "SpotInstanceType": "one-time"},
             });
         }
         Pricing::Reserved1y | Pricing::Reserved3y => {
