@@ -152,7 +152,7 @@ pub struct Cluster {
     /// Alibaba, Tencent and Huawei), e.g. `12.5`. Absent, the cloud's own cap
     /// (the on-demand price) applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0.0))]
+    #[schemars(schema_with = "positive_price_schema")]
     pub spot_max_price: Option<f64>,
     #[serde(default)]
     pub interconnect: InterconnectReq,
@@ -563,6 +563,20 @@ fn driver_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema:
             InstanceType::Integer,
             InstanceType::Number,
         ])),
+        ..Default::default()
+    }
+    .into()
+}
+
+/// A price above 0 (the validator refuses 0 and below, with a located error).
+fn positive_price_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, NumberValidation, SchemaObject};
+    SchemaObject {
+        instance_type: Some(InstanceType::Number.into()),
+        number: Some(Box::new(NumberValidation {
+            exclusive_minimum: Some(0.0),
+            ..Default::default()
+        })),
         ..Default::default()
     }
     .into()
