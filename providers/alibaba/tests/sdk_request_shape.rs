@@ -8,11 +8,11 @@
 mod common;
 
 use common::*;
+use gpuform_provider::Provider;
 use gpuform_provider::ResourceKind;
 use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_standins::harness::ssh;
 use gpuform_standins::harness::{assert_signed, launch_list_delete, same_action, SdkShapes};
-use gpuform_provider::Provider;
 use gpuform_standins::shape::Shape;
 use gpuform_standins::tap::Tap;
 use gpuform_standins::verify::{acs3, Key};
@@ -88,7 +88,8 @@ async fn a_spot_cap_is_a_price_limit() {
         .collect();
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert!(
-        runs[0].contains("SpotStrategy=SpotWithPriceLimit") && runs[0].contains("SpotPriceLimit=3.5"),
+        runs[0].contains("SpotStrategy=SpotWithPriceLimit")
+            && runs[0].contains("SpotPriceLimit=3.5"),
         "{}",
         runs[0]
     );

@@ -331,7 +331,10 @@ impl Reader<'_> {
             Pricing::Spot => Ok(Some(price)),
             other => Err(self.bad(
                 KEY,
-                format!("only applies with `pricing: spot`, not `{}`", other.as_str()),
+                format!(
+                    "only applies with `pricing: spot`, not `{}`",
+                    other.as_str()
+                ),
             )),
         }
     }
@@ -408,7 +411,12 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            (i.spec.pricing, i.spec.rdma, i.spec.root_gb, i.spec.spot_max_price),
+            (
+                i.spec.pricing,
+                i.spec.rdma,
+                i.spec.root_gb,
+                i.spec.spot_max_price
+            ),
             (Pricing::OnDemand, false, None, None)
         );
     }

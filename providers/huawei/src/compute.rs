@@ -362,14 +362,23 @@ mod tests {
             extendparam(Pricing::OnDemand, None),
             json!({"chargingMode": "postPaid"})
         );
-        assert_eq!(extendparam(Pricing::Spot, None)["marketType"], json!("spot"));
+        assert_eq!(
+            extendparam(Pricing::Spot, None)["marketType"],
+            json!("spot")
+        );
         assert_eq!(extendparam(Pricing::Spot, None).get("spotPrice"), None);
         assert_eq!(
             extendparam(Pricing::Spot, Some(12.5))["spotPrice"],
             json!("12.5")
         );
-        assert_eq!(extendparam(Pricing::Reserved1y, None)["periodNum"], json!(1));
-        assert_eq!(extendparam(Pricing::Reserved3y, None)["periodNum"], json!(3));
+        assert_eq!(
+            extendparam(Pricing::Reserved1y, None)["periodNum"],
+            json!(1)
+        );
+        assert_eq!(
+            extendparam(Pricing::Reserved3y, None)["periodNum"],
+            json!(3)
+        );
         assert_eq!(
             extendparam(Pricing::Reserved3y, None)["chargingMode"],
             json!("prePaid")

@@ -478,5 +478,9 @@ async fn a_spot_cap_is_accepted_and_recorded() {
     let made = p.create(&req).await.expect("a capped spot node");
     assert_eq!(made.attrs["spot_max_price"], json!(1.25));
     let read = read_one(&*p, &o.region, ResourceKind::Instance, &made.id).await;
-    assert_eq!(read[0].attrs["spot_max_price"], json!(1.25), "kept in the inventory");
+    assert_eq!(
+        read[0].attrs["spot_max_price"],
+        json!(1.25),
+        "kept in the inventory"
+    );
 }
