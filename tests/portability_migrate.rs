@@ -238,6 +238,24 @@ fn escape_hatches_are_replaced() {
 }
 
 #[test]
+fn a_spot_cap_changes_currency_with_the_cloud() {
+    let text = "project: p\nclusters:\n  t:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: T4:1\n    pricing: spot\n    spot_max_price: 0.4\n";
+    let vars = Vars::new();
+    let loaded = spec::load_str("spot.yaml", text, &vars).unwrap();
+    let to = |cloud| {
+        migrate::migrate(&loaded, &vars, Catalog::builtin(), "t", cloud, None, 7.0)
+            .unwrap()
+            .caveats
+    };
+    let cny = to(Cloud::Tencent);
+    assert!(
+        cny.iter()
+            .any(|c| c.contains("spot_max_price: 0.4 is read in CNY on tencent")),
+        "{cny:?}"
+    );
+}
+
+#[test]
 fn count_change_scales_nodes() {
     let text = "project: p\nclusters:\n  b:\n    cloud: huawei\n    region: cn-north-4\n    nodes: 3\n    gpu: A100-80GB:4\n";
     let vars = Vars::new();

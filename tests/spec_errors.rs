@@ -211,6 +211,37 @@ fn other_value_checks() {
 }
 
 #[test]
+fn a_spot_cap_is_positive_and_only_with_spot() {
+    let base = "project: p\nclusters:\n  a:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: T4\n";
+    let d = errors(&format!("{base}    spot_max_price: 0.5\n"));
+    let x = find(
+        &d,
+        "`spot_max_price` only applies with `pricing: spot`, not `on-demand`",
+    );
+    assert_eq!((x.line, x.column), (Some(8), Some(5)));
+    assert_eq!(x.yaml_path.as_deref(), Some("clusters.a.spot_max_price"));
+    assert!(x.hint.as_deref().unwrap().contains("pricing: spot"));
+    let d = errors(&format!(
+        "{base}    pricing: reserved-1y\n    spot_max_price: 0.5\n"
+    ));
+    find(&d, "only applies with `pricing: spot`, not `reserved-1y`");
+    let d = errors(&format!("{base}    pricing: spot\n    spot_max_price: 0\n"));
+    let x = find(&d, "`spot_max_price` must be greater than 0");
+    assert_eq!(x.yaml_path.as_deref(), Some("clusters.a.spot_max_price"));
+    let d = errors(&format!(
+        "{base}    pricing: spot\n    spot_max_price: cheap\n"
+    ));
+    assert_eq!(d.len(), 1, "{d}");
+    let ok = spec::load_str(
+        "ok.yaml",
+        &format!("{base}    pricing: spot\n    spot_max_price: 0.35\n"),
+        &Vars::new(),
+    )
+    .unwrap();
+    assert_eq!(ok.spec.clusters["a"].spot_max_price, Some(0.35));
+}
+
+#[test]
 fn empty_and_non_mapping_documents() {
     find(&errors(""), "the spec is empty");
     find(

@@ -453,6 +453,16 @@ fn what_does_not_carry_over(
             "NVLink: no source states how {to_type}'s GPUs are linked"
         ));
     }
+    if let Some(cap) = c.spot_max_price {
+        // The cap is in the currency the catalog quotes each cloud in.
+        let currency = |cloud: Cloud| if cloud == Cloud::Aws { "USD" } else { "CNY" };
+        if from.map(currency) != Some(currency(to)) {
+            out.push(format!(
+                "spot_max_price: {cap} is read in {} on {to}: convert it from what it meant on {from_name}",
+                currency(to)
+            ));
+        }
+    }
     for (name, b) in &loaded.spec.buckets {
         if spec_cloud(b.cloud) != Some(to) {
             out.push(format!(

@@ -529,6 +529,9 @@ fn resolve_cluster(
         if let Some(m) = &c.mig {
             a.insert("mig".into(), json!(m.to_string()));
         }
+        if let Some(cap) = c.spot_max_price {
+            a.insert("spot_max_price".into(), json!(cap));
+        }
         let mut deps = vec![("subnet", subnet.clone()), ("firewall", firewall.clone())];
         if let Some(p) = &placement {
             deps.push(("placement", p.clone()));

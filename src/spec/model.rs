@@ -147,6 +147,13 @@ pub struct Cluster {
     #[serde(default = "default_pricing")]
     #[schemars(with = "PricingModelSchema")]
     pub pricing: PricingModel,
+    /// With `pricing: spot` only: the most to pay per node-hour, in the
+    /// currency the catalog quotes the cluster's cloud in (USD on AWS, CNY on
+    /// Alibaba, Tencent and Huawei), e.g. `12.5`. Absent, the cloud's own cap
+    /// (the on-demand price) applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "positive_price_schema")]
+    pub spot_max_price: Option<f64>,
     #[serde(default)]
     pub interconnect: InterconnectReq,
     #[serde(default)]
@@ -556,6 +563,20 @@ fn driver_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema:
             InstanceType::Integer,
             InstanceType::Number,
         ])),
+        ..Default::default()
+    }
+    .into()
+}
+
+/// A price above 0 (the validator refuses 0 and below, with a located error).
+fn positive_price_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+    use schemars::schema::{InstanceType, NumberValidation, SchemaObject};
+    SchemaObject {
+        instance_type: Some(InstanceType::Number.into()),
+        number: Some(Box::new(NumberValidation {
+            exclusive_minimum: Some(0.0),
+            ..Default::default()
+        })),
         ..Default::default()
     }
     .into()

@@ -235,6 +235,7 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("pricing", |v, n, p| {
         v.choice(n, p, PRICING, "pricing model")
     }),
+    opt("spot_max_price", Validator::positive),
     opt("interconnect", |v, n, p| {
         v.choice(n, p, INTERCONNECT, "interconnect")
     }),
@@ -586,6 +587,25 @@ impl Validator {
                     )
                 };
                 self.error(e.key_pos, &join(path, key), msg, hint);
+                ok = false;
+            }
+        }
+        // A spot cap means nothing on another pricing model (on-demand by default).
+        if let Some(e) = entry("spot_max_price") {
+            let pricing = entry("pricing").and_then(|e| match &e.value.kind {
+                Kind::Scalar { text, .. } => Some(text.as_str()),
+                _ => None,
+            });
+            if pricing != Some("spot") {
+                self.error(
+                    e.key_pos,
+                    &join(path, "spot_max_price"),
+                    format!(
+                        "`spot_max_price` only applies with `pricing: spot`, not `{}`",
+                        pricing.unwrap_or("on-demand")
+                    ),
+                    "write `pricing: spot`, or remove `spot_max_price`",
+                );
                 ok = false;
             }
         }

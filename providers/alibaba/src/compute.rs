@@ -9,10 +9,11 @@ use crate::tags::{
     resource_name, tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
 };
 use crate::AlibabaProvider;
+use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::{
-    Attrs, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, PlacementStrategy,
-    Pricing, ProviderError, ResourceKind, Scope,
+    Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -22,130 +23,6 @@ use std::time::Duration;
 pub const SUBSCRIPTION_ENDS: &str = "subscription_ends";
 
 impl AlibabaProvider {
-    pub(crate) async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        // CreateDeploymentSet (ECS): Strategy Availability | AvailabilityGroup
-        // | LowLatency ("网络低时延策略"): LowLatency packs the instances
-        // close together in the network, which is what NVLink/RDMA clusters want.
-        let strategy = match req.spec.strategy {
-            PlacementStrategy::Cluster => "LowLatency",
-            PlacementStrategy::Spread => "Availability",
-        };
-        let mut p = Params::one("Strategy", strategy);
-        p.push("DeploymentSetName", resource_name(&req.ownership));
-        p.push("Description", placement_description(&req.ownership)?);
-        p.push("ClientToken", client_token(&req.ownership.token)?);
-        let body = self.ecs(req.region(), "CreateDeploymentSet", &p).await?;
-        let id = required(&body, "DeploymentSetId", "CreateDeploymentSet")?;
-        self.read_one(req.region(), ResourceKind::Placement, &id)
-            .await
-    }
-
-    pub(crate) async fn delete_placement(
-        &self,
-        scope: &Scope,
-        id: &str,
-    ) -> Result<(), ProviderError> {
-        let p = Params::one("DeploymentSetId", id);
-        ok_if_gone(self.ecs(&scope.region, "DeleteDeploymentSet", &p).await)
-    }
-
-    pub(crate) async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        let region = req.region();
-        // Every field, named: a new one is a compile error here until
-        // RunInstances sends it (or this says why it does not).
-        let InstanceSpec {
-            instance_type,
-            image,
-            zone,
-            pricing,
-            root_gb,
-            rdma,
-            user_data,
-            subnet,
-            firewall,
-            placement,
-        } = &req.spec;
-        let address = &req.ownership.address;
-        let zone = zone.clone().ok_or_else(|| missing("instance", "zone"))?;
-        let subnet = required_ref(subnet.as_ref(), "instance", address, "subnet")?;
-        let group = required_ref(firewall.as_ref(), "instance", address, "firewall")?;
-        let image_id = self.resolve_image(region, image).await?;
-
-        // RunInstances (ECS): one instance per call (Amount = MinAmount = 1),
-        // so each carries its own address tag from the first instant.
-        let mut p = Params::one("ZoneId", zone);
-        p.push("InstanceType", instance_type.clone());
-        p.push("ImageId", image_id);
-        p.push("VSwitchId", subnet);
-        p.push("SecurityGroupId", group);
-        if let Some(ds) = placement {
-            p.push("DeploymentSetId", ds.clone());
-        }
-        p.push("Amount", "1");
-        p.push("MinAmount", "1");
-        naming(&mut p, "InstanceName", &req.ownership)?;
-        match pricing {
-            Pricing::OnDemand => p.push("InstanceChargeType", "PostPaid"),
-            Pricing::Spot => {
-                p.push("InstanceChargeType", "PostPaid");
-                p.push("SpotStrategy", "SpotAsPriceGo");
-            }
-            Pricing::Reserved1y | Pricing::Reserved3y => {
-                // RunInstances (ECS API reference, `PeriodUnit` / `Period`,
-                // alibabacloud.com/help/en/ecs/developer-reference/api-runinstances):
-                // the unit is Week or Month, never Year; with Month the
-                // period is 1-9, 12, 24, 36, 48 or 60. One and three years
-                // are Month 12 and Month 36.
-                let months = pricing.commitment_months().unwrap_or(12);
-                p.push("InstanceChargeType", "PrePaid");
-                p.push("Period", months.to_string());
-                p.push("PeriodUnit", "Month");
-                // No auto-renewal: a subscription gpuform made ends at its term.
-                p.push("AutoRenew", "false");
-            }
-        }
-        if let Some(gb) = root_gb {
-            p.push("SystemDisk.Size", gb.to_string());
-            p.push("SystemDisk.Category", "cloud_essd");
-        }
-        if let Some(u) = user_data {
-            let encoded = base64::engine::general_purpose::STANDARD.encode(u.as_bytes());
-            // RunInstances: UserData is Base64 and at most 32 KB.
-            if encoded.len() > 32 * 1024 {
-                return Err(ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("user_data is {} bytes once Base64-encoded; RunInstances takes at most 32 KB", encoded.len()),
-                ));
-            }
-            p.push("UserData", encoded);
-        }
-        let extra = [
-            (IMAGE_TAG, image.clone()),
-            (PRICING_TAG, pricing.as_str().to_string()),
-            (RDMA_TAG, rdma.to_string()),
-        ];
-        // RunInstances puts Tag.N on the instance and on the disks it makes.
-        p.tags(&creation_tags(
-            &req.ownership,
-            ResourceKind::Instance,
-            &req.tags,
-            &extra,
-        )?);
-        let body = self.ecs(region, "RunInstances", &p).await?;
-        let id = items(&body, "InstanceIdSets", "InstanceIdSet")
-            .first()
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| empty_answer("RunInstances"))?;
-        self.await_launch(region, &id).await
-    }
-
     /// Waits for a new instance to be Running. RunInstances answers once the
     /// order is placed; the instance is Pending, then Running (instance
     /// lifecycle, help doc 25380). When stock runs out after that answer, ECS
@@ -217,6 +94,139 @@ impl AlibabaProvider {
         )
         .with_code("SystemFailure.Delete")
     }
+}
+
+#[async_trait]
+impl ComputeApi for AlibabaProvider {
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        // CreateDeploymentSet (ECS): Strategy Availability | AvailabilityGroup
+        // | LowLatency ("网络低时延策略"): LowLatency packs the instances
+        // close together in the network, which is what NVLink/RDMA clusters want.
+        let strategy = match req.spec.strategy {
+            PlacementStrategy::Cluster => "LowLatency",
+            PlacementStrategy::Spread => "Availability",
+        };
+        let mut p = Params::one("Strategy", strategy);
+        p.push("DeploymentSetName", resource_name(&req.ownership));
+        p.push("Description", placement_description(&req.ownership)?);
+        p.push("ClientToken", client_token(&req.ownership.token)?);
+        let body = self.ecs(req.region(), "CreateDeploymentSet", &p).await?;
+        let id = required(&body, "DeploymentSetId", "CreateDeploymentSet")?;
+        self.read_one(req.region(), ResourceKind::Placement, &id)
+            .await
+    }
+
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        // Every field, named: a new one is a compile error here until
+        // RunInstances sends it (or this says why it does not).
+        let InstanceSpec {
+            instance_type,
+            image,
+            zone,
+            pricing,
+            spot_max_price,
+            root_gb,
+            rdma,
+            user_data,
+            subnet,
+            firewall,
+            placement,
+        } = &req.spec;
+        let address = &req.ownership.address;
+        let zone = zone.clone().ok_or_else(|| missing("instance", "zone"))?;
+        let subnet = required_ref(subnet.as_ref(), "instance", address, "subnet")?;
+        let group = required_ref(firewall.as_ref(), "instance", address, "firewall")?;
+        let image_id = self.resolve_image(region, image).await?;
+
+        // RunInstances (ECS): one instance per call (Amount = MinAmount = 1),
+        // so each carries its own address tag from the first instant.
+        let mut p = Params::one("ZoneId", zone);
+        p.push("InstanceType", instance_type.clone());
+        p.push("ImageId", image_id);
+        p.push("VSwitchId", subnet);
+        p.push("SecurityGroupId", group);
+        if let Some(ds) = placement {
+            p.push("DeploymentSetId", ds.clone());
+        }
+        p.push("Amount", "1");
+        p.push("MinAmount", "1");
+        naming(&mut p, "InstanceName", &req.ownership)?;
+        match pricing {
+            Pricing::OnDemand => p.push("InstanceChargeType", "PostPaid"),
+            Pricing::Spot => {
+                p.push("InstanceChargeType", "PostPaid");
+                // With a cap: SpotWithPriceLimit + SpotPriceLimit (CNY per
+                // hour, at most three decimals, RunInstances reference);
+                // without one, the market price up to the on-demand price.
+                match spot_max_price {
+                    Some(cny) => {
+                        p.push("SpotStrategy", "SpotWithPriceLimit");
+                        p.push("SpotPriceLimit", format!("{}", round3(*cny)));
+                    }
+                    None => p.push("SpotStrategy", "SpotAsPriceGo"),
+                }
+            }
+            Pricing::Reserved1y | Pricing::Reserved3y => {
+                // RunInstances (ECS API reference, `PeriodUnit` / `Period`,
+                // alibabacloud.com/help/en/ecs/developer-reference/api-runinstances):
+                // the unit is Week or Month, never Year; with Month the
+                // period is 1-9, 12, 24, 36, 48 or 60. One and three years
+                // are Month 12 and Month 36.
+                let months = pricing.commitment_months().unwrap_or(12);
+                p.push("InstanceChargeType", "PrePaid");
+                p.push("Period", months.to_string());
+                p.push("PeriodUnit", "Month");
+                // No auto-renewal: a subscription gpuform made ends at its term.
+                p.push("AutoRenew", "false");
+            }
+        }
+        if let Some(gb) = root_gb {
+            p.push("SystemDisk.Size", gb.to_string());
+            p.push("SystemDisk.Category", "cloud_essd");
+        }
+        if let Some(u) = user_data {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(u.as_bytes());
+            // RunInstances: UserData is Base64 and at most 32 KB.
+            if encoded.len() > 32 * 1024 {
+                return Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("user_data is {} bytes once Base64-encoded; RunInstances takes at most 32 KB", encoded.len()),
+                ));
+            }
+            p.push("UserData", encoded);
+        }
+        let extra = [
+            (IMAGE_TAG, image.clone()),
+            (PRICING_TAG, pricing.as_str().to_string()),
+            (RDMA_TAG, rdma.to_string()),
+        ];
+        // RunInstances puts Tag.N on the instance and on the disks it makes.
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Instance,
+            &req.tags,
+            &extra,
+        )?);
+        let body = self.ecs(region, "RunInstances", &p).await?;
+        let id = items(&body, "InstanceIdSets", "InstanceIdSet")
+            .first()
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| empty_answer("RunInstances"))?;
+        self.await_launch(region, &id).await
+    }
+
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let p = Params::one("DeploymentSetId", id);
+        ok_if_gone(self.ecs(&scope.region, "DeleteDeploymentSet", &p).await)
+    }
 
     /// DeleteInstances (ECS API reference, help doc 126723,
     /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstances) "releases one or
@@ -228,11 +238,7 @@ impl AlibabaProvider {
     /// `RenewalStatus=NotRenewal`, help doc 52843) and refuses, saying when it ends. Plans
     /// refuse such a deletion before anything is destroyed
     /// ([`delete_refusal`]); this is the last guard.
-    pub(crate) async fn delete_instance(
-        &self,
-        scope: &Scope,
-        id: &str,
-    ) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
         let region = scope.region.as_str();
         let p = Params::one("InstanceIds", json_array(&[id.to_string()]));
         let Some(i) = self
@@ -265,6 +271,11 @@ impl AlibabaProvider {
         }
         ok_if_gone(self.ecs(region, "DeleteInstances", &p).await)
     }
+}
+
+/// A price as Alibaba takes it: at most three decimals.
+fn round3(price: f64) -> f64 {
+    (price * 1000.0).round() / 1000.0
 }
 
 /// See [`gpuform_provider::Provider::delete_refusal`]: an unexpired

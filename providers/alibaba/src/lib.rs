@@ -12,12 +12,14 @@
 //! | `volume`    | ECS `CreateDisk` + `AttachDisk` to `refs.instance`                   |
 //! | `bucket`    | not supported (OSS is another API): an `invalid` error               |
 //!
-//! **Layout** (the same in every cloud crate): this file wires the
-//! [`CloudDriver`] methods to `network.rs` (VPCs, vSwitches, security
-//! groups), `compute.rs` (instances, deployment sets), `storage.rs` (disks),
-//! `refresh.rs` (read, list_owned), `images.rs`, `tags.rs` (ownership and
-//! user tags, names), `client.rs` (signed calls, pagination) and
-//! `errors.rs` (error codes). Request parsing, unsupported kinds, the
+//! **Layout** (the same in every cloud crate): this file is wiring only,
+//! the provider and its [`CloudDriver`] identity; each part of the driver
+//! is implemented where its calls are: `network.rs` (`NetworkApi`: VPCs,
+//! vSwitches, security groups), `compute.rs` (`ComputeApi`: instances,
+//! deployment sets), `storage.rs` (`StorageApi`: disks), `refresh.rs`
+//! (`RefreshApi`: read, list_owned), `tags.rs` (`TagApi`: ownership and
+//! user tags, names), next to `images.rs`, `client.rs` (signed calls,
+//! pagination) and `errors.rs` (error codes). Request parsing, unsupported kinds, the
 //! updatable check and read-after-update are done once by the
 //! `gpuform_provider` wrapper over [`CloudDriver`].
 //!
@@ -71,13 +73,10 @@ pub use tags::{
     PRICING_TAG, RDMA_TAG,
 };
 
-use async_trait::async_trait;
 use client::Params;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
-    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, ImageCache, IngressRule,
-    InstanceSpec, NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope,
-    SubnetSpec, UserTags, VolumeSpec,
+    Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError, ResourceKind,
 };
 use gpuform_signing::Credentials;
 use serde_json::Value;
@@ -204,18 +203,6 @@ impl AlibabaProvider {
     }
 }
 
-#[async_trait]
-impl gpuform_provider::InventoryApi for AlibabaProvider {
-    fn inventory_cloud(&self) -> Cloud {
-        Cloud::Alibaba
-    }
-
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
-        AlibabaProvider::inventory(self, scope).await
-    }
-}
-
-#[async_trait]
 impl CloudDriver for AlibabaProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Alibaba
@@ -238,129 +225,6 @@ impl CloudDriver for AlibabaProvider {
 
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
         compute::delete_refusal(observed)
-    }
-
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        tags::check_tag(key, value)
-    }
-
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        AlibabaProvider::create_network(self, req).await
-    }
-
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        AlibabaProvider::create_subnet(self, req).await
-    }
-
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        AlibabaProvider::create_firewall(self, req).await
-    }
-
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        AlibabaProvider::create_placement(self, req).await
-    }
-
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        AlibabaProvider::create_instance(self, req).await
-    }
-
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        AlibabaProvider::create_volume(self, req).await
-    }
-
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        self.read_kind(&scope.region, kind, ids).await
-    }
-
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        AlibabaProvider::list_owned(self, scope, project).await
-    }
-
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<(), ProviderError> {
-        AlibabaProvider::update_tags(self, scope, current, want).await
-    }
-
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
-        AlibabaProvider::update_ingress(self, scope, current, want).await
-    }
-
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<(), ProviderError> {
-        AlibabaProvider::resize_volume(self, scope, current, size_gb).await
-    }
-
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<(), ProviderError> {
-        AlibabaProvider::attach_volume(self, scope, current, to).await
-    }
-
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        AlibabaProvider::delete_network(self, scope, id).await
-    }
-
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        AlibabaProvider::delete_subnet(self, scope, id).await
-    }
-
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        AlibabaProvider::delete_firewall(self, scope, id).await
-    }
-
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        AlibabaProvider::delete_placement(self, scope, id).await
-    }
-
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        AlibabaProvider::delete_instance(self, scope, id).await
-    }
-
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        AlibabaProvider::delete_volume(self, scope, id).await
     }
 }
 

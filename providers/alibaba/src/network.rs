@@ -6,48 +6,14 @@ use crate::errors::ok_if_gone;
 use crate::refresh::observed;
 use crate::tags::{client_token, creation_tags, description, naming, resource_name, tags_of};
 use crate::AlibabaProvider;
+use async_trait::async_trait;
 use gpuform_provider::{
-    Attrs, Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedIngress,
+    Attrs, Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
     ObservedResource, Protocol, ProviderError, ResourceKind, Scope, SubnetSpec,
 };
 use serde_json::{json, Value};
 
 impl AlibabaProvider {
-    pub(crate) async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        // CreateVpc (VPC 2016-04-28): CidrBlock, VpcName, Description,
-        // ClientToken, Tag.N.Key/Value; answers VpcId.
-        let p = Params::one("CidrBlock", req.spec.cidr.clone());
-        let made = VpcCreate {
-            kind: ResourceKind::Network,
-            action: "CreateVpc",
-            name_key: "VpcName",
-            id_key: "VpcId",
-        };
-        self.create_in_vpc(req, made, p).await
-    }
-
-    pub(crate) async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        let s = &req.spec;
-        // CreateVSwitch (VPC 2016-04-28): VpcId, ZoneId, CidrBlock,
-        // VSwitchName, Description, ClientToken, Tag.N; answers VSwitchId.
-        let mut p = Params::one("VpcId", s.network.clone());
-        p.push("ZoneId", s.zone.clone());
-        p.push("CidrBlock", s.cidr.clone());
-        let made = VpcCreate {
-            kind: ResourceKind::Subnet,
-            action: "CreateVSwitch",
-            name_key: "VSwitchName",
-            id_key: "VSwitchId",
-        };
-        self.create_in_vpc(req, made, p).await
-    }
-
     /// A VPC API create: `p` plus the name, description, ClientToken and
     /// tags; the create is asynchronous (Creating → Available), so it waits.
     async fn create_in_vpc<T>(
@@ -65,47 +31,6 @@ impl AlibabaProvider {
             o.status == "available"
         })
         .await
-    }
-
-    pub(crate) async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        let region = req.region();
-        // CreateSecurityGroup (ECS): VpcId, SecurityGroupName, Description,
-        // SecurityGroupType, ClientToken, Tag.N; answers SecurityGroupId.
-        let mut p = Params::one("VpcId", req.spec.network.clone());
-        p.push("SecurityGroupName", resource_name(&req.ownership));
-        p.push("Description", description(&req.ownership));
-        p.push("SecurityGroupType", "normal");
-        p.push("ClientToken", client_token(&req.ownership.token)?);
-        p.tags(&creation_tags(
-            &req.ownership,
-            ResourceKind::Firewall,
-            &req.tags,
-            &[],
-        )?);
-        let body = self.ecs(region, "CreateSecurityGroup", &p).await?;
-        let id = required(&body, "SecurityGroupId", "CreateSecurityGroup")?;
-        // Members reach each other without a rule: a new basic group's
-        // InnerAccessPolicy is Accept (see `sync_rules`). A crash between
-        // these two calls leaves a tagged group without the spec's rules:
-        // adoption finds it, its observed `ingress` differs from the
-        // desired one, and the next plan updates it in place.
-        self.sync_rules(region, &id, &req.spec.ingress, true)
-            .await?;
-        self.read_one(region, ResourceKind::Firewall, &id).await
-    }
-
-    /// See [`gpuform_provider::CloudDriver::update_ingress`].
-    pub(crate) async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
-        self.sync_rules(&scope.region, &current.id, want, false)
-            .await
     }
 
     /// Makes the inbound rules of `group` exactly `rules`:
@@ -167,28 +92,99 @@ impl AlibabaProvider {
         }
         Ok(())
     }
+}
 
-    pub(crate) async fn delete_network(
+#[async_trait]
+impl NetworkApi for AlibabaProvider {
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        // CreateVpc (VPC 2016-04-28): CidrBlock, VpcName, Description,
+        // ClientToken, Tag.N.Key/Value; answers VpcId.
+        let p = Params::one("CidrBlock", req.spec.cidr.clone());
+        let made = VpcCreate {
+            kind: ResourceKind::Network,
+            action: "CreateVpc",
+            name_key: "VpcName",
+            id_key: "VpcId",
+        };
+        self.create_in_vpc(req, made, p).await
+    }
+
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let s = &req.spec;
+        // CreateVSwitch (VPC 2016-04-28): VpcId, ZoneId, CidrBlock,
+        // VSwitchName, Description, ClientToken, Tag.N; answers VSwitchId.
+        let mut p = Params::one("VpcId", s.network.clone());
+        p.push("ZoneId", s.zone.clone());
+        p.push("CidrBlock", s.cidr.clone());
+        let made = VpcCreate {
+            kind: ResourceKind::Subnet,
+            action: "CreateVSwitch",
+            name_key: "VSwitchName",
+            id_key: "VSwitchId",
+        };
+        self.create_in_vpc(req, made, p).await
+    }
+
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        // CreateSecurityGroup (ECS): VpcId, SecurityGroupName, Description,
+        // SecurityGroupType, ClientToken, Tag.N; answers SecurityGroupId.
+        let mut p = Params::one("VpcId", req.spec.network.clone());
+        p.push("SecurityGroupName", resource_name(&req.ownership));
+        p.push("Description", description(&req.ownership));
+        p.push("SecurityGroupType", "normal");
+        p.push("ClientToken", client_token(&req.ownership.token)?);
+        p.tags(&creation_tags(
+            &req.ownership,
+            ResourceKind::Firewall,
+            &req.tags,
+            &[],
+        )?);
+        let body = self.ecs(region, "CreateSecurityGroup", &p).await?;
+        let id = required(&body, "SecurityGroupId", "CreateSecurityGroup")?;
+        // Members reach each other without a rule: a new basic group's
+        // InnerAccessPolicy is Accept (see `sync_rules`). A crash between
+        // these two calls leaves a tagged group without the spec's rules:
+        // adoption finds it, its observed `ingress` differs from the
+        // desired one, and the next plan updates it in place.
+        self.sync_rules(region, &id, &req.spec.ingress, true)
+            .await?;
+        self.read_one(region, ResourceKind::Firewall, &id).await
+    }
+
+    /// See [`gpuform_provider::CloudDriver::update_ingress`].
+    async fn update_ingress(
         &self,
         scope: &Scope,
-        id: &str,
+        current: &ObservedResource,
+        want: &[IngressRule],
     ) -> Result<(), ProviderError> {
+        self.sync_rules(&scope.region, &current.id, want, false)
+            .await
+    }
+
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let p = Params::one("SecurityGroupId", id);
+        ok_if_gone(self.ecs(&scope.region, "DeleteSecurityGroup", &p).await)
+    }
+
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
         let p = Params::one("VpcId", id);
         ok_if_gone(self.vpc(&scope.region, "DeleteVpc", &p).await)
     }
 
-    pub(crate) async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
         let p = Params::one("VSwitchId", id);
         ok_if_gone(self.vpc(&scope.region, "DeleteVSwitch", &p).await)
-    }
-
-    pub(crate) async fn delete_firewall(
-        &self,
-        scope: &Scope,
-        id: &str,
-    ) -> Result<(), ProviderError> {
-        let p = Params::one("SecurityGroupId", id);
-        ok_if_gone(self.ecs(&scope.region, "DeleteSecurityGroup", &p).await)
     }
 }
 

@@ -10,9 +10,11 @@ use crate::network::{observe_group, observe_vpc, observe_vswitch};
 use crate::storage::observe_disk;
 use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
 use crate::{AlibabaProvider, Product};
+use async_trait::async_trait;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::{
-    Attrs, Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
+    Attrs, Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, RefreshApi,
+    ResourceKind, Scope,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -439,9 +441,21 @@ impl AlibabaProvider {
             delay = (delay * 2).min(Duration::from_secs(5));
         }
     }
+}
+
+#[async_trait]
+impl RefreshApi for AlibabaProvider {
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        self.read_kind(&scope.region, kind, ids).await
+    }
 
     /// See [`gpuform_provider::CloudDriver::list_owned`].
-    pub(crate) async fn list_owned(
+    async fn list_owned(
         &self,
         scope: &Scope,
         project: &str,
@@ -533,5 +547,20 @@ impl AlibabaProvider {
             out.volumes.push(row);
         }
         Ok(out)
+    }
+}
+
+/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
+#[async_trait]
+impl gpuform_provider::InventoryApi for AlibabaProvider {
+    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
+        gpuform_provider::Cloud::Alibaba
+    }
+
+    async fn inventory(
+        &self,
+        scope: &gpuform_provider::Scope,
+    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
+        AlibabaProvider::inventory(self, scope).await
     }
 }

@@ -6,14 +6,77 @@ use crate::errors::{missing, ok_if_gone, required_ref};
 use crate::refresh::{observed, Api};
 use crate::tags::{creation_tags, naming, tags_of};
 use crate::AlibabaProvider;
+use async_trait::async_trait;
 use gpuform_provider::{
     Attachment, Attrs, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
-    VolumeSpec,
+    StorageApi, VolumeSpec,
 };
 use serde_json::{json, Value};
 
 impl AlibabaProvider {
-    pub(crate) async fn create_volume(
+    async fn wait_in_use(
+        &self,
+        region: &str,
+        disk: &str,
+    ) -> Result<ObservedResource, ProviderError> {
+        self.wait_for(region, ResourceKind::Volume, disk, "in use", |o| {
+            o.status == "in_use"
+        })
+        .await
+    }
+
+    /// AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false (the
+    /// disk outlives its instance: DeleteInstances retains it).
+    async fn attach_disk(
+        &self,
+        region: &str,
+        disk: &str,
+        instance: &str,
+    ) -> Result<(), ProviderError> {
+        let mut p = Params::one("InstanceId", instance);
+        p.push("DiskId", disk);
+        p.push("DeleteWithInstance", "false");
+        self.ecs(region, "AttachDisk", &p).await?;
+        Ok(())
+    }
+
+    /// DetachDisk (ECS) from the instance DescribeDisks names, then waits
+    /// for `Available`. A disk that is gone or not attached is fine.
+    async fn detach_disk(&self, region: &str, d: &Value) -> Result<(), ProviderError> {
+        let id = text(d, "DiskId");
+        let attached_to = text(d, "InstanceId");
+        if attached_to.is_empty() {
+            return Ok(());
+        }
+        let mut p = Params::one("InstanceId", attached_to);
+        p.push("DiskId", id.clone());
+        ok_if_gone(self.ecs(region, "DetachDisk", &p).await)?;
+        match self
+            .wait_for(region, ResourceKind::Volume, &id, "detached", |o| {
+                o.status == "available"
+            })
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The disk as DescribeDisks answers it, if it exists.
+    async fn disk(&self, region: &str, id: &str) -> Result<Option<Value>, ProviderError> {
+        let p = Params::one("DiskIds", json_array(&[id.to_string()]));
+        Ok(self
+            .describe(region, Api::Disk, &p)
+            .await?
+            .into_iter()
+            .find(|d| text(d, "DiskId") == id))
+    }
+}
+
+#[async_trait]
+impl StorageApi for AlibabaProvider {
+    async fn create_volume(
         &self,
         req: &Create<VolumeSpec>,
     ) -> Result<ObservedResource, ProviderError> {
@@ -74,67 +137,28 @@ impl AlibabaProvider {
         self.wait_in_use(region, &disk).await
     }
 
-    async fn wait_in_use(
-        &self,
-        region: &str,
-        disk: &str,
-    ) -> Result<ObservedResource, ProviderError> {
-        self.wait_for(region, ResourceKind::Volume, disk, "in use", |o| {
-            o.status == "in_use"
-        })
-        .await
-    }
-
-    /// AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false (the
-    /// disk outlives its instance: DeleteInstances retains it).
-    async fn attach_disk(
-        &self,
-        region: &str,
-        disk: &str,
-        instance: &str,
-    ) -> Result<(), ProviderError> {
-        let mut p = Params::one("InstanceId", instance);
-        p.push("DiskId", disk);
-        p.push("DeleteWithInstance", "false");
-        self.ecs(region, "AttachDisk", &p).await?;
-        Ok(())
-    }
-
-    /// DetachDisk (ECS) from the instance DescribeDisks names, then waits
-    /// for `Available`. A disk that is gone or not attached is fine.
-    async fn detach_disk(&self, region: &str, d: &Value) -> Result<(), ProviderError> {
-        let id = text(d, "DiskId");
-        let attached_to = text(d, "InstanceId");
-        if attached_to.is_empty() {
+    /// Detaches the disk when attached, then DeleteDisk.
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let Some(d) = self.disk(region, id).await? else {
             return Ok(());
+        };
+        if !text(&d, "InstanceId").is_empty() {
+            match self.detach_disk(region, &d).await {
+                Ok(()) => {}
+                Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            }
+            if self.disk(region, id).await?.is_none() {
+                return Ok(());
+            }
         }
-        let mut p = Params::one("InstanceId", attached_to);
-        p.push("DiskId", id.clone());
-        ok_if_gone(self.ecs(region, "DetachDisk", &p).await)?;
-        match self
-            .wait_for(region, ResourceKind::Volume, &id, "detached", |o| {
-                o.status == "available"
-            })
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The disk as DescribeDisks answers it, if it exists.
-    async fn disk(&self, region: &str, id: &str) -> Result<Option<Value>, ProviderError> {
-        let p = Params::one("DiskIds", json_array(&[id.to_string()]));
-        Ok(self
-            .describe(region, Api::Disk, &p)
-            .await?
-            .into_iter()
-            .find(|d| text(d, "DiskId") == id))
+        let p = Params::one("DiskId", id);
+        ok_if_gone(self.ecs(region, "DeleteDisk", &p).await)
     }
 
     /// See [`gpuform_provider::CloudDriver::attach_volume`].
-    pub(crate) async fn attach_volume(
+    async fn attach_volume(
         &self,
         scope: &Scope,
         current: &ObservedResource,
@@ -157,7 +181,7 @@ impl AlibabaProvider {
     }
 
     /// ResizeDisk (ECS): DiskId, NewSize, Type=online (grow only).
-    pub(crate) async fn resize_volume(
+    async fn resize_volume(
         &self,
         scope: &Scope,
         current: &ObservedResource,
@@ -168,26 +192,6 @@ impl AlibabaProvider {
         p.push("Type", "online");
         self.ecs(&scope.region, "ResizeDisk", &p).await?;
         Ok(())
-    }
-
-    /// Detaches the disk when attached, then DeleteDisk.
-    pub(crate) async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        let region = scope.region.as_str();
-        let Some(d) = self.disk(region, id).await? else {
-            return Ok(());
-        };
-        if !text(&d, "InstanceId").is_empty() {
-            match self.detach_disk(region, &d).await {
-                Ok(()) => {}
-                Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(e),
-            }
-            if self.disk(region, id).await?.is_none() {
-                return Ok(());
-            }
-        }
-        let p = Params::one("DiskId", id);
-        ok_if_gone(self.ecs(region, "DeleteDisk", &p).await)
     }
 }
 

@@ -9,8 +9,10 @@
 use crate::client::{items, Params};
 use crate::refresh::Api;
 use crate::AlibabaProvider;
+use async_trait::async_trait;
 use gpuform_provider::{
-    Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, UserTags,
+    Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi,
+    UserTags,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -130,11 +132,16 @@ pub(crate) fn tag_filter(project: &str) -> Params {
     p
 }
 
-impl AlibabaProvider {
+#[async_trait]
+impl TagApi for AlibabaProvider {
+    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+        check_tag(key, value)
+    }
+
     /// Makes the user tags of `current` exactly `want`: ECS UntagResources /
     /// VPC UnTagResources (`ResourceType`, `ResourceId.1`, `TagKey.N`) for
     /// the keys to drop, then TagResources (`Tag.N`) for the rest.
-    pub(crate) async fn update_tags(
+    async fn update_tags(
         &self,
         scope: &Scope,
         current: &ObservedResource,

@@ -1,7 +1,9 @@
 //! The shape every cloud crate implements, and the one [`Provider`] built on it.
 //!
-//! A cloud crate implements [`CloudDriver`]: one method per kind and
-//! operation, taking typed values. Everything a provider must do the same
+//! A cloud crate implements [`CloudDriver`] (identity: cloud, label, rate,
+//! kinds) and its five parts, one per module file of the crate:
+//! [`NetworkApi`], [`ComputeApi`], [`StorageApi`], [`RefreshApi`] and
+//! [`TagApi`], one method per kind and operation, taking typed values. Everything a provider must do the same
 //! way on every cloud is done once here, in the blanket `Provider` impl:
 //! reading the engine's attribute maps into typed requests (one error per
 //! problem), refusing kinds a cloud does not make, refusing changes that
@@ -32,15 +34,156 @@ pub fn unsupported(cloud: Cloud, kind: ResourceKind) -> ProviderError {
     )
 }
 
-/// One cloud's API, per kind. Implement this, not [`Provider`].
+/// Networks, subnets and firewalls: what a cloud crate's `network.rs`
+/// implements.
+#[async_trait]
+pub trait NetworkApi: Send + Sync {
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+
+    /// Makes a firewall's rules exactly `want`, plus the members' rule when
+    /// the observed ingress says it is missing.
+    async fn update_ingress(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &[IngressRule],
+    ) -> Result<(), ProviderError>;
+
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+}
+
+/// Instances and placement groups: what a cloud crate's `compute.rs`
+/// implements.
+#[async_trait]
+pub trait ComputeApi: Send + Sync {
+    /// See [`Provider::offered`].
+    async fn offered(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        instance_type: &str,
+    ) -> Result<Option<bool>, ProviderError> {
+        let _ = (scope, zone, instance_type);
+        Ok(None)
+    }
+
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+}
+
+/// Volumes and buckets: what a cloud crate's `storage.rs` implements.
+/// Buckets are optional: a cloud that makes them lists
+/// [`ResourceKind::Bucket`] in [`CloudDriver::kinds`] and overrides both
+/// bucket methods (the wrapper never calls them otherwise).
+#[async_trait]
+pub trait StorageApi: Send + Sync {
+    async fn create_volume(
+        &self,
+        req: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError>;
+
+    /// Grows a volume.
+    async fn resize_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        size_gb: u32,
+    ) -> Result<(), ProviderError>;
+
+    /// Attaches a volume to an instance (detaching it from any other first),
+    /// or detaches it; succeeds when there is nothing to do.
+    async fn attach_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        to: &Attachment,
+    ) -> Result<(), ProviderError>;
+
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+
+    async fn create_bucket(
+        &self,
+        req: &Create<BucketSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let _ = req;
+        Err(not_made(ResourceKind::Bucket))
+    }
+    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let _ = (scope, id);
+        Err(not_made(ResourceKind::Bucket))
+    }
+}
+
+/// Reading what exists: what a cloud crate's `refresh.rs` implements.
+#[async_trait]
+pub trait RefreshApi: Send + Sync {
+    /// Reads the given resources of one kind (never called with no ids nor
+    /// with a kind outside [`CloudDriver::kinds`]); absent ones are left out.
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError>;
+
+    /// Everything in `scope` tagged with this project.
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError>;
+}
+
+/// User tags: what a cloud crate's `tags.rs` implements.
+#[async_trait]
+pub trait TagApi: Send + Sync {
+    /// The cloud's own naming rules for a user tag (lengths, alphabet),
+    /// beyond the reserved prefixes [`UserTags::parse`] already refuses.
+    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+        let _ = (key, value);
+        Ok(())
+    }
+
+    /// Makes the user tags of `current` exactly `want` (ownership tags stay).
+    async fn update_tags(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<(), ProviderError>;
+}
+
+/// One cloud's API. Implement this and its five parts (each in the module
+/// file of the same name), not [`Provider`]; `lib.rs` keeps only this
+/// trait's identity methods, so nothing forwards.
 ///
 /// Creates set the ownership tags atomically with the creation and use the
 /// ownership token as the idempotency token where the cloud has one. Reads
 /// never return resources that are gone. Deletes may answer
 /// [`ErrorKind::NotFound`] for something already gone (the wrapper treats it
 /// as done). Update methods get the resource as just read.
-#[async_trait]
-pub trait CloudDriver: Send + Sync {
+pub trait CloudDriver: NetworkApi + ComputeApi + StorageApi + RefreshApi + TagApi {
     /// The cloud this driver speaks.
     fn cloud(&self) -> Cloud;
 
@@ -64,123 +207,16 @@ pub trait CloudDriver: Send + Sync {
         let _ = observed;
         None
     }
+}
 
-    /// See [`Provider::offered`].
-    async fn offered(
-        &self,
-        scope: &Scope,
-        zone: &str,
-        instance_type: &str,
-    ) -> Result<Option<bool>, ProviderError> {
-        let _ = (scope, zone, instance_type);
-        Ok(None)
-    }
-
-    /// The cloud's own naming rules for a user tag (lengths, alphabet),
-    /// beyond the reserved prefixes [`UserTags::parse`] already refuses.
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        let _ = (key, value);
-        Ok(())
-    }
-
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        let _ = req;
-        Err(unsupported(self.cloud(), ResourceKind::Placement))
-    }
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_bucket(
-        &self,
-        req: &Create<BucketSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        let _ = req;
-        Err(unsupported(self.cloud(), ResourceKind::Bucket))
-    }
-
-    /// Reads the given resources of one kind (never called with no ids nor
-    /// with a kind outside [`Self::kinds`]); absent ones are left out.
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError>;
-
-    /// Everything in `scope` tagged with this project.
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError>;
-
-    /// Makes the user tags of `current` exactly `want` (ownership tags stay).
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<(), ProviderError>;
-
-    /// Makes a firewall's rules exactly `want`, plus the members' rule when
-    /// the observed ingress says it is missing.
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<(), ProviderError>;
-
-    /// Grows a volume.
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<(), ProviderError>;
-
-    /// Attaches a volume to an instance (detaching it from any other first),
-    /// or detaches it; succeeds when there is nothing to do.
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<(), ProviderError>;
-
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        let _ = (scope, id);
-        Err(unsupported(self.cloud(), ResourceKind::Placement))
-    }
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        let _ = (scope, id);
-        Err(unsupported(self.cloud(), ResourceKind::Bucket))
-    }
+/// What an optional method answers when its cloud does not override it
+/// (unreachable through the wrapper, which checks [`CloudDriver::kinds`]
+/// first and then names the cloud).
+fn not_made(kind: ResourceKind) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        format!("{kind} resources are not supported by this driver"),
+    )
 }
 
 /// Reads one resource, or says it is gone.
@@ -190,7 +226,7 @@ async fn read_one<D: CloudDriver + ?Sized>(
     kind: ResourceKind,
     id: &str,
 ) -> Result<ObservedResource, ProviderError> {
-    d.read(scope, kind, &[id.to_string()])
+    RefreshApi::read(d, scope, kind, &[id.to_string()])
         .await?
         .into_iter()
         .find(|r| r.id == id)
@@ -230,7 +266,7 @@ impl<D: CloudDriver> Provider for D {
         zone: &str,
         instance_type: &str,
     ) -> Result<Option<bool>, ProviderError> {
-        CloudDriver::offered(self, scope, zone, instance_type).await
+        ComputeApi::offered(self, scope, zone, instance_type).await
     }
 
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
@@ -259,7 +295,7 @@ impl<D: CloudDriver> Provider for D {
         if ids.is_empty() || !self.kinds().contains(&kind) {
             return Ok(Vec::new());
         }
-        CloudDriver::read(self, scope, kind, ids).await
+        RefreshApi::read(self, scope, kind, ids).await
     }
 
     async fn list_owned(
@@ -267,7 +303,7 @@ impl<D: CloudDriver> Provider for D {
         scope: &Scope,
         project: &str,
     ) -> Result<Vec<ObservedResource>, ProviderError> {
-        CloudDriver::list_owned(self, scope, project).await
+        RefreshApi::list_owned(self, scope, project).await
     }
 
     async fn update(

@@ -6,8 +6,9 @@
 //! upward except neutral error kinds and opaque provider ids.
 //!
 //! - [`Provider`] is what the engine calls; a cloud crate implements
-//!   [`CloudDriver`] (typed, one method per kind and operation) and gets
-//!   `Provider` from [`driver`].
+//!   [`CloudDriver`] and its parts ([`NetworkApi`], [`ComputeApi`],
+//!   [`StorageApi`], [`RefreshApi`], [`TagApi`]: typed, one method per kind
+//!   and operation) and gets `Provider` from [`driver`].
 //! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
 //!   a driver receives, read once from the engine's attribute maps.
 
@@ -25,7 +26,7 @@ pub mod tags;
 
 pub use bucket_name::BucketNameError;
 pub use change::{Attachment, ChangeSet};
-pub use driver::CloudDriver;
+pub use driver::{CloudDriver, ComputeApi, NetworkApi, RefreshApi, StorageApi, TagApi};
 pub use error::{ErrorKind, ProviderError};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;

@@ -85,13 +85,18 @@ pub struct PlacementSpec {
 pub use gpuform_catalog::PricingModel as Pricing;
 
 /// One GPU node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InstanceSpec {
     pub instance_type: String,
     /// A logical image name (`ubuntu-22.04-cuda`) or a raw image id.
     pub image: String,
     pub zone: Option<String>,
     pub pricing: Pricing,
+    /// With [`Pricing::Spot`] only: the most to pay per node-hour, in the
+    /// currency the catalog quotes this cloud in (USD on AWS, CNY on
+    /// Alibaba, Tencent and Huawei); positive. Absent, the cloud's own cap
+    /// (the on-demand price) applies.
+    pub spot_max_price: Option<f64>,
     /// Root disk size in GiB; the image's default when absent.
     pub root_gb: Option<u32>,
     /// Whether the node gets the cloud's RDMA fabric (EFA, eRDMA, RoCE).
@@ -198,17 +203,8 @@ impl Desired {
                     instance_type: r.required_str("instance_type")?,
                     image: r.required_str("image")?,
                     zone: r.str("zone")?,
-                    pricing: match r.str("pricing")? {
-                        None => Pricing::OnDemand,
-                        Some(p) => Pricing::parse(&p).ok_or_else(|| {
-                            r.bad(
-                                "pricing",
-                                format!(
-                                    "`{p}` is not one of on-demand, spot, reserved-1y, reserved-3y"
-                                ),
-                            )
-                        })?,
-                    },
+                    pricing: r.pricing()?,
+                    spot_max_price: r.spot_max_price()?,
                     root_gb: r.u32("root_gb")?,
                     rdma: r.bool("rdma")?.unwrap_or(false),
                     user_data: r.str("user_data")?,
@@ -309,6 +305,40 @@ impl Reader<'_> {
         }
     }
 
+    fn pricing(&self) -> Result<Pricing, ProviderError> {
+        match self.str("pricing")? {
+            None => Ok(Pricing::OnDemand),
+            Some(p) => Pricing::parse(&p).ok_or_else(|| {
+                self.bad(
+                    "pricing",
+                    format!("`{p}` is not one of on-demand, spot, reserved-1y, reserved-3y"),
+                )
+            }),
+        }
+    }
+
+    /// A positive, finite price, and only on a spot instance.
+    fn spot_max_price(&self) -> Result<Option<f64>, ProviderError> {
+        const KEY: &str = "spot_max_price";
+        let price = match self.attrs().get(KEY) {
+            None | Some(Value::Null) => return Ok(None),
+            Some(v) => v
+                .as_f64()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .ok_or_else(|| self.bad(KEY, format!("must be a price above 0, got {v}")))?,
+        };
+        match self.pricing()? {
+            Pricing::Spot => Ok(Some(price)),
+            other => Err(self.bad(
+                KEY,
+                format!(
+                    "only applies with `pricing: spot`, not `{}`",
+                    other.as_str()
+                ),
+            )),
+        }
+    }
+
     fn optional_ref(&self, role: &str) -> Option<String> {
         self.req.refs.get(role).cloned()
     }
@@ -381,8 +411,45 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            (i.spec.pricing, i.spec.rdma, i.spec.root_gb),
-            (Pricing::OnDemand, false, None)
+            (
+                i.spec.pricing,
+                i.spec.rdma,
+                i.spec.root_gb,
+                i.spec.spot_max_price
+            ),
+            (Pricing::OnDemand, false, None, None)
+        );
+    }
+
+    #[test]
+    fn a_spot_cap_is_a_positive_price_on_spot_instances_only() {
+        let spot = |cap: Value| {
+            req(
+                ResourceKind::Instance,
+                json!({"instance_type": "t", "image": "i", "pricing": "spot", "spot_max_price": cap}),
+                &[],
+            )
+        };
+        let Desired::Instance(i) = parse(&spot(json!(12.5))).unwrap() else {
+            panic!()
+        };
+        assert_eq!(i.spec.spot_max_price, Some(12.5));
+        for bad in [json!(0), json!(-1.5), json!("12.5")] {
+            let e = parse(&spot(bad.clone())).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("instance `spot_max_price`: must be a price above 0, got {bad}")
+            );
+        }
+        let e = parse(&req(
+            ResourceKind::Instance,
+            json!({"instance_type": "t", "image": "i", "spot_max_price": 3}),
+            &[],
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "instance `spot_max_price`: only applies with `pricing: spot`, not `on-demand`"
         );
     }
 

@@ -12,6 +12,7 @@ use crate::tags::{
     RDMA_TAG, ROOT_VOLUME_KIND,
 };
 use crate::AwsProvider;
+use async_trait::async_trait;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::operation::create_placement_group::builders::CreatePlacementGroupFluentBuilder;
 use aws_sdk_ec2::operation::run_instances::builders::RunInstancesFluentBuilder;
@@ -24,7 +25,7 @@ use aws_sdk_ec2::types::{
 use aws_sdk_ec2::Client;
 use base64::Engine as _;
 use gpuform_provider::{
-    Create, ErrorKind, InstanceSpec, ObservedResource, OwnershipTags, PlacementSpec,
+    ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, OwnershipTags, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, Scope,
 };
 use std::time::Duration;
@@ -110,104 +111,164 @@ impl AwsProvider {
     }
 }
 
-/// DescribeInstanceTypeOfferings for one zone and type: one call, so a plan
-/// learns before any create that a zone does not sell the type.
-pub(crate) async fn offered(
-    p: &AwsProvider,
-    scope: &Scope,
-    zone: &str,
-    instance_type: &str,
-) -> Result<Option<bool>, ProviderError> {
-    let out = p
-        .client(scope)?
-        .describe_instance_type_offerings()
-        .location_type(LocationType::AvailabilityZone)
-        .filters(Filter::builder().name("location").values(zone).build())
-        .filters(
-            Filter::builder()
-                .name("instance-type")
-                .values(instance_type)
-                .build(),
-        )
-        .send()
-        .await
-        .map_err(|e| map_sdk("DescribeInstanceTypeOfferings", Op::Other, e))?;
-    Ok(Some(out.instance_type_offerings().iter().any(|o| {
-        o.instance_type().map(|t| t.as_str()) == Some(instance_type)
-    })))
-}
-
-pub(crate) async fn create_instance(
-    p: &AwsProvider,
-    req: &Create<InstanceSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let c = p.client(&req.scope)?;
-    let region = req.region();
-    // Every field, so that a new one is a compile error here.
-    let InstanceSpec {
-        instance_type,
-        image,
-        zone,
-        pricing,
-        root_gb,
-        rdma,
-        user_data,
-        subnet,
-        firewall,
-        placement,
-    } = &req.spec;
-    let info = p.type_info(region, instance_type).await?;
-    let (image_id, root_device_name) = p.resolve_image(region, image, &info.architecture).await?;
-    if root_gb.is_some() && root_device_name.is_none() {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!(
-                "image {image_id} reports no root device, so its root volume size cannot be set"
-            ),
-        ));
+#[async_trait]
+impl ComputeApi for AwsProvider {
+    /// DescribeInstanceTypeOfferings for one zone and type: one call, so a plan
+    /// learns before any create that a zone does not sell the type.
+    async fn offered(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        instance_type: &str,
+    ) -> Result<Option<bool>, ProviderError> {
+        let out = self
+            .client(scope)?
+            .describe_instance_type_offerings()
+            .location_type(LocationType::AvailabilityZone)
+            .filters(Filter::builder().name("location").values(zone).build())
+            .filters(
+                Filter::builder()
+                    .name("instance-type")
+                    .values(instance_type)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| map_sdk("DescribeInstanceTypeOfferings", Op::Other, e))?;
+        Ok(Some(out.instance_type_offerings().iter().any(|o| {
+            o.instance_type().map(|t| t.as_str()) == Some(instance_type)
+        })))
     }
-    let extra = [
-        (IMAGE_TAG, image.clone()),
-        (PRICING_TAG, pricing.as_str().to_string()),
-        (RDMA_TAG, rdma.to_string()),
-    ];
-    let root_gb = root_gb.map(|g| g as i32);
-    let plan = InstancePlan {
-        instance_type: instance_type.clone(),
-        image_id,
-        root_device_name,
-        root_gb,
-        subnet_id: subnet.clone(),
-        security_group_id: firewall.clone(),
-        placement_group: placement.clone(),
-        zone: zone.clone(),
-        // Reserved instances and savings plans are billing constructs: the
-        // launch is an ordinary on-demand one.
-        spot: *pricing == Pricing::Spot,
-        efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
-        user_data: user_data.clone(),
-        client_token: client_token(&req.ownership.token),
-        instance_tags: creation_tags(&req.ownership, "instance", &extra, &req.tags),
-        volume_tags: creation_tags(&req.ownership, ROOT_VOLUME_KIND, &[], &req.tags),
-    };
-    tracing::debug!(
-        region = %region,
-        address = %req.ownership.address,
-        instance_type = %plan.instance_type,
-        efa = plan.efa_interfaces,
-        spot = plan.spot,
-        "RunInstances"
-    );
-    let out = run_instances(&c, &plan)
-        .send()
-        .await
-        .map_err(|e| map_sdk("RunInstances", Op::Create, e))?;
-    let inst = out
-        .instances()
-        .first()
-        .ok_or_else(|| empty_answer("RunInstances"))?;
-    let inst = wait_launched(&c, inst.clone(), launch_wait()).await?;
-    Ok(observe_instance(&inst, region, root_gb))
+
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let c = self.client(&req.scope)?;
+        let region = req.region();
+        // Every field, so that a new one is a compile error here.
+        let InstanceSpec {
+            instance_type,
+            image,
+            zone,
+            pricing,
+            spot_max_price,
+            root_gb,
+            rdma,
+            user_data,
+            subnet,
+            firewall,
+            placement,
+        } = &req.spec;
+        let info = self.type_info(region, instance_type).await?;
+        let (image_id, root_device_name) = self
+            .resolve_image(region, image, &info.architecture)
+            .await?;
+        if root_gb.is_some() && root_device_name.is_none() {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "image {image_id} reports no root device, so its root volume size cannot be set"
+                ),
+            ));
+        }
+        let extra = [
+            (IMAGE_TAG, image.clone()),
+            (PRICING_TAG, pricing.as_str().to_string()),
+            (RDMA_TAG, rdma.to_string()),
+        ];
+        let root_gb = root_gb.map(|g| g as i32);
+        let plan = InstancePlan {
+            instance_type: instance_type.clone(),
+            image_id,
+            root_device_name,
+            root_gb,
+            subnet_id: subnet.clone(),
+            security_group_id: firewall.clone(),
+            placement_group: placement.clone(),
+            zone: zone.clone(),
+            // Reserved instances and savings plans are billing constructs: the
+            // launch is an ordinary on-demand one.
+            spot: *pricing == Pricing::Spot,
+            spot_max_price: spot_max_price.map(|usd| usd.to_string()),
+            efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
+            user_data: user_data.clone(),
+            client_token: client_token(&req.ownership.token),
+            instance_tags: creation_tags(&req.ownership, "instance", &extra, &req.tags),
+            volume_tags: creation_tags(&req.ownership, ROOT_VOLUME_KIND, &[], &req.tags),
+        };
+        tracing::debug!(
+            region = %region,
+            address = %req.ownership.address,
+            instance_type = %plan.instance_type,
+            efa = plan.efa_interfaces,
+            spot = plan.spot,
+            "RunInstances"
+        );
+        let out = run_instances(&c, &plan)
+            .send()
+            .await
+            .map_err(|e| map_sdk("RunInstances", Op::Create, e))?;
+        let inst = out
+            .instances()
+            .first()
+            .ok_or_else(|| empty_answer("RunInstances"))?;
+        let inst = wait_launched(&c, inst.clone(), launch_wait()).await?;
+        Ok(observe_instance(&inst, region, root_gb))
+    }
+
+    /// A placement group named after the ownership token: placement groups have
+    /// no ClientToken, so a retry of the same create finds its group
+    /// (InvalidPlacementGroup.Duplicate) and adopts it.
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let c = self.client(&req.scope)?;
+        // A cluster group is where EC2 packs EFA nodes: an RDMA group needs nothing more.
+        let PlacementSpec { strategy, rdma: _ } = &req.spec;
+        let tags = creation_tags(&req.ownership, "placement", &[], &req.tags);
+        let name = derived_name(&req.ownership);
+        let by_name = || vec![filter("group-name", [name.clone()])];
+        match create_placement_group(&c, &name, *strategy, &tags)
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.code() == Some("InvalidPlacementGroup.Duplicate") => {
+                let groups = describe_placement_groups(&c, by_name()).await?;
+                if !groups.iter().any(|g| {
+                    tag_value(g.tags(), OwnershipTags::TOKEN) == Some(req.ownership.token.as_str())
+                }) {
+                    return Err(ProviderError::new(
+                        ErrorKind::Invalid,
+                        format!(
+                            "placement group `{name}` already exists and is not this resource's"
+                        ),
+                    )
+                    .with_code("InvalidPlacementGroup.Duplicate"));
+                }
+            }
+            Err(e) => return Err(map_sdk("CreatePlacementGroup", Op::Create, e)),
+        }
+        let groups = describe_placement_groups(&c, by_name()).await?;
+        let g = groups
+            .first()
+            .ok_or_else(|| empty_answer("DescribePlacementGroups"))?;
+        Ok(observe_placement(g, req.region()))
+    }
+
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let sent = c.terminate_instances().instance_ids(id).send().await;
+        done("TerminateInstances", Op::Other, sent)
+    }
+
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let sent = c.delete_placement_group().group_name(id).send().await;
+        done("DeletePlacementGroup", Op::Other, sent)
+    }
 }
 
 /// How long a create watches a new instance leave `pending`: a launch EC2
@@ -308,55 +369,6 @@ pub fn launch_failure(i: &Instance) -> Option<ProviderError> {
     )
 }
 
-/// A placement group named after the ownership token: placement groups have
-/// no ClientToken, so a retry of the same create finds its group
-/// (InvalidPlacementGroup.Duplicate) and adopts it.
-pub(crate) async fn create_placement(
-    p: &AwsProvider,
-    req: &Create<PlacementSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let c = p.client(&req.scope)?;
-    // A cluster group is where EC2 packs EFA nodes: an RDMA group needs nothing more.
-    let PlacementSpec { strategy, rdma: _ } = &req.spec;
-    let tags = creation_tags(&req.ownership, "placement", &[], &req.tags);
-    let name = derived_name(&req.ownership);
-    let by_name = || vec![filter("group-name", [name.clone()])];
-    match create_placement_group(&c, &name, *strategy, &tags)
-        .send()
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if e.code() == Some("InvalidPlacementGroup.Duplicate") => {
-            let groups = describe_placement_groups(&c, by_name()).await?;
-            if !groups.iter().any(|g| {
-                tag_value(g.tags(), OwnershipTags::TOKEN) == Some(req.ownership.token.as_str())
-            }) {
-                return Err(ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("placement group `{name}` already exists and is not this resource's"),
-                )
-                .with_code("InvalidPlacementGroup.Duplicate"));
-            }
-        }
-        Err(e) => return Err(map_sdk("CreatePlacementGroup", Op::Create, e)),
-    }
-    let groups = describe_placement_groups(&c, by_name()).await?;
-    let g = groups
-        .first()
-        .ok_or_else(|| empty_answer("DescribePlacementGroups"))?;
-    Ok(observe_placement(g, req.region()))
-}
-
-pub(crate) async fn delete_instance(c: &Client, id: &str) -> Result<(), ProviderError> {
-    let sent = c.terminate_instances().instance_ids(id).send().await;
-    done("TerminateInstances", Op::Other, sent)
-}
-
-pub(crate) async fn delete_placement(c: &Client, name: &str) -> Result<(), ProviderError> {
-    let sent = c.delete_placement_group().group_name(name).send().await;
-    done("DeletePlacementGroup", Op::Other, sent)
-}
-
 /// An instance that exists (not terminated or shutting down), for what
 /// refers to it; its absence is the caller's input problem.
 pub(crate) async fn existing_instance(c: &Client, id: &str) -> Result<Instance, ProviderError> {
@@ -388,6 +400,9 @@ pub struct InstancePlan {
     pub placement_group: Option<String>,
     pub zone: Option<String>,
     pub spot: bool,
+    /// The most to pay per hour for a spot node, in USD (SpotOptions.MaxPrice);
+    /// EC2's own cap (the on-demand price) when absent.
+    pub spot_max_price: Option<String>,
     /// How many EFA interfaces to attach (0: plain networking).
     pub efa_interfaces: u32,
     pub user_data: Option<String>,
@@ -448,6 +463,7 @@ pub fn run_instances(client: &Client, p: &InstancePlan) -> RunInstancesFluentBui
                 .spot_options(
                     SpotMarketOptions::builder()
                         .spot_instance_type(SpotInstanceType::OneTime)
+                        .set_max_price(p.spot_max_price.clone())
                         .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate)
                         .build(),
                 )

@@ -19,11 +19,13 @@
 //! `gpuform:pricing`, `gpuform:rdma`). Refresh (`list_owned`, `read`) is
 //! batched: one paginated Describe call per kind, filtered by tag or id.
 //!
-//! This file is wiring only: the provider and its `CloudDriver` impl, which
-//! hands each call to the module of its kind — `network` (VPCs, subnets,
-//! security groups), `compute` (instances, placement groups), `storage`
-//! (volumes), `refresh` (read, list_owned, observe_*), `images`, `tags`,
-//! `client` (SDK config, clients, paginated Describe calls) and `errors`.
+//! This file is wiring only: the provider and its `CloudDriver` identity
+//! (cloud, label, rate, kinds). Each part of the driver is implemented in
+//! the module of its kind — `network` (`NetworkApi`: VPCs, subnets,
+//! security groups), `compute` (`ComputeApi`: instances, placement groups),
+//! `storage` (`StorageApi`: volumes), `refresh` (`RefreshApi`: read,
+//! list_owned, observe_*), `tags` (`TagApi`) — next to `images`, `client`
+//! (SDK config, clients, paginated Describe calls) and `errors`.
 //!
 //! Credentials come from aws-config's standard chain and never reach errors,
 //! logs or `Debug` output.
@@ -42,14 +44,9 @@ pub use errors::{classify, Op};
 pub use images::{is_ami_id, query_for, ImageQuery, LOGICAL_NAMES};
 pub use tags::{IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG, ROOT_VOLUME_KIND};
 
-use async_trait::async_trait;
 use aws_sdk_ec2::Client;
 use gpuform_provider::provider::RateLimit;
-use gpuform_provider::{
-    Attachment, Cloud, CloudDriver, Create, FirewallSpec, IngressRule, InstanceSpec, NetworkSpec,
-    ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope, SubnetSpec, UserTags,
-    VolumeSpec,
-};
+use gpuform_provider::{Cloud, CloudDriver, ProviderError, ResourceKind};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
@@ -143,7 +140,6 @@ impl AwsProvider {
     }
 }
 
-#[async_trait]
 impl CloudDriver for AwsProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Aws
@@ -174,149 +170,6 @@ impl CloudDriver for AwsProvider {
 
     fn settle_time(&self) -> Duration {
         client::settle_time()
-    }
-
-    async fn offered(
-        &self,
-        scope: &Scope,
-        zone: &str,
-        instance_type: &str,
-    ) -> Result<Option<bool>, ProviderError> {
-        compute::offered(self, scope, zone, instance_type).await
-    }
-
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        tags::check_tag(key, value)
-    }
-
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_network(self, req).await
-    }
-
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_subnet(self, req).await
-    }
-
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_firewall(self, req).await
-    }
-
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        compute::create_placement(self, req).await
-    }
-
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        compute::create_instance(self, req).await
-    }
-
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        storage::create_volume(self, req).await
-    }
-
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        refresh::read(self, scope, kind, ids).await
-    }
-
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        refresh::list_owned(self, scope, project).await
-    }
-
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<(), ProviderError> {
-        tags::update_tags(self, scope, current, want).await
-    }
-
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
-        network::update_ingress(self, scope, current, want).await
-    }
-
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<(), ProviderError> {
-        storage::resize_volume(self, scope, current, size_gb).await
-    }
-
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<(), ProviderError> {
-        storage::attach_volume(self, scope, current, to).await
-    }
-
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_network(&self.client(scope)?, id).await
-    }
-
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_subnet(&self.client(scope)?, id).await
-    }
-
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_firewall(&self.client(scope)?, id).await
-    }
-
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        compute::delete_placement(&self.client(scope)?, id).await
-    }
-
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        compute::delete_instance(&self.client(scope)?, id).await
-    }
-
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        storage::delete_volume(&self.client(scope)?, id).await
-    }
-}
-
-#[async_trait]
-impl gpuform_provider::InventoryApi for AwsProvider {
-    fn inventory_cloud(&self) -> Cloud {
-        Cloud::Aws
-    }
-
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
-        refresh::inventory(self, scope).await
     }
 }
 

@@ -6,170 +6,177 @@ use crate::errors::{done, map_sdk, Op};
 use crate::refresh::{observe_group, observe_subnet, observe_vpc};
 use crate::tags::{creation_tags, derived_name, sanitize, tag_spec, tag_value};
 use crate::AwsProvider;
+use async_trait::async_trait;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::{IpPermission, IpRange, Ipv6Range, ResourceType, UserIdGroupPair};
 use aws_sdk_ec2::Client;
 use gpuform_provider::resource::member_rule_missing;
 use gpuform_provider::{
-    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedIngress, ObservedResource,
-    OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
+    Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
+    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-pub(crate) async fn create_network(
-    p: &AwsProvider,
-    req: &Create<NetworkSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let c = p.client(&req.scope)?;
-    let NetworkSpec { cidr } = &req.spec;
-    let tags = creation_tags(&req.ownership, "network", &[], &req.tags);
-    let out = c
-        .create_vpc()
-        .cidr_block(cidr)
-        .tag_specifications(tag_spec(ResourceType::Vpc, &tags))
-        .send()
-        .await
-        .map_err(|e| map_sdk("CreateVpc", Op::Create, e))?;
-    let vpc = out.vpc().ok_or_else(|| empty_answer("CreateVpc"))?;
-    Ok(observe_vpc(vpc, req.region()))
-}
-
-pub(crate) async fn create_subnet(
-    p: &AwsProvider,
-    req: &Create<SubnetSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let c = p.client(&req.scope)?;
-    let SubnetSpec {
-        network,
-        zone,
-        cidr,
-    } = &req.spec;
-    let tags = creation_tags(&req.ownership, "subnet", &[], &req.tags);
-    let out = c
-        .create_subnet()
-        .vpc_id(network)
-        .cidr_block(cidr)
-        .availability_zone(zone)
-        .tag_specifications(tag_spec(ResourceType::Subnet, &tags))
-        .send()
-        .await
-        .map_err(|e| map_sdk("CreateSubnet", Op::Create, e))?;
-    let s = out.subnet().ok_or_else(|| empty_answer("CreateSubnet"))?;
-    Ok(observe_subnet(s, req.region()))
-}
-
-/// A security group named after the ownership token (security groups have
-/// no ClientToken), then its rules: all traffic between members plus the
-/// ingress rules.
-pub(crate) async fn create_firewall(
-    p: &AwsProvider,
-    req: &Create<FirewallSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let c = p.client(&req.scope)?;
-    let FirewallSpec {
-        network: vpc,
-        ingress,
-    } = &req.spec;
-    let own = &req.ownership;
-    let tags = creation_tags(own, "firewall", &[], &req.tags);
-    let name = derived_name(own);
-    let description = sanitize(&format!("gpuform {} {}", own.project, own.address), 255);
-    let created = c
-        .create_security_group()
-        .group_name(&name)
-        .description(description)
-        .vpc_id(vpc)
-        .tag_specifications(tag_spec(ResourceType::SecurityGroup, &tags))
-        .send()
-        .await;
-    let group_id = match created {
-        Ok(out) => out
-            .group_id()
-            .ok_or_else(|| empty_answer("CreateSecurityGroup"))?
-            .to_string(),
-        Err(e) if e.code() == Some("InvalidGroup.Duplicate") => {
-            // A retry of this very create (the name comes from the token):
-            // adopt the group if it carries our token.
-            let groups = describe_groups(
-                &c,
-                vec![
-                    filter("vpc-id", [vpc.clone()]),
-                    filter("group-name", [name.clone()]),
-                ],
-            )
-            .await?;
-            let g = groups
-                .into_iter()
-                .find(|g| tag_value(g.tags(), OwnershipTags::TOKEN) == Some(own.token.as_str()))
-                .ok_or_else(|| {
-                    ProviderError::new(
-                        ErrorKind::Invalid,
-                        format!("security group `{name}` already exists in {vpc} and is not this resource's"),
-                    )
-                    .with_code("InvalidGroup.Duplicate")
-                })?;
-            g.group_id().unwrap_or_default().to_string()
-        }
-        Err(e) => return Err(map_sdk("CreateSecurityGroup", Op::Create, e)),
-    };
-    let mut perms = vec![self_permission(&group_id)];
-    perms.extend(ingress.iter().map(to_permission));
-    authorize(&c, &group_id, perms).await?;
-    let g = describe_groups(&c, by_id("group-id", &group_id)).await?;
-    let g = g
-        .first()
-        .ok_or_else(|| empty_answer("DescribeSecurityGroups"))?;
-    Ok(observe_group(g, req.region()))
-}
-
-/// Authorizes what `want` adds (and the members' rule when it is missing:
-/// a create interrupted before AuthorizeSecurityGroupIngress), then revokes
-/// what it no longer has.
-pub(crate) async fn update_ingress(
-    p: &AwsProvider,
-    scope: &Scope,
-    current: &ObservedResource,
-    want: &[IngressRule],
-) -> Result<(), ProviderError> {
-    let c = p.client(scope)?;
-    let id = current.id.as_str();
-    let (have, foreign) = read_observed(current.attrs.get("ingress"));
-    let (add, remove) = have.changes_to(want);
-    let mut add: Vec<IpPermission> = add.into_iter().map(to_permission).collect();
-    if !have.member_rule {
-        add.push(self_permission(id));
+#[async_trait]
+impl NetworkApi for AwsProvider {
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let c = self.client(&req.scope)?;
+        let NetworkSpec { cidr } = &req.spec;
+        let tags = creation_tags(&req.ownership, "network", &[], &req.tags);
+        let out = c
+            .create_vpc()
+            .cidr_block(cidr)
+            .tag_specifications(tag_spec(ResourceType::Vpc, &tags))
+            .send()
+            .await
+            .map_err(|e| map_sdk("CreateVpc", Op::Create, e))?;
+        let vpc = out.vpc().ok_or_else(|| empty_answer("CreateVpc"))?;
+        Ok(observe_vpc(vpc, req.region()))
     }
-    let mut remove: Vec<IpPermission> = remove.into_iter().map(to_permission).collect();
-    remove.extend(foreign);
-    if !add.is_empty() {
-        authorize(&c, id, add).await?;
+
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let c = self.client(&req.scope)?;
+        let SubnetSpec {
+            network,
+            zone,
+            cidr,
+        } = &req.spec;
+        let tags = creation_tags(&req.ownership, "subnet", &[], &req.tags);
+        let out = c
+            .create_subnet()
+            .vpc_id(network)
+            .cidr_block(cidr)
+            .availability_zone(zone)
+            .tag_specifications(tag_spec(ResourceType::Subnet, &tags))
+            .send()
+            .await
+            .map_err(|e| map_sdk("CreateSubnet", Op::Create, e))?;
+        let s = out.subnet().ok_or_else(|| empty_answer("CreateSubnet"))?;
+        Ok(observe_subnet(s, req.region()))
     }
-    if !remove.is_empty() {
-        let sent = c
-            .revoke_security_group_ingress()
-            .group_id(id)
-            .set_ip_permissions(Some(remove))
+
+    /// A security group named after the ownership token (security groups have
+    /// no ClientToken), then its rules: all traffic between members plus the
+    /// ingress rules.
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let c = self.client(&req.scope)?;
+        let FirewallSpec {
+            network: vpc,
+            ingress,
+        } = &req.spec;
+        let own = &req.ownership;
+        let tags = creation_tags(own, "firewall", &[], &req.tags);
+        let name = derived_name(own);
+        let description = sanitize(&format!("gpuform {} {}", own.project, own.address), 255);
+        let created = c
+            .create_security_group()
+            .group_name(&name)
+            .description(description)
+            .vpc_id(vpc)
+            .tag_specifications(tag_spec(ResourceType::SecurityGroup, &tags))
             .send()
             .await;
-        done("RevokeSecurityGroupIngress", Op::Other, sent)?;
+        let group_id = match created {
+            Ok(out) => out
+                .group_id()
+                .ok_or_else(|| empty_answer("CreateSecurityGroup"))?
+                .to_string(),
+            Err(e) if e.code() == Some("InvalidGroup.Duplicate") => {
+                // A retry of this very create (the name comes from the token):
+                // adopt the group if it carries our token.
+                let groups = describe_groups(
+                    &c,
+                    vec![
+                        filter("vpc-id", [vpc.clone()]),
+                        filter("group-name", [name.clone()]),
+                    ],
+                )
+                .await?;
+                let g = groups
+                    .into_iter()
+                    .find(|g| tag_value(g.tags(), OwnershipTags::TOKEN) == Some(own.token.as_str()))
+                    .ok_or_else(|| {
+                        ProviderError::new(
+                            ErrorKind::Invalid,
+                            format!("security group `{name}` already exists in {vpc} and is not this resource's"),
+                        )
+                        .with_code("InvalidGroup.Duplicate")
+                    })?;
+                g.group_id().unwrap_or_default().to_string()
+            }
+            Err(e) => return Err(map_sdk("CreateSecurityGroup", Op::Create, e)),
+        };
+        let mut perms = vec![self_permission(&group_id)];
+        perms.extend(ingress.iter().map(to_permission));
+        authorize(&c, &group_id, perms).await?;
+        let g = describe_groups(&c, by_id("group-id", &group_id)).await?;
+        let g = g
+            .first()
+            .ok_or_else(|| empty_answer("DescribeSecurityGroups"))?;
+        Ok(observe_group(g, req.region()))
     }
-    Ok(())
-}
 
-pub(crate) async fn delete_network(c: &Client, id: &str) -> Result<(), ProviderError> {
-    let sent = c.delete_vpc().vpc_id(id).send().await;
-    done("DeleteVpc", Op::Other, sent)
-}
+    /// Authorizes what `want` adds (and the members' rule when it is missing:
+    /// a create interrupted before AuthorizeSecurityGroupIngress), then revokes
+    /// what it no longer has.
+    async fn update_ingress(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &[IngressRule],
+    ) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let id = current.id.as_str();
+        let (have, foreign) = read_observed(current.attrs.get("ingress"));
+        let (add, remove) = have.changes_to(want);
+        let mut add: Vec<IpPermission> = add.into_iter().map(to_permission).collect();
+        if !have.member_rule {
+            add.push(self_permission(id));
+        }
+        let mut remove: Vec<IpPermission> = remove.into_iter().map(to_permission).collect();
+        remove.extend(foreign);
+        if !add.is_empty() {
+            authorize(&c, id, add).await?;
+        }
+        if !remove.is_empty() {
+            let sent = c
+                .revoke_security_group_ingress()
+                .group_id(id)
+                .set_ip_permissions(Some(remove))
+                .send()
+                .await;
+            done("RevokeSecurityGroupIngress", Op::Other, sent)?;
+        }
+        Ok(())
+    }
 
-pub(crate) async fn delete_subnet(c: &Client, id: &str) -> Result<(), ProviderError> {
-    let sent = c.delete_subnet().subnet_id(id).send().await;
-    done("DeleteSubnet", Op::Other, sent)
-}
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let sent = c.delete_vpc().vpc_id(id).send().await;
+        done("DeleteVpc", Op::Other, sent)
+    }
 
-pub(crate) async fn delete_firewall(c: &Client, id: &str) -> Result<(), ProviderError> {
-    let sent = c.delete_security_group().group_id(id).send().await;
-    done("DeleteSecurityGroup", Op::Other, sent)
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let sent = c.delete_subnet().subnet_id(id).send().await;
+        done("DeleteSubnet", Op::Other, sent)
+    }
+
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let sent = c.delete_security_group().group_id(id).send().await;
+        done("DeleteSecurityGroup", Op::Other, sent)
+    }
 }
 
 async fn authorize(

@@ -13,6 +13,7 @@ use crate::tags::{
     ROOT_VOLUME_KIND,
 };
 use crate::AwsProvider;
+use async_trait::async_trait;
 use aws_sdk_ec2::types::{
     Instance, InstanceStateName, PlacementGroup, SecurityGroup, Subnet, Tag, Volume, VolumeState,
     Vpc,
@@ -20,119 +21,124 @@ use aws_sdk_ec2::types::{
 use aws_sdk_ec2::Client;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::{
-    Attrs, Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
+    Attrs, Cloud, ObservedResource, OwnershipTags, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
-/// Reads resources of one kind by id. Filters by id rather than the `*Ids`
-/// parameters: an id that no longer exists is simply absent instead of
-/// failing the whole batch with Invalid*ID.NotFound.
-pub(crate) async fn read(
-    p: &AwsProvider,
-    scope: &Scope,
-    kind: ResourceKind,
-    ids: &[String],
-) -> Result<Vec<ObservedResource>, ProviderError> {
-    let c = p.client(scope)?;
-    let region = scope.region.as_str();
-    let ids: Vec<String> = ids
-        .iter()
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let mut out = Vec::new();
-    for chunk in ids.chunks(FILTER_CHUNK) {
-        let by_ids = |name: &str| vec![filter(name, chunk.to_vec())];
-        match kind {
-            ResourceKind::Network => {
-                let found = describe_vpcs(&c, by_ids("vpc-id")).await?;
-                out.extend(found.iter().map(|v| observe_vpc(v, region)));
-            }
-            ResourceKind::Subnet => {
-                let found = describe_subnets(&c, by_ids("subnet-id")).await?;
-                out.extend(found.iter().map(|s| observe_subnet(s, region)));
-            }
-            ResourceKind::Firewall => {
-                let found = describe_groups(&c, by_ids("group-id")).await?;
-                out.extend(found.iter().map(|g| observe_group(g, region)));
-            }
-            ResourceKind::Placement => {
-                let found = describe_placement_groups(&c, by_ids("group-name")).await?;
-                out.extend(observe_placements(&found, region));
-            }
-            ResourceKind::Instance => {
-                let found = describe_instances(&c, by_ids("instance-id")).await?;
-                out.extend(observe_instances(&c, region, found, &HashMap::new()).await?);
-            }
-            ResourceKind::Volume => {
-                let found = describe_volumes(&c, by_ids("volume-id")).await?;
-                out.extend(
-                    found
-                        .iter()
-                        .filter(|v| !volume_gone(v))
-                        .map(|v| observe_volume(v, region)),
-                );
-            }
-            ResourceKind::Bucket => return Err(unsupported(Cloud::Aws, kind)),
-        }
-    }
-    Ok(out)
-}
-
-/// Everything of `project` in the region: six Describe calls at once,
-/// filtered by `tag:gpuform:project` (placement groups only when enabled).
-pub(crate) async fn list_owned(
-    p: &AwsProvider,
-    scope: &Scope,
-    project: &str,
-) -> Result<Vec<ObservedResource>, ProviderError> {
-    let c = p.client(scope)?;
-    let region = scope.region.as_str();
-    let owned = || {
-        vec![filter(
-            &format!("tag:{}", OwnershipTags::PROJECT),
-            [project.to_string()],
-        )]
-    };
-    let mut live_instances = owned();
-    live_instances.push(filter(
-        "instance-state-name",
-        ["pending", "running", "stopping", "stopped"].map(String::from),
-    ));
-    let placement = async {
-        if p.placement_groups {
-            describe_placement_groups(&c, owned()).await
-        } else {
-            Ok(Vec::new())
-        }
-    };
-    let (vpcs, subnets, groups, instances, volumes, pgs) = tokio::try_join!(
-        describe_vpcs(&c, owned()),
-        describe_subnets(&c, owned()),
-        describe_groups(&c, owned()),
-        describe_instances(&c, live_instances),
-        describe_volumes(&c, owned()),
-        placement,
-    )?;
-    let mut out = Vec::new();
-    out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
-    out.extend(subnets.iter().map(|s| observe_subnet(s, region)));
-    out.extend(groups.iter().map(|g| observe_group(g, region)));
-    out.extend(observe_placements(&pgs, region));
-    let sizes: HashMap<String, i32> = volumes
-        .iter()
-        .filter_map(|v| Some((v.volume_id()?.to_string(), v.size()?)))
-        .collect();
-    out.extend(observe_instances(&c, region, instances, &sizes).await?);
-    out.extend(
-        volumes
+#[async_trait]
+impl RefreshApi for AwsProvider {
+    /// Reads resources of one kind by id. Filters by id rather than the `*Ids`
+    /// parameters: an id that no longer exists is simply absent instead of
+    /// failing the whole batch with Invalid*ID.NotFound.
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let c = self.client(scope)?;
+        let region = scope.region.as_str();
+        let ids: Vec<String> = ids
             .iter()
-            .filter(|v| !volume_gone(v) && tag_value(v.tags(), KIND_TAG) != Some(ROOT_VOLUME_KIND))
-            .map(|v| observe_volume(v, region)),
-    );
-    Ok(out)
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        for chunk in ids.chunks(FILTER_CHUNK) {
+            let by_ids = |name: &str| vec![filter(name, chunk.to_vec())];
+            match kind {
+                ResourceKind::Network => {
+                    let found = describe_vpcs(&c, by_ids("vpc-id")).await?;
+                    out.extend(found.iter().map(|v| observe_vpc(v, region)));
+                }
+                ResourceKind::Subnet => {
+                    let found = describe_subnets(&c, by_ids("subnet-id")).await?;
+                    out.extend(found.iter().map(|s| observe_subnet(s, region)));
+                }
+                ResourceKind::Firewall => {
+                    let found = describe_groups(&c, by_ids("group-id")).await?;
+                    out.extend(found.iter().map(|g| observe_group(g, region)));
+                }
+                ResourceKind::Placement => {
+                    let found = describe_placement_groups(&c, by_ids("group-name")).await?;
+                    out.extend(observe_placements(&found, region));
+                }
+                ResourceKind::Instance => {
+                    let found = describe_instances(&c, by_ids("instance-id")).await?;
+                    out.extend(observe_instances(&c, region, found, &HashMap::new()).await?);
+                }
+                ResourceKind::Volume => {
+                    let found = describe_volumes(&c, by_ids("volume-id")).await?;
+                    out.extend(
+                        found
+                            .iter()
+                            .filter(|v| !volume_gone(v))
+                            .map(|v| observe_volume(v, region)),
+                    );
+                }
+                ResourceKind::Bucket => return Err(unsupported(Cloud::Aws, kind)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Everything of `project` in the region: six Describe calls at once,
+    /// filtered by `tag:gpuform:project` (placement groups only when enabled).
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let c = self.client(scope)?;
+        let region = scope.region.as_str();
+        let owned = || {
+            vec![filter(
+                &format!("tag:{}", OwnershipTags::PROJECT),
+                [project.to_string()],
+            )]
+        };
+        let mut live_instances = owned();
+        live_instances.push(filter(
+            "instance-state-name",
+            ["pending", "running", "stopping", "stopped"].map(String::from),
+        ));
+        let placement = async {
+            if self.placement_groups {
+                describe_placement_groups(&c, owned()).await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let (vpcs, subnets, groups, instances, volumes, pgs) = tokio::try_join!(
+            describe_vpcs(&c, owned()),
+            describe_subnets(&c, owned()),
+            describe_groups(&c, owned()),
+            describe_instances(&c, live_instances),
+            describe_volumes(&c, owned()),
+            placement,
+        )?;
+        let mut out = Vec::new();
+        out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
+        out.extend(subnets.iter().map(|s| observe_subnet(s, region)));
+        out.extend(groups.iter().map(|g| observe_group(g, region)));
+        out.extend(observe_placements(&pgs, region));
+        let sizes: HashMap<String, i32> = volumes
+            .iter()
+            .filter_map(|v| Some((v.volume_id()?.to_string(), v.size()?)))
+            .collect();
+        out.extend(observe_instances(&c, region, instances, &sizes).await?);
+        out.extend(
+            volumes
+                .iter()
+                .filter(|v| {
+                    !volume_gone(v) && tag_value(v.tags(), KIND_TAG) != Some(ROOT_VOLUME_KIND)
+                })
+                .map(|v| observe_volume(v, region)),
+        );
+        Ok(out)
+    }
 }
 
 /// The live instances among `instances`, observed with their root volume
@@ -441,4 +447,19 @@ pub(crate) async fn inventory(
         out.volumes.push(row);
     }
     Ok(out)
+}
+
+/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
+#[async_trait]
+impl gpuform_provider::InventoryApi for AwsProvider {
+    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
+        gpuform_provider::Cloud::Aws
+    }
+
+    async fn inventory(
+        &self,
+        scope: &gpuform_provider::Scope,
+    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
+        inventory(self, scope).await
+    }
 }

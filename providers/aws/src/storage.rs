@@ -7,141 +7,146 @@ use crate::errors::{done, map_sdk, Op};
 use crate::refresh::{observe_volume, volume_gone};
 use crate::tags::{client_token, creation_tags, tag_spec};
 use crate::AwsProvider;
+use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Volume, VolumeState, VolumeType};
 use aws_sdk_ec2::Client;
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, Scope, VolumeSpec,
+    Attachment, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi, VolumeSpec,
 };
 use std::time::Duration;
 
 /// The volume type when the spec names none.
 const DEFAULT_VOLUME_TYPE: &str = "gp3";
 
-pub(crate) async fn create_volume(
-    p: &AwsProvider,
-    req: &Create<VolumeSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let c = p.client(&req.scope)?;
-    // Every field, so that a new one is a compile error here.
-    let VolumeSpec {
-        size_gb,
-        zone,
-        volume_type,
-        instance,
-    } = &req.spec;
-    let mut zone = zone.clone();
-    if let (Some(id), None) = (instance, &zone) {
-        zone = existing_instance(&c, id)
-            .await?
-            .placement()
-            .and_then(|p| p.availability_zone())
-            .map(str::to_string);
-    }
-    let zone = zone.ok_or_else(|| {
-        ProviderError::new(
-            ErrorKind::Invalid,
-            "a volume on aws needs `zone`, or an `instance` to take it from",
-        )
-    })?;
-    let vtype = volume_type.as_deref().unwrap_or(DEFAULT_VOLUME_TYPE);
-    let tags = creation_tags(&req.ownership, "volume", &[], &req.tags);
-    let out = c
-        .create_volume()
-        .availability_zone(&zone)
-        .size(*size_gb as i32)
-        .volume_type(VolumeType::from(vtype))
-        .client_token(client_token(&req.ownership.token))
-        .tag_specifications(tag_spec(ResourceType::Volume, &tags))
-        .send()
-        .await
-        .map_err(|e| map_sdk("CreateVolume", Op::Create, e))?;
-    let volume_id = out
-        .volume_id()
-        .ok_or_else(|| empty_answer("CreateVolume"))?
-        .to_string();
-    if let Some(instance_id) = instance {
-        // A new volume is `creating` for a few seconds on AWS.
-        let mut state = out.state().cloned();
-        for _ in 0..60 {
-            if state != Some(VolumeState::Creating) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            state = describe_volumes(&c, by_id("volume-id", &volume_id))
+#[async_trait]
+impl StorageApi for AwsProvider {
+    async fn create_volume(
+        &self,
+        req: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let c = self.client(&req.scope)?;
+        // Every field, so that a new one is a compile error here.
+        let VolumeSpec {
+            size_gb,
+            zone,
+            volume_type,
+            instance,
+        } = &req.spec;
+        let mut zone = zone.clone();
+        if let (Some(id), None) = (instance, &zone) {
+            zone = existing_instance(&c, id)
                 .await?
-                .first()
-                .and_then(|v| v.state().cloned());
+                .placement()
+                .and_then(|p| p.availability_zone())
+                .map(str::to_string);
         }
-        // A retried create (same ClientToken) may find it attached already.
+        let zone = zone.ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                "a volume on aws needs `zone`, or an `instance` to take it from",
+            )
+        })?;
+        let vtype = volume_type.as_deref().unwrap_or(DEFAULT_VOLUME_TYPE);
+        let tags = creation_tags(&req.ownership, "volume", &[], &req.tags);
+        let out = c
+            .create_volume()
+            .availability_zone(&zone)
+            .size(*size_gb as i32)
+            .volume_type(VolumeType::from(vtype))
+            .client_token(client_token(&req.ownership.token))
+            .tag_specifications(tag_spec(ResourceType::Volume, &tags))
+            .send()
+            .await
+            .map_err(|e| map_sdk("CreateVolume", Op::Create, e))?;
+        let volume_id = out
+            .volume_id()
+            .ok_or_else(|| empty_answer("CreateVolume"))?
+            .to_string();
+        if let Some(instance_id) = instance {
+            // A new volume is `creating` for a few seconds on AWS.
+            let mut state = out.state().cloned();
+            for _ in 0..60 {
+                if state != Some(VolumeState::Creating) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                state = describe_volumes(&c, by_id("volume-id", &volume_id))
+                    .await?
+                    .first()
+                    .and_then(|v| v.state().cloned());
+            }
+            // A retried create (same ClientToken) may find it attached already.
+            let v = describe_volumes(&c, by_id("volume-id", &volume_id)).await?;
+            if v.first().and_then(attachment).as_deref() != Some(instance_id.as_str()) {
+                attach(&c, &volume_id, instance_id).await?;
+            }
+        }
         let v = describe_volumes(&c, by_id("volume-id", &volume_id)).await?;
-        if v.first().and_then(attachment).as_deref() != Some(instance_id.as_str()) {
-            attach(&c, &volume_id, instance_id).await?;
+        let v = v.first().ok_or_else(|| empty_answer("DescribeVolumes"))?;
+        Ok(observe_volume(v, req.region()))
+    }
+
+    /// Moves a volume to `to`: detaches it from any other instance first;
+    /// nothing to do when it is already there.
+    async fn attach_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        to: &Attachment,
+    ) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        let id = current.id.as_str();
+        // Described again: detaching needs each attachment's instance and device.
+        let vols = describe_volumes(&c, by_id("volume-id", id)).await?;
+        let v = vols.first().ok_or_else(|| {
+            ProviderError::new(ErrorKind::NotFound, format!("volume {id} does not exist"))
+                .with_code("InvalidVolume.NotFound")
+        })?;
+        match to.instance() {
+            None => detach_volume(&c, v).await,
+            Some(instance) if attachment(v).as_deref() != Some(instance) => {
+                detach_volume(&c, v).await?;
+                attach(&c, id, instance).await
+            }
+            Some(_) => Ok(()),
         }
     }
-    let v = describe_volumes(&c, by_id("volume-id", &volume_id)).await?;
-    let v = v.first().ok_or_else(|| empty_answer("DescribeVolumes"))?;
-    Ok(observe_volume(v, req.region()))
-}
 
-/// Moves a volume to `to`: detaches it from any other instance first;
-/// nothing to do when it is already there.
-pub(crate) async fn attach_volume(
-    p: &AwsProvider,
-    scope: &Scope,
-    current: &ObservedResource,
-    to: &Attachment,
-) -> Result<(), ProviderError> {
-    let c = p.client(scope)?;
-    let id = current.id.as_str();
-    // Described again: detaching needs each attachment's instance and device.
-    let vols = describe_volumes(&c, by_id("volume-id", id)).await?;
-    let v = vols.first().ok_or_else(|| {
-        ProviderError::new(ErrorKind::NotFound, format!("volume {id} does not exist"))
-            .with_code("InvalidVolume.NotFound")
-    })?;
-    match to.instance() {
-        None => detach_volume(&c, v).await,
-        Some(instance) if attachment(v).as_deref() != Some(instance) => {
-            detach_volume(&c, v).await?;
-            attach(&c, id, instance).await
+    /// ModifyVolume to the new size (EBS volumes only grow).
+    async fn resize_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        size_gb: u32,
+    ) -> Result<(), ProviderError> {
+        let size = i32::try_from(size_gb).map_err(|_| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("volume size_gb {size_gb} is not a size in GiB"),
+            )
+        })?;
+        let c = self.client(scope)?;
+        let sent = c
+            .modify_volume()
+            .volume_id(&current.id)
+            .size(size)
+            .send()
+            .await;
+        done("ModifyVolume", Op::Other, sent)
+    }
+
+    /// Detaches the volume when it is attached, then deletes it.
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let c = &self.client(scope)?;
+        let vols = describe_volumes(c, by_id("volume-id", id)).await?;
+        let Some(v) = vols.first() else { return Ok(()) };
+        if volume_gone(v) {
+            return Ok(());
         }
-        Some(_) => Ok(()),
+        detach_volume(c, v).await?;
+        let sent = c.delete_volume().volume_id(id).send().await;
+        done("DeleteVolume", Op::Other, sent)
     }
-}
-
-/// ModifyVolume to the new size (EBS volumes only grow).
-pub(crate) async fn resize_volume(
-    p: &AwsProvider,
-    scope: &Scope,
-    current: &ObservedResource,
-    size_gb: u32,
-) -> Result<(), ProviderError> {
-    let size = i32::try_from(size_gb).map_err(|_| {
-        ProviderError::new(
-            ErrorKind::Invalid,
-            format!("volume size_gb {size_gb} is not a size in GiB"),
-        )
-    })?;
-    let c = p.client(scope)?;
-    let sent = c
-        .modify_volume()
-        .volume_id(&current.id)
-        .size(size)
-        .send()
-        .await;
-    done("ModifyVolume", Op::Other, sent)
-}
-
-/// Detaches the volume when it is attached, then deletes it.
-pub(crate) async fn delete_volume(c: &Client, id: &str) -> Result<(), ProviderError> {
-    let vols = describe_volumes(c, by_id("volume-id", id)).await?;
-    let Some(v) = vols.first() else { return Ok(()) };
-    if volume_gone(v) {
-        return Ok(());
-    }
-    detach_volume(c, v).await?;
-    let sent = c.delete_volume().volume_id(id).send().await;
-    done("DeleteVolume", Op::Other, sent)
 }
 
 /// The instance a volume is attached (or attaching) to, per DescribeVolumes'

@@ -4,10 +4,11 @@
 
 use crate::errors::{done, Op};
 use crate::AwsProvider;
+use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::{
-    Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, UserTags,
+    Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, UserTags,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -121,48 +122,55 @@ fn tags_of(r: &ObservedResource) -> UserTags {
     UserTags::from_map(map)
 }
 
-/// CreateTags for what is new or changed, DeleteTags for what is gone.
-pub(crate) async fn update_tags(
-    p: &AwsProvider,
-    scope: &Scope,
-    current: &ObservedResource,
-    want: &UserTags,
-) -> Result<(), ProviderError> {
-    let c = p.client(scope)?;
-    // Placement groups are tagged by id, not by name.
-    let target = match current.kind {
-        ResourceKind::Placement => current
-            .attrs
-            .get("group_id")
-            .and_then(Value::as_str)
-            .unwrap_or(&current.id),
-        _ => &current.id,
-    };
-    let diff = want.diff_from(&tags_of(current));
-    if !diff.set.is_empty() {
-        let add = diff
-            .set
-            .iter()
-            .map(|(k, v)| Tag::builder().key(k).value(v).build());
-        let sent = c
-            .create_tags()
-            .resources(target)
-            .set_tags(Some(add.collect()))
-            .send()
-            .await;
-        done("CreateTags", Op::Other, sent)?;
+#[async_trait]
+impl TagApi for AwsProvider {
+    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+        check_tag(key, value)
     }
-    if !diff.remove.is_empty() {
-        let remove = diff.remove.iter().map(|k| Tag::builder().key(k).build());
-        let sent = c
-            .delete_tags()
-            .resources(target)
-            .set_tags(Some(remove.collect()))
-            .send()
-            .await;
-        done("DeleteTags", Op::Other, sent)?;
+
+    /// CreateTags for what is new or changed, DeleteTags for what is gone.
+    async fn update_tags(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<(), ProviderError> {
+        let c = self.client(scope)?;
+        // Placement groups are tagged by id, not by name.
+        let target = match current.kind {
+            ResourceKind::Placement => current
+                .attrs
+                .get("group_id")
+                .and_then(Value::as_str)
+                .unwrap_or(&current.id),
+            _ => &current.id,
+        };
+        let diff = want.diff_from(&tags_of(current));
+        if !diff.set.is_empty() {
+            let add = diff
+                .set
+                .iter()
+                .map(|(k, v)| Tag::builder().key(k).value(v).build());
+            let sent = c
+                .create_tags()
+                .resources(target)
+                .set_tags(Some(add.collect()))
+                .send()
+                .await;
+            done("CreateTags", Op::Other, sent)?;
+        }
+        if !diff.remove.is_empty() {
+            let remove = diff.remove.iter().map(|k| Tag::builder().key(k).build());
+            let sent = c
+                .delete_tags()
+                .resources(target)
+                .set_tags(Some(remove.collect()))
+                .send()
+                .await;
+            done("DeleteTags", Op::Other, sent)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// A name unique per resource and stable across retries of its create.

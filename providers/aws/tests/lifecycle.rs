@@ -57,7 +57,7 @@ async fn lifecycle_create_list_read_drift_delete() {
             &project,
             "cluster.inference.node[0]",
             json!({"instance_type": "g4dn.xlarge", "zone": ZONE, "image": "amazon-linux-2023", "pricing": "spot",
-                   "root_gb": 120, "rdma": false}),
+                   "spot_max_price": 0.35, "root_gb": 120, "rdma": false}),
             &refs,
         ))
         .await
@@ -117,6 +117,10 @@ async fn lifecycle_create_list_read_drift_delete() {
         .find(|b| b.contains("InstanceType=g4dn.xlarge"))
         .unwrap();
     assert!(g4.contains("InstanceMarketOptions.MarketType=spot"), "{g4}");
+    assert!(
+        g4.contains("InstanceMarketOptions.SpotOptions.MaxPrice=0.35"),
+        "the spot cap goes on the wire: {g4}"
+    );
     assert!(
         !g4.contains("InterfaceType=efa")
             && g4.contains("SubnetId=subnet-")

@@ -5,10 +5,11 @@ use crate::errors::{self, PENDING_PAYMENT};
 use crate::network::wait_subnet_ready;
 use crate::refresh::{read, read_one};
 use crate::{images, tags, HuaweiProvider};
+use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::{
-    Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, PlacementStrategy, Pricing,
-    ProviderError, ResourceKind,
+    ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
 
@@ -23,55 +24,222 @@ pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value
     list_field(&v, "server_groups", "listing ECS groups")
 }
 
-/// "Creating an ECS Group", POST /v1/{project_id}/cloudservers/os-server-groups
-/// (support.huaweicloud.com/api-ecs/ecs_03_1301.html). Huawei's ECS
-/// groups know only `anti-affinity`: they spread members over physical
-/// hosts. There is no "pack together" policy, which is what a multi-node
-/// NVLink/RDMA cluster (`strategy: cluster`) asks for, so that is refused
-/// rather than silently given the opposite; `spread` is honoured.
-pub async fn create_placement(
-    p: &HuaweiProvider,
-    req: &Create<PlacementSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let PlacementSpec { strategy, rdma: _ } = &req.spec;
-    let region = req.region();
-    if *strategy != PlacementStrategy::Spread {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!(
-                "Huawei Cloud has no packed placement: ECS groups only support anti-affinity (spreading nodes over hosts), the opposite of strategy `{}` for NVLink/RDMA clusters\n  hint: use a single-node cluster, drop `interconnect: nvlink` / `fabric: rdma` for this cluster, or place it on a cloud with cluster placement groups",
-                strategy.as_str()
-            ),
-        ));
-    }
-    let pid = p.project(region)?;
-    let name = tags::name_for(&req.ownership.token);
-    let found = server_groups(p, region)
-        .await?
-        .iter()
-        .find(|g| s(g, "name") == name)
-        .map(|g| s(g, "id"));
-    let id = match found {
-        Some(id) => id,
-        None => {
-            let body = json!({"server_group": {"name": name, "policies": ["anti-affinity"]}});
-            let path = format!("/v1/{pid}/cloudservers/os-server-groups");
-            let v = p
-                .send(Call::new(Service::Ecs, region, "POST", path).body(body))
-                .await?;
-            s(v.get("server_group").unwrap_or(&Value::Null), "id")
+#[async_trait]
+impl ComputeApi for HuaweiProvider {
+    /// "Creating an ECS Group", POST /v1/{project_id}/cloudservers/os-server-groups
+    /// (support.huaweicloud.com/api-ecs/ecs_03_1301.html). Huawei's ECS
+    /// groups know only `anti-affinity`: they spread members over physical
+    /// hosts. There is no "pack together" policy, which is what a multi-node
+    /// NVLink/RDMA cluster (`strategy: cluster`) asks for, so that is refused
+    /// rather than silently given the opposite; `spread` is honoured.
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let PlacementSpec { strategy, rdma: _ } = &req.spec;
+        let region = req.region();
+        if *strategy != PlacementStrategy::Spread {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "Huawei Cloud has no packed placement: ECS groups only support anti-affinity (spreading nodes over hosts), the opposite of strategy `{}` for NVLink/RDMA clusters\n  hint: use a single-node cluster, drop `interconnect: nvlink` / `fabric: rdma` for this cluster, or place it on a cloud with cluster placement groups",
+                    strategy.as_str()
+                ),
+            ));
         }
-    };
-    read_one(p, region, ResourceKind::Placement, &id).await
+        let pid = self.project(region)?;
+        let name = tags::name_for(&req.ownership.token);
+        let found = server_groups(self, region)
+            .await?
+            .iter()
+            .find(|g| s(g, "name") == name)
+            .map(|g| s(g, "id"));
+        let id = match found {
+            Some(id) => id,
+            None => {
+                let body = json!({"server_group": {"name": name, "policies": ["anti-affinity"]}});
+                let path = format!("/v1/{pid}/cloudservers/os-server-groups");
+                let v = self
+                    .send(Call::new(Service::Ecs, region, "POST", path).body(body))
+                    .await?;
+                s(v.get("server_group").unwrap_or(&Value::Null), "id")
+            }
+        };
+        read_one(self, region, ResourceKind::Placement, &id).await
+    }
+
+    /// "Creating ECSs", POST /v1.1/{project_id}/cloudservers
+    /// (support.huaweicloud.com/api-ecs/ecs_02_0101.html): asynchronous,
+    /// answers `job_id`; idempotent through the signed `X-Client-Token` header.
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let InstanceSpec {
+            instance_type,
+            image,
+            zone,
+            pricing,
+            spot_max_price,
+            root_gb,
+            // Huawei's RDMA comes with the flavor (the catalog picks one).
+            rdma: _,
+            user_data,
+            subnet,
+            firewall,
+            placement,
+        } = &req.spec;
+        let region = req.region();
+        let pid = self.project(region)?;
+        let zone = errors::zone(ResourceKind::Instance, zone)?;
+        let address = &req.ownership.address;
+        let subnet = errors::reference(ResourceKind::Instance, address, "subnet", subnet)?;
+        let tag_list = tags::for_create(req)?;
+        if tag_list.len() > MAX_SERVER_TAGS {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "an ECS takes at most 10 tags; gpuform uses 4, so at most 6 of your own (got {})",
+                    tag_list.len() - 4
+                ),
+            ));
+        }
+        let image_ref = images::image_id(self, region, image).await?;
+        // The subnet's VPC (`vpcid` is required), once the subnet is ACTIVE
+        // (it may have been adopted after a crash while still UNKNOWN).
+        let sn = wait_subnet_ready(self, region, pid, subnet).await?;
+        let name = tags::safe_name(&format!(
+            "{}-{}",
+            req.ownership.project, req.ownership.address
+        ));
+        let mut server = json!({
+            "name": name,
+            "flavorRef": instance_type,
+            "imageRef": image_ref,
+            "availability_zone": zone,
+            "vpcid": s(&sn, "vpc_id"),
+            "nics": [{"subnet_id": subnet}],
+            "root_volume": {"volumetype": "SSD", "size": root_gb.unwrap_or(40)},
+            "count": 1,
+            "extendparam": extendparam(*pricing, *spot_max_price),
+            "server_tags": tags::objects(&tag_list),
+            "metadata": {"gpuform_image": image, "gpuform_pricing": pricing.as_str()},
+        });
+        if let Some(fw) = firewall {
+            server["security_groups"] = json!([{"id": fw}]);
+        }
+        if let Some(g) = placement {
+            server["os:scheduler_hints"] = json!({"group": g});
+        }
+        if let Some(u) = user_data {
+            server["user_data"] = json!(base64::engine::general_purpose::STANDARD.encode(u));
+        }
+        let token = client_token(&req.ownership.token, zone);
+        let v = self
+            .send(
+                Call::new(
+                    Service::Ecs,
+                    region,
+                    "POST",
+                    format!("/v1.1/{pid}/cloudservers"),
+                )
+                .body(json!({"server": server}))
+                .token(&token),
+            )
+            .await?;
+        let job_id = s(&v, "job_id");
+        if job_id.is_empty() {
+            return Err(ProviderError::new(
+                ErrorKind::Transient,
+                "ECS create answered without a job_id",
+            ));
+        }
+        let answered: Vec<String> = v
+            .get("serverIds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        let job = match self
+            .client
+            .wait_job(Service::Ecs, region, pid, &job_id)
+            .await
+        {
+            Ok(job) => job,
+            Err(e) => {
+                let e = if e.code.as_deref() == Some(PENDING_PAYMENT) {
+                    let order = v.get("order_id").and_then(Value::as_str).unwrap_or("?");
+                    errors::pending_payment(&job_id, Some(order))
+                } else {
+                    e
+                };
+                // A failed job can leave its server behind in ERROR.
+                return Err(match remove_failed(self, region, pid, &answered).await? {
+                    Some(failed) if e.kind == ErrorKind::Invalid => failed,
+                    _ => e,
+                });
+            }
+        };
+        let mut ids = job_entity_ids(&job, "server_id");
+        if ids.is_empty() {
+            ids = answered;
+        }
+        let id = ids.first().cloned().ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Transient,
+                format!("job {job_id} succeeded but names no server"),
+            )
+        })?;
+        if let Some(failed) = remove_failed(self, region, pid, &ids).await? {
+            return Err(failed);
+        }
+        read_one(self, region, ResourceKind::Instance, &id).await
+    }
+
+    /// Reads the server ("Querying ECS Details", GET
+    /// /v1/{project_id}/cloudservers/{id}) and deletes it unless it is gone
+    /// already or prepaid ([`errors::undeletable`], refused before any delete).
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let path = format!("/v1/{pid}/cloudservers/{id}");
+        let sv = self.client.get(Service::Ecs, region, path).await?;
+        let server = sv.get("server").unwrap_or(&Value::Null);
+        if matches!(s(server, "status").as_str(), "DELETED" | "SOFT_DELETED") {
+            return Ok(());
+        }
+        if let Some(e) = errors::undeletable(server) {
+            return Err(e);
+        }
+        delete_servers(self, region, pid, &[id]).await
+    }
+
+    /// "Deleting an ECS Group", DELETE /v1/{project_id}/cloudservers/os-server-groups/{id}.
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let path = format!("/v1/{pid}/cloudservers/os-server-groups/{id}");
+        self.client.delete(Service::Ecs, region, path).await?;
+        Ok(())
+    }
 }
 
 /// How a pricing model goes into `extendparam` ("Creating ECSs",
 /// support.huaweicloud.com/api-ecs/ecs_02_0101.html: chargingMode
-/// prePaid/postPaid, periodType/periodNum, isAutoPay, marketType spot).
-fn extendparam(pricing: Pricing) -> Value {
+/// prePaid/postPaid, periodType/periodNum, isAutoPay, marketType spot and
+/// its cap `spotPrice`, CNY per hour, a string; absent, the on-demand price).
+fn extendparam(pricing: Pricing, spot_max_price: Option<f64>) -> Value {
     match pricing {
         Pricing::OnDemand => json!({"chargingMode": "postPaid"}),
-        Pricing::Spot => json!({"chargingMode": "postPaid", "marketType": "spot"}),
+        Pricing::Spot => {
+            let mut spot = json!({"chargingMode": "postPaid", "marketType": "spot"});
+            if let Some(cny) = spot_max_price {
+                spot["spotPrice"] = json!(cny.to_string());
+            }
+            spot
+        }
         Pricing::Reserved1y | Pricing::Reserved3y => json!({
             "chargingMode": "prePaid",
             "periodType": "year",
@@ -102,131 +270,6 @@ fn client_token(token: &str, zone: &str) -> String {
         .into_uuid()
         .hyphenated()
         .to_string()
-}
-
-/// "Creating ECSs", POST /v1.1/{project_id}/cloudservers
-/// (support.huaweicloud.com/api-ecs/ecs_02_0101.html): asynchronous,
-/// answers `job_id`; idempotent through the signed `X-Client-Token` header.
-pub async fn create_instance(
-    p: &HuaweiProvider,
-    req: &Create<InstanceSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let InstanceSpec {
-        instance_type,
-        image,
-        zone,
-        pricing,
-        root_gb,
-        // Huawei's RDMA comes with the flavor (the catalog picks one).
-        rdma: _,
-        user_data,
-        subnet,
-        firewall,
-        placement,
-    } = &req.spec;
-    let region = req.region();
-    let pid = p.project(region)?;
-    let zone = errors::zone(ResourceKind::Instance, zone)?;
-    let address = &req.ownership.address;
-    let subnet = errors::reference(ResourceKind::Instance, address, "subnet", subnet)?;
-    let tag_list = tags::for_create(req)?;
-    if tag_list.len() > MAX_SERVER_TAGS {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!(
-                "an ECS takes at most 10 tags; gpuform uses 4, so at most 6 of your own (got {})",
-                tag_list.len() - 4
-            ),
-        ));
-    }
-    let image_ref = images::image_id(p, region, image).await?;
-    // The subnet's VPC (`vpcid` is required), once the subnet is ACTIVE
-    // (it may have been adopted after a crash while still UNKNOWN).
-    let sn = wait_subnet_ready(p, region, pid, subnet).await?;
-    let name = tags::safe_name(&format!(
-        "{}-{}",
-        req.ownership.project, req.ownership.address
-    ));
-    let mut server = json!({
-        "name": name,
-        "flavorRef": instance_type,
-        "imageRef": image_ref,
-        "availability_zone": zone,
-        "vpcid": s(&sn, "vpc_id"),
-        "nics": [{"subnet_id": subnet}],
-        "root_volume": {"volumetype": "SSD", "size": root_gb.unwrap_or(40)},
-        "count": 1,
-        "extendparam": extendparam(*pricing),
-        "server_tags": tags::objects(&tag_list),
-        "metadata": {"gpuform_image": image, "gpuform_pricing": pricing.as_str()},
-    });
-    if let Some(fw) = firewall {
-        server["security_groups"] = json!([{"id": fw}]);
-    }
-    if let Some(g) = placement {
-        server["os:scheduler_hints"] = json!({"group": g});
-    }
-    if let Some(u) = user_data {
-        server["user_data"] = json!(base64::engine::general_purpose::STANDARD.encode(u));
-    }
-    let token = client_token(&req.ownership.token, zone);
-    let v = p
-        .send(
-            Call::new(
-                Service::Ecs,
-                region,
-                "POST",
-                format!("/v1.1/{pid}/cloudservers"),
-            )
-            .body(json!({"server": server}))
-            .token(&token),
-        )
-        .await?;
-    let job_id = s(&v, "job_id");
-    if job_id.is_empty() {
-        return Err(ProviderError::new(
-            ErrorKind::Transient,
-            "ECS create answered without a job_id",
-        ));
-    }
-    let answered: Vec<String> = v
-        .get("serverIds")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
-    let job = match p.client.wait_job(Service::Ecs, region, pid, &job_id).await {
-        Ok(job) => job,
-        Err(e) => {
-            let e = if e.code.as_deref() == Some(PENDING_PAYMENT) {
-                let order = v.get("order_id").and_then(Value::as_str).unwrap_or("?");
-                errors::pending_payment(&job_id, Some(order))
-            } else {
-                e
-            };
-            // A failed job can leave its server behind in ERROR.
-            return Err(match remove_failed(p, region, pid, &answered).await? {
-                Some(failed) if e.kind == ErrorKind::Invalid => failed,
-                _ => e,
-            });
-        }
-    };
-    let mut ids = job_entity_ids(&job, "server_id");
-    if ids.is_empty() {
-        ids = answered;
-    }
-    let id = ids.first().cloned().ok_or_else(|| {
-        ProviderError::new(
-            ErrorKind::Transient,
-            format!("job {job_id} succeeded but names no server"),
-        )
-    })?;
-    if let Some(failed) = remove_failed(p, region, pid, &ids).await? {
-        return Err(failed);
-    }
-    read_one(p, region, ResourceKind::Instance, &id).await
 }
 
 /// Deletes the servers among `ids` that are in ERROR and says why as a
@@ -275,39 +318,6 @@ async fn delete_servers(
     Ok(())
 }
 
-/// Reads the server ("Querying ECS Details", GET
-/// /v1/{project_id}/cloudservers/{id}) and deletes it unless it is gone
-/// already or prepaid ([`errors::undeletable`], refused before any delete).
-pub async fn delete_instance(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let path = format!("/v1/{pid}/cloudservers/{id}");
-    let sv = p.client.get(Service::Ecs, region, path).await?;
-    let server = sv.get("server").unwrap_or(&Value::Null);
-    if matches!(s(server, "status").as_str(), "DELETED" | "SOFT_DELETED") {
-        return Ok(());
-    }
-    if let Some(e) = errors::undeletable(server) {
-        return Err(e);
-    }
-    delete_servers(p, region, pid, &[id]).await
-}
-
-/// "Deleting an ECS Group", DELETE /v1/{project_id}/cloudservers/os-server-groups/{id}.
-pub async fn delete_placement(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let path = format!("/v1/{pid}/cloudservers/os-server-groups/{id}");
-    p.client.delete(Service::Ecs, region, path).await?;
-    Ok(())
-}
-
 /// Yearly/monthly servers: DeleteServers deletes pay-per-use ones only
 /// (see [`errors::undeletable`]); refresh reads the billing mode into
 /// `pricing`.
@@ -349,14 +359,28 @@ mod tests {
     #[test]
     fn pricing_models_become_extendparam() {
         assert_eq!(
-            extendparam(Pricing::OnDemand),
+            extendparam(Pricing::OnDemand, None),
             json!({"chargingMode": "postPaid"})
         );
-        assert_eq!(extendparam(Pricing::Spot)["marketType"], json!("spot"));
-        assert_eq!(extendparam(Pricing::Reserved1y)["periodNum"], json!(1));
-        assert_eq!(extendparam(Pricing::Reserved3y)["periodNum"], json!(3));
         assert_eq!(
-            extendparam(Pricing::Reserved3y)["chargingMode"],
+            extendparam(Pricing::Spot, None)["marketType"],
+            json!("spot")
+        );
+        assert_eq!(extendparam(Pricing::Spot, None).get("spotPrice"), None);
+        assert_eq!(
+            extendparam(Pricing::Spot, Some(12.5))["spotPrice"],
+            json!("12.5")
+        );
+        assert_eq!(
+            extendparam(Pricing::Reserved1y, None)["periodNum"],
+            json!(1)
+        );
+        assert_eq!(
+            extendparam(Pricing::Reserved3y, None)["periodNum"],
+            json!(3)
+        );
+        assert_eq!(
+            extendparam(Pricing::Reserved3y, None)["chargingMode"],
             json!("prePaid")
         );
     }

@@ -3,8 +3,10 @@
 //!
 //! See README.md for credentials, endpoints, what each neutral kind becomes
 //! and what is left out (packed placement, buckets). This file is wiring: the
-//! provider, its constructor and the [`CloudDriver`] impl, whose methods are
-//! in `network`, `compute`, `storage`, `refresh` and `tags`.
+//! provider, its constructor and its [`CloudDriver`] identity; each part of
+//! the driver is implemented in the module of its kind: `network`
+//! (`NetworkApi`), `compute` (`ComputeApi`), `storage` (`StorageApi`),
+//! `refresh` (`RefreshApi`) and `tags` (`TagApi`).
 
 mod client;
 mod compute;
@@ -18,13 +20,10 @@ mod tags;
 pub use client::JobPolling;
 pub use errors::undeletable;
 
-use async_trait::async_trait;
 use client::{Call, Client};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{
-    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, ImageCache, IngressRule,
-    InstanceSpec, NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope,
-    SubnetSpec, UserTags, VolumeSpec,
+    Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError, ResourceKind,
 };
 use gpuform_signing::Credentials;
 use serde_json::Value;
@@ -182,18 +181,6 @@ fn default_rate_limit() -> RateLimit {
     }
 }
 
-#[async_trait]
-impl gpuform_provider::InventoryApi for HuaweiProvider {
-    fn inventory_cloud(&self) -> Cloud {
-        Cloud::Huawei
-    }
-
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
-        refresh::inventory(self, scope).await
-    }
-}
-
-#[async_trait]
 impl CloudDriver for HuaweiProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Huawei
@@ -220,129 +207,6 @@ impl CloudDriver for HuaweiProvider {
 
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
         compute::delete_refusal(observed)
-    }
-
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        tags::check_user_tag(key, value)
-    }
-
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_network(self, req).await
-    }
-
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_subnet(self, req).await
-    }
-
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_firewall(self, req).await
-    }
-
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        compute::create_placement(self, req).await
-    }
-
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        compute::create_instance(self, req).await
-    }
-
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        storage::create_volume(self, req).await
-    }
-
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        refresh::read(self, &scope.region, kind, ids).await
-    }
-
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        refresh::list_owned(self, &scope.region, project).await
-    }
-
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<(), ProviderError> {
-        tags::update_tags(self, &scope.region, current, want).await
-    }
-
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
-        network::update_ingress(self, &scope.region, &current.id, want).await
-    }
-
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<(), ProviderError> {
-        storage::resize_volume(self, &scope.region, &current.id, size_gb).await
-    }
-
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<(), ProviderError> {
-        storage::set_attachment(self, &scope.region, &current.id, to).await
-    }
-
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_network(self, &scope.region, id).await
-    }
-
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_subnet(self, &scope.region, id).await
-    }
-
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_firewall(self, &scope.region, id).await
-    }
-
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        compute::delete_placement(self, &scope.region, id).await
-    }
-
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        compute::delete_instance(self, &scope.region, id).await
-    }
-
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        storage::delete_volume(self, &scope.region, id).await
     }
 }
 

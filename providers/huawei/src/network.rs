@@ -6,9 +6,10 @@
 use crate::client::{list_field, s, Call, Service};
 use crate::refresh::{list_v1, read_one};
 use crate::{tags, HuaweiProvider};
+use async_trait::async_trait;
 use gpuform_provider::{
-    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedResource, Protocol,
-    ProviderError, ResourceKind, SubnetSpec,
+    Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedResource,
+    Protocol, ProviderError, ResourceKind, Scope, SubnetSpec,
 };
 use serde_json::{json, Value};
 
@@ -26,38 +27,189 @@ async fn find_named(
     Ok(all.into_iter().find(|v| s(v, "name") == name))
 }
 
-/// "Creating a VPC", POST /v1/{project_id}/vpcs
-/// (support.huaweicloud.com/api-vpc/vpc_api01_0001.html): `tags` as
-/// `key*value` strings, set atomically with the VPC.
-pub async fn create_network(
-    p: &HuaweiProvider,
-    req: &Create<NetworkSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let NetworkSpec { cidr } = &req.spec;
-    let region = req.region();
-    let pid = p.project(region)?;
-    let name = tags::name_for(&req.ownership.token);
-    let tag_list = tags::for_create(req)?;
-    let id = match find_named(p, region, "vpcs", &[], &name).await? {
-        Some(v) => s(&v, "id"),
-        None => {
-            let vpc = json!({
-                "name": name,
-                "description": format!("gpuform {}", req.ownership.address).replace(['<', '>'], ""),
-                "tags": tags::starred(&tag_list),
-                "cidr": cidr,
-            });
-            let v = p
-                .send(
-                    Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/vpcs"))
-                        .body(json!({"vpc": vpc})),
-                )
-                .await?;
-            s(v.get("vpc").unwrap_or(&Value::Null), "id")
-        }
-    };
-    wait_vpc_ready(p, region, pid, &id).await?;
-    read_one(p, region, ResourceKind::Network, &id).await
+#[async_trait]
+impl NetworkApi for HuaweiProvider {
+    /// "Creating a VPC", POST /v1/{project_id}/vpcs
+    /// (support.huaweicloud.com/api-vpc/vpc_api01_0001.html): `tags` as
+    /// `key*value` strings, set atomically with the VPC.
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let NetworkSpec { cidr } = &req.spec;
+        let region = req.region();
+        let pid = self.project(region)?;
+        let name = tags::name_for(&req.ownership.token);
+        let tag_list = tags::for_create(req)?;
+        let id = match find_named(self, region, "vpcs", &[], &name).await? {
+            Some(v) => s(&v, "id"),
+            None => {
+                let vpc = json!({
+                    "name": name,
+                    "description": format!("gpuform {}", req.ownership.address).replace(['<', '>'], ""),
+                    "tags": tags::starred(&tag_list),
+                    "cidr": cidr,
+                });
+                let v = self
+                    .send(
+                        Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/vpcs"))
+                            .body(json!({"vpc": vpc})),
+                    )
+                    .await?;
+                s(v.get("vpc").unwrap_or(&Value::Null), "id")
+            }
+        };
+        wait_vpc_ready(self, region, pid, &id).await?;
+        read_one(self, region, ResourceKind::Network, &id).await
+    }
+
+    /// "Creating a Subnet", POST /v1/{project_id}/subnets
+    /// (support.huaweicloud.com/api-vpc/vpc_subnet01_0001.html).
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let SubnetSpec {
+            network: vpc,
+            zone,
+            cidr,
+        } = &req.spec;
+        let region = req.region();
+        let pid = self.project(region)?;
+        let name = tags::name_for(&req.ownership.token);
+        let tag_list = tags::for_create(req)?;
+        let id =
+            match find_named(self, region, "subnets", &[("vpc_id", vpc.as_str())], &name).await? {
+                Some(v) => s(&v, "id"),
+                None => {
+                    // The VPC may have been adopted after a crash while still CREATING.
+                    wait_vpc_ready(self, region, pid, vpc).await?;
+                    let dns = private_dns(self, region).await?;
+                    let mut body = json!({"subnet": {
+                        "name": name,
+                        "cidr": cidr,
+                        "gateway_ip": gateway_of(cidr)?,
+                        "vpc_id": vpc,
+                        "availability_zone": zone,
+                        "primary_dns": dns[0],
+                        "dnsList": dns,
+                        "tags": tags::starred(&tag_list),
+                    }});
+                    if let Some(second) = dns.get(1) {
+                        body["subnet"]["secondary_dns"] = json!(second);
+                    }
+                    let v = self
+                        .send(
+                            Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/subnets"))
+                                .body(body),
+                        )
+                        .await?;
+                    s(v.get("subnet").unwrap_or(&Value::Null), "id")
+                }
+            };
+        wait_subnet_ready(self, region, pid, &id).await?;
+        read_one(self, region, ResourceKind::Subnet, &id).await
+    }
+
+    /// "Creating a Security Group", POST /v1/{project_id}/security-groups
+    /// (support.huaweicloud.com/api-vpc/vpc_sg01_0001.html), then its tags
+    /// ("Batch Creating Security Group Tags", POST
+    /// /v2.0/{project_id}/security-groups/{id}/tags/action) and rules.
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let FirewallSpec {
+            network: vpc,
+            ingress,
+        } = &req.spec;
+        let region = req.region();
+        let pid = self.project(region)?;
+        let name = tags::name_for(&req.ownership.token);
+        let tag_list = tags::for_create(req)?;
+        let sg = match find_named(
+            self,
+            region,
+            "security-groups",
+            &[("vpc_id", vpc.as_str())],
+            &name,
+        )
+        .await?
+        {
+            Some(v) => v,
+            None => {
+                let body = json!({"security_group": {"name": name, "vpc_id": vpc}});
+                let v = self
+                    .send(
+                        Call::new(
+                            Service::Vpc,
+                            region,
+                            "POST",
+                            format!("/v1/{pid}/security-groups"),
+                        )
+                        .body(body),
+                    )
+                    .await?;
+                v.get("security_group").cloned().unwrap_or(Value::Null)
+            }
+        };
+        let id = s(&sg, "id");
+        let base = format!("/v2.0/{pid}/security-groups/{id}");
+        tags::tag_action(self, Service::Vpc, region, &base, "create", &tag_list).await?;
+        sync_rules(self, region, pid, &sg, ingress).await?;
+        read_one(self, region, ResourceKind::Firewall, &id).await
+    }
+
+    /// Makes a group's rules exactly `want` plus the members' rule ("Querying
+    /// Security Group Details", GET /v1/{project_id}/security-groups/{id}, for
+    /// its rules with their ids).
+    async fn update_ingress(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &[IngressRule],
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let id = current.id.as_str();
+        let pid = self.project(region)?;
+        let path = format!("/v1/{pid}/security-groups/{id}");
+        let v = self.client.get(Service::Vpc, region, path).await?;
+        let sg = v.get("security_group").unwrap_or(&Value::Null);
+        sync_rules(self, region, pid, sg, want).await
+    }
+
+    /// "Deleting a VPC", DELETE /v1/{project_id}/vpcs/{vpc_id}.
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let path = format!("/v1/{pid}/vpcs/{id}");
+        self.client.delete(Service::Vpc, region, path).await?;
+        Ok(())
+    }
+
+    /// "Deleting a Subnet", DELETE /v1/{project_id}/vpcs/{vpc_id}/subnets/{subnet_id}:
+    /// the subnet's VPC is read first ("Querying Subnet Details").
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let sn = self
+            .client
+            .get(Service::Vpc, region, format!("/v1/{pid}/subnets/{id}"))
+            .await?;
+        let vpc = s(sn.get("subnet").unwrap_or(&Value::Null), "vpc_id");
+        let path = format!("/v1/{pid}/vpcs/{vpc}/subnets/{id}");
+        self.client.delete(Service::Vpc, region, path).await?;
+        Ok(())
+    }
+
+    /// "Deleting a Security Group", DELETE /v1/{project_id}/security-groups/{id}.
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let path = format!("/v1/{pid}/security-groups/{id}");
+        self.client.delete(Service::Vpc, region, path).await?;
+        Ok(())
+    }
 }
 
 /// Polls a VPC until it is `OK`: it is `CREATING` at first ("Querying VPC
@@ -142,53 +294,6 @@ async fn private_dns(p: &HuaweiProvider, region: &str) -> Result<Vec<String>, Pr
     Ok(records.into_iter().map(|(_, a)| a).collect())
 }
 
-/// "Creating a Subnet", POST /v1/{project_id}/subnets
-/// (support.huaweicloud.com/api-vpc/vpc_subnet01_0001.html).
-pub async fn create_subnet(
-    p: &HuaweiProvider,
-    req: &Create<SubnetSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let SubnetSpec {
-        network: vpc,
-        zone,
-        cidr,
-    } = &req.spec;
-    let region = req.region();
-    let pid = p.project(region)?;
-    let name = tags::name_for(&req.ownership.token);
-    let tag_list = tags::for_create(req)?;
-    let id = match find_named(p, region, "subnets", &[("vpc_id", vpc.as_str())], &name).await? {
-        Some(v) => s(&v, "id"),
-        None => {
-            // The VPC may have been adopted after a crash while still CREATING.
-            wait_vpc_ready(p, region, pid, vpc).await?;
-            let dns = private_dns(p, region).await?;
-            let mut body = json!({"subnet": {
-                "name": name,
-                "cidr": cidr,
-                "gateway_ip": gateway_of(cidr)?,
-                "vpc_id": vpc,
-                "availability_zone": zone,
-                "primary_dns": dns[0],
-                "dnsList": dns,
-                "tags": tags::starred(&tag_list),
-            }});
-            if let Some(second) = dns.get(1) {
-                body["subnet"]["secondary_dns"] = json!(second);
-            }
-            let v = p
-                .send(
-                    Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/subnets"))
-                        .body(body),
-                )
-                .await?;
-            s(v.get("subnet").unwrap_or(&Value::Null), "id")
-        }
-    };
-    wait_subnet_ready(p, region, pid, &id).await?;
-    read_one(p, region, ResourceKind::Subnet, &id).await
-}
-
 /// First host of an IPv4 CIDR: Huawei subnets need an explicit `gateway_ip`.
 fn gateway_of(cidr: &str) -> Result<String, ProviderError> {
     let bad = || ProviderError::new(ErrorKind::Invalid, format!("`{cidr}` is not an IPv4 CIDR"));
@@ -207,71 +312,6 @@ fn gateway_of(cidr: &str) -> Result<String, ProviderError> {
     let g = (n & mask) + 1;
     let b = g.to_be_bytes();
     Ok(format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]))
-}
-
-/// "Creating a Security Group", POST /v1/{project_id}/security-groups
-/// (support.huaweicloud.com/api-vpc/vpc_sg01_0001.html), then its tags
-/// ("Batch Creating Security Group Tags", POST
-/// /v2.0/{project_id}/security-groups/{id}/tags/action) and rules.
-pub async fn create_firewall(
-    p: &HuaweiProvider,
-    req: &Create<FirewallSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let FirewallSpec {
-        network: vpc,
-        ingress,
-    } = &req.spec;
-    let region = req.region();
-    let pid = p.project(region)?;
-    let name = tags::name_for(&req.ownership.token);
-    let tag_list = tags::for_create(req)?;
-    let sg = match find_named(
-        p,
-        region,
-        "security-groups",
-        &[("vpc_id", vpc.as_str())],
-        &name,
-    )
-    .await?
-    {
-        Some(v) => v,
-        None => {
-            let body = json!({"security_group": {"name": name, "vpc_id": vpc}});
-            let v = p
-                .send(
-                    Call::new(
-                        Service::Vpc,
-                        region,
-                        "POST",
-                        format!("/v1/{pid}/security-groups"),
-                    )
-                    .body(body),
-                )
-                .await?;
-            v.get("security_group").cloned().unwrap_or(Value::Null)
-        }
-    };
-    let id = s(&sg, "id");
-    let base = format!("/v2.0/{pid}/security-groups/{id}");
-    tags::tag_action(p, Service::Vpc, region, &base, "create", &tag_list).await?;
-    sync_rules(p, region, pid, &sg, ingress).await?;
-    read_one(p, region, ResourceKind::Firewall, &id).await
-}
-
-/// Makes a group's rules exactly `want` plus the members' rule ("Querying
-/// Security Group Details", GET /v1/{project_id}/security-groups/{id}, for
-/// its rules with their ids).
-pub async fn update_ingress(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-    want: &[IngressRule],
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let path = format!("/v1/{pid}/security-groups/{id}");
-    let v = p.client.get(Service::Vpc, region, path).await?;
-    let sg = v.get("security_group").unwrap_or(&Value::Null);
-    sync_rules(p, region, pid, sg, want).await
 }
 
 /// Makes the group's rules: all traffic from members (a rule whose
@@ -409,48 +449,6 @@ pub fn neutral_rule(r: &Value) -> Value {
         }
     }
     json!({"protocol": s(r, "protocol"), "from_port": from, "to_port": to, "cidr": s(r, "remote_ip_prefix")})
-}
-
-/// "Deleting a VPC", DELETE /v1/{project_id}/vpcs/{vpc_id}.
-pub async fn delete_network(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let path = format!("/v1/{pid}/vpcs/{id}");
-    p.client.delete(Service::Vpc, region, path).await?;
-    Ok(())
-}
-
-/// "Deleting a Subnet", DELETE /v1/{project_id}/vpcs/{vpc_id}/subnets/{subnet_id}:
-/// the subnet's VPC is read first ("Querying Subnet Details").
-pub async fn delete_subnet(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let sn = p
-        .client
-        .get(Service::Vpc, region, format!("/v1/{pid}/subnets/{id}"))
-        .await?;
-    let vpc = s(sn.get("subnet").unwrap_or(&Value::Null), "vpc_id");
-    let path = format!("/v1/{pid}/vpcs/{vpc}/subnets/{id}");
-    p.client.delete(Service::Vpc, region, path).await?;
-    Ok(())
-}
-
-/// "Deleting a Security Group", DELETE /v1/{project_id}/security-groups/{id}.
-pub async fn delete_firewall(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let path = format!("/v1/{pid}/security-groups/{id}");
-    p.client.delete(Service::Vpc, region, path).await?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 
 use crate::client::{self, s, Call, Service, PAGE};
 use crate::{network, storage, tags, HuaweiProvider};
+use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::resource::member_rule_missing;
 use gpuform_provider::{
-    Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, ResourceKind,
+    Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -60,24 +61,37 @@ pub async fn read_one(
         .ok_or_else(|| ProviderError::new(ErrorKind::NotFound, format!("{kind} {id} not found")))
 }
 
-/// Everything tagged with `project`. Server groups carry no tags, so
-/// placements are found by their recorded ids only.
-pub async fn list_owned(
-    p: &HuaweiProvider,
-    region: &str,
-    project: &str,
-) -> Result<Vec<ObservedResource>, ProviderError> {
-    let mut out = Vec::new();
-    for kind in [
-        ResourceKind::Network,
-        ResourceKind::Subnet,
-        ResourceKind::Firewall,
-        ResourceKind::Instance,
-        ResourceKind::Volume,
-    ] {
-        out.extend(observe(p, region, kind, &Filter::Project(project)).await?);
+#[async_trait]
+impl RefreshApi for HuaweiProvider {
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        read(self, &scope.region, kind, ids).await
     }
-    Ok(out)
+
+    /// Everything tagged with `project`. Server groups carry no tags, so
+    /// placements are found by their recorded ids only.
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let region = scope.region.as_str();
+        let mut out = Vec::new();
+        for kind in [
+            ResourceKind::Network,
+            ResourceKind::Subnet,
+            ResourceKind::Firewall,
+            ResourceKind::Instance,
+            ResourceKind::Volume,
+        ] {
+            out.extend(observe(self, region, kind, &Filter::Project(project)).await?);
+        }
+        Ok(out)
+    }
 }
 
 async fn observe(
@@ -559,4 +573,19 @@ pub async fn inventory(
         out.volumes.push(row);
     }
     Ok(out)
+}
+
+/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
+#[async_trait]
+impl gpuform_provider::InventoryApi for HuaweiProvider {
+    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
+        gpuform_provider::Cloud::Huawei
+    }
+
+    async fn inventory(
+        &self,
+        scope: &gpuform_provider::Scope,
+    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
+        inventory(self, scope).await
+    }
 }

@@ -4,8 +4,10 @@
 use crate::client::{job_entity_ids, list_field, s, Call, Service};
 use crate::refresh::observe_volume;
 use crate::{errors, tags, HuaweiProvider};
+use async_trait::async_trait;
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, VolumeSpec,
+    Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
+    StorageApi, VolumeSpec,
 };
 use serde_json::{json, Value};
 
@@ -42,95 +44,180 @@ pub fn attachment(v: &Value) -> Option<String> {
         .find(|sid| !sid.is_empty())
 }
 
-/// "Creating EVS Disks", POST /v2.1/{project_id}/cloudvolumes
-/// (support.huaweicloud.com/api-evs/evs_04_2003.html, asynchronous: job on
-/// the EVS endpoint), then "Attaching an EVS Disk to an ECS", POST
-/// /v1/{project_id}/cloudservers/{server_id}/attachvolume
-/// (support.huaweicloud.com/api-ecs/ecs_02_0605.html, an ECS job).
-pub async fn create_volume(
-    p: &HuaweiProvider,
-    req: &Create<VolumeSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let VolumeSpec {
-        size_gb,
-        zone,
-        volume_type,
-        instance,
-    } = &req.spec;
-    let region = req.region();
-    let pid = p.project(region)?;
-    let zone = errors::zone(ResourceKind::Volume, zone)?;
-    let address = &req.ownership.address;
-    let server = errors::reference(ResourceKind::Volume, address, "instance", instance)?;
-    let vtype = volume_type_to_huawei(volume_type.as_deref().unwrap_or("ssd"));
-    let name = tags::name_for(&req.ownership.token);
-    let tag_list = tags::for_create(req)?;
-    // A create interrupted after EVS accepted it is found by its name.
-    let found = p
-        .send(
-            Call::new(
-                Service::Evs,
-                region,
-                "GET",
-                format!("/v2/{pid}/cloudvolumes/detail"),
+#[async_trait]
+impl StorageApi for HuaweiProvider {
+    /// "Creating EVS Disks", POST /v2.1/{project_id}/cloudvolumes
+    /// (support.huaweicloud.com/api-evs/evs_04_2003.html, asynchronous: job on
+    /// the EVS endpoint), then "Attaching an EVS Disk to an ECS", POST
+    /// /v1/{project_id}/cloudservers/{server_id}/attachvolume
+    /// (support.huaweicloud.com/api-ecs/ecs_02_0605.html, an ECS job).
+    async fn create_volume(
+        &self,
+        req: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let VolumeSpec {
+            size_gb,
+            zone,
+            volume_type,
+            instance,
+        } = &req.spec;
+        let region = req.region();
+        let pid = self.project(region)?;
+        let zone = errors::zone(ResourceKind::Volume, zone)?;
+        let address = &req.ownership.address;
+        let server = errors::reference(ResourceKind::Volume, address, "instance", instance)?;
+        let vtype = volume_type_to_huawei(volume_type.as_deref().unwrap_or("ssd"));
+        let name = tags::name_for(&req.ownership.token);
+        let tag_list = tags::for_create(req)?;
+        // A create interrupted after EVS accepted it is found by its name.
+        let found = self
+            .send(
+                Call::new(
+                    Service::Evs,
+                    region,
+                    "GET",
+                    format!("/v2/{pid}/cloudvolumes/detail"),
+                )
+                .query("name", name.clone()),
             )
-            .query("name", name.clone()),
-        )
-        .await?;
-    let existing = list_field(&found, "volumes", "looking up EVS disks by name")?
-        .into_iter()
-        .find(|v| s(v, "name") == name && s(v, "status") != "deleting");
-    let vol = match existing {
-        Some(v) => v,
-        None => {
-            let tag_map: serde_json::Map<String, Value> = tag_list
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
-            let body = json!({
-                "volume": {"name": name, "availability_zone": zone, "size": size_gb, "volume_type": vtype, "tags": tag_map},
-                "bssParam": {"chargingMode": "postPaid"},
-            });
-            let v = p
-                .send(
-                    Call::new(
-                        Service::Evs,
-                        region,
-                        "POST",
-                        format!("/v2.1/{pid}/cloudvolumes"),
-                    )
-                    .body(body),
-                )
-                .await?;
-            let job_id = s(&v, "job_id");
-            let job = p
-                .client
-                .wait_job(Service::Evs, region, pid, &job_id)
-                .await?;
-            let id = job_entity_ids(&job, "volume_id")
-                .into_iter()
-                .next()
-                .or_else(|| {
-                    v.get("volume_ids")
-                        .and_then(Value::as_array)?
-                        .first()?
-                        .as_str()
-                        .map(str::to_string)
+            .await?;
+        let existing = list_field(&found, "volumes", "looking up EVS disks by name")?
+            .into_iter()
+            .find(|v| s(v, "name") == name && s(v, "status") != "deleting");
+        let vol = match existing {
+            Some(v) => v,
+            None => {
+                let tag_map: serde_json::Map<String, Value> = tag_list
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
+                let body = json!({
+                    "volume": {"name": name, "availability_zone": zone, "size": size_gb, "volume_type": vtype, "tags": tag_map},
+                    "bssParam": {"chargingMode": "postPaid"},
                 });
-            let id = id.ok_or_else(|| {
-                ProviderError::new(
-                    ErrorKind::Transient,
-                    format!("EVS job {job_id} names no volume"),
-                )
-            })?;
-            volume(p, region, pid, &id).await?
+                let v = self
+                    .send(
+                        Call::new(
+                            Service::Evs,
+                            region,
+                            "POST",
+                            format!("/v2.1/{pid}/cloudvolumes"),
+                        )
+                        .body(body),
+                    )
+                    .await?;
+                let job_id = s(&v, "job_id");
+                let job = self
+                    .client
+                    .wait_job(Service::Evs, region, pid, &job_id)
+                    .await?;
+                let id = job_entity_ids(&job, "volume_id")
+                    .into_iter()
+                    .next()
+                    .or_else(|| {
+                        v.get("volume_ids")
+                            .and_then(Value::as_array)?
+                            .first()?
+                            .as_str()
+                            .map(str::to_string)
+                    });
+                let id = id.ok_or_else(|| {
+                    ProviderError::new(
+                        ErrorKind::Transient,
+                        format!("EVS job {job_id} names no volume"),
+                    )
+                })?;
+                volume(self, region, pid, &id).await?
+            }
+        };
+        let id = s(&vol, "id");
+        if attachment(&vol).as_deref() != Some(server) {
+            attach(self, region, pid, &id, server).await?;
         }
-    };
-    let id = s(&vol, "id");
-    if attachment(&vol).as_deref() != Some(server) {
-        attach(p, region, pid, &id, server).await?;
+        Ok(observe_volume(
+            &volume(self, region, pid, &id).await?,
+            region,
+        ))
     }
-    Ok(observe_volume(&volume(p, region, pid, &id).await?, region))
+
+    /// Attaches the disk to `to` (detaching it from any other server first) or
+    /// detaches it. A disk adopted after a crash may still be `creating`
+    /// (CreateVolume answers before it is usable): it is attached only once it
+    /// is not.
+    async fn attach_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        to: &Attachment,
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let id = current.id.as_str();
+        let pid = self.project(region)?;
+        let mut vol = volume(self, region, pid, id).await?;
+        for _ in 0..120 {
+            if s(&vol, "status") != "creating" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            vol = volume(self, region, pid, id).await?;
+        }
+        let want = to.instance();
+        if attachment(&vol).as_deref() != want {
+            detach(self, region, pid, id, &vol).await?;
+            if let Some(server) = want {
+                attach(self, region, pid, id, server).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// "Expanding EVS Disk Capacity", POST
+    /// /v2.1/{project_id}/cloudvolumes/{volume_id}/action (a job). EVS disks
+    /// only grow.
+    async fn resize_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        size_gb: u32,
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let id = current.id.as_str();
+        let pid = self.project(region)?;
+        let new = u64::from(size_gb);
+        let vol = volume(self, region, pid, id).await?;
+        let old = vol.get("size").and_then(Value::as_u64).unwrap_or(0);
+        if new < old {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("EVS disks cannot shrink ({old} GB → {new} GB)"),
+            ));
+        }
+        if new > old {
+            let path = format!("/v2.1/{pid}/cloudvolumes/{id}/action");
+            let call = Call::new(Service::Evs, region, "POST", path)
+                .body(json!({"os-extend": {"new_size": new}}));
+            self.client.run_job(call, pid).await?;
+        }
+        Ok(())
+    }
+
+    /// Detaches the disk, then "Deleting an EVS Disk", DELETE
+    /// /v2/{project_id}/cloudvolumes/{volume_id} (a job when it answers one).
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let vol = volume(self, region, pid, id).await?;
+        detach(self, region, pid, id, &vol).await?;
+        let path = format!("/v2/{pid}/cloudvolumes/{id}");
+        let v = self.client.delete(Service::Evs, region, path).await?;
+        let job = s(&v, "job_id");
+        if !job.is_empty() {
+            self.client
+                .wait_job(Service::Evs, region, pid, &job)
+                .await?;
+        }
+        Ok(())
+    }
 }
 
 /// "Attaching an EVS Disk to an ECS", POST
@@ -190,80 +277,4 @@ async fn volume(
     let path = format!("/v2/{pid}/cloudvolumes/{id}");
     let v = p.client.get(Service::Evs, region, path).await?;
     Ok(v.get("volume").cloned().unwrap_or(Value::Null))
-}
-
-/// Attaches the disk to `to` (detaching it from any other server first) or
-/// detaches it. A disk adopted after a crash may still be `creating`
-/// (CreateVolume answers before it is usable): it is attached only once it
-/// is not.
-pub async fn set_attachment(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-    to: &Attachment,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let mut vol = volume(p, region, pid, id).await?;
-    for _ in 0..120 {
-        if s(&vol, "status") != "creating" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        vol = volume(p, region, pid, id).await?;
-    }
-    let want = to.instance();
-    if attachment(&vol).as_deref() != want {
-        detach(p, region, pid, id, &vol).await?;
-        if let Some(server) = want {
-            attach(p, region, pid, id, server).await?;
-        }
-    }
-    Ok(())
-}
-
-/// "Expanding EVS Disk Capacity", POST
-/// /v2.1/{project_id}/cloudvolumes/{volume_id}/action (a job). EVS disks
-/// only grow.
-pub async fn resize_volume(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-    size_gb: u32,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let new = u64::from(size_gb);
-    let vol = volume(p, region, pid, id).await?;
-    let old = vol.get("size").and_then(Value::as_u64).unwrap_or(0);
-    if new < old {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!("EVS disks cannot shrink ({old} GB → {new} GB)"),
-        ));
-    }
-    if new > old {
-        let path = format!("/v2.1/{pid}/cloudvolumes/{id}/action");
-        let call = Call::new(Service::Evs, region, "POST", path)
-            .body(json!({"os-extend": {"new_size": new}}));
-        p.client.run_job(call, pid).await?;
-    }
-    Ok(())
-}
-
-/// Detaches the disk, then "Deleting an EVS Disk", DELETE
-/// /v2/{project_id}/cloudvolumes/{volume_id} (a job when it answers one).
-pub async fn delete_volume(
-    p: &HuaweiProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let vol = volume(p, region, pid, id).await?;
-    detach(p, region, pid, id, &vol).await?;
-    let path = format!("/v2/{pid}/cloudvolumes/{id}");
-    let v = p.client.delete(Service::Evs, region, path).await?;
-    let job = s(&v, "job_id");
-    if !job.is_empty() {
-        p.client.wait_job(Service::Evs, region, pid, &job).await?;
-    }
-    Ok(())
 }

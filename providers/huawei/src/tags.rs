@@ -15,10 +15,11 @@
 
 use crate::client::{s, Call, Service};
 use crate::HuaweiProvider;
+use async_trait::async_trait;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind,
-    UserTags,
+    Cloud, Create, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
+    TagApi, UserTags,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -254,46 +255,54 @@ pub async fn tag_action(
     Ok(())
 }
 
-/// Makes the user tags of `current` exactly `want`: removes, then sets. The
-/// ownership tags are never among the user tags, so they stay.
-pub async fn update_tags(
-    p: &HuaweiProvider,
-    region: &str,
-    current: &ObservedResource,
-    want: &UserTags,
-) -> Result<(), ProviderError> {
-    let pid = p.project(region)?;
-    let id = &current.id;
-    let (svc, base) = match current.kind {
-        ResourceKind::Network => (Service::Vpc, format!("/v2.0/{pid}/vpcs/{id}")),
-        ResourceKind::Subnet => (Service::Vpc, format!("/v2.0/{pid}/subnets/{id}")),
-        ResourceKind::Firewall => (Service::Vpc, format!("/v2.0/{pid}/security-groups/{id}")),
-        ResourceKind::Instance => (Service::Ecs, format!("/v1/{pid}/cloudservers/{id}")),
-        ResourceKind::Volume => (Service::Evs, format!("/v2/{pid}/cloudvolumes/{id}")),
-        ResourceKind::Placement => {
-            return Err(ProviderError::new(
-                ErrorKind::Invalid,
-                "Huawei ECS groups cannot carry tags",
-            ))
-        }
-        kind @ ResourceKind::Bucket => return Err(unsupported(Cloud::Huawei, kind)),
-    };
-    let have: BTreeMap<String, String> =
-        from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
+#[async_trait]
+impl TagApi for HuaweiProvider {
+    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+        check_user_tag(key, value)
+    }
+
+    /// Makes the user tags of `current` exactly `want`: removes, then sets. The
+    /// ownership tags are never among the user tags, so they stay.
+    async fn update_tags(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let id = &current.id;
+        let (svc, base) = match current.kind {
+            ResourceKind::Network => (Service::Vpc, format!("/v2.0/{pid}/vpcs/{id}")),
+            ResourceKind::Subnet => (Service::Vpc, format!("/v2.0/{pid}/subnets/{id}")),
+            ResourceKind::Firewall => (Service::Vpc, format!("/v2.0/{pid}/security-groups/{id}")),
+            ResourceKind::Instance => (Service::Ecs, format!("/v1/{pid}/cloudservers/{id}")),
+            ResourceKind::Volume => (Service::Evs, format!("/v2/{pid}/cloudvolumes/{id}")),
+            ResourceKind::Placement => {
+                return Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    "Huawei ECS groups cannot carry tags",
+                ))
+            }
+            kind @ ResourceKind::Bucket => return Err(unsupported(Cloud::Huawei, kind)),
+        };
+        let have: BTreeMap<String, String> =
+            from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
+                .into_iter()
+                .collect();
+        let diff = want.diff_from(&UserTags::from_map(have.clone()));
+        // Deletes name the value the tag has now, as the tag actions expect.
+        let remove: TagList = diff
+            .remove
             .into_iter()
+            .map(|k| {
+                let v = have.get(&k).cloned().unwrap_or_default();
+                (k, v)
+            })
             .collect();
-    let diff = want.diff_from(&UserTags::from_map(have.clone()));
-    // Deletes name the value the tag has now, as the tag actions expect.
-    let remove: TagList = diff
-        .remove
-        .into_iter()
-        .map(|k| {
-            let v = have.get(&k).cloned().unwrap_or_default();
-            (k, v)
-        })
-        .collect();
-    tag_action(p, svc, region, &base, "delete", &remove).await?;
-    tag_action(p, svc, region, &base, "create", &diff.set).await
+        tag_action(self, svc, region, &base, "delete", &remove).await?;
+        tag_action(self, svc, region, &base, "create", &diff.set).await
+    }
 }
 
 #[cfg(test)]

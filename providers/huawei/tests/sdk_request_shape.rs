@@ -81,3 +81,45 @@ async fn requests_have_the_sdk_shape() {
     assert_signed(&sent, 6, key, huawei::verify);
     SDK.assert_matched_by(&sent);
 }
+
+/// A spot cap goes into the server's `extendparam` as `spotPrice` (a string,
+/// CNY per hour) next to `marketType: spot`.
+#[tokio::test]
+async fn a_spot_cap_is_the_spot_price() {
+    let mock = HuaweiMock::start();
+    let tap = Tap::start(&mock.endpoint());
+    let p = provider_from(env_through(
+        mock.env(),
+        "GPUFORM_HUAWEI_ENDPOINT",
+        &tap.endpoint(),
+    ));
+    let net: Net = create_net(&p, ZONE, "10.0.0.0/24", ssh(), |kind, a, refs| {
+        let address = match kind {
+            ResourceKind::Network => "c.network".to_string(),
+            ResourceKind::Subnet => format!("c.subnet[{ZONE}]"),
+            _ => "c.firewall".to_string(),
+        };
+        req(kind, &address, a, refs)
+    })
+    .await;
+    let node = req(
+        ResourceKind::Instance,
+        "c.node[0]",
+        json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
+               "pricing": "spot", "spot_max_price": 7.25}),
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
+    );
+    gpuform_provider::Provider::create(&p, &node).await.unwrap();
+    let create = tap
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST" && r.path.ends_with("/cloudservers"))
+        .expect("the server create went through the tap");
+    let body: Value = serde_json::from_slice(&create.body).unwrap();
+    let ext = &body["server"]["extendparam"];
+    assert_eq!(
+        (&ext["marketType"], &ext["spotPrice"]),
+        (&json!("spot"), &json!("7.25")),
+        "{body}"
+    );
+}

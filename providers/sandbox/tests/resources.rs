@@ -468,3 +468,19 @@ async fn reserved_tag_prefixes_are_the_mirrored_clouds() {
         .expect("listed");
     assert_eq!(listed.tags.get("n").map(String::as_str), Some("3"));
 }
+
+#[tokio::test]
+async fn a_spot_cap_is_accepted_and_recorded() {
+    let World { p, o, s, .. } = world("spotcap", "proj", "c").await;
+    let mut req = instance_req(&o, &s.subnet, &s.firewall, "proj", "c.node[5]");
+    req.attrs.insert("pricing".into(), json!("spot"));
+    req.attrs.insert("spot_max_price".into(), json!(1.25));
+    let made = p.create(&req).await.expect("a capped spot node");
+    assert_eq!(made.attrs["spot_max_price"], json!(1.25));
+    let read = read_one(&*p, &o.region, ResourceKind::Instance, &made.id).await;
+    assert_eq!(
+        read[0].attrs["spot_max_price"],
+        json!(1.25),
+        "kept in the inventory"
+    );
+}

@@ -15,72 +15,194 @@ use crate::tags::{
     TAG_PRICING,
 };
 use crate::TencentProvider;
+use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::{
-    Attrs, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, Pricing,
-    ProviderError, ResourceKind,
+    Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, Pricing,
+    ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-/// https://www.tencentcloud.com/document/api/213/33264 (CreateDisasterRecoverGroup):
-/// a HOST spread group (see [`TencentProvider`] on why not an HPC cluster).
-pub(crate) async fn create_placement_group(
-    p: &TencentProvider,
-    req: &Create<PlacementSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let PlacementSpec {
-        // Every group is a HOST spread group: Tencent has no packed one.
-        strategy: _,
-        rdma,
-    } = &req.spec;
-    if *rdma {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            "RDMA placement on Tencent Cloud needs an HPC cluster (CreateHpcCluster) and an HCC \
-             instance family, which gpuform's Tencent catalog does not offer yet",
-        ));
+#[async_trait]
+impl ComputeApi for TencentProvider {
+    /// https://www.tencentcloud.com/document/api/213/33264 (CreateDisasterRecoverGroup):
+    /// a HOST spread group (see [`TencentProvider`] on why not an HPC cluster).
+    async fn create_placement(
+        &self,
+        req: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let PlacementSpec {
+            // Every group is a HOST spread group: Tencent has no packed one.
+            strategy: _,
+            rdma,
+        } = &req.spec;
+        if *rdma {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                "RDMA placement on Tencent Cloud needs an HPC cluster (CreateHpcCluster) and an HCC \
+                 instance family, which gpuform's Tencent catalog does not offer yet",
+            ));
+        }
+        let region = req.region();
+        let tags = tag_list(&req.ownership, &[], &req.tags);
+        let body = json!({
+            "Name": resource_name(&req.ownership, 60),
+            "Type": "HOST",
+            "ClientToken": req.ownership.token,
+            "TagSpecification": [{"ResourceType": "ps", "Tags": tags}],
+        });
+        let resp = self
+            .client
+            .call(CVM, "CreateDisasterRecoverGroup", region, &body)
+            .await?;
+        let id = s(&resp, "DisasterRecoverGroupId");
+        if id.is_empty() {
+            return Err(undocumented(
+                "CreateDisasterRecoverGroup",
+                "DisasterRecoverGroupId",
+            ));
+        }
+        Ok(observed(
+            ResourceKind::Placement,
+            id,
+            region,
+            &tags_from_list(&tags),
+            Attrs::new(),
+            "available",
+        ))
     }
-    let region = req.region();
-    let tags = tag_list(&req.ownership, &[], &req.tags);
-    let body = json!({
-        "Name": resource_name(&req.ownership, 60),
-        "Type": "HOST",
-        "ClientToken": req.ownership.token,
-        "TagSpecification": [{"ResourceType": "ps", "Tags": tags}],
-    });
-    let resp = p
-        .client
-        .call(CVM, "CreateDisasterRecoverGroup", region, &body)
-        .await?;
-    let id = s(&resp, "DisasterRecoverGroupId");
-    if id.is_empty() {
-        return Err(undocumented(
-            "CreateDisasterRecoverGroup",
-            "DisasterRecoverGroupId",
-        ));
-    }
-    Ok(observed(
-        ResourceKind::Placement,
-        id,
-        region,
-        &tags_from_list(&tags),
-        Attrs::new(),
-        "available",
-    ))
-}
 
-/// https://www.tencentcloud.com/document/api/213/33266 (DeleteDisasterRecoverGroups)
-pub(crate) async fn delete_placement_group(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let body = json!({"DisasterRecoverGroupIds": [id]});
-    p.client
-        .call(CVM, "DeleteDisasterRecoverGroups", region, &body)
-        .await?;
-    Ok(())
+    /// https://www.tencentcloud.com/document/api/213/33266 (DeleteDisasterRecoverGroups)
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let body = json!({"DisasterRecoverGroupIds": [id]});
+        self.client
+            .call(CVM, "DeleteDisasterRecoverGroups", region, &body)
+            .await?;
+        Ok(())
+    }
+
+    /// https://www.tencentcloud.com/document/api/213/33237 (RunInstances), one
+    /// instance, ClientToken = the journaled token; then waits for the launch's
+    /// outcome.
+    async fn create_instance(
+        &self,
+        req: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        // Every field, named: a new one is a compile error here until it is sent.
+        let InstanceSpec {
+            instance_type,
+            image,
+            zone,
+            pricing,
+            spot_max_price,
+            root_gb,
+            // RDMA on Tencent is the HCC families in an HPC cluster, which the
+            // catalog does not offer: no Tencent node is resolved with `rdma`.
+            rdma: _,
+            user_data,
+            subnet,
+            firewall,
+            placement,
+        } = &req.spec;
+        let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+        let subnet = subnet.as_deref().ok_or_else(|| needs("a `subnet`"))?;
+        if req.ownership.token.len() > 64 || !req.ownership.token.is_ascii() {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                "the idempotency token must be at most 64 ASCII characters (RunInstances ClientToken)",
+            ));
+        }
+        let image_id = images::image_id(self, region, image).await?;
+        let vpc = vpc_of_subnet(self, region, subnet).await?;
+
+        let mut extra: Vec<(&str, &str)> = vec![
+            (TAG_KIND, ResourceKind::Instance.as_str()),
+            (TAG_PRICING, pricing.as_str()),
+        ];
+        if !images::is_raw_id(image) {
+            extra.push((TAG_IMAGE, image));
+        }
+        let tags = tag_list(&req.ownership, &extra, &req.tags);
+        let mut body = json!({
+            "Placement": {"Zone": zone},
+            "InstanceType": instance_type,
+            "ImageId": image_id,
+            "InstanceCount": 1,
+            "InstanceName": resource_name(&req.ownership, 60),
+            "VirtualPrivateCloud": {"VpcId": vpc, "SubnetId": subnet},
+            "ClientToken": req.ownership.token,
+            "TagSpecification": [{"ResourceType": "instance", "Tags": tags}],
+        });
+        charge(&mut body, *pricing, *spot_max_price);
+        if let Some(gb) = root_gb {
+            body["SystemDisk"] = json!({"DiskSize": gb});
+        }
+        if let Some(sg) = firewall {
+            body["SecurityGroupIds"] = json!([sg]);
+        }
+        if let Some(ps) = placement {
+            body["DisasterRecoverGroupIds"] = json!([ps]);
+        }
+        if let Some(u) = user_data.as_deref().filter(|u| !u.is_empty()) {
+            // UserData: base64 of the script, at most 16 KB once encoded.
+            body["UserData"] =
+                json!(base64::engine::general_purpose::STANDARD.encode(u.as_bytes()));
+        }
+        let resp = self
+            .client
+            .call(CVM, "RunInstances", region, &body)
+            .await
+            .map_err(reference_gone_is_invalid)?;
+        let id = first_id(&resp, "RunInstances", "InstanceIdSet")?;
+        match wait_launched(self, region, &id).await? {
+            Some(v) if s(&v, "InstanceState") == "LAUNCH_FAILED" => {
+                // A failed launch is no node: release it (it keeps its subnet
+                // and group while it exists) and let the engine fail over to
+                // another zone, as for a create refused for capacity.
+                let why = Some(s(&v, "LatestOperationErrorMsg"))
+                    .filter(|m| !m.is_empty())
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                terminate_instance(self, region, &id).await?;
+                Err(ProviderError::new(
+                    ErrorKind::Capacity,
+                    format!(
+                        "RunInstances: instance {id} ({instance_type} in {zone}) ended LAUNCH_FAILED{why}; it was released\n  hint: the launch failed in this zone; another zone may take it"
+                    ),
+                )
+                .with_code("LAUNCH_FAILED"))
+            }
+            Some(v) => Ok(refresh::observe(&refresh::INSTANCE, &v, region)),
+            None => {
+                // Not visible yet (creation is asynchronous): report what was asked.
+                let mut attrs = Attrs::new();
+                attrs.insert("instance_type".into(), json!(instance_type));
+                attrs.insert("zone".into(), json!(zone));
+                attrs.insert("image".into(), json!(image));
+                attrs.insert("pricing".into(), json!(pricing.as_str()));
+                if let Some(gb) = root_gb {
+                    attrs.insert("root_gb".into(), json!(gb));
+                }
+                let all = tags_from_list(&tag_list(&req.ownership, &extra, &req.tags));
+                Ok(observed(
+                    ResourceKind::Instance,
+                    &id,
+                    region,
+                    &all,
+                    attrs,
+                    "pending",
+                ))
+            }
+        }
+    }
+
+    /// See [`terminate_instance`] (also used to clean up a failed launch).
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        terminate_instance(self, &scope.region, id).await
+    }
 }
 
 fn needs(what: &str) -> ProviderError {
@@ -90,18 +212,21 @@ fn needs(what: &str) -> ProviderError {
     )
 }
 
-/// The RunInstances fields of a pricing model: pay-as-you-go, spot, or a
-/// prepaid period of 12 or 36 months.
-fn charge(body: &mut Value, pricing: Pricing) {
+/// The RunInstances fields of a pricing model: pay-as-you-go, spot (capped
+/// at `spot_max_price`, CNY per hour, when given), or a prepaid period of 12
+/// or 36 months.
+fn charge(body: &mut Value, pricing: Pricing, spot_max_price: Option<f64>) {
     match pricing {
         Pricing::OnDemand => body["InstanceChargeType"] = json!("POSTPAID_BY_HOUR"),
         Pricing::Spot => {
             body["InstanceChargeType"] = json!("SPOTPAID");
-            // MaxPrice is required; a spot price never exceeds the on-demand
-            // price, so a high cap means "never outbid", as AWS's default.
+            // MaxPrice is required; without the user's cap, a high one: a
+            // spot price never exceeds the on-demand price, so it means
+            // "never outbid", as AWS's default.
+            let max = spot_max_price.map_or_else(|| "1000".to_string(), |cny| cny.to_string());
             body["InstanceMarketOptions"] = json!({
                 "MarketType": "spot",
-                "SpotOptions": {"MaxPrice": "1000", "SpotInstanceType": "one-time"},
+                "SpotOptions": {"MaxPrice": max, "SpotInstanceType": "one-time"},
             });
         }
         Pricing::Reserved1y | Pricing::Reserved3y => {
@@ -110,120 +235,6 @@ fn charge(body: &mut Value, pricing: Pricing) {
                 "Period": pricing.commitment_months(),
                 "RenewFlag": "NOTIFY_AND_MANUAL_RENEW",
             });
-        }
-    }
-}
-
-/// https://www.tencentcloud.com/document/api/213/33237 (RunInstances), one
-/// instance, ClientToken = the journaled token; then waits for the launch's
-/// outcome.
-pub(crate) async fn run_instance(
-    p: &TencentProvider,
-    req: &Create<InstanceSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let region = req.region();
-    // Every field, named: a new one is a compile error here until it is sent.
-    let InstanceSpec {
-        instance_type,
-        image,
-        zone,
-        pricing,
-        root_gb,
-        // RDMA on Tencent is the HCC families in an HPC cluster, which the
-        // catalog does not offer: no Tencent node is resolved with `rdma`.
-        rdma: _,
-        user_data,
-        subnet,
-        firewall,
-        placement,
-    } = &req.spec;
-    let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
-    let subnet = subnet.as_deref().ok_or_else(|| needs("a `subnet`"))?;
-    if req.ownership.token.len() > 64 || !req.ownership.token.is_ascii() {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            "the idempotency token must be at most 64 ASCII characters (RunInstances ClientToken)",
-        ));
-    }
-    let image_id = images::image_id(p, region, image).await?;
-    let vpc = vpc_of_subnet(p, region, subnet).await?;
-
-    let mut extra: Vec<(&str, &str)> = vec![
-        (TAG_KIND, ResourceKind::Instance.as_str()),
-        (TAG_PRICING, pricing.as_str()),
-    ];
-    if !images::is_raw_id(image) {
-        extra.push((TAG_IMAGE, image));
-    }
-    let tags = tag_list(&req.ownership, &extra, &req.tags);
-    let mut body = json!({
-        "Placement": {"Zone": zone},
-        "InstanceType": instance_type,
-        "ImageId": image_id,
-        "InstanceCount": 1,
-        "InstanceName": resource_name(&req.ownership, 60),
-        "VirtualPrivateCloud": {"VpcId": vpc, "SubnetId": subnet},
-        "ClientToken": req.ownership.token,
-        "TagSpecification": [{"ResourceType": "instance", "Tags": tags}],
-    });
-    charge(&mut body, *pricing);
-    if let Some(gb) = root_gb {
-        body["SystemDisk"] = json!({"DiskSize": gb});
-    }
-    if let Some(sg) = firewall {
-        body["SecurityGroupIds"] = json!([sg]);
-    }
-    if let Some(ps) = placement {
-        body["DisasterRecoverGroupIds"] = json!([ps]);
-    }
-    if let Some(u) = user_data.as_deref().filter(|u| !u.is_empty()) {
-        // UserData: base64 of the script, at most 16 KB once encoded.
-        body["UserData"] = json!(base64::engine::general_purpose::STANDARD.encode(u.as_bytes()));
-    }
-    let resp = p
-        .client
-        .call(CVM, "RunInstances", region, &body)
-        .await
-        .map_err(reference_gone_is_invalid)?;
-    let id = first_id(&resp, "RunInstances", "InstanceIdSet")?;
-    match wait_launched(p, region, &id).await? {
-        Some(v) if s(&v, "InstanceState") == "LAUNCH_FAILED" => {
-            // A failed launch is no node: release it (it keeps its subnet
-            // and group while it exists) and let the engine fail over to
-            // another zone, as for a create refused for capacity.
-            let why = Some(s(&v, "LatestOperationErrorMsg"))
-                .filter(|m| !m.is_empty())
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default();
-            terminate_instance(p, region, &id).await?;
-            Err(ProviderError::new(
-                ErrorKind::Capacity,
-                format!(
-                    "RunInstances: instance {id} ({instance_type} in {zone}) ended LAUNCH_FAILED{why}; it was released\n  hint: the launch failed in this zone; another zone may take it"
-                ),
-            )
-            .with_code("LAUNCH_FAILED"))
-        }
-        Some(v) => Ok(refresh::observe(&refresh::INSTANCE, &v, region)),
-        None => {
-            // Not visible yet (creation is asynchronous): report what was asked.
-            let mut attrs = Attrs::new();
-            attrs.insert("instance_type".into(), json!(instance_type));
-            attrs.insert("zone".into(), json!(zone));
-            attrs.insert("image".into(), json!(image));
-            attrs.insert("pricing".into(), json!(pricing.as_str()));
-            if let Some(gb) = root_gb {
-                attrs.insert("root_gb".into(), json!(gb));
-            }
-            let all = tags_from_list(&tag_list(&req.ownership, &extra, &req.tags));
-            Ok(observed(
-                ResourceKind::Instance,
-                &id,
-                region,
-                &all,
-                attrs,
-                "pending",
-            ))
         }
     }
 }

@@ -11,10 +11,12 @@
 //! | `volume` | cbs:CreateDisks + AttachDisks | `storage` |
 //! | `bucket` | not supported (COS is not one of these APIs): an `invalid` error | |
 //!
-//! This file is wiring only: the provider, its constructor and the
-//! [`CloudDriver`] whose methods delegate to the modules. `client` signs and
-//! pages calls, `errors` maps Tencent's codes, `tags` writes and reads tags,
-//! `refresh` reads and lists, `images` resolves image names.
+//! This file is wiring only: the provider, its constructor and its
+//! [`CloudDriver`] identity. Each part of the driver is implemented in the
+//! module of its kind: `network` (`NetworkApi`), `compute` (`ComputeApi`),
+//! `storage` (`StorageApi`), `refresh` (`RefreshApi`: reads and lists),
+//! `tags` (`TagApi`: writes and reads tags); `client` signs and pages
+//! calls, `errors` maps Tencent's codes, `images` resolves image names.
 //!
 //! Credentials: `TENCENTCLOUD_SECRET_ID`, `TENCENTCLOUD_SECRET_KEY` and optional
 //! `TENCENTCLOUD_SESSION_TOKEN` (the variables tccli uses). Endpoint override:
@@ -30,14 +32,9 @@ mod refresh;
 mod storage;
 pub mod tags;
 
-use async_trait::async_trait;
 use client::{parse_endpoint, Client, SessionToken};
 use gpuform_provider::provider::RateLimit;
-use gpuform_provider::{
-    Attachment, Cloud, CloudDriver, Create, ErrorKind, FirewallSpec, IngressRule, InstanceSpec,
-    NetworkSpec, ObservedResource, PlacementSpec, ProviderError, ResourceKind, Scope, SubnetSpec,
-    UserTags, VolumeSpec,
-};
+use gpuform_provider::{Cloud, CloudDriver, ErrorKind, ProviderError, ResourceKind};
 use gpuform_signing::Credentials;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -132,18 +129,6 @@ impl TencentProvider {
     }
 }
 
-#[async_trait]
-impl gpuform_provider::InventoryApi for TencentProvider {
-    fn inventory_cloud(&self) -> Cloud {
-        Cloud::Tencent
-    }
-
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
-        refresh::inventory(self, &scope.region).await
-    }
-}
-
-#[async_trait]
 impl CloudDriver for TencentProvider {
     fn cloud(&self) -> Cloud {
         Cloud::Tencent
@@ -159,135 +144,5 @@ impl CloudDriver for TencentProvider {
 
     fn kinds(&self) -> &'static [ResourceKind] {
         refresh::KINDS
-    }
-
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        tags::check_user_tag(key, value)
-    }
-
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_vpc(self, req).await
-    }
-
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_subnet(self, req).await
-    }
-
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        network::create_security_group(self, req).await
-    }
-
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        compute::create_placement_group(self, req).await
-    }
-
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        compute::run_instance(self, req).await
-    }
-
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        storage::create_disk(self, req).await
-    }
-
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        refresh::read(self, &scope.region, kind, ids).await
-    }
-
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        refresh::list_owned(self, &scope.region, project).await
-    }
-
-    async fn update_tags(
-        &self,
-        _scope: &Scope,
-        current: &ObservedResource,
-        _want: &UserTags,
-    ) -> Result<(), ProviderError> {
-        Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!(
-                "{} {}: changing tags in place is not supported by the Tencent Cloud provider yet \
-                 (it needs the Tag API with the account's UIN); tags are set at creation",
-                current.kind, current.id
-            ),
-        ))
-    }
-
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
-        network::replace_policies(self, &scope.region, &current.id, want).await
-    }
-
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<(), ProviderError> {
-        storage::resize_disk(self, &scope.region, current, size_gb).await
-    }
-
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<(), ProviderError> {
-        storage::set_attachment(self, &scope.region, current, to.instance()).await
-    }
-
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_vpc(self, &scope.region, id).await
-    }
-
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_subnet(self, &scope.region, id).await
-    }
-
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        network::delete_security_group(self, &scope.region, id).await
-    }
-
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        compute::delete_placement_group(self, &scope.region, id).await
-    }
-
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        compute::terminate_instance(self, &scope.region, id).await
-    }
-
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
-        storage::delete_disk(self, &scope.region, id).await
     }
 }

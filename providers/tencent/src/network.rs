@@ -10,9 +10,10 @@ use crate::errors::{ok_if_gone, undocumented};
 use crate::refresh::{self, Listing};
 use crate::tags::{resource_name, tag_filter, tag_list};
 use crate::TencentProvider;
+use async_trait::async_trait;
 use gpuform_provider::{
-    Create, ErrorKind, FirewallSpec, IngressRule, NetworkSpec, ObservedIngress, ObservedResource,
-    OwnershipTags, Protocol, ProviderError, SubnetSpec,
+    Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
+    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
 };
 use serde_json::{json, Map, Value};
 
@@ -58,51 +59,142 @@ async fn create_once(
     documented_object(&resp, action, object, l.id_key).map(Made::New)
 }
 
-/// https://www.tencentcloud.com/document/api/215/15774 (CreateVpc)
-pub(crate) async fn create_vpc(
-    p: &TencentProvider,
-    req: &Create<NetworkSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let body = json!({
-        "VpcName": resource_name(&req.ownership, 60),
-        "CidrBlock": req.spec.cidr,
-        "Tags": tag_list(&req.ownership, &[], &req.tags),
-    });
-    let (l, region) = (&refresh::NETWORK, req.region());
-    let made = create_once(
-        p,
-        l,
-        region,
-        &req.ownership.token,
-        ("CreateVpc", "Vpc"),
-        body,
-    )
-    .await?;
-    Ok(refresh::observe(l, &made.into_value(), region))
-}
-
-/// https://www.tencentcloud.com/document/api/215/15782 (CreateSubnet)
-pub(crate) async fn create_subnet(
-    p: &TencentProvider,
-    req: &Create<SubnetSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let vpc = &req.spec.network;
-    let body = json!({
-        "VpcId": vpc,
-        "SubnetName": resource_name(&req.ownership, 60),
-        "CidrBlock": req.spec.cidr,
-        "Zone": req.spec.zone,
-        "Tags": tag_list(&req.ownership, &[], &req.tags),
-    });
-    let (l, region) = (&refresh::SUBNET, req.region());
-    let token = &req.ownership.token;
-    let subnet = create_once(p, l, region, token, ("CreateSubnet", "Subnet"), body)
-        .await?
-        .into_value();
-    if let Ok(mut m) = p.subnet_vpc.lock() {
-        m.insert(s(&subnet, "SubnetId").to_string(), vpc.clone());
+#[async_trait]
+impl NetworkApi for TencentProvider {
+    /// https://www.tencentcloud.com/document/api/215/15774 (CreateVpc)
+    async fn create_network(
+        &self,
+        req: &Create<NetworkSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let body = json!({
+            "VpcName": resource_name(&req.ownership, 60),
+            "CidrBlock": req.spec.cidr,
+            "Tags": tag_list(&req.ownership, &[], &req.tags),
+        });
+        let (l, region) = (&refresh::NETWORK, req.region());
+        let made = create_once(
+            self,
+            l,
+            region,
+            &req.ownership.token,
+            ("CreateVpc", "Vpc"),
+            body,
+        )
+        .await?;
+        Ok(refresh::observe(l, &made.into_value(), region))
     }
-    Ok(refresh::observe(l, &subnet, region))
+
+    /// https://www.tencentcloud.com/document/api/215/15782 (CreateSubnet)
+    async fn create_subnet(
+        &self,
+        req: &Create<SubnetSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let vpc = &req.spec.network;
+        let body = json!({
+            "VpcId": vpc,
+            "SubnetName": resource_name(&req.ownership, 60),
+            "CidrBlock": req.spec.cidr,
+            "Zone": req.spec.zone,
+            "Tags": tag_list(&req.ownership, &[], &req.tags),
+        });
+        let (l, region) = (&refresh::SUBNET, req.region());
+        let token = &req.ownership.token;
+        let subnet = create_once(self, l, region, token, ("CreateSubnet", "Subnet"), body)
+            .await?
+            .into_value();
+        if let Ok(mut m) = self.subnet_vpc.lock() {
+            m.insert(s(&subnet, "SubnetId").to_string(), vpc.clone());
+        }
+        Ok(refresh::observe(l, &subnet, region))
+    }
+
+    /// https://www.tencentcloud.com/document/api/215/15806 (CreateSecurityGroup),
+    /// then its rules with CreateSecurityGroupPolicies (215/15807), one direction
+    /// per call.
+    async fn create_firewall(
+        &self,
+        req: &Create<FirewallSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let body = json!({
+            "GroupName": resource_name(&req.ownership, 60),
+            "GroupDescription": format!("gpuform {}", req.ownership.address),
+            "Tags": tag_list(&req.ownership, &[], &req.tags),
+        });
+        let (l, region) = (&refresh::FIREWALL, req.region());
+        let token = &req.ownership.token;
+        let action = ("CreateSecurityGroup", "SecurityGroup");
+        let FirewallSpec {
+            // Tencent security groups belong to the region, not to a VPC
+            // (CreateSecurityGroup takes none).
+            network: _,
+            ingress: rules,
+        } = &req.spec;
+        let sg = match create_once(self, l, region, token, action, body).await? {
+            Made::Found(v) => {
+                // The group exists; its rules may not (the answer to an earlier
+                // call was lost): set them whole, which is idempotent.
+                replace_policies(self, region, s(&v, "SecurityGroupId"), rules).await?;
+                v
+            }
+            Made::New(v) => {
+                let id = s(&v, "SecurityGroupId");
+                for set in [
+                    json!({"Ingress": ingress_policies(id, rules)}),
+                    json!({"Egress": egress_policies()}),
+                ] {
+                    let body = json!({"SecurityGroupId": id, "SecurityGroupPolicySet": set});
+                    self.client
+                        .call(VPC, "CreateSecurityGroupPolicies", region, &body)
+                        .await?;
+                }
+                v
+            }
+        };
+        let mut observed = refresh::observe(l, &sg, region);
+        let id = observed.id.clone();
+        observed
+            .attrs
+            .insert("ingress".into(), written_ingress(&id, rules));
+        Ok(observed)
+    }
+
+    /// https://www.tencentcloud.com/document/api/215/15775 (DeleteVpc)
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        self.client
+            .call(VPC, "DeleteVpc", region, &json!({"VpcId": id}))
+            .await?;
+        Ok(())
+    }
+
+    /// https://www.tencentcloud.com/document/api/215/15783 (DeleteSubnet)
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        delete_network_member(self, region, ("DeleteSubnet", "SubnetId"), "subnet-id", id).await
+    }
+
+    /// https://www.tencentcloud.com/document/api/215/15803 (DeleteSecurityGroup)
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        delete_network_member(
+            self,
+            region,
+            ("DeleteSecurityGroup", "SecurityGroupId"),
+            "security-group-id",
+            id,
+        )
+        .await
+    }
+
+    /// See [`replace_policies`]: the group's rules become exactly `want`.
+    async fn update_ingress(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &[IngressRule],
+    ) -> Result<(), ProviderError> {
+        replace_policies(self, &scope.region, &current.id, want).await
+    }
 }
 
 /// The VPC of a subnet (RunInstances needs both), cached: a subnet never moves.
@@ -133,56 +225,6 @@ pub(crate) async fn vpc_of_subnet(
         m.insert(subnet.to_string(), vpc.clone());
     }
     Ok(vpc)
-}
-
-/// https://www.tencentcloud.com/document/api/215/15806 (CreateSecurityGroup),
-/// then its rules with CreateSecurityGroupPolicies (215/15807), one direction
-/// per call.
-pub(crate) async fn create_security_group(
-    p: &TencentProvider,
-    req: &Create<FirewallSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let body = json!({
-        "GroupName": resource_name(&req.ownership, 60),
-        "GroupDescription": format!("gpuform {}", req.ownership.address),
-        "Tags": tag_list(&req.ownership, &[], &req.tags),
-    });
-    let (l, region) = (&refresh::FIREWALL, req.region());
-    let token = &req.ownership.token;
-    let action = ("CreateSecurityGroup", "SecurityGroup");
-    let FirewallSpec {
-        // Tencent security groups belong to the region, not to a VPC
-        // (CreateSecurityGroup takes none).
-        network: _,
-        ingress: rules,
-    } = &req.spec;
-    let sg = match create_once(p, l, region, token, action, body).await? {
-        Made::Found(v) => {
-            // The group exists; its rules may not (the answer to an earlier
-            // call was lost): set them whole, which is idempotent.
-            replace_policies(p, region, s(&v, "SecurityGroupId"), rules).await?;
-            v
-        }
-        Made::New(v) => {
-            let id = s(&v, "SecurityGroupId");
-            for set in [
-                json!({"Ingress": ingress_policies(id, rules)}),
-                json!({"Egress": egress_policies()}),
-            ] {
-                let body = json!({"SecurityGroupId": id, "SecurityGroupPolicySet": set});
-                p.client
-                    .call(VPC, "CreateSecurityGroupPolicies", region, &body)
-                    .await?;
-            }
-            v
-        }
-    };
-    let mut observed = refresh::observe(l, &sg, region);
-    let id = observed.id.clone();
-    observed
-        .attrs
-        .insert("ingress".into(), written_ingress(&id, rules));
-    Ok(observed)
 }
 
 /// https://www.tencentcloud.com/document/api/215/15810 (ModifySecurityGroupPolicies):
@@ -332,43 +374,6 @@ fn egress_policies() -> Vec<Value> {
     vec![
         json!({"Protocol": "ALL", "CidrBlock": "0.0.0.0/0", "Action": "ACCEPT", "PolicyDescription": "gpuform: all egress"}),
     ]
-}
-
-/// https://www.tencentcloud.com/document/api/215/15775 (DeleteVpc)
-pub(crate) async fn delete_vpc(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    p.client
-        .call(VPC, "DeleteVpc", region, &json!({"VpcId": id}))
-        .await?;
-    Ok(())
-}
-
-/// https://www.tencentcloud.com/document/api/215/15783 (DeleteSubnet)
-pub(crate) async fn delete_subnet(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    delete_network_member(p, region, ("DeleteSubnet", "SubnetId"), "subnet-id", id).await
-}
-
-/// https://www.tencentcloud.com/document/api/215/15803 (DeleteSecurityGroup)
-pub(crate) async fn delete_security_group(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    delete_network_member(
-        p,
-        region,
-        ("DeleteSecurityGroup", "SecurityGroupId"),
-        "security-group-id",
-        id,
-    )
-    .await
 }
 
 /// DeleteSubnet or DeleteSecurityGroup; on ResourceInUse, gpuform's

@@ -13,8 +13,9 @@ use crate::tags::{
     ownership_of, tag_filter, tags_of, user_tags_value, TAG_IMAGE, TAG_KIND, TAG_PRICING,
 };
 use crate::TencentProvider;
+use async_trait::async_trait;
 use gpuform_provider::{
-    Attrs, ObservedResource, OwnershipTags, Pricing, ProviderError, ResourceKind,
+    Attrs, ObservedResource, OwnershipTags, Pricing, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
 
@@ -153,59 +154,64 @@ pub(crate) async fn describe_one(
     Ok(found.into_iter().next())
 }
 
-/// The given resources of one kind; gone ones (and items that are not
-/// resources of the kind) are left out.
-pub(crate) async fn read(
-    p: &TencentProvider,
-    region: &str,
-    kind: ResourceKind,
-    ids: &[String],
-) -> Result<Vec<ObservedResource>, ProviderError> {
-    let Some(l) = listing_of(kind) else {
-        return Ok(Vec::new());
-    };
-    let found = p
-        .client
-        .describe_ids(l.api, l.action, region, l.keys(), ids, l.ids_per_call)
-        .await?;
-    observe_all(p, l, found.iter().filter(|v| counts(l, v)), region).await
-}
-
-/// Everything of `project` in `region`: one paginated call per kind
-/// (Limit 100) filtered by `tag:gpuform:project`.
-pub(crate) async fn list_owned(
-    p: &TencentProvider,
-    region: &str,
-    project: &str,
-) -> Result<Vec<ObservedResource>, ProviderError> {
-    let mut out = Vec::new();
-    for l in LISTINGS {
-        let mut ours = Vec::new();
-        let mut filters = Vec::new();
-        if l.tag_filter {
-            filters.push(tag_filter(OwnershipTags::PROJECT, project));
-        }
-        if let Some((name, value)) = l.extra_filter {
-            filters.push(json!({"Name": name, "Values": [value]}));
-        }
-        let mut body = Map::new();
-        if !filters.is_empty() {
-            body.insert("Filters".into(), Value::Array(filters));
-        }
-        for v in p
+#[async_trait]
+impl RefreshApi for TencentProvider {
+    /// The given resources of one kind; gone ones (and items that are not
+    /// resources of the kind) are left out.
+    async fn read(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let region = scope.region.as_str();
+        let Some(l) = listing_of(kind) else {
+            return Ok(Vec::new());
+        };
+        let found = self
             .client
-            .describe_all(l.api, l.action, region, body, l.set_key)
-            .await?
-        {
-            let tagged = l.tag_filter
-                || tags_of(&v).get(OwnershipTags::PROJECT).map(String::as_str) == Some(project);
-            if tagged && counts(l, &v) {
-                ours.push(v);
-            }
-        }
-        out.extend(observe_all(p, l, ours.iter(), region).await?);
+            .describe_ids(l.api, l.action, region, l.keys(), ids, l.ids_per_call)
+            .await?;
+        observe_all(self, l, found.iter().filter(|v| counts(l, v)), region).await
     }
-    Ok(out)
+
+    /// Everything of `project` in `region`: one paginated call per kind
+    /// (Limit 100) filtered by `tag:gpuform:project`.
+    async fn list_owned(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let region = scope.region.as_str();
+        let mut out = Vec::new();
+        for l in LISTINGS {
+            let mut ours = Vec::new();
+            let mut filters = Vec::new();
+            if l.tag_filter {
+                filters.push(tag_filter(OwnershipTags::PROJECT, project));
+            }
+            if let Some((name, value)) = l.extra_filter {
+                filters.push(json!({"Name": name, "Values": [value]}));
+            }
+            let mut body = Map::new();
+            if !filters.is_empty() {
+                body.insert("Filters".into(), Value::Array(filters));
+            }
+            for v in self
+                .client
+                .describe_all(l.api, l.action, region, body, l.set_key)
+                .await?
+            {
+                let tagged = l.tag_filter
+                    || tags_of(&v).get(OwnershipTags::PROJECT).map(String::as_str) == Some(project);
+                if tagged && counts(l, &v) {
+                    ours.push(v);
+                }
+            }
+            out.extend(observe_all(self, l, ours.iter(), region).await?);
+        }
+        Ok(out)
+    }
 }
 
 /// [`observe`] of each item; a security group also gets its rules read
@@ -442,4 +448,19 @@ pub(crate) async fn inventory(
         out.volumes.push(row);
     }
     Ok(out)
+}
+
+/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
+#[async_trait]
+impl gpuform_provider::InventoryApi for TencentProvider {
+    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
+        gpuform_provider::Cloud::Tencent
+    }
+
+    async fn inventory(
+        &self,
+        scope: &gpuform_provider::Scope,
+    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
+        inventory(self, &scope.region).await
+    }
 }

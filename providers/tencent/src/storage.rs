@@ -9,8 +9,10 @@ use crate::errors::reference_gone_is_invalid;
 use crate::refresh;
 use crate::tags::{resource_name, tag_list, TAG_KIND};
 use crate::TencentProvider;
+use async_trait::async_trait;
 use gpuform_provider::{
-    Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, VolumeSpec,
+    Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
+    StorageApi, VolumeSpec,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -48,52 +50,128 @@ fn needs(what: &str) -> ProviderError {
     )
 }
 
-/// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks), then
-/// AttachDisks to its instance.
-pub(crate) async fn create_disk(
-    p: &TencentProvider,
-    req: &Create<VolumeSpec>,
-) -> Result<ObservedResource, ProviderError> {
-    let region = req.region();
-    // Every field, named: a new one is a compile error here until it is sent.
-    let VolumeSpec {
-        size_gb,
-        zone,
-        volume_type,
-        instance,
-    } = &req.spec;
-    let instance = instance.as_deref().ok_or_else(|| needs("an `instance`"))?;
-    let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
-    let tags = tag_list(
-        &req.ownership,
-        &[(TAG_KIND, ResourceKind::Volume.as_str())],
-        &req.tags,
-    );
-    let body = json!({
-        "Placement": {"Zone": zone},
-        "DiskChargeType": "POSTPAID_BY_HOUR",
-        "DiskType": volume_type_to_api(volume_type.as_deref().unwrap_or("ssd")),
-        "DiskSize": size_gb,
-        "DiskCount": 1,
-        "DiskName": resource_name(&req.ownership, 60),
-        "ClientToken": req.ownership.token,
-        "Tags": tags,
-    });
-    let resp = p.client.call(CBS, "CreateDisks", region, &body).await?;
-    let id = first_id(&resp, "CreateDisks", "DiskIdSet")?;
-    let disk = wait_disk(p, region, &id, "it exists", |d| {
-        d.is_some_and(|d| matches!(s(d, "DiskState"), "UNATTACHED" | "ATTACHED" | "ATTACHING"))
-    })
-    .await?;
-    if disk.as_ref().is_none_or(|d| s(d, "InstanceId") != instance) {
-        attach_disk(p, region, &id, instance).await?;
+#[async_trait]
+impl StorageApi for TencentProvider {
+    /// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks), then
+    /// AttachDisks to its instance.
+    async fn create_volume(
+        &self,
+        req: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        let region = req.region();
+        // Every field, named: a new one is a compile error here until it is sent.
+        let VolumeSpec {
+            size_gb,
+            zone,
+            volume_type,
+            instance,
+        } = &req.spec;
+        let instance = instance.as_deref().ok_or_else(|| needs("an `instance`"))?;
+        let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+        let tags = tag_list(
+            &req.ownership,
+            &[(TAG_KIND, ResourceKind::Volume.as_str())],
+            &req.tags,
+        );
+        let body = json!({
+            "Placement": {"Zone": zone},
+            "DiskChargeType": "POSTPAID_BY_HOUR",
+            "DiskType": volume_type_to_api(volume_type.as_deref().unwrap_or("ssd")),
+            "DiskSize": size_gb,
+            "DiskCount": 1,
+            "DiskName": resource_name(&req.ownership, 60),
+            "ClientToken": req.ownership.token,
+            "Tags": tags,
+        });
+        let resp = self.client.call(CBS, "CreateDisks", region, &body).await?;
+        let id = first_id(&resp, "CreateDisks", "DiskIdSet")?;
+        let disk = wait_disk(self, region, &id, "it exists", |d| {
+            d.is_some_and(|d| matches!(s(d, "DiskState"), "UNATTACHED" | "ATTACHED" | "ATTACHING"))
+        })
+        .await?;
+        if disk.as_ref().is_none_or(|d| s(d, "InstanceId") != instance) {
+            attach_disk(self, region, &id, instance).await?;
+        }
+        match wait_attached(self, region, &id).await? {
+            Some(d) => Ok(refresh::observe(&refresh::VOLUME, &d, region)),
+            None => Err(ProviderError::new(
+                ErrorKind::Transient,
+                format!("disk {id} vanished"),
+            )),
+        }
     }
-    match wait_attached(p, region, &id).await? {
-        Some(d) => Ok(refresh::observe(&refresh::VOLUME, &d, region)),
-        None => Err(ProviderError::new(
-            ErrorKind::Transient,
-            format!("disk {id} vanished"),
-        )),
+
+    /// Attaches the disk to `want` (detaching it from any other instance
+    /// first), or detaches it, then waits for the documented end state.
+    /// `current` is the disk as just read: its `attached_to` and status.
+    async fn attach_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        to: &Attachment,
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let want = to.instance();
+        let id = &current.id;
+        let now = current.attrs.get("attached_to").and_then(Value::as_str);
+        if now == want {
+            return Ok(());
+        }
+        let state = current.status.to_ascii_uppercase();
+        detach_disk(self, region, id, &state, now).await?;
+        if let Some(instance) = want {
+            attach_disk(self, region, id, instance).await?;
+            wait_attached(self, region, id).await?;
+        }
+        Ok(())
+    }
+
+    /// https://www.tencentcloud.com/document/api/362/16320 (ResizeDisk): cloud
+    /// disks only grow.
+    async fn resize_volume(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        size_gb: u32,
+    ) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let id = &current.id;
+        let now = current
+            .attrs
+            .get("size_gb")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let size = u64::from(size_gb);
+        if size < now {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "disk {id}: cloud disks only grow ({now} GB → {size} GB); replace it to shrink"
+                ),
+            ));
+        }
+        if size > now {
+            let body = json!({"DiskId": id, "DiskSize": size});
+            self.client.call(CBS, "ResizeDisk", region, &body).await?;
+        }
+        Ok(())
+    }
+
+    /// Detaches the disk, then https://www.tencentcloud.com/document/api/362/16321
+    /// (TerminateDisks). Gone already: done.
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        let region = scope.region.as_str();
+        let Some(disk) = refresh::describe_one(self, &refresh::VOLUME, region, id).await? else {
+            return Ok(());
+        };
+        let instance = Some(s(&disk, "InstanceId")).filter(|i| !i.is_empty());
+        if !detach_disk(self, region, id, s(&disk, "DiskState"), instance).await? {
+            return Ok(());
+        }
+        self.client
+            .call(CBS, "TerminateDisks", region, &json!({"DiskIds": [id]}))
+            .await?;
+        Ok(())
     }
 }
 
@@ -153,29 +231,6 @@ async fn attach_disk(
     }
 }
 
-/// Attaches the disk to `want` (detaching it from any other instance
-/// first), or detaches it, then waits for the documented end state.
-/// `current` is the disk as just read: its `attached_to` and status.
-pub(crate) async fn set_attachment(
-    p: &TencentProvider,
-    region: &str,
-    current: &ObservedResource,
-    want: Option<&str>,
-) -> Result<(), ProviderError> {
-    let id = &current.id;
-    let now = current.attrs.get("attached_to").and_then(Value::as_str);
-    if now == want {
-        return Ok(());
-    }
-    let state = current.status.to_ascii_uppercase();
-    detach_disk(p, region, id, &state, now).await?;
-    if let Some(instance) = want {
-        attach_disk(p, region, id, instance).await?;
-        wait_attached(p, region, id).await?;
-    }
-    Ok(())
-}
-
 /// DetachDisks when attached (`state` is its DiskState, `instance` the
 /// instance it is on), then waits for UNATTACHED (or gone).
 /// Ok(false): the disk is gone.
@@ -206,56 +261,6 @@ async fn detach_disk(
     })
     .await?;
     Ok(d.is_some())
-}
-
-/// https://www.tencentcloud.com/document/api/362/16320 (ResizeDisk): cloud
-/// disks only grow.
-pub(crate) async fn resize_disk(
-    p: &TencentProvider,
-    region: &str,
-    current: &ObservedResource,
-    size_gb: u32,
-) -> Result<(), ProviderError> {
-    let id = &current.id;
-    let now = current
-        .attrs
-        .get("size_gb")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let size = u64::from(size_gb);
-    if size < now {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!(
-                "disk {id}: cloud disks only grow ({now} GB → {size} GB); replace it to shrink"
-            ),
-        ));
-    }
-    if size > now {
-        let body = json!({"DiskId": id, "DiskSize": size});
-        p.client.call(CBS, "ResizeDisk", region, &body).await?;
-    }
-    Ok(())
-}
-
-/// Detaches the disk, then https://www.tencentcloud.com/document/api/362/16321
-/// (TerminateDisks). Gone already: done.
-pub(crate) async fn delete_disk(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
-    let Some(disk) = refresh::describe_one(p, &refresh::VOLUME, region, id).await? else {
-        return Ok(());
-    };
-    let instance = Some(s(&disk, "InstanceId")).filter(|i| !i.is_empty());
-    if !detach_disk(p, region, id, s(&disk, "DiskState"), instance).await? {
-        return Ok(());
-    }
-    p.client
-        .call(CBS, "TerminateDisks", region, &json!({"DiskIds": [id]}))
-        .await?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -10,9 +10,13 @@
 //! are reserved. CreateVpc and the other creating calls refuse a tag that
 //! breaks them, so `gpuform validate` checks them first.
 
+use crate::TencentProvider;
+use async_trait::async_trait;
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::tags::reserved_prefixes;
-use gpuform_provider::{Cloud, OwnershipTags, UserTags};
+use gpuform_provider::{
+    Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope, TagApi, UserTags,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -101,6 +105,29 @@ pub fn check(key: &str, value: &str) -> Result<(), TagProblem> {
 /// [`check`] as the provider's `check_tag`: the message and its hint.
 pub(crate) fn check_user_tag(key: &str, value: &str) -> Result<(), String> {
     check(key, value).map_err(|p| format!("{}\n  hint: {}", p.message, p.hint))
+}
+
+#[async_trait]
+impl TagApi for TencentProvider {
+    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+        check_user_tag(key, value)
+    }
+
+    async fn update_tags(
+        &self,
+        _scope: &Scope,
+        current: &ObservedResource,
+        _want: &UserTags,
+    ) -> Result<(), ProviderError> {
+        Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "{} {}: changing tags in place is not supported by the Tencent Cloud provider yet \
+                 (it needs the Tag API with the account's UIN); tags are set at creation",
+                current.kind, current.id
+            ),
+        ))
+    }
 }
 
 /// A Describe filter on one tag's value.

@@ -59,7 +59,7 @@ async fn requests_have_the_sdk_shape() {
             ResourceKind::Instance,
             "c.node[0]",
             json!({"instance_type": "GN7.2XLARGE32", "zone": ZONE, "image": "ubuntu-22.04-cuda",
-                   "pricing": "spot", "root_gb": 100, "rdma": false, "gpu": "T4:1",
+                   "pricing": "spot", "spot_max_price": 9.5, "root_gb": 100, "rdma": false, "gpu": "T4:1",
                    "user_data": "#!/bin/sh\n", "tags": {"team": "ml"}}),
             &[("subnet", &subnet.id), ("firewall", &sg.id)],
         ))
@@ -83,6 +83,17 @@ async fn requests_have_the_sdk_shape() {
     for r in &sent {
         tc3::verify(r, &key).unwrap_or_else(|e| panic!("{:?}: {e:?}", Shape::of(r).action));
     }
+    // The spot cap is RunInstances' InstanceMarketOptions.SpotOptions.MaxPrice.
+    let run = sent
+        .iter()
+        .find(|r| Shape::of(r).action.as_deref() == Some("RunInstances"))
+        .expect("RunInstances went through the tap");
+    let body: Value = serde_json::from_slice(&run.body).unwrap();
+    assert_eq!(
+        body["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"],
+        json!("9.5"),
+        "{body}"
+    );
     for name in [
         "tencent_cvm_runinstances",
         "tencent_cvm_terminateinstances",

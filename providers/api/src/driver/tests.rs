@@ -40,7 +40,6 @@ fn gone(what: &str) -> ProviderError {
     ProviderError::new(ErrorKind::NotFound, format!("{what} is gone"))
 }
 
-#[async_trait]
 impl CloudDriver for Recorder {
     fn cloud(&self) -> Cloud {
         Cloud::Huawei
@@ -57,13 +56,10 @@ impl CloudDriver for Recorder {
     fn kinds(&self) -> &'static [ResourceKind] {
         &[ResourceKind::Network, ResourceKind::Volume]
     }
-    fn check_tag(&self, key: &str, _value: &str) -> Result<(), String> {
-        if key.contains(' ') {
-            Err("no spaces in keys here".into())
-        } else {
-            Ok(())
-        }
-    }
+}
+
+#[async_trait]
+impl NetworkApi for Recorder {
     async fn create_network(
         &self,
         r: &Create<NetworkSpec>,
@@ -90,41 +86,6 @@ impl CloudDriver for Recorder {
     ) -> Result<ObservedResource, ProviderError> {
         unreachable!()
     }
-    async fn create_instance(
-        &self,
-        _: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        unreachable!()
-    }
-    async fn create_volume(
-        &self,
-        r: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
-        self.log(format!("create_volume {}", r.spec.size_gb));
-        Err(gone("zone"))
-    }
-    async fn read(
-        &self,
-        _scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
-        self.log(format!("read {kind} {}", ids.join(",")));
-        let have = self.existing.lock().unwrap();
-        Ok(ids.iter().filter_map(|i| have.get(i).cloned()).collect())
-    }
-    async fn list_owned(&self, _: &Scope, _: &str) -> Result<Vec<ObservedResource>, ProviderError> {
-        Ok(Vec::new())
-    }
-    async fn update_tags(
-        &self,
-        _: &Scope,
-        c: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<(), ProviderError> {
-        self.log(format!("update_tags {} {:?}", c.id, want.as_map()));
-        Ok(())
-    }
     async fn update_ingress(
         &self,
         _: &Scope,
@@ -132,6 +93,49 @@ impl CloudDriver for Recorder {
         _: &[IngressRule],
     ) -> Result<(), ProviderError> {
         unreachable!()
+    }
+    async fn delete_network(&self, _: &Scope, id: &str) -> Result<(), ProviderError> {
+        self.log(format!("delete_network {id}"));
+        Err(gone(id))
+    }
+    async fn delete_subnet(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+        unreachable!()
+    }
+    async fn delete_firewall(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+        unreachable!()
+    }
+}
+
+#[async_trait]
+impl ComputeApi for Recorder {
+    async fn create_instance(
+        &self,
+        _: &Create<InstanceSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        unreachable!()
+    }
+    async fn delete_instance(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+        unreachable!()
+    }
+    async fn create_placement(
+        &self,
+        _: &Create<PlacementSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        unreachable!()
+    }
+    async fn delete_placement(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+        unreachable!()
+    }
+}
+
+#[async_trait]
+impl StorageApi for Recorder {
+    async fn create_volume(
+        &self,
+        r: &Create<VolumeSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        self.log(format!("create_volume {}", r.spec.size_gb));
+        Err(gone("zone"))
     }
     async fn resize_volume(
         &self,
@@ -156,22 +160,46 @@ impl CloudDriver for Recorder {
         self.log(format!("attach {} {:?}", c.id, to.instance()));
         Ok(())
     }
-    async fn delete_network(&self, _: &Scope, id: &str) -> Result<(), ProviderError> {
-        self.log(format!("delete_network {id}"));
-        Err(gone(id))
-    }
-    async fn delete_subnet(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
-        unreachable!()
-    }
-    async fn delete_firewall(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
-        unreachable!()
-    }
-    async fn delete_instance(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
-        unreachable!()
-    }
     async fn delete_volume(&self, _: &Scope, id: &str) -> Result<(), ProviderError> {
         self.log(format!("delete_volume {id}"));
         Err(ProviderError::new(ErrorKind::DependencyViolation, "in use"))
+    }
+}
+
+#[async_trait]
+impl RefreshApi for Recorder {
+    async fn read(
+        &self,
+        _scope: &Scope,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        self.log(format!("read {kind} {}", ids.join(",")));
+        let have = self.existing.lock().unwrap();
+        Ok(ids.iter().filter_map(|i| have.get(i).cloned()).collect())
+    }
+    async fn list_owned(&self, _: &Scope, _: &str) -> Result<Vec<ObservedResource>, ProviderError> {
+        Ok(Vec::new())
+    }
+}
+
+#[async_trait]
+impl TagApi for Recorder {
+    fn check_tag(&self, key: &str, _value: &str) -> Result<(), String> {
+        if key.contains(' ') {
+            Err("no spaces in keys here".into())
+        } else {
+            Ok(())
+        }
+    }
+    async fn update_tags(
+        &self,
+        _: &Scope,
+        c: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<(), ProviderError> {
+        self.log(format!("update_tags {} {:?}", c.id, want.as_map()));
+        Ok(())
     }
 }
 

@@ -23,6 +23,7 @@ fn plan() -> InstancePlan {
         placement_group: Some("gpuform-pg".into()),
         zone: None,
         spot: false,
+        spot_max_price: None,
         efa_interfaces: 4,
         user_data: Some("#!/bin/sh\necho hi\n".into()),
         client_token: "tok-1".into(),
@@ -105,6 +106,15 @@ fn run_instances_spot_without_efa() {
     assert_eq!(
         mo.spot_options().and_then(|s| s.spot_instance_type()),
         Some(&SpotInstanceType::OneTime)
+    );
+    assert_eq!(mo.spot_options().and_then(|s| s.max_price()), None);
+    p.spot_max_price = Some("1.25".into());
+    let capped = run_instances(&c, &p);
+    let capped = capped.as_input().get_instance_market_options().as_ref();
+    assert_eq!(
+        capped.and_then(|m| m.spot_options()?.max_price()),
+        Some("1.25"),
+        "the spot cap is SpotOptions.MaxPrice"
     );
     let pl = i.get_placement().as_ref().unwrap();
     assert_eq!(pl.group_name(), None);
