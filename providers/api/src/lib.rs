@@ -16,6 +16,7 @@ pub mod driver;
 pub mod error;
 pub mod images;
 pub mod ingress;
+pub mod prices;
 pub mod provider;
 pub mod request;
 pub mod resource;
@@ -28,6 +29,7 @@ pub use error::{ErrorKind, ProviderError};
 pub use gpuform_catalog::Cloud;
 pub use images::ImageCache;
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
+pub use prices::{LiveQuote, PriceApi, QuoteTerm};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{
     BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,

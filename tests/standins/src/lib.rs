@@ -78,6 +78,7 @@ pub mod alibaba;
 mod background;
 pub mod harness;
 pub mod huawei;
+pub mod prices;
 pub mod recordings;
 pub mod shape;
 pub mod tap;
