@@ -140,6 +140,9 @@ pub enum Command {
     Bootstrap(BootstrapCommand),
     /// Re-target a cluster to another cloud: prints the spec diff, cost delta and caveats; --write saves it.
     Migrate(super::portability::MigrateArgs),
+    /// Live prices from each cloud's own price API, kept in a local dated cache.
+    #[command(subcommand)]
+    Prices(super::prices::PricesCommand),
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -4,6 +4,7 @@
 pub mod args;
 mod commands;
 pub mod portability;
+pub mod prices;
 pub mod progress;
 
 pub use args::Cli;

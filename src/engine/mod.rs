@@ -4,6 +4,7 @@
 
 mod error;
 mod failover;
+pub mod prices;
 
 pub use error::EngineError;
 pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};

@@ -75,6 +75,7 @@ pub trait MockCloud: Send + Sync {
 }
 
 pub mod alibaba;
+pub mod aws_pricing;
 mod background;
 pub mod harness;
 pub mod huawei;

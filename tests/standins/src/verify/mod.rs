@@ -18,11 +18,13 @@
 //! | [`rpc`] | Alibaba RPC `HMAC-SHA1` 1.0 | ECS "Request signatures" (RPC, V2) |
 //! | [`tc3`] | Tencent `TC3-HMAC-SHA256` | "Signature v3" |
 //! | [`huawei`] | Huawei `SDK-HMAC-SHA256` | APIG "API Request Signing Guide" |
+//! | [`sigv4`] | AWS `AWS4-HMAC-SHA256` | IAM "Create a signed AWS API request" |
 
 pub mod acs3;
 mod crypto;
 pub mod huawei;
 pub mod rpc;
+pub mod sigv4;
 pub mod tc3;
 mod text;
 mod wire;
