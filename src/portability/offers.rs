@@ -26,7 +26,9 @@ pub struct PriceInfo {
     pub as_of: String,
     pub age: PriceAge,
     /// `sourced` (quoted for this region), `assumed` (the source names no
-    /// region; assumed to hold here) or `override` (`--prices FILE`).
+    /// region; assumed to hold here), `override` (`--prices FILE`) or `live`
+    /// (`gpuform prices refresh`: quoted by the cloud's price API for this
+    /// region on `as_of`).
     pub basis: &'static str,
     /// `hourly_usd` × 730.
     pub monthly_usd: f64,
@@ -526,11 +528,12 @@ pub(crate) fn right_align(t: &mut comfy_table::Table, columns: &[usize]) {
 fn basis_cell(row: &OfferRow) -> String {
     let price = match &row.price {
         Some(p) => match p.basis {
-            "assumed" => "price assumed (no region in source)",
-            "override" => "price override",
-            _ => "price sourced",
+            "assumed" => "price assumed (no region in source)".to_string(),
+            "override" => "price override".to_string(),
+            "live" => format!("price live {} for {}", p.as_of, row.region),
+            _ => "price sourced".to_string(),
         },
-        None => "unpriced",
+        None => "unpriced".to_string(),
     };
     format!("{price}; availability {}", row.availability)
 }

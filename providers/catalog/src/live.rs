@@ -50,6 +50,8 @@ impl QuoteTerm {
 /// One price a cloud's price API quoted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LiveQuote {
+    /// `"term": "on-demand"`, or `"term": "subscription", "months": 12`.
+    #[serde(flatten)]
     pub term: QuoteTerm,
     /// Per instance-hour for on-demand, spot and reserved; the whole term for a subscription.
     pub amount: f64,
