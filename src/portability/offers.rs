@@ -190,8 +190,9 @@ pub fn parse_gpu_models(
     }
 }
 
-/// How to price an offering the catalog has no price for: the cloud's own
-/// price call, whose answer goes into a `--prices FILE` row.
+/// How to price an offering the catalog has no price for: `gpuform prices
+/// refresh` for it (which makes the cloud's own price call), or that call by
+/// hand with its answer in a `--prices FILE` row.
 pub fn how_to_price(cloud: Cloud, instance_type: &str, pricing: PricingModel) -> String {
     let call = match (cloud, pricing) {
         (Cloud::Aws, PricingModel::Spot) => format!(
@@ -224,7 +225,9 @@ pub fn how_to_price(cloud: Cloud, instance_type: &str, pricing: PricingModel) ->
             "Huawei BSS ListRateOnPeriodDetail (period_type 3 = year, resource_spec {instance_type}.linux, region REGION)"
         ),
     };
-    format!("{call}; then a row in --prices FILE")
+    format!(
+        "gpuform prices refresh --cloud {cloud} --type {instance_type} (it calls {call}), or a row in --prices FILE"
+    )
 }
 
 /// Parses a cloud name (`aws`, `alibaba`, `tencent`, `huawei`).
