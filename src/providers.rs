@@ -133,7 +133,11 @@ pub async fn price_api(
 ) -> Result<Arc<dyn gpuform_provider::PriceApi>, gpuform_provider::ProviderError> {
     match cloud {
         #[cfg(feature = "aws")]
-        Cloud::Aws => Ok(Arc::new(gpuform_aws::AwsProvider::from_env(None).await?)),
+        Cloud::Aws => {
+            let p = gpuform_aws::AwsProvider::from_env(None).await?;
+            p.check_credentials().await?;
+            Ok(Arc::new(p))
+        }
         #[cfg(not(feature = "aws"))]
         Cloud::Aws => Err(gpuform_provider::ProviderError::new(
             gpuform_provider::ErrorKind::Invalid,

@@ -1052,7 +1052,7 @@ pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
         c.cny_per_usd
     ));
     out.push_str(&format!("{bullet}On Alibaba, Tencent and Huawei reserved-1y is the one-year subscription (包年包月), priced only when a source or the cloud's price API gives one; monthly-subscription is the one-month subscription (包月), shown where the catalog has one (its hourly figure = month ÷ {HOURS_PER_MONTH} h).\n"));
-    out.push_str(&format!("{bullet}Basis: sourced = quoted for that region; assumed = the source names no region; override = --prices FILE.\n"));
+    out.push_str(&format!("{bullet}Basis: sourced = quoted for that region; assumed = the source names no region; override = --prices FILE; live = quoted by the cloud's price API for that region on that day (gpuform prices refresh).\n"));
     for m in &missing {
         out.push_str(&format!("{bullet}Missing price, {m}\n"));
     }

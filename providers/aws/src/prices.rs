@@ -91,6 +91,30 @@ fn term_match(field: &str, value: &str) -> Value {
     json!({"Type": "TERM_MATCH", "Field": field, "Value": value})
 }
 
+/// The credentials of aws-config's standard chain, or an `auth` error.
+async fn credentials(
+    p: &AwsProvider,
+    what: &str,
+) -> Result<aws_credential_types::Credentials, ProviderError> {
+    match p.base.credentials_provider() {
+        Some(cp) => cp.provide_credentials().await.map_err(|e| {
+            ProviderError::new(ErrorKind::Auth, format!("{what}: no AWS credentials ({e})"))
+        }),
+        None => Err(ProviderError::new(
+            ErrorKind::Auth,
+            format!("{what}: no AWS credentials configured"),
+        )),
+    }
+}
+
+impl AwsProvider {
+    /// Whether aws-config's chain finds credentials (a refresh of every
+    /// cloud skips AWS when it does not); sends nothing to AWS itself.
+    pub async fn check_credentials(&self) -> Result<(), ProviderError> {
+        credentials(self, "AWS").await.map(|_| ())
+    }
+}
+
 /// One signed GetProducts call.
 async fn get_products_page(
     p: &AwsProvider,
@@ -101,20 +125,7 @@ async fn get_products_page(
         .filter(|v| !v.trim().is_empty())
         .unwrap_or_else(|| PRICING_ENDPOINT.to_string());
     let url = format!("{}/", endpoint.trim_end_matches('/'));
-    let creds = match p.base.credentials_provider() {
-        Some(cp) => cp.provide_credentials().await.map_err(|e| {
-            ProviderError::new(
-                ErrorKind::Auth,
-                format!("{GET_PRODUCTS}: no AWS credentials ({e})"),
-            )
-        })?,
-        None => {
-            return Err(ProviderError::new(
-                ErrorKind::Auth,
-                format!("{GET_PRODUCTS}: no AWS credentials configured"),
-            ))
-        }
-    };
+    let creds = credentials(p, GET_PRODUCTS).await?;
     let identity = creds.into();
     let bytes = serde_json::to_vec(body)
         .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("{GET_PRODUCTS}: {e}")))?;
@@ -351,5 +362,24 @@ impl PriceApi for AwsProvider {
         instance_type: &str,
     ) -> Result<Vec<LiveQuote>, ProviderError> {
         quote(self, region, instance_type).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hourly_usd_reads_the_hours_dimension_only() {
+        let term = json!({"priceDimensions": {
+            "A.B.C": {"unit": "Quantity", "pricePerUnit": {"USD": "1000"}},
+            "A.B.D": {"unit": "Hrs", "pricePerUnit": {"USD": "0.0000000"}},
+            "A.B.E": {"unit": "Hrs", "pricePerUnit": {"USD": "3.0600000"}},
+        }});
+        assert_eq!(hourly_usd(&term), Some(3.06));
+        assert_eq!(hourly_usd(&json!({"priceDimensions": {}})), None);
+        let doc = json!({"terms": {"OnDemand": {"X": term}}});
+        assert_eq!(terms(&doc, "OnDemand").count(), 1);
+        assert_eq!(terms(&doc, "Reserved").count(), 0);
     }
 }
