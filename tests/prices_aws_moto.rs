@@ -68,7 +68,14 @@ fn aws_refresh_reads_get_products_and_moto_spot_history() {
     );
     let dir = tempfile::tempdir().unwrap();
     let refresh = [
-        "prices", "refresh", "--cloud", "aws", "--region", "us-east-1", "--type", "g4dn.xlarge",
+        "prices",
+        "refresh",
+        "--cloud",
+        "aws",
+        "--region",
+        "us-east-1",
+        "--type",
+        "g4dn.xlarge",
     ];
     let o = gpuform(dir.path(), &pricing.endpoint(), SECRET_ACCESS_KEY, &refresh);
     assert!(o.status.success(), "{}", text(&o));
@@ -78,7 +85,14 @@ fn aws_refresh_reads_get_products_and_moto_spot_history() {
             &pricing.endpoint(),
             SECRET_ACCESS_KEY,
             &[
-                "offers", "T4", "--cloud", "aws", "--region", "us-east-1", "--pricing", model,
+                "offers",
+                "T4",
+                "--cloud",
+                "aws",
+                "--region",
+                "us-east-1",
+                "--pricing",
+                model,
                 "--json",
             ],
         );
@@ -103,15 +117,26 @@ fn aws_refresh_reads_get_products_and_moto_spot_history() {
         assert_eq!(p["basis"], "live", "{model}");
         assert_eq!(p["as_of"], TODAY, "{model}");
         assert_eq!(p["currency"], "USD");
-        assert!(p["source"].as_str().unwrap().contains(api), "{model}: {p:#}");
+        assert!(
+            p["source"].as_str().unwrap().contains(api),
+            "{model}: {p:#}"
+        );
     }
 
     // A wrong secret: GetProducts is refused by the signature check, clearly,
     // and the secret is printed nowhere.
     let secret = "NotTheSecretAndNeverPrinted";
-    let o = gpuform(dir.path(), &pricing.endpoint(), secret, &[&refresh[..], &["--force"]].concat());
+    let o = gpuform(
+        dir.path(),
+        &pricing.endpoint(),
+        secret,
+        &[&refresh[..], &["--force"]].concat(),
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let all = text(&o);
-    assert!(all.contains("auth") && all.contains("InvalidSignatureException"), "{all}");
+    assert!(
+        all.contains("auth") && all.contains("InvalidSignatureException"),
+        "{all}"
+    );
     assert!(!all.contains(secret), "{all}");
 }

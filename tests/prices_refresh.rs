@@ -107,7 +107,15 @@ fn offer(dir: &Path, gpu: &str, cloud: &str, region: &str, itype: &str, pricing:
         dir,
         &[],
         &[
-            "offers", gpu, "--cloud", cloud, "--region", region, "--pricing", pricing, "--json",
+            "offers",
+            gpu,
+            "--cloud",
+            cloud,
+            "--region",
+            region,
+            "--pricing",
+            pricing,
+            "--json",
         ],
     ));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -141,12 +149,21 @@ fn tencent_refresh_prices_offers_and_plan_with_the_live_label() {
         dir.path(),
         &env,
         &[
-            "prices", "refresh", "--cloud", "tencent", "--region", "ap-guangzhou", "--type",
+            "prices",
+            "refresh",
+            "--cloud",
+            "tencent",
+            "--region",
+            "ap-guangzhou",
+            "--type",
             "GN7.2XLARGE32",
         ],
     ));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("tencent ap-guangzhou GN7.2XLARGE32: quoted"), "{stdout}");
+    assert!(
+        stdout.contains("tencent ap-guangzhou GN7.2XLARGE32: quoted"),
+        "{stdout}"
+    );
     let mut quotes = cached(dir.path(), "tencent", "ap-guangzhou", "GN7.2XLARGE32");
     quotes.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
@@ -160,7 +177,14 @@ fn tencent_refresh_prices_offers_and_plan_with_the_live_label() {
     );
 
     // offers: the live price, its day and its region.
-    let row = offer(dir.path(), "T4", "tencent", "ap-guangzhou", "GN7.2XLARGE32", "on-demand");
+    let row = offer(
+        dir.path(),
+        "T4",
+        "tencent",
+        "ap-guangzhou",
+        "GN7.2XLARGE32",
+        "on-demand",
+    );
     assert_eq!(row["price"]["amount"], 8.75, "{row:#}");
     assert_eq!(row["price"]["currency"], "CNY");
     assert_eq!(row["price"]["basis"], "live");
@@ -171,15 +195,33 @@ fn tencent_refresh_prices_offers_and_plan_with_the_live_label() {
         "{source}"
     );
     // The one-year subscription is reserved-1y, per hour over 12 × 730 h.
-    let row = offer(dir.path(), "T4", "tencent", "ap-guangzhou", "GN7.2XLARGE32", "reserved-1y");
+    let row = offer(
+        dir.path(),
+        "T4",
+        "tencent",
+        "ap-guangzhou",
+        "GN7.2XLARGE32",
+        "reserved-1y",
+    );
     let hourly = row["price"]["amount"].as_f64().unwrap();
-    assert!((hourly - 39_000.0 / (12.0 * HOURS_PER_MONTH)).abs() < 1e-9, "{row:#}");
+    assert!(
+        (hourly - 39_000.0 / (12.0 * HOURS_PER_MONTH)).abs() < 1e-9,
+        "{row:#}"
+    );
     assert_eq!(row["price"]["basis"], "live");
     // Another region keeps the snapshot's price.
     let other = ok(gpuform(
         dir.path(),
         &[],
-        &["offers", "T4", "--cloud", "tencent", "--region", "ap-shanghai", "--json"],
+        &[
+            "offers",
+            "T4",
+            "--cloud",
+            "tencent",
+            "--region",
+            "ap-shanghai",
+            "--json",
+        ],
     ));
     let v: Value = serde_json::from_slice(&other.stdout).unwrap();
     assert!(v["offers"]
@@ -191,15 +233,29 @@ fn tencent_refresh_prices_offers_and_plan_with_the_live_label() {
     let table = ok(gpuform(
         dir.path(),
         &[],
-        &["offers", "T4", "--cloud", "tencent", "--region", "ap-guangzhou"],
+        &[
+            "offers",
+            "T4",
+            "--cloud",
+            "tencent",
+            "--region",
+            "ap-guangzhou",
+        ],
     ));
     let t = String::from_utf8_lossy(&table.stdout);
-    assert!(t.contains(&format!("price live {TODAY} for ap-guangzhou")), "{t}");
+    assert!(
+        t.contains(&format!("price live {TODAY} for ap-guangzhou")),
+        "{t}"
+    );
 
     // plan: the cluster's cost names the live basis with day and region.
     let spec = "project: live\nclusters:\n  t4:\n    cloud: tencent\n    region: ap-guangzhou\n    nodes: 2\n    gpu: T4:1\n    instance_type: GN7.2XLARGE32\n";
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    let plan = gpuform(dir.path(), &[], &["plan", "spec.yaml", "--sandbox", "--json"]);
+    let plan = gpuform(
+        dir.path(),
+        &[],
+        &["plan", "spec.yaml", "--sandbox", "--json"],
+    );
     assert!(plan.status.code() == Some(0), "{}", text(&plan));
     let p: Value = serde_json::from_slice(&plan.stdout).unwrap();
     let c = &p["cost"]["clusters"][0];
@@ -221,8 +277,15 @@ fn tencent_refresh_prices_offers_and_plan_with_the_live_label() {
             dir.path(),
             &[],
             &[
-                "offers", "T4", "--cloud", "tencent", "--region", "ap-guangzhou", "--json",
-                "--prices", "over.csv",
+                "offers",
+                "T4",
+                "--cloud",
+                "tencent",
+                "--region",
+                "ap-guangzhou",
+                "--json",
+                "--prices",
+                "over.csv",
             ],
         ));
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -235,7 +298,10 @@ fn tencent_refresh_prices_offers_and_plan_with_the_live_label() {
             .clone()
     };
     assert_eq!(
-        (row["price"]["amount"].as_f64(), row["price"]["basis"].as_str()),
+        (
+            row["price"]["amount"].as_f64(),
+            row["price"]["basis"].as_str()
+        ),
         (Some(7.0), Some("override"))
     );
 }
@@ -258,23 +324,39 @@ fn an_interrupted_refresh_keeps_what_it_fetched_and_a_rerun_resumes() {
     let dir = tempdir();
     let env = mock.env();
     let args = [
-        "prices", "refresh", "--cloud", "tencent", "--region", "ap-guangzhou", "--type",
-        "GN7.2XLARGE32", "--type", "GN7.5XLARGE80",
+        "prices",
+        "refresh",
+        "--cloud",
+        "tencent",
+        "--region",
+        "ap-guangzhou",
+        "--type",
+        "GN7.2XLARGE32",
+        "--type",
+        "GN7.5XLARGE80",
     ];
     let first = gpuform(dir.path(), &env, &args);
     assert_eq!(first.status.code(), Some(1), "{}", text(&first));
     let err = String::from_utf8_lossy(&first.stderr);
     assert!(
-        err.contains("GN7.5XLARGE80") && err.contains("keeps the 1 quote") && err.contains("resume"),
+        err.contains("GN7.5XLARGE80")
+            && err.contains("keeps the 1 quote")
+            && err.contains("resume"),
         "{err}"
     );
-    assert_eq!(cached(dir.path(), "tencent", "ap-guangzhou", "GN7.2XLARGE32").len(), 4);
+    assert_eq!(
+        cached(dir.path(), "tencent", "ap-guangzhou", "GN7.2XLARGE32").len(),
+        4
+    );
     assert_eq!(cache(dir.path())["entries"].as_array().unwrap().len(), 1);
 
     mock.fail_prices_after(None);
     let second = ok(gpuform(dir.path(), &env, &args));
     let out = String::from_utf8_lossy(&second.stdout);
-    assert!(out.contains("GN7.2XLARGE32: cached today, skipped"), "{out}");
+    assert!(
+        out.contains("GN7.2XLARGE32: cached today, skipped"),
+        "{out}"
+    );
     assert!(out.contains("GN7.5XLARGE80: quoted"), "{out}");
     let q = cached(dir.path(), "tencent", "ap-guangzhou", "GN7.5XLARGE80");
     assert!(q.contains(&("on-demand".to_string(), 17.5)), "{q:?}");
@@ -298,7 +380,13 @@ fn bad_credentials_and_unknown_types_are_clear_errors_without_secrets() {
         dir.path(),
         &env,
         &[
-            "prices", "refresh", "--cloud", "tencent", "--region", "ap-guangzhou", "--type",
+            "prices",
+            "refresh",
+            "--cloud",
+            "tencent",
+            "--region",
+            "ap-guangzhou",
+            "--type",
             "GN7.2XLARGE32",
         ],
     );
@@ -313,7 +401,14 @@ fn bad_credentials_and_unknown_types_are_clear_errors_without_secrets() {
     let unknown = gpuform(
         dir.path(),
         &mock.env(),
-        &["prices", "refresh", "--cloud", "tencent", "--type", "GN99.HUGE"],
+        &[
+            "prices",
+            "refresh",
+            "--cloud",
+            "tencent",
+            "--type",
+            "GN99.HUGE",
+        ],
     );
     assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown));
     assert!(
@@ -327,8 +422,16 @@ fn bad_credentials_and_unknown_types_are_clear_errors_without_secrets() {
         dir.path(),
         &mock.env(),
         &[
-            "prices", "refresh", "--cloud", "tencent", "--region", "ap-guangzhou", "--type",
-            "GN7.2XLARGE32", "--type", "GN7.5XLARGE80",
+            "prices",
+            "refresh",
+            "--cloud",
+            "tencent",
+            "--region",
+            "ap-guangzhou",
+            "--type",
+            "GN7.2XLARGE32",
+            "--type",
+            "GN7.5XLARGE80",
         ],
     );
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
@@ -337,15 +440,30 @@ fn bad_credentials_and_unknown_types_are_clear_errors_without_secrets() {
         err.contains("GN7.5XLARGE80") && err.contains("InstanceTypeNotFound"),
         "{err}"
     );
-    assert_eq!(cached(dir.path(), "tencent", "ap-guangzhou", "GN7.2XLARGE32").len(), 4);
+    assert_eq!(
+        cached(dir.path(), "tencent", "ap-guangzhou", "GN7.2XLARGE32").len(),
+        4
+    );
     // Unknown region, unknown cloud.
     for (args, needle) in [
-        (vec!["prices", "refresh", "--cloud", "tencent", "--region", "mars-1"], "unknown region `mars-1`"),
-        (vec!["prices", "refresh", "--cloud", "azure"], "unknown cloud"),
+        (
+            vec![
+                "prices", "refresh", "--cloud", "tencent", "--region", "mars-1",
+            ],
+            "unknown region `mars-1`",
+        ),
+        (
+            vec!["prices", "refresh", "--cloud", "azure"],
+            "unknown cloud",
+        ),
     ] {
         let o = gpuform(dir.path(), &mock.env(), &args);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(needle),
+            "{}",
+            text(&o)
+        );
     }
 }
 
@@ -366,7 +484,13 @@ fn alibaba_refresh_reads_describe_price_and_every_page_of_spot_history() {
         dir.path(),
         &mock.env(),
         &[
-            "prices", "refresh", "--cloud", "alibaba", "--region", "cn-hangzhou", "--type",
+            "prices",
+            "refresh",
+            "--cloud",
+            "alibaba",
+            "--region",
+            "cn-hangzhou",
+            "--type",
             "ecs.gn6i-c4g1.xlarge",
         ],
     ));
@@ -382,9 +506,19 @@ fn alibaba_refresh_reads_describe_price_and_every_page_of_spot_history() {
             ("subscription-12".to_string(), 48_000.0),
         ]
     );
-    let row = offer(dir.path(), "T4", "alibaba", "cn-hangzhou", "ecs.gn6i-c4g1.xlarge", "spot");
+    let row = offer(
+        dir.path(),
+        "T4",
+        "alibaba",
+        "cn-hangzhou",
+        "ecs.gn6i-c4g1.xlarge",
+        "spot",
+    );
     assert_eq!(
-        (row["price"]["amount"].as_f64(), row["price"]["basis"].as_str()),
+        (
+            row["price"]["amount"].as_f64(),
+            row["price"]["basis"].as_str()
+        ),
         (Some(2.5), Some("live"))
     );
     assert!(
@@ -413,7 +547,13 @@ fn huawei_refresh_reads_the_bss_ratings() {
         dir.path(),
         &mock.env(),
         &[
-            "prices", "refresh", "--cloud", "huawei", "--region", "cn-north-4", "--type",
+            "prices",
+            "refresh",
+            "--cloud",
+            "huawei",
+            "--region",
+            "cn-north-4",
+            "--type",
             "p2s.2xlarge.8",
         ],
     ));
@@ -427,9 +567,19 @@ fn huawei_refresh_reads_the_bss_ratings() {
             ("subscription-12".to_string(), 117_734.4),
         ]
     );
-    let row = offer(dir.path(), "V100-32GB-PCIe", "huawei", "cn-north-4", "p2s.2xlarge.8", "reserved-1y");
+    let row = offer(
+        dir.path(),
+        "V100-32GB-PCIe",
+        "huawei",
+        "cn-north-4",
+        "p2s.2xlarge.8",
+        "reserved-1y",
+    );
     let hourly = row["price"]["amount"].as_f64().unwrap();
-    assert!((hourly - 117_734.4 / (12.0 * HOURS_PER_MONTH)).abs() < 1e-9, "{row:#}");
+    assert!(
+        (hourly - 117_734.4 / (12.0 * HOURS_PER_MONTH)).abs() < 1e-9,
+        "{row:#}"
+    );
     assert_eq!(row["price"]["basis"], "live");
     // An outage at BSS stops the refresh with a clear, retried error.
     mock.fail_prices_after(Some(0));
@@ -437,12 +587,26 @@ fn huawei_refresh_reads_the_bss_ratings() {
         dir.path(),
         &mock.env(),
         &[
-            "prices", "refresh", "--cloud", "huawei", "--region", "cn-north-4", "--type",
-            "p2s.2xlarge.8", "--force",
+            "prices",
+            "refresh",
+            "--cloud",
+            "huawei",
+            "--region",
+            "cn-north-4",
+            "--type",
+            "p2s.2xlarge.8",
+            "--force",
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("run the same command again"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("run the same command again"),
+        "{}",
+        text(&o)
+    );
     // The earlier quote is still there.
-    assert_eq!(cached(dir.path(), "huawei", "cn-north-4", "p2s.2xlarge.8").len(), 3);
+    assert_eq!(
+        cached(dir.path(), "huawei", "cn-north-4", "p2s.2xlarge.8").len(),
+        3
+    );
 }

@@ -9,9 +9,9 @@
 //! (killed, or stopped by an outage) keeps what it fetched, and a re-run on
 //! the same day skips what is already there and resumes.
 
+use governor::{Quota, RateLimiter};
 use gpuform_catalog::{Catalog, Cloud, Day, LiveEntry, LivePrices};
 use gpuform_provider::{ErrorKind, PriceApi, ProviderError};
-use governor::{Quota, RateLimiter};
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -83,7 +83,10 @@ pub enum PriceRefreshError {
 }
 
 /// The catalog offerings a refresh asks about, in catalog order.
-pub fn targets(catalog: &Catalog, req: &PriceRefresh) -> Result<Vec<PriceTarget>, PriceRefreshError> {
+pub fn targets(
+    catalog: &Catalog,
+    req: &PriceRefresh,
+) -> Result<Vec<PriceTarget>, PriceRefreshError> {
     if let Some(r) = &req.region {
         if !req.clouds.iter().any(|&c| catalog.region(c, r).is_some()) {
             let names: Vec<String> = req

@@ -69,11 +69,16 @@ async fn describe_price(
         .call(Product::Ecs, region, PRICE, &params.0)
         .await?;
     let price = body.get("PriceInfo").and_then(|i| i.get("Price"));
-    let what = format!("{PRICE} (PriceUnit={unit}{})", if spot { ", spot" } else { "" });
+    let what = format!(
+        "{PRICE} (PriceUnit={unit}{})",
+        if spot { ", spot" } else { "" }
+    );
     let amount = positive_price(
         &what,
         "PriceInfo.Price.TradePrice",
-        price.and_then(|p| p.get("TradePrice")).and_then(Value::as_f64),
+        price
+            .and_then(|p| p.get("TradePrice"))
+            .and_then(Value::as_f64),
     )?;
     let cur = price
         .and_then(|p| p.get("Currency"))

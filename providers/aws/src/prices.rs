@@ -116,10 +116,7 @@ impl AwsProvider {
 }
 
 /// One signed GetProducts call.
-async fn get_products_page(
-    p: &AwsProvider,
-    body: &Value,
-) -> Result<Value, ProviderError> {
+async fn get_products_page(p: &AwsProvider, body: &Value) -> Result<Value, ProviderError> {
     let endpoint = std::env::var(ENV_PRICING_ENDPOINT)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -140,7 +137,12 @@ async fn get_products_page(
         .time(SystemTime::now())
         .settings(SigningSettings::default())
         .build()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("{GET_PRODUCTS}: cannot sign: {e}")))?
+        .map_err(|e| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("{GET_PRODUCTS}: cannot sign: {e}"),
+            )
+        })?
         .into();
     let signable = SignableRequest::new(
         "POST",
@@ -148,9 +150,19 @@ async fn get_products_page(
         headers.iter().copied(),
         SignableBody::Bytes(&bytes),
     )
-    .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("{GET_PRODUCTS}: cannot sign: {e}")))?;
+    .map_err(|e| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("{GET_PRODUCTS}: cannot sign: {e}"),
+        )
+    })?;
     let (instructions, _) = sign(signable, &params)
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("{GET_PRODUCTS}: cannot sign: {e}")))?
+        .map_err(|e| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("{GET_PRODUCTS}: cannot sign: {e}"),
+            )
+        })?
         .into_parts();
     let http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
@@ -176,7 +188,10 @@ async fn get_products_page(
     let text = resp.text().await.map_err(|e| {
         ProviderError::new(
             ErrorKind::Transient,
-            format!("{GET_PRODUCTS}: reading the answer failed: {}", e.without_url()),
+            format!(
+                "{GET_PRODUCTS}: reading the answer failed: {}",
+                e.without_url()
+            ),
         )
     })?;
     let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -197,8 +212,11 @@ async fn get_products_page(
         .to_string();
     let kind = match code.as_str() {
         "ThrottlingException" => ErrorKind::Throttled,
-        "InvalidSignatureException" | "UnrecognizedClientException" | "AccessDeniedException"
-        | "IncompleteSignature" | "MissingAuthenticationToken" => ErrorKind::Auth,
+        "InvalidSignatureException"
+        | "UnrecognizedClientException"
+        | "AccessDeniedException"
+        | "IncompleteSignature"
+        | "MissingAuthenticationToken" => ErrorKind::Auth,
         "NotFoundException" => ErrorKind::NotFound,
         "InvalidParameterException" | "InvalidNextTokenException" | "ExpiredNextTokenException" => {
             ErrorKind::Invalid
@@ -240,12 +258,15 @@ async fn products(
             body["NextToken"] = json!(t);
         }
         let page = get_products_page(p, &body).await?;
-        let list = page.get("PriceList").and_then(Value::as_array).ok_or_else(|| {
-            ProviderError::new(
-                ErrorKind::Invalid,
-                format!("{GET_PRODUCTS}: the answer has no PriceList"),
-            )
-        })?;
+        let list = page
+            .get("PriceList")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!("{GET_PRODUCTS}: the answer has no PriceList"),
+                )
+            })?;
         for item in list {
             // Each entry is a JSON document in a string.
             let doc = match item {
@@ -259,7 +280,11 @@ async fn products(
             };
             out.push(doc);
         }
-        match page.get("NextToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        match page
+            .get("NextToken")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             Some(t) if Some(t) != token.as_deref() => token = Some(t.to_string()),
             _ => break,
         }
@@ -273,7 +298,13 @@ fn hourly_usd(term: &Value) -> Option<f64> {
         .as_object()?
         .values()
         .filter(|d| d.get("unit").and_then(Value::as_str) == Some("Hrs"))
-        .filter_map(|d| d.get("pricePerUnit")?.get("USD")?.as_str()?.parse::<f64>().ok())
+        .filter_map(|d| {
+            d.get("pricePerUnit")?
+                .get("USD")?
+                .as_str()?
+                .parse::<f64>()
+                .ok()
+        })
         .find(|p| *p > 0.0)
 }
 
@@ -304,7 +335,10 @@ pub(crate) async fn quote(
         currency: Currency::USD,
         api,
     };
-    let od = docs.iter().flat_map(|d| terms(d, "OnDemand")).find_map(hourly_usd);
+    let od = docs
+        .iter()
+        .flat_map(|d| terms(d, "OnDemand"))
+        .find_map(hourly_usd);
     let mut out = vec![usd(
         QuoteTerm::OnDemand,
         positive_price(&what, "terms.OnDemand hourly USD", od)?,

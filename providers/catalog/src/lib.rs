@@ -26,9 +26,9 @@
 
 mod billing;
 pub mod cloud;
-pub mod live;
 pub mod date;
 pub mod fsio;
+pub mod live;
 mod load;
 pub mod node;
 mod overrides;

@@ -182,7 +182,8 @@ impl LivePrices {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(werr)?;
         }
-        let mut bytes = serde_json::to_vec_pretty(self).map_err(|e| werr(std::io::Error::other(e)))?;
+        let mut bytes =
+            serde_json::to_vec_pretty(self).map_err(|e| werr(std::io::Error::other(e)))?;
         bytes.push(b'\n');
         crate::fsio::write_atomically(path, &bytes).map_err(werr)
     }
@@ -216,7 +217,9 @@ impl Catalog {
         let mut out = self.clone();
         let mut skipped = Vec::new();
         for e in &live.entries {
-            let Some(&i) = out.offering_index.get(&(e.cloud, e.region.clone(), e.instance_type.clone()))
+            let Some(&i) =
+                out.offering_index
+                    .get(&(e.cloud, e.region.clone(), e.instance_type.clone()))
             else {
                 skipped.push(format!("{} {} {}", e.cloud, e.region, e.instance_type));
                 continue;
@@ -311,7 +314,10 @@ mod tests {
             .offering(Cloud::Tencent, "ap-guangzhou", "GN7.2XLARGE32")
             .unwrap();
         let od = &o.prices[&PricingModel::OnDemand];
-        assert_eq!((od.hourly, od.basis, od.as_of.as_str()), (9.5, PriceBasis::Live, "2026-11-29"));
+        assert_eq!(
+            (od.hourly, od.basis, od.as_of.as_str()),
+            (9.5, PriceBasis::Live, "2026-11-29")
+        );
         assert!(od.source.contains("ap-guangzhou"), "{}", od.source);
         let r = &o.prices[&PricingModel::Reserved1y];
         assert!((r.hourly - 43_800.0 / (12.0 * HOURS_PER_MONTH)).abs() < 1e-9);

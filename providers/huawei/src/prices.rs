@@ -85,8 +85,13 @@ async fn on_demand(
     let body = json!({"project_id": project, "product_infos": [info]});
     let v = p
         .send(
-            Call::new(Service::Bss, region, "POST", "/v2/bills/ratings/on-demand-resources".into())
-                .body(body),
+            Call::new(
+                Service::Bss,
+                region,
+                "POST",
+                "/v2/bills/ratings/on-demand-resources".into(),
+            )
+            .body(body),
         )
         .await?;
     let amount = yuan(
@@ -109,7 +114,11 @@ async fn period(
     flavor: &str,
     months: u32,
 ) -> Result<LiveQuote, ProviderError> {
-    let (period_type, what) = if months == 12 { (3, "year") } else { (2, "month") };
+    let (period_type, what) = if months == 12 {
+        (3, "year")
+    } else {
+        (2, "month")
+    };
     let mut info = product(region, flavor);
     info["period_type"] = json!(period_type);
     info["period_num"] = json!(1);

@@ -74,7 +74,12 @@ async fn inquire(
 fn optional(r: Result<LiveQuote, ProviderError>) -> Result<Option<LiveQuote>, ProviderError> {
     match r {
         Ok(q) => Ok(Some(q)),
-        Err(e) if matches!(e.kind, ErrorKind::Invalid | ErrorKind::Capacity | ErrorKind::NotFound) => {
+        Err(e)
+            if matches!(
+                e.kind,
+                ErrorKind::Invalid | ErrorKind::Capacity | ErrorKind::NotFound
+            ) =>
+        {
             Ok(None)
         }
         Err(e) => Err(e),
@@ -87,7 +92,10 @@ fn f(v: &Value, k: &str) -> Option<f64> {
 
 fn hourly(price: &Value, charge: &str) -> Result<f64, ProviderError> {
     let what = format!("{ACTION} ({charge})");
-    let unit = price.get("ChargeUnit").and_then(Value::as_str).unwrap_or("");
+    let unit = price
+        .get("ChargeUnit")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !unit.eq_ignore_ascii_case("HOUR") {
         return Err(ProviderError::new(
             ErrorKind::Invalid,

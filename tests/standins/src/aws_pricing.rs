@@ -59,12 +59,10 @@ impl PricingMock {
             requests: AtomicU64::new(0),
         });
         let sh = shared.clone();
-        let app = axum::Router::new().fallback(
-            move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
-                let sh = sh.clone();
-                async move { handle(&sh, &m, &u, &h, &b) }
-            },
-        );
+        let app = axum::Router::new().fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
+            let sh = sh.clone();
+            async move { handle(&sh, &m, &u, &h, &b) }
+        });
         let (addr, server) = Background::serve("aws-pricing-mock", app);
         PricingMock {
             addr,
@@ -144,7 +142,11 @@ fn handle(sh: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body: &[
             )
         }
     }
-    let target = wire.only_header("x-amz-target").ok().flatten().unwrap_or("");
+    let target = wire
+        .only_header("x-amz-target")
+        .ok()
+        .flatten()
+        .unwrap_or("");
     if method != Method::POST || target != "AWSPriceListService.GetProducts" {
         return error(
             StatusCode::BAD_REQUEST,
@@ -190,7 +192,12 @@ fn get_products(book: &PriceBook, p: &Value) -> Result<Value, String> {
         return Err("MaxResults must be between 1 and 100.".into());
     }
     let mut filters: Vec<(String, String)> = Vec::new();
-    for f in p.get("Filters").and_then(Value::as_array).into_iter().flatten() {
+    for f in p
+        .get("Filters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         if s("Type") != "TERM_MATCH" {
             return Err(format!("Filter type `{}` is not supported.", s("Type")));

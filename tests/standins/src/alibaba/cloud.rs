@@ -579,24 +579,48 @@ impl Cloud {
     fn describe_price(&mut self, q: &Q) -> R {
         let rtype = get(q, "ResourceType").unwrap_or("instance");
         if rtype != "instance" {
-            return Err(ApiError::new(400, "InvalidResourceType.NotSupported", format!("The ResourceType `{rtype}` is not supported by this stand-in.")));
+            return Err(ApiError::new(
+                400,
+                "InvalidResourceType.NotSupported",
+                format!("The ResourceType `{rtype}` is not supported by this stand-in."),
+            ));
         }
         self.price_outage()?;
         let list = self.list_price(q)?;
         let period: u32 = match get(q, "Period") {
             None | Some("") => 1,
-            Some(p) => p.parse().map_err(|_| ApiError::new(400, "InvalidPeriod", "The specified Period is not valid."))?,
+            Some(p) => p.parse().map_err(|_| {
+                ApiError::new(400, "InvalidPeriod", "The specified Period is not valid.")
+            })?,
         };
         let spot = !matches!(get(q, "SpotStrategy").unwrap_or("NoSpot"), "NoSpot");
         let unit = get(q, "PriceUnit").unwrap_or("Hour");
         let price = match (unit, spot) {
             ("Hour", false) => list.hourly,
-            ("Hour", true) => list.spot.ok_or_else(|| ApiError::new(403, "Zone.NotOnSale", "The specified instance type is not sold as preemptible."))?,
-            (_, true) => return Err(ApiError::new(400, "InvalidParameter.SpotStrategy", "Preemptible instances are billed by the hour.")),
+            ("Hour", true) => list.spot.ok_or_else(|| {
+                ApiError::new(
+                    403,
+                    "Zone.NotOnSale",
+                    "The specified instance type is not sold as preemptible.",
+                )
+            })?,
+            (_, true) => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidParameter.SpotStrategy",
+                    "Preemptible instances are billed by the hour.",
+                ))
+            }
             ("Month", _) => list.month * f64::from(period),
             ("Year", _) => list.year * f64::from(period),
             ("Week", _) => list.month * f64::from(period) / 4.0,
-            (other, _) => return Err(ApiError::new(400, "InvalidPriceUnit.ValueNotSupported", format!("The PriceUnit `{other}` is not supported."))),
+            (other, _) => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidPriceUnit.ValueNotSupported",
+                    format!("The PriceUnit `{other}` is not supported."),
+                ))
+            }
         };
         Ok(json!({
             "PriceInfo": {
@@ -635,8 +659,17 @@ impl Cloud {
                 .collect(),
         };
         let offset: usize = get(q, "Offset").and_then(|o| o.parse().ok()).unwrap_or(0);
-        let page: Vec<Value> = points.iter().skip(offset).take(SPOT_PAGE).cloned().collect();
-        let next = if offset + page.len() < points.len() { offset + page.len() } else { 0 };
+        let page: Vec<Value> = points
+            .iter()
+            .skip(offset)
+            .take(SPOT_PAGE)
+            .cloned()
+            .collect();
+        let next = if offset + page.len() < points.len() {
+            offset + page.len()
+        } else {
+            0
+        };
         Ok(json!({
             "SpotPrices": {"SpotPriceType": page},
             "NextOffset": next,

@@ -929,7 +929,10 @@ fn bss_rating(st: &mut State, rest: &[&str], body: &Value) -> Answer {
         return bad("Invalid parameter: cloud_service_type or resource_type.");
     }
     let spec = str_of(info, "resource_spec");
-    let Some(flavor) = spec.strip_suffix(".linux").or_else(|| spec.strip_suffix(".win")) else {
+    let Some(flavor) = spec
+        .strip_suffix(".linux")
+        .or_else(|| spec.strip_suffix(".win"))
+    else {
         return bad("Invalid parameter: resource_spec.");
     };
     let flavor = flavor.to_string();

@@ -1133,9 +1133,7 @@ fn inquiry_price_run_instances(st: &mut State, region: &str, p: &Value) -> R {
             format!("The instance type `{itype}` does not exist."),
         ));
     };
-    let hourly = |price: f64| {
-        json!({"UnitPrice": price, "UnitPriceDiscount": price, "ChargeUnit": "HOUR", "Discount": 100})
-    };
+    let hourly = |price: f64| json!({"UnitPrice": price, "UnitPriceDiscount": price, "ChargeUnit": "HOUR", "Discount": 100});
     let instance_price = match opt_str(p, "InstanceChargeType").unwrap_or("POSTPAID_BY_HOUR") {
         "POSTPAID_BY_HOUR" => hourly(list.hourly),
         "PREPAID" => {

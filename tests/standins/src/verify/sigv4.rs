@@ -142,7 +142,10 @@ mod tests {
             &KEY,
         )
         .unwrap();
-        assert_eq!((v.region.as_str(), v.service.as_str()), ("us-east-1", "iam"));
+        assert_eq!(
+            (v.region.as_str(), v.service.as_str()),
+            ("us-east-1", "iam")
+        );
         assert_eq!(
             sha256_hex(v.canonical_request.as_bytes()),
             "f536975d06c0309214f805bb90ccff089219ecd68b2577efef23edd43b7e1a59"
@@ -164,6 +167,9 @@ mod tests {
             &guide_example("5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"),
             &other,
         );
-        assert!(matches!(unknown, Err(Rejection::UnknownKey(_))), "{unknown:?}");
+        assert!(
+            matches!(unknown, Err(Rejection::UnknownKey(_))),
+            "{unknown:?}"
+        );
     }
 }
