@@ -176,3 +176,32 @@ async fn real_provider(
         }
     }
 }
+
+/// The price API of a real cloud (`gpuform prices refresh`), with the
+/// credentials and endpoint override its provider reads from the environment.
+pub async fn price_api(
+    cloud: Cloud,
+) -> Result<Arc<dyn gpuform_provider::PriceApi>, gpuform_provider::ProviderError> {
+    match cloud {
+        #[cfg(feature = "aws")]
+        Cloud::Aws => {
+            let p = gpuform_aws::AwsProvider::from_env(None).await?;
+            p.check_credentials().await?;
+            Ok(Arc::new(p))
+        }
+        #[cfg(not(feature = "aws"))]
+        Cloud::Aws => Err(gpuform_provider::ProviderError::new(
+            gpuform_provider::ErrorKind::Invalid,
+            "the aws provider is not in this build of gpuform (built without the `aws` feature)",
+        )),
+        Cloud::Alibaba => Ok(Arc::new(
+            gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(None)?,
+        )),
+        Cloud::Tencent => Ok(Arc::new(
+            gpuform_tencent::TencentProvider::from_env_with_endpoint(None)?,
+        )),
+        Cloud::Huawei => Ok(Arc::new(gpuform_huawei::HuaweiProvider::from_vars(
+            std::env::vars(),
+        )?)),
+    }
+}

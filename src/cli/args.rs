@@ -163,6 +163,9 @@ pub enum Command {
     /// resources.
     #[command(after_help = EXIT_CODES)]
     Gc(GcArgs),
+    /// Live prices from each cloud's own price API, kept in a local dated cache.
+    #[command(subcommand)]
+    Prices(super::prices::PricesCommand),
 }
 
 #[derive(Debug, Args, Clone)]

@@ -69,6 +69,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Recommend(a) => super::recommend::recommend_cmd(a),
         Command::Audit(a) => super::audit::audit_cmd(a).await,
         Command::Gc(a) => super::audit::gc_cmd(a, quiet).await,
+        Command::Prices(c) => super::prices::prices_cmd(c, quiet).await,
         Command::Version => {
             println!("gpuform {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
@@ -99,12 +100,20 @@ pub(super) fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
     }
 }
 
-/// The built-in catalog, or a copy with the user's price overrides.
+/// The built-in catalog, with the live price cache (`gpuform prices
+/// refresh`) over its snapshot prices and the user's price overrides over both.
 pub(crate) fn catalog_for(
     prices: Option<&Path>,
 ) -> Result<std::borrow::Cow<'static, Catalog>, Failure> {
+    let cache = gpuform_catalog::live::default_cache_path();
+    let live = gpuform_catalog::LivePrices::load(&cache)?;
+    let base: std::borrow::Cow<'static, Catalog> = if live.entries.is_empty() {
+        std::borrow::Cow::Borrowed(Catalog::builtin())
+    } else {
+        std::borrow::Cow::Owned(Catalog::builtin().with_live_prices(&live).0)
+    };
     let Some(path) = prices else {
-        return Ok(std::borrow::Cow::Borrowed(Catalog::builtin()));
+        return Ok(base);
     };
     let text = std::fs::read_to_string(path).map_err(|e| {
         Failure(format!(
@@ -113,7 +122,7 @@ pub(crate) fn catalog_for(
         ))
     })?;
     let file = path.display().to_string();
-    Catalog::builtin()
+    base
         .with_price_overrides(&gpuform_catalog::Source { file: &file, text: &text })
         .map(std::borrow::Cow::Owned)
         .map_err(|e| Failure(format!("{e}\n  hint: columns are cloud,region,instance_type,pricing,price,currency[,source,as_of]")))

@@ -5,6 +5,7 @@ pub mod args;
 mod audit;
 mod commands;
 pub mod portability;
+pub mod prices;
 pub mod progress;
 pub mod recommend;
 

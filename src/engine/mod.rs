@@ -6,6 +6,7 @@ pub mod audit;
 mod error;
 mod failover;
 mod gc;
+pub mod prices;
 
 pub use error::EngineError;
 pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};

@@ -132,7 +132,8 @@ pub struct ClusterCost {
     pub monthly_usd_before: f64,
     pub monthly_usd_after: f64,
     /// Where the price after the plan comes from: `sourced as of …`,
-    /// `assumed (…) as of …` or `override …` (see `PriceBasis`).
+    /// `assumed (…) as of …`, `override …` or `live YYYY-MM-DD for REGION`
+    /// (the price cache of `gpuform prices refresh`; see `PriceBasis`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price_basis: Option<String>,
 }

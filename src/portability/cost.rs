@@ -64,7 +64,11 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
             continue;
         };
         in_cny |= price.currency == Currency::CNY;
-        e.price_basis = Some(format!("{}, as of {}", price.basis.label(), price.as_of));
+        e.price_basis = Some(match price.basis {
+            // A live quote names the day and the region it was quoted for.
+            gpuform_catalog::PriceBasis::Live => format!("live {} for {}", price.as_of, c.region),
+            b => format!("{}, as of {}", b.label(), price.as_of),
+        });
         let what = format!("{} {} {itype} {}", target.cloud, c.region, pricing.as_str());
         for n in catalog.notes(target.cloud, &c.region, itype) {
             let low = n.to_ascii_lowercase();

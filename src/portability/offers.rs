@@ -26,7 +26,9 @@ pub struct PriceInfo {
     pub as_of: String,
     pub age: PriceAge,
     /// `sourced` (quoted for this region), `assumed` (the source names no
-    /// region; assumed to hold here) or `override` (`--prices FILE`).
+    /// region; assumed to hold here), `override` (`--prices FILE`) or `live`
+    /// (`gpuform prices refresh`: quoted by the cloud's price API for this
+    /// region on `as_of`).
     pub basis: &'static str,
     /// `hourly_usd` × 730.
     pub monthly_usd: f64,
@@ -188,8 +190,9 @@ pub fn parse_gpu_models(
     }
 }
 
-/// How to price an offering the catalog has no price for: the cloud's own
-/// price call, whose answer goes into a `--prices FILE` row.
+/// How to price an offering the catalog has no price for: `gpuform prices
+/// refresh` for it (which makes the cloud's own price call), or that call by
+/// hand with its answer in a `--prices FILE` row.
 pub fn how_to_price(cloud: Cloud, instance_type: &str, pricing: PricingModel) -> String {
     let call = match (cloud, pricing) {
         (Cloud::Aws, PricingModel::Spot) => format!(
@@ -222,7 +225,9 @@ pub fn how_to_price(cloud: Cloud, instance_type: &str, pricing: PricingModel) ->
             "Huawei BSS ListRateOnPeriodDetail (period_type 3 = year, resource_spec {instance_type}.linux, region REGION)"
         ),
     };
-    format!("{call}; then a row in --prices FILE")
+    format!(
+        "gpuform prices refresh --cloud {cloud} --type {instance_type} (it calls {call}), or a row in --prices FILE"
+    )
 }
 
 /// Parses a cloud name (`aws`, `alibaba`, `tencent`, `huawei`).
@@ -526,11 +531,12 @@ pub(crate) fn right_align(t: &mut comfy_table::Table, columns: &[usize]) {
 fn basis_cell(row: &OfferRow) -> String {
     let price = match &row.price {
         Some(p) => match p.basis {
-            "assumed" => "price assumed (no region in source)",
-            "override" => "price override",
-            _ => "price sourced",
+            "assumed" => "price assumed (no region in source)".to_string(),
+            "override" => "price override".to_string(),
+            "live" => format!("price live {} for {}", p.as_of, row.region),
+            _ => "price sourced".to_string(),
         },
-        None => "unpriced",
+        None => "unpriced".to_string(),
     };
     format!("{price}; availability {}", row.availability)
 }
@@ -1046,7 +1052,7 @@ pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
         c.cny_per_usd
     ));
     out.push_str(&format!("{bullet}On Alibaba, Tencent and Huawei reserved-1y is the one-year subscription (包年包月), priced only when a source or the cloud's price API gives one; monthly-subscription is the one-month subscription (包月), shown where the catalog has one (its hourly figure = month ÷ {HOURS_PER_MONTH} h).\n"));
-    out.push_str(&format!("{bullet}Basis: sourced = quoted for that region; assumed = the source names no region; override = --prices FILE.\n"));
+    out.push_str(&format!("{bullet}Basis: sourced = quoted for that region; assumed = the source names no region; override = --prices FILE; live = quoted by the cloud's price API for that region on that day (gpuform prices refresh).\n"));
     for m in &missing {
         out.push_str(&format!("{bullet}Missing price, {m}\n"));
     }

@@ -19,6 +19,7 @@ pub mod error;
 pub mod images;
 pub mod ingress;
 pub mod inventory;
+pub mod prices;
 pub mod provider;
 pub mod request;
 pub mod resource;
@@ -33,6 +34,7 @@ pub use gpuform_catalog::Cloud;
 pub use images::ImageCache;
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
 pub use inventory::{Inventory, InventoryApi, InventoryInstance, InventoryVolume, RunState};
+pub use prices::{LiveQuote, PriceApi, QuoteTerm};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{
     BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,

@@ -35,6 +35,7 @@ mod compute;
 mod errors;
 mod images;
 mod network;
+pub mod prices;
 mod refresh;
 mod storage;
 mod tags;

@@ -45,6 +45,30 @@ impl Day {
     }
 }
 
+impl Day {
+    /// The calendar date, `(year, month, day)` (Howard Hinnant's `civil_from_days`).
+    pub fn ymd(self) -> (i64, u32, u32) {
+        let z = self.0 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        (y, m, d)
+    }
+}
+
+/// `YYYY-MM-DD`.
+impl std::fmt::Display for Day {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (y, m, d) = self.ymd();
+        write!(f, "{y:04}-{m:02}-{d:02}")
+    }
+}
+
 fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
@@ -149,6 +173,20 @@ mod tests {
             "2026-11-29x",
         ] {
             assert_eq!(Day::parse_iso(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn days_print_as_they_parse() {
+        for text in [
+            "1970-01-01",
+            "2000-02-29",
+            "2026-11-29",
+            "2026-12-31",
+            "1999-03-01",
+            "2100-02-28",
+        ] {
+            assert_eq!(Day::parse_iso(text).unwrap().to_string(), text);
         }
     }
 

@@ -28,6 +28,7 @@ mod billing;
 pub mod cloud;
 pub mod date;
 pub mod fsio;
+pub mod live;
 mod load;
 pub mod node;
 mod overrides;
@@ -39,6 +40,7 @@ mod tests;
 pub use billing::{billing, Billing};
 pub use cloud::Cloud;
 pub use date::{parse_as_of, price_age, Day, PriceAge, HOURS_PER_MONTH};
+pub use live::{LiveEntry, LivePrices, LiveQuote, QuoteTerm};
 pub use load::CatalogError;
 pub use query::{Match, OfferQuery, DEFAULT_CNY_PER_USD};
 pub use sources::{CatalogSources, CloudSources, Source};
@@ -186,6 +188,9 @@ pub enum PriceBasis {
     Assumed,
     /// From the user's `--prices FILE`.
     Override,
+    /// Quoted by the cloud's own price API for this region (`gpuform prices
+    /// refresh`); the price's `as_of` is the day it was quoted.
+    Live,
 }
 
 impl PriceBasis {
@@ -194,6 +199,7 @@ impl PriceBasis {
             PriceBasis::Sourced => "sourced",
             PriceBasis::Assumed => "assumed",
             PriceBasis::Override => "override",
+            PriceBasis::Live => "live",
         }
     }
     /// The label shown next to a price, e.g. `sourced 2024-12-30`,
@@ -203,6 +209,7 @@ impl PriceBasis {
             PriceBasis::Sourced => "sourced",
             PriceBasis::Assumed => "assumed: source names no region",
             PriceBasis::Override => "override",
+            PriceBasis::Live => "live: quoted by the cloud's price API for this region",
         }
     }
 }
@@ -329,6 +336,9 @@ pub struct SubscriptionPrice {
     pub source: String,
     pub as_of: String,
     pub note: String,
+    /// Quoted by the cloud's price API for `region` (the live price cache).
+    #[serde(default)]
+    pub live: bool,
 }
 
 impl SubscriptionPrice {
@@ -341,7 +351,9 @@ impl SubscriptionPrice {
     }
     /// Sourced for this region, or assumed from a quote naming no region.
     pub fn basis(&self) -> PriceBasis {
-        if self.region.is_some() {
+        if self.live {
+            PriceBasis::Live
+        } else if self.region.is_some() {
             PriceBasis::Sourced
         } else {
             PriceBasis::Assumed

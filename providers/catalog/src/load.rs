@@ -546,6 +546,7 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                         source: row.req("source")?.to_string(),
                         as_of: row.req("as_of")?.to_string(),
                         note: row.get("note").to_string(),
+                        live: false,
                     });
                     Ok(())
                 },

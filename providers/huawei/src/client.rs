@@ -29,6 +29,9 @@ pub enum Service {
     Evs,
     Ims,
     Dns,
+    /// Business support (price inquiries): one global endpoint,
+    /// `https://bss.myhuaweicloud.com` for every region of the China site.
+    Bss,
 }
 
 impl Service {
@@ -39,6 +42,7 @@ impl Service {
             Service::Evs => "evs",
             Service::Ims => "ims",
             Service::Dns => "dns",
+            Service::Bss => "bss",
         }
     }
 }
@@ -123,6 +127,7 @@ impl Client {
     fn base(&self, service: Service, region: &str) -> String {
         match &self.endpoint {
             Some(e) => e.trim_end_matches('/').to_string(),
+            None if service == Service::Bss => "https://bss.myhuaweicloud.com".to_string(),
             None => format!("https://{}.{region}.myhuaweicloud.com", service.name()),
         }
     }

@@ -28,6 +28,7 @@ mod compute;
 pub mod errors;
 pub mod images;
 mod network;
+pub mod prices;
 mod refresh;
 mod storage;
 pub mod tags;

@@ -9,6 +9,10 @@
 //!
 //! Every server implements [`MockCloud`], so one scenario suite (create,
 //! refresh, drift, scale, destroy, crash and re-apply) runs against all of them.
+//!
+//! Each also answers its cloud's price actions from a [`prices::PriceBook`]
+//! the test fills; [`aws_pricing`] is the AWS Price List Query API's
+//! GetProducts alone (moto, the AWS stand-in, has no pricing service).
 
 use gpuform_provider::ResourceKind;
 use std::sync::Arc;
@@ -75,9 +79,11 @@ pub trait MockCloud: Send + Sync {
 }
 
 pub mod alibaba;
+pub mod aws_pricing;
 mod background;
 pub mod harness;
 pub mod huawei;
+pub mod prices;
 pub mod recordings;
 pub mod shape;
 pub mod tap;

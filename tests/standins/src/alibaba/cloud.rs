@@ -220,6 +220,8 @@ pub struct Cloud {
     launch_fails: Vec<(String, String)>,
     quota: Option<usize>,
     pub pending_for: Duration,
+    /// What DescribePrice and DescribeSpotPriceHistory quote (CNY).
+    pub prices: crate::prices::PriceBook,
 }
 
 type Q = [(String, String)];
@@ -541,7 +543,140 @@ fn page_by_token(q: &Q, all: Vec<Value>, list: (&str, &str)) -> R {
     Ok(v)
 }
 
+/// Points of spot history per DescribeSpotPriceHistory page (the API pages
+/// by `Offset` / `NextOffset`; a small page makes clients page).
+const SPOT_PAGE: usize = 2;
+
 impl Cloud {
+    /// Counts a price request against the injected outage.
+    fn price_outage(&mut self) -> Result<(), ApiError> {
+        if self.prices.outage() {
+            return Err(ApiError::new(
+                500,
+                "InternalError",
+                "The request processing has failed due to some unknown error, exception or failure.",
+            ));
+        }
+        Ok(())
+    }
+
+    fn list_price(&self, q: &Q) -> Result<crate::prices::ListPrice, ApiError> {
+        let itype = need(q, "InstanceType")?;
+        self.prices.get(itype).ok_or_else(|| {
+            ApiError::new(
+                400,
+                "InvalidInstanceType.ValueNotSupported",
+                format!("The specified InstanceType `{itype}` does not exist or is not supported."),
+            )
+        })
+    }
+
+    /// DescribePrice (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeprice):
+    /// `ResourceType` (instance, the default), `InstanceType`, `PriceUnit`
+    /// Hour | Month | Week | Year with `Period`, `SpotStrategy`; answers
+    /// `PriceInfo.Price` {OriginalPrice, DiscountPrice, TradePrice, Currency}
+    /// and `PriceInfo.Rules.Rule[]`. The stand-in gives no discount.
+    fn describe_price(&mut self, q: &Q) -> R {
+        let rtype = get(q, "ResourceType").unwrap_or("instance");
+        if rtype != "instance" {
+            return Err(ApiError::new(
+                400,
+                "InvalidResourceType.NotSupported",
+                format!("The ResourceType `{rtype}` is not supported by this stand-in."),
+            ));
+        }
+        self.price_outage()?;
+        let list = self.list_price(q)?;
+        let period: u32 = match get(q, "Period") {
+            None | Some("") => 1,
+            Some(p) => p.parse().map_err(|_| {
+                ApiError::new(400, "InvalidPeriod", "The specified Period is not valid.")
+            })?,
+        };
+        let spot = !matches!(get(q, "SpotStrategy").unwrap_or("NoSpot"), "NoSpot");
+        let unit = get(q, "PriceUnit").unwrap_or("Hour");
+        let price = match (unit, spot) {
+            ("Hour", false) => list.hourly,
+            ("Hour", true) => list.spot.ok_or_else(|| {
+                ApiError::new(
+                    403,
+                    "Zone.NotOnSale",
+                    "The specified instance type is not sold as preemptible.",
+                )
+            })?,
+            (_, true) => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidParameter.SpotStrategy",
+                    "Preemptible instances are billed by the hour.",
+                ))
+            }
+            ("Month", _) => list.month * f64::from(period),
+            ("Year", _) => list.year * f64::from(period),
+            ("Week", _) => list.month * f64::from(period) / 4.0,
+            (other, _) => {
+                return Err(ApiError::new(
+                    400,
+                    "InvalidPriceUnit.ValueNotSupported",
+                    format!("The PriceUnit `{other}` is not supported."),
+                ))
+            }
+        };
+        Ok(json!({
+            "PriceInfo": {
+                "Price": {"OriginalPrice": price, "DiscountPrice": 0.0, "TradePrice": price, "Currency": "CNY"},
+                "Rules": {"Rule": []},
+            }
+        }))
+    }
+
+    /// DescribeSpotPriceHistory (…/api-ecs-2014-05-26-describespotpricehistory):
+    /// `NetworkType` and `InstanceType` required, `ZoneId`, `Offset`; answers
+    /// `SpotPrices.SpotPriceType[]` {ZoneId, InstanceType, SpotPrice,
+    /// OriginPrice, Timestamp, NetworkType, IoOptimized}, `NextOffset` and
+    /// `Currency`. The stand-in's history: five daily points ending at the
+    /// list spot price, oldest first.
+    fn spot_price_history(&mut self, q: &Q) -> R {
+        need(q, "NetworkType")?;
+        self.price_outage()?;
+        let list = self.list_price(q)?;
+        let itype = need(q, "InstanceType")?;
+        let zone = get(q, "ZoneId").unwrap_or("");
+        let points: Vec<Value> = match list.spot {
+            None => Vec::new(),
+            Some(s) => (0..5)
+                .map(|i| {
+                    json!({
+                        "ZoneId": zone,
+                        "InstanceType": itype,
+                        "SpotPrice": s * (1.0 + 0.1 * f64::from(4 - i)),
+                        "OriginPrice": list.hourly,
+                        "Timestamp": format!("2026-11-{:02}T00:00:00Z", 24 + i),
+                        "NetworkType": "vpc",
+                        "IoOptimized": "optimized",
+                    })
+                })
+                .collect(),
+        };
+        let offset: usize = get(q, "Offset").and_then(|o| o.parse().ok()).unwrap_or(0);
+        let page: Vec<Value> = points
+            .iter()
+            .skip(offset)
+            .take(SPOT_PAGE)
+            .cloned()
+            .collect();
+        let next = if offset + page.len() < points.len() {
+            offset + page.len()
+        } else {
+            0
+        };
+        Ok(json!({
+            "SpotPrices": {"SpotPriceType": page},
+            "NextOffset": next,
+            "Currency": "CNY",
+        }))
+    }
+
     pub fn new() -> Cloud {
         Cloud {
             vpcs: Vec::new(),
@@ -556,6 +691,7 @@ impl Cloud {
             launch_fails: Vec::new(),
             quota: None,
             pending_for: Duration::from_millis(50),
+            prices: Default::default(),
         }
     }
 
@@ -640,6 +776,8 @@ impl Cloud {
             "UntagResources",
             "ListTagResources",
             "ModifyInstanceAutoRenewAttribute",
+            "DescribePrice",
+            "DescribeSpotPriceHistory",
         ];
         let vpc = [
             "CreateVpc",
@@ -740,6 +878,8 @@ impl Cloud {
             (_, "DescribeDisks") => self.describe_disks(&region, q),
             (_, "DeleteDisk") => self.delete_disk(q),
             (_, "ResizeDisk") => self.resize_disk(q),
+            (ECS_VERSION, "DescribePrice") => self.describe_price(q),
+            (ECS_VERSION, "DescribeSpotPriceHistory") => self.spot_price_history(q),
             _ => Err(ApiError::new(
                 404,
                 "InvalidAction.NotFound",

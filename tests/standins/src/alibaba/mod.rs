@@ -103,6 +103,20 @@ impl AlibabaMock {
     }
 
     /// Makes later requests fail: see [`Fault`].
+    /// Sets what DescribePrice and DescribeSpotPriceHistory quote (CNY);
+    /// types without a price are refused as unsupported.
+    pub fn set_price(&self, instance_type: &str, price: crate::prices::ListPrice) {
+        self.cloud().prices.set(instance_type, price);
+    }
+
+    /// After `n` more price answers, the price actions fail with HTTP 500
+    /// `InternalError` (an outage half-way through a refresh); `None` ends it.
+    pub fn fail_prices_after(&self, n: Option<u32>) {
+        let mut c = self.cloud();
+        c.prices.fail_after = n;
+        c.prices.answered = 0;
+    }
+
     pub fn inject(&self, fault: Fault) {
         self.cloud().inject(fault);
     }

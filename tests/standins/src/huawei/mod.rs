@@ -110,6 +110,8 @@ struct State {
     /// how often they were read by id.
     settling: HashMap<String, (Instant, u32)>,
     log: CallLog,
+    /// What the BSS ratings quote (CNY), by flavor.
+    prices: crate::prices::PriceBook,
 }
 
 /// A resource body plus its tags (kept apart: each API shows tags its own way).
@@ -176,6 +178,20 @@ impl HuaweiMock {
 
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Sets what the BSS price inquiries quote for a flavor (CNY); flavors
+    /// without a price are refused as unknown specs.
+    pub fn set_price(&self, flavor: &str, price: crate::prices::ListPrice) {
+        self.lock().prices.set(flavor, price);
+    }
+
+    /// After `n` more price answers, the BSS price inquiries fail with HTTP
+    /// 500 (an outage half-way through a refresh); `None` ends it.
+    pub fn fail_prices_after(&self, n: Option<u32>) {
+        let mut st = self.lock();
+        st.prices.fail_after = n;
+        st.prices.answered = 0;
     }
 
     /// Makes a flavor "sold out": server create jobs for it fail.
@@ -876,6 +892,108 @@ fn remove_servers(st: &mut State, ids: &[String], delete_volume: bool) {
     }
 }
 
+// ----- BSS price inquiries --------------------------------------------------------
+
+fn bss_err(status: StatusCode, code: &str, msg: &str) -> Answer {
+    (status, json!({"error_code": code, "error_msg": msg}))
+}
+
+/// "查询按需产品价格" (ListOnDemandResourceRatings, `POST
+/// /v2/bills/ratings/on-demand-resources`, api-oce/bcloud_01001.html) and
+/// "查询包年/包月产品价格" (ListRateOnPeriodDetail, `POST
+/// /v2/bills/ratings/period-resources/subscribe-rate`, bcloud_01002.html).
+/// Body: `project_id` and `product_infos[]` with `id`, `cloud_service_type`,
+/// `resource_type`, `resource_spec` (`<flavor>.linux` for ECS), `region`,
+/// and `usage_factor` / `usage_measure_id` (4 = hour) / `usage_value`, or
+/// `period_type` (2 month, 3 year) / `period_num`; `subscription_num`.
+/// Amounts in yuan (`measure_id` 1); the stand-in gives no discount.
+fn bss_rating(st: &mut State, rest: &[&str], body: &Value) -> Answer {
+    let bad = |m: &str| bss_err(StatusCode::BAD_REQUEST, "CBC.0100", m);
+    if str_of(body, "project_id") != TEST_PROJECT_ID {
+        return bss_err(
+            StatusCode::FORBIDDEN,
+            "CBC.0150",
+            "Access denied. The project_id does not belong to the customer.",
+        );
+    }
+    let Some(info) = body
+        .get("product_infos")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    else {
+        return bad("Invalid parameter: product_infos.");
+    };
+    if str_of(info, "cloud_service_type") != "hws.service.type.ec2"
+        || str_of(info, "resource_type") != "hws.resource.type.vm"
+    {
+        return bad("Invalid parameter: cloud_service_type or resource_type.");
+    }
+    let spec = str_of(info, "resource_spec");
+    let Some(flavor) = spec
+        .strip_suffix(".linux")
+        .or_else(|| spec.strip_suffix(".win"))
+    else {
+        return bad("Invalid parameter: resource_spec.");
+    };
+    let flavor = flavor.to_string();
+    if str_of(info, "region").is_empty() {
+        return bad("Invalid parameter: region.");
+    }
+    if st.prices.outage() {
+        return bss_err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "CBC.0999",
+            "Other errors.",
+        );
+    }
+    let Some(list) = st.prices.get(&flavor) else {
+        return bad(&format!(
+            "Invalid parameter: resource_spec `{spec}` has no price (unknown flavor)."
+        ));
+    };
+    let id = str_of(info, "id");
+    let num = |k: &str| info.get(k).and_then(Value::as_u64);
+    match rest {
+        ["on-demand-resources"] => {
+            if str_of(info, "usage_factor") != "Duration" || num("usage_measure_id") != Some(4) {
+                return bad("Invalid parameter: usage_factor / usage_measure_id (this stand-in rates Duration in hours, measure 4).");
+            }
+            let hours = num("usage_value").unwrap_or(0) as f64;
+            let amount = list.hourly * hours * num("subscription_num").unwrap_or(1) as f64;
+            ok(json!({
+                "amount": amount,
+                "discount_amount": 0.0,
+                "official_website_amount": amount,
+                "measure_id": 1,
+                "currency": "CNY",
+                "product_rating_results": [{
+                    "id": id, "product_id": format!("OFFI{flavor}"), "amount": amount,
+                    "discount_amount": 0.0, "official_website_amount": amount, "measure_id": 1,
+                }],
+            }))
+        }
+        ["period-resources", "subscribe-rate"] => {
+            let n = num("period_num").unwrap_or(0) as f64;
+            let per = match num("period_type") {
+                Some(2) => list.month,
+                Some(3) => list.year,
+                _ => return bad("Invalid parameter: period_type (2 month, 3 year)."),
+            };
+            let amount = per * n * num("subscription_num").unwrap_or(1) as f64;
+            ok(json!({
+                "official_website_rating_result": {
+                    "official_website_amount": amount,
+                    "measure_id": 1,
+                    "product_rating_results": [{"id": id, "product_id": format!("OFFI{flavor}"), "official_website_amount": amount, "measure_id": 1}],
+                },
+                "optional_discount_rating_results": [],
+                "currency": "CNY",
+            }))
+        }
+        _ => no_api(),
+    }
+}
+
 // ----- routing ------------------------------------------------------------------
 
 fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<String>) -> Answer {
@@ -925,6 +1043,10 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
     // Neither has DNS's "Querying Name Servers".
     if let (&Method::GET, ["v2", "nameservers"]) = (method, seg.as_slice()) {
         return name_servers(&q);
+    }
+    // BSS (price inquiries) has no project in its path either: it is in the body.
+    if let (&Method::POST, ["v2", "bills", "ratings", rest @ ..]) = (method, seg.as_slice()) {
+        return bss_rating(st, rest, &json_body);
     }
     if seg.len() < 2 {
         return no_api();

@@ -47,6 +47,7 @@ fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -
         ("cvm", "DescribeDisasterRecoverGroups") => describe_disaster_recover_groups(st, region, p),
         ("cvm", "DeleteDisasterRecoverGroups") => delete_disaster_recover_groups(st, region, p),
         ("cvm", "RunInstances") => run_instances(st, region, p),
+        ("cvm", "InquiryPriceRunInstances") => inquiry_price_run_instances(st, region, p),
         ("cvm", "DescribeInstances") => describe_instances(st, region, p),
         ("cvm", "TerminateInstances") => terminate_instances(st, region, p),
         ("cbs", "CreateDisks") => create_disks(st, region, p),
@@ -1095,6 +1096,91 @@ fn is_base64(s: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
         && s.len() - s.trim_end_matches('=').len() <= 2
+}
+
+/// InquiryPriceRunInstances, https://www.tencentcloud.com/document/api/213/33248:
+/// the parameters of RunInstances (Placement.Zone, ImageId and InstanceType
+/// required; InstanceChargeType with InstanceChargePrepaid.Period or
+/// InstanceMarketOptions), answered with `Price.InstancePrice`, an ItemPrice
+/// (https://www.tencentcloud.com/document/api/213/15753#ItemPrice):
+/// `UnitPrice` / `UnitPriceDiscount` per `ChargeUnit` `HOUR` for
+/// POSTPAID_BY_HOUR and SPOTPAID, `OriginalPrice` / `DiscountPrice` for the
+/// whole PREPAID period. The stand-in gives no discount.
+fn inquiry_price_run_instances(st: &mut State, region: &str, p: &Value) -> R {
+    let zone = p
+        .get("Placement")
+        .and_then(|pl| pl.get("Zone"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| missing("Placement.Zone"))?;
+    check_zone(region, zone)?;
+    let itype = req_str(p, "InstanceType")?;
+    let image = req_str(p, "ImageId")?;
+    if !IMAGES.iter().any(|i| i.id == image) {
+        return Err(ApiError::new(
+            "InvalidImageId.NotFound",
+            format!("The image `{image}` does not exist."),
+        ));
+    }
+    if st.prices.outage() {
+        return Err(ApiError::new(
+            "InternalError",
+            "An internal error occurred. Please try again later.",
+        ));
+    }
+    let Some(list) = st.prices.get(itype) else {
+        return Err(ApiError::new(
+            "InvalidParameterValue.InstanceTypeNotFound",
+            format!("The instance type `{itype}` does not exist."),
+        ));
+    };
+    let hourly = |price: f64| json!({"UnitPrice": price, "UnitPriceDiscount": price, "ChargeUnit": "HOUR", "Discount": 100});
+    let instance_price = match opt_str(p, "InstanceChargeType").unwrap_or("POSTPAID_BY_HOUR") {
+        "POSTPAID_BY_HOUR" => hourly(list.hourly),
+        "PREPAID" => {
+            let prepaid = p
+                .get("InstanceChargePrepaid")
+                .ok_or_else(|| missing("InstanceChargePrepaid"))?;
+            let months = opt_int(prepaid, "Period")?
+                .ok_or_else(|| missing("InstanceChargePrepaid.Period"))?;
+            let total = match months {
+                1 => list.month,
+                12 => list.year,
+                2..=11 => list.month * months as f64,
+                24 | 36 | 48 | 60 => list.year * (months / 12) as f64,
+                _ => {
+                    return Err(ApiError::new(
+                        "InvalidPeriod",
+                        "The period must be 1-12, 24, 36, 48 or 60 months.",
+                    ))
+                }
+            };
+            json!({"OriginalPrice": total, "DiscountPrice": total, "Discount": 100})
+        }
+        "SPOTPAID" => {
+            let market = p
+                .get("InstanceMarketOptions")
+                .ok_or_else(|| missing("InstanceMarketOptions"))?;
+            if opt_str(market, "MarketType") != Some("spot") {
+                return Err(bad("InstanceMarketOptions.MarketType", "must be `spot`"));
+            }
+            match list.spot {
+                Some(s) => hourly(s),
+                None => {
+                    return Err(ApiError::new(
+                        "InvalidParameterValue.InsufficientOffering",
+                        format!("Spot instances of `{itype}` are not sold in `{zone}`."),
+                    ))
+                }
+            }
+        }
+        other => {
+            return Err(bad(
+                "InstanceChargeType",
+                &format!("`{other}` is not supported"),
+            ))
+        }
+    };
+    Ok(json!({"Price": {"InstancePrice": instance_price, "BandwidthPrice": {}}}))
 }
 
 /// RunInstances, https://www.tencentcloud.com/document/api/213/33237.

@@ -176,6 +176,21 @@ impl TencentMock {
         })
     }
 
+    /// Sets what InquiryPriceRunInstances quotes for a type (CNY); types
+    /// without a price are refused as unknown.
+    pub fn set_price(&self, instance_type: &str, price: crate::prices::ListPrice) {
+        self.with_state(|s| s.prices.set(instance_type, price));
+    }
+
+    /// After `n` more price answers, InquiryPriceRunInstances fails with
+    /// `InternalError` (an outage half-way through a refresh); `None` ends it.
+    pub fn fail_prices_after(&self, n: Option<u32>) {
+        self.with_state(|s| {
+            s.prices.fail_after = n;
+            s.prices.answered = 0;
+        });
+    }
+
     /// Ingress and egress policies of a security group (as stored from the requests).
     pub fn security_group_policies(&self, id: &str) -> Option<(Vec<Value>, Vec<Value>)> {
         self.with_state(|s| s.sgs.get(id).map(|g| (g.ingress.clone(), g.egress.clone())))

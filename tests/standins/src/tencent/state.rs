@@ -180,6 +180,8 @@ pub struct State {
     /// (action, ClientToken) → the ids the first call returned.
     pub tokens: HashMap<(String, String), Vec<String>>,
     pub faults: Faults,
+    /// What InquiryPriceRunInstances quotes (CNY).
+    pub prices: crate::prices::PriceBook,
 }
 
 impl State {
@@ -195,6 +197,7 @@ impl State {
             disks: BTreeMap::new(),
             tokens: HashMap::new(),
             faults: Faults::default(),
+            prices: Default::default(),
         }
     }
 

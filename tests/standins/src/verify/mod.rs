@@ -22,6 +22,7 @@
 //! | [`oss1`] | Alibaba OSS V1 (`OSS AccessKeyId:Signature`) | OSS "Include a V1 signature in the Authorization header" |
 //! | [`cos`] | Tencent COS `q-sign-algorithm=sha1` | COS "Request Signature" (XML API) |
 //! | [`obs`] | Huawei OBS (`OBS AccessKeyID:Signature`) | OBS "Authentication of Signature in a Header" |
+//! | [`sigv4`] | AWS `AWS4-HMAC-SHA256` | IAM "Create a signed AWS API request" |
 //!
 //! The object-storage verifiers also take the bucket the stand-in serves
 //! (the first label of a virtual-hosted `Host`), which their canonical
@@ -35,6 +36,7 @@ pub mod obs;
 pub mod oss1;
 pub mod oss4;
 pub mod rpc;
+pub mod sigv4;
 pub mod tc3;
 mod text;
 mod wire;
