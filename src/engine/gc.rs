@@ -141,7 +141,7 @@ pub async fn gc_plan(
         targets: Vec::new(),
         cny_per_usd: req.diff.cny_per_usd,
     };
-    let mut plan = diff(&Desired::default(), &only_strays, req.catalog, &diff_opts);
+    let mut plan = diff(Desired::default(), &only_strays, req.catalog, &diff_opts);
     for c in &mut plan.changes {
         let other = current
             .strays

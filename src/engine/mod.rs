@@ -219,7 +219,7 @@ pub async fn make_plan(
     } else {
         Current::unrefreshed(doc)
     };
-    let mut plan = diff(&desired, &current, req.catalog, &req.diff);
+    let mut plan = diff(desired, &current, req.catalog, &req.diff);
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
     plan.project = req.loaded.spec.project.clone();

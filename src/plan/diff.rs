@@ -20,7 +20,10 @@ pub struct DiffOptions {
     pub cny_per_usd: f64,
 }
 
-pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &DiffOptions) -> Plan {
+/// Takes `desired` by value: its attributes and dependencies move into the
+/// plan's changes instead of being cloned (and the copies dropped), which was
+/// a tenth of a large no-op plan's time.
+pub fn diff(mut desired: Desired, current: &Current, catalog: &Catalog, opts: &DiffOptions) -> Plan {
     let doc = &current.doc;
     let mut changes: Vec<ResourceChange> = Vec::new();
     // Addresses whose provider id will change in this plan: their dependents must follow.
@@ -29,9 +32,17 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
     if !opts.destroy {
         // Dependencies are always of an earlier kind (network → subnet → ...),
         // so visiting by kind sees every dependency's fate before its dependents.
-        let mut order: Vec<_> = desired.resources.iter().collect();
-        order.sort_by_key(|r| (kind_rank(r.kind), &r.address));
-        for d in order {
+        let mut order: Vec<usize> = (0..desired.resources.len()).collect();
+        {
+            let rs = &desired.resources;
+            order.sort_by_key(|&i| (kind_rank(rs[i].kind), &rs[i].address));
+        }
+        for i in order {
+            // Moved out: only the address (and kind, region) is read afterwards.
+            let d = &mut desired.resources[i];
+            let desired_attrs = std::mem::take(&mut d.attrs);
+            let desired_deps = std::mem::take(&mut d.deps);
+            let d = &desired.resources[i];
             let price_after = d.hourly_usd;
             let record = doc.resources.get(&d.address);
             let observed = current.observed.get(&d.address);
@@ -47,8 +58,8 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                 old_provider: None,
                 old_region: None,
                 before: None,
-                after: Some(d.attrs.clone()),
-                deps: d.deps.clone(),
+                after: Some(desired_attrs),
+                deps: desired_deps,
                 old_deps: BTreeMap::new(),
                 token: None,
                 hourly_usd_before: None,
@@ -81,7 +92,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                             "moves from {} {} to {} {}",
                             r.provider, r.region, change.provider, d.region
                         ));
-                    } else if let Some(dep) = d
+                    } else if let Some(dep) = change
                         .deps
                         .iter()
                         .find(|(role, a)| {
@@ -91,15 +102,14 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                     {
                         change.action = Action::Replace;
                         change.reason = Some(format!("{dep} is replaced"));
-                    } else if r.deps != d.deps {
+                    } else if r.deps != change.deps {
                         change.action = Action::Replace;
                         change.reason = Some("its dependencies changed".into());
                     } else {
-                        let changed = change
-                            .before
-                            .as_ref()
-                            .map(|actual| changed_keys(actual, &d.attrs))
-                            .unwrap_or_default();
+                        let changed = match (&change.before, &change.after) {
+                            (Some(actual), Some(wanted)) => changed_keys(actual, wanted),
+                            _ => Vec::new(),
+                        };
                         let forcing: Vec<String> = changed
                             .iter()
                             .filter(|k| !d.kind.is_updatable(k))
@@ -129,7 +139,6 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                     if matches!(change.action, Action::NoOp | Action::Update) {
                         complete(
                             &mut change,
-                            d,
                             doc,
                             observed.and_then(|o| o.as_ref()),
                             &renewed,
@@ -196,7 +205,7 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
     cost.monthly_usd_after = cost.hourly_usd_after * HOURS_PER_MONTH;
     cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
 
-    let documents = changes_documents(&changes, desired);
+    let documents = changes_documents(&changes, &desired);
     Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuform_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -209,8 +218,8 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
         changes,
         summary,
         cost,
-        lockin: desired.lockin.clone(),
-        notes: desired.notes.clone(),
+        lockin: std::mem::take(&mut desired.lockin),
+        notes: std::mem::take(&mut desired.notes),
         warnings: Vec::new(),
         state_path: None,
         endpoints: BTreeMap::new(),
@@ -273,15 +282,14 @@ fn follows_by_reattach(kind: ResourceKind, role: &str) -> bool {
 /// instance is attached (after its instance is re-created, when it is).
 fn complete(
     change: &mut ResourceChange,
-    d: &crate::resolve::DesiredResource,
     doc: &crate::state::StateDoc,
     observed: Option<&gpuform_provider::ObservedResource>,
     renewed: &BTreeSet<String>,
 ) {
-    if d.kind != ResourceKind::Volume {
+    if change.kind != ResourceKind::Volume {
         return;
     }
-    let Some(instance) = d.deps.get("instance") else {
+    let Some(instance) = change.deps.get("instance") else {
         return;
     };
     // A provider that does not report attachments leaves the key out.

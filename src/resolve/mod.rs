@@ -514,31 +514,46 @@ fn resolve_cluster(
     let (boot, boot_note) =
         bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
             .map_err(|d| vec![d])?;
-    let mut rendered: Vec<(bootstrap::NodePlan, String, Vec<String>)> = Vec::new();
+    // Nodes differ only in their Kubernetes role: each role's bootstrap
+    // attributes (`None`: no bootstrap) are rendered once and cloned.
+    type BootAttrs = Option<(serde_json::Value, serde_json::Value)>;
+    let mut rendered: Vec<(Option<bootstrap::Kube>, BootAttrs)> = Vec::new();
     let mut docs: BTreeMap<String, String> = BTreeMap::new();
-    for i in 0..c.nodes {
-        let mut a = attrs([
-            ("instance_type", json!(instance_type)),
+    // What every node of the cluster shares, built once (not per node).
+    let mut node_attrs = attrs([
+        ("instance_type", json!(instance_type)),
+        ("zone", json!(zone)),
+        ("image", json!(c.image)),
+        ("pricing", json!(c.pricing.as_str())),
+        ("root_gb", json!(c.disk.root_gb)),
+        ("rdma", json!(c.fabric == Fabric::Rdma)),
+        ("gpu", json!(format!("{}:{}", gpu.name, c.gpu.count))),
+    ]);
+    if let Some(m) = &c.mig {
+        node_attrs.insert("mig".into(), json!(m.to_string()));
+    }
+    if let Some(cap) = c.spot_max_price {
+        node_attrs.insert("spot_max_price".into(), json!(cap));
+    }
+    if !c.tags.is_empty() {
+        node_attrs.insert("tags".into(), json!(c.tags));
+    }
+    let volume_attrs = c.disk.data_gb.map(|size| {
+        attrs([
             ("zone", json!(zone)),
-            ("image", json!(c.image)),
-            ("pricing", json!(c.pricing.as_str())),
-            ("root_gb", json!(c.disk.root_gb)),
-            ("rdma", json!(c.fabric == Fabric::Rdma)),
-            ("gpu", json!(format!("{}:{}", gpu.name, c.gpu.count))),
-        ]);
-        if let Some(m) = &c.mig {
-            a.insert("mig".into(), json!(m.to_string()));
-        }
-        if let Some(cap) = c.spot_max_price {
-            a.insert("spot_max_price".into(), json!(cap));
-        }
+            ("size_gb", json!(size)),
+            ("volume_type", json!("ssd")),
+        ])
+    });
+    for i in 0..c.nodes {
+        let mut a = node_attrs.clone();
         let mut deps = vec![("subnet", subnet.clone()), ("firewall", firewall.clone())];
         if let Some(p) = &placement {
             deps.push(("placement", p.clone()));
         }
-        let mut node_boot = boot.clone();
+        let mut kube = None;
         if let Some(k) = &c.kubernetes {
-            node_boot.kube = Some(match k.mode {
+            kube = Some(match k.mode {
                 KubernetesMode::K3s if i == 0 => bootstrap::Kube::K3sServer {
                     version: k.version.clone(),
                 },
@@ -554,17 +569,16 @@ fn resolve_cluster(
                 },
             });
         }
-        if node_boot.is_empty() {
-            // Nothing to set up: the user's user_data goes as written.
-            if let Some(u) = &c.user_data {
-                a.insert("user_data".into(), json!(u));
-            }
-        } else {
-            // Nodes share a document but for their Kubernetes role: render
-            // once each, and keep one copy of each document.
-            let (sha, steps) = match rendered.iter().find(|(p, ..)| *p == node_boot) {
-                Some((_, sha, steps)) => (sha.clone(), steps.clone()),
-                None => {
+        let boot_attrs = match rendered.iter().position(|(k, _)| *k == kube) {
+            Some(hit) => &rendered[hit].1,
+            None => {
+                let mut node_boot = boot.clone();
+                node_boot.kube = kube.clone();
+                let made = if node_boot.is_empty() {
+                    None
+                } else {
+                    // Nodes share a document but for their Kubernetes role:
+                    // render once each, and keep one copy of each document.
                     let r = node_boot.render();
                     if r.document.len() > MAX_USER_DATA_BYTES {
                         return Err(vec![loaded.diagnostic(
@@ -582,32 +596,36 @@ fn resolve_cluster(
                         )]);
                     }
                     docs.insert(r.sha256.clone(), r.document);
-                    rendered.push((node_boot.clone(), r.sha256.clone(), r.steps.clone()));
-                    (r.sha256, r.steps)
-                }
-            };
-            a.insert(USER_DATA_SHA256.into(), json!(sha));
-            a.insert("bootstrap".into(), json!(steps));
-            // The user's own part, as before: recorded, so its change
-            // reads as a diff in the plan.
-            if let Some(u) = &c.user_data {
-                a.insert(OWN_USER_DATA.into(), json!(u));
+                    Some((json!(r.sha256), json!(r.steps)))
+                };
+                rendered.push((kube, made));
+                &rendered[rendered.len() - 1].1
             }
-        }
-        if !c.tags.is_empty() {
-            a.insert("tags".into(), json!(c.tags));
+        };
+        match boot_attrs {
+            None => {
+                // Nothing to set up: the user's user_data goes as written.
+                if let Some(u) = &c.user_data {
+                    a.insert("user_data".into(), json!(u));
+                }
+            }
+            Some((sha, steps)) => {
+                a.insert(USER_DATA_SHA256.into(), sha.clone());
+                a.insert("bootstrap".into(), steps.clone());
+                // The user's own part, as before: recorded, so its change
+                // reads as a diff in the plan.
+                if let Some(u) = &c.user_data {
+                    a.insert(OWN_USER_DATA.into(), json!(u));
+                }
+            }
         }
         let node = format!("node[{i}]");
         push(&node, ResourceKind::Instance, a, &deps, hourly_usd);
-        if let Some(size) = c.disk.data_gb {
+        if let Some(volume_attrs) = &volume_attrs {
             push(
                 &format!("volume[{i}]"),
                 ResourceKind::Volume,
-                attrs([
-                    ("zone", json!(zone)),
-                    ("size_gb", json!(size)),
-                    ("volume_type", json!("ssd")),
-                ]),
+                volume_attrs.clone(),
                 &[("instance", at(&node))],
                 None,
             );
