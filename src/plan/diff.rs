@@ -334,6 +334,10 @@ fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource
             if r.kind.completion_attrs().contains(&k.as_str()) {
                 continue;
             }
+            // Reported attributes (a node's private address) are never compared.
+            if r.kind.reported_attrs().contains(&k.as_str()) {
+                continue;
+            }
             // Updatable attributes (tags...) count even when gpuform never set them.
             // (Only a differing value is copied: in a no-op plan none is.)
             if a.get(k) != Some(v) && (a.contains_key(k) || r.kind.is_updatable(k)) {
