@@ -760,11 +760,28 @@ fn a_changed_bootstrap_replaces_the_node_and_the_plan_says_why() {
     );
 }
 
+/// The instances of a sandbox inventory log in the order they were created:
+/// (address, id, the user data the cloud received).
+fn sandbox_creates(sandbox: &Path) -> Vec<(String, String, String)> {
+    let log = std::fs::read_to_string(sandbox.join("inventory.jsonl")).unwrap();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["op"] == "create" && v["kind"] == "instance")
+        .map(|v| {
+            (
+                v["address"].as_str().unwrap_or_default().to_string(),
+                v["id"].as_str().unwrap_or_default().to_string(),
+                v["attrs"]["user_data"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn k3s_agents_wait_for_the_server_and_need_its_private_address() {
+fn a_k3s_cluster_joins_over_the_servers_private_address_on_the_sandbox() {
     // The graph orders the agents after the server (their `k3s_server`
-    // dependency); the sandbox reports no private address, so the agents'
-    // creates stop with a clear message instead of booting unjoined.
+    // dependency); just before each agent's create, apply reads the server's
+    // `private_ip` from the cloud and fills it into the agent's user data.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("spec.yaml"), K3S).unwrap();
@@ -774,21 +791,66 @@ fn k3s_agents_wait_for_the_server_and_need_its_private_address() {
         graph.contains("node[0]") && graph.contains("node[2]"),
         "{graph}"
     );
+    let token = "K10canary.k3s";
     let (ok, out) = gpuform_in(
         d,
-        &[("K3S_TOKEN", "K10x.y")],
+        &[("K3S_TOKEN", token)],
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
     );
-    assert!(!ok);
-    assert!(
-        out.contains("does not report `private_ip` of cluster.train.node[0]"),
-        "{out}"
-    );
+    assert!(ok, "{out}");
+    assert!(!out.contains(token), "{out}");
+    let creates = sandbox_creates(&d.join(".gpuform/sandbox"));
+    let order: Vec<&str> = creates.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(order.len(), 3, "{order:?}");
+    assert_eq!(order[0], "cluster.train.node[0]", "the server first: {order:?}");
+    // The server's address as the cloud reports it.
+    let (ok, ls) = gpuform_in(d, &[], &["sandbox", "ls", "--json", "-f", "spec.yaml"]);
+    assert!(ok, "{ls}");
+    let ls: serde_json::Value = serde_json::from_str(&ls).unwrap();
+    let server_ip = ls
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == creates[0].1.as_str())
+        .and_then(|r| r["attrs"]["private_ip"].as_str())
+        .expect("the server reports private_ip")
+        .to_string();
+    let docs = documents(K3S);
+    for (address, _, sent) in &creates[1..] {
+        assert!(
+            sent.contains(&format!("K3S_URL=\"https://{server_ip}:6443\"")),
+            "{address} does not join {server_ip}:\n{sent}"
+        );
+        assert!(sent.contains(token) && !sent.contains("@@GPUFORM"));
+        // What the cloud got is the planned document, filled in.
+        let planned = &docs.iter().find(|d| &d.0 == address).unwrap().1;
+        assert_eq!(
+            &fill(planned, token, &server_ip),
+            sent,
+            "{address}: the cloud got the planned document"
+        );
+    }
+    // State keeps the hash of the planned (unfilled) documents, never the
+    // address or the token.
     let state = std::fs::read_to_string(d.join(".gpuform/p.state.json")).unwrap();
-    assert!(
-        state.contains("cluster.train.node[0]") && !state.contains("cluster.train.node[1]"),
-        "{state}"
+    let st: serde_json::Value = serde_json::from_str(&state).unwrap();
+    for (address, doc) in &docs {
+        use sha2::Digest;
+        let sha = hex::encode(sha2::Sha256::digest(doc.as_bytes()));
+        assert_eq!(
+            st["resources"][address]["attrs"][USER_DATA_SHA256].as_str(),
+            Some(sha.as_str()),
+            "{address}"
+        );
+    }
+    assert!(!state.contains(token) && !state.contains(&server_ip), "{state}");
+    // A second plan is clean: the reported address is no drift.
+    let (ok, out) = gpuform_in(
+        d,
+        &[("K3S_TOKEN", token)],
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
     );
+    assert!(ok, "{out}");
 }
 
 #[test]
