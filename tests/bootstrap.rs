@@ -869,3 +869,102 @@ fn a_boot_document_over_the_clouds_limit_is_refused_at_user_data() {
         "{err}"
     );
 }
+
+/// A MIG pool as a gpuform from before node bootstraps made it: nodes with
+/// `mig` and the user's `user_data` recorded as plain attributes.
+const PRE_BOOTSTRAP_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
+
+/// Rewrites the state of an applied pool the way the gpuform before node
+/// bootstraps wrote it for [`PRE_BOOTSTRAP_POOL`] (state format 1):
+/// instances carry `mig` and the user's `user_data` (sent as it was) as
+/// plain attributes, and no `user_data_sha256`, `bootstrap` or
+/// `own_user_data`.
+fn as_written_before_bootstraps(state: &Path) {
+    let mut st: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
+    st["format_version"] = 1.into();
+    for (_, r) in st["resources"].as_object_mut().unwrap() {
+        if r["kind"] != "instance" {
+            continue;
+        }
+        let a = r["attrs"].as_object_mut().unwrap();
+        a.insert("mig".into(), "3g.40gb".into());
+        // The keys the older version recorded, and no others.
+        let keys: Vec<&str> = a.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["gpu", "image", "instance_type", "mig", "pricing", "rdma", "root_gb", "user_data", "zone"]
+        );
+        assert_eq!(a["user_data"], "#!/bin/bash\necho hello from the user\n");
+    }
+    std::fs::write(state, serde_json::to_vec_pretty(&st).unwrap()).unwrap();
+}
+
+#[test]
+fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The nodes as the older version made them: the user's user_data sent
+    // as written (here: made from the spec without `mig`, which is what
+    // renders a bootstrap now), then its state as that version wrote it.
+    let without_mig = PRE_BOOTSTRAP_POOL.replace("    mig: 3g.40gb\n", "");
+    std::fs::write(d.join("spec.yaml"), without_mig).unwrap();
+    let (ok, out) = gpuform_in(d, &[], &["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
+    assert!(ok, "{out}");
+    let state = d.join(".gpuform/p.state.json");
+    as_written_before_bootstraps(&state);
+    std::fs::write(d.join("spec.yaml"), PRE_BOOTSTRAP_POOL).unwrap();
+
+    // The running nodes stay; the plan says why they have no bootstrap.
+    let (ok, plan) = gpuform_in(
+        d,
+        &[],
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert!(ok, "no change is planned:\n{plan}");
+    assert!(
+        plan.contains("bootstrap: not applied to 2 running node(s) made before gpuform rendered node bootstraps (cluster.pool.node[0], cluster.pool.node[1])")
+            && plan.contains("--replace ADDRESS"),
+        "{plan}"
+    );
+    // Reading migrated the state (format 2, the nodes marked) — on disk
+    // once something writes it: an apply of nothing keeps the nodes.
+    let (ok, out) = gpuform_in(d, &[], &["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
+    assert!(ok, "{out}");
+    let (ok, plan) = gpuform_in(
+        d,
+        &[],
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert!(ok, "still nothing to do:\n{plan}");
+
+    // --replace gives one node its bootstrap; the other stays.
+    let (ok, plan) = gpuform_in(
+        d,
+        &[],
+        &["plan", "spec.yaml", "--sandbox", "--replace", "cluster.pool.node[1]"],
+    );
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("# cluster.pool.node[1] must be replaced (asked for with --replace)")
+            && plan.contains("~ bootstrap        = <<EOT\n          + MIG: 2 × 3g.40gb on each of 8 GPU(s)")
+            && plan.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
+        "{plan}"
+    );
+    assert!(plan.contains("(cluster.pool.node[0])"), "{plan}");
+    let (ok, out) = gpuform_in(d, &[], &["plan", "spec.yaml", "--sandbox", "--replace", "cluster.pool.node[7]"]);
+    assert!(!ok && out.contains("--replace cluster.pool.node[7]: no such resource"), "{out}");
+
+    // The user's own user_data changed: a replacement, as it always was,
+    // now with the bootstrap.
+    let changed = PRE_BOOTSTRAP_POOL.replace("hello from the user", "hello again");
+    std::fs::write(d.join("spec.yaml"), changed).unwrap();
+    let (ok, plan) = gpuform_in(d, &[], &["plan", "spec.yaml", "--sandbox"]);
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to add, 0 to change, 2 to replace, 0 to destroy."),
+        "{plan}"
+    );
+    assert!(plan.contains("own_user_data"), "{plan}");
+    assert!(!plan.contains("bootstrap: not applied"), "{plan}");
+}
