@@ -682,7 +682,9 @@ fn the_join_token_reaches_the_cloud_but_never_state_plans_or_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("spec.yaml"), KUBEADM).unwrap();
-    let env = [("GPUFORM_TEST_JOIN_TOKEN", canary)];
+    // Every log line gpuform can write (GPUFORM_LOG=trace, to stderr) is
+    // part of the output checked.
+    let env = [("GPUFORM_TEST_JOIN_TOKEN", canary), ("GPUFORM_LOG", "trace")];
     let mut output = String::new();
     let (ok, out) = gpuform_in(
         d,
@@ -967,4 +969,17 @@ fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
     );
     assert!(plan.contains("own_user_data"), "{plan}");
     assert!(!plan.contains("bootstrap: not applied"), "{plan}");
+
+    // Another forcing change (the instance type, by the GPU) replaces the
+    // node as before, and the new node gets its bootstrap.
+    let bigger = PRE_BOOTSTRAP_POOL.replace("A100-80GB:8", "H100:8");
+    std::fs::write(d.join("spec.yaml"), bigger).unwrap();
+    let (ok, plan) = gpuform_in(d, &[], &["plan", "spec.yaml", "--sandbox"]);
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to add, 0 to change, 2 to replace, 0 to destroy.")
+            && plan.contains("+ MIG: 2 × 3g.40gb")
+            && plan.contains("+ user_data_sha256 = \""),
+        "{plan}"
+    );
 }

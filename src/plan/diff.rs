@@ -127,6 +127,8 @@ pub fn diff(desired: &Desired, current: &Current, catalog: &Catalog, opts: &Diff
                         if !forcing.is_empty() {
                             change.action = Action::Replace;
                             change.replace_because = forcing;
+                            // A new node gets the bootstrap, whatever the old one had.
+                            change.after = Some(d.attrs.clone());
                         } else if !changed.is_empty() {
                             change.action = Action::Update;
                         }
