@@ -979,7 +979,8 @@ fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
     assert!(
         plan.contains("Plan: 0 to add, 0 to change, 2 to replace, 0 to destroy.")
             && plan.contains("+ MIG: 2 × 3g.40gb")
-            && plan.contains("+ user_data_sha256 = \""),
+            && plan.contains("(gpu, instance_type forces replacement)")
+            && plan.contains("~ user_data_sha256 = (none) -> \""),
         "{plan}"
     );
 }
