@@ -286,7 +286,12 @@ pub async fn refresh(
             // attributes: those are observed, never recorded (diff compares
             // completion attributes anew, reported ones never).
             let mut attrs = o.attrs.clone();
-            for k in o.kind.completion_attrs().iter().chain(o.kind.reported_attrs()) {
+            for k in o
+                .kind
+                .completion_attrs()
+                .iter()
+                .chain(o.kind.reported_attrs())
+            {
                 attrs.remove(*k);
             }
             // A cloud that reports user data back reports it filled with

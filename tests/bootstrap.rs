@@ -684,7 +684,10 @@ fn the_join_token_reaches_the_cloud_but_never_state_plans_or_output() {
     std::fs::write(d.join("spec.yaml"), KUBEADM).unwrap();
     // Every log line gpuform can write (GPUFORM_LOG=trace, to stderr) is
     // part of the output checked.
-    let env = [("GPUFORM_TEST_JOIN_TOKEN", canary), ("GPUFORM_LOG", "trace")];
+    let env = [
+        ("GPUFORM_TEST_JOIN_TOKEN", canary),
+        ("GPUFORM_LOG", "trace"),
+    ];
     let mut output = String::new();
     let (ok, out) = gpuform_in(
         d,
@@ -773,7 +776,10 @@ fn sandbox_creates(sandbox: &Path) -> Vec<(String, String, String)> {
             (
                 v["address"].as_str().unwrap_or_default().to_string(),
                 v["id"].as_str().unwrap_or_default().to_string(),
-                v["attrs"]["user_data"].as_str().unwrap_or_default().to_string(),
+                v["attrs"]["user_data"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             )
         })
         .collect()
@@ -804,7 +810,10 @@ fn a_k3s_cluster_joins_over_the_servers_private_address_on_the_sandbox() {
     let creates = sandbox_creates(&d.join(".gpuform/sandbox"));
     let order: Vec<&str> = creates.iter().map(|c| c.0.as_str()).collect();
     assert_eq!(order.len(), 3, "{order:?}");
-    assert_eq!(order[0], "cluster.train.node[0]", "the server first: {order:?}");
+    assert_eq!(
+        order[0], "cluster.train.node[0]",
+        "the server first: {order:?}"
+    );
     // The server's address as the cloud reports it.
     let (ok, ls) = gpuform_in(d, &[], &["sandbox", "ls", "--json", "-f", "spec.yaml"]);
     assert!(ok, "{ls}");
@@ -845,7 +854,10 @@ fn a_k3s_cluster_joins_over_the_servers_private_address_on_the_sandbox() {
             "{address}"
         );
     }
-    assert!(!state.contains(token) && !state.contains(&server_ip), "{state}");
+    assert!(
+        !state.contains(token) && !state.contains(&server_ip),
+        "{state}"
+    );
     // A second plan is clean: the reported address is no drift.
     let (ok, out) = gpuform_in(
         d,
@@ -882,8 +894,7 @@ const PRE_BOOTSTRAP_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws
 /// plain attributes, and no `user_data_sha256`, `bootstrap` or
 /// `own_user_data`.
 fn as_written_before_bootstraps(state: &Path) {
-    let mut st: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
+    let mut st: serde_json::Value = serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
     st["format_version"] = 1.into();
     for (_, r) in st["resources"].as_object_mut().unwrap() {
         if r["kind"] != "instance" {
@@ -895,7 +906,17 @@ fn as_written_before_bootstraps(state: &Path) {
         let keys: Vec<&str> = a.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
-            ["gpu", "image", "instance_type", "mig", "pricing", "rdma", "root_gb", "user_data", "zone"]
+            [
+                "gpu",
+                "image",
+                "instance_type",
+                "mig",
+                "pricing",
+                "rdma",
+                "root_gb",
+                "user_data",
+                "zone"
+            ]
         );
         assert_eq!(a["user_data"], "#!/bin/bash\necho hello from the user\n");
     }
@@ -911,7 +932,11 @@ fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
     // renders a bootstrap now), then its state as that version wrote it.
     let without_mig = PRE_BOOTSTRAP_POOL.replace("    mig: 3g.40gb\n", "");
     std::fs::write(d.join("spec.yaml"), without_mig).unwrap();
-    let (ok, out) = gpuform_in(d, &[], &["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
+    let (ok, out) = gpuform_in(
+        d,
+        &[],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
     assert!(ok, "{out}");
     let state = d.join(".gpuform/p.state.json");
     as_written_before_bootstraps(&state);
@@ -931,7 +956,11 @@ fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
     );
     // Reading migrated the state (format 2, the nodes marked) — on disk
     // once something writes it: an apply of nothing keeps the nodes.
-    let (ok, out) = gpuform_in(d, &[], &["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
+    let (ok, out) = gpuform_in(
+        d,
+        &[],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
     assert!(ok, "{out}");
     let (ok, plan) = gpuform_in(
         d,
@@ -944,18 +973,39 @@ fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
     let (ok, plan) = gpuform_in(
         d,
         &[],
-        &["plan", "spec.yaml", "--sandbox", "--replace", "cluster.pool.node[1]"],
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--replace",
+            "cluster.pool.node[1]",
+        ],
     );
     assert!(ok, "{plan}");
     assert!(
         plan.contains("# cluster.pool.node[1] must be replaced (asked for with --replace)")
-            && plan.contains("~ bootstrap        = <<EOT\n          + MIG: 2 × 3g.40gb on each of 8 GPU(s)")
+            && plan.contains(
+                "~ bootstrap        = <<EOT\n          + MIG: 2 × 3g.40gb on each of 8 GPU(s)"
+            )
             && plan.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
         "{plan}"
     );
     assert!(plan.contains("(cluster.pool.node[0])"), "{plan}");
-    let (ok, out) = gpuform_in(d, &[], &["plan", "spec.yaml", "--sandbox", "--replace", "cluster.pool.node[7]"]);
-    assert!(!ok && out.contains("--replace cluster.pool.node[7]: no such resource"), "{out}");
+    let (ok, out) = gpuform_in(
+        d,
+        &[],
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--replace",
+            "cluster.pool.node[7]",
+        ],
+    );
+    assert!(
+        !ok && out.contains("--replace cluster.pool.node[7]: no such resource"),
+        "{out}"
+    );
 
     // The user's own user_data changed: a replacement, as it always was,
     // now with the bootstrap.

@@ -718,7 +718,12 @@ async fn k3s_agents_join_the_servers_private_address_on_moto() {
     let launched = |id: String| {
         let ec2 = ec2.clone();
         async move {
-            let r = ec2.describe_instances().instance_ids(id).send().await.unwrap();
+            let r = ec2
+                .describe_instances()
+                .instance_ids(id)
+                .send()
+                .await
+                .unwrap();
             r.reservations()[0].instances()[0]
                 .launch_time()
                 .cloned()
@@ -732,7 +737,10 @@ async fn k3s_agents_join_the_servers_private_address_on_moto() {
     .unwrap();
     for agent in ["cluster.train.node[1]", "cluster.train.node[2]"] {
         let o = &live[agent];
-        assert!(launched(o.id.clone()).await >= server_launch, "{agent} launched before the server");
+        assert!(
+            launched(o.id.clone()).await >= server_launch,
+            "{agent} launched before the server"
+        );
         assert_ne!(o.attrs["private_ip"].as_str(), Some(server_ip.as_str()));
         let attr = ec2
             .describe_instance_attribute()

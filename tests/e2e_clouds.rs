@@ -449,7 +449,10 @@ fn huawei_k3s_agents_join_the_servers_private_address() {
         .map(|s| address_of[s["id"].as_str().unwrap()].as_str())
         .collect();
     assert_eq!(order.len(), 3, "{order:?}");
-    assert_eq!(order[0], "cluster.train.node[0]", "the server first: {order:?}");
+    assert_eq!(
+        order[0], "cluster.train.node[0]",
+        "the server first: {order:?}"
+    );
     let fixed = |s: &serde_json::Value| -> String {
         s["addresses"]
             .as_object()
@@ -478,11 +481,7 @@ fn huawei_k3s_agents_join_the_servers_private_address() {
         assert_ne!(fixed(s), server_ip, "{address} has an address of its own");
         // The planned document (placeholders unfilled), filled with the token
         // and the address, is what the cloud got; state keeps its hash.
-        let planned = ok(
-            d,
-            &mock,
-            &["bootstrap", "show", address, "spec.yaml"],
-        );
+        let planned = ok(d, &mock, &["bootstrap", "show", address, "spec.yaml"]);
         assert!(planned.contains("@@GPUFORM_REF:k3s_server.private_ip@@"));
         assert_eq!(
             planned

@@ -365,7 +365,12 @@ fn private_ip(i: &Value) -> Option<String> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter(|n| matches!(n.get("Type").and_then(Value::as_str), None | Some("Primary")))
+            .filter(|n| {
+                matches!(
+                    n.get("Type").and_then(Value::as_str),
+                    None | Some("Primary")
+                )
+            })
             .find_map(|n| n.get("PrimaryIpAddress").and_then(Value::as_str))
     };
     first
@@ -433,7 +438,9 @@ mod tests {
         let spot = json!({"InstanceId": "i-2", "SpotStrategy": "SpotWithPriceLimit"});
         assert_eq!(observe_instance(&spot, "r", None).attrs["pricing"], "spot");
         // No address assigned yet: not reported.
-        assert!(!observe_instance(&spot, "r", None).attrs.contains_key("private_ip"));
+        assert!(!observe_instance(&spot, "r", None)
+            .attrs
+            .contains_key("private_ip"));
     }
 
     #[test]
@@ -441,13 +448,19 @@ mod tests {
         let vpc = json!({"InstanceId": "i-1",
             "VpcAttributes": {"VpcId": "vpc-1", "PrivateIpAddress": {"IpAddress": ["172.16.0.7"]}},
             "NetworkInterfaces": {"NetworkInterface": [{"Type": "Primary", "PrimaryIpAddress": "172.16.0.9"}]}});
-        assert_eq!(observe_instance(&vpc, "r", None).attrs["private_ip"], "172.16.0.7");
+        assert_eq!(
+            observe_instance(&vpc, "r", None).attrs["private_ip"],
+            "172.16.0.7"
+        );
         // Only the ENI list: its primary interface's address.
         let eni = json!({"InstanceId": "i-2",
             "VpcAttributes": {"PrivateIpAddress": {"IpAddress": []}},
             "NetworkInterfaces": {"NetworkInterface": [
                 {"Type": "Secondary", "PrimaryIpAddress": "172.16.1.5"},
                 {"Type": "Primary", "PrimaryIpAddress": "172.16.0.8"}]}});
-        assert_eq!(observe_instance(&eni, "r", None).attrs["private_ip"], "172.16.0.8");
+        assert_eq!(
+            observe_instance(&eni, "r", None).attrs["private_ip"],
+            "172.16.0.8"
+        );
     }
 }

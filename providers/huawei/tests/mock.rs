@@ -68,7 +68,9 @@ async fn lifecycle_list_read_drift_destroy() {
         let ip = n.attrs["private_ip"].as_str().expect("private_ip");
         assert!(ip.starts_with("10.0.0."), "{ip}");
         assert!(
-            nodes.iter().all(|o: &gpuform_provider::ObservedResource| o.attrs["private_ip"] != ip),
+            nodes
+                .iter()
+                .all(|o: &gpuform_provider::ObservedResource| o.attrs["private_ip"] != ip),
             "{ip} given twice"
         );
         assert_eq!(

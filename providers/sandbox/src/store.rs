@@ -265,7 +265,9 @@ impl CloudStore {
         let subnet = self.by_id.get(e.ref_of("subnet")?)?;
         let cidr = subnet.attrs().get("cidr")?.as_str()?.to_string();
         let (net, len) = crate::checks::parse_cidr(&cidr)?;
-        let hosts = (1u64 << (32 - u32::from(len))).checked_sub(5).filter(|h| *h > 0)?;
+        let hosts = (1u64 << (32 - u32::from(len)))
+            .checked_sub(5)
+            .filter(|h| *h > 0)?;
         let host = 4 + e.seq % hosts;
         Some(std::net::Ipv4Addr::from(net.wrapping_add(host as u32)).to_string())
     }

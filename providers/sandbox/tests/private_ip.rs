@@ -25,8 +25,14 @@ async fn instances_report_a_stable_private_address_in_their_subnet() {
     let mut seen = Vec::new();
     for id in [&s.instance, &second] {
         let r = read_one(&*p, &o.region, ResourceKind::Instance, id).await;
-        let ip = r[0].attrs["private_ip"].as_str().expect("private_ip").to_string();
-        assert!(in_subnet(&ip, [10, 0, 1]), "{ip} is not a host of 10.0.1.0/24");
+        let ip = r[0].attrs["private_ip"]
+            .as_str()
+            .expect("private_ip")
+            .to_string();
+        assert!(
+            in_subnet(&ip, [10, 0, 1]),
+            "{ip} is not a host of 10.0.1.0/24"
+        );
         seen.push(ip);
     }
     assert_ne!(seen[0], seen[1], "two nodes of a subnet, two addresses");

@@ -204,6 +204,10 @@ fn an_instance_reports_its_private_address() {
     let o = observe_instance(&i, "us-east-1", None);
     assert_eq!(o.attrs["private_ip"], "10.0.1.23");
     // Before EC2 has assigned one, the key is left out (not reported).
-    let o = observe_instance(&launched(InstanceStateName::Pending, None), "us-east-1", None);
+    let o = observe_instance(
+        &launched(InstanceStateName::Pending, None),
+        "us-east-1",
+        None,
+    );
     assert!(!o.attrs.contains_key("private_ip"));
 }
