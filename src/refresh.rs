@@ -282,10 +282,16 @@ pub async fn refresh(
                 continue;
             }
             let t = o.ownership.as_ref().expect("filtered on ownership");
-            // What the cloud reports, less the completion attributes: those
-            // are observed, never recorded (diff compares them anew).
+            // What the cloud reports, less the completion and reported
+            // attributes: those are observed, never recorded (diff compares
+            // completion attributes anew, reported ones never).
             let mut attrs = o.attrs.clone();
-            for k in o.kind.completion_attrs() {
+            for k in o
+                .kind
+                .completion_attrs()
+                .iter()
+                .chain(o.kind.reported_attrs())
+            {
                 attrs.remove(*k);
             }
             // A cloud that reports user data back reports it filled with

@@ -682,7 +682,12 @@ fn the_join_token_reaches_the_cloud_but_never_state_plans_or_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("spec.yaml"), KUBEADM).unwrap();
-    let env = [("GPUFORM_TEST_JOIN_TOKEN", canary)];
+    // Every log line gpuform can write (GPUFORM_LOG=trace, to stderr) is
+    // part of the output checked.
+    let env = [
+        ("GPUFORM_TEST_JOIN_TOKEN", canary),
+        ("GPUFORM_LOG", "trace"),
+    ];
     let mut output = String::new();
     let (ok, out) = gpuform_in(
         d,
@@ -760,11 +765,31 @@ fn a_changed_bootstrap_replaces_the_node_and_the_plan_says_why() {
     );
 }
 
+/// The instances of a sandbox inventory log in the order they were created:
+/// (address, id, the user data the cloud received).
+fn sandbox_creates(sandbox: &Path) -> Vec<(String, String, String)> {
+    let log = std::fs::read_to_string(sandbox.join("inventory.jsonl")).unwrap();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["op"] == "create" && v["kind"] == "instance")
+        .map(|v| {
+            (
+                v["address"].as_str().unwrap_or_default().to_string(),
+                v["id"].as_str().unwrap_or_default().to_string(),
+                v["attrs"]["user_data"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn k3s_agents_wait_for_the_server_and_need_its_private_address() {
+fn a_k3s_cluster_joins_over_the_servers_private_address_on_the_sandbox() {
     // The graph orders the agents after the server (their `k3s_server`
-    // dependency); the sandbox reports no private address, so the agents'
-    // creates stop with a clear message instead of booting unjoined.
+    // dependency); just before each agent's create, apply reads the server's
+    // `private_ip` from the cloud and fills it into the agent's user data.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("spec.yaml"), K3S).unwrap();
@@ -774,21 +799,72 @@ fn k3s_agents_wait_for_the_server_and_need_its_private_address() {
         graph.contains("node[0]") && graph.contains("node[2]"),
         "{graph}"
     );
+    let token = "K10canary.k3s";
     let (ok, out) = gpuform_in(
         d,
-        &[("K3S_TOKEN", "K10x.y")],
+        &[("K3S_TOKEN", token)],
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
     );
-    assert!(!ok);
-    assert!(
-        out.contains("does not report `private_ip` of cluster.train.node[0]"),
-        "{out}"
+    assert!(ok, "{out}");
+    assert!(!out.contains(token), "{out}");
+    let creates = sandbox_creates(&d.join(".gpuform/sandbox"));
+    let order: Vec<&str> = creates.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(order.len(), 3, "{order:?}");
+    assert_eq!(
+        order[0], "cluster.train.node[0]",
+        "the server first: {order:?}"
     );
+    // The server's address as the cloud reports it.
+    let (ok, ls) = gpuform_in(d, &[], &["sandbox", "ls", "--json", "-f", "spec.yaml"]);
+    assert!(ok, "{ls}");
+    let ls: serde_json::Value = serde_json::from_str(&ls).unwrap();
+    let server_ip = ls
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == creates[0].1.as_str())
+        .and_then(|r| r["attrs"]["private_ip"].as_str())
+        .expect("the server reports private_ip")
+        .to_string();
+    let docs = documents(K3S);
+    for (address, _, sent) in &creates[1..] {
+        assert!(
+            sent.contains(&format!("K3S_URL=\"https://{server_ip}:6443\"")),
+            "{address} does not join {server_ip}:\n{sent}"
+        );
+        assert!(sent.contains(token) && !sent.contains("@@GPUFORM"));
+        // What the cloud got is the planned document, filled in.
+        let planned = &docs.iter().find(|d| &d.0 == address).unwrap().1;
+        assert_eq!(
+            &fill(planned, token, &server_ip),
+            sent,
+            "{address}: the cloud got the planned document"
+        );
+    }
+    // State keeps the hash of the planned (unfilled) documents, never the
+    // address or the token.
     let state = std::fs::read_to_string(d.join(".gpuform/p.state.json")).unwrap();
+    let st: serde_json::Value = serde_json::from_str(&state).unwrap();
+    for (address, doc) in &docs {
+        use sha2::Digest;
+        let sha = hex::encode(sha2::Sha256::digest(doc.as_bytes()));
+        assert_eq!(
+            st["resources"][address]["attrs"][USER_DATA_SHA256].as_str(),
+            Some(sha.as_str()),
+            "{address}"
+        );
+    }
     assert!(
-        state.contains("cluster.train.node[0]") && !state.contains("cluster.train.node[1]"),
+        !state.contains(token) && !state.contains(&server_ip),
         "{state}"
     );
+    // A second plan is clean: the reported address is no drift.
+    let (ok, out) = gpuform_in(
+        d,
+        &[("K3S_TOKEN", token)],
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert!(ok, "{out}");
 }
 
 #[test]
@@ -805,5 +881,156 @@ fn a_boot_document_over_the_clouds_limit_is_refused_at_user_data() {
     assert!(
         err.contains("spec.yaml:9:") && err.contains("clouds take at most 12288"),
         "{err}"
+    );
+}
+
+/// A MIG pool as a gpuform from before node bootstraps made it: nodes with
+/// `mig` and the user's `user_data` recorded as plain attributes.
+const PRE_BOOTSTRAP_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
+
+/// Rewrites the state of an applied pool the way the gpuform before node
+/// bootstraps wrote it for [`PRE_BOOTSTRAP_POOL`] (state format 1):
+/// instances carry `mig` and the user's `user_data` (sent as it was) as
+/// plain attributes, and no `user_data_sha256`, `bootstrap` or
+/// `own_user_data`.
+fn as_written_before_bootstraps(state: &Path) {
+    let mut st: serde_json::Value = serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
+    st["format_version"] = 1.into();
+    for (_, r) in st["resources"].as_object_mut().unwrap() {
+        if r["kind"] != "instance" {
+            continue;
+        }
+        let a = r["attrs"].as_object_mut().unwrap();
+        a.insert("mig".into(), "3g.40gb".into());
+        // The keys the older version recorded, and no others.
+        let keys: Vec<&str> = a.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "gpu",
+                "image",
+                "instance_type",
+                "mig",
+                "pricing",
+                "rdma",
+                "root_gb",
+                "user_data",
+                "zone"
+            ]
+        );
+        assert_eq!(a["user_data"], "#!/bin/bash\necho hello from the user\n");
+    }
+    std::fs::write(state, serde_json::to_vec_pretty(&st).unwrap()).unwrap();
+}
+
+#[test]
+fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The nodes as the older version made them: the user's user_data sent
+    // as written (here: made from the spec without `mig`, which is what
+    // renders a bootstrap now), then its state as that version wrote it.
+    let without_mig = PRE_BOOTSTRAP_POOL.replace("    mig: 3g.40gb\n", "");
+    std::fs::write(d.join("spec.yaml"), without_mig).unwrap();
+    let (ok, out) = gpuform_in(
+        d,
+        &[],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(ok, "{out}");
+    let state = d.join(".gpuform/p.state.json");
+    as_written_before_bootstraps(&state);
+    std::fs::write(d.join("spec.yaml"), PRE_BOOTSTRAP_POOL).unwrap();
+
+    // The running nodes stay; the plan says why they have no bootstrap.
+    let (ok, plan) = gpuform_in(
+        d,
+        &[],
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert!(ok, "no change is planned:\n{plan}");
+    assert!(
+        plan.contains("bootstrap: not applied to 2 running node(s) made before gpuform rendered node bootstraps (cluster.pool.node[0], cluster.pool.node[1])")
+            && plan.contains("--replace ADDRESS"),
+        "{plan}"
+    );
+    // Reading migrated the state (format 2, the nodes marked) — on disk
+    // once something writes it: an apply of nothing keeps the nodes.
+    let (ok, out) = gpuform_in(
+        d,
+        &[],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(ok, "{out}");
+    let (ok, plan) = gpuform_in(
+        d,
+        &[],
+        &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert!(ok, "still nothing to do:\n{plan}");
+
+    // --replace gives one node its bootstrap; the other stays.
+    let (ok, plan) = gpuform_in(
+        d,
+        &[],
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--replace",
+            "cluster.pool.node[1]",
+        ],
+    );
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("# cluster.pool.node[1] must be replaced (asked for with --replace)")
+            && plan.contains(
+                "~ bootstrap        = <<EOT\n          + MIG: 2 × 3g.40gb on each of 8 GPU(s)"
+            )
+            && plan.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
+        "{plan}"
+    );
+    assert!(plan.contains("(cluster.pool.node[0])"), "{plan}");
+    let (ok, out) = gpuform_in(
+        d,
+        &[],
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--replace",
+            "cluster.pool.node[7]",
+        ],
+    );
+    assert!(
+        !ok && out.contains("--replace cluster.pool.node[7]: no such resource"),
+        "{out}"
+    );
+
+    // The user's own user_data changed: a replacement, as it always was,
+    // now with the bootstrap.
+    let changed = PRE_BOOTSTRAP_POOL.replace("hello from the user", "hello again");
+    std::fs::write(d.join("spec.yaml"), changed).unwrap();
+    let (ok, plan) = gpuform_in(d, &[], &["plan", "spec.yaml", "--sandbox"]);
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to add, 0 to change, 2 to replace, 0 to destroy."),
+        "{plan}"
+    );
+    assert!(plan.contains("own_user_data"), "{plan}");
+    assert!(!plan.contains("bootstrap: not applied"), "{plan}");
+
+    // Another forcing change (the instance type, by the GPU) replaces the
+    // node as before, and the new node gets its bootstrap.
+    let bigger = PRE_BOOTSTRAP_POOL.replace("A100-80GB:8", "H100:8");
+    std::fs::write(d.join("spec.yaml"), bigger).unwrap();
+    let (ok, plan) = gpuform_in(d, &[], &["plan", "spec.yaml", "--sandbox"]);
+    assert!(ok, "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to add, 0 to change, 2 to replace, 0 to destroy.")
+            && plan.contains("+ MIG: 2 × 3g.40gb")
+            && plan.contains("(gpu, instance_type forces replacement)")
+            && plan.contains("~ user_data_sha256 = (none) -> \""),
+        "{plan}"
     );
 }

@@ -665,3 +665,127 @@ fn a_zone_that_does_not_sell_the_type_is_skipped_at_plan_time() {
         "{notes}"
     );
 }
+
+/// A k3s cluster on EC2 (moto): the agents launch after the server, and the
+/// user data EC2 holds for each agent (DescribeInstanceAttribute userData)
+/// joins the server's `PrivateIpAddress`; state keeps only the hash of the
+/// planned, unfilled document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k3s_agents_join_the_servers_private_address_on_moto() {
+    use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
+    use aws_sdk_ec2::types::InstanceAttributeName;
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let p = provider().await;
+    let proj = project("k3s");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("spec.yaml"),
+        format!(
+            "project: {proj}\nendpoints:\n  aws: {url}\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a]\n    nodes: 3\n    gpu: T4\n    image: amazon-linux-2023\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n",
+            url = moto_url()
+        ),
+    )
+    .unwrap();
+    let token = "K10moto.canary";
+    let out = gpuform(d, &["apply", "spec.yaml", "--auto-approve"])
+        .env("K3S_TOKEN", token)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains(token), "{text}");
+
+    let live = owned(&p, &proj).await;
+    let server = &live["cluster.train.node[0]"];
+    let server_ip = server.attrs["private_ip"]
+        .as_str()
+        .expect("EC2 reports the server's PrivateIpAddress")
+        .to_string();
+    let ec2 = aws_sdk_ec2::Client::from_conf(
+        aws_sdk_ec2::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(moto_url())
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+            .build(),
+    );
+    let launched = |id: String| {
+        let ec2 = ec2.clone();
+        async move {
+            let r = ec2
+                .describe_instances()
+                .instance_ids(id)
+                .send()
+                .await
+                .unwrap();
+            r.reservations()[0].instances()[0]
+                .launch_time()
+                .cloned()
+                .expect("launch time")
+        }
+    };
+    let server_launch = launched(server.id.clone()).await;
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(d.join(format!(".gpuform/{proj}.state.json"))).unwrap(),
+    )
+    .unwrap();
+    for agent in ["cluster.train.node[1]", "cluster.train.node[2]"] {
+        let o = &live[agent];
+        assert!(
+            launched(o.id.clone()).await >= server_launch,
+            "{agent} launched before the server"
+        );
+        assert_ne!(o.attrs["private_ip"].as_str(), Some(server_ip.as_str()));
+        let attr = ec2
+            .describe_instance_attribute()
+            .instance_id(&o.id)
+            .attribute(InstanceAttributeName::UserData)
+            .send()
+            .await
+            .unwrap();
+        let b64 = attr
+            .user_data()
+            .and_then(|u| u.value())
+            .expect("user data")
+            .to_string();
+        let sent = String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            sent.contains(&format!("K3S_URL=\"https://{server_ip}:6443\"")),
+            "{agent} does not join {server_ip}:\n{sent}"
+        );
+        let planned = ok(d, &["bootstrap", "show", agent, "spec.yaml"]);
+        assert_eq!(
+            planned
+                .replace("@@GPUFORM_ENV:K3S_TOKEN@@", token)
+                .replace("@@GPUFORM_REF:k3s_server.private_ip@@", &server_ip),
+            sent,
+            "{agent}: EC2 got the planned document, filled in"
+        );
+        let sha = hex::encode(sha2::Sha256::digest(planned.as_bytes()));
+        assert_eq!(
+            state["resources"][agent]["attrs"]["user_data_sha256"].as_str(),
+            Some(sha.as_str())
+        );
+    }
+    let st = serde_json::to_string(&state).unwrap();
+    assert!(!st.contains(token) && !st.contains(&server_ip));
+    let plan = run(d, &["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+    ok(d, &["destroy", "spec.yaml", "--auto-approve"]);
+}

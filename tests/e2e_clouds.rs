@@ -405,3 +405,98 @@ fn huawei_crash_at_every_call() {
     let mock = HuaweiMock::start();
     crash_at_every_call(&HUAWEI, &mock);
 }
+
+/// A k3s cluster on Huawei Cloud: the agents are created after the server,
+/// and the user data each agent's ECS was created with (as the stand-in
+/// received it) joins the server's fixed (private) address as the ECS API
+/// reports it; state keeps the hash of the planned, unfilled document.
+#[test]
+fn huawei_k3s_agents_join_the_servers_private_address() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let mock = HuaweiMock::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let project = "k3s-huawei";
+    std::fs::write(
+        d.join("spec.yaml"),
+        format!(
+            "project: {project}\nclusters:\n  train:\n    cloud: huawei\n    region: cn-north-4\n    nodes: 3\n    gpu: T4\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n"
+        ),
+    )
+    .unwrap();
+    let token = "K10huawei.canary";
+    let out = gpuform(d, &mock, &["apply", "spec.yaml", "--auto-approve"])
+        .env("K3S_TOKEN", token)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains(token), "{text}");
+
+    let address_of: BTreeMap<String, String> = mock
+        .resources()
+        .into_iter()
+        .filter_map(|r| Some((r.id, r.address?)))
+        .collect();
+    let servers = mock.servers();
+    let order: Vec<&str> = servers
+        .iter()
+        .map(|s| address_of[s["id"].as_str().unwrap()].as_str())
+        .collect();
+    assert_eq!(order.len(), 3, "{order:?}");
+    assert_eq!(
+        order[0], "cluster.train.node[0]",
+        "the server first: {order:?}"
+    );
+    let fixed = |s: &serde_json::Value| -> String {
+        s["addresses"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|l| l.as_array().unwrap().clone())
+            .find(|a| a["OS-EXT-IPS:type"] == "fixed")
+            .and_then(|a| a["addr"].as_str().map(str::to_string))
+            .unwrap()
+    };
+    let server_ip = fixed(&servers[0]);
+    assert!(server_ip.starts_with("10."), "{server_ip}");
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(d.join(format!(".gpuform/{project}.state.json"))).unwrap(),
+    )
+    .unwrap();
+    for (s, address) in servers.iter().zip(&order).skip(1) {
+        let sent = base64::engine::general_purpose::STANDARD
+            .decode(s["OS-EXT-SRV-ATTR:user_data"].as_str().expect("user data"))
+            .unwrap();
+        let sent = String::from_utf8(sent).unwrap();
+        assert!(
+            sent.contains(&format!("K3S_URL=\"https://{server_ip}:6443\"")),
+            "{address} does not join {server_ip}:\n{sent}"
+        );
+        assert_ne!(fixed(s), server_ip, "{address} has an address of its own");
+        // The planned document (placeholders unfilled), filled with the token
+        // and the address, is what the cloud got; state keeps its hash.
+        let planned = ok(d, &mock, &["bootstrap", "show", address, "spec.yaml"]);
+        assert!(planned.contains("@@GPUFORM_REF:k3s_server.private_ip@@"));
+        assert_eq!(
+            planned
+                .replace("@@GPUFORM_ENV:K3S_TOKEN@@", token)
+                .replace("@@GPUFORM_REF:k3s_server.private_ip@@", &server_ip),
+            sent
+        );
+        let sha = hex::encode(sha2::Sha256::digest(planned.as_bytes()));
+        assert_eq!(
+            state["resources"][*address]["attrs"]["user_data_sha256"].as_str(),
+            Some(sha.as_str())
+        );
+    }
+    let st = serde_json::to_string(&state).unwrap();
+    assert!(!st.contains(token) && !st.contains(&server_ip));
+    // Applied, the next plan is clean (the reported address is no drift).
+    assert_eq!(plan_exit(d, &mock), 0);
+}

@@ -527,8 +527,8 @@ async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Resul
                     .map(str::to_string)
                     .ok_or_else(|| {
                         format!(
-                            "{}: {} does not report `{attr}` of {dep} ({}), which its user data needs; \
-                             this provider cannot run a k3s cluster yet (use `kubernetes: {{mode: kubeadm-join}}`)",
+                            "{}: {} does not report `{attr}` of {dep} ({}), which its user data needs \
+                             (an instance the cloud has not given an address yet?); run `gpuform apply` again",
                             c.address, record.provider, record.id
                         )
                     })?

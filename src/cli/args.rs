@@ -298,6 +298,10 @@ pub struct PlanArgs {
     /// Limit to an address or prefix (`cluster.trainer`, `cluster.trainer.node[3]`) and its dependencies.
     #[arg(long = "target", value_name = "ADDR")]
     pub targets: Vec<String>,
+    /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
+    /// rendered node bootstraps, to give it its bootstrap). Repeatable.
+    #[arg(long = "replace", value_name = "ADDR")]
+    pub replace: Vec<String>,
     /// Ask the providers what exists (default true); false plans from state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
@@ -342,6 +346,10 @@ pub struct ApplyArgs {
     pub parallelism: Option<usize>,
     #[arg(long = "target", value_name = "ADDR")]
     pub targets: Vec<String>,
+    /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
+    /// rendered node bootstraps, to give it its bootstrap). Repeatable.
+    #[arg(long = "replace", value_name = "ADDR")]
+    pub replace: Vec<String>,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
     /// The plan and the outcome as JSON on stdout.

@@ -140,6 +140,7 @@ pub async fn gc_plan(
         destroy: false,
         targets: Vec::new(),
         cny_per_usd: req.diff.cny_per_usd,
+        replace: Vec::new(),
     };
     let mut plan = diff(Desired::default(), &only_strays, req.catalog, &diff_opts);
     for c in &mut plan.changes {

@@ -219,6 +219,13 @@ pub async fn make_plan(
     } else {
         Current::unrefreshed(doc)
     };
+    for a in &req.diff.replace {
+        if desired.get(a).is_none() || !current.doc.resources.contains_key(a) {
+            return Err(EngineError::Plan(format!(
+                "--replace {a}: no such resource in both the spec and the state (`gpuform state list` lists what the state records)"
+            )));
+        }
+    }
     let mut plan = diff(desired, &current, req.catalog, &req.diff);
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);

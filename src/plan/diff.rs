@@ -18,16 +18,27 @@ pub struct DiffOptions {
     /// `cluster.trainer`) and what they depend on.
     pub targets: Vec<String>,
     pub cny_per_usd: f64,
+    /// Replace these addresses even when nothing forces it (`--replace`):
+    /// how a node made before gpuform rendered bootstraps gets its bootstrap.
+    pub replace: Vec<String>,
 }
 
 /// Takes `desired` by value: its attributes and dependencies move into the
 /// plan's changes instead of being cloned (and the copies dropped), which was
 /// a tenth of a large no-op plan's time.
-pub fn diff(mut desired: Desired, current: &Current, catalog: &Catalog, opts: &DiffOptions) -> Plan {
+pub fn diff(
+    mut desired: Desired,
+    current: &Current,
+    catalog: &Catalog,
+    opts: &DiffOptions,
+) -> Plan {
     let doc = &current.doc;
     let mut changes: Vec<ResourceChange> = Vec::new();
     // Addresses whose provider id will change in this plan: their dependents must follow.
     let mut renewed: BTreeSet<String> = BTreeSet::new();
+    // Running nodes made before gpuform rendered bootstraps that keep
+    // running without the one the spec now renders.
+    let mut not_bootstrapped: Vec<String> = Vec::new();
 
     if !opts.destroy {
         // Dependencies are always of an earlier kind (network → subnet → ...),
@@ -105,11 +116,22 @@ pub fn diff(mut desired: Desired, current: &Current, catalog: &Catalog, opts: &D
                     } else if r.deps != change.deps {
                         change.action = Action::Replace;
                         change.reason = Some("its dependencies changed".into());
+                    } else if opts.replace.contains(&d.address) {
+                        change.action = Action::Replace;
+                        change.reason = Some("asked for with --replace".into());
                     } else {
-                        let changed = match (&change.before, &change.after) {
-                            (Some(actual), Some(wanted)) => changed_keys(actual, wanted),
-                            _ => Vec::new(),
-                        };
+                        // `change.after` holds the desired attributes (moved in);
+                        // a node made before bootstraps is compared without one.
+                        let wanted = change.after.take().unwrap_or_default();
+                        let kept = kept_unbootstrapped(r, &wanted);
+                        if kept.is_some() && wanted.contains_key(crate::resolve::USER_DATA_SHA256) {
+                            not_bootstrapped.push(d.address.clone());
+                        }
+                        let changed = change
+                            .before
+                            .as_ref()
+                            .map(|actual| changed_keys(actual, kept.as_ref().unwrap_or(&wanted)))
+                            .unwrap_or_default();
                         let forcing: Vec<String> = changed
                             .iter()
                             .filter(|k| !d.kind.is_updatable(k))
@@ -118,8 +140,13 @@ pub fn diff(mut desired: Desired, current: &Current, catalog: &Catalog, opts: &D
                         if !forcing.is_empty() {
                             change.action = Action::Replace;
                             change.replace_because = forcing;
-                        } else if !changed.is_empty() {
-                            change.action = Action::Update;
+                            // A new node gets the bootstrap, whatever the old one had.
+                            change.after = Some(wanted);
+                        } else {
+                            change.after = Some(kept.unwrap_or(wanted));
+                            if !changed.is_empty() {
+                                change.action = Action::Update;
+                            }
                         }
                         if !changed.is_empty()
                             && observed_differs(r, observed.and_then(|o| o.as_ref()), &changed)
@@ -206,6 +233,9 @@ pub fn diff(mut desired: Desired, current: &Current, catalog: &Catalog, opts: &D
     cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
 
     let documents = changes_documents(&changes, &desired);
+    let warnings = not_bootstrapped_warning(&not_bootstrapped, &changes)
+        .into_iter()
+        .collect();
     Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuform_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -220,11 +250,72 @@ pub fn diff(mut desired: Desired, current: &Current, catalog: &Catalog, opts: &D
         cost,
         lockin: std::mem::take(&mut desired.lockin),
         notes: std::mem::take(&mut desired.notes),
-        warnings: Vec::new(),
+        warnings,
         state_path: None,
         endpoints: BTreeMap::new(),
         documents,
     }
+}
+
+/// A running node made before gpuform rendered node bootstraps (its
+/// recorded `bootstrap` is [`crate::state::PRE_BOOTSTRAP`]) is not replaced
+/// for the bootstrap the spec renders now: replacing every node of a
+/// running cluster on upgrade would lose their local data and their work.
+/// The attributes it is compared with (and keeps) are then the desired ones
+/// with its recorded bootstrap and `user_data` instead of the rendered ones.
+/// `None` when the node is not such a node, or when the user's own
+/// `user_data` changed: that was always a replacement, and is one now, with
+/// the bootstrap.
+fn kept_unbootstrapped(r: &Record, desired: &Attrs) -> Option<Attrs> {
+    use crate::resolve::{OWN_USER_DATA, USER_DATA_SHA256};
+    if r.kind != ResourceKind::Instance
+        || r.attrs.get("bootstrap").and_then(|v| v.as_str()) != Some(crate::state::PRE_BOOTSTRAP)
+    {
+        return None;
+    }
+    // The user's own user_data: recorded as `user_data` then; now
+    // `own_user_data` beside a bootstrap, or `user_data` without one.
+    let own = if desired.contains_key(USER_DATA_SHA256) {
+        desired.get(OWN_USER_DATA)
+    } else {
+        desired.get("user_data")
+    };
+    if !same_value(r.attrs.get("user_data"), own) {
+        return None;
+    }
+    let mut want = desired.clone();
+    for k in [USER_DATA_SHA256, OWN_USER_DATA, "user_data", "bootstrap"] {
+        want.remove(k);
+    }
+    for k in ["user_data", "bootstrap"] {
+        if let Some(v) = r.attrs.get(k) {
+            want.insert(k.to_string(), v.clone());
+        }
+    }
+    Some(want)
+}
+
+/// The plan's warning about running nodes left without the bootstrap the
+/// spec renders (see [`kept_unbootstrapped`]); only those the plan keeps.
+fn not_bootstrapped_warning(addresses: &[String], changes: &[ResourceChange]) -> Option<String> {
+    let kept: Vec<&str> = addresses
+        .iter()
+        .filter(|a| {
+            changes
+                .iter()
+                .any(|c| &c.address == *a && matches!(c.action, Action::NoOp | Action::Update))
+        })
+        .map(String::as_str)
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "bootstrap: not applied to {} running node(s) made before gpuform rendered node bootstraps ({}); \
+         `gpuform apply SPEC --replace ADDRESS` replaces a node to apply it (its local disks are lost)",
+        kept.len(),
+        kept.join(", ")
+    ))
 }
 
 /// The bootstrap documents the creates and replaces of `changes` need.
@@ -340,6 +431,10 @@ fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource
             // Completion attributes are compared against the dependencies
             // (see `complete`), never against the desired attributes.
             if r.kind.completion_attrs().contains(&k.as_str()) {
+                continue;
+            }
+            // Reported attributes (a node's private address) are never compared.
+            if r.kind.reported_attrs().contains(&k.as_str()) {
                 continue;
             }
             // Updatable attributes (tags...) count even when gpuform never set them.

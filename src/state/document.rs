@@ -5,7 +5,18 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bumped when the document changes incompatibly; older gpuforms refuse newer files.
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: instances made before gpuform rendered node bootstraps are marked
+/// ([`PRE_BOOTSTRAP`]); a format 1 document is migrated when read
+/// ([`StateDoc::migrate`]).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The `bootstrap` a format 1 state's instances get when read: they were
+/// made before gpuform rendered a bootstrap (or with nothing to set up),
+/// so what they booted with is not known. The diff does not replace such a
+/// node for the bootstrap the spec now renders (it warns, and
+/// `--replace ADDRESS` applies it); a change of the user's own `user_data`
+/// still replaces it.
+pub const PRE_BOOTSTRAP: &str = "unknown: made before gpuform rendered node bootstraps";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateDoc {
@@ -88,6 +99,30 @@ impl StateDoc {
             pending: BTreeMap::new(),
             failovers: Vec::new(),
         }
+    }
+
+    /// Brings a document read in an older format up to [`FORMAT_VERSION`].
+    /// From 1: every instance without a recorded bootstrap (no
+    /// `user_data_sha256`) gets `bootstrap` = [`PRE_BOOTSTRAP`], also in
+    /// pending creates (adopted with their attributes).
+    pub fn migrate(&mut self) {
+        if self.format_version < 2 {
+            let mark = |kind: ResourceKind, attrs: &mut Attrs| {
+                if kind == ResourceKind::Instance
+                    && !attrs.contains_key("user_data_sha256")
+                    && !attrs.contains_key("bootstrap")
+                {
+                    attrs.insert("bootstrap".into(), PRE_BOOTSTRAP.into());
+                }
+            };
+            for r in self.resources.values_mut() {
+                mark(r.kind, &mut r.attrs);
+            }
+            for p in self.pending.values_mut() {
+                mark(p.kind, &mut p.attrs);
+            }
+        }
+        self.format_version = FORMAT_VERSION;
     }
 
     pub fn is_empty(&self) -> bool {

@@ -16,7 +16,7 @@ pub mod postgres;
 pub mod store;
 
 pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};
-pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION};
+pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION, PRE_BOOTSTRAP};
 pub use journal::{Journal, JournalEntry};
 pub use lock::{LockInfo, StateLock};
 pub use store::{LocalBackend, StateStore};

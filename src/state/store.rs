@@ -240,7 +240,9 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
             supported: FORMAT_VERSION,
         });
     }
-    serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))
+    let mut doc: StateDoc = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    doc.migrate();
+    Ok(doc)
 }
 
 #[cfg(test)]

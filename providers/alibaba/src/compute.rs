@@ -357,7 +357,37 @@ pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) ->
     if let Some(r) = tags.get(RDMA_TAG) {
         a.insert("rdma".into(), json!(r == "true"));
     }
+    if let Some(ip) = private_ip(i) {
+        a.insert("private_ip".into(), json!(ip));
+    }
     observed(ResourceKind::Instance, i, "InstanceId", &tags, a, region)
+}
+
+/// The primary private IPv4 address of a VPC instance: DescribeInstances'
+/// `VpcAttributes.PrivateIpAddress.IpAddress[0]`, else the primary ENI's
+/// `NetworkInterfaces.NetworkInterface[].PrimaryIpAddress` (`Type` Primary).
+/// `None` while none is assigned yet.
+fn private_ip(i: &Value) -> Option<String> {
+    let first = i
+        .pointer("/VpcAttributes/PrivateIpAddress/IpAddress/0")
+        .and_then(Value::as_str);
+    let eni = || {
+        i.pointer("/NetworkInterfaces/NetworkInterface")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|n| {
+                matches!(
+                    n.get("Type").and_then(Value::as_str),
+                    None | Some("Primary")
+                )
+            })
+            .find_map(|n| n.get("PrimaryIpAddress").and_then(Value::as_str))
+    };
+    first
+        .or_else(eni)
+        .filter(|ip| !ip.is_empty())
+        .map(str::to_string)
 }
 
 /// A deployment set; its ownership is in its description.
@@ -418,5 +448,30 @@ mod tests {
         assert_eq!(o.attrs[SUBSCRIPTION_ENDS], "2027-11-29T16:00Z");
         let spot = json!({"InstanceId": "i-2", "SpotStrategy": "SpotWithPriceLimit"});
         assert_eq!(observe_instance(&spot, "r", None).attrs["pricing"], "spot");
+        // No address assigned yet: not reported.
+        assert!(!observe_instance(&spot, "r", None)
+            .attrs
+            .contains_key("private_ip"));
+    }
+
+    #[test]
+    fn instances_report_their_private_address() {
+        let vpc = json!({"InstanceId": "i-1",
+            "VpcAttributes": {"VpcId": "vpc-1", "PrivateIpAddress": {"IpAddress": ["172.16.0.7"]}},
+            "NetworkInterfaces": {"NetworkInterface": [{"Type": "Primary", "PrimaryIpAddress": "172.16.0.9"}]}});
+        assert_eq!(
+            observe_instance(&vpc, "r", None).attrs["private_ip"],
+            "172.16.0.7"
+        );
+        // Only the ENI list: its primary interface's address.
+        let eni = json!({"InstanceId": "i-2",
+            "VpcAttributes": {"PrivateIpAddress": {"IpAddress": []}},
+            "NetworkInterfaces": {"NetworkInterface": [
+                {"Type": "Secondary", "PrimaryIpAddress": "172.16.1.5"},
+                {"Type": "Primary", "PrimaryIpAddress": "172.16.0.8"}]}});
+        assert_eq!(
+            observe_instance(&eni, "r", None).attrs["private_ip"],
+            "172.16.0.8"
+        );
     }
 }

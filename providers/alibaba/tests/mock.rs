@@ -91,6 +91,14 @@ async fn lifecycle_create_refresh_update_destroy() {
     ] {
         assert_eq!(nodes[0].attrs[key], want[key], "{key}");
     }
+    // Each node reports its own private address in its vSwitch (10.0.0.0/20).
+    let ips: Vec<&str> = nodes
+        .iter()
+        .filter_map(|n| n.attrs.get("private_ip")?.as_str())
+        .collect();
+    assert_eq!(ips.len(), 2, "{nodes:#?}");
+    assert_ne!(ips[0], ips[1]);
+    assert!(ips.iter().all(|ip| ip.starts_with("10.0.")), "{ips:?}");
     let vol = p
         .create(&req(
             ResourceKind::Volume,

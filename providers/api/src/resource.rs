@@ -22,7 +22,8 @@ pub type Attrs = BTreeMap<String, serde_json::Value>;
 ///   authorized), so the diff plans an update that completes the group.
 /// - `placement`: `strategy` (`cluster`: packed for NVLink/RDMA)
 /// - `instance`: `instance_type`, `zone`, `image`, `pricing`, `root_gb`,
-///   `rdma` (bool), `user_data`, `tags`
+///   `rdma` (bool), `user_data`, `tags`; observed also `private_ip` (see
+///   [`ResourceKind::reported_attrs`])
 /// - `volume`: `zone`, `size_gb`, `volume_type`; observed also `attached_to`
 ///   (see [`ResourceKind::completion_attrs`])
 /// - `bucket`: `name`
@@ -104,6 +105,22 @@ impl ResourceKind {
     pub fn completion_attrs(self) -> &'static [&'static str] {
         match self {
             ResourceKind::Volume => &["attached_to"],
+            _ => &[],
+        }
+    }
+}
+
+impl ResourceKind {
+    /// Observed-only attributes that describe what the cloud chose when it
+    /// made the resource: an instance's `private_ip` (its primary private
+    /// IPv4 address in its subnet). Providers report them so that a
+    /// dependent can use them at apply time (a k3s agent's user data holds
+    /// its server's address); they are never desired, recorded in state nor
+    /// compared by the diff, so a cloud that starts reporting one changes
+    /// no plan.
+    pub fn reported_attrs(self) -> &'static [&'static str] {
+        match self {
+            ResourceKind::Instance => &["private_ip"],
             _ => &[],
         }
     }

@@ -367,6 +367,8 @@ pub(crate) fn observe_instance(
         ("pricing", text(Some(pricing))),
         ("root_gb", root_gb.map(Value::from)),
         ("rdma", Some(rdma.into())),
+        // The primary private IPv4 address (a reported attribute).
+        ("private_ip", text(i.private_ip_address())),
     ]);
     let status = Some(
         i.state()

@@ -423,9 +423,25 @@ async fn observe_servers(
         .collect())
 }
 
+/// The private IPv4 address of an ECS: among `addresses` (network id →
+/// list), the first with `OS-EXT-IPS:type` `fixed` ("the private IP
+/// address"; `floating` is an EIP) and `version` 4 ("Data Structure for
+/// Querying Details About ECSs", support.huaweicloud.com/api-ecs/ecs_05_0002.html).
+/// The primary NIC's network comes first in gpuform's servers (one NIC).
+fn private_ip(sv: &Value) -> Option<String> {
+    sv.get("addresses")
+        .and_then(Value::as_object)?
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .find(|a| s(a, "OS-EXT-IPS:type") == "fixed" && s(a, "version") == "4")
+        .map(|a| s(a, "addr"))
+        .filter(|ip| !ip.is_empty())
+}
+
 /// An ECS from the v1 detail listing: `instance_type`, `zone`, `image` (the
 /// logical name it was made from, kept in its metadata), `pricing` (from
-/// `charging_mode`), `root_gb`, `user_data`. `tags` there are `key=value`
+/// `charging_mode`), `root_gb`, `user_data`, `private_ip`. `tags` there are `key=value`
 /// strings.
 fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -> ObservedResource {
     let tag_list = tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null));
@@ -464,6 +480,9 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
         .map(|v| s(v, "id"));
     if let Some(size) = boot.and_then(|b| root_sizes.get(&b)) {
         a.insert("root_gb".into(), json!(size));
+    }
+    if let Some(ip) = private_ip(sv) {
+        a.insert("private_ip".into(), json!(ip));
     }
     if let Some(u) = sv.get("OS-EXT-SRV-ATTR:user_data").and_then(Value::as_str) {
         if let Some(text) = base64::engine::general_purpose::STANDARD

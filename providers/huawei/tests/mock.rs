@@ -64,6 +64,15 @@ async fn lifecycle_list_read_drift_destroy() {
         assert_eq!(n.attrs["zone"], json!("cn-north-4a"));
         assert_eq!(n.attrs["tags"], json!({"team": "ml"}));
         assert_eq!(n.attrs["user_data"], json!("#!/bin/sh\necho hi\n"));
+        // Its fixed (private) address, in the subnet 10.0.0.0/24, its own.
+        let ip = n.attrs["private_ip"].as_str().expect("private_ip");
+        assert!(ip.starts_with("10.0.0."), "{ip}");
+        assert!(
+            nodes
+                .iter()
+                .all(|o: &gpuform_provider::ObservedResource| o.attrs["private_ip"] != ip),
+            "{ip} given twice"
+        );
         assert_eq!(
             n.ownership.as_ref().map(|o| o.address.clone()),
             Some(format!("cluster.t.node[{i}]"))

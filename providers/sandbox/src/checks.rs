@@ -95,7 +95,7 @@ pub(crate) fn lookup_ref<'a>(
     }
 }
 
-fn parse_cidr(s: &str) -> Option<(u32, u8)> {
+pub(crate) fn parse_cidr(s: &str) -> Option<(u32, u8)> {
     let (addr, len) = s.split_once('/')?;
     let len: u8 = len.parse().ok()?;
     let ip: std::net::Ipv4Addr = addr.parse().ok()?;

@@ -255,10 +255,28 @@ impl CloudStore {
         e.observed_with(id, self.reported_attrs(e, e.attrs()))
     }
 
+    /// An instance's primary private address, as DescribeInstances'
+    /// `PrivateIpAddress`: a host of its subnet's CIDR block past the four
+    /// addresses a cloud reserves at its start (and before the last),
+    /// chosen by the instance's sequence number, so the same inventory
+    /// always reports the same address without storing it. Addresses of a
+    /// subnet repeat only after as many creates as it has hosts.
+    fn private_ip(&self, e: &Entry) -> Option<String> {
+        let subnet = self.by_id.get(e.ref_of("subnet")?)?;
+        let cidr = subnet.attrs().get("cidr")?.as_str()?.to_string();
+        let (net, len) = crate::checks::parse_cidr(&cidr)?;
+        let hosts = (1u64 << (32 - u32::from(len)))
+            .checked_sub(5)
+            .filter(|h| *h > 0)?;
+        let host = 4 + e.seq % hosts;
+        Some(std::net::Ipv4Addr::from(net.wrapping_add(host as u32)).to_string())
+    }
+
     /// Stored attributes as the cloud reports them, like DescribeVolumes'
     /// `Attachments` and DescribeSecurityGroups' `IpPermissions`: a volume's
     /// `attached_to` (null when detached or when its instance is gone: ending
-    /// an instance detaches its volumes), and a firewall whose rules were
+    /// an instance detaches its volumes), an instance's `private_ip`
+    /// ([`CloudStore::private_ip`]), and a firewall whose rules were
     /// never authorized reports no rules and the members' rule missing.
     pub fn reported_attrs(&self, e: &Entry, mut attrs: Attrs) -> Attrs {
         match e.kind {
@@ -279,6 +297,11 @@ impl CloudStore {
                     "attached_to".into(),
                     live.map_or(serde_json::Value::Null, serde_json::Value::String),
                 );
+            }
+            ResourceKind::Instance => {
+                if let Some(ip) = self.private_ip(e) {
+                    attrs.insert("private_ip".into(), serde_json::Value::String(ip));
+                }
             }
             // Evaluated for every firewall: the internal key never leaves.
             ResourceKind::Firewall

@@ -335,6 +335,16 @@ fn instance_attrs(v: &Value, tags: &std::collections::BTreeMap<String, String>, 
     {
         a.insert("root_gb".into(), json!(size));
     }
+    // The primary private address: DescribeInstances' `PrivateIpAddresses`
+    // (https://www.tencentcloud.com/document/api/213/15753, Instance), the
+    // primary ENI's first.
+    if let Some(ip) = v
+        .pointer("/PrivateIpAddresses/0")
+        .and_then(Value::as_str)
+        .filter(|ip| !ip.is_empty())
+    {
+        a.insert("private_ip".into(), json!(ip));
+    }
 }
 
 fn disk_attrs(v: &Value, a: &mut Attrs) {

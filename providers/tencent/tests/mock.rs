@@ -109,10 +109,21 @@ async fn lifecycle_create_list_read_update_destroy() {
             "pricing",
             "root_gb",
             "tags",
+            "private_ip",
         ] {
             assert!(seen.attrs.contains_key(k), "{k} not reported");
         }
     }
+    // Each node reports its own private address in its subnet (10.0.0.0/20).
+    let ips: std::collections::BTreeSet<String> = instances
+        .iter()
+        .filter_map(|(_, o)| {
+            let seen = by_id(&owned, &o.id)?;
+            Some(seen.attrs.get("private_ip")?.as_str()?.to_string())
+        })
+        .collect();
+    assert_eq!(ips.len(), 3, "{ips:?}");
+    assert!(ips.iter().all(|ip| ip.starts_with("10.0.")), "{ips:?}");
     assert!(by_id(&owned, &ps.id).and_then(|r| r.ownership).is_some());
     assert!(p
         .list_owned(&scope(), "other-project")

@@ -197,3 +197,27 @@ fn a_launch_that_terminates_is_a_failed_create() {
     let e = launch_failure(&launched(InstanceStateName::Terminated, None)).expect("failed");
     assert_eq!(e.kind, ErrorKind::Capacity);
 }
+
+/// A node reports its primary private address (DescribeInstances'
+/// `PrivateIpAddress`): a k3s agent's user data is filled with its server's.
+#[test]
+fn an_instance_reports_its_private_address() {
+    let i = Instance::builder()
+        .instance_id("i-0123456789abcdef0")
+        .private_ip_address("10.0.1.23")
+        .state(
+            aws_sdk_ec2::types::InstanceState::builder()
+                .name(InstanceStateName::Running)
+                .build(),
+        )
+        .build();
+    let o = observe_instance(&i, "us-east-1", None);
+    assert_eq!(o.attrs["private_ip"], "10.0.1.23");
+    // Before EC2 has assigned one, the key is left out (not reported).
+    let o = observe_instance(
+        &launched(InstanceStateName::Pending, None),
+        "us-east-1",
+        None,
+    );
+    assert!(!o.attrs.contains_key("private_ip"));
+}

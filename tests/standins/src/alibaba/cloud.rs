@@ -153,6 +153,8 @@ struct Instance {
     renewal: String,
     /// Accepted by RunInstances, then failed (see [`Fault::LaunchFails`]).
     launch_failed: bool,
+    /// The primary private address, from the vSwitch's CIDR block.
+    private_ip: String,
 }
 
 #[derive(Debug, Clone)]
@@ -1612,6 +1614,7 @@ impl Cloud {
         let mut ids = Vec::new();
         for _ in 0..amount {
             let id = new_id("i", region);
+            let private_ip = self.free_address(&vsw)?;
             self.instances.push(Instance {
                 id: id.clone(),
                 region: region.into(),
@@ -1630,6 +1633,7 @@ impl Cloud {
                 expires,
                 renewal: renewal.into(),
                 launch_failed,
+                private_ip,
             });
             self.disks.push(Disk {
                 id: new_id("d", region),
@@ -1650,6 +1654,35 @@ impl Cloud {
         Ok(
             json!({"InstanceIdSets": {"InstanceIdSet": ids}, "OrderId": format!("{}", random_u64() % 1_000_000_000_000), "TradePrice": 0.0}),
         )
+    }
+
+    /// The first address of `vsw`'s CIDR block no live instance holds,
+    /// past the first and before the last three, which a vSwitch reserves
+    /// (VPC docs on vSwitches: the first and the last three IP addresses of
+    /// each vSwitch CIDR block are reserved). 403 InvalidVSwitchId.IpNotEnough
+    /// when it is full.
+    fn free_address(&self, vsw: &VSwitch) -> Result<String, ApiError> {
+        let full = || {
+            ApiError::new(
+                403,
+                "InvalidVSwitchId.IpNotEnough",
+                "The specified VSwitch has not enough IpAddress.",
+            )
+        };
+        let (ip, bits) = vsw.cidr.split_once('/').ok_or_else(full)?;
+        let base: std::net::Ipv4Addr = ip.parse().map_err(|_| full())?;
+        let bits: u32 = bits.parse().map_err(|_| full())?;
+        let size = 1u64 << (32 - bits.min(32));
+        let taken: std::collections::HashSet<&str> = self
+            .instances
+            .iter()
+            .filter(|i| i.vswitch == vsw.id)
+            .map(|i| i.private_ip.as_str())
+            .collect();
+        (1..size.saturating_sub(3))
+            .map(|n| std::net::Ipv4Addr::from(u32::from(base).wrapping_add(n as u32)).to_string())
+            .find(|a| !taken.contains(a.as_str()))
+            .ok_or_else(full)
     }
 
     /// DescribeInstances — ECS API reference: InstanceIds (JSON array,
@@ -1674,7 +1707,9 @@ impl Cloud {
                        "ImageId": i.image, "Status": self.instance_status(i), "InstanceChargeType": i.charge, "SpotStrategy": i.spot,
                        "ExpiredTime": i.expires.map_or_else(|| "2099-12-31T15:59Z".to_string(), iso_minutes),
                        "DeploymentSetId": i.deployment_set, "InstanceNetworkType": "vpc",
-                       "VpcAttributes": {"VpcId": i.vpc, "VSwitchId": i.vswitch, "PrivateIpAddress": {"IpAddress": []}},
+                       "VpcAttributes": {"VpcId": i.vpc, "VSwitchId": i.vswitch, "PrivateIpAddress": {"IpAddress": [i.private_ip]}},
+                       "NetworkInterfaces": {"NetworkInterface": [{"Type": "Primary", "PrimaryIpAddress": i.private_ip,
+                           "PrivateIpSets": {"PrivateIpSet": [{"Primary": true, "PrivateIpAddress": i.private_ip}]}}]},
                        "SecurityGroupIds": {"SecurityGroupId": [i.group]}, "Tags": ecs_tags(&i.tags), "CreationTime": now_iso()})
             })
             .collect();

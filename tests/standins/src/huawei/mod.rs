@@ -293,6 +293,12 @@ impl HuaweiMock {
             .map(|s| s.body.clone())
     }
 
+    /// The servers as the ECS API shows them, in the order they were
+    /// created (what a test checks a boot order and user data on).
+    pub fn servers(&self) -> Vec<Value> {
+        self.lock().servers.iter().map(|s| s.body.clone()).collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -618,6 +624,27 @@ fn kv_list(v: Option<&Value>) -> Vec<(String, String)> {
         .flatten()
         .filter_map(|t| Some((t.get("key")?.as_str()?.to_string(), str_of(t, "value"))))
         .collect()
+}
+
+/// The first host address of the subnet's CIDR block that is neither its
+/// gateway nor held by a server in it: the fixed (private) address of a new
+/// server's NIC.
+fn free_address(st: &State, subnet: &str, cidr: &str, gateway: &str) -> Option<String> {
+    let (base, len) = parse_cidr(cidr)?;
+    let size = 1u64 << (32 - len);
+    let taken: HashSet<String> = st
+        .servers
+        .iter()
+        .filter(|sv| str_of(&sv.body, "gpuform_mock_subnet") == subnet)
+        .filter_map(|sv| sv.body.get("addresses")?.as_object().cloned())
+        .flat_map(|a| a.into_values())
+        .filter_map(|l| l.as_array().cloned())
+        .flatten()
+        .map(|a| str_of(&a, "addr"))
+        .collect();
+    (1..size.saturating_sub(1))
+        .map(|n| std::net::Ipv4Addr::from(base.wrapping_add(n as u32)).to_string())
+        .find(|a| a != gateway && !taken.contains(a))
 }
 
 fn parse_cidr(c: &str) -> Option<(u32, u32)> {
@@ -1852,6 +1879,7 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
             "subnet {subnet} is not ACTIVE yet (illustrative: the reference names no code for this)"
         ));
     }
+    let (sn_cidr, sn_gateway) = (str_of(&sn.body, "cidr"), str_of(&sn.body, "gateway_ip"));
     let sgs: Vec<String> = s
         .get("security_groups")
         .and_then(Value::as_array)
@@ -1943,6 +1971,11 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
         } else {
             str_of(s, "name")
         };
+        let Some(addr) = free_address(st, &subnet, &sn_cidr, &sn_gateway) else {
+            return bad(&format!(
+                "subnet {subnet} has no free IP address (illustrative: the reference names no code for this)"
+            ));
+        };
         let root = new_id();
         // "Tags added during ECS creation are also added to the system disk"
         // (ECS user guide, "Adding Tags", ecs_03_0902).
@@ -1967,7 +2000,8 @@ fn create_servers(st: &mut State, b: &Value, token: Option<String>) -> Answer {
             "OS-EXT-AZ:availability_zone": zone, "metadata": metadata,
             "os-extended-volumes:volumes_attached": [{"id": root, "bootIndex": "0", "delete_on_termination": "true", "device": "/dev/vda"}],
             "security_groups": sgs.iter().map(|g| json!({"id": g})).collect::<Vec<_>>(),
-            "addresses": {vpc.clone(): [{"version": "4", "addr": "10.0.0.10", "OS-EXT-IPS:type": "fixed"}]},
+            "addresses": {vpc.clone(): [{"version": "4", "addr": addr, "OS-EXT-IPS:type": "fixed",
+                "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:01", "OS-EXT-IPS:port_id": new_id()}]},
             "OS-EXT-SRV-ATTR:user_data": s.get("user_data").cloned().unwrap_or(Value::Null),
             "created": now_iso(), "updated": now_iso(), "tenant_id": TEST_PROJECT_ID,
             "gpuform_mock_subnet": subnet,
