@@ -211,7 +211,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
     // A document of a known format parses at once; its version is checked
     // after. Only a document that does not parse is read again below for its
     // version (a pass over the whole text, a few ms of a 5k no-op plan).
-    if let Ok(doc) = serde_json::from_slice::<StateDoc>(bytes) {
+    if let Ok(mut doc) = serde_json::from_slice::<StateDoc>(bytes) {
         if doc.format_version > FORMAT_VERSION {
             return Err(StateError::TooNew {
                 path: path.to_path_buf(),
@@ -219,6 +219,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
                 supported: FORMAT_VERSION,
             });
         }
+        doc.migrate();
         return Ok(doc);
     }
     // Read the version first, so that a newer format says "upgrade" rather
