@@ -13,6 +13,8 @@ pub mod document;
 pub mod journal;
 pub mod lock;
 pub mod postgres;
+#[cfg(feature = "aws")]
+pub mod s3;
 pub mod store;
 
 pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};

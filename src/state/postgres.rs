@@ -22,7 +22,7 @@
 //! The password never appears in a message: locations are redacted URLs and
 //! client errors are scrubbed of it.
 
-use super::backend::{redact_url, scrub, HeldLock, JournalMirror, StateBackend};
+use super::backend::{block_on, redact_url, scrub, HeldLock, JournalMirror, Runtime, StateBackend};
 use super::lock::new_info;
 use super::{LockInfo, StateDoc, StateError};
 use std::future::Future;
@@ -58,17 +58,6 @@ const MIGRATIONS: &[(i32, &str)] = &[(
 /// How long one database round trip may take before the backend counts as
 /// unreachable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
-
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        // May be dropped inside the CLI's runtime: never block there.
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
 
 struct Inner {
     location: String,
@@ -150,7 +139,7 @@ impl PgBackend {
                 fenced: AtomicBool::new(false),
                 journal_path: journal_path.display().to_string(),
             }),
-            rt: Arc::new(Runtime(Some(rt))),
+            rt: Arc::new(Runtime::new(rt)),
         })
     }
 
@@ -161,30 +150,6 @@ impl PgBackend {
     {
         block_on(&self.rt, f(self.inner.clone()))
     }
-}
-
-fn block_on<T: Send + 'static>(
-    rt: &Runtime,
-    fut: impl Future<Output = Result<T, StateError>> + Send + 'static,
-) -> Result<T, StateError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let Some(runtime) = rt.0.as_ref() else {
-        return Err(StateError::Backend {
-            location: String::new(),
-            message: "backend shut down".into(),
-            hint: "this is a bug in gpuform".into(),
-        });
-    };
-    runtime.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv().unwrap_or_else(|_| {
-        Err(StateError::Backend {
-            location: String::new(),
-            message: "the backend's I/O task stopped".into(),
-            hint: "this is a bug in gpuform".into(),
-        })
-    })
 }
 
 fn fill_from_env(config: &mut Config) {
@@ -592,9 +557,7 @@ impl StateBackend for PgBackend {
         })?;
         let renew = self
             .rt
-            .0
-            .as_ref()
-            .map(|rt| rt.spawn(renew_lease(self.inner.clone(), info.id.clone(), generation)));
+            .spawn(renew_lease(self.inner.clone(), info.id.clone(), generation));
         Ok(Box::new(PgLock {
             info,
             inner: self.inner.clone(),

@@ -24,6 +24,8 @@
 //! security groups), `compute` (instances, placement groups), `storage`
 //! (volumes), `refresh` (read, list_owned, observe_*), `images`, `tags`,
 //! `client` (SDK config, clients, paginated Describe calls) and `errors`.
+//! `s3` is not part of the provider: the conditional object operations the
+//! root crate's S3 state backend is built on.
 //!
 //! Credentials come from aws-config's standard chain and never reach errors,
 //! logs or `Debug` output.
@@ -34,6 +36,7 @@ mod errors;
 mod images;
 mod network;
 mod refresh;
+pub mod s3;
 mod storage;
 mod tags;
 
