@@ -12,6 +12,7 @@ pub mod crypto;
 pub mod document;
 pub mod journal;
 pub mod lock;
+pub mod pg_tls;
 pub mod postgres;
 #[cfg(feature = "aws")]
 pub mod s3;

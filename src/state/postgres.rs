@@ -1,4 +1,5 @@
-//! The PostgreSQL state backend (tokio-postgres; no TLS in this build).
+//! The PostgreSQL state backend (tokio-postgres; TLS per the URL's
+//! `sslmode`, see [`super::pg_tls`]).
 //!
 //! Tables live in one schema (default `gpuform`), created on first use and
 //! upgraded by numbered migrations (`<schema>.migrations` records what ran),
@@ -63,6 +64,8 @@ struct Inner {
     location: String,
     password: Option<String>,
     config: Config,
+    /// `None`: `sslmode=disable`.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     schema: String,
     name: String,
     lease: Duration,
@@ -101,10 +104,11 @@ impl PgBackend {
             StateError::Backend {
             location: location.clone(),
             message,
-            hint: "use postgres://[user@]host[:port]/database; put the password in PGPASSWORD or ~/.pgpass, not in the URL".into(),
+            hint: "use postgres://[user@]host[:port]/database[?sslmode=disable|prefer|require|verify-ca|verify-full]; put the password in PGPASSWORD or ~/.pgpass, not in the URL".into(),
         }
         };
-        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+        let (plain_url, ssl_mode, root) = super::pg_tls::split_tls(url).map_err(&bad)?;
+        let mut config: Config = plain_url.parse().map_err(|e: tokio_postgres::Error| {
             bad(format!(
                 "not a valid PostgreSQL URL: {}",
                 redact_url(&e.to_string())
@@ -114,6 +118,8 @@ impl PgBackend {
         if config.get_hosts().is_empty() {
             return Err(bad("the URL names no host (and PGHOST is not set)".into()));
         }
+        config.ssl_mode(ssl_mode.for_client());
+        let tls = super::pg_tls::connector(ssl_mode, root.as_deref()).map_err(&bad)?;
         config.connect_timeout(Duration::from_secs(5));
         config.application_name("gpuform");
         let password = config
@@ -130,6 +136,7 @@ impl PgBackend {
                 location,
                 password,
                 config,
+                tls,
                 schema: schema.to_string(),
                 name: name.to_string(),
                 lease,
@@ -252,6 +259,8 @@ impl Inner {
             "28P01" | "28000" => format!("check the password of user `{user}` in PGPASSWORD or ~/.pgpass (it is never read from state or logs)"),
             "3D000" => "create the database first (createdb NAME), or fix the database name in the URL".into(),
             "42501" => format!("user `{user}` needs CREATE on the database (for the schema `{}`) or USAGE on it", self.schema),
+            _ if message.contains("does not support TLS") => "the server does not accept TLS connections: turn `ssl` on in its postgresql.conf, or use sslmode=prefer (TLS when offered) or sslmode=disable in the URL".into(),
+            _ if message.contains("certificate") => "the server's certificate did not verify: give its CA with sslrootcert=PATH in the URL (or ~/.postgresql/root.crt), check the host name (verify-full), or use sslmode=require for encryption without verification".into(),
             _ if e.as_db_error().is_none() => "is the database running and reachable at that host and port? Results of a running apply are kept in its local journal".into(),
             _ => "see the database server's log".into(),
         };
@@ -281,13 +290,30 @@ impl Inner {
         let mut guard = self.client.lock().await;
         let dead = guard.as_ref().map(|c| c.is_closed()).unwrap_or(true);
         if dead {
-            let (client, conn) = tokio::time::timeout(CALL_TIMEOUT, self.config.connect(NoTls))
-                .await
-                .map_err(|_| self.timeout())?
-                .map_err(|e| self.err(&e))?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
+            let client = match &self.tls {
+                None => {
+                    let (client, conn) =
+                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(NoTls))
+                            .await
+                            .map_err(|_| self.timeout())?
+                            .map_err(|e| self.err(&e))?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    client
+                }
+                Some(tls) => {
+                    let (client, conn) =
+                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(tls.clone()))
+                            .await
+                            .map_err(|_| self.timeout())?
+                            .map_err(|e| self.err(&e))?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    client
+                }
+            };
             *guard = Some(client);
             self.migrate(guard.as_mut().expect("just set")).await?;
         }

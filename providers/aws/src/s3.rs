@@ -125,7 +125,7 @@ impl S3Objects {
         if let Some(r) = region {
             b = b.region(Region::new(r.to_string()));
         }
-        if b.region().is_none() {
+        if region.is_none() && base.region().is_none() {
             return Err(S3Error {
                 kind: S3ErrorKind::Other,
                 message: "no AWS region: give `?region=` in the URL or set AWS_REGION".into(),
