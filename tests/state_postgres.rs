@@ -245,6 +245,48 @@ fn bad_urls_and_passwords_are_clear_errors_that_write_nothing() {
     assert!(sandbox_addresses(&r).is_empty());
 }
 
+#[test]
+fn sslmode_require_against_a_server_without_tls_is_a_clear_error() {
+    let project = unique("pg-tls");
+    let sandbox = tempfile::tempdir().unwrap();
+    let r = runner(&project, 1, sandbox.path());
+    let (_, url, _) = server();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    // The local test server runs without TLS (initdb's default).
+    let out = r
+        .cmd(&["apply", "spec.yaml", "--auto-approve"], "")
+        .env("GPUFORM_STATE_URL", format!("{url}{sep}sslmode=require"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not support TLS"), "{err}");
+    assert!(err.contains("hint: the server does not accept TLS"), "{err}");
+    assert!(err.contains("sslmode=prefer"), "{err}");
+    assert_no_password(&out);
+    assert!(!r.dir.path().join(".gpuform").exists());
+    assert!(sandbox_addresses(&r).is_empty());
+    // A mode libpq does not know: refused before any connection.
+    let out = r
+        .cmd(&["plan", "spec.yaml"], "")
+        .env("GPUFORM_STATE_URL", format!("{url}{sep}sslmode=always"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("sslmode `always` is not one of"),
+        "{}",
+        text(&out)
+    );
+    // `prefer` (the default) falls back to plain TCP and works.
+    let out = r
+        .cmd(&["plan", "spec.yaml"], "")
+        .env("GPUFORM_STATE_URL", format!("{url}{sep}sslmode=prefer"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// A server of this test's own (it is stopped and started), with its data
 /// directory; stopped when dropped.
 struct OwnServer {
