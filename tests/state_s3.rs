@@ -30,10 +30,10 @@ fn moto() -> Option<String> {
     url
 }
 
-/// A fresh bucket on moto (its API takes an unsigned CreateBucket).
+/// A fresh bucket on moto.
 fn bucket(moto: &str) -> String {
     let name = unique("state").to_lowercase();
-    let st = Command::new("curl")
+    let st = curl()
         .args(["-fsS", "-o", "/dev/null", "-X", "PUT"])
         .arg(format!("{moto}/{name}"))
         .status()
@@ -42,9 +42,17 @@ fn bucket(moto: &str) -> String {
     name
 }
 
-/// An object's body, if any (moto answers unsigned GETs).
+/// curl signing its request as moto's S3 wants (objects are private).
+fn curl() -> Command {
+    let mut c = Command::new("curl");
+    c.args(["--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+        .arg(format!("AKIATESTGPUFORM:{SECRET}"));
+    c
+}
+
+/// An object's body, if any.
 fn object(moto: &str, bucket: &str, key: &str) -> Option<Vec<u8>> {
-    let out = Command::new("curl")
+    let out = curl()
         .args(["-sS", "-w", "\n%{http_code}"])
         .arg(format!("{moto}/{bucket}/{key}"))
         .output()
@@ -58,7 +66,7 @@ fn object(moto: &str, bucket: &str, key: &str) -> Option<Vec<u8>> {
 
 /// Keys under a prefix.
 fn keys(moto: &str, bucket: &str, prefix: &str) -> Vec<String> {
-    let out = Command::new("curl")
+    let out = curl()
         .args(["-fsS"])
         .arg(format!("{moto}/{bucket}?list-type=2&prefix={prefix}"))
         .output()

@@ -287,7 +287,7 @@ impl Inner {
             generation,
             holder: holder
                 .map(|h| h.describe())
-                .unwrap_or_else(|| "nobody (it was force-unlocked)".into()),
+                .unwrap_or_else(|| "another run (which has released it since)".into()),
             journal: self.journal_path.clone(),
         }
     }
