@@ -96,7 +96,12 @@ fn plan_format_names_the_same_outputs_as_the_flags() {
     let same = |flag: &str, format: &str| {
         let a = run(dir.path(), &["plan", "spec.yaml", flag], &[]);
         let b = run(dir.path(), &["plan", "spec.yaml", "--format", format], &[]);
-        assert!(a.status.success() && b.status.success(), "{}\n{}", text(&a), text(&b));
+        assert!(
+            a.status.success() && b.status.success(),
+            "{}\n{}",
+            text(&a),
+            text(&b)
+        );
         assert_eq!(a.stdout, b.stdout, "{flag} vs --format {format}");
         String::from_utf8(b.stdout).unwrap()
     };
@@ -107,7 +112,11 @@ fn plan_format_names_the_same_outputs_as_the_flags() {
     let plain = run(dir.path(), &["plan", "spec.yaml"], &[]);
     assert_eq!(textual.stdout, plain.stdout);
     // Two formats at once, or an unknown one: a usage error.
-    let both = run(dir.path(), &["plan", "spec.yaml", "--json", "--format", "markdown"], &[]);
+    let both = run(
+        dir.path(),
+        &["plan", "spec.yaml", "--json", "--format", "markdown"],
+        &[],
+    );
     assert_eq!(both.status.code(), Some(2), "{}", text(&both));
     let bad = run(dir.path(), &["plan", "spec.yaml", "--format", "html"], &[]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
@@ -238,15 +247,25 @@ fn the_local_journal_of_an_interrupted_apply_is_encrypted_too() {
         &["apply", "spec.yaml", "--auto-approve"],
         &[key, ("GPUFORM_SANDBOX_FAULTS", "crash_after=3")],
     );
-    assert!(out.status.code().is_none(), "expected an abort: {}", text(&out));
+    assert!(
+        out.status.code().is_none(),
+        "expected an abort: {}",
+        text(&out)
+    );
     let journal = d.join(".gpuform/ci.state.json.journal");
     let raw = std::fs::read_to_string(&journal).unwrap();
     let lines: Vec<&str> = raw.lines().collect();
     assert!(lines.len() >= 2, "{raw}");
     for l in &lines {
-        assert!(l.starts_with("{\"gpuform_encrypted\":1"), "a plain line: {l}");
+        assert!(
+            l.starts_with("{\"gpuform_encrypted\":1"),
+            "a plain line: {l}"
+        );
     }
-    assert!(!raw.contains("trainer") && !raw.contains("lineage"), "{raw}");
+    assert!(
+        !raw.contains("trainer") && !raw.contains("lineage"),
+        "{raw}"
+    );
     // Without the key the journal cannot be read: a clear error, nothing changed.
     let out = run(d, &["show", "-f", "spec.yaml", "--json"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

@@ -50,7 +50,10 @@ fn runner(project: &str, nodes: u32, sandbox: &Path) -> Runner {
         project,
         nodes,
         sandbox,
-        &[("GPUFORM_STATE_URL", url.as_str()), ("PGPASSWORD", password.as_str())],
+        &[
+            ("GPUFORM_STATE_URL", url.as_str()),
+            ("PGPASSWORD", password.as_str()),
+        ],
     )
 }
 
@@ -261,7 +264,10 @@ fn sslmode_require_against_a_server_without_tls_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not support TLS"), "{err}");
-    assert!(err.contains("hint: the server does not accept TLS"), "{err}");
+    assert!(
+        err.contains("hint: the server does not accept TLS"),
+        "{err}"
+    );
     assert!(err.contains("sslmode=prefer"), "{err}");
     assert_no_password(&out);
     assert!(!r.dir.path().join(".gpuform").exists());

@@ -7,9 +7,7 @@
 
 mod remote_state;
 
-use remote_state::{
-    sandbox_addresses, state_addresses, text, unique, wait_while_running, Runner,
-};
+use remote_state::{sandbox_addresses, state_addresses, text, unique, wait_while_running, Runner};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -25,7 +23,9 @@ fn moto() -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!("skipped: GPUFORM_TEST_MOTO_URL is not set (scripts/test.sh starts moto and sets it)");
+        eprintln!(
+            "skipped: GPUFORM_TEST_MOTO_URL is not set (scripts/test.sh starts moto and sets it)"
+        );
     }
     url
 }
@@ -90,7 +90,10 @@ fn aws_env(url: &str) -> Vec<(&'static str, String)> {
         ("AWS_SECRET_ACCESS_KEY", SECRET.into()),
         ("AWS_EC2_METADATA_DISABLED", "true".into()),
         ("AWS_CONFIG_FILE", "/nonexistent/gpuform-test".into()),
-        ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/gpuform-test".into()),
+        (
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "/nonexistent/gpuform-test".into(),
+        ),
     ]
 }
 
@@ -129,9 +132,12 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
     let a = runner(&project, 4, sandbox.path(), &url);
     let b = runner(&project, 4, sandbox.path(), &url);
     let mut first = a.spawn_apply("latency=400ms");
-    wait_while_running(&mut first, "the first apply's lock", Duration::from_secs(30), || {
-        lock_holder_pid(&moto, &bucket, &project).is_some()
-    });
+    wait_while_running(
+        &mut first,
+        "the first apply's lock",
+        Duration::from_secs(30),
+        || lock_holder_pid(&moto, &bucket, &project).is_some(),
+    );
     assert_eq!(
         lock_holder_pid(&moto, &bucket, &project),
         Some(first.id() as i64)
@@ -172,9 +178,12 @@ fn kill_9_of_the_holder_frees_the_state_after_its_lease_and_what_it_made_is_adop
     b.lease = Some(2);
     let mut first = a.spawn_apply("latency=400ms");
     // Some batches pushed, the apply not finished.
-    wait_while_running(&mut first, "journal batches in the bucket", Duration::from_secs(60), || {
-        journal_objects(&moto, &bucket, &project) >= 3
-    });
+    wait_while_running(
+        &mut first,
+        "journal batches in the bucket",
+        Duration::from_secs(60),
+        || journal_objects(&moto, &bucket, &project) >= 3,
+    );
     first.kill().unwrap(); // SIGKILL: no release, the lock object stays
     first.wait().unwrap();
     assert_eq!(
@@ -208,9 +217,12 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
     a.lease = Some(2);
     b.lease = Some(2);
     let mut first = a.spawn_apply("latency=400ms");
-    wait_while_running(&mut first, "journal batches in the bucket", Duration::from_secs(60), || {
-        journal_objects(&moto, &bucket, &project) >= 3
-    });
+    wait_while_running(
+        &mut first,
+        "journal batches in the bucket",
+        Duration::from_secs(60),
+        || journal_objects(&moto, &bucket, &project) >= 3,
+    );
     let pid = first.id() as libc::pid_t;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease
@@ -384,12 +396,18 @@ fn bad_buckets_and_credentials_are_clear_errors_that_write_nothing() {
         assert!(err.contains("hint:"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
         assert_no_secret(&out);
-        assert!(!r.dir.path().join(".gpuform").exists(), "{url}: wrote local files");
+        assert!(
+            !r.dir.path().join(".gpuform").exists(),
+            "{url}: wrote local files"
+        );
         assert!(sandbox_addresses(&r).is_empty(), "{url}: made resources");
     };
     // A bucket that does not exist.
     check(
-        &format!("s3://no-such-bucket-{}/x?region=us-east-1&endpoint={moto}", std::process::id()),
+        &format!(
+            "s3://no-such-bucket-{}/x?region=us-east-1&endpoint={moto}",
+            std::process::id()
+        ),
         false,
         &["NoSuchBucket", "create the bucket first"],
     );
@@ -413,5 +431,10 @@ fn bad_buckets_and_credentials_are_clear_errors_that_write_nothing() {
         &["does not honour conditional writes", "If-None-Match"],
     );
     // Nothing was left in the bucket by any of them (the probe cleans up).
-    assert_eq!(keys(&moto, &bucket, "").len(), 0, "{:?}", keys(&moto, &bucket, ""));
+    assert_eq!(
+        keys(&moto, &bucket, "").len(),
+        0,
+        "{:?}",
+        keys(&moto, &bucket, "")
+    );
 }

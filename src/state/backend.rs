@@ -40,7 +40,6 @@ impl Drop for Runtime {
     }
 }
 
-
 /// Runs `fut` on the backend's runtime and waits for it from any thread.
 pub(crate) fn block_on<T: Send + 'static>(
     rt: &Runtime,
@@ -229,7 +228,11 @@ impl S3Url {
                     out.endpoint = Some(v)
                 }
                 "endpoint" => return Err(format!("endpoint `{v}` is not an http(s) URL")),
-                _ => return Err(format!("unknown URL parameter `{k}` (use region= and endpoint=)")),
+                _ => {
+                    return Err(format!(
+                        "unknown URL parameter `{k}` (use region= and endpoint=)"
+                    ))
+                }
             }
         }
         Ok(out)
@@ -243,16 +246,14 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push((h * 16 + l) as u8);
-                        i += 3;
-                        continue;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;

@@ -170,7 +170,12 @@ impl ServerCertVerifier for EncryptOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -179,7 +184,12 @@ impl ServerCertVerifier for EncryptOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -248,11 +258,20 @@ mod tests {
         assert_eq!(mode, SslMode::VerifyFull);
         assert_eq!(root, Some(PathBuf::from("/etc/ca.pem")));
         let (url, mode, root) = split_tls("postgres://ci@db/infra").unwrap();
-        assert_eq!((url.as_str(), mode, root), ("postgres://ci@db/infra", SslMode::Prefer, None));
+        assert_eq!(
+            (url.as_str(), mode, root),
+            ("postgres://ci@db/infra", SslMode::Prefer, None)
+        );
         let (url, mode, _) = split_tls("postgres://db/x?sslmode=disable").unwrap();
         assert_eq!((url.as_str(), mode), ("postgres://db/x", SslMode::Disable));
-        assert_eq!(split_tls("postgres://db/x?sslmode=require").unwrap().1, SslMode::Require);
-        assert_eq!(split_tls("postgres://db/x?sslmode=verify-ca").unwrap().1, SslMode::VerifyCa);
+        assert_eq!(
+            split_tls("postgres://db/x?sslmode=require").unwrap().1,
+            SslMode::Require
+        );
+        assert_eq!(
+            split_tls("postgres://db/x?sslmode=verify-ca").unwrap().1,
+            SslMode::VerifyCa
+        );
         let err = split_tls("postgres://db/x?sslmode=always").unwrap_err();
         assert!(err.contains("not one of disable"), "{err}");
     }

@@ -621,7 +621,10 @@ impl StateBackend for S3Backend {
         }
         let mut lines = Vec::new();
         for (_, body) in &batches {
-            for l in String::from_utf8_lossy(body).lines().filter(|l| !l.is_empty()) {
+            for l in String::from_utf8_lossy(body)
+                .lines()
+                .filter(|l| !l.is_empty())
+            {
                 let plain = super::crypto::open(l.as_bytes()).map_err(|message| {
                     StateError::Encryption {
                         path: std::path::PathBuf::from(&self.inner.location),
@@ -746,4 +749,3 @@ impl Drop for S3Lock {
         *self.inner.held_id.lock().expect("held") = None;
     }
 }
-

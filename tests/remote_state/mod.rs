@@ -111,7 +111,12 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 }
 
 /// Waits until `f` is true, failing at once if `child` ends first.
-pub fn wait_while_running(child: &mut Child, what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+pub fn wait_while_running(
+    child: &mut Child,
+    what: &str,
+    timeout: Duration,
+    mut f: impl FnMut() -> bool,
+) {
     wait_until(what, timeout, || {
         if let Ok(Some(status)) = child.try_wait() {
             let mut err = String::new();

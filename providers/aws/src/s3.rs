@@ -183,7 +183,12 @@ impl S3Objects {
     }
 
     /// Writes an object under a condition.
-    pub async fn put(&self, key: &str, body: Vec<u8>, condition: &Condition) -> Result<Put, S3Error> {
+    pub async fn put(
+        &self,
+        key: &str,
+        body: Vec<u8>,
+        condition: &Condition,
+    ) -> Result<Put, S3Error> {
         let mut req = self
             .client
             .put_object()
@@ -320,7 +325,10 @@ fn classify(action: &str, code: &str, message: &str, status: u16) -> Mapped {
         "PreconditionFailed" | "ConditionalRequestConflict" => return Mapped::Precondition,
         "NoSuchKey" | "NotFound" => return Mapped::NotFound,
         "NoSuchBucket" => S3ErrorKind::NoSuchBucket,
-        "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken" | "InvalidToken"
+        "InvalidAccessKeyId"
+        | "SignatureDoesNotMatch"
+        | "ExpiredToken"
+        | "InvalidToken"
         | "TokenRefreshRequired" => S3ErrorKind::Credentials,
         "AccessDenied" | "AllAccessDisabled" => S3ErrorKind::AccessDenied,
         "SlowDown" | "InternalError" | "ServiceUnavailable" | "RequestTimeout" => {
@@ -403,6 +411,9 @@ mod tests {
         let Mapped::Error(e) = classify("GetObject", "AccessDenied", "Access Denied", 403) else {
             panic!("an error")
         };
-        assert_eq!(e.message, "S3 GetObject failed: AccessDenied (Access Denied)");
+        assert_eq!(
+            e.message,
+            "S3 GetObject failed: AccessDenied (Access Denied)"
+        );
     }
 }
