@@ -90,6 +90,40 @@ fn plan_markdown_reads_as_a_pull_request_comment() {
 }
 
 #[test]
+fn plan_format_names_the_same_outputs_as_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let same = |flag: &str, format: &str| {
+        let a = run(dir.path(), &["plan", "spec.yaml", flag], &[]);
+        let b = run(dir.path(), &["plan", "spec.yaml", "--format", format], &[]);
+        assert!(
+            a.status.success() && b.status.success(),
+            "{}\n{}",
+            text(&a),
+            text(&b)
+        );
+        assert_eq!(a.stdout, b.stdout, "{flag} vs --format {format}");
+        String::from_utf8(b.stdout).unwrap()
+    };
+    assert!(same("--markdown", "markdown").starts_with("### gpuform plan"));
+    let json: serde_json::Value = serde_json::from_str(&same("--json", "json")).unwrap();
+    assert!(json.is_object(), "{json}");
+    let textual = run(dir.path(), &["plan", "spec.yaml", "--format", "text"], &[]);
+    let plain = run(dir.path(), &["plan", "spec.yaml"], &[]);
+    assert_eq!(textual.stdout, plain.stdout);
+    // Two formats at once, or an unknown one: a usage error.
+    let both = run(
+        dir.path(),
+        &["plan", "spec.yaml", "--json", "--format", "markdown"],
+        &[],
+    );
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    let bad = run(dir.path(), &["plan", "spec.yaml", "--format", "html"], &[]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("markdown"));
+}
+
+#[test]
 fn encrypted_state_and_plans_open_only_with_the_key_and_keys_roll_over() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -196,4 +230,55 @@ fn a_spec_state_block_names_postgres_without_a_password_and_bad_urls_are_refused
         text(&out)
     );
     assert!(!d.join(".gpuform").exists());
+}
+
+#[test]
+fn the_local_journal_of_an_interrupted_apply_is_encrypted_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), SPEC).unwrap();
+    let key = ("GPUFORM_STATE_PASSPHRASE", "correct horse");
+    let out = run(d, &["apply", "spec.yaml", "--auto-approve"], &[key]);
+    assert!(out.status.success(), "{}", text(&out));
+    // A scale-up that aborts at the sandbox's 3rd call: the journal is left behind.
+    std::fs::write(d.join("spec.yaml"), SPEC.replace("nodes: 2", "nodes: 5")).unwrap();
+    let out = run(
+        d,
+        &["apply", "spec.yaml", "--auto-approve"],
+        &[key, ("GPUFORM_SANDBOX_FAULTS", "crash_after=3")],
+    );
+    assert!(
+        out.status.code().is_none(),
+        "expected an abort: {}",
+        text(&out)
+    );
+    let journal = d.join(".gpuform/ci.state.json.journal");
+    let raw = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = raw.lines().collect();
+    assert!(lines.len() >= 2, "{raw}");
+    for l in &lines {
+        assert!(
+            l.starts_with("{\"gpuform_encrypted\":1"),
+            "a plain line: {l}"
+        );
+    }
+    assert!(
+        !raw.contains("trainer") && !raw.contains("lineage"),
+        "{raw}"
+    );
+    // Without the key the journal cannot be read: a clear error, nothing changed.
+    let out = run(d, &["show", "-f", "spec.yaml", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("GPUFORM_STATE_PASSPHRASE"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), raw);
+    // With it, the next apply folds the journal in and finishes the job.
+    let out = run(d, &["apply", "spec.yaml", "--auto-approve"], &[key]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!journal.exists());
+    let out = run(d, &["plan", "spec.yaml", "--detailed-exitcode"], &[key]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }

@@ -3,10 +3,14 @@
 //! the gpuform binary run from different working directories sharing one
 //! sandbox cloud (`GPUFORM_SANDBOX_DIR`), as two CI runners would.
 
+mod remote_state;
+
+use remote_state::{
+    sandbox_addresses, state_addresses, text, unique, wait_until, wait_while_running, Runner,
+};
 use serde_json::Value;
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -39,92 +43,17 @@ fn server() -> &'static (String, String, String) {
     })
 }
 
-/// A project name of this run only: the shared server keeps states between runs.
-fn unique(name: &str) -> String {
-    // Random, not the clock: tests never read the wall clock.
-    format!(
-        "{name}-{}-{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    )
-}
-
-fn spec(project: &str, nodes: u32) -> String {
-    format!(
-        r#"project: {project}
-clusters:
-  trainer:
-    cloud: sandbox
-    region: us-east-1
-    nodes: {nodes}
-    gpu: A10G:1
-    disk:
-      root_gb: 100
-      data_gb: 100
-"#
-    )
-}
-
-/// One CI runner: its own working directory, the shared sandbox.
-struct Runner {
-    dir: tempfile::TempDir,
-    sandbox: PathBuf,
-    lease: Option<u32>,
-}
-
-impl Runner {
-    fn new(project: &str, nodes: u32, sandbox: &Path) -> Runner {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("spec.yaml"), spec(project, nodes)).unwrap();
-        Runner {
-            dir,
-            sandbox: sandbox.to_path_buf(),
-            lease: None,
-        }
-    }
-
-    fn cmd(&self, args: &[&str], faults: &str) -> Command {
-        let (_, url, password) = server();
-        let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-        c.env("GPUFORM_TODAY", "2026-11-29")
-            .env("NO_COLOR", "1")
-            .env("GPUFORM_STATE_URL", url)
-            .env("PGPASSWORD", password)
-            .env("GPUFORM_SANDBOX_DIR", &self.sandbox)
-            .env("GPUFORM_SANDBOX_FAULTS", faults)
-            .current_dir(self.dir.path())
-            .args(args);
-        if let Some(l) = self.lease {
-            c.env("GPUFORM_STATE_LEASE_SECONDS", l.to_string());
-        }
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args, "").output().unwrap()
-    }
-
-    fn spawn_apply(&self, faults: &str) -> Child {
-        self.cmd(&["apply", "spec.yaml", "--auto-approve"], faults)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    fn state(&self) -> Value {
-        let out = self.run(&["show", "-f", "spec.yaml", "--json"]);
-        assert!(out.status.success(), "{}", text(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+/// A runner whose state is on the test server, the password in PGPASSWORD.
+fn runner(project: &str, nodes: u32, sandbox: &Path) -> Runner {
+    let (_, url, password) = server();
+    Runner::new(
+        project,
+        nodes,
+        sandbox,
+        &[
+            ("GPUFORM_STATE_URL", url.as_str()),
+            ("PGPASSWORD", password.as_str()),
+        ],
     )
 }
 
@@ -155,14 +84,6 @@ fn sql(query: &str, name: &str) -> Vec<tokio_postgres::Row> {
     })
 }
 
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn lock_holder_pid(name: &str) -> Option<i64> {
     sql(
         "SELECT (info->>'pid')::bigint FROM gpuform.locks WHERE name = $1 AND lock_id IS NOT NULL",
@@ -179,52 +100,19 @@ fn journal_lines(name: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Live sandbox resources by address; panics on a duplicate address.
-fn sandbox_addresses(r: &Runner) -> BTreeSet<String> {
-    let out = r.run(&["sandbox", "ls", "--json", "-f", "spec.yaml"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut seen = BTreeSet::new();
-    for res in all.as_array().unwrap() {
-        let address = res["tags"]["gpuform:address"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        assert!(seen.insert(address.clone()), "duplicate {address}: {all:#}");
-    }
-    seen
-}
-
-fn state_addresses(state: &Value) -> BTreeSet<String> {
-    state["resources"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect()
-}
-
 #[test]
 fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
     let project = unique("pg-two");
     let sandbox = tempfile::tempdir().unwrap();
-    let a = Runner::new(&project, 4, sandbox.path());
-    let b = Runner::new(&project, 4, sandbox.path());
+    let a = runner(&project, 4, sandbox.path());
+    let b = runner(&project, 4, sandbox.path());
     let mut first = a.spawn_apply("latency=400ms");
-    wait_until("the first apply's lock", Duration::from_secs(30), || {
-        if let Ok(Some(status)) = first.try_wait() {
-            let mut err = String::new();
-            use std::io::Read;
-            first
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("the first apply ended early ({status:?}): {err}");
-        }
-        lock_holder_pid(format!("{project}/default").as_str()).is_some()
-    });
+    wait_while_running(
+        &mut first,
+        "the first apply's lock",
+        Duration::from_secs(30),
+        || lock_holder_pid(format!("{project}/default").as_str()).is_some(),
+    );
     assert_eq!(
         lock_holder_pid(format!("{project}/default").as_str()),
         Some(first.id() as i64)
@@ -255,8 +143,8 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
 fn kill_9_of_the_holder_frees_the_state_at_once_and_what_it_made_is_adopted() {
     let project = unique("pg-kill");
     let sandbox = tempfile::tempdir().unwrap();
-    let a = Runner::new(&project, 6, sandbox.path());
-    let b = Runner::new(&project, 6, sandbox.path());
+    let a = runner(&project, 6, sandbox.path());
+    let b = runner(&project, 6, sandbox.path());
     let mut first = a.spawn_apply("latency=400ms");
     // Some results pushed, the apply not finished.
     wait_until(
@@ -282,8 +170,8 @@ fn kill_9_of_the_holder_frees_the_state_at_once_and_what_it_made_is_adopted() {
 fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
     let project = unique("pg-fence");
     let sandbox = tempfile::tempdir().unwrap();
-    let mut a = Runner::new(&project, 6, sandbox.path());
-    let mut b = Runner::new(&project, 6, sandbox.path());
+    let mut a = runner(&project, 6, sandbox.path());
+    let mut b = runner(&project, 6, sandbox.path());
     a.lease = Some(2);
     b.lease = Some(2);
     let first = a.spawn_apply("latency=400ms");
@@ -320,7 +208,7 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
 fn bad_urls_and_passwords_are_clear_errors_that_write_nothing() {
     let project = unique("pg-bad");
     let sandbox = tempfile::tempdir().unwrap();
-    let r = Runner::new(&project, 1, sandbox.path());
+    let r = runner(&project, 1, sandbox.path());
     let (_, url, _) = server();
     // Wrong password.
     let out = r
@@ -358,6 +246,51 @@ fn bad_urls_and_passwords_are_clear_errors_that_write_nothing() {
     assert!(err.contains("is the database running"), "{err}");
     assert!(!r.dir.path().join(".gpuform").exists());
     assert!(sandbox_addresses(&r).is_empty());
+}
+
+#[test]
+fn sslmode_require_against_a_server_without_tls_is_a_clear_error() {
+    let project = unique("pg-tls");
+    let sandbox = tempfile::tempdir().unwrap();
+    let r = runner(&project, 1, sandbox.path());
+    let (_, url, _) = server();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    // The local test server runs without TLS (initdb's default).
+    let out = r
+        .cmd(&["apply", "spec.yaml", "--auto-approve"], "")
+        .env("GPUFORM_STATE_URL", format!("{url}{sep}sslmode=require"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not support TLS"), "{err}");
+    assert!(
+        err.contains("hint: the server does not accept TLS"),
+        "{err}"
+    );
+    assert!(err.contains("sslmode=prefer"), "{err}");
+    assert_no_password(&out);
+    assert!(!r.dir.path().join(".gpuform").exists());
+    assert!(sandbox_addresses(&r).is_empty());
+    // A mode libpq does not know: refused before any connection.
+    let out = r
+        .cmd(&["plan", "spec.yaml"], "")
+        .env("GPUFORM_STATE_URL", format!("{url}{sep}sslmode=always"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("sslmode `always` is not one of"),
+        "{}",
+        text(&out)
+    );
+    // `prefer` (the default) falls back to plain TCP and works.
+    let out = r
+        .cmd(&["plan", "spec.yaml"], "")
+        .env("GPUFORM_STATE_URL", format!("{url}{sep}sslmode=prefer"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
 }
 
 /// A server of this test's own (it is stopped and started), with its data
@@ -420,7 +353,7 @@ fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() 
     let project = unique("pg-down");
     let own = OwnServer::start();
     let sandbox = tempfile::tempdir().unwrap();
-    let r = Runner::new(&project, 6, sandbox.path());
+    let r = runner(&project, 6, sandbox.path());
     let run = |args: &[&str], faults: &str| -> Command {
         let mut c = r.cmd(args, faults);
         c.env("GPUFORM_STATE_URL", &own.url)
@@ -504,7 +437,7 @@ fn a_database_stopped_mid_apply_loses_nothing_and_the_push_duplicates_nothing() 
 fn state_moves_from_local_to_postgres_and_back_and_another_lineage_is_refused() {
     let project = unique("pg-move");
     let sandbox = tempfile::tempdir().unwrap();
-    let r = Runner::new(&project, 1, sandbox.path());
+    let r = runner(&project, 1, sandbox.path());
     let local = |args: &[&str]| -> Output {
         r.cmd(args, "")
             .env_remove("GPUFORM_STATE_URL")
@@ -579,8 +512,8 @@ fn a_crash_at_any_api_call_with_postgres_state_then_apply_leaves_exactly_the_des
     for n in 1.. {
         let project = unique("pg-crash");
         let sandbox = tempfile::tempdir().unwrap();
-        let a = Runner::new(&project, 2, sandbox.path());
-        let b = Runner::new(&project, 2, sandbox.path());
+        let a = runner(&project, 2, sandbox.path());
+        let b = runner(&project, 2, sandbox.path());
         let out = a
             .cmd(
                 &["apply", "spec.yaml", "--auto-approve"],

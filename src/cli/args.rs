@@ -261,6 +261,14 @@ pub struct StateArgs {
     pub file: Option<PathBuf>,
 }
 
+/// `plan --format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct PlanArgs {
     pub file: PathBuf,
@@ -284,14 +292,18 @@ pub struct PlanArgs {
     /// Save the plan; `gpuform apply FILE` applies exactly it, once, to this state.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// The plan as JSON on stdout (shape: docs/plan-json.md).
-    #[arg(long, conflicts_with = "markdown")]
+    /// The plan as JSON on stdout (shape: docs/plan-json.md); same as `--format json`.
+    #[arg(long, conflicts_with_all = ["markdown", "format"])]
     pub json: bool,
     /// The plan as a markdown pull-request comment on stdout: summary, a
     /// table per cluster with cost before → after, budget status, and the
-    /// full diff collapsed.
-    #[arg(long)]
+    /// full diff collapsed; same as `--format markdown`.
+    #[arg(long, conflicts_with = "format")]
     pub markdown: bool,
+    /// How to print the plan: `text` (default), `json` (= --json) or
+    /// `markdown` (= --markdown).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<PlanFormat>,
     /// Exit 2 when there are changes, 0 when there are none.
     #[arg(long)]
     pub detailed_exitcode: bool,

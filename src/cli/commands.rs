@@ -345,7 +345,12 @@ pub(super) fn providers_for(
     Arc::new(Providers::new(engine::sandbox_dir(store)).with_endpoints(endpoints.clone()))
 }
 
-async fn plan(a: PlanArgs, quiet: bool) -> CmdResult {
+async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
+    match a.format {
+        Some(PlanFormat::Json) => a.json = true,
+        Some(PlanFormat::Markdown) => a.markdown = true,
+        Some(PlanFormat::Text) | None => {}
+    }
     let loaded = load(&a.file, &a.vars)?;
     let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
         .map_err(engine_failure)?;

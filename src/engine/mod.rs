@@ -82,6 +82,11 @@ pub fn state_store_for(
             workspace.clone(),
             *lease_seconds,
         ),
+        Some(crate::spec::StateSettings::S3 {
+            url,
+            workspace,
+            lease_seconds,
+        }) => (Some(url.as_str()), None, workspace.clone(), *lease_seconds),
         _ => (None, None, None, None),
     };
     let url = url.filter(|u| !u.trim().is_empty()).or(spec_url);
@@ -109,9 +114,13 @@ pub fn state_store_for(
         ),
         _ => lease,
     };
-    match BackendChoice::from_url(url, schema.as_deref(), lease)? {
-        BackendChoice::Local => Ok(StateStore::new(local)),
-        BackendChoice::Postgres { url, schema, lease } => {
+    let choice = BackendChoice::from_url(url, schema.as_deref(), lease)?;
+    let url = match &choice {
+        BackendChoice::Local => return Ok(StateStore::new(local)),
+        BackendChoice::Postgres { url, .. } | BackendChoice::S3 { url, .. } => url.clone(),
+    };
+    {
+        {
             let Some(project) = project.filter(|p| !p.is_empty()) else {
                 return Err(EngineError::State(StateError::Backend {
                     location: crate::state::redact_url(&url),
@@ -128,12 +137,25 @@ pub fn state_store_for(
                 .unwrap_or_else(|| "default".into());
             let name = format!("{project}/{workspace}");
             let journal = crate::state::store::sibling(&local, ".journal");
-            let backend =
-                crate::state::postgres::PgBackend::new(&url, &schema, &name, lease, &journal)?;
-            Ok(StateStore::with_backend(
-                local,
-                std::sync::Arc::new(backend),
-            ))
+            let backend: std::sync::Arc<dyn crate::state::StateBackend> = match choice {
+                BackendChoice::Postgres { url, schema, lease } => std::sync::Arc::new(
+                    crate::state::postgres::PgBackend::new(&url, &schema, &name, lease, &journal)?,
+                ),
+                #[cfg(feature = "aws")]
+                BackendChoice::S3 { url, lease } => std::sync::Arc::new(
+                    crate::state::s3::S3Backend::new(&url, &name, lease, &journal)?,
+                ),
+                #[cfg(not(feature = "aws"))]
+                BackendChoice::S3 { url, .. } => {
+                    return Err(EngineError::State(StateError::Backend {
+                        location: crate::state::redact_url(&url),
+                        message: "the S3 state backend is not built into this gpuform (built without the `aws` feature)".into(),
+                        hint: "use a build with the default features, a postgres:// URL, or local state".into(),
+                    }))
+                }
+                BackendChoice::Local => return Ok(StateStore::new(local)),
+            };
+            Ok(StateStore::with_backend(local, backend))
         }
     }
 }

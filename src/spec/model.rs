@@ -355,6 +355,19 @@ pub enum StateSettings {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lease_seconds: Option<u64>,
     },
+    /// An S3 bucket (or an S3-compatible server that honours conditional
+    /// writes): `url` is `s3://bucket/prefix?region=…[&endpoint=…]`;
+    /// credentials come from the AWS chain. `--state-url` /
+    /// `GPUFORM_STATE_URL` override it.
+    S3 {
+        url: String,
+        /// States are keyed by project and workspace (default `default`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<String>,
+        /// How long a lock outlives its holder's last renewal (default 60).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease_seconds: Option<u64>,
+    },
 }
 
 /// A declared variable: `variables: { nodes: { default: "2" } }`.

@@ -18,7 +18,7 @@ const PRICING: &[&str] = &["on-demand", "spot", "reserved-1y", "reserved-3y"];
 const INTERCONNECT: &[&str] = &["nvlink", "pcie", "any"];
 const FABRIC: &[&str] = &["rdma", "ethernet"];
 const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp"];
-const BACKENDS: &[&str] = &["local", "postgres"];
+const BACKENDS: &[&str] = &["local", "postgres", "s3"];
 
 /// The closest candidate to `name`, if close enough to be a likely typo.
 pub(crate) fn suggest<'a>(
@@ -320,6 +320,15 @@ const STATE_POSTGRES_FIELDS: &[Field] = &[
     }),
     req("url", Validator::state_url),
     opt("schema", Validator::nonempty),
+    opt("workspace", Validator::nonempty),
+    opt("lease_seconds", Validator::count),
+];
+
+const STATE_S3_FIELDS: &[Field] = &[
+    req("backend", |v, n, p| {
+        v.choice(n, p, BACKENDS, "state backend")
+    }),
+    req("url", Validator::s3_state_url),
     opt("workspace", Validator::nonempty),
     opt("lease_seconds", Validator::count),
 ];
@@ -839,6 +848,7 @@ impl Validator {
         let fields = match name.as_str() {
             Some("local") => STATE_LOCAL_FIELDS,
             Some("postgres") => STATE_POSTGRES_FIELDS,
+            Some("s3") => STATE_S3_FIELDS,
             _ => return None,
         };
         self.object(node, path, node.start, fields, "`state`", &[])
@@ -970,6 +980,39 @@ impl Validator {
                 path,
                 format!("expected a postgres:// URL, found `{}`", shorten(url)),
                 "write e.g. `url: postgres://gpuform@db.internal:5432/infra`",
+            );
+            return None;
+        }
+        Some(text)
+    }
+
+    fn s3_state_url(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let text = self.nonempty(node, path)?;
+        let url = text.as_str().unwrap_or_default();
+        if !url.starts_with("s3://") {
+            self.error(
+                node.start,
+                path,
+                format!("expected an s3:// URL, found `{}`", shorten(url)),
+                "write e.g. `url: s3://team-state/gpuform?region=us-east-1`",
+            );
+            return None;
+        }
+        if crate::state::redact_url(url) != url || url.contains('@') {
+            self.error(
+                node.start,
+                path,
+                "the state URL holds credentials; a spec is shared and committed, so it must not",
+                "remove them; gpuform reads AWS credentials from the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role)",
+            );
+            return None;
+        }
+        if let Err(message) = crate::state::backend::S3Url::parse(url) {
+            self.error(
+                node.start,
+                path,
+                message,
+                "write e.g. `url: s3://team-state/gpuform?region=us-east-1`",
             );
             return None;
         }
@@ -1575,6 +1618,7 @@ mod tests {
             (&defs["Variable"], VARIABLE_FIELDS),
             (state_local, STATE_LOCAL_FIELDS),
             (&defs["StateSettings"]["oneOf"][1], STATE_POSTGRES_FIELDS),
+            (&defs["StateSettings"]["oneOf"][2], STATE_S3_FIELDS),
         ] {
             assert_eq!(props(schema_obj), names(fields, false));
             assert_eq!(required(schema_obj), names(fields, true), "{schema_obj}");

@@ -1,6 +1,7 @@
 //! Where a state document lives: the [`StateBackend`] trait, implemented by
-//! the local files ([`super::store::LocalBackend`]) and by PostgreSQL
-//! ([`super::postgres::PgBackend`]), and the choice between them (the spec's
+//! the local files ([`super::store::LocalBackend`]), PostgreSQL
+//! ([`super::postgres::PgBackend`]) and S3 (`super::s3::S3Backend`, with
+//! the `aws` feature), and the choice between them (the spec's
 //! `state:` block, overridden by `--state-url` / `GPUFORM_STATE_URL`).
 //!
 //! Every backend has the same semantics: `save` is a compare-and-swap on the
@@ -9,7 +10,60 @@
 //! that every write carries, so a holder paused past its lease is refused.
 
 use super::{LockInfo, StateDoc, StateError};
+use std::future::Future;
 use std::sync::Arc;
+
+/// A remote backend's own I/O runtime (its methods block, and may be called
+/// from inside the CLI's runtime).
+pub(crate) struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    pub(crate) fn new(rt: tokio::runtime::Runtime) -> Runtime {
+        Runtime(Some(rt))
+    }
+
+    /// Spawns a background task (lease renewal).
+    pub(crate) fn spawn<F>(&self, f: F) -> Option<tokio::task::JoinHandle<()>>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.0.as_ref().map(|rt| rt.spawn(f))
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // May be dropped inside the CLI's runtime: never block there.
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Runs `fut` on the backend's runtime and waits for it from any thread.
+pub(crate) fn block_on<T: Send + 'static>(
+    rt: &Runtime,
+    fut: impl Future<Output = Result<T, StateError>> + Send + 'static,
+) -> Result<T, StateError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let Some(runtime) = rt.0.as_ref() else {
+        return Err(StateError::Backend {
+            location: String::new(),
+            message: "backend shut down".into(),
+            hint: "this is a bug in gpuform".into(),
+        });
+    };
+    runtime.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().unwrap_or_else(|_| {
+        Err(StateError::Backend {
+            location: String::new(),
+            message: "the backend's I/O task stopped".into(),
+            hint: "this is a bug in gpuform".into(),
+        })
+    })
+}
 
 /// A state document's home. Methods block; remote backends run their own
 /// I/O runtime so they can be called from async code too.
@@ -68,6 +122,12 @@ pub enum BackendChoice {
         schema: String,
         lease: std::time::Duration,
     },
+    /// `s3://bucket/prefix?region=…&endpoint=…` (checked when the backend
+    /// is built).
+    S3 {
+        url: String,
+        lease: std::time::Duration,
+    },
 }
 
 /// The default lease of a remote lock.
@@ -104,18 +164,101 @@ impl BackendChoice {
                 })
             }
             "file" | "local" => Ok(BackendChoice::Local),
-            "s3" => Err(StateError::Backend {
-                location: redact_url(url),
-                message: "the S3 state backend is not built into this gpuform".into(),
-                hint: "use a postgres:// URL, or local state".into(),
-            }),
+            "s3" => {
+                S3Url::parse(url).map_err(|message| StateError::Backend {
+                    location: redact_url(url),
+                    message,
+                    hint: "use s3://bucket/prefix?region=us-east-1 (and &endpoint=http://host:port for an S3-compatible server); credentials come from the AWS chain, never the URL".into(),
+                })?;
+                Ok(BackendChoice::S3 {
+                    url: url.to_string(),
+                    lease,
+                })
+            }
             _ => Err(StateError::Backend {
                 location: redact_url(url),
                 message: "not a state backend URL".into(),
-                hint: "use postgres://[user@]host[:port]/database (the password from PGPASSWORD or ~/.pgpass), or leave it out for local state".into(),
+                hint: "use postgres://[user@]host[:port]/database (the password from PGPASSWORD or ~/.pgpass), s3://bucket/prefix?region=R[&endpoint=URL] (credentials from the AWS chain), or leave it out for local state".into(),
             }),
         }
     }
+}
+
+/// Where an S3 state lives, from its URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Url {
+    pub bucket: String,
+    /// Key prefix, without leading or trailing `/` (may be empty).
+    pub prefix: String,
+    pub region: Option<String>,
+    pub endpoint: Option<String>,
+}
+
+impl S3Url {
+    /// Parses `s3://bucket[/prefix][?region=R&endpoint=URL]`.
+    pub fn parse(url: &str) -> Result<S3Url, String> {
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| "an S3 state URL starts with s3://".to_string())?;
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (bucket, prefix) = path.split_once('/').unwrap_or((path, ""));
+        let valid_bucket = (3..=63).contains(&bucket.len())
+            && bucket
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            && bucket.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && bucket.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if !valid_bucket {
+            return Err(format!(
+                "`{bucket}` is not an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens)"
+            ));
+        }
+        let mut out = S3Url {
+            bucket: bucket.to_string(),
+            prefix: prefix.trim_matches('/').to_string(),
+            region: None,
+            endpoint: None,
+        };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_decode(v);
+            match k {
+                "region" if !v.is_empty() => out.region = Some(v),
+                "endpoint" if v.starts_with("http://") || v.starts_with("https://") => {
+                    out.endpoint = Some(v)
+                }
+                "endpoint" => return Err(format!("endpoint `{v}` is not an http(s) URL")),
+                _ => {
+                    return Err(format!(
+                        "unknown URL parameter `{k}` (use region= and endpoint=)"
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A URL with any password replaced by `***`: `postgres://u:secret@h/db`
@@ -204,5 +347,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a valid schema name"), "{err}");
+    }
+
+    #[test]
+    fn s3_urls_parse_and_bad_ones_say_why() {
+        let u = S3Url::parse(
+            "s3://team-state/ci/gpu?region=eu-west-1&endpoint=http%3A%2F%2F127.0.0.1%3A5612",
+        )
+        .unwrap();
+        assert_eq!(u.bucket, "team-state");
+        assert_eq!(u.prefix, "ci/gpu");
+        assert_eq!(u.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(u.endpoint.as_deref(), Some("http://127.0.0.1:5612"));
+        let u = S3Url::parse("s3://b.example/?endpoint=http://h:9000").unwrap();
+        assert_eq!((u.prefix.as_str(), u.region), ("", None));
+        assert_eq!(u.endpoint.as_deref(), Some("http://h:9000"));
+        for (bad, why) in [
+            ("s3://Upper/x", "not an S3 bucket name"),
+            ("s3://ab/x", "not an S3 bucket name"),
+            ("s3:///x", "not an S3 bucket name"),
+            ("s3://bucket/x?endpoint=ftp://h", "not an http(s) URL"),
+            ("s3://bucket/x?acl=public", "unknown URL parameter `acl`"),
+        ] {
+            let err = S3Url::parse(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        assert_eq!(percent_decode("a%2Fb%zz%4"), "a/b%zz%4");
     }
 }

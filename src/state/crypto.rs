@@ -4,10 +4,10 @@
 //! rollover: documents that do not open with it are tried with
 //! `GPUFORM_STATE_PASSPHRASE_OLD`; every write uses the current one.
 //!
-//! Encrypted: the state (every backend), saved plan files, and the journal
-//! lines pushed to a remote backend. Not encrypted: the local journal file
-//! of a running apply (on the runner's own disk, mode 0600, removed when the
-//! apply's results are in the state).
+//! Encrypted: the state (every backend), saved plan files, the journal
+//! lines pushed to a remote backend, and the lines of the local journal of
+//! a running apply (one envelope per line, so a torn last line stays
+//! detectable).
 //!
 //! An encrypted document is a small JSON envelope, so a reader without the
 //! key says "encrypted" rather than "corrupt":

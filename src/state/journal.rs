@@ -83,7 +83,11 @@ impl Journal {
             lineage: lineage.to_string(),
             serial,
         });
-        file.write_all(&begin).map_err(werr)?;
+        let sealed = on_disk(&begin).map_err(|message| StateError::Encryption {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        file.write_all(&sealed).map_err(werr)?;
         file.sync_all().map_err(werr)?;
         if let Some(dir) = path.parent() {
             let dir = if dir.as_os_str().is_empty() {
@@ -171,7 +175,18 @@ impl Journal {
             if l.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<JournalEntry>(l) {
+            // Lines are encrypted one by one when a passphrase is set.
+            let plain = match super::crypto::open(l.as_bytes()) {
+                Ok(p) => p,
+                Err(_) if i == last => break,
+                Err(message) => {
+                    return Err(StateError::Encryption {
+                        path: path.to_path_buf(),
+                        message,
+                    })
+                }
+            };
+            match serde_json::from_slice::<JournalEntry>(&plain) {
                 Ok(e) => entries.push(e),
                 Err(_) if i == last => break,
                 Err(e) => {
@@ -260,6 +275,16 @@ fn line(entry: &JournalEntry) -> Vec<u8> {
     v
 }
 
+/// A journal line as written to the local file: encrypted (one envelope per
+/// line) when a passphrase is set, like the state it belongs to.
+fn on_disk(plain: &[u8]) -> Result<Vec<u8>, String> {
+    if !super::crypto::enabled() {
+        return Ok(plain.to_vec());
+    }
+    let text = plain.strip_suffix(b"\n").unwrap_or(plain);
+    super::crypto::seal(text.to_vec())
+}
+
 /// The writer thread: takes everything queued, writes it, fsyncs once, then
 /// pushes the batch to the mirror (if any) in one call, and acks all.
 fn group_commit(
@@ -275,13 +300,19 @@ fn group_commit(
             batch.push(more);
         }
         let mut buf = Vec::with_capacity(batch.iter().map(|(b, _)| b.len()).sum());
+        let mut result = Ok(());
         for (b, _) in &batch {
-            buf.extend_from_slice(b);
+            match on_disk(b) {
+                Ok(sealed) => buf.extend_from_slice(&sealed),
+                Err(e) => result = Err(e),
+            }
         }
-        let mut result = file
-            .write_all(&buf)
-            .and_then(|_| file.sync_data())
-            .map_err(|e| e.to_string());
+        if result.is_ok() {
+            result = file
+                .write_all(&buf)
+                .and_then(|_| file.sync_data())
+                .map_err(|e| e.to_string());
+        }
         if result.is_ok() {
             if let Some(m) = &mirror {
                 if mirror_failed.is_none() {

@@ -12,7 +12,10 @@ pub mod crypto;
 pub mod document;
 pub mod journal;
 pub mod lock;
+pub mod pg_tls;
 pub mod postgres;
+#[cfg(feature = "aws")]
+pub mod s3;
 pub mod store;
 
 pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};

@@ -1,4 +1,5 @@
-//! The PostgreSQL state backend (tokio-postgres; no TLS in this build).
+//! The PostgreSQL state backend (tokio-postgres; TLS per the URL's
+//! `sslmode`, see [`super::pg_tls`]).
 //!
 //! Tables live in one schema (default `gpuform`), created on first use and
 //! upgraded by numbered migrations (`<schema>.migrations` records what ran),
@@ -22,7 +23,7 @@
 //! The password never appears in a message: locations are redacted URLs and
 //! client errors are scrubbed of it.
 
-use super::backend::{redact_url, scrub, HeldLock, JournalMirror, StateBackend};
+use super::backend::{block_on, redact_url, scrub, HeldLock, JournalMirror, Runtime, StateBackend};
 use super::lock::new_info;
 use super::{LockInfo, StateDoc, StateError};
 use std::future::Future;
@@ -59,21 +60,12 @@ const MIGRATIONS: &[(i32, &str)] = &[(
 /// unreachable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        // May be dropped inside the CLI's runtime: never block there.
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
 struct Inner {
     location: String,
     password: Option<String>,
     config: Config,
+    /// `None`: `sslmode=disable`.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     schema: String,
     name: String,
     lease: Duration,
@@ -112,10 +104,11 @@ impl PgBackend {
             StateError::Backend {
             location: location.clone(),
             message,
-            hint: "use postgres://[user@]host[:port]/database; put the password in PGPASSWORD or ~/.pgpass, not in the URL".into(),
+            hint: "use postgres://[user@]host[:port]/database[?sslmode=disable|prefer|require|verify-ca|verify-full]; put the password in PGPASSWORD or ~/.pgpass, not in the URL".into(),
         }
         };
-        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+        let (plain_url, ssl_mode, root) = super::pg_tls::split_tls(url).map_err(&bad)?;
+        let mut config: Config = plain_url.parse().map_err(|e: tokio_postgres::Error| {
             bad(format!(
                 "not a valid PostgreSQL URL: {}",
                 redact_url(&e.to_string())
@@ -125,6 +118,8 @@ impl PgBackend {
         if config.get_hosts().is_empty() {
             return Err(bad("the URL names no host (and PGHOST is not set)".into()));
         }
+        config.ssl_mode(ssl_mode.for_client());
+        let tls = super::pg_tls::connector(ssl_mode, root.as_deref()).map_err(&bad)?;
         config.connect_timeout(Duration::from_secs(5));
         config.application_name("gpuform");
         let password = config
@@ -141,6 +136,7 @@ impl PgBackend {
                 location,
                 password,
                 config,
+                tls,
                 schema: schema.to_string(),
                 name: name.to_string(),
                 lease,
@@ -150,7 +146,7 @@ impl PgBackend {
                 fenced: AtomicBool::new(false),
                 journal_path: journal_path.display().to_string(),
             }),
-            rt: Arc::new(Runtime(Some(rt))),
+            rt: Arc::new(Runtime::new(rt)),
         })
     }
 
@@ -161,30 +157,6 @@ impl PgBackend {
     {
         block_on(&self.rt, f(self.inner.clone()))
     }
-}
-
-fn block_on<T: Send + 'static>(
-    rt: &Runtime,
-    fut: impl Future<Output = Result<T, StateError>> + Send + 'static,
-) -> Result<T, StateError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let Some(runtime) = rt.0.as_ref() else {
-        return Err(StateError::Backend {
-            location: String::new(),
-            message: "backend shut down".into(),
-            hint: "this is a bug in gpuform".into(),
-        });
-    };
-    runtime.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv().unwrap_or_else(|_| {
-        Err(StateError::Backend {
-            location: String::new(),
-            message: "the backend's I/O task stopped".into(),
-            hint: "this is a bug in gpuform".into(),
-        })
-    })
 }
 
 fn fill_from_env(config: &mut Config) {
@@ -287,6 +259,8 @@ impl Inner {
             "28P01" | "28000" => format!("check the password of user `{user}` in PGPASSWORD or ~/.pgpass (it is never read from state or logs)"),
             "3D000" => "create the database first (createdb NAME), or fix the database name in the URL".into(),
             "42501" => format!("user `{user}` needs CREATE on the database (for the schema `{}`) or USAGE on it", self.schema),
+            _ if message.contains("does not support TLS") => "the server does not accept TLS connections: turn `ssl` on in its postgresql.conf, or use sslmode=prefer (TLS when offered) or sslmode=disable in the URL".into(),
+            _ if message.contains("certificate") => "the server's certificate did not verify: give its CA with sslrootcert=PATH in the URL (or ~/.postgresql/root.crt), check the host name (verify-full), or use sslmode=require for encryption without verification".into(),
             _ if e.as_db_error().is_none() => "is the database running and reachable at that host and port? Results of a running apply are kept in its local journal".into(),
             _ => "see the database server's log".into(),
         };
@@ -316,13 +290,30 @@ impl Inner {
         let mut guard = self.client.lock().await;
         let dead = guard.as_ref().map(|c| c.is_closed()).unwrap_or(true);
         if dead {
-            let (client, conn) = tokio::time::timeout(CALL_TIMEOUT, self.config.connect(NoTls))
-                .await
-                .map_err(|_| self.timeout())?
-                .map_err(|e| self.err(&e))?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
+            let client = match &self.tls {
+                None => {
+                    let (client, conn) =
+                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(NoTls))
+                            .await
+                            .map_err(|_| self.timeout())?
+                            .map_err(|e| self.err(&e))?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    client
+                }
+                Some(tls) => {
+                    let (client, conn) =
+                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(tls.clone()))
+                            .await
+                            .map_err(|_| self.timeout())?
+                            .map_err(|e| self.err(&e))?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    client
+                }
+            };
             *guard = Some(client);
             self.migrate(guard.as_mut().expect("just set")).await?;
         }
@@ -592,9 +583,7 @@ impl StateBackend for PgBackend {
         })?;
         let renew = self
             .rt
-            .0
-            .as_ref()
-            .map(|rt| rt.spawn(renew_lease(self.inner.clone(), info.id.clone(), generation)));
+            .spawn(renew_lease(self.inner.clone(), info.id.clone(), generation));
         Ok(Box::new(PgLock {
             info,
             inner: self.inner.clone(),

@@ -255,7 +255,7 @@ where
 }
 
 /// The credentials error somewhere in the cause chain, if any.
-fn credentials_error<'a>(
+pub(crate) fn credentials_error<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a CredentialsError> {
     let mut cur: Option<&'a (dyn std::error::Error + 'static)> = Some(err);

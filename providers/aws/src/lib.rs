@@ -26,6 +26,8 @@
 //! `storage` (`StorageApi`: volumes), `refresh` (`RefreshApi`: read,
 //! list_owned, observe_*), `tags` (`TagApi`) — next to `images`, `client`
 //! (SDK config, clients, paginated Describe calls) and `errors`.
+//! `s3` is not part of the provider: the conditional object operations the
+//! root crate's S3 state backend is built on.
 //!
 //! Credentials come from aws-config's standard chain and never reach errors,
 //! logs or `Debug` output.
@@ -37,6 +39,7 @@ mod images;
 mod network;
 pub mod prices;
 mod refresh;
+pub mod s3;
 mod storage;
 mod tags;
 
