@@ -8,7 +8,7 @@
 //! need a replacement, treating "not found" on delete as done, and reading a
 //! resource back after an update.
 
-use crate::change::{Attachment, ChangeSet};
+use crate::change::{Attachment, BucketChange, ChangeSet};
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
 use crate::request::{
@@ -168,6 +168,18 @@ pub trait CloudDriver: Send + Sync {
         to: &Attachment,
     ) -> Result<(), ProviderError>;
 
+    /// Changes a bucket's settings (versioning, encryption, lifecycle,
+    /// public access block, force_destroy) to the given values.
+    async fn update_bucket(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        change: &BucketChange,
+    ) -> Result<(), ProviderError> {
+        let _ = (scope, current, change);
+        Err(unsupported(self.cloud(), ResourceKind::Bucket))
+    }
+
     async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
     async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
     async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
@@ -294,6 +306,9 @@ impl<D: CloudDriver> Provider for D {
         }
         if let Some(size) = set.size_gb {
             self.resize_volume(scope, &current, size).await?;
+        }
+        if let Some(change) = &set.bucket {
+            self.update_bucket(scope, &current, change).await?;
         }
         read_one(self, scope, kind, id).await
     }
