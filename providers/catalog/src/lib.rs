@@ -30,6 +30,7 @@ pub mod date;
 pub mod fsio;
 mod load;
 pub mod node;
+pub mod storage;
 mod overrides;
 mod query;
 mod sources;
