@@ -52,18 +52,9 @@ fn close(a: f64, b: f64) -> bool {
 fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
-    let args = [
-        "plan",
-        "spec.yaml",
-        "--sandbox",
-        "--cny-per-usd",
-        "7.2",
-    ];
-    let plan: Value = serde_json::from_str(&gpuform(
-        dir.path(),
-        &[&args[..], &["--json"]].concat(),
-    ))
-    .unwrap();
+    let args = ["plan", "spec.yaml", "--sandbox", "--cny-per-usd", "7.2"];
+    let plan: Value =
+        serde_json::from_str(&gpuform(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
     let storage = plan["cost"]["storage"].as_array().unwrap();
     let line = |b: &str| {
         storage
@@ -72,17 +63,32 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
             .unwrap_or_else(|| panic!("no line for {b}: {storage:?}"))
     };
     // S3 Standard in us-east-1 is $0.023/GB-month, Glacier Flexible $0.0036.
-    assert!(close(line("hot")["monthly_usd_after"].as_f64().unwrap(), 23.0));
-    assert!(close(line("cold")["monthly_usd_after"].as_f64().unwrap(), 7.2));
+    assert!(close(
+        line("hot")["monthly_usd_after"].as_f64().unwrap(),
+        23.0
+    ));
+    assert!(close(
+        line("cold")["monthly_usd_after"].as_f64().unwrap(),
+        7.2
+    ));
     assert_eq!(line("cold")["storage_class"], "archive");
     // OSS Standard at 0.12 CNY/GB-month, converted at 7.2.
-    assert!(close(line("cn")["monthly_usd_after"].as_f64().unwrap(), 12.0));
+    assert!(close(
+        line("cn")["monthly_usd_after"].as_f64().unwrap(),
+        12.0
+    ));
     assert!(line("cn")["price_basis"]
         .as_str()
         .unwrap()
         .starts_with("assumed"));
-    assert_eq!(line("guess")["unpriced"], "no `size_gb` estimate in the spec");
-    assert!(close(plan["cost"]["monthly_usd_after"].as_f64().unwrap(), 42.2));
+    assert_eq!(
+        line("guess")["unpriced"],
+        "no `size_gb` estimate in the spec"
+    );
+    assert!(close(
+        plan["cost"]["monthly_usd_after"].as_f64().unwrap(),
+        42.2
+    ));
     assert!(close(
         plan["cost"]["hourly_usd_after"].as_f64().unwrap() * 730.0,
         42.2
@@ -109,11 +115,8 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
     );
     let grown = SPEC.replace("size_gb: 1000", "size_gb: 3000");
     std::fs::write(dir.path().join("spec.yaml"), grown).unwrap();
-    let plan: Value = serde_json::from_str(&gpuform(
-        dir.path(),
-        &[&args[..], &["--json"]].concat(),
-    ))
-    .unwrap();
+    let plan: Value =
+        serde_json::from_str(&gpuform(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
     let hot = plan["cost"]["storage"]
         .as_array()
         .unwrap()
@@ -123,17 +126,20 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
         .clone();
     assert!(close(hot["monthly_usd_before"].as_f64().unwrap(), 23.0));
     assert!(close(hot["monthly_usd_after"].as_f64().unwrap(), 69.0));
-    assert!(close(plan["cost"]["monthly_usd_delta"].as_f64().unwrap(), 46.0));
+    assert!(close(
+        plan["cost"]["monthly_usd_delta"].as_f64().unwrap(),
+        46.0
+    ));
     gpuform(
         dir.path(),
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
     );
     // Applied: nothing left to change, and the cost stays.
-    let plan: Value = serde_json::from_str(&gpuform(
-        dir.path(),
-        &[&args[..], &["--json"]].concat(),
-    ))
-    .unwrap();
+    let plan: Value =
+        serde_json::from_str(&gpuform(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
     assert_eq!(plan["summary"]["update"], 0, "{}", plan["changes"]);
-    assert!(close(plan["cost"]["monthly_usd_delta"].as_f64().unwrap(), 0.0));
+    assert!(close(
+        plan["cost"]["monthly_usd_delta"].as_f64().unwrap(),
+        0.0
+    ));
 }

@@ -139,7 +139,10 @@ buckets:
     name: lab.data.v2
 ",
     );
-    let e = find(&d, "bucket name `lab.data.v2` is not valid: it contains `.`");
+    let e = find(
+        &d,
+        "bucket name `lab.data.v2` is not valid: it contains `.`",
+    );
     assert_eq!(at(e), (6, 11, "buckets.o.name"));
     let hint = e.hint.as_deref().unwrap();
     assert!(hint.contains("Alibaba OSS"), "{hint}");

@@ -807,11 +807,19 @@ impl Validator {
                         e.problem
                     )
                 } else {
-                    format!("bucket name `{}` is not valid: {}", shorten(&name), e.problem)
+                    format!(
+                        "bucket name `{}` is not valid: {}",
+                        shorten(&name),
+                        e.problem
+                    )
                 };
                 let hint = format!(
                     "{}{} Rule: {} E.g. `name: {}`",
-                    if derived { "set `name:` explicitly. " } else { "" },
+                    if derived {
+                        "set `name:` explicitly. "
+                    } else {
+                        ""
+                    },
                     match cloud {
                         gpuform_provider::Cloud::Aws if cloud_text == "sandbox" =>
                             "The sandbox mirrors AWS S3.",
@@ -1073,7 +1081,10 @@ impl Validator {
         self.error(
             node.start,
             path,
-            format!("expected `true` or `false` for `{key}`, found {}", node.describe()),
+            format!(
+                "expected `true` or `false` for `{key}`, found {}",
+                node.describe()
+            ),
             format!("write `{key}: true` or `{key}: false`, without quotes"),
         );
         None

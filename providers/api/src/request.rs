@@ -176,7 +176,8 @@ impl BucketLifecycle {
 
     /// Reads the neutral `lifecycle` attribute (absent or null: no rules).
     pub fn parse(v: Option<&Value>) -> Result<BucketLifecycle, ProviderError> {
-        let bad = |m: String| ProviderError::new(ErrorKind::Invalid, format!("bucket `lifecycle`: {m}"));
+        let bad =
+            |m: String| ProviderError::new(ErrorKind::Invalid, format!("bucket `lifecycle`: {m}"));
         let Some(v) = v.filter(|v| !v.is_null()) else {
             return Ok(BucketLifecycle::default());
         };
@@ -192,7 +193,9 @@ impl BucketLifecycle {
                     n.as_u64()
                         .and_then(|d| u32::try_from(d).ok())
                         .filter(|d| *d > 0)
-                        .ok_or_else(|| bad(format!("`{k}` must be a number of days ≥ 1, got {n}")))?,
+                        .ok_or_else(|| {
+                            bad(format!("`{k}` must be a number of days ≥ 1, got {n}"))
+                        })?,
                 )
             };
             match k.as_str() {

@@ -30,10 +30,10 @@ pub mod date;
 pub mod fsio;
 mod load;
 pub mod node;
-pub mod storage;
 mod overrides;
 mod query;
 mod sources;
+pub mod storage;
 #[cfg(test)]
 mod tests;
 

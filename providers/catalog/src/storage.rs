@@ -65,7 +65,9 @@ impl StoragePrices {
         let mut prices: Vec<StoragePrice> = Vec::new();
         rows(
             src,
-            &["cloud", "region", "class", "price", "currency", "source", "as_of"],
+            &[
+                "cloud", "region", "class", "price", "currency", "source", "as_of",
+            ],
             |row| {
                 let cloud_text = row.req("cloud")?;
                 let cloud = Cloud::ALL
@@ -80,9 +82,10 @@ impl StoragePrices {
                 }
                 let region = row.req("region")?;
                 let region = (region != "*").then(|| region.to_string());
-                if prices.iter().any(|p| {
-                    p.cloud == cloud && p.region == region && p.class == class
-                }) {
+                if prices
+                    .iter()
+                    .any(|p| p.cloud == cloud && p.region == region && p.class == class)
+                {
                     return Err(row.err(format!(
                         "a second {cloud} {class} price for region {}",
                         region.as_deref().unwrap_or("*")
@@ -178,7 +181,10 @@ mod tests {
             bad("aws,us-east-1,cold,0.1,USD,s,2026"),
             "t.csv:2: column `class`: expected standard, infrequent or archive, found `cold`"
         );
-        assert_eq!(bad("gcp,x,standard,0.1,USD,s,2026"), "t.csv:2: unknown cloud `gcp`");
+        assert_eq!(
+            bad("gcp,x,standard,0.1,USD,s,2026"),
+            "t.csv:2: unknown cloud `gcp`"
+        );
         assert!(bad("aws,us-east-1,standard,-1,USD,s,2026").contains("non-negative number"));
         assert_eq!(
             bad("aws,us-east-1,standard,0.1,USD,s,2026\naws,us-east-1,standard,0.2,USD,s,2026"),

@@ -130,7 +130,10 @@ pub(crate) fn delete(
     };
     if kind == ResourceKind::Bucket {
         let attrs = e.attrs();
-        let objects = attrs.get(OBJECT_COUNT).and_then(|v| v.as_u64()).unwrap_or(0);
+        let objects = attrs
+            .get(OBJECT_COUNT)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
         let force = attrs.get("force_destroy").and_then(|v| v.as_bool()) == Some(true);
         if objects > 0 && !force {
             // Not a dependency to wait for: nothing gpuform does empties it.

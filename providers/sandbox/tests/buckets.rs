@@ -110,10 +110,12 @@ async fn a_non_empty_bucket_is_deleted_only_with_force_destroy() {
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert_eq!(e.code.as_deref(), Some("BucketNotEmpty"));
     says(&e, &["p-data", "3 object(s)", "force_destroy: true"]);
-    assert!(read_one(&*p, "us-east-1", ResourceKind::Bucket, "p-data")
-        .await
-        .len()
-        == 1);
+    assert!(
+        read_one(&*p, "us-east-1", ResourceKind::Bucket, "p-data")
+            .await
+            .len()
+            == 1
+    );
     p.update(
         &s,
         ResourceKind::Bucket,
