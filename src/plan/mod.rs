@@ -108,6 +108,10 @@ pub struct CostSummary {
     /// Per cluster, before → after.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<ClusterCost>,
+    /// Per bucket: its storage a month, from the spec's `size_gb` estimate
+    /// (counted in the totals above, per hour as a month's share).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage: Vec<StorageCost>,
     /// The rate prices quoted in CNY were converted at.
     #[serde(default)]
     pub cny_per_usd: f64,
@@ -136,6 +140,30 @@ pub struct ClusterCost {
     /// (the price cache of `gpuform prices refresh`; see `PriceBasis`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price_basis: Option<String>,
+}
+
+/// What one bucket's storage costs a month: its estimated size times the
+/// catalog's price per GB-month for its cloud, region and storage class.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageCost {
+    /// The bucket's address (`bucket.data`).
+    pub bucket: String,
+    /// After the plan (`None` when it is destroyed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_gb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_gb_month: Option<f64>,
+    pub monthly_usd_before: f64,
+    pub monthly_usd_after: f64,
+    /// Where the price comes from (`sourced, as of …`), or why there is
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_basis: Option<String>,
+    /// Why the bucket counts as $0: no size estimate, or no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpriced: Option<String>,
 }
 
 /// The state a plan was made against: a saved plan applies only there.

@@ -98,6 +98,39 @@ fn render_cost(out: &mut String, plan: &Plan) {
                 .map_or(String::new(), |b| format!(" [price {b}]")),
         );
     }
+    for b in &c.storage {
+        let name = b.bucket.strip_prefix("bucket.").unwrap_or(&b.bucket);
+        let Some(class) = &b.storage_class else {
+            let _ = writeln!(
+                out,
+                "      bucket {name}: storage ${}/month → $0/month (destroyed)",
+                money(b.monthly_usd_before)
+            );
+            continue;
+        };
+        let size = b
+            .size_gb
+            .map_or("size unknown".to_string(), |gb| format!("{gb} GB"));
+        match (&b.unpriced, b.usd_per_gb_month) {
+            (None, Some(per_gb)) => {
+                let _ = writeln!(
+                    out,
+                    "      bucket {name}: {size} {class} × ${per_gb:.4}/GB-month = ${}/month{}",
+                    money(b.monthly_usd_after),
+                    b.price_basis
+                        .as_deref()
+                        .map_or(String::new(), |p| format!(" [price {p}]")),
+                );
+            }
+            (why, _) => {
+                let _ = writeln!(
+                    out,
+                    "      bucket {name}: {size} {class}: counts as $0/month ({})",
+                    why.as_deref().unwrap_or("no price")
+                );
+            }
+        }
+    }
     if c.prices_in_cny {
         let _ = writeln!(
             out,

@@ -3,12 +3,98 @@
 
 use crate::address::Address;
 use crate::address::Target;
-use crate::plan::{Action, ClusterCost, Plan};
+use crate::plan::{Action, ClusterCost, Plan, StorageCost};
 use crate::spec::{Diagnostic, Fabric, InterconnectReq, LoadedSpec};
+use gpuform_catalog::storage::{StoragePrice, StoragePrices};
 use gpuform_catalog::{price_age, Day, PriceAge, HOURS_PER_MONTH};
 use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
+
+/// A bucket's storage a month from its attributes (`size_gb`,
+/// `storage_class`) and the catalog: `(monthly USD, USD per GB-month,
+/// price)`; `Err` says why it is unpriced.
+fn bucket_monthly(
+    provider: &str,
+    region: &str,
+    attrs: &gpuform_provider::Attrs,
+    cny_per_usd: f64,
+) -> Result<(f64, f64, &'static StoragePrice), String> {
+    let Some(size) = attrs.get("size_gb").and_then(|v| v.as_f64()) else {
+        return Err("no `size_gb` estimate in the spec".into());
+    };
+    let class = attrs
+        .get("storage_class")
+        .and_then(|v| v.as_str())
+        .unwrap_or("standard");
+    let cloud = Target::parse(provider)
+        .map(|t| t.cloud)
+        .ok_or_else(|| format!("unknown provider `{provider}`"))?;
+    let price = StoragePrices::builtin()
+        .price(cloud, region, class)
+        .ok_or_else(|| format!("no {class} storage price for {cloud} {region} in the catalog"))?;
+    let per_gb = price.usd_per_gb_month(cny_per_usd);
+    Ok((size * per_gb, per_gb, price))
+}
+
+/// Fills the plan's per-bucket storage lines and adds them to the totals
+/// (per hour as a month's share, so that hourly × hours = monthly still
+/// holds). Returns whether a price was quoted in CNY.
+fn storage_costs(plan: &mut Plan, cny_per_usd: f64) -> bool {
+    let mut in_cny = false;
+    let mut lines: Vec<StorageCost> = Vec::new();
+    for c in plan
+        .changes
+        .iter()
+        .filter(|c| c.kind == ResourceKind::Bucket)
+    {
+        let mut line = StorageCost {
+            bucket: c.address.clone(),
+            ..StorageCost::default()
+        };
+        if let Some(before) = &c.before {
+            let provider = c.old_provider.as_deref().unwrap_or(&c.provider);
+            let region = c.old_region.as_deref().unwrap_or(&c.region);
+            if let Ok((m, _, _)) = bucket_monthly(provider, region, before, cny_per_usd) {
+                line.monthly_usd_before = m;
+            }
+        }
+        if c.action != Action::Delete {
+            if let Some(after) = &c.after {
+                line.storage_class = Some(
+                    after
+                        .get("storage_class")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("standard")
+                        .to_string(),
+                );
+                line.size_gb = after.get("size_gb").and_then(|v| v.as_f64());
+                match bucket_monthly(&c.provider, &c.region, after, cny_per_usd) {
+                    Ok((m, per_gb, price)) => {
+                        in_cny |= price.currency == Currency::CNY;
+                        line.monthly_usd_after = m;
+                        line.usd_per_gb_month = Some(per_gb);
+                        line.price_basis =
+                            Some(format!("{}, as of {}", price.basis.label(), price.as_of));
+                    }
+                    Err(why) => line.unpriced = Some(why),
+                }
+            }
+        }
+        lines.push(line);
+    }
+    let cost = &mut plan.cost;
+    for l in &lines {
+        cost.monthly_usd_before += l.monthly_usd_before;
+        cost.monthly_usd_after += l.monthly_usd_after;
+        cost.hourly_usd_before += l.monthly_usd_before / HOURS_PER_MONTH;
+        cost.hourly_usd_after += l.monthly_usd_after / HOURS_PER_MONTH;
+    }
+    cost.hourly_usd_delta = cost.hourly_usd_after - cost.hourly_usd_before;
+    cost.monthly_usd_delta = cost.monthly_usd_after - cost.monthly_usd_before;
+    cost.storage = lines;
+    in_cny
+}
 
 /// Prices older than this are called out in plans.
 pub const STALE_AFTER_DAYS: i64 = 180;
@@ -91,6 +177,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         e.monthly_usd_after = e.hourly_usd_after * HOURS_PER_MONTH;
     }
     plan.cost.clusters = clusters.into_values().collect();
+    in_cny |= storage_costs(plan, cny_per_usd);
     plan.cost.cny_per_usd = cny_per_usd;
     plan.cost.prices_in_cny = in_cny;
     let list = |m: &BTreeMap<String, String>| {

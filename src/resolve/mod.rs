@@ -153,11 +153,7 @@ pub fn resolve(
             );
             continue;
         }
-        let mut attrs = Attrs::new();
-        attrs.insert("name".into(), json!(format!("{}-{}", spec.project, name)));
-        if !bucket.tags.is_empty() {
-            attrs.insert("tags".into(), json!(bucket.tags));
-        }
+        let attrs = bucket_attrs(&spec.project, name, bucket);
         out.resources.push(DesiredResource {
             address: format!("bucket.{name}"),
             kind: ResourceKind::Bucket,
@@ -174,6 +170,41 @@ pub fn resolve(
     }
     out.resources.sort_by(|a, b| a.address.cmp(&b.address));
     Ok(out)
+}
+
+/// A bucket's neutral attributes (see `ResourceKind`): every setting
+/// explicit, so that one changed by another client shows as drift, except
+/// `storage_class: standard`, which is the absence of the key (records
+/// made before it existed stay as they are).
+pub fn bucket_attrs(project: &str, key: &str, bucket: &crate::spec::Bucket) -> Attrs {
+    let mut attrs = Attrs::new();
+    let name = bucket
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{project}-{key}"));
+    attrs.insert("name".into(), json!(name));
+    if bucket.storage_class != crate::spec::StorageClass::Standard {
+        attrs.insert("storage_class".into(), json!(bucket.storage_class.as_str()));
+    }
+    attrs.insert("versioning".into(), json!(bucket.versioning));
+    attrs.insert("encryption".into(), json!(bucket.encryption));
+    let lifecycle = gpuform_provider::BucketLifecycle {
+        archive_after_days: bucket.lifecycle.as_ref().and_then(|l| l.archive_after_days),
+        expire_noncurrent_after_days: bucket
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.expire_noncurrent_after_days),
+    };
+    attrs.insert("lifecycle".into(), lifecycle.to_value());
+    attrs.insert("public_access_blocked".into(), json!(true));
+    attrs.insert("force_destroy".into(), json!(bucket.force_destroy));
+    if let Some(gb) = bucket.size_gb {
+        attrs.insert("size_gb".into(), json!(gb));
+    }
+    if !bucket.tags.is_empty() {
+        attrs.insert("tags".into(), json!(bucket.tags));
+    }
+    attrs
 }
 
 fn target_for<'c>(

@@ -311,14 +311,88 @@ pub struct Ingress {
     pub cidr: String,
 }
 
-/// An object-storage bucket.
+/// An object-storage bucket. Public access is always blocked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bucket {
     pub cloud: CloudName,
     pub region: String,
+    /// The bucket's name on the cloud (names are global on most clouds).
+    /// Default: `<project>-<key>`. On Tencent COS it is required and ends
+    /// with the account's APPID (`<name>-<APPID>`; the APPID is shown on the
+    /// console's Account Information page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The storage class new objects get.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub storage_class: StorageClass,
+    /// Keep every version of an object.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub versioning: bool,
+    /// Server-side encryption with cloud-managed keys (default on).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub encryption: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Lifecycle>,
+    /// An estimate of the data stored, in GB, for the monthly cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_gb: Option<f64>,
+    /// Let a destroy delete a bucket that still holds objects (and them).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub force_destroy: bool,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
+}
+
+/// The storage class of a bucket, mapped to each cloud's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageClass {
+    /// Frequently read data (default).
+    #[default]
+    Standard,
+    /// Read about once a month or less (S3 Standard-IA, OSS IA, COS
+    /// STANDARD_IA, OBS WARM).
+    Infrequent,
+    /// Kept for years, read rarely, restored before reading (S3 Glacier
+    /// Flexible Retrieval, OSS Archive, COS ARCHIVE, OBS COLD).
+    Archive,
+}
+
+impl StorageClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageClass::Standard => "standard",
+            StorageClass::Infrequent => "infrequent",
+            StorageClass::Archive => "archive",
+        }
+    }
+}
+
+/// Lifecycle rules of a bucket, each applying to every object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Lifecycle {
+    /// Move objects to the archive class this many days after they are written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_after_days: Option<u32>,
+    /// Delete versions that are no longer current this many days after they
+    /// were replaced (needs `versioning: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_noncurrent_after_days: Option<u32>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn yes() -> bool {
+    true
 }
 
 /// Spending limits in US dollars (each > 0); a plan above them fails.

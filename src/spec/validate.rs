@@ -291,10 +291,26 @@ const KUBERNETES_FIELDS: &[Field] = &[
     }),
 ];
 
+const STORAGE_CLASSES: &[&str] = &["standard", "infrequent", "archive"];
+
 const BUCKET_FIELDS: &[Field] = &[
     req("cloud", Validator::bucket_cloud),
     req("region", Validator::nonempty),
+    opt("name", Validator::nonempty),
+    opt("storage_class", |v, n, p| {
+        v.choice(n, p, STORAGE_CLASSES, "storage class")
+    }),
+    opt("versioning", Validator::boolean),
+    opt("encryption", Validator::boolean),
+    opt("lifecycle", Validator::lifecycle),
+    opt("size_gb", Validator::size_gb),
+    opt("force_destroy", Validator::boolean),
     opt("tags", Validator::tags),
+];
+
+const LIFECYCLE_FIELDS: &[Field] = &[
+    opt("archive_after_days", Validator::count),
+    opt("expire_noncurrent_after_days", Validator::count),
 ];
 
 const DISK_FIELDS: &[Field] = &[
@@ -381,8 +397,15 @@ impl Validator {
             );
             return None;
         };
-        self.object(root, "", root.start, ROOT_FIELDS, "the spec", &[])
-            .map(Value::Object)
+        let out = self
+            .object(root, "", root.start, ROOT_FIELDS, "the spec", &[])
+            .map(Value::Object);
+        let before = self.diags.len();
+        self.bucket_names(root);
+        if self.diags.len() > before {
+            return None;
+        }
+        out
     }
 
     /// A mapping with known fields. `missing_at` is where a missing key is reported.
@@ -710,8 +733,136 @@ impl Validator {
     }
 
     fn bucket(&mut self, node: &Node, path: &str, at: Pos) -> Option<Value> {
-        self.object(node, path, at, BUCKET_FIELDS, "a bucket", &[])
+        let obj = self.object(node, path, at, BUCKET_FIELDS, "a bucket", &[])?;
+        let lifecycle = obj.get("lifecycle");
+        let noncurrent = lifecycle.and_then(|l| l.get("expire_noncurrent_after_days"));
+        let versioning = obj.get("versioning").and_then(Value::as_bool) == Some(true);
+        if noncurrent.is_some() && !versioning {
+            let at = match &node.kind {
+                Kind::Map(entries) => entries
+                    .iter()
+                    .find(|e| e.key == "lifecycle")
+                    .and_then(|e| match &e.value.kind {
+                        Kind::Map(l) => l
+                            .iter()
+                            .find(|x| x.key == "expire_noncurrent_after_days")
+                            .map(|x| x.key_pos),
+                        _ => None,
+                    })
+                    .unwrap_or(at),
+                _ => at,
+            };
+            self.error(
+                at,
+                &join(path, "lifecycle.expire_noncurrent_after_days"),
+                "`expire_noncurrent_after_days` needs `versioning: true`: without versioning no object has noncurrent versions",
+                "add `versioning: true` to the bucket, or remove the rule",
+            );
+            return None;
+        }
+        Some(Value::Object(obj))
+    }
+
+    fn lifecycle(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.object(node, path, node.start, LIFECYCLE_FIELDS, "`lifecycle`", &[])
             .map(Value::Object)
+    }
+
+    /// The names buckets get on their cloud, checked by that cloud's rules
+    /// (`gpuform_provider::bucket_name`; the sandbox's own buckets follow
+    /// AWS's, which it mirrors): a bad name is refused here, where it is
+    /// written (or, when derived from `project`, at the bucket).
+    fn bucket_names(&mut self, root: &Node) {
+        let Kind::Map(entries) = &root.kind else {
+            return;
+        };
+        let scalar = |n: &Node| match &n.kind {
+            Kind::Scalar { text, .. } => Some(text.clone()),
+            _ => None,
+        };
+        let project = entries
+            .iter()
+            .find(|e| e.key == "project")
+            .and_then(|e| scalar(&e.value));
+        let Some(Kind::Map(buckets)) = entries
+            .iter()
+            .find(|e| e.key == "buckets")
+            .map(|e| &e.value.kind)
+        else {
+            return;
+        };
+        for b in buckets {
+            let Kind::Map(fields) = &b.value.kind else {
+                continue;
+            };
+            let field = |k: &str| fields.iter().find(|e| e.key == k);
+            let Some(cloud_text) = field("cloud").and_then(|e| scalar(&e.value)) else {
+                continue;
+            };
+            let cloud = match cloud_text.as_str() {
+                "aws" | "sandbox" => gpuform_provider::Cloud::Aws,
+                "alibaba" => gpuform_provider::Cloud::Alibaba,
+                "tencent" => gpuform_provider::Cloud::Tencent,
+                "huawei" => gpuform_provider::Cloud::Huawei,
+                _ => continue, // reported by `cloud`
+            };
+            let path = format!("buckets.{}", b.key);
+            let (name, at, name_path) = match field("name") {
+                Some(e) => match scalar(&e.value) {
+                    Some(n) if !n.trim().is_empty() => (n, e.value.start, join(&path, "name")),
+                    _ => continue, // reported by `name`
+                },
+                None if cloud == gpuform_provider::Cloud::Tencent => {
+                    self.error(
+                        b.key_pos,
+                        &path,
+                        format!("bucket `{}` on Tencent COS needs a `name`", shorten(&b.key)),
+                        "COS bucket names end with the account's APPID: write `name: NAME-APPID`; the APPID is the number on the console's Account Information page",
+                    );
+                    continue;
+                }
+                None => match &project {
+                    Some(p) => (format!("{p}-{}", b.key), b.key_pos, path.clone()),
+                    None => continue, // reported by `project`
+                },
+            };
+            if let Err(e) = gpuform_provider::bucket_name::check(cloud, &name) {
+                let derived = field("name").is_none();
+                let message = if derived {
+                    format!(
+                        "bucket `{}` would be named `{}` (`<project>-<key>`), which is not valid: {}",
+                        shorten(&b.key),
+                        shorten(&name),
+                        e.problem
+                    )
+                } else {
+                    format!(
+                        "bucket name `{}` is not valid: {}",
+                        shorten(&name),
+                        e.problem
+                    )
+                };
+                let hint = format!(
+                    "{}{} Rule: {} E.g. `name: {}`",
+                    if derived {
+                        "set `name:` explicitly. "
+                    } else {
+                        ""
+                    },
+                    match cloud {
+                        gpuform_provider::Cloud::Aws if cloud_text == "sandbox" =>
+                            "The sandbox mirrors AWS S3.",
+                        gpuform_provider::Cloud::Aws => "On AWS S3 names are global.",
+                        gpuform_provider::Cloud::Alibaba => "On Alibaba OSS names are global.",
+                        gpuform_provider::Cloud::Tencent => "On Tencent COS names are per account.",
+                        gpuform_provider::Cloud::Huawei => "On Huawei OBS names are global.",
+                    },
+                    e.rule,
+                    e.example
+                );
+                self.error(at, &name_path, message, hint);
+            }
+        }
     }
 
     /// A scalar whose text passes `ok`; `what` says what is expected. These
@@ -934,6 +1085,65 @@ impl Validator {
                     path,
                     format!("expected {what}, found {}", node.describe()),
                     format!("write `{last}: VALUE` on one line"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `true` or `false`, unquoted (or from a variable).
+    fn boolean(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let key = path.rsplit('.').next().unwrap_or(path);
+        if let Kind::Scalar {
+            text,
+            style,
+            substituted,
+        } = &node.kind
+        {
+            if *style == Style::Plain || *substituted {
+                match text.trim() {
+                    "true" => return Some(Value::Bool(true)),
+                    "false" => return Some(Value::Bool(false)),
+                    _ => {}
+                }
+            }
+        }
+        self.error(
+            node.start,
+            path,
+            format!(
+                "expected `true` or `false` for `{key}`, found {}",
+                node.describe()
+            ),
+            format!("write `{key}: true` or `{key}: false`, without quotes"),
+        );
+        None
+    }
+
+    /// A size in GB > 0 (an estimate: fractions are fine).
+    fn size_gb(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let key = path.rsplit('.').next().unwrap_or(path);
+        let parsed = match &node.kind {
+            Kind::Scalar {
+                text,
+                style,
+                substituted,
+            } if *style == Style::Plain || *substituted => {
+                text.trim().parse::<f64>().ok().filter(|f| f.is_finite())
+            }
+            _ => None,
+        };
+        match parsed {
+            Some(f) if f > 0.0 => serde_json::Number::from_f64(f).map(Value::Number),
+            _ => {
+                self.error(
+                    node.start,
+                    path,
+                    format!(
+                        "expected a size in GB greater than 0 for `{key}`, found {}",
+                        node.describe()
+                    ),
+                    format!("write the data you expect to store, e.g. `{key}: 500`"),
                 );
                 None
             }
@@ -1614,6 +1824,7 @@ mod tests {
             (&defs["Disk"], DISK_FIELDS),
             (&defs["Ingress"], INGRESS_FIELDS),
             (&defs["Bucket"], BUCKET_FIELDS),
+            (&defs["Lifecycle"], LIFECYCLE_FIELDS),
             (&defs["Budget"], BUDGET_FIELDS),
             (&defs["Variable"], VARIABLE_FIELDS),
             (state_local, STATE_LOCAL_FIELDS),
@@ -1642,6 +1853,7 @@ mod tests {
         assert_eq!(enum_of("PricingModelSchema"), sorted(PRICING));
         assert_eq!(enum_of("InterconnectReq"), sorted(INTERCONNECT));
         assert_eq!(enum_of("Fabric"), sorted(FABRIC));
+        assert_eq!(enum_of("StorageClass"), sorted(STORAGE_CLASSES));
         let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(enum_of("CloudName"), sorted(&clouds));
     }

@@ -1,6 +1,7 @@
 //! Typed updates: the in-place changes a plan asks of an existing resource.
 
 use crate::ingress::IngressRule;
+use crate::request::BucketLifecycle;
 use crate::tags::UserTags;
 use crate::{Attrs, Cloud, ErrorKind, ProviderError, ResourceKind};
 use serde_json::Value;
@@ -24,6 +25,24 @@ impl Attachment {
     }
 }
 
+/// The settings of a bucket an update changes; `None` leaves one alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BucketChange {
+    pub versioning: Option<bool>,
+    pub encryption: Option<bool>,
+    pub lifecycle: Option<BucketLifecycle>,
+    pub public_access_blocked: Option<bool>,
+    /// gpuform's own setting: the clouds that cannot keep it in the
+    /// engine's record keep it as a tag.
+    pub force_destroy: Option<bool>,
+}
+
+impl BucketChange {
+    pub fn is_empty(&self) -> bool {
+        *self == BucketChange::default()
+    }
+}
+
 /// What an update changes. Each field is one kind of call on the clouds;
 /// `None` leaves it alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,6 +51,8 @@ pub struct ChangeSet {
     pub ingress: Option<Vec<IngressRule>>,
     pub size_gb: Option<u32>,
     pub attachment: Option<Attachment>,
+    /// A bucket's settings (never `Some` and empty).
+    pub bucket: Option<BucketChange>,
 }
 
 impl ChangeSet {
@@ -45,6 +66,12 @@ impl ChangeSet {
     ) -> Result<ChangeSet, ProviderError> {
         let invalid = |m: String| ProviderError::new(ErrorKind::Invalid, m);
         let mut set = ChangeSet::default();
+        let mut bucket = BucketChange::default();
+        let flag = |key: &str, value: &Value| {
+            value.as_bool().ok_or_else(|| {
+                invalid(format!("{kind} `{key}` must be true or false, got {value}"))
+            })
+        };
         for (key, value) in changes {
             if !kind.is_updatable(key) {
                 return Err(invalid(format!(
@@ -54,6 +81,19 @@ impl ChangeSet {
             match key.as_str() {
                 "tags" => set.tags = Some(UserTags::parse(Some(value), cloud, &check_tag)?),
                 "ingress" => set.ingress = Some(IngressRule::parse_list(Some(value))?),
+                // A bucket's size is the spec's estimate, for cost: no call.
+                "size_gb" if kind == ResourceKind::Bucket => {
+                    if !value.is_null() && value.as_f64().is_none_or(|f| f <= 0.0) {
+                        return Err(invalid(format!(
+                            "bucket `size_gb` {value} is not a size in GB"
+                        )));
+                    }
+                }
+                "versioning" => bucket.versioning = Some(flag(key, value)?),
+                "encryption" => bucket.encryption = Some(flag(key, value)?),
+                "public_access_blocked" => bucket.public_access_blocked = Some(flag(key, value)?),
+                "force_destroy" => bucket.force_destroy = Some(flag(key, value)?),
+                "lifecycle" => bucket.lifecycle = Some(BucketLifecycle::parse(Some(value))?),
                 "size_gb" => {
                     set.size_gb = Some(
                         value
@@ -85,6 +125,9 @@ impl ChangeSet {
                 }
             }
         }
+        if !bucket.is_empty() {
+            set.bucket = Some(bucket);
+        }
         Ok(set)
     }
 
@@ -108,16 +151,55 @@ mod tests {
         for kind in ResourceKind::ALL {
             for key in kind.updatable_attrs() {
                 let value = match *key {
+                    // A bucket's estimate changes no setting: only checked.
+                    "size_gb" if kind == ResourceKind::Bucket => continue,
                     "tags" => json!({"team": "ml"}),
                     "ingress" => json!([]),
                     "size_gb" => json!(10),
                     "attached_to" => json!("i-1"),
+                    "versioning" | "encryption" | "public_access_blocked" | "force_destroy" => {
+                        json!(true)
+                    }
+                    "lifecycle" => json!({"archive_after_days": 30}),
                     other => panic!("no sample value for `{other}`: add its typed field"),
                 };
                 let set = parse(kind, json!({ *key: value })).unwrap();
                 assert!(!set.is_empty(), "{kind} {key}");
             }
         }
+    }
+
+    #[test]
+    fn bucket_settings_are_typed_and_its_size_estimate_only_checked() {
+        let set = parse(
+            ResourceKind::Bucket,
+            json!({"versioning": true, "lifecycle": {"archive_after_days": 30}, "size_gb": 12.5}),
+        )
+        .unwrap();
+        assert_eq!(
+            set.bucket,
+            Some(BucketChange {
+                versioning: Some(true),
+                lifecycle: Some(BucketLifecycle {
+                    archive_after_days: Some(30),
+                    expire_noncurrent_after_days: None
+                }),
+                ..BucketChange::default()
+            })
+        );
+        assert_eq!(set.size_gb, None);
+        assert!(parse(ResourceKind::Bucket, json!({"size_gb": 20}))
+            .unwrap()
+            .is_empty());
+        assert!(parse(ResourceKind::Bucket, json!({"size_gb": -1})).is_err());
+        assert!(parse(ResourceKind::Bucket, json!({"versioning": "yes"})).is_err());
+        assert!(parse(
+            ResourceKind::Bucket,
+            json!({"lifecycle": {"archive_after_days": 0}})
+        )
+        .is_err());
+        let e = parse(ResourceKind::Bucket, json!({"storage_class": "archive"})).unwrap_err();
+        assert!(e.message.contains("needs a replacement"), "{}", e.message);
     }
 
     #[test]

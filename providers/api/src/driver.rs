@@ -10,7 +10,7 @@
 //! need a replacement, treating "not found" on delete as done, and reading a
 //! resource back after an update.
 
-use crate::change::{Attachment, ChangeSet};
+use crate::change::{Attachment, BucketChange, ChangeSet};
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
 use crate::request::{
@@ -131,6 +131,18 @@ pub trait StorageApi: Send + Sync {
     }
     async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
         let _ = (scope, id);
+        Err(not_made(ResourceKind::Bucket))
+    }
+
+    /// Changes a bucket's settings (versioning, encryption, lifecycle,
+    /// public access block, force_destroy) to the given values.
+    async fn update_bucket(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        change: &BucketChange,
+    ) -> Result<(), ProviderError> {
+        let _ = (scope, current, change);
         Err(not_made(ResourceKind::Bucket))
     }
 }
@@ -330,6 +342,9 @@ impl<D: CloudDriver> Provider for D {
         }
         if let Some(size) = set.size_gb {
             self.resize_volume(scope, &current, size).await?;
+        }
+        if let Some(change) = &set.bucket {
+            self.update_bucket(scope, &current, change).await?;
         }
         read_one(self, scope, kind, id).await
     }

@@ -26,7 +26,7 @@ pub mod resource;
 pub mod tags;
 
 pub use bucket_name::BucketNameError;
-pub use change::{Attachment, ChangeSet};
+pub use change::{Attachment, BucketChange, ChangeSet};
 pub use driver::{CloudDriver, ComputeApi, NetworkApi, RefreshApi, StorageApi, TagApi};
 pub use error::{ErrorKind, ProviderError};
 /// The clouds are data the catalog describes; the interface names them from there.
@@ -37,8 +37,8 @@ pub use inventory::{Inventory, InventoryApi, InventoryInstance, InventoryVolume,
 pub use prices::{LiveQuote, PriceApi, QuoteTerm};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{
-    BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
-    PlacementStrategy, Pricing, SubnetSpec, VolumeSpec,
+    BucketLifecycle, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec,
+    PlacementSpec, PlacementStrategy, Pricing, StorageClass, SubnetSpec, VolumeSpec,
 };
 pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
 pub use tags::{TagDiff, UserTags};

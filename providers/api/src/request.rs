@@ -120,10 +120,109 @@ pub struct VolumeSpec {
     pub instance: Option<String>,
 }
 
-/// An object-storage bucket.
+/// An object-storage bucket (neutral attributes on [`ResourceKind`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketSpec {
+    /// The full name on the cloud (on COS, `<name>-<APPID>`).
     pub name: String,
+    pub storage_class: StorageClass,
+    pub versioning: bool,
+    /// Server-side encryption with cloud-managed keys.
+    pub encryption: bool,
+    pub lifecycle: BucketLifecycle,
+    /// Always true from the engine; a bucket is never public.
+    pub public_access_blocked: bool,
+    /// Whether a delete may empty the bucket first.
+    pub force_destroy: bool,
+}
+
+/// The storage class of a bucket's objects, mapped to each cloud's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StorageClass {
+    #[default]
+    Standard,
+    Infrequent,
+    Archive,
+}
+
+impl StorageClass {
+    pub const ALL: [StorageClass; 3] = [
+        StorageClass::Standard,
+        StorageClass::Infrequent,
+        StorageClass::Archive,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageClass::Standard => "standard",
+            StorageClass::Infrequent => "infrequent",
+            StorageClass::Archive => "archive",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StorageClass> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// A bucket's lifecycle rules; `None` is no rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BucketLifecycle {
+    /// Move objects to the archive class this many days after writing.
+    pub archive_after_days: Option<u32>,
+    /// Delete noncurrent versions this many days after they were replaced.
+    pub expire_noncurrent_after_days: Option<u32>,
+}
+
+impl BucketLifecycle {
+    pub fn is_empty(&self) -> bool {
+        *self == BucketLifecycle::default()
+    }
+
+    /// Reads the neutral `lifecycle` attribute (absent or null: no rules).
+    pub fn parse(v: Option<&Value>) -> Result<BucketLifecycle, ProviderError> {
+        let bad =
+            |m: String| ProviderError::new(ErrorKind::Invalid, format!("bucket `lifecycle`: {m}"));
+        let Some(v) = v.filter(|v| !v.is_null()) else {
+            return Ok(BucketLifecycle::default());
+        };
+        let Some(obj) = v.as_object() else {
+            return Err(bad(format!("must be an object, got {v}")));
+        };
+        let mut out = BucketLifecycle::default();
+        for (k, n) in obj {
+            let days = if n.is_null() {
+                None
+            } else {
+                Some(
+                    n.as_u64()
+                        .and_then(|d| u32::try_from(d).ok())
+                        .filter(|d| *d > 0)
+                        .ok_or_else(|| {
+                            bad(format!("`{k}` must be a number of days ≥ 1, got {n}"))
+                        })?,
+                )
+            };
+            match k.as_str() {
+                "archive_after_days" => out.archive_after_days = days,
+                "expire_noncurrent_after_days" => out.expire_noncurrent_after_days = days,
+                other => return Err(bad(format!("unknown rule `{other}`"))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The neutral attribute value: an object of the rules set (`{}` for none).
+    pub fn to_value(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        if let Some(d) = self.archive_after_days {
+            m.insert("archive_after_days".into(), Value::from(d));
+        }
+        if let Some(d) = self.expire_noncurrent_after_days {
+            m.insert("expire_noncurrent_after_days".into(), Value::from(d));
+        }
+        Value::Object(m)
+    }
 }
 
 /// Any create, by kind.
@@ -228,6 +327,20 @@ impl Desired {
                 t,
                 BucketSpec {
                     name: r.required_str("name")?,
+                    storage_class: match r.str("storage_class")? {
+                        None => StorageClass::Standard,
+                        Some(c) => StorageClass::parse(&c).ok_or_else(|| {
+                            r.bad(
+                                "storage_class",
+                                format!("`{c}` is not one of standard, infrequent, archive"),
+                            )
+                        })?,
+                    },
+                    versioning: r.bool("versioning")?.unwrap_or(false),
+                    encryption: r.bool("encryption")?.unwrap_or(true),
+                    lifecycle: BucketLifecycle::parse(req.attrs.get("lifecycle"))?,
+                    public_access_blocked: r.bool("public_access_blocked")?.unwrap_or(true),
+                    force_destroy: r.bool("force_destroy")?.unwrap_or(false),
                 },
             )),
         })
@@ -521,6 +634,57 @@ mod tests {
         assert_eq!(
             (v.spec.size_gb, v.spec.instance.as_deref()),
             (100, Some("i-1"))
+        );
+        let r = req(ResourceKind::Bucket, json!({"name": "b1"}), &[]);
+        let Desired::Bucket(b) = parse(&r).unwrap() else {
+            panic!("not a bucket")
+        };
+        // What a request without the settings means: private, encrypted.
+        assert_eq!(
+            b.spec,
+            BucketSpec {
+                name: "b1".into(),
+                storage_class: StorageClass::Standard,
+                versioning: false,
+                encryption: true,
+                lifecycle: BucketLifecycle::default(),
+                public_access_blocked: true,
+                force_destroy: false,
+            }
+        );
+        let r = req(
+            ResourceKind::Bucket,
+            json!({"name": "b1", "storage_class": "archive", "versioning": true,
+                   "lifecycle": {"expire_noncurrent_after_days": 7}, "force_destroy": true}),
+            &[],
+        );
+        let Desired::Bucket(b) = parse(&r).unwrap() else {
+            panic!("not a bucket")
+        };
+        assert_eq!(b.spec.storage_class, StorageClass::Archive);
+        assert!(b.spec.versioning && b.spec.force_destroy);
+        assert_eq!(b.spec.lifecycle.expire_noncurrent_after_days, Some(7));
+        assert_eq!(
+            b.spec.lifecycle.to_value(),
+            json!({"expire_noncurrent_after_days": 7})
+        );
+        let r = req(
+            ResourceKind::Bucket,
+            json!({"name": "b1", "storage_class": "cold"}),
+            &[],
+        );
+        assert_eq!(
+            parse(&r).unwrap_err().message,
+            "bucket `storage_class`: `cold` is not one of standard, infrequent, archive"
+        );
+        let r = req(
+            ResourceKind::Bucket,
+            json!({"name": "b1", "lifecycle": {"delete_after_days": 3}}),
+            &[],
+        );
+        assert_eq!(
+            parse(&r).unwrap_err().message,
+            "bucket `lifecycle`: unknown rule `delete_after_days`"
         );
         let r = req(ResourceKind::Bucket, json!({"name": ""}), &[]);
         assert_eq!(parse(&r).unwrap_err().message, "a bucket needs `name`");

@@ -26,7 +26,12 @@ pub type Attrs = BTreeMap<String, serde_json::Value>;
 ///   [`ResourceKind::reported_attrs`])
 /// - `volume`: `zone`, `size_gb`, `volume_type`; observed also `attached_to`
 ///   (see [`ResourceKind::completion_attrs`])
-/// - `bucket`: `name`
+/// - `bucket`: `name`, `storage_class` (`infrequent` / `archive`; absent is
+///   `standard`), `versioning`, `encryption` (cloud-managed keys),
+///   `lifecycle` (`{archive_after_days, expire_noncurrent_after_days}`),
+///   `public_access_blocked`, `force_destroy` (a delete may empty it),
+///   `size_gb` (the spec's estimate, for cost only: no call changes it),
+///   `tags`; observed also `object_count` where the cloud reports it
 ///
 /// Dependencies are passed separately, as provider ids by role (see
 /// [`crate::CreateRequest::refs`]).
@@ -76,6 +81,15 @@ impl ResourceKind {
             ResourceKind::Instance => &["tags"],
             ResourceKind::Volume => &["size_gb", "tags", "attached_to"],
             ResourceKind::Firewall => &["ingress", "tags"],
+            ResourceKind::Bucket => &[
+                "tags",
+                "versioning",
+                "encryption",
+                "lifecycle",
+                "public_access_blocked",
+                "force_destroy",
+                "size_gb",
+            ],
             _ => &["tags"],
         }
     }

@@ -34,6 +34,7 @@ pub mod node;
 mod overrides;
 mod query;
 mod sources;
+pub mod storage;
 #[cfg(test)]
 mod tests;
 

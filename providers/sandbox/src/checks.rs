@@ -322,23 +322,11 @@ pub(crate) fn volume_size(
     }
 }
 
-/// S3's bucket naming rules, and names are global.
+/// The mirrored cloud's bucket naming rules (`gpuform_provider::bucket_name`),
+/// and names are global.
 pub(crate) fn bucket_name(inner: &Inner, cloud: Cloud, name: &str) -> Result<(), ProviderError> {
-    let ok = (3..=63).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
-    if !ok {
-        return Err(invalid(
-            cloud,
-            Code::BadValue,
-            format!(
-                "bucket name `{name}` is invalid: 3-63 characters of lower-case letters, \
-                 digits, `-` and `.`, starting and ending with a letter or digit"
-            ),
-        ));
+    if let Err(e) = gpuform_provider::bucket_name::check(cloud, name) {
+        return Err(invalid(cloud, Code::BadValue, e.to_string()));
     }
     if inner.store.get(cloud, name).is_some() {
         return Err(invalid(

@@ -6,7 +6,7 @@ use crate::cloud::{attrs_json, Inner};
 use crate::errors::{internal, invalid, Code};
 use crate::faults::Faults;
 use crate::ids::make_id;
-use crate::store::{CreateRec, MEMBERS_KEY};
+use crate::store::{CreateRec, MEMBERS_KEY, OBJECT_COUNT};
 use gpuform_provider::{
     Attrs, Cloud, CreateRequest, Desired, ObservedResource, ProviderError, ResourceKind, UserTags,
 };
@@ -137,6 +137,11 @@ pub(crate) fn create(
         ResourceKind::Firewall => {
             stored.remove("ingress");
             stored.insert(MEMBERS_KEY.into(), Value::Bool(false));
+        }
+        // The size is the spec's estimate: a cloud never reports it.
+        ResourceKind::Bucket => {
+            stored.remove("size_gb");
+            stored.insert(OBJECT_COUNT.into(), Value::from(0));
         }
         _ => {}
     }

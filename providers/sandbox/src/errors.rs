@@ -19,6 +19,7 @@ pub(crate) enum Code {
     Transient,
     Mismatch,
     BucketExists,
+    BucketNotEmpty,
 }
 
 pub(crate) fn code(cloud: Cloud, c: Code) -> &'static str {
@@ -82,6 +83,8 @@ pub(crate) fn code(cloud: Cloud, c: Code) -> &'static str {
         (Code::Mismatch, Tencent) | (Code::Mismatch, Huawei) => "InvalidParameter",
         (Code::Mismatch, _) => "IdempotentParameterMismatch",
         (Code::BucketExists, _) => "BucketAlreadyExists",
+        // The same code on S3, OSS, COS and OBS.
+        (Code::BucketNotEmpty, _) => "BucketNotEmpty",
     }
 }
 

@@ -6,7 +6,7 @@ use crate::checks::{self, lookup_ref};
 use crate::cloud::{attrs_json, Inner};
 use crate::create::neutral_attrs;
 use crate::errors::{internal, invalid, perr, Code};
-use crate::store::{delete_line, set_line, Entry, MEMBERS_KEY};
+use crate::store::{delete_line, set_line, Entry, MEMBERS_KEY, OBJECT_COUNT};
 use gpuform_provider::{
     Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, ProviderError, ResourceKind,
     Scope,
@@ -88,6 +88,9 @@ pub(crate) fn update(
         return Ok(inner.store.cloud(cloud).observe(id, e));
     }
     for (k, v) in neutral_attrs(changes, set.tags.as_ref()) {
+        if kind == ResourceKind::Bucket && k == "size_gb" {
+            continue; // the spec's estimate, which no cloud keeps
+        }
         // Detached is stored as null (absent means "attached at creation").
         if v.is_null() && k != "attached_to" {
             attrs.remove(&k);
@@ -125,6 +128,27 @@ pub(crate) fn delete(
     let Some(e) = existing(inner, cloud, scope, kind, id)? else {
         return Ok(());
     };
+    if kind == ResourceKind::Bucket {
+        let attrs = e.attrs();
+        let objects = attrs
+            .get(OBJECT_COUNT)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        let force = attrs.get("force_destroy").and_then(|v| v.as_bool()) == Some(true);
+        if objects > 0 && !force {
+            // Not a dependency to wait for: nothing gpuform does empties it.
+            return Err(perr(
+                cloud,
+                ErrorKind::Invalid,
+                Code::BucketNotEmpty,
+                format!(
+                    "The bucket '{id}' is not empty: it holds {objects} object(s). \
+                     Delete them first, or set `force_destroy: true` on the bucket and apply \
+                     before destroying it"
+                ),
+            ));
+        }
+    }
     if e.dependents > 0 {
         let what = match kind {
             ResourceKind::Network => "subnets or firewalls",

@@ -248,6 +248,9 @@ pub(crate) struct CloudStore {
 /// Sandbox-internal attribute keys of the two-step creates (not neutral
 /// attributes): whether a firewall's rules were authorized yet.
 pub(crate) const MEMBERS_KEY: &str = "members";
+/// A bucket's number of objects, as the clouds report it: 0 at creation;
+/// tests put objects in with `Sandbox::set_attr_behind`.
+pub(crate) const OBJECT_COUNT: &str = "object_count";
 
 impl CloudStore {
     /// A resource as the cloud reports it (see [`CloudStore::reported_attrs`]).
