@@ -8,7 +8,7 @@ use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, ResourceKind, Scope}
 use gpuform_signing::Credentials;
 use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_standins::harness::{self, create_net, token_of, Owner};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 pub const REGION: &str = "cn-hangzhou";
@@ -90,4 +90,31 @@ pub async fn start(ingress: Value, instant: bool) -> (AlibabaMock, AlibabaProvid
     let p = provider(&mock);
     let net = network(&p, ingress).await;
     (mock, p, net)
+}
+
+pub fn instance_attrs(i: usize) -> Value {
+    json!({
+        "instance_type": GPU, "zone": ZONE, "image": "ubuntu-22.04-cuda", "pricing": "on-demand",
+        "root_gb": 200, "rdma": false, "gpu": "A10:1", "user_data": format!("#!/bin/sh\necho node {i}\n"),
+        "tags": {"team": "ml"}
+    })
+}
+
+/// SSH from anywhere, ICMP from the private range.
+pub fn ingress() -> Value {
+    json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"},
+           {"protocol": "icmp", "from_port": 0, "to_port": 0, "cidr": "10.0.0.0/8"}])
+}
+
+pub fn node(net: &Net, i: usize, placement: Option<&str>) -> CreateRequest {
+    let mut refs = vec![("subnet", net.vsw.as_str()), ("firewall", net.sg.as_str())];
+    if let Some(p) = placement {
+        refs.push(("placement", p));
+    }
+    req(
+        ResourceKind::Instance,
+        &format!("c.node[{i}]"),
+        instance_attrs(i),
+        &refs,
+    )
 }
