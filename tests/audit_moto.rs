@@ -5,6 +5,10 @@
 //! 1,000 instances can assert how many list calls it took.
 #![cfg(feature = "aws")]
 
+mod moto;
+
+use moto::{boto3, moto_url};
+
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,42 +16,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-fn moto_url() -> String {
-    std::env::var("GPUFORM_TEST_MOTO_URL").unwrap_or_else(|_| {
-        panic!("GPUFORM_TEST_MOTO_URL is not set: start moto with `scripts/moto.sh` (or run `scripts/test.sh`)")
-    })
-}
-
-/// moto's virtualenv python (with boto3), as scripts/moto.sh makes it.
-fn python() -> std::path::PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-moto/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/moto.sh",
-        p.display()
-    );
-    p
-}
-
-/// Runs a boto3 script against moto in `region`; its stdout is JSON.
-fn boto3(region: &str, script: &str) -> Value {
-    let prelude = format!(
-        "import boto3, json\nec2 = boto3.client('ec2', region_name='{region}', endpoint_url='{}', aws_access_key_id='testing', aws_secret_access_key='testing')\n",
-        moto_url()
-    );
-    let out = Command::new(python())
-        .arg("-c")
-        .arg(format!("{prelude}{script}"))
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "boto3 script failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("script prints JSON")
-}
 
 /// An HTTP proxy in front of moto that counts requests (one connection
 /// each: `Connection: close` both ways).

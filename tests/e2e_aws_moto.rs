@@ -4,17 +4,15 @@
 //! at the cloud through the AWS provider (the real SDK), as another client.
 #![cfg(feature = "aws")]
 
+mod moto;
+
+use moto::{boto3, moto_url};
+
 use gpuform_aws::AwsProvider;
 use gpuform_provider::{ObservedResource, Provider, ResourceKind, Scope};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-fn moto_url() -> String {
-    std::env::var("GPUFORM_TEST_MOTO_URL").unwrap_or_else(|_| {
-        panic!("GPUFORM_TEST_MOTO_URL is not set: start moto with `scripts/moto.sh` (or run `scripts/test.sh`)")
-    })
-}
 
 /// A spec on AWS that moto can serve: images moto ships, no placement groups.
 fn spec(project: &str, nodes: u32) -> String {
@@ -672,9 +670,6 @@ fn a_zone_that_does_not_sell_the_type_is_skipped_at_plan_time() {
 /// planned, unfilled document.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k3s_agents_join_the_servers_private_address_on_moto() {
-    use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
-    use aws_sdk_ec2::types::InstanceAttributeName;
-    use base64::Engine as _;
     use sha2::Digest as _;
     let p = provider().await;
     let proj = project("k3s");
@@ -707,30 +702,24 @@ async fn k3s_agents_join_the_servers_private_address_on_moto() {
         .as_str()
         .expect("EC2 reports the server's PrivateIpAddress")
         .to_string();
-    let ec2 = aws_sdk_ec2::Client::from_conf(
-        aws_sdk_ec2::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .endpoint_url(moto_url())
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
-            .build(),
+    // What EC2 holds, read by another client (boto3): each node's launch
+    // time and user data.
+    let ids: Vec<&str> = [
+        "cluster.train.node[0]",
+        "cluster.train.node[1]",
+        "cluster.train.node[2]",
+    ]
+    .iter()
+    .map(|a| live[*a].id.as_str())
+    .collect();
+    let seen = boto3(
+        "us-east-1",
+        &format!(
+            "import base64\nids = {ids:?}\nr = ec2.describe_instances(InstanceIds=ids)['Reservations']\nlaunch = {{i['InstanceId']: i['LaunchTime'].timestamp() for res in r for i in res['Instances']}}\nud = {{i: base64.b64decode(ec2.describe_instance_attribute(InstanceId=i, Attribute='userData')['UserData']['Value']).decode() for i in ids}}\nprint(json.dumps(dict(launch=launch, user_data=ud)))"
+        ),
     );
-    let launched = |id: String| {
-        let ec2 = ec2.clone();
-        async move {
-            let r = ec2
-                .describe_instances()
-                .instance_ids(id)
-                .send()
-                .await
-                .unwrap();
-            r.reservations()[0].instances()[0]
-                .launch_time()
-                .cloned()
-                .expect("launch time")
-        }
-    };
-    let server_launch = launched(server.id.clone()).await;
+    let launched = |id: &str| seen["launch"][id].as_f64().expect("launch time");
+    let server_launch = launched(&server.id);
     let state: serde_json::Value = serde_json::from_slice(
         &std::fs::read(d.join(format!(".gpuform/{proj}.state.json"))).unwrap(),
     )
@@ -738,28 +727,14 @@ async fn k3s_agents_join_the_servers_private_address_on_moto() {
     for agent in ["cluster.train.node[1]", "cluster.train.node[2]"] {
         let o = &live[agent];
         assert!(
-            launched(o.id.clone()).await >= server_launch,
+            launched(&o.id) >= server_launch,
             "{agent} launched before the server"
         );
         assert_ne!(o.attrs["private_ip"].as_str(), Some(server_ip.as_str()));
-        let attr = ec2
-            .describe_instance_attribute()
-            .instance_id(&o.id)
-            .attribute(InstanceAttributeName::UserData)
-            .send()
-            .await
-            .unwrap();
-        let b64 = attr
-            .user_data()
-            .and_then(|u| u.value())
+        let sent = seen["user_data"][o.id.as_str()]
+            .as_str()
             .expect("user data")
             .to_string();
-        let sent = String::from_utf8(
-            base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .unwrap(),
-        )
-        .unwrap();
         assert!(
             sent.contains(&format!("K3S_URL=\"https://{server_ip}:6443\"")),
             "{agent} does not join {server_ip}:\n{sent}"

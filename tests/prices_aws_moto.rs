@@ -6,9 +6,12 @@
 //! `scripts/moto.sh PORT` and set GPUFORM_TEST_MOTO_URL). Then `offers`
 //! shows them labelled live.
 
+mod moto;
+
 use assert_cmd::Command;
 use gpuform_standins::aws_pricing::{PricingMock, ACCESS_KEY_ID, SECRET_ACCESS_KEY};
 use gpuform_standins::prices::ListPrice;
+use moto::moto_url;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
@@ -17,12 +20,6 @@ const TODAY: &str = "2026-11-29";
 /// What moto 5.2.5 answers for every point of DescribeSpotPriceHistory
 /// (moto/ec2/responses/spot_instances.py).
 const MOTO_SPOT_PRICE: f64 = 0.00001;
-
-fn moto_url() -> String {
-    std::env::var("GPUFORM_TEST_MOTO_URL").unwrap_or_else(|_| {
-        panic!("GPUFORM_TEST_MOTO_URL is not set: start moto with `scripts/moto.sh` (or run `scripts/test.sh`)")
-    })
-}
 
 fn gpuform(dir: &Path, pricing: &str, secret: &str, args: &[&str]) -> Output {
     Command::cargo_bin("gpuform")
