@@ -190,7 +190,7 @@ fn unknown_nested_keys_suggest_or_list() {
 
 #[test]
 fn other_value_checks() {
-    let d = errors("project: \"a/b\"\nclusters:\n  a:\n    cloud: aws\n    region: r\n    nodes: 1\n    gpu: T4\n    pricing: reserved\n    cidr: 10.0.1.0/16\n    ingress:\n      - {protocol: sctp, ports: 70000, cidr: 1.2.3.4/24}\n    tags: {\"gpuform:project\": x}\nbuckets:\n  b1:\n    cloud: aws\nstate: {backend: s3}\nvariables:\n  bad-name: {}\n");
+    let d = errors("project: \"a/b\"\nclusters:\n  a:\n    cloud: aws\n    region: r\n    nodes: 1\n    gpu: T4\n    pricing: reserved\n    cidr: 10.0.1.0/16\n    ingress:\n      - {protocol: sctp, ports: 70000, cidr: 1.2.3.4/24}\n    tags: {\"gpuform:project\": x}\nbuckets:\n  b1:\n    cloud: aws\nstate: {backend: gcs}\nvariables:\n  bad-name: {}\n");
     find(&d, "invalid project name");
     assert!(find(&d, "unknown pricing model `reserved`")
         .hint
@@ -206,7 +206,7 @@ fn other_value_checks() {
     find(&d, "`1.2.3.4/24` has host bits set");
     find(&d, "reserved prefix `gpuform:`");
     find(&d, "a bucket is missing the required key `region`");
-    find(&d, "unknown state backend `s3`");
+    find(&d, "unknown state backend `gcs`");
     find(&d, "invalid variable name `bad-name`");
 }
 
