@@ -135,9 +135,7 @@ pub fn resolve(
                     continue;
                 }
             };
-        // Object storage (S3, OSS, COS, OBS) is a separate API from the
-        // compute ones the cloud providers speak; only the sandbox has it yet.
-        if !target.sandbox {
+        if !target.sandbox && !BUCKET_CLOUDS.contains(&target.cloud) {
             errors.push(
                 loaded.diagnostic(
                     &format!("{path}.cloud"),
@@ -171,6 +169,10 @@ pub fn resolve(
     out.resources.sort_by(|a, b| a.address.cmp(&b.address));
     Ok(out)
 }
+
+/// The clouds whose object storage gpuform speaks (S3, OSS, COS, OBS:
+/// APIs apart from the compute ones); the sandbox makes buckets for all.
+const BUCKET_CLOUDS: &[Cloud] = &[];
 
 /// A bucket's neutral attributes (see `ResourceKind`): every setting
 /// explicit, so that one changed by another client shows as drift, except

@@ -269,7 +269,8 @@ impl<D: CloudDriver> Provider for D {
     }
 
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
-        CloudDriver::delete_refusal(self, observed)
+        crate::bucket::delete_refusal(observed)
+            .or_else(|| CloudDriver::delete_refusal(self, observed))
     }
 
     async fn offered(

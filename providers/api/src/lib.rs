@@ -12,6 +12,7 @@
 //! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
 //!   a driver receives, read once from the engine's attribute maps.
 
+pub mod bucket;
 pub mod bucket_name;
 pub mod change;
 pub mod driver;
