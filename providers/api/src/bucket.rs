@@ -75,7 +75,10 @@ mod tests {
     fn a_bucket_with_objects_is_refused_unless_forced() {
         let full = bucket(json!({"name": "data", "object_count": 3}));
         let why = delete_refusal(&full).unwrap();
-        assert!(why.contains("`data`") && why.contains("3 object(s)"), "{why}");
+        assert!(
+            why.contains("`data`") && why.contains("3 object(s)"),
+            "{why}"
+        );
         let forced = bucket(json!({"name": "data", "object_count": 3, "force_destroy": true}));
         assert_eq!(delete_refusal(&forced), None);
         assert_eq!(delete_refusal(&bucket(json!({"object_count": 0}))), None);

@@ -92,10 +92,7 @@ pub trait ComputeApi: Send + Sync {
     async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
 }
 
-/// Volumes and buckets: what a cloud crate's `storage.rs` implements.
-/// Buckets are optional: a cloud that makes them lists
-/// [`ResourceKind::Bucket`] in [`CloudDriver::kinds`] and overrides both
-/// bucket methods (the wrapper never calls them otherwise).
+/// Volumes: what a cloud crate's `storage.rs` implements.
 #[async_trait]
 pub trait StorageApi: Send + Sync {
     async fn create_volume(
@@ -121,7 +118,15 @@ pub trait StorageApi: Send + Sync {
     ) -> Result<(), ProviderError>;
 
     async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+}
 
+/// Object-storage buckets: what a cloud crate's `buckets.rs` implements.
+/// Object storage is an API apart from compute (S3, OSS, COS, OBS), so its
+/// reads live here too. A cloud that makes buckets lists
+/// [`ResourceKind::Bucket`] in [`CloudDriver::kinds`] and overrides every
+/// method; the wrapper never calls them otherwise.
+#[async_trait]
+pub trait BucketApi: Send + Sync {
     async fn create_bucket(
         &self,
         req: &Create<BucketSpec>,
@@ -129,6 +134,10 @@ pub trait StorageApi: Send + Sync {
         let _ = req;
         Err(not_made(ResourceKind::Bucket))
     }
+
+    /// Deletes a bucket, refusing one that holds objects unless its
+    /// `force_destroy` tag ([`crate::bucket::FORCE_DESTROY_TAG`]) says it
+    /// may be emptied first ([`crate::bucket::not_empty`]).
     async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
         let _ = (scope, id);
         Err(not_made(ResourceKind::Bucket))
@@ -145,13 +154,35 @@ pub trait StorageApi: Send + Sync {
         let _ = (scope, current, change);
         Err(not_made(ResourceKind::Bucket))
     }
+
+    /// Reads the given buckets (see [`RefreshApi::read`]).
+    async fn read_buckets(
+        &self,
+        scope: &Scope,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let _ = (scope, ids);
+        Ok(Vec::new())
+    }
+
+    /// The buckets in `scope` tagged with this project (see
+    /// [`RefreshApi::list_owned`]).
+    async fn list_owned_buckets(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        let _ = (scope, project);
+        Ok(Vec::new())
+    }
 }
 
 /// Reading what exists: what a cloud crate's `refresh.rs` implements.
 #[async_trait]
 pub trait RefreshApi: Send + Sync {
-    /// Reads the given resources of one kind (never called with no ids nor
-    /// with a kind outside [`CloudDriver::kinds`]); absent ones are left out.
+    /// Reads the given resources of one kind (never called with no ids, with
+    /// a kind outside [`CloudDriver::kinds`] nor with buckets, which
+    /// [`BucketApi`] reads); absent ones are left out.
     async fn read(
         &self,
         scope: &Scope,
@@ -195,7 +226,9 @@ pub trait TagApi: Send + Sync {
 /// never return resources that are gone. Deletes may answer
 /// [`ErrorKind::NotFound`] for something already gone (the wrapper treats it
 /// as done). Update methods get the resource as just read.
-pub trait CloudDriver: NetworkApi + ComputeApi + StorageApi + RefreshApi + TagApi {
+pub trait CloudDriver:
+    NetworkApi + ComputeApi + StorageApi + BucketApi + RefreshApi + TagApi
+{
     /// The cloud this driver speaks.
     fn cloud(&self) -> Cloud;
 
@@ -238,16 +271,18 @@ async fn read_one<D: CloudDriver + ?Sized>(
     kind: ResourceKind,
     id: &str,
 ) -> Result<ObservedResource, ProviderError> {
-    RefreshApi::read(d, scope, kind, &[id.to_string()])
-        .await?
-        .into_iter()
-        .find(|r| r.id == id)
-        .ok_or_else(|| {
-            ProviderError::new(
-                ErrorKind::NotFound,
-                format!("{kind} {id} does not exist on {}", d.cloud()),
-            )
-        })
+    let ids = [id.to_string()];
+    let read = if kind == ResourceKind::Bucket {
+        d.read_buckets(scope, &ids).await?
+    } else {
+        RefreshApi::read(d, scope, kind, &ids).await?
+    };
+    read.into_iter().find(|r| r.id == id).ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::NotFound,
+            format!("{kind} {id} does not exist on {}", d.cloud()),
+        )
+    })
 }
 
 #[async_trait]
@@ -308,6 +343,9 @@ impl<D: CloudDriver> Provider for D {
         if ids.is_empty() || !self.kinds().contains(&kind) {
             return Ok(Vec::new());
         }
+        if kind == ResourceKind::Bucket {
+            return self.read_buckets(scope, ids).await;
+        }
         RefreshApi::read(self, scope, kind, ids).await
     }
 
@@ -316,7 +354,11 @@ impl<D: CloudDriver> Provider for D {
         scope: &Scope,
         project: &str,
     ) -> Result<Vec<ObservedResource>, ProviderError> {
-        RefreshApi::list_owned(self, scope, project).await
+        let mut owned = RefreshApi::list_owned(self, scope, project).await?;
+        if self.kinds().contains(&ResourceKind::Bucket) {
+            owned.extend(self.list_owned_buckets(scope, project).await?);
+        }
+        Ok(owned)
     }
 
     async fn update(

@@ -32,6 +32,7 @@
 //! Credentials come from aws-config's standard chain and never reach errors,
 //! logs or `Debug` output.
 
+mod buckets;
 mod client;
 mod compute;
 mod errors;

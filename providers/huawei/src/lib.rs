@@ -8,6 +8,7 @@
 //! (`NetworkApi`), `compute` (`ComputeApi`), `storage` (`StorageApi`),
 //! `refresh` (`RefreshApi`) and `tags` (`TagApi`).
 
+mod buckets;
 mod client;
 mod compute;
 mod errors;

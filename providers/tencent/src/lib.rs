@@ -23,6 +23,7 @@
 //! `GPUFORM_TENCENT_ENDPOINT` (a base URL replacing
 //! `https://{service}.tencentcloudapi.com` for every service).
 
+mod buckets;
 mod client;
 mod compute;
 pub mod errors;

@@ -129,6 +129,9 @@ impl ComputeApi for Recorder {
 }
 
 #[async_trait]
+impl BucketApi for Recorder {}
+
+#[async_trait]
 impl StorageApi for Recorder {
     async fn create_volume(
         &self,
