@@ -165,6 +165,13 @@ pub trait BucketApi: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Every bucket in `scope`'s region, whoever made it, with its
+    /// ownership where its tags carry one: what `gpuform audit` lists.
+    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>, ProviderError> {
+        let _ = scope;
+        Ok(Vec::new())
+    }
+
     /// The buckets in `scope` tagged with this project (see
     /// [`RefreshApi::list_owned`]).
     async fn list_owned_buckets(
