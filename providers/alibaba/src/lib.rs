@@ -122,10 +122,7 @@ impl AlibabaProvider {
     /// burst of 20: under the write budgets while refresh needs only a few
     /// calls. Raise it with [`AlibabaProvider::with_rate_limit`] for an
     /// account with raised quotas.
-    pub const DEFAULT_RATE: RateLimit = RateLimit {
-        per_second: 5.0,
-        burst: 20,
-    };
+    pub const DEFAULT_RATE: RateLimit = RateLimit::new(5.0, 20);
 
     /// Reads credentials from `ALIBABA_CLOUD_ACCESS_KEY_ID`,
     /// `ALIBABA_CLOUD_ACCESS_KEY_SECRET` (and optional

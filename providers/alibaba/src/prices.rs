@@ -150,54 +150,63 @@ async fn spot_history(
     }
 }
 
-pub(crate) async fn quote(
-    p: &AlibabaProvider,
-    region: &str,
-    instance_type: &str,
-) -> Result<Vec<LiveQuote>, ProviderError> {
-    let q = |term, (amount, currency): (f64, Currency), api: String| LiveQuote {
-        term,
-        amount,
-        currency,
-        api,
-    };
-    // Pay-as-you-go first: an unknown type or bad credentials fail here, once.
-    let mut out = vec![q(
-        QuoteTerm::OnDemand,
-        describe_price(p, region, instance_type, "Hour", false).await?,
-        format!("ecs:{PRICE} (PriceUnit=Hour)"),
-    )];
-    for (unit, months) in [("Month", 1u32), ("Year", 12)] {
-        match describe_price(p, region, instance_type, unit, false).await {
-            Ok(v) => out.push(q(
-                QuoteTerm::Subscription(months),
-                v,
-                format!("ecs:{PRICE} (PriceUnit={unit}, Period=1)"),
-            )),
-            Err(e) if skippable(&e) => {}
-            Err(e) => return Err(e),
+#[async_trait]
+impl PriceApi for AlibabaProvider {
+    /// One quote makes four or five ECS calls; ECS's budget here is the
+    /// provider's (5 calls a second).
+    fn price_rate(&self) -> RateLimit {
+        RateLimit::new(1.0, 1)
+    }
+
+    async fn quote_prices(
+        &self,
+        region: &str,
+        instance_type: &str,
+    ) -> Result<Vec<LiveQuote>, ProviderError> {
+        let q = |term, (amount, currency): (f64, Currency), api: String| LiveQuote {
+            term,
+            amount,
+            currency,
+            api,
+        };
+        // Pay-as-you-go first: an unknown type or bad credentials fail here, once.
+        let mut out = vec![q(
+            QuoteTerm::OnDemand,
+            describe_price(self, region, instance_type, "Hour", false).await?,
+            format!("ecs:{PRICE} (PriceUnit=Hour)"),
+        )];
+        for (unit, months) in [("Month", 1u32), ("Year", 12)] {
+            match describe_price(self, region, instance_type, unit, false).await {
+                Ok(v) => out.push(q(
+                    QuoteTerm::Subscription(months),
+                    v,
+                    format!("ecs:{PRICE} (PriceUnit={unit}, Period=1)"),
+                )),
+                Err(e) if skippable(&e) => {}
+                Err(e) => return Err(e),
+            }
         }
+        let history = match zone(region, instance_type) {
+            Some(z) => match spot_history(self, region, &z, instance_type).await {
+                Ok(h) => h.map(|v| (v, format!("ecs:{HISTORY} ({z}, newest point)"))),
+                Err(e) if skippable(&e) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        let spot = match history {
+            Some(s) => Some(s),
+            None => match describe_price(self, region, instance_type, "Hour", true).await {
+                Ok(v) => Some((v, format!("ecs:{PRICE} (PriceUnit=Hour, SpotAsPriceGo)"))),
+                Err(e) if skippable(&e) => None,
+                Err(e) => return Err(e),
+            },
+        };
+        if let Some((v, api)) = spot {
+            out.push(q(QuoteTerm::Spot, v, api));
+        }
+        Ok(out)
     }
-    let history = match zone(region, instance_type) {
-        Some(z) => match spot_history(p, region, &z, instance_type).await {
-            Ok(h) => h.map(|v| (v, format!("ecs:{HISTORY} ({z}, newest point)"))),
-            Err(e) if skippable(&e) => None,
-            Err(e) => return Err(e),
-        },
-        None => None,
-    };
-    let spot = match history {
-        Some(s) => Some(s),
-        None => match describe_price(p, region, instance_type, "Hour", true).await {
-            Ok(v) => Some((v, format!("ecs:{PRICE} (PriceUnit=Hour, SpotAsPriceGo)"))),
-            Err(e) if skippable(&e) => None,
-            Err(e) => return Err(e),
-        },
-    };
-    if let Some((v, api)) = spot {
-        out.push(q(QuoteTerm::Spot, v, api));
-    }
-    Ok(out)
 }
 
 /// A refusal that only means "not sold this way" (no spot, no subscription).
@@ -206,28 +215,4 @@ fn skippable(e: &ProviderError) -> bool {
         e.kind,
         ErrorKind::Invalid | ErrorKind::Capacity | ErrorKind::NotFound
     )
-}
-
-#[async_trait]
-impl PriceApi for AlibabaProvider {
-    fn price_cloud(&self) -> Cloud {
-        Cloud::Alibaba
-    }
-
-    /// One quote makes four or five ECS calls; ECS's budget here is the
-    /// provider's (5 calls a second).
-    fn price_rate(&self) -> RateLimit {
-        RateLimit {
-            per_second: 1.0,
-            burst: 1,
-        }
-    }
-
-    async fn quote_prices(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
-        quote(self, region, instance_type).await
-    }
 }

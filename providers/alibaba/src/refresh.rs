@@ -502,15 +502,17 @@ impl RefreshApi for AlibabaProvider {
     }
 }
 
-impl AlibabaProvider {
+#[async_trait]
+impl gpuform_provider::InventoryApi for AlibabaProvider {
+    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
+        gpuform_provider::Cloud::Alibaba
+    }
+
     /// Everything in the region, of every owner (`gpuform audit`): one
     /// DescribeInstances listing and one DescribeDisks listing (every disk:
     /// the attached ones give each instance's disk size, those with
     /// `Status` `Available` are the unattached data disks), run at once.
-    pub(crate) async fn inventory(
-        &self,
-        scope: &Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let region = scope.region.as_str();
         let none = Params::default();
@@ -547,20 +549,5 @@ impl AlibabaProvider {
             out.volumes.push(row);
         }
         Ok(out)
-    }
-}
-
-/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
-#[async_trait]
-impl gpuform_provider::InventoryApi for AlibabaProvider {
-    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
-        gpuform_provider::Cloud::Alibaba
-    }
-
-    async fn inventory(
-        &self,
-        scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
-        AlibabaProvider::inventory(self, scope).await
     }
 }

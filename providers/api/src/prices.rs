@@ -2,28 +2,21 @@
 //! the user's credentials, through each cloud's own price API.
 //!
 //! A separate small trait rather than a method of [`crate::CloudDriver`]:
-//! pricing is not provisioning, and a cloud that has no price API in
-//! gpuform simply keeps the default (unsupported). Each cloud crate
-//! implements it in its `prices.rs`.
+//! pricing is not provisioning. Each cloud crate implements it in its
+//! `prices.rs`.
 
 use crate::provider::RateLimit;
-use crate::{Cloud, ErrorKind, ProviderError};
+use crate::{ErrorKind, ProviderError};
 use async_trait::async_trait;
 pub use gpuform_catalog::{LiveQuote, QuoteTerm};
 
 #[async_trait]
 pub trait PriceApi: Send + Sync {
-    /// The cloud whose prices this quotes.
-    fn price_cloud(&self) -> Cloud;
-
     /// How many instance types per second a refresh may quote, and how many
     /// at once: each quote is a few API calls, so this is the cloud's
     /// request budget divided by the calls one quote makes.
     fn price_rate(&self) -> RateLimit {
-        RateLimit {
-            per_second: 1.0,
-            burst: 1,
-        }
+        RateLimit::new(1.0, 1)
     }
 
     /// The prices the cloud quotes now for one instance type in one region:
@@ -33,18 +26,7 @@ pub trait PriceApi: Send + Sync {
         &self,
         region: &str,
         instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
-        let _ = (region, instance_type);
-        Err(unsupported(self.price_cloud()))
-    }
-}
-
-/// The error of a cloud whose price API gpuform does not speak.
-pub fn unsupported(cloud: Cloud) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::Invalid,
-        format!("gpuform cannot query {cloud}'s price API yet"),
-    )
+    ) -> Result<Vec<LiveQuote>, ProviderError>;
 }
 
 /// A positive, finite price read from an API answer, or an error naming the field.

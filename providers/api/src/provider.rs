@@ -39,6 +39,10 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    pub const fn new(per_second: f64, burst: u32) -> RateLimit {
+        RateLimit { per_second, burst }
+    }
+
     /// How long one engine operation on a cloud may take, at most, for the
     /// purpose of sizing concurrency: a create that waits for its resource
     /// (an EBS volume becoming `available`) takes seconds, not minutes.

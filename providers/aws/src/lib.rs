@@ -101,10 +101,7 @@ impl AwsProvider {
     /// 20/s), but refresh needs only a handful of them. So the engine's
     /// shared budget defaults to the mutating bucket: staying under it avoids
     /// RequestLimitExceeded, which AWS also counts against the account.
-    pub const DEFAULT_RATE: RateLimit = RateLimit {
-        per_second: 5.0,
-        burst: 50,
-    };
+    pub const DEFAULT_RATE: RateLimit = RateLimit::new(5.0, 50);
 
     /// Loads credentials and region with aws-config's standard chain
     /// (environment, shared config and credentials files, SSO, web identity,

@@ -25,7 +25,7 @@ use aws_sigv4::sign::v4;
 use gpuform_catalog::Currency;
 use gpuform_provider::prices::positive_price;
 use gpuform_provider::provider::RateLimit;
-use gpuform_provider::{Cloud, ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
+use gpuform_provider::{ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime};
 
@@ -316,78 +316,12 @@ fn terms<'a>(doc: &'a Value, kind: &str) -> impl Iterator<Item = &'a Value> {
         .flat_map(|m| m.values())
 }
 
-pub(crate) async fn quote(
-    p: &AwsProvider,
-    region: &str,
-    instance_type: &str,
-) -> Result<Vec<LiveQuote>, ProviderError> {
-    let docs = products(p, region, instance_type).await?;
-    let what = format!("{GET_PRODUCTS} (AmazonEC2, {instance_type}, {region})");
-    if docs.is_empty() {
-        return Err(ProviderError::new(
-            ErrorKind::Invalid,
-            format!("{what}: no Linux shared-tenancy product: AWS does not sell `{instance_type}` in {region}"),
-        ));
-    }
-    let usd = |term, amount, api: String| LiveQuote {
-        term,
-        amount,
-        currency: Currency::USD,
-        api,
-    };
-    let od = docs
-        .iter()
-        .flat_map(|d| terms(d, "OnDemand"))
-        .find_map(hourly_usd);
-    let mut out = vec![usd(
-        QuoteTerm::OnDemand,
-        positive_price(&what, "terms.OnDemand hourly USD", od)?,
-        format!("pricing:{GET_PRODUCTS} (OnDemand)"),
-    )];
-    let reserved = docs
-        .iter()
-        .flat_map(|d| terms(d, "Reserved"))
-        .filter(|t| {
-            let a = |k: &str| {
-                t.get("termAttributes")
-                    .and_then(|x| x.get(k))
-                    .and_then(Value::as_str)
-            };
-            a("LeaseContractLength") == Some("1yr")
-                && a("OfferingClass") == Some("standard")
-                && a("PurchaseOption") == Some("No Upfront")
-        })
-        .find_map(hourly_usd);
-    if let Some(r) = reserved {
-        out.push(usd(
-            QuoteTerm::Reserved1y,
-            r,
-            format!("pricing:{GET_PRODUCTS} (Reserved 1yr standard No Upfront)"),
-        ));
-    }
-    if let Some((price, zone)) = spot(p, region, instance_type).await? {
-        out.push(usd(
-            QuoteTerm::Spot,
-            price,
-            format!("ec2:{SPOT} (Linux/UNIX, {zone}, newest point)"),
-        ));
-    }
-    Ok(out)
-}
-
 #[async_trait]
 impl PriceApi for AwsProvider {
-    fn price_cloud(&self) -> Cloud {
-        Cloud::Aws
-    }
-
     /// GetProducts and DescribeSpotPriceHistory: a few calls per quote,
     /// well inside the provider's EC2 budget.
     fn price_rate(&self) -> RateLimit {
-        RateLimit {
-            per_second: 2.0,
-            burst: 2,
-        }
+        RateLimit::new(2.0, 2)
     }
 
     async fn quote_prices(
@@ -395,7 +329,58 @@ impl PriceApi for AwsProvider {
         region: &str,
         instance_type: &str,
     ) -> Result<Vec<LiveQuote>, ProviderError> {
-        quote(self, region, instance_type).await
+        let docs = products(self, region, instance_type).await?;
+        let what = format!("{GET_PRODUCTS} (AmazonEC2, {instance_type}, {region})");
+        if docs.is_empty() {
+            return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!("{what}: no Linux shared-tenancy product: AWS does not sell `{instance_type}` in {region}"),
+        ));
+        }
+        let usd = |term, amount, api: String| LiveQuote {
+            term,
+            amount,
+            currency: Currency::USD,
+            api,
+        };
+        let od = docs
+            .iter()
+            .flat_map(|d| terms(d, "OnDemand"))
+            .find_map(hourly_usd);
+        let mut out = vec![usd(
+            QuoteTerm::OnDemand,
+            positive_price(&what, "terms.OnDemand hourly USD", od)?,
+            format!("pricing:{GET_PRODUCTS} (OnDemand)"),
+        )];
+        let reserved = docs
+            .iter()
+            .flat_map(|d| terms(d, "Reserved"))
+            .filter(|t| {
+                let a = |k: &str| {
+                    t.get("termAttributes")
+                        .and_then(|x| x.get(k))
+                        .and_then(Value::as_str)
+                };
+                a("LeaseContractLength") == Some("1yr")
+                    && a("OfferingClass") == Some("standard")
+                    && a("PurchaseOption") == Some("No Upfront")
+            })
+            .find_map(hourly_usd);
+        if let Some(r) = reserved {
+            out.push(usd(
+                QuoteTerm::Reserved1y,
+                r,
+                format!("pricing:{GET_PRODUCTS} (Reserved 1yr standard No Upfront)"),
+            ));
+        }
+        if let Some((price, zone)) = spot(self, region, instance_type).await? {
+            out.push(usd(
+                QuoteTerm::Spot,
+                price,
+                format!("ec2:{SPOT} (Linux/UNIX, {zone}, newest point)"),
+            ));
+        }
+        Ok(out)
     }
 }
 

@@ -392,66 +392,6 @@ pub(crate) fn observe_instance(
 /// not only `status=available` ones, in the same calls: the attached ones
 /// give each instance's disk size (what a stopped instance still pays for),
 /// the `available` ones are the unattached volumes.
-pub(crate) async fn inventory(
-    p: &AwsProvider,
-    scope: &Scope,
-) -> Result<gpuform_provider::Inventory, ProviderError> {
-    use gpuform_provider::{InventoryInstance, InventoryVolume};
-    let c = p.client(scope)?;
-    let region = scope.region.as_str();
-    let live = vec![filter(
-        "instance-state-name",
-        ["pending", "running", "stopping", "stopped"].map(String::from),
-    )];
-    let (instances, volumes) = tokio::try_join!(
-        describe_instances(&c, live),
-        describe_volumes(&c, Vec::new()),
-    )?;
-    let volumes: Vec<Volume> = volumes.into_iter().filter(|v| !volume_gone(v)).collect();
-    let sizes: HashMap<String, i32> = volumes
-        .iter()
-        .filter_map(|v| Some((v.volume_id()?.to_string(), v.size()?)))
-        .collect();
-    let mut out = gpuform_provider::Inventory::default();
-    for i in instances.iter().filter(|i| !is_gone(i)) {
-        let attached: Vec<u64> = i
-            .block_device_mappings()
-            .iter()
-            .filter_map(|m| m.ebs()?.volume_id())
-            .filter_map(|v| sizes.get(v).map(|s| (*s).max(0) as u64))
-            .collect();
-        let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
-        let launch = i.launch_time().and_then(|t| {
-            t.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
-                .ok()
-        });
-        let root = root_volume_id(i).and_then(|v| sizes.get(&v).copied());
-        let o = observe_instance(i, region, root);
-        let mut row = InventoryInstance::from_observed(&o, launch, disk_gb);
-        // Every tag, the cloud's own (`aws:…`) included: audit shows what is there.
-        for t in i.tags() {
-            if let (Some(k), Some(v)) = (t.key(), t.value()) {
-                row.tags.insert(k.to_string(), v.to_string());
-            }
-        }
-        out.instances.push(row);
-    }
-    for v in volumes
-        .iter()
-        .filter(|v| v.state() == Some(&VolumeState::Available))
-    {
-        let mut row = InventoryVolume::from_observed(&observe_volume(v, region));
-        for t in v.tags() {
-            if let (Some(k), Some(val)) = (t.key(), t.value()) {
-                row.tags.insert(k.to_string(), val.to_string());
-            }
-        }
-        out.volumes.push(row);
-    }
-    Ok(out)
-}
-
-/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
 #[async_trait]
 impl gpuform_provider::InventoryApi for AwsProvider {
     fn inventory_cloud(&self) -> gpuform_provider::Cloud {
@@ -461,7 +401,59 @@ impl gpuform_provider::InventoryApi for AwsProvider {
     async fn inventory(
         &self,
         scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
-        inventory(self, scope).await
+    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+        use gpuform_provider::{InventoryInstance, InventoryVolume};
+        let c = self.client(scope)?;
+        let region = scope.region.as_str();
+        let live = vec![filter(
+            "instance-state-name",
+            ["pending", "running", "stopping", "stopped"].map(String::from),
+        )];
+        let (instances, volumes) = tokio::try_join!(
+            describe_instances(&c, live),
+            describe_volumes(&c, Vec::new()),
+        )?;
+        let volumes: Vec<Volume> = volumes.into_iter().filter(|v| !volume_gone(v)).collect();
+        let sizes: HashMap<String, i32> = volumes
+            .iter()
+            .filter_map(|v| Some((v.volume_id()?.to_string(), v.size()?)))
+            .collect();
+        let mut out = gpuform_provider::Inventory::default();
+        for i in instances.iter().filter(|i| !is_gone(i)) {
+            let attached: Vec<u64> = i
+                .block_device_mappings()
+                .iter()
+                .filter_map(|m| m.ebs()?.volume_id())
+                .filter_map(|v| sizes.get(v).map(|s| (*s).max(0) as u64))
+                .collect();
+            let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
+            let launch = i.launch_time().and_then(|t| {
+                t.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+                    .ok()
+            });
+            let root = root_volume_id(i).and_then(|v| sizes.get(&v).copied());
+            let o = observe_instance(i, region, root);
+            let mut row = InventoryInstance::from_observed(&o, launch, disk_gb);
+            // Every tag, the cloud's own (`aws:…`) included: audit shows what is there.
+            for t in i.tags() {
+                if let (Some(k), Some(v)) = (t.key(), t.value()) {
+                    row.tags.insert(k.to_string(), v.to_string());
+                }
+            }
+            out.instances.push(row);
+        }
+        for v in volumes
+            .iter()
+            .filter(|v| v.state() == Some(&VolumeState::Available))
+        {
+            let mut row = InventoryVolume::from_observed(&observe_volume(v, region));
+            for t in v.tags() {
+                if let (Some(k), Some(val)) = (t.key(), t.value()) {
+                    row.tags.insert(k.to_string(), val.to_string());
+                }
+            }
+            out.volumes.push(row);
+        }
+        Ok(out)
     }
 }

@@ -177,10 +177,7 @@ impl HuaweiProvider {
 /// a burst of 20 stays well inside the smallest limits the API Gateway
 /// documents for a user; throttling still maps to `throttled` and is retried.
 fn default_rate_limit() -> RateLimit {
-    RateLimit {
-        per_second: 10.0,
-        burst: 20,
-    }
+    RateLimit::new(10.0, 20)
 }
 
 impl CloudDriver for HuaweiProvider {

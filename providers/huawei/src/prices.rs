@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use gpuform_catalog::Currency;
 use gpuform_provider::prices::positive_price;
 use gpuform_provider::provider::RateLimit;
-use gpuform_provider::{Cloud, ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
+use gpuform_provider::{ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
 use serde_json::{json, Value};
 
 const ON_DEMAND: &str = "ListOnDemandResourceRatings";
@@ -165,44 +165,29 @@ async fn period(
     })
 }
 
-pub(crate) async fn quote(
-    p: &HuaweiProvider,
-    region: &str,
-    flavor: &str,
-) -> Result<Vec<LiveQuote>, ProviderError> {
-    let project = p.project(region)?.to_string();
-    // On-demand first: an unknown flavor or bad credentials fail here, once.
-    let mut out = vec![on_demand(p, &project, region, flavor).await?];
-    for months in [1, 12] {
-        match period(p, &project, region, flavor, months).await {
-            Ok(q) => out.push(q),
-            Err(e) if matches!(e.kind, ErrorKind::Invalid | ErrorKind::NotFound) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(out)
-}
-
 #[async_trait]
 impl PriceApi for HuaweiProvider {
-    fn price_cloud(&self) -> Cloud {
-        Cloud::Huawei
-    }
-
     /// Three BSS calls per quote within the provider's budget.
     fn price_rate(&self) -> RateLimit {
-        RateLimit {
-            per_second: 2.0,
-            burst: 2,
-        }
+        RateLimit::new(2.0, 2)
     }
 
     async fn quote_prices(
         &self,
         region: &str,
-        instance_type: &str,
+        flavor: &str,
     ) -> Result<Vec<LiveQuote>, ProviderError> {
-        quote(self, region, instance_type).await
+        let project = self.project(region)?.to_string();
+        // On-demand first: an unknown flavor or bad credentials fail here, once.
+        let mut out = vec![on_demand(self, &project, region, flavor).await?];
+        for months in [1, 12] {
+            match period(self, &project, region, flavor, months).await {
+                Ok(q) => out.push(q),
+                Err(e) if matches!(e.kind, ErrorKind::Invalid | ErrorKind::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -537,64 +537,6 @@ async fn observe_groups(
 /// filter; `created` is its launch) and one EVS listing (GET
 /// /v2/{project_id}/cloudvolumes/detail): the disks attached to a server
 /// give its disk size, the `available` data disks are the unattached ones.
-pub async fn inventory(
-    p: &HuaweiProvider,
-    scope: &gpuform_provider::Scope,
-) -> Result<gpuform_provider::Inventory, ProviderError> {
-    use gpuform_provider::{InventoryInstance, InventoryVolume};
-    let region = scope.region.as_str();
-    let pid = p.project(region)?;
-    let call = |c: &client::Cursor| {
-        Call::new(
-            Service::Ecs,
-            region,
-            "GET",
-            format!("/v1/{pid}/cloudservers/detail"),
-        )
-        .query("limit", PAGE.to_string())
-        .query("offset", (c.page + 1).to_string())
-    };
-    let (servers, volumes) = tokio::try_join!(
-        p.client
-            .pages("servers", "listing ECSs", call, |_, c| c.full()),
-        all_volumes(p, region, pid),
-    )?;
-    let sizes: HashMap<String, u64> = volumes
-        .iter()
-        .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
-        .collect();
-    let mut out = gpuform_provider::Inventory::default();
-    for sv in servers
-        .iter()
-        .filter(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"))
-    {
-        let attached: Vec<u64> = sv
-            .get("os-extended-volumes:volumes_attached")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|v| sizes.get(&s(v, "id")).copied())
-            .collect();
-        let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
-        let o = observe_server(sv, region, &sizes);
-        let mut row = InventoryInstance::from_observed(&o, Some(s(sv, "created")), disk_gb);
-        row.tags
-            .extend(tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null)));
-        out.instances.push(row);
-    }
-    for v in volumes
-        .iter()
-        .filter(|v| !is_system_disk(v) && s(v, "status") == "available")
-    {
-        let mut row = InventoryVolume::from_observed(&observe_volume(v, region));
-        row.tags
-            .extend(tags::from_map(v.get("tags").unwrap_or(&Value::Null)));
-        out.volumes.push(row);
-    }
-    Ok(out)
-}
-
-/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
 #[async_trait]
 impl gpuform_provider::InventoryApi for HuaweiProvider {
     fn inventory_cloud(&self) -> gpuform_provider::Cloud {
@@ -604,7 +546,57 @@ impl gpuform_provider::InventoryApi for HuaweiProvider {
     async fn inventory(
         &self,
         scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
-        inventory(self, scope).await
+    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+        use gpuform_provider::{InventoryInstance, InventoryVolume};
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let call = |c: &client::Cursor| {
+            Call::new(
+                Service::Ecs,
+                region,
+                "GET",
+                format!("/v1/{pid}/cloudservers/detail"),
+            )
+            .query("limit", PAGE.to_string())
+            .query("offset", (c.page + 1).to_string())
+        };
+        let (servers, volumes) = tokio::try_join!(
+            self.client
+                .pages("servers", "listing ECSs", call, |_, c| c.full()),
+            all_volumes(self, region, pid),
+        )?;
+        let sizes: HashMap<String, u64> = volumes
+            .iter()
+            .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
+            .collect();
+        let mut out = gpuform_provider::Inventory::default();
+        for sv in servers
+            .iter()
+            .filter(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"))
+        {
+            let attached: Vec<u64> = sv
+                .get("os-extended-volumes:volumes_attached")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|v| sizes.get(&s(v, "id")).copied())
+                .collect();
+            let disk_gb = (!attached.is_empty()).then(|| attached.iter().sum());
+            let o = observe_server(sv, region, &sizes);
+            let mut row = InventoryInstance::from_observed(&o, Some(s(sv, "created")), disk_gb);
+            row.tags
+                .extend(tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null)));
+            out.instances.push(row);
+        }
+        for v in volumes
+            .iter()
+            .filter(|v| !is_system_disk(v) && s(v, "status") == "available")
+        {
+            let mut row = InventoryVolume::from_observed(&observe_volume(v, region));
+            row.tags
+                .extend(tags::from_map(v.get("tags").unwrap_or(&Value::Null)));
+            out.volumes.push(row);
+        }
+        Ok(out)
     }
 }

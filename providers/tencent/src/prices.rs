@@ -109,36 +109,44 @@ fn hourly(price: &Value, charge: &str) -> Result<f64, ProviderError> {
     )
 }
 
-pub(crate) async fn quote(
-    p: &TencentProvider,
-    region: &str,
-    instance_type: &str,
-) -> Result<Vec<LiveQuote>, ProviderError> {
-    let zone = zone(region, instance_type)?;
-    let image = images::image_id(p, region, "ubuntu-22.04").await?;
-    let base = json!({
-        "Placement": {"Zone": zone},
-        "ImageId": image,
-        "InstanceType": instance_type,
-        "InstanceCount": 1,
-    });
-    let cny = |term, amount, api: &str| LiveQuote {
-        term,
-        amount,
-        currency: gpuform_catalog::Currency::CNY,
-        api: format!("cvm:{ACTION} ({api}, {zone})"),
-    };
-    // On-demand first: an unknown type or bad credentials fail here, once.
-    let od = inquire(p, region, &base, "POSTPAID_BY_HOUR", json!({})).await?;
-    let mut out = vec![cny(
-        QuoteTerm::OnDemand,
-        hourly(&od, "POSTPAID_BY_HOUR")?,
-        "POSTPAID_BY_HOUR",
-    )];
-    for months in [1u32, 12] {
-        let r = async {
+#[async_trait]
+impl PriceApi for TencentProvider {
+    /// InquiryPriceRunInstances allows 10 requests a second (its API page);
+    /// one quote makes four of them.
+    fn price_rate(&self) -> RateLimit {
+        RateLimit::new(2.5, 2)
+    }
+
+    async fn quote_prices(
+        &self,
+        region: &str,
+        instance_type: &str,
+    ) -> Result<Vec<LiveQuote>, ProviderError> {
+        let zone = zone(region, instance_type)?;
+        let image = images::image_id(self, region, "ubuntu-22.04").await?;
+        let base = json!({
+            "Placement": {"Zone": zone},
+            "ImageId": image,
+            "InstanceType": instance_type,
+            "InstanceCount": 1,
+        });
+        let cny = |term, amount, api: &str| LiveQuote {
+            term,
+            amount,
+            currency: gpuform_catalog::Currency::CNY,
+            api: format!("cvm:{ACTION} ({api}, {zone})"),
+        };
+        // On-demand first: an unknown type or bad credentials fail here, once.
+        let od = inquire(self, region, &base, "POSTPAID_BY_HOUR", json!({})).await?;
+        let mut out = vec![cny(
+            QuoteTerm::OnDemand,
+            hourly(&od, "POSTPAID_BY_HOUR")?,
+            "POSTPAID_BY_HOUR",
+        )];
+        for months in [1u32, 12] {
+            let r = async {
             let v = inquire(
-                p,
+                self,
                 region,
                 &base,
                 "PREPAID",
@@ -158,11 +166,11 @@ pub(crate) async fn quote(
             ))
         }
         .await;
-        out.extend(optional(r)?);
-    }
-    let spot = async {
+            out.extend(optional(r)?);
+        }
+        let spot = async {
         let v = inquire(
-            p,
+            self,
             region,
             &base,
             "SPOTPAID",
@@ -172,30 +180,7 @@ pub(crate) async fn quote(
         Ok(cny(QuoteTerm::Spot, hourly(&v, "SPOTPAID")?, "SPOTPAID"))
     }
     .await;
-    out.extend(optional(spot)?);
-    Ok(out)
-}
-
-#[async_trait]
-impl PriceApi for TencentProvider {
-    fn price_cloud(&self) -> Cloud {
-        Cloud::Tencent
-    }
-
-    /// InquiryPriceRunInstances allows 10 requests a second (its API page);
-    /// one quote makes four of them.
-    fn price_rate(&self) -> RateLimit {
-        RateLimit {
-            per_second: 2.5,
-            burst: 2,
-        }
-    }
-
-    async fn quote_prices(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
-        quote(self, region, instance_type).await
+        out.extend(optional(spot)?);
+        Ok(out)
     }
 }

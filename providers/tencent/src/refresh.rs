@@ -405,62 +405,6 @@ fn is_volume(v: &Value) -> bool {
 /// instance's disk size, `CreatedTime` its launch) and one DescribeDisks
 /// listing filtered by `disk-state` UNATTACHED and `disk-usage` DATA_DISK
 /// (362/16315), each paged by 100.
-pub(crate) async fn inventory(
-    p: &TencentProvider,
-    region: &str,
-) -> Result<gpuform_provider::Inventory, ProviderError> {
-    use gpuform_provider::{InventoryInstance, InventoryVolume};
-    let mut disk_filter = Map::new();
-    disk_filter.insert(
-        "Filters".into(),
-        json!([
-            {"Name": "disk-state", "Values": ["UNATTACHED"]},
-            {"Name": "disk-usage", "Values": ["DATA_DISK"]},
-        ]),
-    );
-    let (instances, disks) = tokio::try_join!(
-        p.client.describe_all(
-            INSTANCE.api,
-            INSTANCE.action,
-            region,
-            Map::new(),
-            INSTANCE.set_key
-        ),
-        p.client.describe_all(
-            VOLUME.api,
-            VOLUME.action,
-            region,
-            disk_filter,
-            VOLUME.set_key
-        ),
-    )?;
-    let mut out = gpuform_provider::Inventory::default();
-    for v in instances.iter().filter(|v| instance_alive(v)) {
-        let size = |d: &Value| d.get("DiskSize").and_then(Value::as_u64).unwrap_or(0);
-        let system = v.get("SystemDisk").map_or(0, size);
-        let data: u64 = v
-            .get("DataDisks")
-            .and_then(Value::as_array)
-            .map_or(0, |ds| ds.iter().map(size).sum());
-        let disk_gb = Some(system + data).filter(|gb| *gb > 0);
-        let o = observe(&INSTANCE, v, region);
-        let mut row =
-            InventoryInstance::from_observed(&o, Some(s(v, "CreatedTime").to_string()), disk_gb);
-        row.tags.extend(tags_of(v));
-        out.instances.push(row);
-    }
-    for v in disks
-        .iter()
-        .filter(|v| disk_alive(v) && is_volume(v) && s(v, "DiskState") == "UNATTACHED")
-    {
-        let mut row = InventoryVolume::from_observed(&observe(&VOLUME, v, region));
-        row.tags.extend(tags_of(v));
-        out.volumes.push(row);
-    }
-    Ok(out)
-}
-
-/// Every instance and unattached volume of a region, of every owner (`gpuform audit`).
 #[async_trait]
 impl gpuform_provider::InventoryApi for TencentProvider {
     fn inventory_cloud(&self) -> gpuform_provider::Cloud {
@@ -470,7 +414,59 @@ impl gpuform_provider::InventoryApi for TencentProvider {
     async fn inventory(
         &self,
         scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, gpuform_provider::ProviderError> {
-        inventory(self, &scope.region).await
+    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+        let region = scope.region.as_str();
+        use gpuform_provider::{InventoryInstance, InventoryVolume};
+        let mut disk_filter = Map::new();
+        disk_filter.insert(
+            "Filters".into(),
+            json!([
+                {"Name": "disk-state", "Values": ["UNATTACHED"]},
+                {"Name": "disk-usage", "Values": ["DATA_DISK"]},
+            ]),
+        );
+        let (instances, disks) = tokio::try_join!(
+            self.client.describe_all(
+                INSTANCE.api,
+                INSTANCE.action,
+                region,
+                Map::new(),
+                INSTANCE.set_key
+            ),
+            self.client.describe_all(
+                VOLUME.api,
+                VOLUME.action,
+                region,
+                disk_filter,
+                VOLUME.set_key
+            ),
+        )?;
+        let mut out = gpuform_provider::Inventory::default();
+        for v in instances.iter().filter(|v| instance_alive(v)) {
+            let size = |d: &Value| d.get("DiskSize").and_then(Value::as_u64).unwrap_or(0);
+            let system = v.get("SystemDisk").map_or(0, size);
+            let data: u64 = v
+                .get("DataDisks")
+                .and_then(Value::as_array)
+                .map_or(0, |ds| ds.iter().map(size).sum());
+            let disk_gb = Some(system + data).filter(|gb| *gb > 0);
+            let o = observe(&INSTANCE, v, region);
+            let mut row = InventoryInstance::from_observed(
+                &o,
+                Some(s(v, "CreatedTime").to_string()),
+                disk_gb,
+            );
+            row.tags.extend(tags_of(v));
+            out.instances.push(row);
+        }
+        for v in disks
+            .iter()
+            .filter(|v| disk_alive(v) && is_volume(v) && s(v, "DiskState") == "UNATTACHED")
+        {
+            let mut row = InventoryVolume::from_observed(&observe(&VOLUME, v, region));
+            row.tags.extend(tags_of(v));
+            out.volumes.push(row);
+        }
+        Ok(out)
     }
 }

@@ -242,10 +242,7 @@ async fn lifecycle_create_list_read_update_destroy() {
 #[tokio::test]
 async fn refresh_of_fifty_instances_is_a_handful_of_calls() {
     let mock = TencentMock::start();
-    let p = provider(&mock).with_rate_limit(RateLimit {
-        per_second: 1000.0,
-        burst: 1000,
-    });
+    let p = provider(&mock).with_rate_limit(RateLimit::new(1000.0, 1000));
     let net = network(&p).await;
     let mut ids = Vec::new();
     for i in 0..50 {
@@ -612,10 +609,7 @@ async fn the_stand_in_verifies_signatures_over_the_received_bytes() {
 async fn inventory_lists_every_instance_and_unattached_disk_in_a_few_pages() {
     use gpuform_provider::{InventoryApi, RunState};
     let mock = TencentMock::start();
-    let p = provider(&mock).with_rate_limit(RateLimit {
-        per_second: 1000.0,
-        burst: 1000,
-    });
+    let p = provider(&mock).with_rate_limit(RateLimit::new(1000.0, 1000));
     let net = network(&p).await;
     let mut ids = Vec::new();
     for i in 0..120 {

@@ -48,10 +48,7 @@ impl CloudDriver for Recorder {
         "recorder".into()
     }
     fn rate_limit(&self) -> RateLimit {
-        RateLimit {
-            per_second: 10.0,
-            burst: 10,
-        }
+        RateLimit::new(10.0, 10)
     }
     fn kinds(&self) -> &'static [ResourceKind] {
         &[ResourceKind::Network, ResourceKind::Volume]
