@@ -15,6 +15,7 @@
 //! signature then use that URL's host.
 
 use crate::errors::{classify, transport_error};
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{acs3, Credentials, Request};
 use serde_json::Value;
@@ -79,7 +80,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// Parses `http://127.0.0.1:8080` or `https://host` (a trailing `/` is
     /// allowed; a path, query or user info is refused).
-    pub fn parse(url: &str) -> Result<Endpoint, ProviderError> {
+    pub fn parse(url: &str) -> Result<Endpoint> {
         let bad = |why: &str| {
             ProviderError::new(
                 ErrorKind::Invalid,
@@ -134,7 +135,7 @@ impl RpcClient {
         creds: Credentials,
         security_token: Option<String>,
         endpoint: Option<Endpoint>,
-    ) -> Result<RpcClient, ProviderError> {
+    ) -> Result<RpcClient> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
@@ -166,7 +167,7 @@ impl RpcClient {
         region: &str,
         action: &str,
         params: &[(String, String)],
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<Value> {
         let (scheme, host) = match &self.endpoint {
             Some(e) => (e.scheme.clone(), e.authority.clone()),
             None => ("https".to_string(), default_host(product, region)),
@@ -212,7 +213,7 @@ impl RpcClient {
 /// 2xx whose body is not JSON, or that carries an error `Code` (a
 /// throttling or gateway answer relayed with a success status), is an
 /// error too: read as a result it would look like "nothing there".
-pub fn answer(action: &str, status: u16, body: Option<Value>) -> Result<Value, ProviderError> {
+pub fn answer(action: &str, status: u16, body: Option<Value>) -> Result<Value> {
     if !(200..300).contains(&status) {
         return Err(api_error(action, status, body.as_ref()));
     }
@@ -315,7 +316,7 @@ impl RpcClient {
         region: &str,
         l: &Listing,
         base: &Params,
-    ) -> Result<Vec<Value>, ProviderError> {
+    ) -> Result<Vec<Value>> {
         let (outer, inner) = l.list;
         let mut out = Vec::new();
         let mut page = 1usize;
@@ -371,7 +372,7 @@ pub(crate) fn listed_items<'a>(
     outer: &str,
     inner: &str,
     action: &str,
-) -> Result<Vec<&'a Value>, ProviderError> {
+) -> Result<Vec<&'a Value>> {
     if body.get(outer).is_none() {
         return Err(ProviderError::new(
             ErrorKind::Transient,
@@ -401,7 +402,7 @@ pub(crate) fn text(v: &Value, key: &str) -> String {
 }
 
 /// The id a Create call answers with.
-pub(crate) fn required(body: &Value, key: &str, action: &str) -> Result<String, ProviderError> {
+pub(crate) fn required(body: &Value, key: &str, action: &str) -> Result<String> {
     Some(text(body, key))
         .filter(|s| !s.is_empty())
         .ok_or_else(|| empty_answer(action))

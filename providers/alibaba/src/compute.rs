@@ -11,6 +11,7 @@ use crate::tags::{
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
@@ -35,11 +36,7 @@ impl AlibabaProvider {
     /// per the lifecycle page. None of these is a node: it is released and
     /// the create fails as a capacity failure, so the apply retries
     /// elsewhere through the zone failover, as for OperationDenied.NoStock.
-    async fn await_launch(
-        &self,
-        region: &str,
-        id: &str,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn await_launch(&self, region: &str, id: &str) -> Result<ObservedResource> {
         let start = tokio::time::Instant::now();
         let mut delay = self.poll;
         let mut seen = false;
@@ -98,10 +95,7 @@ impl AlibabaProvider {
 
 #[async_trait]
 impl ComputeApi for AlibabaProvider {
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {
         // CreateDeploymentSet (ECS): Strategy Availability | AvailabilityGroup
         // | LowLatency ("网络低时延策略"): LowLatency packs the instances
         // close together in the network, which is what NVLink/RDMA clusters want.
@@ -119,10 +113,7 @@ impl ComputeApi for AlibabaProvider {
             .await
     }
 
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
         let region = req.region();
         // Every field, named: a new one is a compile error here until
         // RunInstances sends it (or this says why it does not).
@@ -223,7 +214,7 @@ impl ComputeApi for AlibabaProvider {
         self.await_launch(region, &id).await
     }
 
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()> {
         let p = Params::one("DeploymentSetId", id);
         ok_if_gone(self.ecs(&scope.region, "DeleteDeploymentSet", &p).await)
     }
@@ -238,7 +229,7 @@ impl ComputeApi for AlibabaProvider {
     /// `RenewalStatus=NotRenewal`, help doc 52843) and refuses, saying when it ends. Plans
     /// refuse such a deletion before anything is destroyed
     /// ([`delete_refusal`]); this is the last guard.
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let p = Params::one("InstanceIds", json_array(&[id.to_string()]));
         let Some(i) = self

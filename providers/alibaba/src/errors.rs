@@ -7,6 +7,7 @@
 //! ServiceUnavailable). The match is on the code first; the HTTP status
 //! decides only for codes this table does not know.
 
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// The neutral kind of an Alibaba error `code` answered with HTTP `status`.
@@ -119,7 +120,7 @@ pub fn transport_error(action: &str, e: &reqwest::Error) -> ProviderError {
 }
 
 /// A delete or detach that finds its target gone has nothing left to do.
-pub(crate) fn ok_if_gone(r: Result<serde_json::Value, ProviderError>) -> Result<(), ProviderError> {
+pub(crate) fn ok_if_gone(r: Result<serde_json::Value>) -> Result<()> {
     match r {
         Ok(_) => Ok(()),
         Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
@@ -139,7 +140,7 @@ pub(crate) fn required_ref<'a>(
     kind: &str,
     address: &str,
     role: &str,
-) -> Result<&'a str, ProviderError> {
+) -> Result<&'a str> {
     value.map(String::as_str).ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,

@@ -3,6 +3,7 @@
 use crate::client::{text, Params};
 use crate::refresh::Api;
 use crate::AlibabaProvider;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// Logical image names and the public image name prefix each maps to
@@ -39,7 +40,7 @@ impl AlibabaProvider {
     /// looked up with DescribeImages among Alibaba's public images
     /// (`ImageOwnerAlias=system`, name match, newest `CreationTime`), once
     /// per region.
-    pub async fn resolve_image(&self, region: &str, image: &str) -> Result<String, ProviderError> {
+    pub async fn resolve_image(&self, region: &str, image: &str) -> Result<String> {
         if is_image_id(image) {
             return Ok(image.to_string());
         }
@@ -49,7 +50,7 @@ impl AlibabaProvider {
     }
 
     /// The newest public image whose name starts with the prefix of `image`.
-    async fn look_up_image(&self, region: &str, image: &str) -> Result<String, ProviderError> {
+    async fn look_up_image(&self, region: &str, image: &str) -> Result<String> {
         let Some(prefix) = image_name_prefix(image) else {
             return Err(ProviderError::new(
                 ErrorKind::Invalid,

@@ -77,6 +77,7 @@ pub use tags::{
 
 use client::Params;
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError, ResourceKind,
 };
@@ -128,15 +129,13 @@ impl AlibabaProvider {
     /// `ALIBABA_CLOUD_ACCESS_KEY_SECRET` (and optional
     /// `ALIBABA_CLOUD_SECURITY_TOKEN`), and the endpoint override from
     /// `GPUFORM_ALIBABA_ENDPOINT`. Sends nothing.
-    pub fn from_env() -> Result<AlibabaProvider, ProviderError> {
+    pub fn from_env() -> Result<AlibabaProvider> {
         Self::from_env_with_endpoint(None)
     }
 
     /// Like [`AlibabaProvider::from_env`], with an endpoint override (from a
     /// spec's `endpoints:`) that wins over `GPUFORM_ALIBABA_ENDPOINT`.
-    pub fn from_env_with_endpoint(
-        endpoint: Option<String>,
-    ) -> Result<AlibabaProvider, ProviderError> {
+    pub fn from_env_with_endpoint(endpoint: Option<String>) -> Result<AlibabaProvider> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let (Some(id), Some(secret)) = (var(ENV_ACCESS_KEY_ID), var(ENV_ACCESS_KEY_SECRET)) else {
             return Err(ProviderError::new(
@@ -164,7 +163,7 @@ impl AlibabaProvider {
         creds: Credentials,
         security_token: Option<String>,
         endpoint: Option<Endpoint>,
-    ) -> Result<AlibabaProvider, ProviderError> {
+    ) -> Result<AlibabaProvider> {
         Ok(AlibabaProvider {
             client: RpcClient::new(creds, security_token, endpoint)?,
             rate: Self::DEFAULT_RATE,
@@ -193,11 +192,11 @@ impl AlibabaProvider {
         self.client.endpoint()
     }
 
-    async fn ecs(&self, region: &str, action: &str, p: &Params) -> Result<Value, ProviderError> {
+    async fn ecs(&self, region: &str, action: &str, p: &Params) -> Result<Value> {
         self.client.call(Product::Ecs, region, action, &p.0).await
     }
 
-    async fn vpc(&self, region: &str, action: &str, p: &Params) -> Result<Value, ProviderError> {
+    async fn vpc(&self, region: &str, action: &str, p: &Params) -> Result<Value> {
         self.client.call(Product::Vpc, region, action, &p.0).await
     }
 }

@@ -7,9 +7,10 @@ use crate::refresh::observed;
 use crate::tags::{client_token, creation_tags, description, naming, resource_name, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
-    ObservedResource, Protocol, ProviderError, ResourceKind, Scope, SubnetSpec,
+    ObservedResource, Protocol, ResourceKind, Scope, SubnetSpec,
 };
 use serde_json::{json, Value};
 
@@ -21,7 +22,7 @@ impl AlibabaProvider {
         req: &Create<T>,
         made: VpcCreate,
         mut p: Params,
-    ) -> Result<ObservedResource, ProviderError> {
+    ) -> Result<ObservedResource> {
         let region = req.region();
         naming(&mut p, made.name_key, &req.ownership)?;
         p.tags(&creation_tags(&req.ownership, made.kind, &req.tags, &[])?);
@@ -53,7 +54,7 @@ impl AlibabaProvider {
         group: &str,
         rules: &[IngressRule],
         fresh: bool,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let current: Vec<Value> = if fresh {
             Vec::new()
         } else {
@@ -96,10 +97,7 @@ impl AlibabaProvider {
 
 #[async_trait]
 impl NetworkApi for AlibabaProvider {
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource> {
         // CreateVpc (VPC 2016-04-28): CidrBlock, VpcName, Description,
         // ClientToken, Tag.N.Key/Value; answers VpcId.
         let p = Params::one("CidrBlock", req.spec.cidr.clone());
@@ -112,10 +110,7 @@ impl NetworkApi for AlibabaProvider {
         self.create_in_vpc(req, made, p).await
     }
 
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource> {
         let s = &req.spec;
         // CreateVSwitch (VPC 2016-04-28): VpcId, ZoneId, CidrBlock,
         // VSwitchName, Description, ClientToken, Tag.N; answers VSwitchId.
@@ -131,10 +126,7 @@ impl NetworkApi for AlibabaProvider {
         self.create_in_vpc(req, made, p).await
     }
 
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource> {
         let region = req.region();
         // CreateSecurityGroup (ECS): VpcId, SecurityGroupName, Description,
         // SecurityGroupType, ClientToken, Tag.N; answers SecurityGroupId.
@@ -167,22 +159,22 @@ impl NetworkApi for AlibabaProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         self.sync_rules(&scope.region, &current.id, want, false)
             .await
     }
 
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
         let p = Params::one("SecurityGroupId", id);
         ok_if_gone(self.ecs(&scope.region, "DeleteSecurityGroup", &p).await)
     }
 
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()> {
         let p = Params::one("VpcId", id);
         ok_if_gone(self.vpc(&scope.region, "DeleteVpc", &p).await)
     }
 
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
         let p = Params::one("VSwitchId", id);
         ok_if_gone(self.vpc(&scope.region, "DeleteVSwitch", &p).await)
     }

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use gpuform_catalog::Currency;
 use gpuform_provider::prices::positive_price;
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{Cloud, ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
 use serde_json::Value;
 
@@ -36,7 +37,7 @@ fn zone(region: &str, instance_type: &str) -> Option<String> {
         })
 }
 
-fn currency(action: &str, text: &str) -> Result<Currency, ProviderError> {
+fn currency(action: &str, text: &str) -> Result<Currency> {
     match text {
         "CNY" | "" => Ok(Currency::CNY),
         "USD" => Ok(Currency::USD),
@@ -53,7 +54,7 @@ async fn describe_price(
     instance_type: &str,
     unit: &str,
     spot: bool,
-) -> Result<(f64, Currency), ProviderError> {
+) -> Result<(f64, Currency)> {
     let mut params = Params::default();
     params.push("ResourceType", "instance");
     params.push("InstanceType", instance_type);
@@ -93,7 +94,7 @@ async fn spot_history(
     region: &str,
     zone: &str,
     instance_type: &str,
-) -> Result<Option<(f64, Currency)>, ProviderError> {
+) -> Result<Option<(f64, Currency)>> {
     let mut offset: Option<u64> = None;
     let mut newest: Option<(String, f64)> = None;
     let mut cur = String::new();
@@ -158,11 +159,7 @@ impl PriceApi for AlibabaProvider {
         RateLimit::new(1.0, 1)
     }
 
-    async fn quote_prices(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
+    async fn quote_prices(&self, region: &str, instance_type: &str) -> Result<Vec<LiveQuote>> {
         let q = |term, (amount, currency): (f64, Currency), api: String| LiveQuote {
             term,
             amount,

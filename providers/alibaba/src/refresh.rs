@@ -12,6 +12,7 @@ use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
 use crate::{AlibabaProvider, Product};
 use async_trait::async_trait;
 use gpuform_provider::driver::unsupported;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, RefreshApi,
     ResourceKind, Scope,
@@ -62,7 +63,7 @@ enum IdFilter {
 
 impl Api {
     /// The API behind a resource kind.
-    pub(crate) fn of(kind: ResourceKind) -> Result<Api, ProviderError> {
+    pub(crate) fn of(kind: ResourceKind) -> Result<Api> {
         Ok(match kind {
             ResourceKind::Network => Api::Vpc,
             ResourceKind::Subnet => Api::VSwitch,
@@ -209,19 +210,14 @@ impl AlibabaProvider {
         region: &str,
         api: Api,
         filter: &Params,
-    ) -> Result<Vec<Value>, ProviderError> {
+    ) -> Result<Vec<Value>> {
         self.client.list_all(region, &api.listing(), filter).await
     }
 
     /// Everything of `api` that carries the project tag: one tag-filtered
     /// Describe listing, or, when that reaches [`TAG_FILTER_CAP`] and may
     /// have been cut, ListTagResources for the ids and Describe by id.
-    async fn owned_of(
-        &self,
-        region: &str,
-        project: &str,
-        api: Api,
-    ) -> Result<Vec<Value>, ProviderError> {
+    async fn owned_of(&self, region: &str, project: &str, api: Api) -> Result<Vec<Value>> {
         let listed = self.describe(region, api, &tag_filter(project)).await?;
         if listed.len() < TAG_FILTER_CAP {
             return Ok(listed);
@@ -233,12 +229,7 @@ impl AlibabaProvider {
     /// Ids of `api` carrying the project tag: ListTagResources (ECS and
     /// VPC: ResourceType, Tag.N, NextToken; rows
     /// `TagResources.TagResource[].ResourceId`), every page.
-    async fn tagged_ids(
-        &self,
-        region: &str,
-        api: Api,
-        project: &str,
-    ) -> Result<Vec<String>, ProviderError> {
+    async fn tagged_ids(&self, region: &str, api: Api, project: &str) -> Result<Vec<String>> {
         let Some(rtype) = api.resource_type() else {
             return Err(ProviderError::new(
                 ErrorKind::Invalid,
@@ -266,12 +257,7 @@ impl AlibabaProvider {
     }
 
     /// Items of `api` with these ids, in the batches each call takes.
-    async fn by_ids(
-        &self,
-        region: &str,
-        api: Api,
-        ids: &[String],
-    ) -> Result<Vec<Value>, ProviderError> {
+    async fn by_ids(&self, region: &str, api: Api, ids: &[String]) -> Result<Vec<Value>> {
         let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
         let batches: Vec<Params> = match api.id_filter() {
             IdFilter::None => vec![Params::default()],
@@ -303,7 +289,7 @@ impl AlibabaProvider {
         &self,
         region: &str,
         group_id: &str,
-    ) -> Result<(Vec<Value>, String), ProviderError> {
+    ) -> Result<(Vec<Value>, String)> {
         let mut p = Params::one("SecurityGroupId", group_id);
         p.push("Direction", "ingress");
         let action = "DescribeSecurityGroupAttribute";
@@ -319,7 +305,7 @@ impl AlibabaProvider {
         &self,
         region: &str,
         groups: Vec<Value>,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         let mut out = Vec::with_capacity(groups.len());
         for g in groups {
             let id = text(&g, "SecurityGroupId");
@@ -333,11 +319,7 @@ impl AlibabaProvider {
     }
 
     /// System disk sizes of a project's instances, for `root_gb`.
-    async fn root_sizes(
-        &self,
-        region: &str,
-        project: &str,
-    ) -> Result<HashMap<String, u64>, ProviderError> {
+    async fn root_sizes(&self, region: &str, project: &str) -> Result<HashMap<String, u64>> {
         let mut p = tag_filter(project);
         p.push("DiskType", "system");
         let mut disks = self.describe(region, Api::Disk, &p).await?;
@@ -354,7 +336,7 @@ impl AlibabaProvider {
         region: &str,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -396,7 +378,7 @@ impl AlibabaProvider {
         region: &str,
         kind: ResourceKind,
         id: &str,
-    ) -> Result<ObservedResource, ProviderError> {
+    ) -> Result<ObservedResource> {
         self.read_kind(region, kind, &[id.to_string()])
             .await?
             .into_iter()
@@ -417,7 +399,7 @@ impl AlibabaProvider {
         id: &str,
         what: &str,
         done: impl Fn(&ObservedResource) -> bool,
-    ) -> Result<ObservedResource, ProviderError> {
+    ) -> Result<ObservedResource> {
         let start = tokio::time::Instant::now();
         let mut delay = self.poll;
         loop {
@@ -450,16 +432,12 @@ impl RefreshApi for AlibabaProvider {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         self.read_kind(&scope.region, kind, ids).await
     }
 
     /// See [`gpuform_provider::CloudDriver::list_owned`].
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
         let region = scope.region.as_str();
         let no_filter = Params::default();
         let (vpcs, vswitches, groups, sets, instances, disks) = tokio::try_join!(
@@ -512,7 +490,7 @@ impl gpuform_provider::InventoryApi for AlibabaProvider {
     /// DescribeInstances listing and one DescribeDisks listing (every disk:
     /// the attached ones give each instance's disk size, those with
     /// `Status` `Available` are the unattached data disks), run at once.
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory> {
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let region = scope.region.as_str();
         let none = Params::default();

@@ -7,6 +7,7 @@ use crate::refresh::{observed, Api};
 use crate::tags::{creation_tags, naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
     StorageApi, VolumeSpec,
@@ -14,11 +15,7 @@ use gpuform_provider::{
 use serde_json::{json, Value};
 
 impl AlibabaProvider {
-    async fn wait_in_use(
-        &self,
-        region: &str,
-        disk: &str,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn wait_in_use(&self, region: &str, disk: &str) -> Result<ObservedResource> {
         self.wait_for(region, ResourceKind::Volume, disk, "in use", |o| {
             o.status == "in_use"
         })
@@ -27,12 +24,7 @@ impl AlibabaProvider {
 
     /// AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false (the
     /// disk outlives its instance: DeleteInstances retains it).
-    async fn attach_disk(
-        &self,
-        region: &str,
-        disk: &str,
-        instance: &str,
-    ) -> Result<(), ProviderError> {
+    async fn attach_disk(&self, region: &str, disk: &str, instance: &str) -> Result<()> {
         let mut p = Params::one("InstanceId", instance);
         p.push("DiskId", disk);
         p.push("DeleteWithInstance", "false");
@@ -42,7 +34,7 @@ impl AlibabaProvider {
 
     /// DetachDisk (ECS) from the instance DescribeDisks names, then waits
     /// for `Available`. A disk that is gone or not attached is fine.
-    async fn detach_disk(&self, region: &str, d: &Value) -> Result<(), ProviderError> {
+    async fn detach_disk(&self, region: &str, d: &Value) -> Result<()> {
         let id = text(d, "DiskId");
         let attached_to = text(d, "InstanceId");
         if attached_to.is_empty() {
@@ -64,7 +56,7 @@ impl AlibabaProvider {
     }
 
     /// The disk as DescribeDisks answers it, if it exists.
-    async fn disk(&self, region: &str, id: &str) -> Result<Option<Value>, ProviderError> {
+    async fn disk(&self, region: &str, id: &str) -> Result<Option<Value>> {
         let p = Params::one("DiskIds", json_array(&[id.to_string()]));
         Ok(self
             .describe(region, Api::Disk, &p)
@@ -76,10 +68,7 @@ impl AlibabaProvider {
 
 #[async_trait]
 impl StorageApi for AlibabaProvider {
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let region = req.region();
         let VolumeSpec {
             size_gb,
@@ -138,7 +127,7 @@ impl StorageApi for AlibabaProvider {
     }
 
     /// Detaches the disk when attached, then DeleteDisk.
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let Some(d) = self.disk(region, id).await? else {
             return Ok(());
@@ -163,7 +152,7 @@ impl StorageApi for AlibabaProvider {
         scope: &Scope,
         current: &ObservedResource,
         to: &Attachment,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let id = current.id.as_str();
         let d = self.disk(region, id).await?.ok_or_else(|| {
@@ -186,7 +175,7 @@ impl StorageApi for AlibabaProvider {
         scope: &Scope,
         current: &ObservedResource,
         size_gb: u32,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let mut p = Params::one("DiskId", current.id.clone());
         p.push("NewSize", size_gb.to_string());
         p.push("Type", "online");

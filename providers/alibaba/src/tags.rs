@@ -10,6 +10,7 @@ use crate::client::{items, Params};
 use crate::refresh::Api;
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi,
     UserTags,
@@ -62,7 +63,7 @@ pub(crate) fn creation_tags(
     kind: ResourceKind,
     user: &UserTags,
     extra: &[(&str, String)],
-) -> Result<Vec<(String, String)>, ProviderError> {
+) -> Result<Vec<(String, String)>> {
     let mut tags: Vec<(String, String)> = own
         .to_tags()
         .into_iter()
@@ -146,7 +147,7 @@ impl TagApi for AlibabaProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &UserTags,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let api = Api::of(current.kind)?;
         let Some(rtype) = api.resource_type() else {
@@ -222,7 +223,7 @@ pub(crate) fn description(own: &OwnershipTags) -> String {
 }
 
 /// ClientToken: at most 64 ASCII characters (every Create* page).
-pub(crate) fn client_token(token: &str) -> Result<String, ProviderError> {
+pub(crate) fn client_token(token: &str) -> Result<String> {
     if token.is_empty() || token.len() > 64 || !token.is_ascii() {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
@@ -236,11 +237,7 @@ pub(crate) fn client_token(token: &str) -> Result<String, ProviderError> {
 
 /// The parameters every create sends: its name under `name_key`, the
 /// description, and the ownership token as `ClientToken`.
-pub(crate) fn naming(
-    p: &mut Params,
-    name_key: &str,
-    own: &OwnershipTags,
-) -> Result<(), ProviderError> {
+pub(crate) fn naming(p: &mut Params, name_key: &str, own: &OwnershipTags) -> Result<()> {
     p.push(name_key, resource_name(own));
     p.push("Description", description(own));
     p.push("ClientToken", client_token(&own.token)?);
@@ -250,7 +247,7 @@ pub(crate) fn naming(
 /// The ownership of a deployment set, in its description (at most 256
 /// characters): `gpuform-owned project=P address=A token=T lineage=L`, each
 /// value percent-encoded so spaces and `=` cannot confuse the parse.
-pub fn placement_description(own: &OwnershipTags) -> Result<String, ProviderError> {
+pub fn placement_description(own: &OwnershipTags) -> Result<String> {
     let d = format!(
         "{PLACEMENT_MARK} project={} address={} token={} lineage={}",
         pct(&own.project),

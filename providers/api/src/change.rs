@@ -3,6 +3,7 @@
 use crate::ingress::IngressRule;
 use crate::request::BucketLifecycle;
 use crate::tags::UserTags;
+use crate::Result;
 use crate::{Attrs, Cloud, ErrorKind, ProviderError, ResourceKind};
 use serde_json::Value;
 
@@ -63,7 +64,7 @@ impl ChangeSet {
         changes: &Attrs,
         cloud: Cloud,
         check_tag: impl Fn(&str, &str) -> Result<(), String>,
-    ) -> Result<ChangeSet, ProviderError> {
+    ) -> Result<ChangeSet> {
         let invalid = |m: String| ProviderError::new(ErrorKind::Invalid, m);
         let mut set = ChangeSet::default();
         let mut bucket = BucketChange::default();
@@ -141,7 +142,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(kind: ResourceKind, v: Value) -> Result<ChangeSet, ProviderError> {
+    fn parse(kind: ResourceKind, v: Value) -> Result<ChangeSet> {
         let attrs: Attrs = serde_json::from_value(v).unwrap();
         ChangeSet::parse(kind, &attrs, Cloud::Aws, |_, _| Ok(()))
     }

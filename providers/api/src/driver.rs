@@ -18,6 +18,7 @@ use crate::request::{
     SubnetSpec, VolumeSpec,
 };
 use crate::tags::UserTags;
+use crate::Result;
 use crate::{
     Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError,
     ResourceKind, Scope,
@@ -38,18 +39,9 @@ pub fn unsupported(cloud: Cloud, kind: ResourceKind) -> ProviderError {
 /// implements.
 #[async_trait]
 pub trait NetworkApi: Send + Sync {
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource>;
+    async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource>;
+    async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource>;
 
     /// Makes a firewall's rules exactly `want`, plus the members' rule when
     /// the observed ingress says it is missing.
@@ -58,11 +50,11 @@ pub trait NetworkApi: Send + Sync {
         scope: &Scope,
         current: &ObservedResource,
         want: &[IngressRule],
-    ) -> Result<(), ProviderError>;
+    ) -> Result<()>;
 
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()>;
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()>;
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()>;
 }
 
 /// Instances and placement groups: what a cloud crate's `compute.rs`
@@ -75,30 +67,21 @@ pub trait ComputeApi: Send + Sync {
         scope: &Scope,
         zone: &str,
         instance_type: &str,
-    ) -> Result<Option<bool>, ProviderError> {
+    ) -> Result<Option<bool>> {
         let _ = (scope, zone, instance_type);
         Ok(None)
     }
 
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource>;
+    async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource>;
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()>;
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()>;
 }
 
 /// Volumes: what a cloud crate's `storage.rs` implements.
 #[async_trait]
 pub trait StorageApi: Send + Sync {
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError>;
+    async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource>;
 
     /// Grows a volume.
     async fn resize_volume(
@@ -106,7 +89,7 @@ pub trait StorageApi: Send + Sync {
         scope: &Scope,
         current: &ObservedResource,
         size_gb: u32,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<()>;
 
     /// Attaches a volume to an instance (detaching it from any other first),
     /// or detaches it; succeeds when there is nothing to do.
@@ -115,9 +98,9 @@ pub trait StorageApi: Send + Sync {
         scope: &Scope,
         current: &ObservedResource,
         to: &Attachment,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<()>;
 
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError>;
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()>;
 }
 
 /// Object-storage buckets: what a cloud crate's `buckets.rs` implements.
@@ -127,10 +110,7 @@ pub trait StorageApi: Send + Sync {
 /// method; the wrapper never calls them otherwise.
 #[async_trait]
 pub trait BucketApi: Send + Sync {
-    async fn create_bucket(
-        &self,
-        req: &Create<BucketSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource> {
         let _ = req;
         Err(not_made(ResourceKind::Bucket))
     }
@@ -138,7 +118,7 @@ pub trait BucketApi: Send + Sync {
     /// Deletes a bucket, refusing one that holds objects unless its
     /// `force_destroy` tag ([`crate::bucket::FORCE_DESTROY_TAG`]) says it
     /// may be emptied first ([`crate::bucket::not_empty`]).
-    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<()> {
         let _ = (scope, id);
         Err(not_made(ResourceKind::Bucket))
     }
@@ -150,24 +130,20 @@ pub trait BucketApi: Send + Sync {
         scope: &Scope,
         current: &ObservedResource,
         change: &BucketChange,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let _ = (scope, current, change);
         Err(not_made(ResourceKind::Bucket))
     }
 
     /// Reads the given buckets (see [`RefreshApi::read`]).
-    async fn read_buckets(
-        &self,
-        scope: &Scope,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {
         let _ = (scope, ids);
         Ok(Vec::new())
     }
 
     /// Every bucket in `scope`'s region, whoever made it, with its
     /// ownership where its tags carry one: what `gpuform audit` lists.
-    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
         let _ = scope;
         Ok(Vec::new())
     }
@@ -178,7 +154,7 @@ pub trait BucketApi: Send + Sync {
         &self,
         scope: &Scope,
         project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         let _ = (scope, project);
         Ok(Vec::new())
     }
@@ -195,14 +171,10 @@ pub trait RefreshApi: Send + Sync {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError>;
+    ) -> Result<Vec<ObservedResource>>;
 
     /// Everything in `scope` tagged with this project.
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError>;
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>>;
 }
 
 /// User tags: what a cloud crate's `tags.rs` implements.
@@ -221,7 +193,7 @@ pub trait TagApi: Send + Sync {
         scope: &Scope,
         current: &ObservedResource,
         want: &UserTags,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<()>;
 }
 
 /// One cloud's API. Implement this and its five parts (each in the module
@@ -277,7 +249,7 @@ async fn read_one<D: CloudDriver + ?Sized>(
     scope: &Scope,
     kind: ResourceKind,
     id: &str,
-) -> Result<ObservedResource, ProviderError> {
+) -> Result<ObservedResource> {
     let ids = [id.to_string()];
     let read = if kind == ResourceKind::Bucket {
         d.read_buckets(scope, &ids).await?
@@ -320,11 +292,11 @@ impl<D: CloudDriver> Provider for D {
         scope: &Scope,
         zone: &str,
         instance_type: &str,
-    ) -> Result<Option<bool>, ProviderError> {
+    ) -> Result<Option<bool>> {
         ComputeApi::offered(self, scope, zone, instance_type).await
     }
 
-    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource> {
         let cloud = CloudDriver::cloud(self);
         if !self.kinds().contains(&req.kind) {
             return Err(unsupported(cloud, req.kind));
@@ -346,7 +318,7 @@ impl<D: CloudDriver> Provider for D {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         if ids.is_empty() || !self.kinds().contains(&kind) {
             return Ok(Vec::new());
         }
@@ -356,11 +328,7 @@ impl<D: CloudDriver> Provider for D {
         RefreshApi::read(self, scope, kind, ids).await
     }
 
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
         let mut owned = RefreshApi::list_owned(self, scope, project).await?;
         if self.kinds().contains(&ResourceKind::Bucket) {
             owned.extend(self.list_owned_buckets(scope, project).await?);
@@ -374,7 +342,7 @@ impl<D: CloudDriver> Provider for D {
         kind: ResourceKind,
         id: &str,
         changes: &Attrs,
-    ) -> Result<ObservedResource, ProviderError> {
+    ) -> Result<ObservedResource> {
         let cloud = CloudDriver::cloud(self);
         if !self.kinds().contains(&kind) {
             return Err(unsupported(cloud, kind));
@@ -399,12 +367,7 @@ impl<D: CloudDriver> Provider for D {
         read_one(self, scope, kind, id).await
     }
 
-    async fn delete(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
-    ) -> Result<(), ProviderError> {
+    async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<()> {
         if !self.kinds().contains(&kind) {
             return Err(unsupported(CloudDriver::cloud(self), kind));
         }

@@ -86,3 +86,6 @@ impl ProviderError {
         self
     }
 }
+
+/// What a provider call answers: [`ProviderError`] unless said otherwise.
+pub type Result<T, E = ProviderError> = std::result::Result<T, E>;

@@ -5,6 +5,7 @@
 //! to_port, cidr}` objects. Observed, it may also hold the
 //! [`crate::resource::MEMBER_RULE_MISSING`] marker (see [`ObservedIngress`]).
 
+use crate::Result;
 use crate::{ErrorKind, ProviderError};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -69,7 +70,7 @@ pub struct IngressRule {
 
 impl IngressRule {
     /// Reads one rule. `protocol` defaults to tcp, `to_port` to `from_port`.
-    pub fn parse(v: &Value) -> Result<IngressRule, ProviderError> {
+    pub fn parse(v: &Value) -> Result<IngressRule> {
         let bad = |what: String| {
             ProviderError::new(
                 ErrorKind::Invalid,
@@ -85,7 +86,7 @@ impl IngressRule {
                 .ok_or_else(|| bad(format!("protocol `{s}` is not one of tcp, udp, icmp, all")))?,
             Some(other) => return Err(bad(format!("protocol {other} is not text"))),
         };
-        let port = |k: &str| -> Result<Option<u16>, ProviderError> {
+        let port = |k: &str| -> Result<Option<u16>> {
             match obj.get(k) {
                 None | Some(Value::Null) => Ok(None),
                 Some(p) => p
@@ -118,7 +119,7 @@ impl IngressRule {
     }
 
     /// Reads the neutral `ingress` attribute (absent or null = no rules).
-    pub fn parse_list(v: Option<&Value>) -> Result<Vec<IngressRule>, ProviderError> {
+    pub fn parse_list(v: Option<&Value>) -> Result<Vec<IngressRule>> {
         match v {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(rules)) => rules.iter().map(IngressRule::parse).collect(),
@@ -162,7 +163,7 @@ impl ObservedIngress {
     /// Reads an observed `ingress` attribute back (as written by
     /// [`ObservedIngress::to_value`]). Absent means "not reported": the
     /// members' rule is then taken to be there.
-    pub fn from_value(v: Option<&Value>) -> Result<ObservedIngress, ProviderError> {
+    pub fn from_value(v: Option<&Value>) -> Result<ObservedIngress> {
         let marker = crate::resource::member_rule_missing();
         let list = match v {
             None | Some(Value::Null) => {

@@ -7,6 +7,7 @@
 //! data volumes), never one call per instance, and a cloud that cannot
 //! answers [`unsupported_inventory`] through the default method.
 
+use crate::Result;
 use crate::{Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -181,7 +182,7 @@ pub trait InventoryApi: Send + Sync {
 
     /// Every live instance and every unattached data volume in `scope`:
     /// one paginated listing per kind, whatever the number of instances.
-    async fn inventory(&self, scope: &Scope) -> Result<Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
         let _ = scope;
         Err(unsupported_inventory(self.inventory_cloud()))
     }

@@ -6,6 +6,7 @@
 //! `prices.rs`.
 
 use crate::provider::RateLimit;
+use crate::Result;
 use crate::{ErrorKind, ProviderError};
 use async_trait::async_trait;
 pub use gpuform_catalog::{LiveQuote, QuoteTerm};
@@ -22,15 +23,11 @@ pub trait PriceApi: Send + Sync {
     /// The prices the cloud quotes now for one instance type in one region:
     /// on-demand, spot, and the subscriptions or reservations it sells.
     /// A type the cloud does not sell there is an `invalid` error naming it.
-    async fn quote_prices(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError>;
+    async fn quote_prices(&self, region: &str, instance_type: &str) -> Result<Vec<LiveQuote>>;
 }
 
 /// A positive, finite price read from an API answer, or an error naming the field.
-pub fn positive_price(action: &str, field: &str, v: Option<f64>) -> Result<f64, ProviderError> {
+pub fn positive_price(action: &str, field: &str, v: Option<f64>) -> Result<f64> {
     match v {
         Some(p) if p.is_finite() && p > 0.0 => Ok(p),
         Some(p) => Err(ProviderError::new(

@@ -1,6 +1,7 @@
 //! The provider trait: the small set of questions every cloud answers.
 
-use crate::{Attrs, Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind};
+use crate::Result;
+use crate::{Attrs, Cloud, ObservedResource, OwnershipTags, ResourceKind};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -80,7 +81,7 @@ pub trait Provider: Send + Sync {
     /// The call budget the engine keeps to for this provider.
     fn rate_limit(&self) -> RateLimit;
 
-    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError>;
+    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource>;
 
     /// Reads the given resources of one kind; absent ones are left out.
     async fn read(
@@ -88,14 +89,10 @@ pub trait Provider: Send + Sync {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError>;
+    ) -> Result<Vec<ObservedResource>>;
 
     /// Everything in `scope` tagged with this project.
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError>;
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>>;
 
     /// Changes updatable attributes in place (see
     /// [`ResourceKind::updatable_attrs`]). `changes` holds only the new values.
@@ -105,14 +102,9 @@ pub trait Provider: Send + Sync {
         kind: ResourceKind,
         id: &str,
         changes: &Attrs,
-    ) -> Result<ObservedResource, ProviderError>;
+    ) -> Result<ObservedResource>;
 
-    async fn delete(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
-    ) -> Result<(), ProviderError>;
+    async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<()>;
 
     /// How long after a create call its resource may still be missing from
     /// `list_owned` (eventually consistent reads, a request still being
@@ -128,7 +120,7 @@ pub trait Provider: Send + Sync {
         scope: &Scope,
         zone: &str,
         instance_type: &str,
-    ) -> Result<Option<bool>, ProviderError> {
+    ) -> Result<Option<bool>> {
         let _ = (scope, zone, instance_type);
         Ok(None)
     }

@@ -9,6 +9,7 @@
 
 use crate::ingress::IngressRule;
 use crate::tags::UserTags;
+use crate::Result;
 use crate::{Attrs, CreateRequest, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope};
 use serde_json::Value;
 
@@ -180,7 +181,7 @@ impl BucketLifecycle {
     }
 
     /// Reads the neutral `lifecycle` attribute (absent or null: no rules).
-    pub fn parse(v: Option<&Value>) -> Result<BucketLifecycle, ProviderError> {
+    pub fn parse(v: Option<&Value>) -> Result<BucketLifecycle> {
         let bad =
             |m: String| ProviderError::new(ErrorKind::Invalid, format!("bucket `lifecycle`: {m}"));
         let Some(v) = v.filter(|v| !v.is_null()) else {
@@ -240,7 +241,7 @@ pub enum Desired {
 impl Desired {
     /// Reads `req` into its kind's typed value. `tags` is the request's
     /// `tags` attribute, already checked by the cloud's rules.
-    pub fn parse(req: &CreateRequest, tags: UserTags) -> Result<Desired, ProviderError> {
+    pub fn parse(req: &CreateRequest, tags: UserTags) -> Result<Desired> {
         let r = Reader { req };
         fn create<T>(req: &CreateRequest, tags: &UserTags, spec: T) -> Create<T> {
             Create {
@@ -384,7 +385,7 @@ impl Reader<'_> {
         )
     }
 
-    fn str(&self, key: &str) -> Result<Option<String>, ProviderError> {
+    fn str(&self, key: &str) -> Result<Option<String>> {
         match self.attrs().get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -392,14 +393,14 @@ impl Reader<'_> {
         }
     }
 
-    fn required_str(&self, key: &str) -> Result<String, ProviderError> {
+    fn required_str(&self, key: &str) -> Result<String> {
         match self.str(key)? {
             Some(s) if !s.is_empty() => Ok(s),
             _ => Err(self.missing(key)),
         }
     }
 
-    fn bool(&self, key: &str) -> Result<Option<bool>, ProviderError> {
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
         match self.attrs().get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -407,7 +408,7 @@ impl Reader<'_> {
         }
     }
 
-    fn u32(&self, key: &str) -> Result<Option<u32>, ProviderError> {
+    fn u32(&self, key: &str) -> Result<Option<u32>> {
         match self.attrs().get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
@@ -418,7 +419,7 @@ impl Reader<'_> {
         }
     }
 
-    fn pricing(&self) -> Result<Pricing, ProviderError> {
+    fn pricing(&self) -> Result<Pricing> {
         match self.str("pricing")? {
             None => Ok(Pricing::OnDemand),
             Some(p) => Pricing::parse(&p).ok_or_else(|| {
@@ -431,7 +432,7 @@ impl Reader<'_> {
     }
 
     /// A positive, finite price, and only on a spot instance.
-    fn spot_max_price(&self) -> Result<Option<f64>, ProviderError> {
+    fn spot_max_price(&self) -> Result<Option<f64>> {
         const KEY: &str = "spot_max_price";
         let price = match self.attrs().get(KEY) {
             None | Some(Value::Null) => return Ok(None),
@@ -456,7 +457,7 @@ impl Reader<'_> {
         self.req.refs.get(role).cloned()
     }
 
-    fn required_ref(&self, role: &str) -> Result<String, ProviderError> {
+    fn required_ref(&self, role: &str) -> Result<String> {
         self.optional_ref(role).ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Invalid,
@@ -492,7 +493,7 @@ mod tests {
         }
     }
 
-    fn parse(r: &CreateRequest) -> Result<Desired, ProviderError> {
+    fn parse(r: &CreateRequest) -> Result<Desired> {
         Desired::parse(r, UserTags::default())
     }
 

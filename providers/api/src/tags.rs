@@ -7,6 +7,7 @@
 //! with one message, and then asks the cloud's own rules
 //! ([`crate::CloudDriver::check_tag`]) about lengths and alphabets.
 
+use crate::Result;
 use crate::{Cloud, ErrorKind, ProviderError};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -56,7 +57,7 @@ impl UserTags {
         value: Option<&Value>,
         cloud: Cloud,
         check: impl Fn(&str, &str) -> Result<(), String>,
-    ) -> Result<UserTags, ProviderError> {
+    ) -> Result<UserTags> {
         let obj = match value {
             None | Some(Value::Null) => return Ok(UserTags::default()),
             Some(Value::Object(o)) => o,
@@ -173,7 +174,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(v: Value, cloud: Cloud) -> Result<UserTags, ProviderError> {
+    fn parse(v: Value, cloud: Cloud) -> Result<UserTags> {
         UserTags::parse(Some(&v), cloud, |_, _| Ok(()))
     }
 

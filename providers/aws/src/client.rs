@@ -10,6 +10,7 @@ use aws_config::BehaviorVersion;
 use aws_sdk_ec2::config::Region;
 use aws_sdk_ec2::types::{Filter, Instance, PlacementGroup, SecurityGroup, Subnet, Volume, Vpc};
 use aws_sdk_ec2::Client;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError, Scope};
 use std::time::Duration;
 
@@ -22,9 +23,7 @@ const VOLUME_PAGE: i32 = 500;
 /// The SDK configuration from aws-config's standard chain, with
 /// `endpoint_override` (checked to be an http(s) URL) winning over
 /// `AWS_ENDPOINT_URL`. Sends nothing.
-pub(crate) async fn sdk_config(
-    endpoint_override: Option<&str>,
-) -> Result<aws_config::SdkConfig, ProviderError> {
+pub(crate) async fn sdk_config(endpoint_override: Option<&str>) -> Result<aws_config::SdkConfig> {
     if let Some(url) = endpoint_override {
         if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
             return Err(ProviderError::new(
@@ -73,7 +72,7 @@ impl AwsProvider {
 
     /// The client for a resource's scope; a scope without a region is a
     /// spec problem, refused before any call.
-    pub(crate) fn client(&self, scope: &Scope) -> Result<Client, ProviderError> {
+    pub(crate) fn client(&self, scope: &Scope) -> Result<Client> {
         if scope.region.trim().is_empty() {
             return Err(ProviderError::new(
                 ErrorKind::Invalid,
@@ -150,27 +149,21 @@ macro_rules! every_item {
     };
 }
 
-pub(crate) async fn describe_vpcs(c: &Client, f: Vec<Filter>) -> Result<Vec<Vpc>, ProviderError> {
+pub(crate) async fn describe_vpcs(c: &Client, f: Vec<Filter>) -> Result<Vec<Vpc>> {
     every_item!(
         c.describe_vpcs().set_filters(Some(f)).max_results(PAGE),
         "DescribeVpcs"
     )
 }
 
-pub(crate) async fn describe_subnets(
-    c: &Client,
-    f: Vec<Filter>,
-) -> Result<Vec<Subnet>, ProviderError> {
+pub(crate) async fn describe_subnets(c: &Client, f: Vec<Filter>) -> Result<Vec<Subnet>> {
     every_item!(
         c.describe_subnets().set_filters(Some(f)).max_results(PAGE),
         "DescribeSubnets"
     )
 }
 
-pub(crate) async fn describe_groups(
-    c: &Client,
-    f: Vec<Filter>,
-) -> Result<Vec<SecurityGroup>, ProviderError> {
+pub(crate) async fn describe_groups(c: &Client, f: Vec<Filter>) -> Result<Vec<SecurityGroup>> {
     every_item!(
         c.describe_security_groups()
             .set_filters(Some(f))
@@ -179,10 +172,7 @@ pub(crate) async fn describe_groups(
     )
 }
 
-pub(crate) async fn describe_instances(
-    c: &Client,
-    f: Vec<Filter>,
-) -> Result<Vec<Instance>, ProviderError> {
+pub(crate) async fn describe_instances(c: &Client, f: Vec<Filter>) -> Result<Vec<Instance>> {
     let reservations: Vec<_> = every_item!(
         c.describe_instances()
             .set_filters(Some(f))
@@ -195,10 +185,7 @@ pub(crate) async fn describe_instances(
         .collect())
 }
 
-pub(crate) async fn describe_volumes(
-    c: &Client,
-    f: Vec<Filter>,
-) -> Result<Vec<Volume>, ProviderError> {
+pub(crate) async fn describe_volumes(c: &Client, f: Vec<Filter>) -> Result<Vec<Volume>> {
     every_item!(
         c.describe_volumes()
             .set_filters(Some(f))
@@ -211,7 +198,7 @@ pub(crate) async fn describe_volumes(
 pub(crate) async fn describe_placement_groups(
     c: &Client,
     f: Vec<Filter>,
-) -> Result<Vec<PlacementGroup>, ProviderError> {
+) -> Result<Vec<PlacementGroup>> {
     let out = c
         .describe_placement_groups()
         .set_filters(Some(f))

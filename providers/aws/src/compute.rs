@@ -24,6 +24,7 @@ use aws_sdk_ec2::types::{
 };
 use aws_sdk_ec2::Client;
 use base64::Engine as _;
+use gpuform_provider::Result;
 use gpuform_provider::{
     ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, OwnershipTags, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, Scope,
@@ -42,11 +43,7 @@ pub struct TypeInfo {
 impl AwsProvider {
     /// EFA capacity and architecture of an instance type (DescribeInstanceTypes,
     /// cached per region and type).
-    pub async fn type_info(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<TypeInfo, ProviderError> {
+    pub async fn type_info(&self, region: &str, instance_type: &str) -> Result<TypeInfo> {
         let key = (region.to_string(), instance_type.to_string());
         if let Some(t) = self
             .types
@@ -120,7 +117,7 @@ impl ComputeApi for AwsProvider {
         scope: &Scope,
         zone: &str,
         instance_type: &str,
-    ) -> Result<Option<bool>, ProviderError> {
+    ) -> Result<Option<bool>> {
         let out = self
             .client(scope)?
             .describe_instance_type_offerings()
@@ -140,10 +137,7 @@ impl ComputeApi for AwsProvider {
         })))
     }
 
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         let region = req.region();
         // Every field, so that a new one is a compile error here.
@@ -220,10 +214,7 @@ impl ComputeApi for AwsProvider {
     /// A placement group named after the ownership token: placement groups have
     /// no ClientToken, so a retry of the same create finds its group
     /// (InvalidPlacementGroup.Duplicate) and adopts it.
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         // A cluster group is where EC2 packs EFA nodes: an RDMA group needs nothing more.
         let PlacementSpec { strategy, rdma: _ } = &req.spec;
@@ -258,13 +249,13 @@ impl ComputeApi for AwsProvider {
         Ok(observe_placement(g, req.region()))
     }
 
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()> {
         let c = self.client(scope)?;
         let sent = c.terminate_instances().instance_ids(id).send().await;
         done("TerminateInstances", Op::Other, sent)
     }
 
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()> {
         let c = self.client(scope)?;
         let sent = c.delete_placement_group().group_name(id).send().await;
         done("DeletePlacementGroup", Op::Other, sent)
@@ -287,11 +278,7 @@ fn launch_wait() -> Duration {
 
 /// Polls a new instance until it leaves `pending` or `wait` has passed; a
 /// launch that ended is an error ([`launch_failure`]).
-async fn wait_launched(
-    c: &Client,
-    mut inst: Instance,
-    wait: Duration,
-) -> Result<Instance, ProviderError> {
+async fn wait_launched(c: &Client, mut inst: Instance, wait: Duration) -> Result<Instance> {
     let id = inst.instance_id().unwrap_or_default().to_string();
     let start = std::time::Instant::now();
     let mut delay = Duration::from_millis(200);
@@ -371,7 +358,7 @@ pub fn launch_failure(i: &Instance) -> Option<ProviderError> {
 
 /// An instance that exists (not terminated or shutting down), for what
 /// refers to it; its absence is the caller's input problem.
-pub(crate) async fn existing_instance(c: &Client, id: &str) -> Result<Instance, ProviderError> {
+pub(crate) async fn existing_instance(c: &Client, id: &str) -> Result<Instance> {
     describe_instances(c, by_id("instance-id", id))
         .await?
         .into_iter()

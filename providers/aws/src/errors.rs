@@ -10,6 +10,7 @@ use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::operation::RequestId;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// What kind of call failed: a `*.NotFound` code means "the resource is gone"
@@ -247,7 +248,7 @@ pub(crate) fn done<T, E>(
     action: &str,
     op: Op,
     sent: Result<T, SdkError<E, HttpResponse>>,
-) -> Result<(), ProviderError>
+) -> Result<()>
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {

@@ -5,6 +5,7 @@
 use crate::client::filter;
 use crate::errors::{map_sdk, Op};
 use crate::AwsProvider;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// Canonical's AWS account, which publishes the official Ubuntu AMIs.
@@ -118,7 +119,7 @@ impl AwsProvider {
         region: &str,
         image: &str,
         architecture: &str,
-    ) -> Result<(String, Option<String>), ProviderError> {
+    ) -> Result<(String, Option<String>)> {
         let key = (
             region.to_string(),
             image.to_string(),
@@ -146,11 +147,7 @@ impl AwsProvider {
     }
 
     /// An explicit AMI id, checked to exist here.
-    async fn describe_ami(
-        &self,
-        region: &str,
-        image: &str,
-    ) -> Result<ResolvedImage, ProviderError> {
+    async fn describe_ami(&self, region: &str, image: &str) -> Result<ResolvedImage> {
         let out = self
             .ec2_client(region)
             .describe_images()
@@ -179,7 +176,7 @@ impl AwsProvider {
         region: &str,
         image: &str,
         architecture: &str,
-    ) -> Result<ResolvedImage, ProviderError> {
+    ) -> Result<ResolvedImage> {
         let q = query_for(image, architecture).ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Invalid,

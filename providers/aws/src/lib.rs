@@ -51,7 +51,8 @@ pub use tags::{IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG, ROOT_VOLUME_KIND};
 
 use aws_sdk_ec2::Client;
 use gpuform_provider::provider::RateLimit;
-use gpuform_provider::{Cloud, CloudDriver, ProviderError, ResourceKind};
+use gpuform_provider::Result;
+use gpuform_provider::{Cloud, CloudDriver, ResourceKind};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
@@ -107,7 +108,7 @@ impl AwsProvider {
     /// (environment, shared config and credentials files, SSO, web identity,
     /// ECS/IMDS). `AWS_ENDPOINT_URL` is honoured; `endpoint_override` wins
     /// over it. Nothing is sent until the first call, so this works offline.
-    pub async fn from_env(endpoint_override: Option<String>) -> Result<AwsProvider, ProviderError> {
+    pub async fn from_env(endpoint_override: Option<String>) -> Result<AwsProvider> {
         let base = client::sdk_config(endpoint_override.as_deref()).await?;
         let endpoint = endpoint_override.or_else(|| base.endpoint_url().map(str::to_string));
         Ok(AwsProvider {

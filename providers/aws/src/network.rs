@@ -11,6 +11,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::{IpPermission, IpRange, Ipv6Range, ResourceType, UserIdGroupPair};
 use aws_sdk_ec2::Client;
 use gpuform_provider::resource::member_rule_missing;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
     ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
@@ -20,10 +21,7 @@ use std::collections::BTreeSet;
 
 #[async_trait]
 impl NetworkApi for AwsProvider {
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         let NetworkSpec { cidr } = &req.spec;
         let tags = creation_tags(&req.ownership, "network", &[], &req.tags);
@@ -38,10 +36,7 @@ impl NetworkApi for AwsProvider {
         Ok(observe_vpc(vpc, req.region()))
     }
 
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         let SubnetSpec {
             network,
@@ -65,10 +60,7 @@ impl NetworkApi for AwsProvider {
     /// A security group named after the ownership token (security groups have
     /// no ClientToken), then its rules: all traffic between members plus the
     /// ingress rules.
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         let FirewallSpec {
             network: vpc,
@@ -134,7 +126,7 @@ impl NetworkApi for AwsProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let c = self.client(scope)?;
         let id = current.id.as_str();
         let (have, foreign) = read_observed(current.attrs.get("ingress"));
@@ -160,30 +152,26 @@ impl NetworkApi for AwsProvider {
         Ok(())
     }
 
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()> {
         let c = self.client(scope)?;
         let sent = c.delete_vpc().vpc_id(id).send().await;
         done("DeleteVpc", Op::Other, sent)
     }
 
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
         let c = self.client(scope)?;
         let sent = c.delete_subnet().subnet_id(id).send().await;
         done("DeleteSubnet", Op::Other, sent)
     }
 
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
         let c = self.client(scope)?;
         let sent = c.delete_security_group().group_id(id).send().await;
         done("DeleteSecurityGroup", Op::Other, sent)
     }
 }
 
-async fn authorize(
-    c: &Client,
-    group_id: &str,
-    perms: Vec<IpPermission>,
-) -> Result<(), ProviderError> {
+async fn authorize(c: &Client, group_id: &str, perms: Vec<IpPermission>) -> Result<()> {
     let all = c
         .authorize_security_group_ingress()
         .group_id(group_id)

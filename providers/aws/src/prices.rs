@@ -25,6 +25,7 @@ use aws_sigv4::sign::v4;
 use gpuform_catalog::Currency;
 use gpuform_provider::prices::positive_price;
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime};
@@ -39,11 +40,7 @@ const SPOT: &str = "DescribeSpotPriceHistory";
 const MAX_PAGES: usize = 20;
 
 /// The newest spot price of each zone, the cheapest of them, and its zone.
-async fn spot(
-    p: &AwsProvider,
-    region: &str,
-    instance_type: &str,
-) -> Result<Option<(f64, String)>, ProviderError> {
+async fn spot(p: &AwsProvider, region: &str, instance_type: &str) -> Result<Option<(f64, String)>> {
     use aws_sdk_ec2::types::InstanceType;
     let client = p.ec2_client(region);
     let mut newest: std::collections::BTreeMap<String, (i64, f64)> = Default::default();
@@ -92,10 +89,7 @@ fn term_match(field: &str, value: &str) -> Value {
 }
 
 /// The credentials of aws-config's standard chain, or an `auth` error.
-async fn credentials(
-    p: &AwsProvider,
-    what: &str,
-) -> Result<aws_credential_types::Credentials, ProviderError> {
+async fn credentials(p: &AwsProvider, what: &str) -> Result<aws_credential_types::Credentials> {
     match p.base.credentials_provider() {
         Some(cp) => cp.provide_credentials().await.map_err(|e| {
             ProviderError::new(ErrorKind::Auth, format!("{what}: no AWS credentials ({e})"))
@@ -110,13 +104,13 @@ async fn credentials(
 impl AwsProvider {
     /// Whether aws-config's chain finds credentials (a refresh of every
     /// cloud skips AWS when it does not); sends nothing to AWS itself.
-    pub async fn check_credentials(&self) -> Result<(), ProviderError> {
+    pub async fn check_credentials(&self) -> Result<()> {
         credentials(self, "AWS").await.map(|_| ())
     }
 }
 
 /// One signed GetProducts call.
-async fn get_products_page(p: &AwsProvider, body: &Value) -> Result<Value, ProviderError> {
+async fn get_products_page(p: &AwsProvider, body: &Value) -> Result<Value> {
     let endpoint = std::env::var(ENV_PRICING_ENDPOINT)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -233,11 +227,7 @@ async fn get_products_page(p: &AwsProvider, body: &Value) -> Result<Value, Provi
 }
 
 /// Every `PriceList` document of the type in the region, parsed.
-async fn products(
-    p: &AwsProvider,
-    region: &str,
-    instance_type: &str,
-) -> Result<Vec<Value>, ProviderError> {
+async fn products(p: &AwsProvider, region: &str, instance_type: &str) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;
     for _ in 0..MAX_PAGES {
@@ -324,11 +314,7 @@ impl PriceApi for AwsProvider {
         RateLimit::new(2.0, 2)
     }
 
-    async fn quote_prices(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
+    async fn quote_prices(&self, region: &str, instance_type: &str) -> Result<Vec<LiveQuote>> {
         let docs = products(self, region, instance_type).await?;
         let what = format!("{GET_PRODUCTS} (AmazonEC2, {instance_type}, {region})");
         if docs.is_empty() {

@@ -20,8 +20,9 @@ use aws_sdk_ec2::types::{
 };
 use aws_sdk_ec2::Client;
 use gpuform_provider::driver::unsupported;
+use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Cloud, ObservedResource, OwnershipTags, ProviderError, RefreshApi, ResourceKind, Scope,
+    Attrs, Cloud, ObservedResource, OwnershipTags, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -36,7 +37,7 @@ impl RefreshApi for AwsProvider {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         let c = self.client(scope)?;
         let region = scope.region.as_str();
         let ids: Vec<String> = ids
@@ -86,11 +87,7 @@ impl RefreshApi for AwsProvider {
 
     /// Everything of `project` in the region: six Describe calls at once,
     /// filtered by `tag:gpuform:project` (placement groups only when enabled).
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
         let c = self.client(scope)?;
         let region = scope.region.as_str();
         let owned = || {
@@ -149,7 +146,7 @@ async fn observe_instances(
     region: &str,
     instances: Vec<Instance>,
     known_sizes: &HashMap<String, i32>,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     let live: Vec<Instance> = instances.into_iter().filter(|i| !is_gone(i)).collect();
     let mut sizes = known_sizes.clone();
     let missing: Vec<String> = live
@@ -401,7 +398,7 @@ impl gpuform_provider::InventoryApi for AwsProvider {
     async fn inventory(
         &self,
         scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    ) -> Result<gpuform_provider::Inventory> {
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let c = self.client(scope)?;
         let region = scope.region.as_str();

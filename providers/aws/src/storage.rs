@@ -10,6 +10,7 @@ use crate::AwsProvider;
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Volume, VolumeState, VolumeType};
 use aws_sdk_ec2::Client;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi, VolumeSpec,
 };
@@ -20,10 +21,7 @@ const DEFAULT_VOLUME_TYPE: &str = "gp3";
 
 #[async_trait]
 impl StorageApi for AwsProvider {
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         // Every field, so that a new one is a compile error here.
         let VolumeSpec {
@@ -93,7 +91,7 @@ impl StorageApi for AwsProvider {
         scope: &Scope,
         current: &ObservedResource,
         to: &Attachment,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let c = self.client(scope)?;
         let id = current.id.as_str();
         // Described again: detaching needs each attachment's instance and device.
@@ -118,7 +116,7 @@ impl StorageApi for AwsProvider {
         scope: &Scope,
         current: &ObservedResource,
         size_gb: u32,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let size = i32::try_from(size_gb).map_err(|_| {
             ProviderError::new(
                 ErrorKind::Invalid,
@@ -136,7 +134,7 @@ impl StorageApi for AwsProvider {
     }
 
     /// Detaches the volume when it is attached, then deletes it.
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()> {
         let c = &self.client(scope)?;
         let vols = describe_volumes(c, by_id("volume-id", id)).await?;
         let Some(v) = vols.first() else { return Ok(()) };
@@ -168,7 +166,7 @@ fn live_attachments(v: &Volume) -> impl Iterator<Item = &aws_sdk_ec2::types::Vol
 }
 
 /// AttachVolume at the instance's first free device name.
-async fn attach(c: &Client, volume_id: &str, instance_id: &str) -> Result<(), ProviderError> {
+async fn attach(c: &Client, volume_id: &str, instance_id: &str) -> Result<()> {
     let inst = existing_instance(c, instance_id).await?;
     let used: Vec<String> = inst
         .block_device_mappings()
@@ -193,7 +191,7 @@ async fn attach(c: &Client, volume_id: &str, instance_id: &str) -> Result<(), Pr
 
 /// DetachVolume from every instance it is attached to, then waits a little
 /// for it to be `available` (the engine retries DependencyViolation after).
-async fn detach_volume(c: &Client, v: &Volume) -> Result<(), ProviderError> {
+async fn detach_volume(c: &Client, v: &Volume) -> Result<()> {
     let id = v.volume_id().unwrap_or_default();
     let attached: Vec<(Option<String>, Option<String>)> = live_attachments(v)
         .map(|a| {

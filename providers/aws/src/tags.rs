@@ -7,8 +7,9 @@ use crate::AwsProvider;
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
+use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, UserTags,
+    Cloud, ObservedResource, OwnershipTags, ResourceKind, Scope, TagApi, UserTags,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -134,7 +135,7 @@ impl TagApi for AwsProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &UserTags,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let c = self.client(scope)?;
         // Placement groups are tagged by id, not by name.
         let target = match current.kind {

@@ -2,6 +2,7 @@
 //! polling of asynchronous jobs and ready states.
 
 use crate::errors;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{huawei, Credentials, Request};
 use serde_json::Value;
@@ -111,7 +112,7 @@ impl<'a> Call<'a> {
 }
 
 impl Client {
-    pub fn new(creds: Credentials, endpoint: Option<String>) -> Result<Client, ProviderError> {
+    pub fn new(creds: Credentials, endpoint: Option<String>) -> Result<Client> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
@@ -133,7 +134,7 @@ impl Client {
     }
 
     /// Sends one signed request; a 2xx answer's JSON body (or `null`).
-    pub async fn send(&self, call: Call<'_>) -> Result<Value, ProviderError> {
+    pub async fn send(&self, call: Call<'_>) -> Result<Value> {
         let base = self.base(call.service, call.region);
         let parsed = reqwest::Url::parse(&base).map_err(|e| {
             ProviderError::new(
@@ -211,7 +212,7 @@ impl Client {
         what: &str,
         mut call: impl FnMut(&Cursor) -> Call<'a>,
         more: impl Fn(&Value, &Cursor) -> bool,
-    ) -> Result<Vec<Value>, ProviderError> {
+    ) -> Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut cursor = Cursor::default();
         loop {
@@ -229,28 +230,18 @@ impl Client {
     }
 
     /// `GET path`: the answer.
-    pub async fn get(
-        &self,
-        svc: Service,
-        region: &str,
-        path: String,
-    ) -> Result<Value, ProviderError> {
+    pub async fn get(&self, svc: Service, region: &str, path: String) -> Result<Value> {
         self.send(Call::new(svc, region, "GET", path)).await
     }
 
     /// `DELETE path`: the answer (a job for some services).
-    pub async fn delete(
-        &self,
-        svc: Service,
-        region: &str,
-        path: String,
-    ) -> Result<Value, ProviderError> {
+    pub async fn delete(&self, svc: Service, region: &str, path: String) -> Result<Value> {
         self.send(Call::new(svc, region, "DELETE", path)).await
     }
 
     /// Sends an asynchronous call (one that answers `job_id`) and waits for
     /// its job on the same service; the finished job.
-    pub async fn run_job(&self, call: Call<'_>, project_id: &str) -> Result<Value, ProviderError> {
+    pub async fn run_job(&self, call: Call<'_>, project_id: &str) -> Result<Value> {
         let (service, region) = (call.service, call.region);
         let v = self.send(call).await?;
         self.wait_job(service, region, project_id, &s(&v, "job_id"))
@@ -267,7 +258,7 @@ impl Client {
         region: &str,
         project_id: &str,
         job_id: &str,
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<Value> {
         let mut backoff = Backoff::new(self.polling);
         loop {
             let job = self
@@ -308,7 +299,7 @@ impl Client {
         key: &str,
         ready: &[&str],
         failed: &[&str],
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<Value> {
         let mut backoff = Backoff::new(self.polling);
         loop {
             let v = self.get(svc, region, path.clone()).await?;
@@ -436,7 +427,7 @@ fn strip_url(e: &reqwest::Error) -> String {
 /// The documented list in an answer: a 2xx without it is an error (a
 /// throttled or truncated answer), never an empty result, so that a refresh
 /// cannot conclude that nothing exists.
-pub fn list_field(v: &Value, key: &str, what: &str) -> Result<Vec<Value>, ProviderError> {
+pub fn list_field(v: &Value, key: &str, what: &str) -> Result<Vec<Value>> {
     v.get(key)
         .and_then(Value::as_array)
         .cloned()

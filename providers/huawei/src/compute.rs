@@ -7,6 +7,7 @@ use crate::refresh::{read, read_one};
 use crate::{images, tags, HuaweiProvider};
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::Result;
 use gpuform_provider::{
     ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 const MAX_SERVER_TAGS: usize = 10;
 
 /// "Querying ECS Groups", GET /v1/{project_id}/cloudservers/os-server-groups.
-pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value>, ProviderError> {
+pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value>> {
     let pid = p.project(region)?;
     let path = format!("/v1/{pid}/cloudservers/os-server-groups");
     let v = p.client.get(Service::Ecs, region, path).await?;
@@ -32,10 +33,7 @@ impl ComputeApi for HuaweiProvider {
     /// hosts. There is no "pack together" policy, which is what a multi-node
     /// NVLink/RDMA cluster (`strategy: cluster`) asks for, so that is refused
     /// rather than silently given the opposite; `spread` is honoured.
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {
         let PlacementSpec { strategy, rdma: _ } = &req.spec;
         let region = req.region();
         if *strategy != PlacementStrategy::Spread {
@@ -71,10 +69,7 @@ impl ComputeApi for HuaweiProvider {
     /// "Creating ECSs", POST /v1.1/{project_id}/cloudservers
     /// (support.huaweicloud.com/api-ecs/ecs_02_0101.html): asynchronous,
     /// answers `job_id`; idempotent through the signed `X-Client-Token` header.
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
         let InstanceSpec {
             instance_type,
             image,
@@ -201,7 +196,7 @@ impl ComputeApi for HuaweiProvider {
     /// Reads the server ("Querying ECS Details", GET
     /// /v1/{project_id}/cloudservers/{id}) and deletes it unless it is gone
     /// already or prepaid ([`errors::undeletable`], refused before any delete).
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let path = format!("/v1/{pid}/cloudservers/{id}");
@@ -217,7 +212,7 @@ impl ComputeApi for HuaweiProvider {
     }
 
     /// "Deleting an ECS Group", DELETE /v1/{project_id}/cloudservers/os-server-groups/{id}.
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let path = format!("/v1/{pid}/cloudservers/os-server-groups/{id}");
@@ -280,7 +275,7 @@ async fn remove_failed(
     region: &str,
     pid: &str,
     ids: &[String],
-) -> Result<Option<ProviderError>, ProviderError> {
+) -> Result<Option<ProviderError>> {
     if ids.is_empty() {
         return Ok(None);
     }
@@ -304,12 +299,7 @@ async fn remove_failed(
 /// and reserves the disks"); the system disk goes with the server. gpuform
 /// deletes its own data disks as their own resources, and a disk someone
 /// attached outside gpuform is not ours to delete.
-async fn delete_servers(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-    ids: &[&str],
-) -> Result<(), ProviderError> {
+async fn delete_servers(p: &HuaweiProvider, region: &str, pid: &str, ids: &[&str]) -> Result<()> {
     let servers: Vec<Value> = ids.iter().map(|id| json!({"id": id})).collect();
     let body = json!({"servers": servers, "delete_publicip": true, "delete_volume": false});
     let path = format!("/v1/{pid}/cloudservers/delete");

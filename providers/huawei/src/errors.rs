@@ -3,6 +3,7 @@
 //! prepaid servers, servers that failed to build).
 
 use crate::client::{s, sub_jobs};
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError, ResourceKind};
 use serde_json::Value;
 
@@ -37,7 +38,7 @@ pub fn answer_error(
 }
 
 /// A create's zone: optional in neutral requests, required by ECS and EVS.
-pub fn zone(kind: ResourceKind, zone: &Option<String>) -> Result<&str, ProviderError> {
+pub fn zone(kind: ResourceKind, zone: &Option<String>) -> Result<&str> {
     zone.as_deref().ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,
@@ -53,7 +54,7 @@ pub fn reference<'a>(
     address: &str,
     role: &str,
     id: &'a Option<String>,
-) -> Result<&'a str, ProviderError> {
+) -> Result<&'a str> {
     id.as_deref().ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,

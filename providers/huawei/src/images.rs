@@ -3,6 +3,7 @@
 
 use crate::client::{list_field, s, Call, Service};
 use crate::HuaweiProvider;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// Logical image names → how to find a Huawei public image (IMS "Querying
@@ -35,11 +36,7 @@ pub fn looks_like_uuid(s: &str) -> bool {
 /// The image id for `logical` in `region`: the newest active public image
 /// of its OS version, with a GPU driver (name mentions CUDA, Tesla, NVIDIA)
 /// exactly when the logical name ends in `-cuda`.
-pub async fn image_id(
-    p: &HuaweiProvider,
-    region: &str,
-    logical: &str,
-) -> Result<String, ProviderError> {
+pub async fn image_id(p: &HuaweiProvider, region: &str, logical: &str) -> Result<String> {
     if looks_like_uuid(logical) {
         return Ok(logical.to_string());
     }
@@ -49,7 +46,7 @@ pub async fn image_id(
 }
 
 /// The newest public image of the logical name's OS version (see [`image_id`]).
-async fn look_up(p: &HuaweiProvider, region: &str, logical: &str) -> Result<String, ProviderError> {
+async fn look_up(p: &HuaweiProvider, region: &str, logical: &str) -> Result<String> {
     let (platform, version, gpu) = image_query(logical).ok_or_else(|| {
         ProviderError::new(
             ErrorKind::Invalid,

@@ -24,6 +24,7 @@ pub use errors::undeletable;
 
 use client::{Call, Client};
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError, ResourceKind,
 };
@@ -73,7 +74,7 @@ impl fmt::Debug for HuaweiProvider {
 
 /// Reads credentials, project ids and the endpoint override from the
 /// environment (see [`HuaweiProvider::from_vars`]).
-pub fn from_env() -> Result<HuaweiProvider, ProviderError> {
+pub fn from_env() -> Result<HuaweiProvider> {
     HuaweiProvider::from_vars(std::env::vars())
 }
 
@@ -81,9 +82,7 @@ impl HuaweiProvider {
     /// Builds the provider from `(name, value)` pairs: `HUAWEICLOUD_SDK_AK`,
     /// `HUAWEICLOUD_SDK_SK`, `HUAWEICLOUD_SDK_PROJECT_ID` and/or
     /// `HUAWEICLOUD_SDK_PROJECT_ID_<REGION>`, `GPUFORM_HUAWEI_ENDPOINT`.
-    pub fn from_vars(
-        vars: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<HuaweiProvider, ProviderError> {
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<HuaweiProvider> {
         let mut ak = None;
         let mut sk = None;
         let mut default_project = None;
@@ -151,7 +150,7 @@ impl HuaweiProvider {
     }
 
     /// The project id of a region: Huawei project ids are per region.
-    fn project(&self, region: &str) -> Result<&str, ProviderError> {
+    fn project(&self, region: &str) -> Result<&str> {
         let key = region.to_ascii_uppercase().replace('-', "_");
         self.region_projects
             .get(&key)
@@ -165,7 +164,7 @@ impl HuaweiProvider {
             })
     }
 
-    async fn send(&self, call: Call<'_>) -> Result<Value, ProviderError> {
+    async fn send(&self, call: Call<'_>) -> Result<Value> {
         self.client.send(call).await
     }
 }

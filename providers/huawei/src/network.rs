@@ -7,6 +7,7 @@ use crate::client::{list_field, s, Call, Service};
 use crate::refresh::{list_v1, read_one};
 use crate::{tags, HuaweiProvider};
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedResource,
     Protocol, ProviderError, ResourceKind, Scope, SubnetSpec,
@@ -21,7 +22,7 @@ async fn find_named(
     what: &str,
     extra: &[(&str, &str)],
     name: &str,
-) -> Result<Option<Value>, ProviderError> {
+) -> Result<Option<Value>> {
     let pid = p.project(region)?;
     let all = list_v1(p, region, pid, what, extra).await?;
     Ok(all.into_iter().find(|v| s(v, "name") == name))
@@ -32,10 +33,7 @@ impl NetworkApi for HuaweiProvider {
     /// "Creating a VPC", POST /v1/{project_id}/vpcs
     /// (support.huaweicloud.com/api-vpc/vpc_api01_0001.html): `tags` as
     /// `key*value` strings, set atomically with the VPC.
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource> {
         let NetworkSpec { cidr } = &req.spec;
         let region = req.region();
         let pid = self.project(region)?;
@@ -65,10 +63,7 @@ impl NetworkApi for HuaweiProvider {
 
     /// "Creating a Subnet", POST /v1/{project_id}/subnets
     /// (support.huaweicloud.com/api-vpc/vpc_subnet01_0001.html).
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource> {
         let SubnetSpec {
             network: vpc,
             zone,
@@ -115,10 +110,7 @@ impl NetworkApi for HuaweiProvider {
     /// (support.huaweicloud.com/api-vpc/vpc_sg01_0001.html), then its tags
     /// ("Batch Creating Security Group Tags", POST
     /// /v2.0/{project_id}/security-groups/{id}/tags/action) and rules.
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource> {
         let FirewallSpec {
             network: vpc,
             ingress,
@@ -168,7 +160,7 @@ impl NetworkApi for HuaweiProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let id = current.id.as_str();
         let pid = self.project(region)?;
@@ -179,7 +171,7 @@ impl NetworkApi for HuaweiProvider {
     }
 
     /// "Deleting a VPC", DELETE /v1/{project_id}/vpcs/{vpc_id}.
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let path = format!("/v1/{pid}/vpcs/{id}");
@@ -189,7 +181,7 @@ impl NetworkApi for HuaweiProvider {
 
     /// "Deleting a Subnet", DELETE /v1/{project_id}/vpcs/{vpc_id}/subnets/{subnet_id}:
     /// the subnet's VPC is read first ("Querying Subnet Details").
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let sn = self
@@ -203,7 +195,7 @@ impl NetworkApi for HuaweiProvider {
     }
 
     /// "Deleting a Security Group", DELETE /v1/{project_id}/security-groups/{id}.
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let path = format!("/v1/{pid}/security-groups/{id}");
@@ -217,12 +209,7 @@ impl NetworkApi for HuaweiProvider {
 /// `status`: CREATING / OK), and a subnet made in it meanwhile is refused
 /// with `400 VPC.0004 VPC is not active, please try later` ("Error Codes",
 /// support.huaweicloud.com/api-vpc/vpc_api_0003.html).
-async fn wait_vpc_ready(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
+async fn wait_vpc_ready(p: &HuaweiProvider, region: &str, pid: &str, id: &str) -> Result<()> {
     let path = format!("/v1/{pid}/vpcs/{id}");
     p.client
         .wait_status(Service::Vpc, region, path, "vpc", &["OK"], &["ERROR"])
@@ -239,7 +226,7 @@ pub async fn wait_subnet_ready(
     region: &str,
     pid: &str,
     id: &str,
-) -> Result<Value, ProviderError> {
+) -> Result<Value> {
     let path = format!("/v1/{pid}/subnets/{id}");
     p.client
         .wait_status(
@@ -258,7 +245,7 @@ pub async fn wait_subnet_ready(
 /// (support.huaweicloud.com/api-dns/dns_api_69001.html). A subnet created
 /// without DNS servers cannot use the cloud's internal DNS ("Creating a
 /// Subnet", `dnsList`: empty by default, and then 无法使用云内网DNS功能).
-async fn private_dns(p: &HuaweiProvider, region: &str) -> Result<Vec<String>, ProviderError> {
+async fn private_dns(p: &HuaweiProvider, region: &str) -> Result<Vec<String>> {
     let v = p
         .send(
             Call::new(Service::Dns, region, "GET", "/v2/nameservers".into())
@@ -295,7 +282,7 @@ async fn private_dns(p: &HuaweiProvider, region: &str) -> Result<Vec<String>, Pr
 }
 
 /// First host of an IPv4 CIDR: Huawei subnets need an explicit `gateway_ip`.
-fn gateway_of(cidr: &str) -> Result<String, ProviderError> {
+fn gateway_of(cidr: &str) -> Result<String> {
     let bad = || ProviderError::new(ErrorKind::Invalid, format!("`{cidr}` is not an IPv4 CIDR"));
     let (ip, len) = cidr.split_once('/').ok_or_else(bad)?;
     let len: u32 = len.parse().map_err(|_| bad())?;
@@ -326,7 +313,7 @@ async fn sync_rules(
     pid: &str,
     sg: &Value,
     ingress: &[IngressRule],
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     let id = s(sg, "id");
     let rules = ingress_rules(sg);
     let has_self = rules.iter().any(|r| {
@@ -389,7 +376,7 @@ pub fn ingress_rules(sg: &Value) -> Vec<&Value> {
 /// A neutral rule as a Huawei security group rule. ICMP rules have no
 /// ports; the spec's range is kept in the description so the rule reads
 /// back as it was asked (see [`neutral_rule`]).
-fn rule_body(sg: &str, rule: &IngressRule) -> Result<Value, ProviderError> {
+fn rule_body(sg: &str, rule: &IngressRule) -> Result<Value> {
     let IngressRule {
         protocol,
         from_port,

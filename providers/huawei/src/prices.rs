@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use gpuform_catalog::Currency;
 use gpuform_provider::prices::positive_price;
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
 use serde_json::{json, Value};
 
@@ -39,7 +40,7 @@ fn product(region: &str, flavor: &str) -> Value {
 }
 
 /// An amount in yuan, from an amount and its `measure_id`.
-fn yuan(action: &str, amount: Option<f64>, measure: Option<u64>) -> Result<f64, ProviderError> {
+fn yuan(action: &str, amount: Option<f64>, measure: Option<u64>) -> Result<f64> {
     let amount = positive_price(action, "amount", amount)?;
     match measure.unwrap_or(1) {
         1 => Ok(amount),
@@ -52,7 +53,7 @@ fn yuan(action: &str, amount: Option<f64>, measure: Option<u64>) -> Result<f64, 
     }
 }
 
-fn currency(action: &str, v: &Value) -> Result<Currency, ProviderError> {
+fn currency(action: &str, v: &Value) -> Result<Currency> {
     match v.get("currency").and_then(Value::as_str).unwrap_or("CNY") {
         "CNY" => Ok(Currency::CNY),
         "USD" => Ok(Currency::USD),
@@ -76,7 +77,7 @@ async fn on_demand(
     project: &str,
     region: &str,
     flavor: &str,
-) -> Result<LiveQuote, ProviderError> {
+) -> Result<LiveQuote> {
     let mut info = product(region, flavor);
     info["usage_factor"] = json!("Duration");
     info["usage_measure_id"] = json!(4);
@@ -113,7 +114,7 @@ async fn period(
     region: &str,
     flavor: &str,
     months: u32,
-) -> Result<LiveQuote, ProviderError> {
+) -> Result<LiveQuote> {
     let (period_type, what) = if months == 12 {
         (3, "year")
     } else {
@@ -172,11 +173,7 @@ impl PriceApi for HuaweiProvider {
         RateLimit::new(2.0, 2)
     }
 
-    async fn quote_prices(
-        &self,
-        region: &str,
-        flavor: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
+    async fn quote_prices(&self, region: &str, flavor: &str) -> Result<Vec<LiveQuote>> {
         let project = self.project(region)?.to_string();
         // On-demand first: an unknown flavor or bad credentials fail here, once.
         let mut out = vec![on_demand(self, &project, region, flavor).await?];

@@ -8,6 +8,7 @@ use crate::{network, storage, tags, HuaweiProvider};
 use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::resource::member_rule_missing;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, RefreshApi, ResourceKind, Scope,
 };
@@ -42,7 +43,7 @@ pub async fn read(
     region: &str,
     kind: ResourceKind,
     ids: &[String],
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     let set: HashSet<&str> = ids.iter().map(String::as_str).collect();
     observe(p, region, kind, &Filter::Ids(set)).await
 }
@@ -53,7 +54,7 @@ pub async fn read_one(
     region: &str,
     kind: ResourceKind,
     id: &str,
-) -> Result<ObservedResource, ProviderError> {
+) -> Result<ObservedResource> {
     read(p, region, kind, &[id.to_string()])
         .await?
         .into_iter()
@@ -68,17 +69,13 @@ impl RefreshApi for HuaweiProvider {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         read(self, &scope.region, kind, ids).await
     }
 
     /// Everything tagged with `project`. Server groups carry no tags, so
     /// placements are found by their recorded ids only.
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
         let region = scope.region.as_str();
         let mut out = Vec::new();
         for kind in [
@@ -99,7 +96,7 @@ async fn observe(
     region: &str,
     kind: ResourceKind,
     filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     match kind {
         ResourceKind::Network | ResourceKind::Subnet | ResourceKind::Firewall => {
             observe_vpc_kind(p, region, kind, filter).await
@@ -144,7 +141,7 @@ pub async fn list_v1(
     pid: &str,
     what: &str,
     extra: &[(&str, &str)],
-) -> Result<Vec<Value>, ProviderError> {
+) -> Result<Vec<Value>> {
     let key = what.replace('-', "_");
     let call = |c: &client::Cursor| {
         let mut call = Call::new(Service::Vpc, region, "GET", format!("/v1/{pid}/{what}"))
@@ -172,7 +169,7 @@ async fn tagged(
     pid: &str,
     what: &str,
     project: Option<&str>,
-) -> Result<HashMap<String, tags::TagList>, ProviderError> {
+) -> Result<HashMap<String, tags::TagList>> {
     let values: Vec<String> = project.map(tags::encode).into_iter().collect();
     let call = |c: &client::Cursor| {
         Call::new(
@@ -216,7 +213,7 @@ async fn observe_vpc_kind(
     region: &str,
     kind: ResourceKind,
     filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     let pid = p.project(region)?;
     let what = match kind {
         ResourceKind::Network => "vpcs",
@@ -303,11 +300,7 @@ fn observe_ingress(sg: &Value) -> Value {
 /// Every EVS disk of the project ("Querying EVS Disks (Batch)",
 /// GET /v2/{project_id}/cloudvolumes/detail, support.huaweicloud.com/api-evs/evs_04_2006.html:
 /// `limit` ≤ 1000, `offset` = records to skip).
-async fn all_volumes(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-) -> Result<Vec<Value>, ProviderError> {
+async fn all_volumes(p: &HuaweiProvider, region: &str, pid: &str) -> Result<Vec<Value>> {
     let call = |c: &client::Cursor| {
         Call::new(
             Service::Evs,
@@ -327,7 +320,7 @@ async fn observe_volumes(
     p: &HuaweiProvider,
     region: &str,
     filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     let pid = p.project(region)?;
     Ok(all_volumes(p, region, pid)
         .await?
@@ -383,7 +376,7 @@ async fn observe_servers(
     p: &HuaweiProvider,
     region: &str,
     filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     let pid = p.project(region)?;
     let call = |c: &client::Cursor| {
         let call = Call::new(
@@ -510,7 +503,7 @@ async fn observe_groups(
     p: &HuaweiProvider,
     region: &str,
     filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     if filter.project().is_some() {
         return Ok(Vec::new());
     }
@@ -546,7 +539,7 @@ impl gpuform_provider::InventoryApi for HuaweiProvider {
     async fn inventory(
         &self,
         scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    ) -> Result<gpuform_provider::Inventory> {
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let region = scope.region.as_str();
         let pid = self.project(region)?;

@@ -5,6 +5,7 @@ use crate::client::{job_entity_ids, list_field, s, Call, Service};
 use crate::refresh::observe_volume;
 use crate::{errors, tags, HuaweiProvider};
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
     StorageApi, VolumeSpec,
@@ -51,10 +52,7 @@ impl StorageApi for HuaweiProvider {
     /// the EVS endpoint), then "Attaching an EVS Disk to an ECS", POST
     /// /v1/{project_id}/cloudservers/{server_id}/attachvolume
     /// (support.huaweicloud.com/api-ecs/ecs_02_0605.html, an ECS job).
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let VolumeSpec {
             size_gb,
             zone,
@@ -149,7 +147,7 @@ impl StorageApi for HuaweiProvider {
         scope: &Scope,
         current: &ObservedResource,
         to: &Attachment,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let id = current.id.as_str();
         let pid = self.project(region)?;
@@ -179,7 +177,7 @@ impl StorageApi for HuaweiProvider {
         scope: &Scope,
         current: &ObservedResource,
         size_gb: u32,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let id = current.id.as_str();
         let pid = self.project(region)?;
@@ -203,7 +201,7 @@ impl StorageApi for HuaweiProvider {
 
     /// Detaches the disk, then "Deleting an EVS Disk", DELETE
     /// /v2/{project_id}/cloudvolumes/{volume_id} (a job when it answers one).
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let vol = volume(self, region, pid, id).await?;
@@ -222,13 +220,7 @@ impl StorageApi for HuaweiProvider {
 
 /// "Attaching an EVS Disk to an ECS", POST
 /// /v1/{project_id}/cloudservers/{server_id}/attachvolume: a job.
-async fn attach(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-    id: &str,
-    server: &str,
-) -> Result<(), ProviderError> {
+async fn attach(p: &HuaweiProvider, region: &str, pid: &str, id: &str, server: &str) -> Result<()> {
     let path = format!("/v1/{pid}/cloudservers/{server}/attachvolume");
     let call = Call::new(Service::Ecs, region, "POST", path)
         .body(json!({"volumeAttachment": {"volumeId": id}}));
@@ -239,13 +231,7 @@ async fn attach(
 /// "Detaching an EVS Disk from an ECS", DELETE
 /// /v1/{project_id}/cloudservers/{server_id}/detachvolume/{volume_id}, from
 /// every server the disk's `attachments` name.
-async fn detach(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-    id: &str,
-    vol: &Value,
-) -> Result<(), ProviderError> {
+async fn detach(p: &HuaweiProvider, region: &str, pid: &str, id: &str, vol: &Value) -> Result<()> {
     for at in vol
         .get("attachments")
         .and_then(Value::as_array)
@@ -268,12 +254,7 @@ async fn detach(
 }
 
 /// "Querying Details About an EVS Disk", GET /v2/{project_id}/cloudvolumes/{volume_id}.
-async fn volume(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-    id: &str,
-) -> Result<Value, ProviderError> {
+async fn volume(p: &HuaweiProvider, region: &str, pid: &str, id: &str) -> Result<Value> {
     let path = format!("/v2/{pid}/cloudvolumes/{id}");
     let v = p.client.get(Service::Evs, region, path).await?;
     Ok(v.get("volume").cloned().unwrap_or(Value::Null))

@@ -17,6 +17,7 @@ use crate::client::{s, Call, Service};
 use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_provider::driver::unsupported;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, Create, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
     TagApi, UserTags,
@@ -71,7 +72,7 @@ pub fn decode(v: &str) -> String {
 }
 
 /// The four ownership tags, encoded and checked against Huawei's limits.
-pub fn ownership_tags(o: &OwnershipTags) -> Result<Vec<(String, String)>, ProviderError> {
+pub fn ownership_tags(o: &OwnershipTags) -> Result<Vec<(String, String)>> {
     let pairs = [
         (PROJECT, &o.project),
         (ADDRESS, &o.address),
@@ -158,7 +159,7 @@ pub fn name_for(token: &str) -> String {
 }
 
 /// Every tag a create sets: the ownership tags, then the user's.
-pub fn for_create<T>(req: &Create<T>) -> Result<TagList, ProviderError> {
+pub fn for_create<T>(req: &Create<T>) -> Result<TagList> {
     let mut t = ownership_tags(&req.ownership)?;
     t.extend(req.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Ok(t)
@@ -243,7 +244,7 @@ pub async fn tag_action(
     base: &str,
     action: &str,
     tags: &[(String, String)],
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     if tags.is_empty() {
         return Ok(());
     }
@@ -268,7 +269,7 @@ impl TagApi for HuaweiProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &UserTags,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let id = &current.id;

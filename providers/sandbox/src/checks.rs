@@ -8,7 +8,8 @@ use crate::errors::{invalid, list, perr, Code};
 use crate::faults::Faults;
 use crate::store::Entry;
 use gpuform_catalog::{Catalog, InstanceType, Region};
-use gpuform_provider::{Cloud, ErrorKind, ProviderError, ResourceKind};
+use gpuform_provider::Result;
+use gpuform_provider::{Cloud, ErrorKind, ResourceKind};
 
 /// The ref a kind cannot be made without (the provider id of a resource it
 /// belongs to), which the neutral request may leave out: refused as the
@@ -18,7 +19,7 @@ pub(crate) fn required_ref<'a>(
     kind: ResourceKind,
     id: Option<&'a str>,
     role: &str,
-) -> Result<&'a str, ProviderError> {
+) -> Result<&'a str> {
     id.ok_or_else(|| {
         invalid(
             cloud,
@@ -28,7 +29,7 @@ pub(crate) fn required_ref<'a>(
     })
 }
 
-pub(crate) fn region(cloud: Cloud, name: &str) -> Result<&'static Region, ProviderError> {
+pub(crate) fn region(cloud: Cloud, name: &str) -> Result<&'static Region> {
     let catalog = Catalog::builtin();
     catalog.region(cloud, name).ok_or_else(|| {
         invalid(
@@ -42,7 +43,7 @@ pub(crate) fn region(cloud: Cloud, name: &str) -> Result<&'static Region, Provid
     })
 }
 
-pub(crate) fn zone(cloud: Cloud, region: &Region, zone: &str) -> Result<(), ProviderError> {
+pub(crate) fn zone(cloud: Cloud, region: &Region, zone: &str) -> Result<()> {
     if region.zones.iter().any(|z| z == zone) {
         return Ok(());
     }
@@ -78,7 +79,7 @@ pub(crate) fn lookup_ref<'a>(
     region: &str,
     (role, want): (&str, ResourceKind),
     id: &str,
-) -> Result<&'a Entry, ProviderError> {
+) -> Result<&'a Entry> {
     match inner.store.get(cloud, id) {
         Some(e) if e.kind == want && *e.region == *region => Ok(e),
         Some(e) if e.kind != want => Err(invalid(
@@ -114,11 +115,7 @@ fn mask(len: u8) -> u32 {
     }
 }
 
-pub(crate) fn cidr(
-    cloud: Cloud,
-    kind: ResourceKind,
-    cidr: &str,
-) -> Result<(u32, u8), ProviderError> {
+pub(crate) fn cidr(cloud: Cloud, kind: ResourceKind, cidr: &str) -> Result<(u32, u8)> {
     let (ip, len) = parse_cidr(cidr).ok_or_else(|| {
         invalid(
             cloud,
@@ -137,7 +134,7 @@ pub(crate) fn cidr(
 }
 
 /// A subnet's block must lie inside its network's.
-pub(crate) fn subnet_cidr(cloud: Cloud, cidr: &str, network: &Entry) -> Result<(), ProviderError> {
+pub(crate) fn subnet_cidr(cloud: Cloud, cidr: &str, network: &Entry) -> Result<()> {
     let (ip, len) = self::cidr(cloud, ResourceKind::Subnet, cidr)?;
     let attrs = network.attrs();
     let Some(net_cidr) = attrs.get("cidr").and_then(|v| v.as_str()) else {
@@ -155,10 +152,7 @@ pub(crate) fn subnet_cidr(cloud: Cloud, cidr: &str, network: &Entry) -> Result<(
 
 /// A GPU instance type of the mirrored cloud's catalog, or an error that
 /// names a few of its family (or of the catalog).
-pub(crate) fn instance_type(
-    cloud: Cloud,
-    name: &str,
-) -> Result<&'static InstanceType, ProviderError> {
+pub(crate) fn instance_type(cloud: Cloud, name: &str) -> Result<&'static InstanceType> {
     let catalog = Catalog::builtin();
     if let Some(ty) = catalog.instance_type(cloud, name) {
         return Ok(ty);
@@ -185,12 +179,7 @@ pub(crate) fn instance_type(
 
 /// The type is sold in the region, and (where the catalog knows its zones)
 /// in the zone.
-pub(crate) fn offered(
-    cloud: Cloud,
-    region: &str,
-    zone: &str,
-    ty: &str,
-) -> Result<(), ProviderError> {
+pub(crate) fn offered(cloud: Cloud, region: &str, zone: &str, ty: &str) -> Result<()> {
     let catalog = Catalog::builtin();
     if catalog.offering(cloud, region, ty).is_none() {
         let regions: Vec<&str> = catalog
@@ -235,7 +224,7 @@ pub(crate) fn instance_refs(
     zone: &str,
     (subnet_id, subnet): (&str, &Entry),
     (firewall_id, firewall): (&str, &Entry),
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     if subnet.zone.as_deref() != Some(zone) {
         return Err(invalid(
             cloud,
@@ -263,7 +252,7 @@ pub(crate) fn quota_and_capacity(
     faults: &Faults,
     (region, zone): (&str, &str),
     ty: &InstanceType,
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     let (name, gpus) = (ty.name.as_str(), ty.gpu_count);
     if let Some(quota) = faults.quota_gpus {
         let used = inner
@@ -300,11 +289,7 @@ pub(crate) fn quota_and_capacity(
 }
 
 /// A disk of `size_gb`, growing from `current` when it exists.
-pub(crate) fn volume_size(
-    cloud: Cloud,
-    size_gb: u32,
-    current: Option<u64>,
-) -> Result<(), ProviderError> {
+pub(crate) fn volume_size(cloud: Cloud, size_gb: u32, current: Option<u64>) -> Result<()> {
     if size_gb == 0 {
         return Err(invalid(
             cloud,
@@ -324,7 +309,7 @@ pub(crate) fn volume_size(
 
 /// The mirrored cloud's bucket naming rules (`gpuform_provider::bucket_name`),
 /// and names are global.
-pub(crate) fn bucket_name(inner: &Inner, cloud: Cloud, name: &str) -> Result<(), ProviderError> {
+pub(crate) fn bucket_name(inner: &Inner, cloud: Cloud, name: &str) -> Result<()> {
     if let Err(e) = gpuform_provider::bucket_name::check(cloud, name) {
         return Err(invalid(cloud, Code::BadValue, e.to_string()));
     }

@@ -7,6 +7,7 @@ use crate::inventory::Inventory;
 use crate::provider::SandboxProvider;
 use crate::store::{delete_line, set_line, Store};
 use crate::SandboxError;
+use gpuform_provider::Result;
 use gpuform_provider::{Attrs, Cloud, ErrorKind, Provider, ProviderError, ResourceKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -173,12 +174,7 @@ impl SandboxCloud {
     /// with other processes' changes, and injects throttling, failures and
     /// rate limiting, all before any effect. The caller must pass the
     /// returned `Call` to [`SandboxCloud::end`] once the effect is written.
-    pub(crate) fn begin(
-        &self,
-        inner: &mut Inner,
-        cloud: Cloud,
-        pages: u64,
-    ) -> (Call, Result<(), ProviderError>) {
+    pub(crate) fn begin(&self, inner: &mut Inner, cloud: Cloud, pages: u64) -> (Call, Result<()>) {
         let pages = pages.max(1);
         let first = inner.calls + 1;
         inner.calls += pages;

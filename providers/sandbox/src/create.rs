@@ -7,8 +7,9 @@ use crate::errors::{internal, invalid, Code};
 use crate::faults::Faults;
 use crate::ids::make_id;
 use crate::store::{CreateRec, MEMBERS_KEY, OBJECT_COUNT};
+use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Cloud, CreateRequest, Desired, ObservedResource, ProviderError, ResourceKind, UserTags,
+    Attrs, Cloud, CreateRequest, Desired, ObservedResource, ResourceKind, UserTags,
 };
 use serde_json::Value;
 
@@ -19,7 +20,7 @@ pub(crate) fn create(
     faults: &Faults,
     req: &CreateRequest,
     (want, tags): (&Desired, &UserTags),
-) -> Result<ObservedResource, ProviderError> {
+) -> Result<ObservedResource> {
     let region = req.scope.region.as_str();
     let token = req.ownership.token.as_str();
     let kind = req.kind;

@@ -7,9 +7,9 @@ use crate::cloud::{attrs_json, Inner};
 use crate::create::neutral_attrs;
 use crate::errors::{internal, invalid, perr, Code};
 use crate::store::{delete_line, set_line, Entry, MEMBERS_KEY, OBJECT_COUNT};
+use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, ProviderError, ResourceKind,
-    Scope,
+    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, ResourceKind, Scope,
 };
 
 /// The resource `id` if it is alive; an error if it is another kind or in
@@ -20,7 +20,7 @@ fn existing<'a>(
     scope: &Scope,
     kind: ResourceKind,
     id: &str,
-) -> Result<Option<&'a Entry>, ProviderError> {
+) -> Result<Option<&'a Entry>> {
     match inner.store.get(cloud, id) {
         None => Ok(None),
         Some(e) if e.kind != kind => Err(invalid(
@@ -47,7 +47,7 @@ pub(crate) fn update(
     scope: &Scope,
     (kind, id): (ResourceKind, &str),
     (set, changes): (&ChangeSet, &Attrs),
-) -> Result<ObservedResource, ProviderError> {
+) -> Result<ObservedResource> {
     let Some(e) = existing(inner, cloud, scope, kind, id)? else {
         return Err(perr(
             cloud,
@@ -124,7 +124,7 @@ pub(crate) fn delete(
     scope: &Scope,
     kind: ResourceKind,
     id: &str,
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     let Some(e) = existing(inner, cloud, scope, kind, id)? else {
         return Ok(());
     };

@@ -16,9 +16,10 @@ use crate::cloud::{burst_of, Inner, SandboxCloud};
 use crate::create::create;
 use crate::existing::{delete, update};
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, ObservedResource, Provider,
-    ProviderError, ResourceKind, Scope, UserTags,
+    ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -50,8 +51,8 @@ impl SandboxProvider {
         &self,
         inner: &mut Inner,
         pages: u64,
-        op: impl FnOnce(&mut Inner) -> Result<T, ProviderError>,
-    ) -> Result<T, ProviderError> {
+        op: impl FnOnce(&mut Inner) -> Result<T>,
+    ) -> Result<T> {
         let (call, check) = self.sandbox.begin(inner, self.cloud, pages);
         let result = check.and_then(|()| op(inner));
         self.sandbox.end(&call);
@@ -62,8 +63,8 @@ impl SandboxProvider {
     async fn call<T>(
         &self,
         pages: u64,
-        op: impl FnOnce(&mut Inner) -> Result<T, ProviderError> + Send,
-    ) -> Result<T, ProviderError> {
+        op: impl FnOnce(&mut Inner) -> Result<T> + Send,
+    ) -> Result<T> {
         self.latency(pages).await;
         let mut inner = self.sandbox.lock();
         self.run(&mut inner, pages, op)
@@ -141,7 +142,7 @@ impl Provider for SandboxProvider {
     /// AuthorizeSecurityGroupIngress), so a crash between them leaves what
     /// a real cloud would: a detached volume, a group without rules. A
     /// retry with the same token finds the resource and does the rest.
-    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
+    async fn create(&self, req: &CreateRequest) -> Result<ObservedResource> {
         let tags = UserTags::parse(req.attrs.get("tags"), self.cloud, tag_rules)?;
         let want = Desired::parse(req, tags.clone())?;
         let faults = &self.sandbox.faults;
@@ -170,7 +171,7 @@ impl Provider for SandboxProvider {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         self.call(pages_for(ids.len()), |inner| {
             let cs = inner.store.cloud(self.cloud);
             Ok(ids
@@ -184,11 +185,7 @@ impl Provider for SandboxProvider {
         .await
     }
 
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
         let result = {
             let mut inner = self.sandbox.lock();
             // Catch up with other processes before counting pages.
@@ -218,7 +215,7 @@ impl Provider for SandboxProvider {
         kind: ResourceKind,
         id: &str,
         changes: &Attrs,
-    ) -> Result<ObservedResource, ProviderError> {
+    ) -> Result<ObservedResource> {
         let set = ChangeSet::parse(kind, changes, self.cloud, tag_rules)?;
         self.call(1, |inner| {
             update(inner, self.cloud, scope, (kind, id), (&set, changes))
@@ -226,12 +223,7 @@ impl Provider for SandboxProvider {
         .await
     }
 
-    async fn delete(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
-    ) -> Result<(), ProviderError> {
+    async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<()> {
         self.call(1, |inner| delete(inner, self.cloud, scope, kind, id))
             .await
     }
@@ -261,7 +253,7 @@ impl gpuform_provider::InventoryApi for SandboxProvider {
         self.cloud
     }
 
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory, ProviderError> {
+    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory> {
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let (inventory, pages) = {
             let mut inner = self.sandbox.lock();

@@ -6,6 +6,7 @@
 //! `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}` with HTTP 200.
 
 use crate::errors::{self, undocumented};
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{tc3, Credentials, Request};
 use serde_json::{json, Map, Value};
@@ -63,11 +64,7 @@ pub(crate) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// The documented list `set_key` of a Describe answer.
-pub(crate) fn documented_set(
-    resp: &Value,
-    action: &str,
-    set_key: &str,
-) -> Result<Vec<Value>, ProviderError> {
+pub(crate) fn documented_set(resp: &Value, action: &str, set_key: &str) -> Result<Vec<Value>> {
     resp.get(set_key)
         .and_then(Value::as_array)
         .cloned()
@@ -80,7 +77,7 @@ pub(crate) fn documented_object(
     action: &str,
     key: &str,
     id_key: &str,
-) -> Result<Value, ProviderError> {
+) -> Result<Value> {
     resp.get(key)
         .filter(|v| !s(v, id_key).is_empty())
         .cloned()
@@ -89,7 +86,7 @@ pub(crate) fn documented_object(
 
 /// The first id of a create answer's documented id list (`InstanceIdSet`,
 /// `DiskIdSet`).
-pub(crate) fn first_id(resp: &Value, action: &str, set_key: &str) -> Result<String, ProviderError> {
+pub(crate) fn first_id(resp: &Value, action: &str, set_key: &str) -> Result<String> {
     resp.get(set_key)
         .and_then(Value::as_array)
         .and_then(|a| a.first())
@@ -104,7 +101,7 @@ pub(crate) fn first_id(resp: &Value, action: &str, set_key: &str) -> Result<Stri
 }
 
 /// Checks an endpoint override: an http(s) base URL with a host.
-pub(crate) fn parse_endpoint(raw: &str) -> Result<reqwest::Url, ProviderError> {
+pub(crate) fn parse_endpoint(raw: &str) -> Result<reqwest::Url> {
     let url = reqwest::Url::parse(raw.trim()).map_err(|e| {
         ProviderError::new(
             ErrorKind::Invalid,
@@ -148,7 +145,7 @@ impl Client {
         creds: Credentials,
         token: Option<SessionToken>,
         endpoint: Option<reqwest::Url>,
-    ) -> Result<Client, ProviderError> {
+    ) -> Result<Client> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .connect_timeout(Duration::from_secs(10))
@@ -169,7 +166,7 @@ impl Client {
     }
 
     /// The URL to POST to and the `Host` value that is signed.
-    fn target(&self, service: &str) -> Result<(String, String), ProviderError> {
+    fn target(&self, service: &str) -> Result<(String, String)> {
         match &self.endpoint {
             None => {
                 let host = format!("{service}.tencentcloudapi.com");
@@ -204,7 +201,7 @@ impl Client {
         action: &str,
         region: &str,
         body: &Value,
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<Value> {
         let (service, version) = (api.service, api.version);
         let (url, host) = self.target(service)?;
         let bytes = serde_json::to_vec(body).map_err(|e| {
@@ -307,7 +304,7 @@ impl Client {
         region: &str,
         mut body: Map<String, Value>,
         set_key: &str,
-    ) -> Result<Vec<Value>, ProviderError> {
+    ) -> Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut offset = 0usize;
         loop {
@@ -342,7 +339,7 @@ impl Client {
         (ids_key, set_key): (&str, &str),
         ids: &[String],
         per_call: usize,
-    ) -> Result<Vec<Value>, ProviderError> {
+    ) -> Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut work: Vec<Vec<String>> = ids.chunks(per_call.max(1)).map(|c| c.to_vec()).collect();
         while let Some(batch) = work.pop() {

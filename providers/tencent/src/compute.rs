@@ -17,6 +17,7 @@ use crate::tags::{
 use crate::TencentProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, Pricing,
     ProviderError, ResourceKind, Scope,
@@ -28,10 +29,7 @@ use std::time::Duration;
 impl ComputeApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/213/33264 (CreateDisasterRecoverGroup):
     /// a HOST spread group (see [`TencentProvider`] on why not an HPC cluster).
-    async fn create_placement(
-        &self,
-        req: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {
         let PlacementSpec {
             // Every group is a HOST spread group: Tencent has no packed one.
             strategy: _,
@@ -74,7 +72,7 @@ impl ComputeApi for TencentProvider {
     }
 
     /// https://www.tencentcloud.com/document/api/213/33266 (DeleteDisasterRecoverGroups)
-    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let body = json!({"DisasterRecoverGroupIds": [id]});
         self.client
@@ -86,10 +84,7 @@ impl ComputeApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/213/33237 (RunInstances), one
     /// instance, ClientToken = the journaled token; then waits for the launch's
     /// outcome.
-    async fn create_instance(
-        &self,
-        req: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
         let region = req.region();
         // Every field, named: a new one is a compile error here until it is sent.
         let InstanceSpec {
@@ -200,7 +195,7 @@ impl ComputeApi for TencentProvider {
     }
 
     /// See [`terminate_instance`] (also used to clean up a failed launch).
-    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()> {
         terminate_instance(self, &scope.region, id).await
     }
 }
@@ -242,11 +237,7 @@ fn charge(body: &mut Value, pricing: Pricing, spot_max_price: Option<f64>) {
 /// Polls a new instance until its launch has an outcome: RUNNING (or any
 /// state past PENDING) or LAUNCH_FAILED (InstanceState, 213/15753).
 /// `None`: still not visible after a few looks.
-async fn wait_launched(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<Option<Value>, ProviderError> {
+async fn wait_launched(p: &TencentProvider, region: &str, id: &str) -> Result<Option<Value>> {
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let mut unseen = 0;
     for _ in 0..120 {
@@ -275,11 +266,7 @@ async fn wait_launched(
 /// 213/4856); DeleteSubnet / DeleteSecurityGroup then fail with
 /// ResourceInUse. So an instance found SHUTDOWN is terminated again, which
 /// releases it, and this waits until it is gone. Gone already: done.
-pub(crate) async fn terminate_instance(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<(), ProviderError> {
+pub(crate) async fn terminate_instance(p: &TencentProvider, region: &str, id: &str) -> Result<()> {
     // Round 1 moves it to the recycle bin, round 2 releases it; one more
     // in case it was already in the bin before we came.
     for _ in 0..3 {
@@ -315,11 +302,7 @@ pub(crate) async fn terminate_instance(
 /// Polls until a terminated instance is gone (`None`) or rests in the
 /// recycle bin (`Some("SHUTDOWN")`); another state after the polls is
 /// returned as it is.
-async fn wait_terminated(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<Option<String>, ProviderError> {
+async fn wait_terminated(p: &TencentProvider, region: &str, id: &str) -> Result<Option<String>> {
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let mut last = String::new();
     for _ in 0..80 {
@@ -342,7 +325,7 @@ pub(crate) async fn release_recycled(
     region: &str,
     filter: &str,
     id: &str,
-) -> Result<usize, ProviderError> {
+) -> Result<usize> {
     let mut body = Map::new();
     body.insert(
         "Filters".into(),

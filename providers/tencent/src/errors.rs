@@ -7,6 +7,7 @@
 //! `Category` or `Category.Detail`; we classify by exact code first, then by
 //! category prefix.
 
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// The neutral kind of a Tencent error code.
@@ -113,7 +114,7 @@ pub(crate) fn reference_gone_is_invalid(mut e: ProviderError) -> ProviderError {
 }
 
 /// An answer of "not found" to a delete or a release: already done.
-pub(crate) fn ok_if_gone<T>(r: Result<T, ProviderError>) -> Result<(), ProviderError> {
+pub(crate) fn ok_if_gone<T>(r: Result<T>) -> Result<()> {
     match r {
         Ok(_) => Ok(()),
         Err(e) if e.kind == ErrorKind::NotFound => Ok(()),

@@ -15,6 +15,7 @@
 
 use crate::client::{s, CVM};
 use crate::TencentProvider;
+use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use serde_json::{json, Map};
 
@@ -57,11 +58,7 @@ pub fn known_names() -> String {
 
 /// The image id for `image` in `region`: an `img-…` id as it is, a logical
 /// name by DescribeImages (cached per region).
-pub(crate) async fn image_id(
-    p: &TencentProvider,
-    region: &str,
-    image: &str,
-) -> Result<String, ProviderError> {
+pub(crate) async fn image_id(p: &TencentProvider, region: &str, image: &str) -> Result<String> {
     if is_raw_id(image) {
         return Ok(image.to_string());
     }

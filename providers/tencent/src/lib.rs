@@ -36,6 +36,7 @@ pub mod tags;
 
 use client::{parse_endpoint, Client, SessionToken};
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{Cloud, CloudDriver, ErrorKind, ProviderError, ResourceKind};
 use gpuform_signing::Credentials;
 use std::collections::HashMap;
@@ -68,7 +69,7 @@ pub struct TencentProvider {
 }
 
 /// Reads credentials and the endpoint override from the environment.
-pub fn from_env() -> Result<TencentProvider, ProviderError> {
+pub fn from_env() -> Result<TencentProvider> {
     TencentProvider::from_env()
 }
 
@@ -77,15 +78,13 @@ fn env_nonempty(name: &str) -> Option<String> {
 }
 
 impl TencentProvider {
-    pub fn from_env() -> Result<TencentProvider, ProviderError> {
+    pub fn from_env() -> Result<TencentProvider> {
         Self::from_env_with_endpoint(None)
     }
 
     /// Like [`TencentProvider::from_env`], with an endpoint override (from a
     /// spec's `endpoints:`) that wins over `GPUFORM_TENCENT_ENDPOINT`.
-    pub fn from_env_with_endpoint(
-        endpoint: Option<String>,
-    ) -> Result<TencentProvider, ProviderError> {
+    pub fn from_env_with_endpoint(endpoint: Option<String>) -> Result<TencentProvider> {
         let (Some(id), Some(key)) = (env_nonempty(ENV_SECRET_ID), env_nonempty(ENV_SECRET_KEY))
         else {
             return Err(ProviderError::new(
@@ -109,7 +108,7 @@ impl TencentProvider {
         creds: Credentials,
         session_token: Option<String>,
         endpoint: Option<reqwest::Url>,
-    ) -> Result<TencentProvider, ProviderError> {
+    ) -> Result<TencentProvider> {
         Ok(TencentProvider {
             client: Client::new(creds, session_token.map(SessionToken), endpoint)?,
             subnet_vpc: Mutex::new(HashMap::new()),

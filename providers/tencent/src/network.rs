@@ -11,6 +11,7 @@ use crate::refresh::{self, Listing};
 use crate::tags::{resource_name, tag_filter, tag_list};
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
     ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
@@ -42,7 +43,7 @@ async fn create_once(
     token: &str,
     (action, object): (&str, &str),
     body: Value,
-) -> Result<Made, ProviderError> {
+) -> Result<Made> {
     let mut filter = Map::new();
     filter.insert(
         "Filters".into(),
@@ -62,10 +63,7 @@ async fn create_once(
 #[async_trait]
 impl NetworkApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/215/15774 (CreateVpc)
-    async fn create_network(
-        &self,
-        req: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource> {
         let body = json!({
             "VpcName": resource_name(&req.ownership, 60),
             "CidrBlock": req.spec.cidr,
@@ -85,10 +83,7 @@ impl NetworkApi for TencentProvider {
     }
 
     /// https://www.tencentcloud.com/document/api/215/15782 (CreateSubnet)
-    async fn create_subnet(
-        &self,
-        req: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource> {
         let vpc = &req.spec.network;
         let body = json!({
             "VpcId": vpc,
@@ -111,10 +106,7 @@ impl NetworkApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/215/15806 (CreateSecurityGroup),
     /// then its rules with CreateSecurityGroupPolicies (215/15807), one direction
     /// per call.
-    async fn create_firewall(
-        &self,
-        req: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource> {
         let body = json!({
             "GroupName": resource_name(&req.ownership, 60),
             "GroupDescription": format!("gpuform {}", req.ownership.address),
@@ -159,7 +151,7 @@ impl NetworkApi for TencentProvider {
     }
 
     /// https://www.tencentcloud.com/document/api/215/15775 (DeleteVpc)
-    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         self.client
             .call(VPC, "DeleteVpc", region, &json!({"VpcId": id}))
@@ -168,13 +160,13 @@ impl NetworkApi for TencentProvider {
     }
 
     /// https://www.tencentcloud.com/document/api/215/15783 (DeleteSubnet)
-    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         delete_network_member(self, region, ("DeleteSubnet", "SubnetId"), "subnet-id", id).await
     }
 
     /// https://www.tencentcloud.com/document/api/215/15803 (DeleteSecurityGroup)
-    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         delete_network_member(
             self,
@@ -192,7 +184,7 @@ impl NetworkApi for TencentProvider {
         scope: &Scope,
         current: &ObservedResource,
         want: &[IngressRule],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         replace_policies(self, &scope.region, &current.id, want).await
     }
 }
@@ -202,7 +194,7 @@ pub(crate) async fn vpc_of_subnet(
     p: &TencentProvider,
     region: &str,
     subnet: &str,
-) -> Result<String, ProviderError> {
+) -> Result<String> {
     if let Some(v) = p
         .subnet_vpc
         .lock()
@@ -235,7 +227,7 @@ pub(crate) async fn replace_policies(
     region: &str,
     sg: &str,
     rules: &[IngressRule],
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     let body = json!({
         "SecurityGroupId": sg,
         "SecurityGroupPolicySet": {
@@ -292,11 +284,7 @@ const PORTS_NOTE: &str = "gpuform ports=";
 /// (DescribeSecurityGroupPolicies: `SecurityGroupPolicySet` with
 /// `Version`, `Ingress` and `Egress`). An answer without them is an
 /// error, never "no rules".
-pub(crate) async fn group_ingress(
-    p: &TencentProvider,
-    region: &str,
-    sg: &str,
-) -> Result<Value, ProviderError> {
+pub(crate) async fn group_ingress(p: &TencentProvider, region: &str, sg: &str) -> Result<Value> {
     const ACTION: &str = "DescribeSecurityGroupPolicies";
     let resp = p
         .client
@@ -385,7 +373,7 @@ async fn delete_network_member(
     (action, id_key): (&str, &str),
     filter: &str,
     id: &str,
-) -> Result<(), ProviderError> {
+) -> Result<()> {
     let mut body = Map::new();
     body.insert(id_key.into(), json!(id));
     let body = Value::Object(body);

@@ -17,6 +17,7 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::prices::positive_price;
 use gpuform_provider::provider::RateLimit;
+use gpuform_provider::Result;
 use gpuform_provider::{Cloud, ErrorKind, LiveQuote, PriceApi, ProviderError, QuoteTerm};
 use serde_json::{json, Value};
 
@@ -24,7 +25,7 @@ const ACTION: &str = "InquiryPriceRunInstances";
 
 /// The zone to quote in: Tencent prices per zone, and the catalog's first
 /// zone of the region is the one plans use first.
-fn zone(region: &str, instance_type: &str) -> Result<String, ProviderError> {
+fn zone(region: &str, instance_type: &str) -> Result<String> {
     let cat = gpuform_catalog::Catalog::builtin();
     let named = cat
         .availability(Cloud::Tencent, region, instance_type)
@@ -49,7 +50,7 @@ async fn inquire(
     base: &Value,
     charge: &str,
     extra: Value,
-) -> Result<Value, ProviderError> {
+) -> Result<Value> {
     let mut body = base.clone();
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         b.insert("InstanceChargeType".into(), json!(charge));
@@ -71,7 +72,7 @@ async fn inquire(
 
 /// A quote that may be missing for this type (no spot or no prepaid sale):
 /// `None` for a refusal of the request, the error otherwise.
-fn optional(r: Result<LiveQuote, ProviderError>) -> Result<Option<LiveQuote>, ProviderError> {
+fn optional(r: Result<LiveQuote>) -> Result<Option<LiveQuote>> {
     match r {
         Ok(q) => Ok(Some(q)),
         Err(e)
@@ -90,7 +91,7 @@ fn f(v: &Value, k: &str) -> Option<f64> {
     v.get(k).and_then(Value::as_f64)
 }
 
-fn hourly(price: &Value, charge: &str) -> Result<f64, ProviderError> {
+fn hourly(price: &Value, charge: &str) -> Result<f64> {
     let what = format!("{ACTION} ({charge})");
     let unit = price
         .get("ChargeUnit")
@@ -117,11 +118,7 @@ impl PriceApi for TencentProvider {
         RateLimit::new(2.5, 2)
     }
 
-    async fn quote_prices(
-        &self,
-        region: &str,
-        instance_type: &str,
-    ) -> Result<Vec<LiveQuote>, ProviderError> {
+    async fn quote_prices(&self, region: &str, instance_type: &str) -> Result<Vec<LiveQuote>> {
         let zone = zone(region, instance_type)?;
         let image = images::image_id(self, region, "ubuntu-22.04").await?;
         let base = json!({

@@ -14,8 +14,9 @@ use crate::tags::{
 };
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, ObservedResource, OwnershipTags, Pricing, ProviderError, RefreshApi, ResourceKind, Scope,
+    Attrs, ObservedResource, OwnershipTags, Pricing, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
 
@@ -146,7 +147,7 @@ pub(crate) async fn describe_one(
     l: &Listing,
     region: &str,
     id: &str,
-) -> Result<Option<Value>, ProviderError> {
+) -> Result<Option<Value>> {
     let found = p
         .client
         .describe_ids(l.api, l.action, region, l.keys(), &[id.to_string()], 1)
@@ -163,7 +164,7 @@ impl RefreshApi for TencentProvider {
         scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         let region = scope.region.as_str();
         let Some(l) = listing_of(kind) else {
             return Ok(Vec::new());
@@ -177,11 +178,7 @@ impl RefreshApi for TencentProvider {
 
     /// Everything of `project` in `region`: one paginated call per kind
     /// (Limit 100) filtered by `tag:gpuform:project`.
-    async fn list_owned(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
         let region = scope.region.as_str();
         let mut out = Vec::new();
         for l in LISTINGS {
@@ -222,7 +219,7 @@ async fn observe_all<'a>(
     l: &Listing,
     items: impl Iterator<Item = &'a Value>,
     region: &str,
-) -> Result<Vec<ObservedResource>, ProviderError> {
+) -> Result<Vec<ObservedResource>> {
     let mut out = Vec::new();
     for v in items {
         let mut o = observe(l, v, region);
@@ -414,7 +411,7 @@ impl gpuform_provider::InventoryApi for TencentProvider {
     async fn inventory(
         &self,
         scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory, ProviderError> {
+    ) -> Result<gpuform_provider::Inventory> {
         let region = scope.region.as_str();
         use gpuform_provider::{InventoryInstance, InventoryVolume};
         let mut disk_filter = Map::new();

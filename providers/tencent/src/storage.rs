@@ -10,6 +10,7 @@ use crate::refresh;
 use crate::tags::{resource_name, tag_list, TAG_KIND};
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
     StorageApi, VolumeSpec,
@@ -54,10 +55,7 @@ fn needs(what: &str) -> ProviderError {
 impl StorageApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks), then
     /// AttachDisks to its instance.
-    async fn create_volume(
-        &self,
-        req: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let region = req.region();
         // Every field, named: a new one is a compile error here until it is sent.
         let VolumeSpec {
@@ -109,7 +107,7 @@ impl StorageApi for TencentProvider {
         scope: &Scope,
         current: &ObservedResource,
         to: &Attachment,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let want = to.instance();
         let id = &current.id;
@@ -133,7 +131,7 @@ impl StorageApi for TencentProvider {
         scope: &Scope,
         current: &ObservedResource,
         size_gb: u32,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         let region = scope.region.as_str();
         let id = &current.id;
         let now = current
@@ -159,7 +157,7 @@ impl StorageApi for TencentProvider {
 
     /// Detaches the disk, then https://www.tencentcloud.com/document/api/362/16321
     /// (TerminateDisks). Gone already: done.
-    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()> {
         let region = scope.region.as_str();
         let Some(disk) = refresh::describe_one(self, &refresh::VOLUME, region, id).await? else {
             return Ok(());
@@ -182,7 +180,7 @@ async fn wait_disk(
     id: &str,
     what: &str,
     done: impl Fn(Option<&Value>) -> bool,
-) -> Result<Option<Value>, ProviderError> {
+) -> Result<Option<Value>> {
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(3));
     for _ in 0..60 {
         let d = refresh::describe_one(p, &refresh::VOLUME, region, id).await?;
@@ -197,11 +195,7 @@ async fn wait_disk(
     ))
 }
 
-async fn wait_attached(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-) -> Result<Option<Value>, ProviderError> {
+async fn wait_attached(p: &TencentProvider, region: &str, id: &str) -> Result<Option<Value>> {
     wait_disk(p, region, id, "it is attached", |d| {
         d.is_some_and(|d| s(d, "DiskState") == "ATTACHED")
     })
@@ -210,12 +204,7 @@ async fn wait_attached(
 
 /// https://www.tencentcloud.com/document/api/362/16313 (AttachDisks). The
 /// instance may still be starting: a busy answer is retried a few times.
-async fn attach_disk(
-    p: &TencentProvider,
-    region: &str,
-    id: &str,
-    instance: &str,
-) -> Result<(), ProviderError> {
+async fn attach_disk(p: &TencentProvider, region: &str, id: &str, instance: &str) -> Result<()> {
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut tries = 0;
     let body = json!({"DiskIds": [id], "InstanceId": instance});
@@ -240,7 +229,7 @@ async fn detach_disk(
     id: &str,
     state: &str,
     instance: Option<&str>,
-) -> Result<bool, ProviderError> {
+) -> Result<bool> {
     if instance.is_none() && state == "UNATTACHED" {
         return Ok(true);
     }

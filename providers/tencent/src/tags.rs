@@ -14,6 +14,7 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::tags::reserved_prefixes;
+use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope, TagApi, UserTags,
 };
@@ -118,7 +119,7 @@ impl TagApi for TencentProvider {
         _scope: &Scope,
         current: &ObservedResource,
         _want: &UserTags,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         Err(ProviderError::new(
             ErrorKind::Invalid,
             format!(

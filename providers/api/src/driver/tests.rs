@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::OwnershipTags;
+use crate::Result;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -57,10 +58,7 @@ impl CloudDriver for Recorder {
 
 #[async_trait]
 impl NetworkApi for Recorder {
-    async fn create_network(
-        &self,
-        r: &Create<NetworkSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_network(&self, r: &Create<NetworkSpec>) -> Result<ObservedResource> {
         self.log(format!(
             "create_network {} tags={}",
             r.spec.cidr,
@@ -71,16 +69,10 @@ impl NetworkApi for Recorder {
         self.put(ResourceKind::Network, "n-1", attrs);
         Ok(self.existing.lock().unwrap()["n-1"].clone())
     }
-    async fn create_subnet(
-        &self,
-        _: &Create<SubnetSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_subnet(&self, _: &Create<SubnetSpec>) -> Result<ObservedResource> {
         unreachable!("subnets are not among this driver's kinds")
     }
-    async fn create_firewall(
-        &self,
-        _: &Create<FirewallSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_firewall(&self, _: &Create<FirewallSpec>) -> Result<ObservedResource> {
         unreachable!()
     }
     async fn update_ingress(
@@ -88,39 +80,33 @@ impl NetworkApi for Recorder {
         _: &Scope,
         _: &ObservedResource,
         _: &[IngressRule],
-    ) -> Result<(), ProviderError> {
+    ) -> Result<()> {
         unreachable!()
     }
-    async fn delete_network(&self, _: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_network(&self, _: &Scope, id: &str) -> Result<()> {
         self.log(format!("delete_network {id}"));
         Err(gone(id))
     }
-    async fn delete_subnet(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+    async fn delete_subnet(&self, _: &Scope, _: &str) -> Result<()> {
         unreachable!()
     }
-    async fn delete_firewall(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+    async fn delete_firewall(&self, _: &Scope, _: &str) -> Result<()> {
         unreachable!()
     }
 }
 
 #[async_trait]
 impl ComputeApi for Recorder {
-    async fn create_instance(
-        &self,
-        _: &Create<InstanceSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_instance(&self, _: &Create<InstanceSpec>) -> Result<ObservedResource> {
         unreachable!()
     }
-    async fn delete_instance(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+    async fn delete_instance(&self, _: &Scope, _: &str) -> Result<()> {
         unreachable!()
     }
-    async fn create_placement(
-        &self,
-        _: &Create<PlacementSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_placement(&self, _: &Create<PlacementSpec>) -> Result<ObservedResource> {
         unreachable!()
     }
-    async fn delete_placement(&self, _: &Scope, _: &str) -> Result<(), ProviderError> {
+    async fn delete_placement(&self, _: &Scope, _: &str) -> Result<()> {
         unreachable!()
     }
 }
@@ -130,19 +116,11 @@ impl BucketApi for Recorder {}
 
 #[async_trait]
 impl StorageApi for Recorder {
-    async fn create_volume(
-        &self,
-        r: &Create<VolumeSpec>,
-    ) -> Result<ObservedResource, ProviderError> {
+    async fn create_volume(&self, r: &Create<VolumeSpec>) -> Result<ObservedResource> {
         self.log(format!("create_volume {}", r.spec.size_gb));
         Err(gone("zone"))
     }
-    async fn resize_volume(
-        &self,
-        _: &Scope,
-        c: &ObservedResource,
-        size: u32,
-    ) -> Result<(), ProviderError> {
+    async fn resize_volume(&self, _: &Scope, c: &ObservedResource, size: u32) -> Result<()> {
         self.log(format!("resize {} {size}", c.id));
         let mut have = self.existing.lock().unwrap();
         have.get_mut(&c.id)
@@ -151,16 +129,11 @@ impl StorageApi for Recorder {
             .insert("size_gb".into(), json!(size));
         Ok(())
     }
-    async fn attach_volume(
-        &self,
-        _: &Scope,
-        c: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<(), ProviderError> {
+    async fn attach_volume(&self, _: &Scope, c: &ObservedResource, to: &Attachment) -> Result<()> {
         self.log(format!("attach {} {:?}", c.id, to.instance()));
         Ok(())
     }
-    async fn delete_volume(&self, _: &Scope, id: &str) -> Result<(), ProviderError> {
+    async fn delete_volume(&self, _: &Scope, id: &str) -> Result<()> {
         self.log(format!("delete_volume {id}"));
         Err(ProviderError::new(ErrorKind::DependencyViolation, "in use"))
     }
@@ -173,12 +146,12 @@ impl RefreshApi for Recorder {
         _scope: &Scope,
         kind: ResourceKind,
         ids: &[String],
-    ) -> Result<Vec<ObservedResource>, ProviderError> {
+    ) -> Result<Vec<ObservedResource>> {
         self.log(format!("read {kind} {}", ids.join(",")));
         let have = self.existing.lock().unwrap();
         Ok(ids.iter().filter_map(|i| have.get(i).cloned()).collect())
     }
-    async fn list_owned(&self, _: &Scope, _: &str) -> Result<Vec<ObservedResource>, ProviderError> {
+    async fn list_owned(&self, _: &Scope, _: &str) -> Result<Vec<ObservedResource>> {
         Ok(Vec::new())
     }
 }
@@ -192,12 +165,7 @@ impl TagApi for Recorder {
             Ok(())
         }
     }
-    async fn update_tags(
-        &self,
-        _: &Scope,
-        c: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<(), ProviderError> {
+    async fn update_tags(&self, _: &Scope, c: &ObservedResource, want: &UserTags) -> Result<()> {
         self.log(format!("update_tags {} {:?}", c.id, want.as_map()));
         Ok(())
     }
