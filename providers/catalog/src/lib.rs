@@ -35,6 +35,7 @@ mod overrides;
 mod query;
 mod sources;
 pub mod storage;
+pub mod transfer;
 #[cfg(test)]
 mod tests;
 
