@@ -35,9 +35,9 @@ mod overrides;
 mod query;
 mod sources;
 pub mod storage;
-pub mod transfer;
 #[cfg(test)]
 mod tests;
+pub mod transfer;
 
 pub use billing::{billing, Billing};
 pub use cloud::Cloud;
