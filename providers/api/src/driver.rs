@@ -324,6 +324,16 @@ impl<D: CloudDriver> Provider for D {
         ComputeApi::offered(self, scope, zone, instance_type).await
     }
 
+    async fn list_all_buckets(
+        &self,
+        scope: &Scope,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        if !self.kinds().contains(&ResourceKind::Bucket) {
+            return Ok(Vec::new());
+        }
+        BucketApi::list_buckets(self, scope).await
+    }
+
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource, ProviderError> {
         let cloud = CloudDriver::cloud(self);
         if !self.kinds().contains(&req.kind) {
