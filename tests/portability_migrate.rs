@@ -387,3 +387,279 @@ fn cloud_any_is_pinned() {
     let pinned = spec::load_str("any.yaml", &m.new_text, &vars).unwrap();
     assert_eq!(pinned.spec.clusters["c"].cloud, spec::CloudName::Tencent);
 }
+
+const BUCKETS: &str = "\
+project: lab
+buckets:
+  # training data
+  datasets:
+    cloud: aws
+    region: us-east-1   # next to the trainers
+    size_gb: 1000
+    versioning: true
+  ckpt:
+    cloud: tencent
+    region: ap-shanghai
+    name: lab-ckpt-1250000000
+clusters:
+  trainer:
+    cloud: aws
+    region: us-east-1
+    nodes: 1
+    gpu: T4
+    reads: [datasets]
+  cn:
+    cloud: tencent
+    region: ap-shanghai
+    nodes: 1
+    gpu: T4
+    reads: [datasets, ckpt]
+";
+
+fn migrate_bucket(dir: &Path, args: &[&str]) -> std::process::Output {
+    gpuform(dir)
+        .args(["migrate"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_bucket_moves_empty_with_its_copy_command_and_cost_change() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), BUCKETS).unwrap();
+    // To Tencent COS: the name needs the account's APPID, which gpuform
+    // cannot know.
+    let out = migrate_bucket(
+        dir.path(),
+        &[
+            "bucket.datasets",
+            "--to",
+            "tencent/ap-shanghai",
+            "spec.yaml",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("bucket `datasets` cannot keep the name `lab-datasets` on tencent COS"),
+        "{e}"
+    );
+    assert!(
+        e.contains("hint: COS bucket names end with the account's APPID (the number on the console's Account Information page): add --bucket-name lab-datasets-APPID"),
+        "{e}"
+    );
+
+    let out = migrate_bucket(
+        dir.path(),
+        &[
+            "bucket.datasets",
+            "--to",
+            "tencent/ap-shanghai",
+            "--bucket-name",
+            "lab-datasets-1250000000",
+            "--cny-per-usd",
+            "7.2",
+            "spec.yaml",
+            "--write",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let new = std::fs::read_to_string(dir.path().join("spec.yaml")).unwrap();
+    // The edit: cloud, region (its comment kept), the new name; nothing else.
+    assert!(new.contains("  # training data\n  datasets:\n    cloud: tencent\n    region: ap-shanghai   # next to the trainers\n    name: lab-datasets-1250000000\n    size_gb: 1000\n"), "{new}");
+    assert!(new.contains("  trainer:\n    cloud: aws\n"), "{new}");
+    spec::load(&dir.path().join("spec.yaml"), &Vars::new()).unwrap();
+    for line in [
+        "Bucket `datasets`: aws S3 us-east-1 → tencent COS ap-shanghai (`lab-datasets` → `lab-datasets-1250000000`)",
+        // 1000 GB × $0.023 → 1000 GB × 0.118 CNY / 7.2.
+        "Storage (standard): $23.00/month → $16.39/month (-$6.61/month)",
+        "  - data does not move: the next apply creates `lab-datasets-1250000000` empty on tencent COS ap-shanghai, then deletes `lab-datasets` on aws S3",
+        "  - cluster `cn` (tencent/ap-shanghai) reads it in its own region after the move",
+        "  - cluster `trainer` (aws/us-east-1) reads it across clouds after the move: $0.0694/GB (internet)",
+        "  rclone config create aws-s3-us-east-1 s3 provider=AWS env_auth=true region=us-east-1",
+        "  rclone config create tencent-cos-ap-shanghai s3 provider=TencentCOS endpoint=cos.ap-shanghai.myqcloud.com",
+        "  rclone sync aws-s3-us-east-1:lab-datasets tencent-cos-ap-shanghai:lab-datasets-1250000000 --checksum --progress",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    assert!(
+        text.contains("refuses to delete `lab-datasets` while it holds objects"),
+        "{text}"
+    );
+
+    // Back off COS to Huawei OBS: the APPID name is valid there, kept; the
+    // region comes from --to; OBS egress has no price: said so.
+    let out = migrate_bucket(
+        dir.path(),
+        &[
+            "bucket.ckpt",
+            "--to",
+            "huawei/cn-east-3",
+            "spec.yaml",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["to_name"], "lab-ckpt-1250000000");
+    assert_eq!(v["to_region"], "cn-east-3");
+    assert_eq!(v["monthly_usd_before"], serde_json::Value::Null);
+    let caveats: Vec<&str> = v["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        caveats.contains(&"cluster `cn` (tencent/ap-shanghai) reads it across clouds after the move: price unknown (internet)"),
+        "{caveats:?}"
+    );
+    assert!(
+        caveats
+            .contains(&"storage cost before the move unknown: no `size_gb` estimate in the spec"),
+        "{caveats:?}"
+    );
+    assert_eq!(
+        v["copy_commands"][2],
+        "rclone sync tencent-cos-ap-shanghai:lab-ckpt-1250000000 huawei-obs-cn-east-3:lab-ckpt-1250000000 --checksum --progress"
+    );
+}
+
+#[test]
+fn bucket_migration_errors_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), BUCKETS).unwrap();
+    for (args, needle, hint) in [
+        (
+            vec!["bucket.nope", "--to", "aws"],
+            "has no bucket `nope`",
+            "buckets in the spec: ckpt, datasets",
+        ),
+        (
+            vec!["bucket.datasets", "--to", "aws/us-east-1"],
+            "already on aws us-east-1",
+            "--to aws/REGION",
+        ),
+        // No region and no reader on Alibaba to take it from.
+        (
+            vec!["bucket.datasets", "--to", "alibaba"],
+            "which alibaba region",
+            "--to alibaba/REGION",
+        ),
+        (
+            vec![
+                "bucket.datasets",
+                "--to",
+                "alibaba/cn-hangzhou",
+                "--bucket-name",
+                "Bad_Name",
+            ],
+            "cannot keep the name `Bad_Name` on alibaba OSS",
+            "--bucket-name",
+        ),
+        (
+            vec!["trainer", "--to", "alibaba", "--bucket-name", "x"],
+            "--bucket-name applies to a bucket",
+            "bucket.KEY",
+        ),
+    ] {
+        let out = migrate_bucket(dir.path(), &[&args[..], &["spec.yaml", "--write"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert!(e.contains("hint:") && e.contains(hint), "{args:?}: {e}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("spec.yaml")).unwrap(),
+        BUCKETS
+    );
+    // With no region given, a reader on the target cloud gives it.
+    let out = migrate_bucket(
+        dir.path(),
+        &[
+            "bucket.datasets",
+            "--to",
+            "tencent",
+            "--bucket-name",
+            "d-1250000000",
+            "spec.yaml",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["to_region"], "ap-shanghai");
+}
+
+#[test]
+fn a_cluster_moving_away_from_the_bucket_it_reads_is_told_the_transfer_price() {
+    let dir = tempfile::tempdir().unwrap();
+    // The migrated spec must resolve: the buckets are on the sandbox (which
+    // mirrors AWS), so that this holds whichever clouds' object storage
+    // this build speaks.
+    let spec = BUCKETS
+        .replace(
+            "    cloud: aws
+    region: us-east-1   #",
+            "    cloud: sandbox
+    region: us-east-1   #",
+        )
+        .replace(
+            "    cloud: tencent
+    region: ap-shanghai
+    name: lab-ckpt-1250000000
+",
+            "    cloud: sandbox
+    region: us-west-2
+",
+        );
+    std::fs::write(dir.path().join("spec.yaml"), &spec).unwrap();
+    let out = migrate_bucket(
+        dir.path(),
+        &[
+            "trainer",
+            "--to",
+            "alibaba/cn-hangzhou",
+            "spec.yaml",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let caveats: Vec<&str> = v["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        caveats.contains(&"reads: bucket `datasets` stays on sandbox us-east-1: reading it from alibaba cn-hangzhou is internet data transfer ($0.0900/GB); `gpuform migrate bucket.datasets --to alibaba/cn-hangzhou` moves it (empty: data is copied by hand)"),
+        "{caveats:?}"
+    );
+    // The bucket it does not read keeps the general note.
+    assert!(
+        caveats
+            .iter()
+            .any(|c| c.starts_with("bucket `ckpt` stays on sandbox us-west-2")),
+        "{caveats:?}"
+    );
+}

@@ -139,6 +139,10 @@ pub enum Command {
     #[command(subcommand)]
     Bootstrap(BootstrapCommand),
     /// Re-target a cluster to another cloud: prints the spec diff, cost delta and caveats; --write saves it.
+    ///
+    /// `bucket.KEY` moves a bucket instead: it is recreated empty on the new cloud (its name
+    /// checked by that cloud's rules; COS needs --bucket-name NAME-APPID), the data does not
+    /// move, and the rclone commands that copy it are printed with the storage cost change.
     Migrate(super::portability::MigrateArgs),
     /// Choose GPU, node count, interconnect, pricing and region from a few facts about a workload.
     ///

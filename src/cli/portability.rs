@@ -6,7 +6,7 @@
 use super::args::VarArgs;
 use super::{CmdResult, Failure};
 use crate::portability::offers::{self, InputError, DEFAULT_STALE_DAYS};
-use crate::portability::{breakeven, lockin, migrate};
+use crate::portability::{breakeven, lockin, migrate, migrate_bucket};
 use crate::spec::{self, Vars};
 use clap::{Args, ValueEnum};
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
@@ -110,10 +110,12 @@ pub struct LockinArgs {
     pub json: bool,
 }
 
-/// `gpuform migrate CLUSTER --to CLOUD[/REGION] FILE`.
+/// `gpuform migrate CLUSTER --to CLOUD[/REGION] FILE` (or `bucket.KEY`).
 #[derive(Debug, Args, Clone)]
 pub struct MigrateArgs {
-    /// The cluster to move (a key under `clusters:`).
+    /// The cluster to move (a key under `clusters:`), or `bucket.KEY` to
+    /// move a bucket: it is recreated empty on the new cloud (data does not
+    /// move; the rclone command to copy it is printed).
     pub cluster: String,
     /// Target: `CLOUD` (its cheapest region offering the equivalent) or `CLOUD/REGION`.
     #[arg(long, value_name = "CLOUD[/REGION]")]
@@ -129,6 +131,10 @@ pub struct MigrateArgs {
     /// The migration as JSON on stdout (diff included).
     #[arg(long)]
     pub json: bool,
+    /// With `bucket.KEY`: the bucket's name on the new cloud (required on
+    /// Tencent COS, whose names end with the account's APPID: `NAME-APPID`).
+    #[arg(long, value_name = "NAME")]
+    pub bucket_name: Option<String>,
 }
 
 fn input(e: InputError) -> Failure {
@@ -298,6 +304,25 @@ pub fn migrate_cmd(a: MigrateArgs) -> CmdResult {
     let catalog = Catalog::builtin();
     let (to, region) = lockin::parse_target(catalog, &a.to).map_err(input)?;
     let (loaded, vars) = load(&a.file, &a.vars)?;
+    if let Some(key) = a.cluster.strip_prefix("bucket.") {
+        let m = migrate_bucket::migrate_bucket(
+            &loaded,
+            &vars,
+            catalog,
+            key,
+            to,
+            region.as_deref(),
+            a.bucket_name.as_deref(),
+            cny,
+        )
+        .map_err(|e| Failure(format!("error: {e}")))?;
+        return finish_migration(&a, &m.new_text, &m, migrate_bucket::render(&m));
+    }
+    if a.bucket_name.is_some() {
+        return Err(Failure(
+            "error: --bucket-name applies to a bucket's migration\n  hint: write `gpuform migrate bucket.KEY --to CLOUD/REGION --bucket-name NAME FILE`".to_string(),
+        ));
+    }
     let m = migrate::migrate(
         &loaded,
         &vars,
@@ -308,14 +333,24 @@ pub fn migrate_cmd(a: MigrateArgs) -> CmdResult {
         cny,
     )
     .map_err(|e| Failure(format!("error: {e}")))?;
+    finish_migration(&a, &m.new_text, &m, migrate::render(&m))
+}
+
+/// Writes the migrated spec with `--write`, then prints the migration.
+fn finish_migration<T: serde::Serialize>(
+    a: &MigrateArgs,
+    new_text: &str,
+    m: &T,
+    rendered: String,
+) -> CmdResult {
     if a.write {
-        gpuform_catalog::fsio::write_atomically(&a.file, m.new_text.as_bytes())
+        gpuform_catalog::fsio::write_atomically(&a.file, new_text.as_bytes())
             .map_err(|e| Failure(format!("cannot write {}: {e}", a.file.display())))?;
     }
     if a.json {
-        return json_out(&m);
+        return json_out(m);
     }
-    print!("{}", migrate::render(&m));
+    print!("{rendered}");
     if a.write {
         println!(
             "Wrote {}. Next: `gpuform plan {}` shows the move.",

@@ -1,5 +1,6 @@
 //! `gpuform audit`'s inputs: each (cloud, region)'s inventory, listed at
-//! once through [`gpuform_provider::InventoryApi`], and each given spec's
+//! once through [`gpuform_provider::InventoryApi`] (and its buckets through
+//! `Provider::list_all_buckets`), and each given spec's
 //! state, read (never locked or written) through its backend. The report
 //! itself is [`crate::portability::audit`]. Read-only: nothing here changes
 //! a cloud or a state.
@@ -68,6 +69,16 @@ pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, Str
             out.insert((target.key(), c.region.clone()));
         }
     }
+    for b in loaded.spec.buckets.values() {
+        let Some(cloud) = spec_cloud(b.cloud) else {
+            continue;
+        };
+        let target = Target {
+            cloud,
+            sandbox: sandbox || b.cloud == CloudName::Sandbox,
+        };
+        out.insert((target.key(), b.region.clone()));
+    }
     out
 }
 
@@ -130,12 +141,27 @@ pub async fn inventories(
     let mut calls = Vec::new();
     for (key, region) in targets {
         let api = providers.inventory(key).await?;
+        let buckets_api = providers.get(key).await?;
         let cloud = api.inventory_cloud();
         calls.push(async move {
             let scope = Scope {
                 region: region.clone(),
             };
-            let got = api.inventory(&scope).await;
+            // Object storage is an API apart (BucketApi): listed beside the
+            // compute inventory, at the same time.
+            let (got, buckets) = futures_util::future::join(
+                api.inventory(&scope),
+                buckets_api.list_all_buckets(&scope),
+            )
+            .await;
+            let got = got.and_then(|mut inv| {
+                inv.buckets.extend(
+                    buckets?
+                        .iter()
+                        .map(gpuform_provider::InventoryBucket::from_observed),
+                );
+                Ok(inv)
+            });
             (key.clone(), region.clone(), cloud, got)
         });
     }

@@ -107,13 +107,15 @@ pub fn diff(
                         .deps
                         .iter()
                         .find(|(role, a)| {
-                            renewed.contains(*a) && !follows_by_reattach(d.kind, role)
+                            renewed.contains(*a)
+                                && !follows_by_reattach(d.kind, role)
+                                && !crate::resolve::ordering_only(role)
                         })
                         .map(|(_, a)| a)
                     {
                         change.action = Action::Replace;
                         change.reason = Some(format!("{dep} is replaced"));
-                    } else if r.deps != change.deps {
+                    } else if binding_deps(&r.deps) != binding_deps(&change.deps) {
                         change.action = Action::Replace;
                         change.reason = Some("its dependencies changed".into());
                     } else if opts.replace.contains(&d.address) {
@@ -251,6 +253,24 @@ pub fn diff(
         lockin: std::mem::take(&mut desired.lockin),
         notes: std::mem::take(&mut desired.notes),
         warnings,
+        transfers: desired
+            .reads
+            .iter()
+            .filter(|r| r.crosses())
+            .map(|r| super::DataTransfer {
+                cluster: r.cluster.clone(),
+                cluster_location: format!("{}/{}", r.cluster_cloud, r.cluster_region),
+                bucket: r.bucket.clone(),
+                bucket_location: format!("{}/{}", r.bucket_cloud, r.bucket_region),
+                kind: if r.cluster_cloud == r.bucket_cloud {
+                    "inter-region"
+                } else {
+                    "internet"
+                }
+                .to_string(),
+                ..super::DataTransfer::default()
+            })
+            .collect(),
         state_path: None,
         endpoints: BTreeMap::new(),
         documents,
@@ -363,6 +383,14 @@ fn delete_change(
 
 /// A volume whose instance is re-created keeps its data: it is detached
 /// and attached to the new instance (an update), not replaced with it.
+/// The dependencies a resource is built on (its network, subnet, instance…),
+/// without those that only order operations (a bucket its nodes read).
+fn binding_deps(deps: &BTreeMap<String, String>) -> Vec<(&String, &String)> {
+    deps.iter()
+        .filter(|(role, _)| !crate::resolve::ordering_only(role))
+        .collect()
+}
+
 fn follows_by_reattach(kind: ResourceKind, role: &str) -> bool {
     kind == ResourceKind::Volume && role == "instance"
 }

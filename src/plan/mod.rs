@@ -166,6 +166,31 @@ pub struct StorageCost {
     pub unpriced: Option<String>,
 }
 
+/// A cluster reading a bucket across regions or clouds: what each GB it
+/// reads costs to move, billed by the bucket's cloud for its region.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataTransfer {
+    /// The cluster's name (`trainer`).
+    pub cluster: String,
+    /// Where the cluster runs after the plan, `cloud/region`.
+    pub cluster_location: String,
+    /// The bucket's address (`bucket.datasets`).
+    pub bucket: String,
+    /// Where the bucket is, `cloud/region`.
+    pub bucket_location: String,
+    /// `inter-region` (same cloud) or `internet` (another cloud).
+    pub kind: String,
+    /// USD per GB, when the catalog has a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_gb: Option<f64>,
+    /// The price as quoted (`0.50 CNY/GB`), when it is not in USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quoted: Option<String>,
+    /// Where the price comes from (`sourced, as of 2026`), or why there is
+    /// none (`price unknown: …`).
+    pub price_basis: String,
+}
+
 /// The state a plan was made against: a saved plan applies only there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateRef {
@@ -190,6 +215,11 @@ pub struct Plan {
     pub notes: Vec<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Clusters reading a bucket in another region or on another cloud
+    /// (`clusters.X.reads`), with the per-GB price of the data crossing
+    /// (each also a warning line).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transfers: Vec<DataTransfer>,
     /// The state file the plan was made against (saved plans apply there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_path: Option<String>,

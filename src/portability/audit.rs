@@ -1,6 +1,9 @@
 //! `gpuform audit`: what runs in some (cloud, region)s and what it costs,
-//! from the clouds' inventories (every instance and unattached volume the
-//! credentials see, not only gpuform's), the specs' states and the catalog.
+//! from the clouds' inventories (every instance, unattached volume and
+//! bucket the credentials see, not only gpuform's), the specs' states and
+//! the catalog. A bucket's monthly cost is its reported size times the
+//! catalog's storage price for its class (none when the size is not
+//! reported).
 //! Pure computation: [`crate::engine::audit`] gathers the inputs.
 //!
 //! Ownership comes from the tags: `gpuform:project` names the project; a
@@ -128,6 +131,29 @@ pub struct VolumeRow {
     pub project: Option<String>,
 }
 
+/// A bucket, of any owner, with its monthly storage where its size is
+/// reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BucketRow {
+    pub cloud: Cloud,
+    pub region: String,
+    pub id: String,
+    pub name: String,
+    /// `standard`, `infrequent` or `archive`.
+    pub storage_class: String,
+    /// As the cloud reports them (`None`: not reported).
+    pub object_count: Option<u64>,
+    /// GB stored (2^30 bytes, as storage is billed), when reported.
+    pub size_gb: Option<f64>,
+    pub owner: Owner,
+    pub project: Option<String>,
+    pub address: Option<String>,
+    /// A month of its storage at the catalog's price for its class.
+    pub monthly_usd: Option<f64>,
+    /// `sourced, as of 2026-03`, or why there is no cost.
+    pub price_basis: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FindingKind {
@@ -169,6 +195,7 @@ pub struct AuditReport {
     pub regions: Vec<String>,
     pub instances: Vec<InstanceRow>,
     pub volumes: Vec<VolumeRow>,
+    pub buckets: Vec<BucketRow>,
     pub findings: Vec<Finding>,
     pub notes: Vec<String>,
 }
@@ -273,6 +300,7 @@ pub fn audit(
             .collect(),
         instances: Vec::new(),
         volumes: Vec::new(),
+        buckets: Vec::new(),
         findings: Vec::new(),
         notes: Vec::new(),
     };
@@ -316,6 +344,11 @@ pub fn audit(
                 owner,
                 project: own.project.map(str::to_string),
             });
+        }
+        for b in &r.inventory.buckets {
+            report
+                .buckets
+                .push(bucket_row(cny_per_usd, r, b, &owner_of));
         }
     }
     for (p, v) in projects {
@@ -418,6 +451,53 @@ fn instance_row(
     }
 }
 
+/// Bytes in a GB as storage is billed (S3's "GB-month" is 2^30 bytes).
+const BYTES_PER_GB: f64 = (1u64 << 30) as f64;
+
+fn bucket_row(
+    cny_per_usd: f64,
+    r: &RegionInventory,
+    b: &gpuform_provider::InventoryBucket,
+    owner_of: &OwnerOf<'_>,
+) -> BucketRow {
+    let own = OwnershipView::of(&b.tags);
+    let owner = owner_of(own.project, &b.id, own.address, own.lineage);
+    let size_gb = b.size_bytes.map(|bytes| bytes as f64 / BYTES_PER_GB);
+    let price = gpuform_catalog::storage::StoragePrices::builtin().price(
+        r.cloud,
+        &r.region,
+        &b.storage_class,
+    );
+    let (monthly_usd, price_basis) = match (size_gb, price) {
+        (Some(gb), Some(p)) => (
+            Some(gb * p.usd_per_gb_month(cny_per_usd)),
+            format!("{}, as of {}", p.basis.label(), p.as_of),
+        ),
+        (None, _) => (None, "size not reported".to_string()),
+        (Some(_), None) => (
+            None,
+            format!(
+                "no {} storage price for {} {} in the catalog",
+                b.storage_class, r.cloud, r.region
+            ),
+        ),
+    };
+    BucketRow {
+        cloud: r.cloud,
+        region: r.region.clone(),
+        id: b.id.clone(),
+        name: b.name.clone(),
+        storage_class: b.storage_class.clone(),
+        object_count: b.object_count,
+        size_gb,
+        owner,
+        project: own.project.map(str::to_string),
+        address: own.address.map(str::to_string),
+        monthly_usd,
+        price_basis,
+    }
+}
+
 fn findings(
     catalog: &Catalog,
     cny_per_usd: f64,
@@ -513,6 +593,22 @@ fn findings(
             ),
         });
     }
+    for b in report.buckets.iter().filter(|b| b.owner == Owner::Orphaned) {
+        out.push(Finding {
+            kind: FindingKind::Orphaned,
+            subject: b.id.clone(),
+            message: format!(
+                "bucket {} ({} {}{}) carries project {}'s tags ({}) but its state does not record it: `gpuform gc SPEC` deletes it (refused while it holds objects unless `force_destroy`)",
+                b.name,
+                b.cloud,
+                b.region,
+                b.object_count
+                    .map_or(String::new(), |n| format!(", {n} object(s)")),
+                b.project.as_deref().unwrap_or("?"),
+                b.address.as_deref().unwrap_or("no address"),
+            ),
+        });
+    }
     for (project, view) in projects {
         pool_findings(catalog, cny_per_usd, report, project, view, &mut out);
         let mine: Vec<&InstanceRow> = report
@@ -520,7 +616,14 @@ fn findings(
             .iter()
             .filter(|i| i.project.as_deref() == Some(project.as_str()))
             .collect();
-        let monthly: f64 = mine.iter().filter_map(|i| i.monthly_usd).sum();
+        // Compute a month, plus the storage of the project's buckets.
+        let monthly: f64 = mine.iter().filter_map(|i| i.monthly_usd).sum::<f64>()
+            + report
+                .buckets
+                .iter()
+                .filter(|b| b.project.as_deref() == Some(project.as_str()))
+                .filter_map(|b| b.monthly_usd)
+                .sum::<f64>();
         let hourly: f64 = mine
             .iter()
             .filter(|i| i.state == RunState::Running)
@@ -718,6 +821,14 @@ pub fn render_table(r: &AuditReport) -> String {
             r.volumes.len()
         ));
     }
+    if !r.buckets.is_empty() {
+        let mut t = new_table(&BUCKET_HEADER, false);
+        for b in &r.buckets {
+            t.add_row(bucket_cells(b));
+        }
+        right_align(&mut t, &[3, 4, 6]);
+        s.push_str(&format!("\nBuckets ({}):\n{t}\n", r.buckets.len()));
+    }
     s.push_str(&format!("\nFindings ({}):\n", r.findings.len()));
     for f in &r.findings {
         s.push_str(&format!("  [{}] {}\n", f.kind.as_str(), f.message));
@@ -726,6 +837,33 @@ pub fn render_table(r: &AuditReport) -> String {
         s.push_str(&format!("note: {n}\n"));
     }
     s
+}
+
+const BUCKET_HEADER: [&str; 8] = [
+    "where",
+    "bucket",
+    "class",
+    "objects",
+    "size",
+    "owner",
+    "per month",
+    "price",
+];
+
+fn bucket_cells(b: &BucketRow) -> Vec<String> {
+    vec![
+        format!("{} {}", b.cloud, b.region),
+        b.name.clone(),
+        b.storage_class.clone(),
+        b.object_count.map_or("-".into(), |n| n.to_string()),
+        b.size_gb.map_or("-".into(), |g| format!("{g:.1} GB")),
+        match &b.project {
+            Some(p) => format!("{} ({p})", b.owner.as_str()),
+            None => b.owner.as_str().into(),
+        },
+        opt_usd(b.monthly_usd),
+        b.price_basis.clone(),
+    ]
 }
 
 fn volume_cells(v: &VolumeRow) -> Vec<String> {
@@ -774,6 +912,14 @@ pub fn render_markdown(r: &AuditReport) -> String {
             s.push_str(&row(&volume_cells(v)));
         }
     }
+    if !r.buckets.is_empty() {
+        s.push_str(&format!("\n### Buckets ({})\n\n", r.buckets.len()));
+        s.push_str(&row(&BUCKET_HEADER.map(String::from)));
+        s.push_str(&format!("|{}\n", " --- |".repeat(BUCKET_HEADER.len())));
+        for b in &r.buckets {
+            s.push_str(&row(&bucket_cells(b)));
+        }
+    }
     s.push_str(&format!("\n### Findings ({})\n\n", r.findings.len()));
     for f in &r.findings {
         s.push_str(&format!("- **{}**: {}\n", f.kind.as_str(), f.message));
@@ -787,6 +933,78 @@ pub fn render_markdown(r: &AuditReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bucket_without_gpuform_tags_is_unmanaged_and_priced_in_its_currency() {
+        let bucket = |name: &str, tags: &[(&str, &str)], size: Option<u64>| {
+            gpuform_provider::InventoryBucket {
+                id: name.into(),
+                name: name.into(),
+                region: "cn-hangzhou".into(),
+                storage_class: "standard".into(),
+                object_count: Some(7),
+                size_bytes: size,
+                tags: tags
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            }
+        };
+        let inventory = Inventory {
+            buckets: vec![
+                bucket("theirs", &[("team", "web")], Some(720 << 30)),
+                bucket(
+                    "ours",
+                    &[(gpuform_provider::OwnershipTags::PROJECT, "lab")],
+                    None,
+                ),
+            ],
+            ..Inventory::default()
+        };
+        let regions = [RegionInventory {
+            cloud: Cloud::Alibaba,
+            provider: "alibaba".into(),
+            region: "cn-hangzhou".into(),
+            inventory,
+        }];
+        let projects = BTreeMap::from([(
+            "lab".to_string(),
+            ProjectView {
+                state: StateView::Known {
+                    lineage: "l".into(),
+                    ids: HashSet::new(),
+                    pending: HashSet::new(),
+                },
+                max_monthly_usd: None,
+                max_hourly_usd: None,
+                pools: Vec::new(),
+            },
+        )]);
+        let r = audit(Catalog::builtin(), 7.2, 0, &regions, &projects);
+        let theirs = &r.buckets[0];
+        assert_eq!(
+            (theirs.owner, theirs.project.as_deref()),
+            (Owner::Unmanaged, None)
+        );
+        // 720 GB of OSS Standard at 0.12 CNY (region-less: assumed), at 7.2.
+        assert!((theirs.monthly_usd.unwrap() - 12.0).abs() < 1e-9);
+        assert!(
+            theirs.price_basis.starts_with("assumed"),
+            "{}",
+            theirs.price_basis
+        );
+        let ours = &r.buckets[1];
+        assert_eq!(ours.owner, Owner::Orphaned);
+        assert_eq!(ours.monthly_usd, None);
+        // Only the orphan is a finding; an unmanaged bucket is someone else's.
+        let kinds: Vec<(FindingKind, &str)> = r
+            .findings
+            .iter()
+            .map(|f| (f.kind, f.subject.as_str()))
+            .collect();
+        assert_eq!(kinds, vec![(FindingKind::Orphaned, "ours")]);
+        assert!(render_table(&r).contains("unmanaged"));
+    }
 
     #[test]
     fn instants_as_the_clouds_write_them() {

@@ -96,6 +96,57 @@ fn storage_costs(plan: &mut Plan, cny_per_usd: f64) -> bool {
     in_cny
 }
 
+/// Prices each cross-region (or cross-cloud) read of a bucket from the
+/// catalog's transfer prices, by the bucket's cloud and region (the side
+/// that bills it), and says so in a warning line; "price unknown" where no
+/// source gives one.
+fn transfer_prices(plan: &mut Plan, cny_per_usd: f64) {
+    use gpuform_catalog::transfer::{TransferKind, TransferPrices};
+    let mut warnings = Vec::new();
+    for t in &mut plan.transfers {
+        let kind = if t.kind == "internet" {
+            TransferKind::Internet
+        } else {
+            TransferKind::InterRegion
+        };
+        let (cloud, region) = t
+            .bucket_location
+            .split_once('/')
+            .unwrap_or((t.bucket_location.as_str(), ""));
+        let price = gpuform_catalog::Cloud::ALL
+            .into_iter()
+            .find(|c| c.as_str() == cloud)
+            .and_then(|c| TransferPrices::builtin().price(c, region, kind));
+        let shown = match price {
+            Some(p) => {
+                let usd = p.usd_per_gb(cny_per_usd);
+                t.usd_per_gb = Some(usd);
+                t.quoted = (p.currency == Currency::CNY).then(|| format!("{:.2} CNY/GB", p.per_gb));
+                t.price_basis = format!("{}, as of {}", p.basis.label(), p.as_of);
+                match &t.quoted {
+                    Some(q) => format!("${usd:.4}/GB ({q}) [{} price {}]", t.kind, t.price_basis),
+                    None => format!("${usd:.4}/GB [{} price {}]", t.kind, t.price_basis),
+                }
+            }
+            None => {
+                t.price_basis = format!(
+                    "price unknown: the catalog has no {} price out of {cloud} {region}",
+                    t.kind
+                );
+                t.price_basis.clone()
+            }
+        };
+        warnings.push(format!(
+            "cross-region data transfer: cluster {} ({}) reads bucket {} ({}): {shown}",
+            t.cluster,
+            t.cluster_location,
+            t.bucket.strip_prefix("bucket.").unwrap_or(&t.bucket),
+            t.bucket_location
+        ));
+    }
+    plan.warnings.extend(warnings);
+}
+
 /// Prices older than this are called out in plans.
 pub const STALE_AFTER_DAYS: i64 = 180;
 
@@ -178,6 +229,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
     }
     plan.cost.clusters = clusters.into_values().collect();
     in_cny |= storage_costs(plan, cny_per_usd);
+    transfer_prices(plan, cny_per_usd);
     plan.cost.cny_per_usd = cny_per_usd;
     plan.cost.prices_in_cny = in_cny;
     let list = |m: &BTreeMap<String, String>| {

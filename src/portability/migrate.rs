@@ -323,7 +323,15 @@ pub fn migrate(
         }
     }
     caveats.extend(what_does_not_carry_over(
-        loaded, catalog, cluster, from_cloud, to, &eq, &to_type, &req,
+        loaded,
+        catalog,
+        cluster,
+        from_cloud,
+        to,
+        &eq,
+        &to_type,
+        &req,
+        cny_per_usd,
     ));
 
     let diff = spec::format_diff(&loaded.file_label(), &loaded.text, &new_text);
@@ -377,6 +385,7 @@ fn what_does_not_carry_over(
     eq: &Equivalent,
     to_type: &str,
     req: &Requirement,
+    cny_per_usd: f64,
 ) -> Vec<String> {
     let c = &loaded.spec.clusters[cluster];
     let from_name = from.map_or("the old cloud".to_string(), |c| c.to_string());
@@ -464,7 +473,29 @@ fn what_does_not_carry_over(
         }
     }
     for (name, b) in &loaded.spec.buckets {
-        if spec_cloud(b.cloud) != Some(to) {
+        if c.reads.contains(name) {
+            if spec_cloud(b.cloud) == Some(to) && b.region == eq.region {
+                continue;
+            }
+            let bucket_cloud = spec_cloud(b.cloud).unwrap_or(Cloud::Aws);
+            let kind = if bucket_cloud == to {
+                gpuform_catalog::transfer::TransferKind::InterRegion
+            } else {
+                gpuform_catalog::transfer::TransferKind::Internet
+            };
+            let price = gpuform_catalog::transfer::TransferPrices::builtin()
+                .price(bucket_cloud, &b.region, kind)
+                .map(|p| format!("${:.4}/GB", p.usd_per_gb(cny_per_usd)))
+                .unwrap_or_else(|| "price unknown".to_string());
+            out.push(format!(
+                "reads: bucket `{name}` stays on {} {}: reading it from {to} {} is {} data transfer ({price}); `gpuform migrate bucket.{name} --to {to}/{}` moves it (empty: data is copied by hand)",
+                b.cloud.as_str(),
+                b.region,
+                eq.region,
+                kind.as_str(),
+                eq.region
+            ));
+        } else if spec_cloud(b.cloud) != Some(to) {
             out.push(format!(
                 "bucket `{name}` stays on {} {}: reading it from {to} is billed as egress",
                 b.cloud.as_str(),

@@ -101,6 +101,41 @@ pub struct Desired {
     /// Node bootstrap documents by SHA-256 (an instance's `user_data_sha256`):
     /// one per distinct document, not one per node.
     pub documents: BTreeMap<String, String>,
+    /// Which cluster reads which bucket (`clusters.X.reads`), where each is.
+    pub reads: Vec<BucketRead>,
+}
+
+/// A cluster reading a bucket, with where each ended up (after `cloud: any`
+/// chose the cluster's place): the plan flags a read across regions or
+/// clouds with its data-transfer price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BucketRead {
+    /// The cluster's name (`trainer`).
+    pub cluster: String,
+    pub cluster_cloud: Cloud,
+    pub cluster_region: String,
+    /// The bucket's address (`bucket.datasets`).
+    pub bucket: String,
+    pub bucket_cloud: Cloud,
+    pub bucket_region: String,
+}
+
+impl BucketRead {
+    /// Whether the data leaves the bucket's region to reach the nodes.
+    pub fn crosses(&self) -> bool {
+        self.cluster_cloud != self.bucket_cloud || self.cluster_region != self.bucket_region
+    }
+}
+
+/// The dependency role under which a node waits for a bucket it reads
+/// (`reads:<key>`). Ordering only: the bucket is made before the nodes, but
+/// a node is never replaced for it (adding a bucket to `reads`, or the
+/// bucket moving, leaves running nodes alone).
+pub const READS_ROLE: &str = "reads:";
+
+/// Whether a dependency role only orders operations (see [`READS_ROLE`]).
+pub fn ordering_only(role: &str) -> bool {
+    role.starts_with(READS_ROLE)
 }
 
 impl Desired {
@@ -167,7 +202,45 @@ pub fn resolve(
         return Err(Diagnostics(errors));
     }
     out.resources.sort_by(|a, b| a.address.cmp(&b.address));
+    link_reads(spec, &mut out);
     Ok(out)
+}
+
+/// Each cluster's `reads`: its nodes wait for the bucket (an ordering-only
+/// dependency), and where each is placed is kept for the plan's transfer
+/// check. Validation made sure every key names a bucket.
+fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
+    for (name, cluster) in &spec.clusters {
+        if cluster.reads.is_empty() {
+            continue;
+        }
+        let Some(net) = out.get(&Address::in_cluster(name, "network")) else {
+            continue;
+        };
+        let (cluster_cloud, cluster_region) = (net.target.cloud, net.region.clone());
+        let node_prefix = Address::in_cluster(name, "node[");
+        for key in &cluster.reads {
+            let bucket = format!("bucket.{key}");
+            let Some(b) = out.get(&bucket) else {
+                continue;
+            };
+            out.reads.push(BucketRead {
+                cluster: name.clone(),
+                cluster_cloud,
+                cluster_region: cluster_region.clone(),
+                bucket: bucket.clone(),
+                bucket_cloud: b.target.cloud,
+                bucket_region: b.region.clone(),
+            });
+            for r in out
+                .resources
+                .iter_mut()
+                .filter(|r| r.kind == ResourceKind::Instance && r.address.starts_with(&node_prefix))
+            {
+                r.deps.insert(format!("{READS_ROLE}{key}"), bucket.clone());
+            }
+        }
+    }
 }
 
 /// The clouds whose object storage gpuform speaks (S3, OSS, COS, OBS:

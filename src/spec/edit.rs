@@ -56,9 +56,15 @@ impl<'a> BlockEditor<'a> {
             if ed.char_at(line, col) == Some('{') {
                 return Err(err(
                     format!(
-                        "{}:{line}:{col}: cluster `{}` is written in flow style ({{...}})",
+                        "{}:{line}:{col}: {} `{}` is written in flow style ({{...}})",
                         loaded.file_label(),
+                        if base.starts_with("buckets.") {
+                            "bucket"
+                        } else {
+                            "cluster"
+                        },
                         base.trim_start_matches("clusters.")
+                            .trim_start_matches("buckets.")
                     ),
                     "write it as a block mapping (one key per line) and run migrate again",
                 ));

@@ -196,6 +196,12 @@ pub struct Cluster {
     /// Network CIDR of the cluster's private network.
     #[serde(default = "default_cidr")]
     pub cidr: String,
+    /// Buckets the nodes read, by their key under `buckets:` (e.g.
+    /// `[datasets]`). The bucket is made before the nodes; one in another
+    /// region or on another cloud is flagged in the plan with the per-GB
+    /// data-transfer price where the catalog knows it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
 }

@@ -250,6 +250,7 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("user_data", Validator::string),
     opt("ingress", Validator::ingress_list),
     opt("cidr", |v, n, p| v.cidr(n, p, false)),
+    opt("reads", Validator::reads),
     opt("tags", Validator::tags),
 ];
 
@@ -402,6 +403,7 @@ impl Validator {
             .map(Value::Object);
         let before = self.diags.len();
         self.bucket_names(root);
+        self.bucket_reads(root);
         if self.diags.len() > before {
             return None;
         }
@@ -1466,6 +1468,118 @@ impl Validator {
             out.push(Value::String(z));
         }
         ok.then_some(Value::Array(out))
+    }
+
+    /// `reads: [BUCKET, ...]`: bucket keys, each once (that they name a
+    /// bucket is checked on the whole tree, by `bucket_reads`).
+    fn reads(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Seq(items) = &node.kind else {
+            let hint = match &node.kind {
+                Kind::Scalar { text, .. } => format!("write a list: `reads: [{}]`", shorten(text)),
+                _ => "write a list of bucket keys: `reads: [datasets]`".to_string(),
+            };
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected `reads` as a list of buckets, found {}",
+                    node.describe()
+                ),
+                hint,
+            );
+            return None;
+        };
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let Some(Value::String(b)) = self.nonempty(item, &p) else {
+                ok = false;
+                continue;
+            };
+            if let Some(first) = seen.get(&b) {
+                self.error(
+                    item.start,
+                    &p,
+                    format!(
+                        "bucket `{}` is listed twice (first at line {first})",
+                        shorten(&b)
+                    ),
+                    "list each bucket once",
+                );
+                ok = false;
+                continue;
+            }
+            seen.insert(b.clone(), item.start.line);
+            out.push(Value::String(b));
+        }
+        ok.then_some(Value::Array(out))
+    }
+
+    /// Every `clusters.X.reads` entry names a key of `buckets:`, reported
+    /// where it is written with the closest key.
+    fn bucket_reads(&mut self, root: &Node) {
+        let Kind::Map(entries) = &root.kind else {
+            return;
+        };
+        let section = |k: &str| {
+            entries
+                .iter()
+                .find(|e| e.key == k)
+                .and_then(|e| match &e.value.kind {
+                    Kind::Map(m) => Some(m),
+                    _ => None,
+                })
+        };
+        let buckets: Vec<&str> = section("buckets")
+            .map(|m| m.iter().map(|e| e.key.as_str()).collect())
+            .unwrap_or_default();
+        let Some(clusters) = section("clusters") else {
+            return;
+        };
+        for c in clusters {
+            let Kind::Map(fields) = &c.value.kind else {
+                continue;
+            };
+            let Some(Kind::Seq(items)) = fields
+                .iter()
+                .find(|e| e.key == "reads")
+                .map(|e| &e.value.kind)
+            else {
+                continue;
+            };
+            for (i, item) in items.iter().enumerate() {
+                let Kind::Scalar { text, .. } = &item.kind else {
+                    continue; // reported by `reads`
+                };
+                if text.trim().is_empty() || buckets.contains(&text.as_str()) {
+                    continue;
+                }
+                let hint = match suggest(text, buckets.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None if buckets.is_empty() => format!(
+                        "the spec has no `buckets:`; declare it there (`buckets: {{ {}: {{ cloud: ..., region: ... }} }}`)",
+                        shorten(text)
+                    ),
+                    None => format!(
+                        "the buckets are {}; or declare `{}` under `buckets:`",
+                        list(&buckets),
+                        shorten(text)
+                    ),
+                };
+                self.error(
+                    item.start,
+                    &format!("clusters.{}.reads[{i}]", c.key),
+                    format!(
+                        "cluster `{}` reads bucket `{}`, which is not in `buckets:`",
+                        shorten(&c.key),
+                        shorten(text)
+                    ),
+                    hint,
+                );
+            }
+        }
     }
 
     /// `endpoints: { CLOUD: URL }`.

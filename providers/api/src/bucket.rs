@@ -18,6 +18,10 @@ pub const FORCE_DESTROY_TAG: &str = "gpuform:force-destroy";
 /// versions where versioning is on), where the cloud reports it.
 pub const OBJECT_COUNT: &str = "object_count";
 
+/// The observed attribute with the bytes a bucket stores (all versions),
+/// where the cloud reports it: what `gpuform audit` prices a month of.
+pub const SIZE_BYTES: &str = "size_bytes";
+
 /// The error a delete answers for a bucket that holds objects and may not
 /// be emptied: the count and the two ways out.
 pub fn not_empty(name: &str, objects: u64) -> ProviderError {

@@ -296,6 +296,13 @@ impl<D: CloudDriver> Provider for D {
         ComputeApi::offered(self, scope, zone, instance_type).await
     }
 
+    async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
+        if !self.kinds().contains(&ResourceKind::Bucket) {
+            return Ok(Vec::new());
+        }
+        BucketApi::list_buckets(self, scope).await
+    }
+
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource> {
         let cloud = CloudDriver::cloud(self);
         if !self.kinds().contains(&req.kind) {

@@ -136,6 +136,43 @@ impl InventoryVolume {
     }
 }
 
+/// A bucket, of any owner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InventoryBucket {
+    pub id: String,
+    pub name: String,
+    pub region: String,
+    /// The neutral class new objects get: `standard`, `infrequent` or
+    /// `archive` (`standard` when the cloud reports none).
+    pub storage_class: String,
+    /// Where the cloud reports them.
+    pub object_count: Option<u64>,
+    pub size_bytes: Option<u64>,
+    pub tags: BTreeMap<String, String>,
+}
+
+impl InventoryBucket {
+    pub fn project(&self) -> Option<&str> {
+        self.tags.get(OwnershipTags::PROJECT).map(String::as_str)
+    }
+
+    /// From a provider's observation of the bucket (its `name`,
+    /// `storage_class`, `object_count`, `size_bytes` and `tags`).
+    pub fn from_observed(o: &ObservedResource) -> InventoryBucket {
+        let text = |k: &str| o.attrs.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let count = |k: &str| o.attrs.get(k).and_then(|v| v.as_u64());
+        InventoryBucket {
+            id: o.id.clone(),
+            name: text("name").unwrap_or_else(|| o.id.clone()),
+            region: o.region.clone(),
+            storage_class: text("storage_class").unwrap_or_else(|| "standard".to_string()),
+            object_count: count(crate::bucket::OBJECT_COUNT),
+            size_bytes: count(crate::bucket::SIZE_BYTES),
+            tags: observed_tags(o),
+        }
+    }
+}
+
 /// User tags (`tags` attribute) plus ownership tags of an observation.
 fn observed_tags(o: &ObservedResource) -> BTreeMap<String, String> {
     let mut tags = BTreeMap::new();
@@ -163,6 +200,9 @@ pub struct Inventory {
     pub instances: Vec<InventoryInstance>,
     /// Every data volume attached to nothing.
     pub volumes: Vec<InventoryVolume>,
+    /// Every bucket of the region (from [`crate::Provider::list_all_buckets`]).
+    #[serde(default)]
+    pub buckets: Vec<InventoryBucket>,
 }
 
 /// The error of a cloud that cannot list its inventory: the same words on

@@ -34,7 +34,9 @@ pub use error::{ErrorKind, ProviderError, Result};
 pub use gpuform_catalog::Cloud;
 pub use images::ImageCache;
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
-pub use inventory::{Inventory, InventoryApi, InventoryInstance, InventoryVolume, RunState};
+pub use inventory::{
+    Inventory, InventoryApi, InventoryBucket, InventoryInstance, InventoryVolume, RunState,
+};
 pub use prices::{LiveQuote, PriceApi, QuoteTerm};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use request::{

@@ -129,6 +129,13 @@ pub trait Provider: Send + Sync {
         std::time::Duration::ZERO
     }
 
+    /// Every bucket of `scope`'s region, of every owner (`gpuform audit`):
+    /// empty for a cloud whose object storage gpuform does not speak.
+    async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
+        let _ = scope;
+        Ok(Vec::new())
+    }
+
     /// Why the cloud documents that deleting this resource now is refused
     /// (a prepaid Huawei server, an unexpired Alibaba subscription), with
     /// what to do instead; `None` when it can be deleted. Asked of every

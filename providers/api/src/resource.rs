@@ -31,7 +31,8 @@ pub type Attrs = BTreeMap<String, serde_json::Value>;
 ///   `lifecycle` (`{archive_after_days, expire_noncurrent_after_days}`),
 ///   `public_access_blocked`, `force_destroy` (a delete may empty it),
 ///   `size_gb` (the spec's estimate, for cost only: no call changes it),
-///   `tags`; observed also `object_count` where the cloud reports it
+///   `tags`; observed also `object_count` and `size_bytes` where the cloud
+///   reports them
 ///
 /// Dependencies are passed separately, as provider ids by role (see
 /// [`crate::CreateRequest::refs`]).

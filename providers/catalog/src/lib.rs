@@ -37,6 +37,7 @@ mod sources;
 pub mod storage;
 #[cfg(test)]
 mod tests;
+pub mod transfer;
 
 pub use billing::{billing, Billing};
 pub use cloud::Cloud;

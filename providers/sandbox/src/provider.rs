@@ -166,6 +166,38 @@ impl Provider for SandboxProvider {
         .await
     }
 
+    /// Every bucket of the region, a page per [`PAGE_SIZE`] buckets (as
+    /// S3's ListBuckets pages), counted as calls; `object_count` and
+    /// `size_bytes` as `gpuform sandbox set` left them.
+    async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
+        let result = {
+            let mut inner = self.sandbox.lock();
+            // Catch up with other processes before counting pages.
+            let _ = inner.sync();
+            let buckets = |inner: &Inner| -> Vec<ObservedResource> {
+                let cs = inner.store.cloud(self.cloud);
+                let mut out: Vec<ObservedResource> = cs
+                    .owned
+                    .get(scope.region.as_str())
+                    .into_iter()
+                    .flat_map(|projects| projects.values().flatten())
+                    .filter_map(|id| {
+                        let e = cs.by_id.get(id)?;
+                        (e.kind == ResourceKind::Bucket).then(|| cs.observe(id, e))
+                    })
+                    .collect();
+                out.sort_by(|a, b| a.id.cmp(&b.id));
+                out
+            };
+            let pages = pages_for(buckets(&inner).len());
+            self.run(&mut inner, pages, |inner| Ok(buckets(inner)))
+                .map(|r| (r, pages))
+        };
+        let (buckets, pages) = result?;
+        self.latency(pages).await;
+        Ok(buckets)
+    }
+
     async fn read(
         &self,
         scope: &Scope,

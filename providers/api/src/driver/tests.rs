@@ -7,9 +7,11 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// Knows networks and volumes only; records every call.
+/// Knows networks and volumes only (and buckets with `buckets`); records
+/// every call.
 #[derive(Default)]
 struct Recorder {
+    buckets: bool,
     calls: Mutex<Vec<String>>,
     /// What `read` finds, by id.
     existing: Mutex<BTreeMap<String, ObservedResource>>,
@@ -52,7 +54,15 @@ impl CloudDriver for Recorder {
         RateLimit::new(10.0, 10)
     }
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::Network, ResourceKind::Volume]
+        if self.buckets {
+            &[
+                ResourceKind::Network,
+                ResourceKind::Volume,
+                ResourceKind::Bucket,
+            ]
+        } else {
+            &[ResourceKind::Network, ResourceKind::Volume]
+        }
     }
 }
 
@@ -112,7 +122,20 @@ impl ComputeApi for Recorder {
 }
 
 #[async_trait]
-impl BucketApi for Recorder {}
+#[async_trait]
+impl BucketApi for Recorder {
+    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
+        self.log(format!("list_buckets {}", scope.region));
+        Ok(self
+            .existing
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|r| r.kind == ResourceKind::Bucket)
+            .cloned()
+            .collect())
+    }
+}
 
 #[async_trait]
 impl StorageApi for Recorder {
@@ -313,4 +336,30 @@ async fn deletes_of_gone_resources_succeed_and_other_errors_do_not() {
         .unwrap()
         .is_empty());
     assert_eq!(d.calls(), vec!["delete_network n-1", "delete_volume v-1"]);
+}
+
+#[tokio::test]
+async fn audit_lists_buckets_only_of_a_cloud_that_makes_them() {
+    let without = Recorder::default();
+    without.put(ResourceKind::Bucket, "b1", Attrs::new());
+    let p: &dyn Provider = &without;
+    let scope = Scope {
+        region: "r1".into(),
+    };
+    assert!(p.list_all_buckets(&scope).await.unwrap().is_empty());
+    assert!(without.calls().is_empty(), "{:?}", without.calls());
+
+    let with = Recorder {
+        buckets: true,
+        ..Recorder::default()
+    };
+    with.put(ResourceKind::Bucket, "b1", Attrs::new());
+    with.put(ResourceKind::Volume, "v1", Attrs::new());
+    let p: &dyn Provider = &with;
+    let listed = p.list_all_buckets(&scope).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["b1"]
+    );
+    assert_eq!(with.calls(), ["list_buckets r1"]);
 }
