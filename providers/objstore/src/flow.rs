@@ -219,7 +219,11 @@ impl ObjStore {
         let call = Call::new("GetBucketTags", "GET", name).sub("tagging");
         let node = match self.send(region, &call).await {
             Ok(a) => a.xml(call.op)?,
-            Err(e) if e.code.as_deref() == Some("NoSuchTagSet") => return Ok(Some(Tags::new())),
+            // OSS answers an empty set; OBS 404 `NoSuchTagSet`, COS 404
+            // `NoSuchTagSetError` (GET Bucket tagging, 436/8277).
+            Err(e) if matches!(e.code.as_deref(), Some("NoSuchTagSet" | "NoSuchTagSetError")) => {
+                return Ok(Some(Tags::new()))
+            }
             Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };

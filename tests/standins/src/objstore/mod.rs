@@ -23,6 +23,8 @@
 //! Tests put objects with [`ObjStoreMock::put_object`] and change buckets
 //! behind gpuform's back with the `*_behind` hooks.
 
+pub mod cos;
+pub mod obs;
 pub mod oss;
 pub mod state;
 pub mod xml;
@@ -66,6 +68,11 @@ pub struct Flavor {
     /// GetBucketTags of an untagged bucket: an empty `TagSet` (OSS) or 404
     /// `NoSuchTagSet`.
     pub empty_tag_set: bool,
+    /// The code of that 404 (`NoSuchTagSet`; COS `NoSuchTagSetError`).
+    pub no_tag_set_code: &'static str,
+    /// GetBucketLifecycle of a bucket without rules (`NoSuchLifecycle`;
+    /// COS and OBS `NoSuchLifecycleConfiguration`).
+    pub no_lifecycle_code: &'static str,
     /// PutBucket of one's own bucket: rewrites it and answers 200 (OSS) or
     /// 409 `BucketAlreadyOwnedByYou`.
     pub owned_put_rewrites: bool,

@@ -79,6 +79,8 @@ pub const OSS: Flavor = Flavor {
     info_xml,
     acl_xml,
     empty_tag_set: true,
+    no_tag_set_code: "NoSuchTagSet",
+    no_lifecycle_code: "NoSuchLifecycle",
     owned_put_rewrites: true,
     no_sse_code: "NoSuchServerSideEncryptionRule",
     sse_configuration: false,

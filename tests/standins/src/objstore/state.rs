@@ -166,7 +166,7 @@ impl Store {
         match name_op {
             "GetBucketTags" => {
                 if b.tags.is_empty() && !f.empty_tag_set {
-                    return Err(err(404, "NoSuchTagSet", "The TagSet does not exist."));
+                    return Err(err(404, f.no_tag_set_code, "The TagSet does not exist."));
                 }
                 let tags: String = b
                     .tags
@@ -263,7 +263,7 @@ impl Store {
             "GetBucketLifecycle" => match &b.lifecycle {
                 None => Err(err(
                     404,
-                    "NoSuchLifecycle",
+                    f.no_lifecycle_code,
                     "No Row found in Lifecycle Table.",
                 )),
                 Some(l) => Ok(format!(
@@ -381,6 +381,22 @@ impl Store {
             // OSS: a second PutBucket of one's own bucket rewrites its metadata.
             b.acl = acl;
             return Ok(String::new());
+        }
+        // A `Location` (OBS) must name the region of the endpoint it was sent to.
+        if !op.body.is_empty() {
+            let c = parse(op.body).map_err(malformed)?;
+            if c.name != "CreateBucketConfiguration" {
+                return Err(malformed("the root is not CreateBucketConfiguration"));
+            }
+            if let Some(l) = c.text_of("Location") {
+                if l != (f.location)(op.region) {
+                    return Err(err(
+                        400,
+                        "InvalidLocationConstraint",
+                        format!("The location `{l}` is not the endpoint's region."),
+                    ));
+                }
+            }
         }
         let class = match f.class_header {
             Some(h) => op.header(h).map(str::to_string),
