@@ -49,7 +49,7 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
 use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, ProviderError,
+    bucket_name, BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, ProviderError,
     Scope,
 };
 use gpuform_signing::{cos, Credentials, Request};
@@ -128,6 +128,11 @@ impl BucketApi for TencentProvider {
         &self,
         req: &Create<BucketSpec>,
     ) -> Result<ObservedResource, ProviderError> {
+        // `gpuform validate` checks the name too; a driver called directly
+        // refuses it before any call rather than with COS's bare
+        // `InvalidBucketName`.
+        bucket_name::check(Cloud::Tencent, &req.spec.name)
+            .map_err(|e| ProviderError::new(ErrorKind::Invalid, e.to_string()))?;
         self.cos.create(req).await
     }
 

@@ -146,6 +146,13 @@ impl TencentProvider {
         Ok(self)
     }
 
+    /// Retries of a throttled or transient COS answer and the first pause
+    /// (doubling); tests shorten them.
+    pub fn with_cos_retries(mut self, retries: u32, backoff: std::time::Duration) -> Self {
+        self.cos = self.cos.with_retries(retries, backoff);
+        self
+    }
+
     pub fn with_rate_limit(mut self, rate: RateLimit) -> Self {
         self.rate = rate;
         self
