@@ -1,8 +1,7 @@
-//! Object-storage buckets on Huawei Cloud OBS: not made on this cloud yet
-//! (its kinds leave buckets out, so the wrapper refuses them before any
-//! call). What OBS needs, from its API reference
-//! (support.huaweicloud.com/api-obs, page ids below), for the dialect of
-//! the shared S3-dialect layer:
+//! Object-storage buckets on Huawei Cloud OBS, over the shared S3-dialect
+//! flow of `gpuform-objstore`: this file holds only OBS's [`Dialect`] and
+//! its signer hook. What OBS needs, from its API reference
+//! (support.huaweicloud.com/api-obs, page ids below):
 //!
 //! * Addressing: `<bucket>.obs.<region>.myhuaweicloud.com`; listing the
 //!   buckets: `GET /` on `obs.<region>.myhuaweicloud.com` (obs_04_0020).
@@ -14,7 +13,12 @@
 //!   `<CreateBucketConfiguration><Location>region</Location>`. A namesake in
 //!   the same account and region answers 200 (the create is idempotent),
 //!   any other namesake 409 `BucketAlreadyExists` /
-//!   `BucketAlreadyOwnedByYou`. Tags are not taken by the create.
+//!   `BucketAlreadyOwnedByYou`. Tags are not taken by the create, so the
+//!   shared flow looks the name up first (`GET ?tagging`) and adopts only
+//!   this address's bucket or an untagged empty one (a create cut before
+//!   its tags).
+//! * Storage class read back: `GET /?storageClass` →
+//!   `StoragePolicy/DefaultStorageClass` (obs_04_0045).
 //! * Tags `?tagging` (obs_04_0049): `<Tagging><TagSet><Tag><Key><Value>`,
 //!   Content-MD5 required; at most 20 tags, key ≤ 36 and value ≤ 43
 //!   characters, none of `, * | / < > = \`; GET answers 404 `NoSuchTagSet`
@@ -28,17 +32,176 @@
 //!   own, no `Filter`), Content-MD5 required; DELETE `?lifecycle` removes it.
 //! * Encryption `?encryption` (obs_04_0062): `<ServerSideEncryption
 //!   Configuration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>
-//!   kms` (without `KMSMasterKeyID`: the default key OBS keeps in KMS);
+//!   kms` without `KMSMasterKeyID`: "the default master key will be used",
+//!   the one KMS keeps for OBS (`obs/default`), i.e. cloud-managed;
 //!   DELETE `?encryption` removes it (obs_04_0064).
-//! * Public access block `?publicAccessBlock` (obs_04_0174):
-//!   `<PublicAccessBlockConfiguration><BlockPublicAcls>…<IgnorePublicAcls>…
-//!   <BlockPublicPolicy>…<RestrictPublicBuckets>`.
+//! * Public access: the bucket ACL (`x-obs-acl: private` at creation, `GET
+//!   ?acl`, public grants go to the canned `Everyone`, obs_04_0028), as
+//!   the shared flow reads it. OBS also has a public access block
+//!   (`?publicAccessBlock`, obs_04_0174) that gpuform does not set yet.
 //! * Emptying: listing versions `?versions` (obs_04_0022), deleting objects
 //!   in a batch `POST /?delete` (obs_04_0090: at most 1,000, Content-MD5).
 //! * Deleting a bucket (obs_04_0024): 409 `BucketNotEmpty`.
 //! * Errors (obs_04_0115): XML `<Error><Code><Message><RequestId>`.
 
 use crate::HuaweiProvider;
-use gpuform_provider::BucketApi;
+use async_trait::async_trait;
+use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
+use gpuform_provider::{
+    bucket_name, BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource,
+    ProviderError, Scope,
+};
+use gpuform_signing::{obs, Credentials, Request};
 
-impl BucketApi for HuaweiProvider {}
+/// OBS's dialect of the shared bucket flow.
+pub const OBS: Dialect = Dialect {
+    cloud: Cloud::Huawei,
+    product: "OBS",
+    header_prefix: "x-obs-",
+    service_host: |region| format!("obs.{region}.myhuaweicloud.com"),
+    // ListBuckets and `Location` name a region as `cn-north-4`.
+    location: |region| region.to_string(),
+    location_element: Some("Location"),
+    classes: ["STANDARD", "WARM", "COLD"],
+    class_at: ClassAt::Header("x-obs-storage-class"),
+    class_read: ClassRead::Subresource {
+        query: "storageClass",
+        element: "DefaultStorageClass",
+    },
+    rule_scope: RuleScope::EmptyPrefix,
+    sse: SseForm::Configuration,
+    sse_algorithm: "kms",
+    // "A bucket can have up to 20 tags" (obs_04_0049).
+    max_tags: 20,
+    error_kind: error_kind,
+};
+
+/// OBS's own error codes (obs_04_0115), before the dialect's shared table.
+fn error_kind(code: &str) -> Option<ErrorKind> {
+    match code {
+        // A sub-resource never set: not the bucket.
+        "NoSuchTagSet" | "NoSuchLifecycleConfiguration" | "NoSuchEncryptionConfiguration" => {
+            Some(ErrorKind::NotFound)
+        }
+        "InvalidLocationConstraint" | "InvalidStorageClass" | "InvalidTag" | "BadDigest" => {
+            Some(ErrorKind::Invalid)
+        }
+        _ => None,
+    }
+}
+
+/// Signs with `OBS AK:signature` (HMAC-SHA1) for the virtual host's bucket.
+struct ObsSigner {
+    creds: Credentials,
+}
+
+impl Signer for ObsSigner {
+    fn sign(&self, req: &mut Request, _region: &str, bucket: Option<&str>) -> Result<(), String> {
+        let signed = obs::sign_now(req, &self.creds, bucket).map_err(|e| e.to_string())?;
+        req.headers.extend(signed.headers);
+        Ok(())
+    }
+}
+
+/// The OBS client of a provider: `endpoint` replaces where requests go
+/// (a stand-in); the virtual host stays the signed `Host`.
+pub(crate) fn store(
+    creds: Credentials,
+    endpoint: Option<gpuform_objstore::Endpoint>,
+) -> Result<ObjStore, ProviderError> {
+    ObjStore::new(OBS, Box::new(ObsSigner { creds }), endpoint)
+}
+
+#[async_trait]
+impl BucketApi for HuaweiProvider {
+    async fn create_bucket(
+        &self,
+        req: &Create<BucketSpec>,
+    ) -> Result<ObservedResource, ProviderError> {
+        // `gpuform validate` checks the name too; a driver called directly
+        // refuses it before any call.
+        bucket_name::check(Cloud::Huawei, &req.spec.name)
+            .map_err(|e| ProviderError::new(ErrorKind::Invalid, e.to_string()))?;
+        self.obs.create(req).await
+    }
+
+    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<(), ProviderError> {
+        self.obs.delete(scope, id).await
+    }
+
+    async fn update_bucket(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        change: &BucketChange,
+    ) -> Result<(), ProviderError> {
+        self.obs.update(scope, current, change).await
+    }
+
+    async fn read_buckets(
+        &self,
+        scope: &Scope,
+        ids: &[String],
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        self.obs.read(scope, ids).await
+    }
+
+    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>, ProviderError> {
+        self.obs.list_all(scope).await
+    }
+
+    async fn list_owned_buckets(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>, ProviderError> {
+        self.obs.list_owned(scope, project).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuform_provider::StorageClass;
+
+    #[test]
+    fn hosts_classes_and_codes() {
+        assert_eq!(
+            OBS.bucket_host("cn-north-4", "data"),
+            "data.obs.cn-north-4.myhuaweicloud.com"
+        );
+        assert_eq!(OBS.class_name(StorageClass::Infrequent), "WARM");
+        assert_eq!(OBS.class_of("cold"), Some(StorageClass::Archive));
+        assert_eq!(OBS.header("acl"), "x-obs-acl");
+        assert_eq!(OBS.classify(Some("NoSuchTagSet"), 404), ErrorKind::NotFound);
+        assert_eq!(
+            OBS.classify(Some("InvalidLocationConstraint"), 400),
+            ErrorKind::Invalid
+        );
+    }
+
+    #[test]
+    fn the_bucket_is_in_the_signed_resource() {
+        let s = ObsSigner {
+            creds: Credentials::new("AK", "secret"),
+        };
+        let mut r = Request::new("GET", "data.obs.cn-north-4.myhuaweicloud.com", "/")
+            .with_query("storageClass", "");
+        s.sign(&mut r, "cn-north-4", Some("data")).unwrap();
+        let signed = obs::sign(
+            &r,
+            &Credentials::new("AK", "secret"),
+            Some("data"),
+            gpuform_signing::OffsetDateTime::now_utc(),
+        );
+        assert!(signed.is_err(), "Date and Authorization are already set");
+        let auth = r
+            .headers
+            .iter()
+            .find(|(k, _)| k == "Authorization")
+            .map(|(_, v)| v.as_str())
+            .unwrap();
+        assert!(auth.starts_with("OBS AK:"), "{auth}");
+        assert!(r.headers.iter().any(|(k, _)| k == "Date"));
+    }
+}
