@@ -273,3 +273,13 @@ fn cos_bucket_scenario() {
 fn cos_crash_at_every_call() {
     crash_at_every_call(&TENCENT);
 }
+
+#[test]
+fn obs_bucket_scenario() {
+    scenario(&HUAWEI);
+}
+
+#[test]
+fn obs_crash_at_every_call() {
+    crash_at_every_call(&HUAWEI);
+}
