@@ -144,3 +144,12 @@ impl ObjStore {
         self.endpoint.as_ref()
     }
 }
+
+impl ObjStore {
+    /// The same store sending to `endpoint` instead (`None`: the cloud's
+    /// own hosts).
+    pub fn with_endpoint(mut self, endpoint: Option<Endpoint>) -> ObjStore {
+        self.endpoint = endpoint;
+        self
+    }
+}
