@@ -44,7 +44,7 @@ fn obs_provider(mock: &ObjStoreMock, secret: &str) -> HuaweiProvider {
         .with_obs_retries(0, Duration::from_millis(1))
 }
 
-fn start() -> (ObjStoreMock, TencentProvider) {
+fn start() -> (ObjStoreMock, HuaweiProvider) {
     let mock = ObjStoreMock::start(OBS);
     let p = obs_provider(&mock, TEST_SK);
     (mock, p)
@@ -96,7 +96,7 @@ fn attr<'a>(o: &'a ObservedResource, k: &str) -> &'a Value {
     o.attrs.get(k).unwrap_or(&Value::Null)
 }
 
-async fn read(p: &TencentProvider, id: &str) -> Option<ObservedResource> {
+async fn read(p: &HuaweiProvider, id: &str) -> Option<ObservedResource> {
     p.read(&scope(), B, &[id.to_string()]).await.unwrap().pop()
 }
 
