@@ -120,30 +120,55 @@ fn scenario(c: &Case) {
 
     // Create; the bucket holds every setting; a plan then has nothing to do.
     assert_eq!(plan_exit(dir.path(), &mocks), 2);
-    let shown = ok(dir.path(), &mocks, &["apply", "spec.yaml", "--auto-approve"]);
+    let shown = ok(
+        dir.path(),
+        &mocks,
+        &["apply", "spec.yaml", "--auto-approve"],
+    );
     let b = store.bucket(&name).expect("the bucket exists");
     assert_eq!(b.region, c.region);
     assert_eq!(b.versioning.as_deref(), Some("Enabled"));
     assert!(b.sse.is_some() && b.lifecycle.is_some(), "{}", c.cloud);
     assert_eq!(b.acl, "private");
-    assert_eq!(b.tags.get("gpuform:address").map(String::as_str), Some("bucket.data"));
+    assert_eq!(
+        b.tags.get("gpuform:address").map(String::as_str),
+        Some("bucket.data")
+    );
     assert_eq!(b.tags.get("team").map(String::as_str), Some("ml"));
-    assert_eq!(plan_exit(dir.path(), &mocks), 0, "{}: apply then plan", c.cloud);
+    assert_eq!(
+        plan_exit(dir.path(), &mocks),
+        0,
+        "{}: apply then plan",
+        c.cloud
+    );
 
     // Drift: another client removes the lifecycle rule; the plan shows it
     // and an apply puts it back.
     assert!(store.edit_behind(&name, |b| b.lifecycle = None));
     let plan = ok(dir.path(), &mocks, &["plan", "spec.yaml"]);
     assert!(plan.contains("lifecycle"), "{}: {plan}", c.cloud);
-    ok(dir.path(), &mocks, &["apply", "spec.yaml", "--auto-approve"]);
+    ok(
+        dir.path(),
+        &mocks,
+        &["apply", "spec.yaml", "--auto-approve"],
+    );
     assert!(store.bucket(&name).unwrap().lifecycle.is_some());
-    assert_eq!(plan_exit(dir.path(), &mocks), 0, "{}: after repair", c.cloud);
+    assert_eq!(
+        plan_exit(dir.path(), &mocks),
+        0,
+        "{}: after repair",
+        c.cloud
+    );
 
     // A bucket holding objects: destroy is refused with the count.
     for k in ["a", "b"] {
         assert!(store.put_object(&name, k));
     }
-    let out = run(dir.path(), &mocks, &["destroy", "spec.yaml", "--auto-approve"]);
+    let out = run(
+        dir.path(),
+        &mocks,
+        &["destroy", "spec.yaml", "--auto-approve"],
+    );
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -154,24 +179,36 @@ fn scenario(c: &Case) {
     assert_eq!(store.object_count(&name), Some(2));
     // `force_destroy: true`, applied, lets destroy empty it.
     std::fs::write(dir.path().join("spec.yaml"), spec(c, &project, true)).unwrap();
-    ok(dir.path(), &mocks, &["apply", "spec.yaml", "--auto-approve"]);
-    ok(dir.path(), &mocks, &["destroy", "spec.yaml", "--auto-approve"]);
+    ok(
+        dir.path(),
+        &mocks,
+        &["apply", "spec.yaml", "--auto-approve"],
+    );
+    ok(
+        dir.path(),
+        &mocks,
+        &["destroy", "spec.yaml", "--auto-approve"],
+    );
     assert!(store.bucket(&name).is_none(), "{}: destroyed", c.cloud);
 
     // A name another account holds: a clear error, and their bucket stays.
     store.add_foreign(&name, c.region);
-    let out = run(dir.path(), &mocks, &["apply", "spec.yaml", "--auto-approve"]);
+    let out = run(
+        dir.path(),
+        &mocks,
+        &["apply", "spec.yaml", "--auto-approve"],
+    );
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success());
-    assert!(said.contains("taken by another account"), "{}: {said}", c.cloud);
+    assert!(
+        said.contains("taken by another account"),
+        "{}: {said}",
+        c.cloud
+    );
     assert!(store.bucket(&name).unwrap().foreign);
 
     // The secret is never written nor shown, even in debug logs.
-    let logged = run(
-        dir.path(),
-        &mocks,
-        &["plan", "spec.yaml", "--json"],
-    );
+    let logged = run(dir.path(), &mocks, &["plan", "spec.yaml", "--json"]);
     let mut seen = written(dir.path());
     seen.push_str(&shown);
     seen.push_str(&String::from_utf8_lossy(&logged.stdout));
@@ -181,7 +218,11 @@ fn scenario(c: &Case) {
         .unwrap();
     seen.push_str(&String::from_utf8_lossy(&debug.stderr));
     assert!(!seen.is_empty());
-    assert!(!seen.contains(c.secret), "{}: the secret was shown", c.cloud);
+    assert!(
+        !seen.contains(c.secret),
+        "{}: the secret was shown",
+        c.cloud
+    );
 }
 
 /// Kills gpuform right after the N-th object-storage request took effect
@@ -225,8 +266,17 @@ fn crash_at_every_call(c: &Case) {
         pid.store(0, Ordering::SeqCst);
         target.store(u64::MAX, Ordering::SeqCst);
         if out.status.success() {
-            assert!(n - 1 > 5, "{}: crash injection fired {} times", c.cloud, n - 1);
-            ok(dir.path(), &mocks, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
+            assert!(
+                n - 1 > 5,
+                "{}: crash injection fired {} times",
+                c.cloud,
+                n - 1
+            );
+            ok(
+                dir.path(),
+                &mocks,
+                &["destroy", "spec.yaml", "--auto-approve", "-q"],
+            );
             break;
         }
         assert!(
@@ -236,7 +286,11 @@ fn crash_at_every_call(c: &Case) {
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
-        ok(dir.path(), &mocks, &["apply", "spec.yaml", "--auto-approve", "-q"]);
+        ok(
+            dir.path(),
+            &mocks,
+            &["apply", "spec.yaml", "--auto-approve", "-q"],
+        );
         let live: Vec<_> = store
             .resources()
             .into_iter()
@@ -244,16 +298,34 @@ fn crash_at_every_call(c: &Case) {
             .collect();
         assert_eq!(live.len(), 1, "{} N={n}: {live:?}", c.cloud);
         let b = store.bucket(&name).expect("the bucket");
-        assert_eq!(b.versioning.as_deref(), Some("Enabled"), "{} N={n}", c.cloud);
-        assert!(b.sse.is_some() && b.lifecycle.is_some(), "{} N={n}", c.cloud);
+        assert_eq!(
+            b.versioning.as_deref(),
+            Some("Enabled"),
+            "{} N={n}",
+            c.cloud
+        );
+        assert!(
+            b.sse.is_some() && b.lifecycle.is_some(),
+            "{} N={n}",
+            c.cloud
+        );
         assert_eq!(
             b.tags.get("gpuform:project").map(String::as_str),
             Some(project.as_str()),
             "{} N={n}",
             c.cloud
         );
-        assert_eq!(plan_exit(dir.path(), &mocks), 0, "{} N={n}: plan after recovery", c.cloud);
-        ok(dir.path(), &mocks, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
+        assert_eq!(
+            plan_exit(dir.path(), &mocks),
+            0,
+            "{} N={n}: plan after recovery",
+            c.cloud
+        );
+        ok(
+            dir.path(),
+            &mocks,
+            &["destroy", "spec.yaml", "--auto-approve", "-q"],
+        );
         assert!(
             store.resources().is_empty(),
             "{} N={n}: destroy after recovery",

@@ -73,7 +73,7 @@ pub const OBS: Dialect = Dialect {
     sse_algorithm: "kms",
     // "A bucket can have up to 20 tags" (obs_04_0049).
     max_tags: 20,
-    error_kind: error_kind,
+    error_kind,
 };
 
 /// OBS's own error codes (obs_04_0115), before the dialect's shared table.

@@ -28,7 +28,11 @@ fn scope() -> Scope {
 }
 
 fn json_attrs(v: Value) -> Attrs {
-    v.as_object().expect("an object").clone().into_iter().collect()
+    v.as_object()
+        .expect("an object")
+        .clone()
+        .into_iter()
+        .collect()
 }
 
 fn obs_provider(mock: &ObjStoreMock, secret: &str) -> HuaweiProvider {
@@ -269,9 +273,14 @@ async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced()
         "{e}"
     );
     assert_eq!(mock.object_count(NAME), Some(3));
-    p.update(&scope(), B, NAME, &json_attrs(json!({"force_destroy": true})))
-        .await
-        .unwrap();
+    p.update(
+        &scope(),
+        B,
+        NAME,
+        &json_attrs(json!({"force_destroy": true})),
+    )
+    .await
+    .unwrap();
     p.delete(&scope(), B, NAME).await.unwrap();
     assert!(mock.bucket(NAME).is_none());
     assert!(read(&p, NAME).await.is_none());
@@ -323,7 +332,8 @@ async fn a_name_taken_by_another_account_is_a_clear_error_not_a_retry() {
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(!e.kind.is_retryable());
     assert!(
-        e.message.contains(&format!("`{NAME}` is taken by another account")),
+        e.message
+            .contains(&format!("`{NAME}` is taken by another account")),
         "{e}"
     );
     assert!(mock.bucket(NAME).unwrap().foreign);
@@ -383,9 +393,6 @@ async fn audit_lists_every_bucket_of_the_region_tagged_or_not() {
     mock.add_behind("far-away", "cn-east-3", &[]);
     let all = p.list_buckets(&scope()).await.unwrap();
     let names: Vec<&str> = all.iter().map(|o| o.id.as_str()).collect();
-    assert_eq!(
-        names,
-        [NAME, "someone-elses", "untagged"]
-    );
+    assert_eq!(names, [NAME, "someone-elses", "untagged"]);
     assert!(all[0].ownership.is_some() && all[1].ownership.is_none());
 }

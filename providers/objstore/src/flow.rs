@@ -221,7 +221,12 @@ impl ObjStore {
             Ok(a) => a.xml(call.op)?,
             // OSS answers an empty set; OBS 404 `NoSuchTagSet`, COS 404
             // `NoSuchTagSetError` (GET Bucket tagging, 436/8277).
-            Err(e) if matches!(e.code.as_deref(), Some("NoSuchTagSet" | "NoSuchTagSetError")) => {
+            Err(e)
+                if matches!(
+                    e.code.as_deref(),
+                    Some("NoSuchTagSet" | "NoSuchTagSetError")
+                ) =>
+            {
                 return Ok(Some(Tags::new()))
             }
             Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),

@@ -49,8 +49,8 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
 use gpuform_provider::{
-    bucket_name, BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, ProviderError,
-    Scope,
+    bucket_name, BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource,
+    ProviderError, Scope,
 };
 use gpuform_signing::{cos, Credentials, Request};
 
@@ -77,7 +77,7 @@ pub const COS: Dialect = Dialect {
     sse_algorithm: "AES256",
     // "up to 50 different tags" (8281).
     max_tags: 50,
-    error_kind: error_kind,
+    error_kind,
 };
 
 /// COS's own error codes (7730 and the bucket pages), before the dialect's
@@ -181,7 +181,10 @@ mod tests {
             COS.bucket_host("ap-guangzhou", "data-1250000000"),
             "data-1250000000.cos.ap-guangzhou.myqcloud.com"
         );
-        assert_eq!((COS.service_host)("ap-beijing"), "cos.ap-beijing.myqcloud.com");
+        assert_eq!(
+            (COS.service_host)("ap-beijing"),
+            "cos.ap-beijing.myqcloud.com"
+        );
         assert_eq!(COS.class_name(StorageClass::Infrequent), "STANDARD_IA");
         assert_eq!(COS.class_of("ARCHIVE"), Some(StorageClass::Archive));
         assert_eq!(COS.header("acl"), "x-cos-acl");
@@ -203,7 +206,8 @@ mod tests {
         };
         let mut r = Request::new("GET", "b-1250000000.cos.ap-guangzhou.myqcloud.com", "/")
             .with_query("tagging", "");
-        s.sign(&mut r, "ap-guangzhou", Some("b-1250000000")).unwrap();
+        s.sign(&mut r, "ap-guangzhou", Some("b-1250000000"))
+            .unwrap();
         let auth = r
             .headers
             .iter()

@@ -170,10 +170,7 @@ impl Client {
 
     /// The keys and session token, for the COS client.
     pub(crate) fn credentials(&self) -> (Credentials, Option<String>) {
-        (
-            self.creds.clone(),
-            self.token.as_ref().map(|t| t.0.clone()),
-        )
+        (self.creds.clone(), self.token.as_ref().map(|t| t.0.clone()))
     }
 
     /// The URL to POST to and the `Host` value that is signed.

@@ -208,7 +208,10 @@ async fn drift_is_read_and_an_update_repairs_it() {
     assert_eq!(attr(&fixed, "encryption"), &json!(true));
     assert_eq!(attr(&fixed, "public_access_blocked"), &json!(true));
     let b = mock.bucket(NAME).unwrap();
-    assert_eq!((b.acl.as_str(), b.sse.as_deref()), ("private", Some("AES256")));
+    assert_eq!(
+        (b.acl.as_str(), b.sse.as_deref()),
+        ("private", Some("AES256"))
+    );
 }
 
 #[tokio::test]
@@ -257,9 +260,14 @@ async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced()
         "{e}"
     );
     assert_eq!(mock.object_count(NAME), Some(3));
-    p.update(&scope(), B, NAME, &json_attrs(json!({"force_destroy": true})))
-        .await
-        .unwrap();
+    p.update(
+        &scope(),
+        B,
+        NAME,
+        &json_attrs(json!({"force_destroy": true})),
+    )
+    .await
+    .unwrap();
     p.delete(&scope(), B, NAME).await.unwrap();
     assert!(mock.bucket(NAME).is_none());
     assert!(read(&p, NAME).await.is_none());
@@ -311,7 +319,8 @@ async fn a_name_taken_by_another_account_is_a_clear_error_not_a_retry() {
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(!e.kind.is_retryable());
     assert!(
-        e.message.contains(&format!("`{NAME}` is taken by another account")),
+        e.message
+            .contains(&format!("`{NAME}` is taken by another account")),
         "{e}"
     );
     assert!(mock.bucket(NAME).unwrap().foreign);

@@ -77,13 +77,13 @@ const OWNER: &str = "qcs::cam::uin/100000000001:uin/100000000001";
 
 fn acl_xml(acl: &str) -> String {
     let grant = |grantee: String, perm: &str| {
-        format!(
-            "<Grant>{grantee}{}</Grant>",
-            leaf("Permission", perm)
-        )
+        format!("<Grant>{grantee}{}</Grant>", leaf("Permission", perm))
     };
     let mut grants = grant(
-        format!("<Grantee xsi:type=\"CanonicalUser\">{}</Grantee>", leaf("ID", OWNER)),
+        format!(
+            "<Grantee xsi:type=\"CanonicalUser\">{}</Grantee>",
+            leaf("ID", OWNER)
+        ),
         "FULL_CONTROL",
     );
     let everyone = || {

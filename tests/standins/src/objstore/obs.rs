@@ -43,8 +43,7 @@ fn verify(
 /// its first label, so it takes names without `.` only.)
 fn valid_name(n: &str) -> bool {
     (3..=63).contains(&n.len())
-        && n
-            .bytes()
+        && n.bytes()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
         && !n.starts_with('-')
         && !n.ends_with('-')
@@ -59,7 +58,10 @@ const OWNER: &str = "0b5d2c3a4e6f47a8b9c0d1e2f3a4b5c6";
 
 fn acl_xml(acl: &str) -> String {
     let grant = |grantee: String, perm: &str| {
-        format!("<Grant><Grantee>{grantee}</Grantee>{}</Grant>", leaf("Permission", perm))
+        format!(
+            "<Grant><Grantee>{grantee}</Grantee>{}</Grant>",
+            leaf("Permission", perm)
+        )
     };
     let mut grants = grant(leaf("ID", OWNER), "FULL_CONTROL");
     match acl {
