@@ -90,6 +90,26 @@ fn error_kind(code: &str) -> Option<ErrorKind> {
     }
 }
 
+/// OBS's limits on a tag value (obs_04_0049: at most 43 characters, none
+/// of `, * | / < > = \` nor control characters), checked on gpuform's own
+/// tags before any call: a long bucket key makes a long address.
+fn check_tag_value(key: &str, value: &str) -> Result<(), ProviderError> {
+    const MAX: usize = 43;
+    let bad = value
+        .chars()
+        .any(|c| ",*|/<>=\\".contains(c) || c.is_control());
+    if value.chars().count() > MAX || bad {
+        return Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "OBS cannot tag a bucket with {key}=`{value}`: tag values have at most {MAX} \
+                 characters and none of , * | / < > = \\; use a shorter bucket key in the spec"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Signs with `OBS AK:signature` (HMAC-SHA1) for the virtual host's bucket.
 struct ObsSigner {
     creds: Credentials,
@@ -122,6 +142,9 @@ impl BucketApi for HuaweiProvider {
         // refuses it before any call.
         bucket_name::check(Cloud::Huawei, &req.spec.name)
             .map_err(|e| ProviderError::new(ErrorKind::Invalid, e.to_string()))?;
+        for (k, v) in req.ownership.to_tags() {
+            check_tag_value(k, v)?;
+        }
         self.obs.create(req).await
     }
 
@@ -178,6 +201,16 @@ mod tests {
             OBS.classify(Some("InvalidLocationConstraint"), 400),
             ErrorKind::Invalid
         );
+    }
+
+    #[test]
+    fn ownership_values_obs_would_refuse_are_refused_first() {
+        assert!(check_tag_value("gpuform:address", "bucket.datasets").is_ok());
+        let long = format!("bucket.{}", "d".repeat(40));
+        let e = check_tag_value("gpuform:address", &long).unwrap_err();
+        assert!(e.message.contains("at most 43"), "{e}");
+        assert!(check_tag_value("gpuform:address", "a/b").is_err());
+        assert!(check_tag_value("gpuform:address", "a=b").is_err());
     }
 
     #[test]
