@@ -48,8 +48,8 @@ use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
 use gpuform_provider::{
-    bucket_name, BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource,
-    ProviderError, Scope,
+    BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, ProviderError,
+    Scope,
 };
 use gpuform_signing::{obs, Credentials, Request};
 
@@ -138,10 +138,8 @@ impl BucketApi for HuaweiProvider {
         &self,
         req: &Create<BucketSpec>,
     ) -> Result<ObservedResource, ProviderError> {
-        // `gpuform validate` checks the name too; a driver called directly
-        // refuses it before any call.
-        bucket_name::check(Cloud::Huawei, &req.spec.name)
-            .map_err(|e| ProviderError::new(ErrorKind::Invalid, e.to_string()))?;
+        // The shared flow checks the name by OBS's rule before any call;
+        // gpuform's own tag values, by OBS's tag limits, first.
         for (k, v) in req.ownership.to_tags() {
             check_tag_value(k, v)?;
         }

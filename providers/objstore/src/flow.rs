@@ -59,6 +59,10 @@ impl ObjStore {
     ) -> Result<ObservedResource, ProviderError> {
         let region = req.scope.region.as_str();
         let name = req.spec.name.as_str();
+        // `gpuform validate` checks the name too; a driver called directly
+        // refuses it by the cloud's rule before any call.
+        gpuform_provider::bucket_name::check(self.dialect.cloud, name)
+            .map_err(|e| invalid(e.to_string()))?;
         let existing = match self.tags(region, name).await {
             Err(e) if e.kind == ErrorKind::Auth && e.code.as_deref() == Some("AccessDenied") => {
                 return Err(self.taken(name, e))

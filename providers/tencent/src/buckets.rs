@@ -49,8 +49,8 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
 use gpuform_provider::{
-    bucket_name, BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource,
-    ProviderError, Scope,
+    BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, ProviderError,
+    Scope,
 };
 use gpuform_signing::{cos, Credentials, Request};
 
@@ -128,11 +128,7 @@ impl BucketApi for TencentProvider {
         &self,
         req: &Create<BucketSpec>,
     ) -> Result<ObservedResource, ProviderError> {
-        // `gpuform validate` checks the name too; a driver called directly
-        // refuses it before any call rather than with COS's bare
-        // `InvalidBucketName`.
-        bucket_name::check(Cloud::Tencent, &req.spec.name)
-            .map_err(|e| ProviderError::new(ErrorKind::Invalid, e.to_string()))?;
+        // The shared flow checks the name by COS's rule before any call.
         self.cos.create(req).await
     }
 
