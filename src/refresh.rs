@@ -102,6 +102,22 @@ pub async fn refresh(
                 .map(|p| (p.provider.clone(), p.region.clone())),
         )
         .collect();
+    // Object storage is asked only where the state has a bucket (recorded
+    // or being made): see `Provider::list_owned_kinds`.
+    let with_buckets: BTreeSet<(String, String)> = cur
+        .doc
+        .resources
+        .values()
+        .filter(|r| r.kind == ResourceKind::Bucket)
+        .map(|r| (r.provider.clone(), r.region.clone()))
+        .chain(
+            cur.doc
+                .pending
+                .values()
+                .filter(|p| p.kind == ResourceKind::Bucket)
+                .map(|p| (p.provider.clone(), p.region.clone())),
+        )
+        .collect();
     let project = cur.doc.project.clone();
     let lineage = cur.doc.lineage.clone();
     // Ask every group concurrently: refresh costs one round trip, not one per region.
@@ -113,9 +129,12 @@ pub async fn refresh(
         };
         let project = project.clone();
         let key = (provider_key.clone(), region.clone());
+        let buckets = with_buckets.contains(&key);
         calls.push(async move {
-            let found =
-                read_with_retry("list_owned", || provider.list_owned(&scope, &project)).await;
+            let found = read_with_retry("list_owned", || {
+                provider.list_owned_kinds(&scope, &project, buckets)
+            })
+            .await;
             (key, provider, scope, found)
         });
     }
@@ -157,8 +176,9 @@ pub async fn refresh(
                     wait.as_secs_f64()
                 ));
                 tokio::time::sleep(wait).await;
+                let buckets = with_buckets.contains(&(provider_key.clone(), region.clone()));
                 found = read_with_retry("list_owned", || {
-                    provider.list_owned(&scope, &cur.doc.project)
+                    provider.list_owned_kinds(&scope, &cur.doc.project, buckets)
                 })
                 .await
                 .map_err(|error| EngineError::Provider {

@@ -80,7 +80,7 @@ pub async fn gc_plan(
             region: region.clone(),
         };
         let found = provider
-            .list_owned(&scope, &project)
+            .list_owned_kinds(&scope, &project, true)
             .await
             .map_err(|error| EngineError::Provider {
                 context: format!("listing {key} {region} for project {project}"),

@@ -245,7 +245,7 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
 
 /// The clouds whose object storage gpuform speaks (S3, OSS, COS, OBS:
 /// APIs apart from the compute ones); the sandbox makes buckets for all.
-const BUCKET_CLOUDS: &[Cloud] = &[];
+const BUCKET_CLOUDS: &[Cloud] = &[Cloud::Alibaba, Cloud::Tencent, Cloud::Huawei];
 
 /// A bucket's neutral attributes (see `ResourceKind`): every setting
 /// explicit, so that one changed by another client shows as drift, except

@@ -10,7 +10,7 @@
 //! | `placement` | ECS `CreateDeploymentSet`, `Strategy=LowLatency` for `cluster` (packed, for NVLink/RDMA), `Availability` for `spread` |
 //! | `instance`  | ECS `RunInstances`, `Amount=1`, one call per node, until Running (a failed launch is released and reported as capacity) |
 //! | `volume`    | ECS `CreateDisk` + `AttachDisk` to `refs.instance`                   |
-//! | `bucket`    | not supported (OSS is another API): an `invalid` error               |
+//! | `bucket`    | OSS `PutBucket` + `PutBucketTags` (ownership) + versioning, encryption, lifecycle, over `gpuform-objstore` (see `buckets.rs`) |
 //!
 //! **Layout** (the same in every cloud crate): this file is wiring only,
 //! the provider and its [`CloudDriver`] identity; each part of the driver
@@ -65,6 +65,7 @@ mod refresh;
 mod storage;
 mod tags;
 
+pub use buckets::{oss_host, ENV_OSS_ENDPOINT, OSS};
 pub use client::{default_host, Endpoint, Product, RpcClient, CENTRAL_VPC_REGIONS};
 pub use compute::SUBSCRIPTION_ENDS;
 pub use errors::classify;
@@ -101,6 +102,8 @@ pub struct AlibabaProvider {
     poll: Duration,
     /// Longest wait for a resource to settle (instance Running, disk Available).
     settle: Duration,
+    /// Object storage (OSS): another API, on the shared S3-dialect flow.
+    oss: gpuform_objstore::ObjStore,
 }
 
 impl fmt::Debug for AlibabaProvider {
@@ -151,11 +154,15 @@ impl AlibabaProvider {
             .or_else(|| var(ENV_ENDPOINT))
             .map(|u| Endpoint::parse(&u))
             .transpose()?;
-        Self::new(
+        let oss = var(buckets::ENV_OSS_ENDPOINT)
+            .map(|u| gpuform_objstore::Endpoint::parse(&u, buckets::ENV_OSS_ENDPOINT))
+            .transpose()?;
+        Ok(Self::new(
             Credentials::new(id, secret),
             var(ENV_SECURITY_TOKEN),
             endpoint,
-        )
+        )?
+        .with_oss_endpoint(oss))
     }
 
     /// A provider with explicit credentials and endpoint (tests, embedding).
@@ -164,13 +171,30 @@ impl AlibabaProvider {
         security_token: Option<String>,
         endpoint: Option<Endpoint>,
     ) -> Result<AlibabaProvider> {
+        let signer = buckets::OssSigner {
+            creds: creds.clone(),
+            token: security_token.clone(),
+        };
         Ok(AlibabaProvider {
+            oss: gpuform_objstore::ObjStore::new(buckets::OSS, Box::new(signer), None)?,
             client: RpcClient::new(creds, security_token, endpoint)?,
             rate: Self::DEFAULT_RATE,
             images: ImageCache::new(),
             poll: Duration::from_millis(500),
             settle: Duration::from_secs(600),
         })
+    }
+
+    /// Sends OSS calls to `endpoint` (`None`: the OSS hosts).
+    pub fn with_oss_endpoint(mut self, endpoint: Option<gpuform_objstore::Endpoint>) -> Self {
+        self.oss = self.oss.with_endpoint(endpoint);
+        self
+    }
+
+    /// Retries of a throttled or failed OSS call, and the first pause.
+    pub fn with_oss_retries(mut self, retries: u32, backoff: Duration) -> Self {
+        self.oss = self.oss.with_retries(retries, backoff);
+        self
     }
 
     pub fn with_rate_limit(mut self, rate: RateLimit) -> Self {
@@ -218,7 +242,7 @@ impl CloudDriver for AlibabaProvider {
     }
 
     fn kinds(&self) -> &'static [ResourceKind] {
-        ResourceKind::ALL_BUT_BUCKETS
+        &ResourceKind::ALL
     }
 
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {

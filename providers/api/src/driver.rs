@@ -335,9 +335,20 @@ impl<D: CloudDriver> Provider for D {
         RefreshApi::read(self, scope, kind, ids).await
     }
 
+    /// The compute kinds only: buckets are another API, listed when asked
+    /// for ([`Provider::list_owned_kinds`]).
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
+        self.list_owned_kinds(scope, project, false).await
+    }
+
+    async fn list_owned_kinds(
+        &self,
+        scope: &Scope,
+        project: &str,
+        buckets: bool,
+    ) -> Result<Vec<ObservedResource>> {
         let mut owned = RefreshApi::list_owned(self, scope, project).await?;
-        if self.kinds().contains(&ResourceKind::Bucket) {
+        if buckets && self.kinds().contains(&ResourceKind::Bucket) {
             owned.extend(self.list_owned_buckets(scope, project).await?);
         }
         Ok(owned)

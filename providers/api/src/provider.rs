@@ -91,8 +91,26 @@ pub trait Provider: Send + Sync {
         ids: &[String],
     ) -> Result<Vec<ObservedResource>>;
 
-    /// Everything in `scope` tagged with this project.
+    /// Everything in `scope` tagged with this project; a cloud driver
+    /// leaves its buckets out (see [`Provider::list_owned_kinds`]).
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>>;
+
+    /// What this project owns in `scope`, buckets included only when
+    /// `buckets`: object storage is another API (other hosts, other
+    /// permissions, a call per bucket of the account on some clouds), so a
+    /// refresh whose state has no bucket in this region does not ask it.
+    async fn list_owned_kinds(
+        &self,
+        scope: &Scope,
+        project: &str,
+        buckets: bool,
+    ) -> Result<Vec<ObservedResource>> {
+        let mut all = self.list_owned(scope, project).await?;
+        if !buckets {
+            all.retain(|o| o.kind != ResourceKind::Bucket);
+        }
+        Ok(all)
+    }
 
     /// Changes updatable attributes in place (see
     /// [`ResourceKind::updatable_attrs`]). `changes` holds only the new values.

@@ -2,11 +2,12 @@
 //! APIs (reqwest), signed with `SDK-HMAC-SHA256` (`gpuform-signing`).
 //!
 //! See README.md for credentials, endpoints, what each neutral kind becomes
-//! and what is left out (packed placement, buckets). This file is wiring: the
+//! and what is left out (packed placement). This file is wiring: the
 //! provider, its constructor and its [`CloudDriver`] identity; each part of
 //! the driver is implemented in the module of its kind: `network`
 //! (`NetworkApi`), `compute` (`ComputeApi`), `storage` (`StorageApi`),
-//! `refresh` (`RefreshApi`) and `tags` (`TagApi`).
+//! `refresh` (`RefreshApi`), `tags` (`TagApi`) and `buckets` (`BucketApi`,
+//! OBS over the shared flow of `gpuform-objstore`).
 
 mod buckets;
 mod client;
@@ -37,6 +38,9 @@ pub const ENV_AK: &str = "HUAWEICLOUD_SDK_AK";
 pub const ENV_SK: &str = "HUAWEICLOUD_SDK_SK";
 pub const ENV_PROJECT_ID: &str = "HUAWEICLOUD_SDK_PROJECT_ID";
 pub const ENV_ENDPOINT: &str = "GPUFORM_HUAWEI_ENDPOINT";
+/// Sends OBS requests to another base URL (a stand-in); the signed `Host`
+/// stays the bucket's virtual host.
+pub const ENV_OBS_ENDPOINT: &str = "GPUFORM_HUAWEI_OBS_ENDPOINT";
 /// Overrides [`DEFAULT_SETTLE`] in milliseconds (tests against a stand-in
 /// whose disks appear within a second).
 pub const ENV_SETTLE_MS: &str = "GPUFORM_HUAWEI_SETTLE_MS";
@@ -51,6 +55,8 @@ pub const DEFAULT_SETTLE: std::time::Duration = std::time::Duration::from_secs(3
 
 pub struct HuaweiProvider {
     client: Client,
+    /// OBS, over the shared S3-dialect flow.
+    obs: gpuform_objstore::ObjStore,
     /// `HUAWEICLOUD_SDK_PROJECT_ID`: the default project id.
     default_project: Option<String>,
     /// `HUAWEICLOUD_SDK_PROJECT_ID_<REGION>` (e.g. `..._CN_NORTH_4`).
@@ -88,6 +94,7 @@ impl HuaweiProvider {
         let mut default_project = None;
         let mut region_projects = HashMap::new();
         let mut endpoint = None;
+        let mut obs_endpoint = None;
         let mut settle = DEFAULT_SETTLE;
         let region_prefix = format!("{ENV_PROJECT_ID}_");
         for (k, v) in vars {
@@ -100,6 +107,9 @@ impl HuaweiProvider {
                 ENV_SK => sk = Some(v),
                 ENV_PROJECT_ID => default_project = Some(v),
                 ENV_ENDPOINT => endpoint = Some(v),
+                ENV_OBS_ENDPOINT => {
+                    obs_endpoint = Some(gpuform_objstore::Endpoint::parse(&v, ENV_OBS_ENDPOINT)?)
+                }
                 ENV_SETTLE_MS => {
                     settle = std::time::Duration::from_millis(v.parse().map_err(|_| {
                         ProviderError::new(
@@ -127,8 +137,10 @@ impl HuaweiProvider {
                 format!("Huawei Cloud project id missing: set {ENV_PROJECT_ID} (or {ENV_PROJECT_ID}_<REGION>, e.g. {ENV_PROJECT_ID}_CN_NORTH_4; see My Credentials > API Credentials)"),
             ));
         }
+        let creds = Credentials::new(ak, sk);
         Ok(HuaweiProvider {
-            client: Client::new(Credentials::new(ak, sk), endpoint)?,
+            obs: buckets::store(creds.clone(), obs_endpoint)?,
+            client: Client::new(creds, endpoint)?,
             default_project,
             region_projects,
             rate: default_rate_limit(),
@@ -141,6 +153,13 @@ impl HuaweiProvider {
     /// are polled; tests shorten it.
     pub fn with_job_polling(mut self, p: JobPolling) -> Self {
         self.client.polling = p;
+        self
+    }
+
+    /// Retries of a throttled or transient OBS answer and the first pause
+    /// (doubling); tests shorten them.
+    pub fn with_obs_retries(mut self, retries: u32, backoff: std::time::Duration) -> Self {
+        self.obs = self.obs.with_retries(retries, backoff);
         self
     }
 
@@ -192,9 +211,9 @@ impl CloudDriver for HuaweiProvider {
         self.rate
     }
 
-    /// Buckets (OBS, a separate S3-style API) are not made yet.
+    /// Buckets are OBS's (a separate S3-style API, see `buckets`).
     fn kinds(&self) -> &'static [ResourceKind] {
-        ResourceKind::ALL_BUT_BUCKETS
+        &ResourceKind::ALL
     }
 
     /// See [`DEFAULT_SETTLE`]: a new EVS disk may not be found until its job

@@ -16,7 +16,6 @@
 use crate::client::{s, Call, Service};
 use crate::HuaweiProvider;
 use async_trait::async_trait;
-use gpuform_provider::driver::unsupported;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, Create, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
@@ -285,7 +284,8 @@ impl TagApi for HuaweiProvider {
                     "Huawei ECS groups cannot carry tags",
                 ))
             }
-            kind @ ResourceKind::Bucket => return Err(unsupported(Cloud::Huawei, kind)),
+            // An OBS bucket's tags are its own sub-resource (`?tagging`).
+            ResourceKind::Bucket => return self.obs.update_tags(scope, current, want).await,
         };
         let have: BTreeMap<String, String> =
             from_map(current.attrs.get("tags").unwrap_or(&Value::Null))

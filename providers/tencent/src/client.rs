@@ -165,6 +165,11 @@ impl Client {
         })
     }
 
+    /// The keys and session token, for the COS client.
+    pub(crate) fn credentials(&self) -> (Credentials, Option<String>) {
+        (self.creds.clone(), self.token.as_ref().map(|t| t.0.clone()))
+    }
+
     /// The URL to POST to and the `Host` value that is signed.
     fn target(&self, service: &str) -> Result<(String, String)> {
         match &self.endpoint {

@@ -9,7 +9,7 @@
 //! | `placement` | cvm:CreateDisasterRecoverGroup (see [`TencentProvider`] on why not an HPC cluster) | `compute` |
 //! | `instance` | cvm:RunInstances, one per node, ClientToken = the journaled token | `compute` |
 //! | `volume` | cbs:CreateDisks + AttachDisks | `storage` |
-//! | `bucket` | not supported (COS is not one of these APIs): an `invalid` error | |
+//! | `bucket` | COS XML API (`q-sign-algorithm=sha1`) over the shared flow of `gpuform-objstore`: PUT Bucket, PUT Bucket tagging / versioning / encryption / lifecycle, GET of each to read back, GET Service to list | `buckets` |
 //!
 //! This file is wiring only: the provider, its constructor and its
 //! [`CloudDriver`] identity. Each part of the driver is implemented in the
@@ -21,7 +21,9 @@
 //! Credentials: `TENCENTCLOUD_SECRET_ID`, `TENCENTCLOUD_SECRET_KEY` and optional
 //! `TENCENTCLOUD_SESSION_TOKEN` (the variables tccli uses). Endpoint override:
 //! `GPUFORM_TENCENT_ENDPOINT` (a base URL replacing
-//! `https://{service}.tencentcloudapi.com` for every service).
+//! `https://{service}.tencentcloudapi.com` for every service);
+//! `GPUFORM_TENCENT_COS_ENDPOINT` sends COS requests to another base URL
+//! (the signed `Host` stays the bucket's virtual host).
 
 mod buckets;
 mod client;
@@ -43,6 +45,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub use client::ENV_ENDPOINT;
+/// The COS endpoint override's variable.
+pub const ENV_COS_ENDPOINT: &str = "GPUFORM_TENCENT_COS_ENDPOINT";
 pub const ENV_SECRET_ID: &str = "TENCENTCLOUD_SECRET_ID";
 pub const ENV_SECRET_KEY: &str = "TENCENTCLOUD_SECRET_KEY";
 pub const ENV_SESSION_TOKEN: &str = "TENCENTCLOUD_SESSION_TOKEN";
@@ -61,6 +65,8 @@ pub const ENV_SESSION_TOKEN: &str = "TENCENTCLOUD_SESSION_TOKEN";
 #[derive(Debug)]
 pub struct TencentProvider {
     client: Client,
+    /// COS, over the shared S3-dialect flow.
+    cos: gpuform_objstore::ObjStore,
     /// subnet id → VPC id (RunInstances needs both; a subnet never moves).
     subnet_vpc: Mutex<HashMap<String, String>>,
     /// (region, logical image) → image id.
@@ -100,7 +106,10 @@ impl TencentProvider {
             None => None,
             Some(raw) => Some(parse_endpoint(&raw)?),
         };
-        TencentProvider::new(Credentials::new(id, key), token, endpoint)
+        let cos = env_nonempty(ENV_COS_ENDPOINT)
+            .map(|raw| gpuform_objstore::Endpoint::parse(&raw, ENV_COS_ENDPOINT))
+            .transpose()?;
+        TencentProvider::new(Credentials::new(id, key), token, endpoint)?.with_cos_endpoint(cos)
     }
 
     /// A provider with explicit credentials and an optional endpoint override.
@@ -110,6 +119,7 @@ impl TencentProvider {
         endpoint: Option<reqwest::Url>,
     ) -> Result<TencentProvider> {
         Ok(TencentProvider {
+            cos: buckets::store(creds.clone(), session_token.clone(), None)?,
             client: Client::new(creds, session_token.map(SessionToken), endpoint)?,
             subnet_vpc: Mutex::new(HashMap::new()),
             images: Mutex::new(HashMap::new()),
@@ -122,6 +132,24 @@ impl TencentProvider {
                 burst: 10,
             },
         })
+    }
+
+    /// Sends COS requests to `endpoint` (a stand-in) instead of the
+    /// bucket's virtual host; `None` keeps the cloud's.
+    pub fn with_cos_endpoint(
+        mut self,
+        endpoint: Option<gpuform_objstore::Endpoint>,
+    ) -> Result<Self> {
+        let (creds, token) = self.client.credentials();
+        self.cos = buckets::store(creds, token, endpoint)?;
+        Ok(self)
+    }
+
+    /// Retries of a throttled or transient COS answer and the first pause
+    /// (doubling); tests shorten them.
+    pub fn with_cos_retries(mut self, retries: u32, backoff: std::time::Duration) -> Self {
+        self.cos = self.cos.with_retries(retries, backoff);
+        self
     }
 
     pub fn with_rate_limit(mut self, rate: RateLimit) -> Self {

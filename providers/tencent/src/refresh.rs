@@ -20,15 +20,8 @@ use gpuform_provider::{
 };
 use serde_json::{json, Map, Value};
 
-/// The kinds Tencent Cloud makes here (not buckets: COS is another API).
-pub(crate) const KINDS: &[ResourceKind] = &[
-    ResourceKind::Network,
-    ResourceKind::Subnet,
-    ResourceKind::Firewall,
-    ResourceKind::Placement,
-    ResourceKind::Instance,
-    ResourceKind::Volume,
-];
+/// The kinds Tencent Cloud makes (buckets on COS, read by `buckets`).
+pub(crate) const KINDS: &[ResourceKind] = &ResourceKind::ALL;
 
 /// How one kind is described: its Describe call, the keys of its request
 /// and answer, and how `list_owned` filters it.

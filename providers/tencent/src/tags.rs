@@ -116,10 +116,14 @@ impl TagApi for TencentProvider {
 
     async fn update_tags(
         &self,
-        _scope: &Scope,
+        scope: &Scope,
         current: &ObservedResource,
-        _want: &UserTags,
+        want: &UserTags,
     ) -> Result<()> {
+        // A COS bucket's tags are its own sub-resource (PUT Bucket tagging).
+        if current.kind == gpuform_provider::ResourceKind::Bucket {
+            return self.cos.update_tags(scope, current, want).await;
+        }
         Err(ProviderError::new(
             ErrorKind::Invalid,
             format!(

@@ -83,6 +83,7 @@ pub mod aws_pricing;
 mod background;
 pub mod harness;
 pub mod huawei;
+pub mod objstore;
 pub mod prices;
 pub mod recordings;
 pub mod shape;
