@@ -230,6 +230,12 @@ async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced()
         "{e}"
     );
     assert_eq!(mock.object_count("llm-datasets"), Some(3));
+    // Refused by the count, before any DeleteBucket reaches the cloud.
+    assert!(
+        !mock.ops().iter().any(|o| o.ends_with("DeleteBucket")),
+        "{:?}",
+        mock.ops()
+    );
     p.update(
         &scope(),
         B,
