@@ -151,6 +151,14 @@ pub fn resolve(
             );
             continue;
         }
+        if !target.sandbox && target.cloud == Cloud::Aws && !bucket.encryption {
+            errors.push(loaded.diagnostic(
+                &format!("{path}.encryption"),
+                "S3 encrypts every object (SSE-S3) since January 2023 and this cannot be turned off, so `encryption: false` cannot be honoured on AWS",
+                Some("remove `encryption: false` (or set it to true)".into()),
+            ));
+            continue;
+        }
         let attrs = bucket_attrs(&spec.project, name, bucket);
         out.resources.push(DesiredResource {
             address: format!("bucket.{name}"),
@@ -172,7 +180,7 @@ pub fn resolve(
 
 /// The clouds whose object storage gpuform speaks (S3, OSS, COS, OBS:
 /// APIs apart from the compute ones); the sandbox makes buckets for all.
-const BUCKET_CLOUDS: &[Cloud] = &[];
+const BUCKET_CLOUDS: &[Cloud] = &[Cloud::Aws];
 
 /// A bucket's neutral attributes (see `ResourceKind`): every setting
 /// explicit, so that one changed by another client shows as drift, except
