@@ -235,11 +235,13 @@ async fn observe_all(
 async fn versioning(c: &Client, name: &str) -> Result<bool, ProviderError> {
     match c.get_bucket_versioning().bucket(name).send().await {
         Ok(out) => Ok(out.status() == Some(&BucketVersioningStatus::Enabled)),
-        Err(SdkError::ResponseError(re)) if re.raw().status().as_u16() == 200 => {
-            let body = re.raw().body().bytes().unwrap_or_default();
-            Ok(status_element(&String::from_utf8_lossy(body)) == Some("Enabled"))
-        }
-        Err(e) => Err(map_s3("GetBucketVersioning", Op::Other, e)),
+        Err(e) => match e.raw_response().filter(|r| r.status().as_u16() == 200) {
+            Some(raw) => {
+                let body = raw.body().bytes().unwrap_or_default();
+                Ok(status_element(&String::from_utf8_lossy(body)) == Some("Enabled"))
+            }
+            None => Err(map_s3("GetBucketVersioning", Op::Other, e)),
+        },
     }
 }
 
