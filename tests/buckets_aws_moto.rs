@@ -409,6 +409,7 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
                 );
                 assert_eq!(n, calls + 1, "{phase}: the run made {calls} calls, yet N={n} was not reached before");
                 total = Some(calls);
+                proxy.arm(0);
                 if !destroy {
                     ok(d, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
                 }

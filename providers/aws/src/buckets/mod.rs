@@ -2,11 +2,12 @@
 //! provider's shared SDK configuration (one S3 client per region).
 //!
 //! A bucket's id is its name. S3 has no tags at creation, so a create is
-//! CreateBucket, then PutBucketTagging (ownership, `gpuform:kind`, the
-//! force-destroy tag, the user's tags), then the settings: public access
-//! block, default encryption (SSE-S3), versioning, lifecycle. A create
-//! killed between CreateBucket and PutBucketTagging leaves an untagged
-//! bucket whose deterministic name the retry asks for again; S3 answers
+//! CreateBucket, then the settings (public access block, default encryption
+//! (SSE-S3), versioning, lifecycle), then PutBucketTagging (ownership,
+//! `gpuform:kind`, the force-destroy tag, the user's tags) last: a bucket
+//! with gpuform's tags is complete. A create killed before PutBucketTagging
+//! leaves an untagged bucket whose deterministic name the retry asks for
+//! again; S3 answers
 //! `BucketAlreadyOwnedByYou` (us-east-1: 200), and the bucket is adopted
 //! only when it is untagged and empty, or tagged as this very resource.
 //! Anything else is refused and never touched; a name another account has
@@ -526,8 +527,9 @@ impl BucketApi for AwsProvider {
         if !is_new {
             claim(&c, name, &req.ownership).await?;
         }
-        let tags = bucket_tags(&req.ownership, spec.force_destroy, &req.tags);
-        put_tags(&c, name, &tags).await?;
+        // The settings first and the tags last: a bucket with our tags is
+        // complete, and one killed before them is untagged and empty, which
+        // the retry claims and sets up again.
         set_public_access_block(&c, name, spec.public_access_blocked).await?;
         put_encryption(&c, name).await?;
         if spec.versioning {
@@ -541,6 +543,8 @@ impl BucketApi for AwsProvider {
             is_new,
         )
         .await?;
+        let tags = bucket_tags(&req.ownership, spec.force_destroy, &req.tags);
+        put_tags(&c, name, &tags).await?;
         read::observe(&c, name, region).await?.ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Transient,
