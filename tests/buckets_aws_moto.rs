@@ -53,7 +53,11 @@ fn text(out: &Output) -> String {
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = run(dir, args);
-    assert!(out.status.success(), "gpuform {args:?} failed:\n{}", text(&out));
+    assert!(
+        out.status.success(),
+        "gpuform {args:?} failed:\n{}",
+        text(&out)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -147,17 +151,16 @@ print(json.dumps(names))
 fn bucket_exists(region: &str, bucket: &str) -> bool {
     boto3(
         region,
-        &format!("print(json.dumps({bucket:?} in [b['Name'] for b in s3.list_buckets()['Buckets']]))"),
+        &format!(
+            "print(json.dumps({bucket:?} in [b['Name'] for b in s3.list_buckets()['Buckets']]))"
+        ),
     )
     .as_bool()
     .unwrap()
 }
 
 fn rule<'a>(view: &'a Value, id: &str) -> Option<&'a Value> {
-    view["lifecycle"]
-        .as_array()?
-        .iter()
-        .find(|r| r["ID"] == id)
+    view["lifecycle"].as_array()?.iter().find(|r| r["ID"] == id)
 }
 
 #[test]
@@ -167,7 +170,11 @@ fn a_bucket_is_made_as_specified_and_drift_is_repaired() {
     let name = format!("{proj}-data");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("spec.yaml"), bucket_spec(&proj, &moto_url(), region, "")).unwrap();
+    std::fs::write(
+        d.join("spec.yaml"),
+        bucket_spec(&proj, &moto_url(), region, ""),
+    )
+    .unwrap();
     ok(d, &["apply", "spec.yaml", "--auto-approve"]);
 
     let view = s3_view(region, &name);
@@ -194,13 +201,21 @@ fn a_bucket_is_made_as_specified_and_drift_is_repaired() {
     assert_eq!(archive["Transitions"][0]["Days"], 30);
     assert_eq!(archive["Transitions"][0]["StorageClass"], "GLACIER");
     let noncurrent = rule(&view, "gpuform-expire-noncurrent").expect("noncurrent rule");
-    assert_eq!(noncurrent["NoncurrentVersionExpiration"]["NoncurrentDays"], 7);
+    assert_eq!(
+        noncurrent["NoncurrentVersionExpiration"]["NoncurrentDays"],
+        7
+    );
     let class = rule(&view, "gpuform-storage-class").expect("storage class rule");
     assert_eq!(class["Transitions"][0]["StorageClass"], "STANDARD_IA");
     assert_eq!(class["Transitions"][0]["Days"], 30);
 
     let plan = run(d, &["plan", "spec.yaml", "--detailed-exitcode"]);
-    assert_eq!(plan.status.code(), Some(0), "apply then plan: no changes\n{}", text(&plan));
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "apply then plan: no changes\n{}",
+        text(&plan)
+    );
 
     // Another client removes the archive rule (and adds one of its own).
     boto3(
@@ -218,15 +233,24 @@ print(json.dumps(True))
     let plan = run(d, &["plan", "spec.yaml", "--detailed-exitcode"]);
     let shown = text(&plan);
     assert_eq!(plan.status.code(), Some(2), "drift is a change:\n{shown}");
-    assert!(shown.contains("bucket.data") && shown.contains("lifecycle"), "{shown}");
-    assert!(!shown.contains("must be replaced"), "an update, not a replacement:\n{shown}");
+    assert!(
+        shown.contains("bucket.data") && shown.contains("lifecycle"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("must be replaced"),
+        "an update, not a replacement:\n{shown}"
+    );
     ok(d, &["apply", "spec.yaml", "--auto-approve"]);
     let view = s3_view(region, &name);
     assert_eq!(
         rule(&view, "gpuform-archive").expect("archive rule back")["Transitions"][0]["Days"],
         30
     );
-    assert!(rule(&view, "theirs").is_some(), "another client's rule is kept: {view}");
+    assert!(
+        rule(&view, "theirs").is_some(),
+        "another client's rule is kept: {view}"
+    );
     assert!(rule(&view, "gpuform-storage-class").is_some(), "{view}");
     let plan = run(d, &["plan", "spec.yaml", "--detailed-exitcode"]);
     assert_eq!(plan.status.code(), Some(0), "repaired:\n{}", text(&plan));
@@ -253,7 +277,11 @@ fn a_non_empty_bucket_is_destroyed_only_with_force_destroy() {
     let name = format!("{proj}-data");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("spec.yaml"), bucket_spec(&proj, &moto_url(), region, "")).unwrap();
+    std::fs::write(
+        d.join("spec.yaml"),
+        bucket_spec(&proj, &moto_url(), region, ""),
+    )
+    .unwrap();
     ok(d, &["apply", "spec.yaml", "--auto-approve"]);
     // Three objects, one of them in two versions, and a delete marker.
     boto3(
@@ -285,7 +313,10 @@ print(json.dumps(True))
     )
     .unwrap();
     ok(d, &["apply", "spec.yaml", "--auto-approve"]);
-    assert_eq!(s3_view(region, &name)["tags"]["gpuform:force-destroy"], "true");
+    assert_eq!(
+        s3_view(region, &name)["tags"]["gpuform:force-destroy"],
+        "true"
+    );
     ok(d, &["destroy", "spec.yaml", "--auto-approve"]);
     assert!(!bucket_exists(region, &name));
     assert_no_canary_in_files(d);
@@ -328,7 +359,11 @@ print(json.dumps(True))
     for (key, bucket, words) in [
         ("e", &elsewhere, "is taken by another AWS account"),
         ("u", &untagged, "holds objects but has no gpuform tags"),
-        ("f", &foreign, "belongs to the gpuform project `someone-else`"),
+        (
+            "f",
+            &foreign,
+            "belongs to the gpuform project `someone-else`",
+        ),
     ] {
         let spec = format!(
             "project: {proj}\nendpoints:\n  aws: {}\nbuckets:\n  {key}:\n    cloud: aws\n    region: {region}\n    name: {bucket}\n",
@@ -338,8 +373,14 @@ print(json.dumps(True))
         let out = run(d, &["apply", "spec.yaml", "--auto-approve"]);
         let shown = text(&out);
         assert!(!out.status.success(), "{bucket}: {shown}");
-        assert!(shown.contains(&format!("`{bucket}`")) && shown.contains(words), "{bucket}:\n{shown}");
-        assert!(shown.contains("name:"), "the error says what to change:\n{shown}");
+        assert!(
+            shown.contains(&format!("`{bucket}`")) && shown.contains(words),
+            "{bucket}:\n{shown}"
+        );
+        assert!(
+            shown.contains("name:"),
+            "the error says what to change:\n{shown}"
+        );
     }
     assert_eq!(before(&untagged), untagged_before, "untouched");
     assert_eq!(before(&foreign), foreign_before, "untouched");
@@ -356,7 +397,10 @@ fn unencrypted_buckets_are_refused_at_validate() {
     let out = run(d, &["validate", "spec.yaml"]);
     let shown = text(&out);
     assert!(!out.status.success(), "{shown}");
-    assert!(shown.contains("buckets.data.encryption") || shown.contains(":6:"), "{shown}");
+    assert!(
+        shown.contains("buckets.data.encryption") || shown.contains(":6:"),
+        "{shown}"
+    );
     assert!(shown.contains("S3 encrypts every object"), "{shown}");
 }
 
@@ -377,9 +421,16 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
             let name = format!("{proj}-data");
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
-            let force = if destroy { "    force_destroy: true\n" } else { "" };
-            std::fs::write(d.join("spec.yaml"), bucket_spec(&proj, &proxy.url, region, force))
-                .unwrap();
+            let force = if destroy {
+                "    force_destroy: true\n"
+            } else {
+                ""
+            };
+            std::fs::write(
+                d.join("spec.yaml"),
+                bucket_spec(&proj, &proxy.url, region, force),
+            )
+            .unwrap();
             proxy.arm(0);
             if destroy {
                 ok(d, &["apply", "spec.yaml", "--auto-approve", "-q"]);
@@ -389,7 +440,13 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
                 );
             }
             let args: &[&str] = if destroy {
-                &["destroy", "spec.yaml", "--auto-approve", "--parallelism", "1"]
+                &[
+                    "destroy",
+                    "spec.yaml",
+                    "--auto-approve",
+                    "--parallelism",
+                    "1",
+                ]
             } else {
                 &["apply", "spec.yaml", "--auto-approve", "--parallelism", "1"]
             };
@@ -407,7 +464,11 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
                     !proxy.killed.load(std::sync::atomic::Ordering::SeqCst),
                     "{phase}: succeeded although killed"
                 );
-                assert_eq!(n, calls + 1, "{phase}: the run made {calls} calls, yet N={n} was not reached before");
+                assert_eq!(
+                    n,
+                    calls + 1,
+                    "{phase}: the run made {calls} calls, yet N={n} was not reached before"
+                );
                 total = Some(calls);
                 proxy.arm(0);
                 if !destroy {
@@ -428,7 +489,11 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
             proxy.arm(0);
             let again = run(d, args);
             let ctx = format!("{phase}, killed after call {n}");
-            assert!(again.status.success(), "{ctx}: the recovery run failed:\n{}", text(&again));
+            assert!(
+                again.status.success(),
+                "{ctx}: the recovery run failed:\n{}",
+                text(&again)
+            );
             let left = owned_buckets(region, &proj);
             if destroy {
                 assert!(left.is_empty(), "{ctx}: {left:?}");
@@ -438,10 +503,21 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
                 let view = s3_view(region, &name);
                 assert_eq!(view["versioning"], "Enabled", "{ctx}: {view}");
                 assert!(rule(&view, "gpuform-archive").is_some(), "{ctx}: {view}");
-                assert!(rule(&view, "gpuform-storage-class").is_some(), "{ctx}: {view}");
-                assert_eq!(view["public_access"]["BlockPublicAcls"], true, "{ctx}: {view}");
+                assert!(
+                    rule(&view, "gpuform-storage-class").is_some(),
+                    "{ctx}: {view}"
+                );
+                assert_eq!(
+                    view["public_access"]["BlockPublicAcls"], true,
+                    "{ctx}: {view}"
+                );
                 let plan = run(d, &["plan", "spec.yaml", "--detailed-exitcode"]);
-                assert_eq!(plan.status.code(), Some(0), "{ctx}: the next plan is not clean:\n{}", text(&plan));
+                assert_eq!(
+                    plan.status.code(),
+                    Some(0),
+                    "{ctx}: the next plan is not clean:\n{}",
+                    text(&plan)
+                );
                 ok(d, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
                 assert!(!bucket_exists(region, &name), "{ctx}: cleaned up");
             }

@@ -172,8 +172,13 @@ pub fn classify_s3(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
             Op::Other => ErrorKind::NotFound,
         },
         // Someone else's name (bucket names are global): never a retry.
-        "BucketAlreadyExists" | "InvalidBucketName" | "IllegalLocationConstraintException"
-        | "InvalidLocationConstraint" | "InvalidTag" | "MalformedXML" | "InvalidArgument"
+        "BucketAlreadyExists"
+        | "InvalidBucketName"
+        | "IllegalLocationConstraintException"
+        | "InvalidLocationConstraint"
+        | "InvalidTag"
+        | "MalformedXML"
+        | "InvalidArgument"
         | "InvalidRequest" => ErrorKind::Invalid,
         // Another call on the bucket is under way (a create or delete not
         // finished yet), or a writer put objects while it was emptied.
@@ -217,7 +222,10 @@ pub(crate) fn from_parts_in(
         msg.push_str(&format!(": HTTP {s}"));
     }
     let own = code.filter(|_| service == Service::S3).and_then(s3_hint);
-    if let Some(h) = own.map(str::to_string).or_else(|| code.and_then(|c| hint(c, kind))) {
+    if let Some(h) = own
+        .map(str::to_string)
+        .or_else(|| code.and_then(|c| hint(c, kind)))
+    {
         msg.push_str(". ");
         msg.push_str(&h);
     }
@@ -247,7 +255,12 @@ where
     map_in(Service::S3, action, op, err)
 }
 
-fn map_in<E>(service: Service, action: &str, op: Op, err: SdkError<E, HttpResponse>) -> ProviderError
+fn map_in<E>(
+    service: Service,
+    action: &str,
+    op: Op,
+    err: SdkError<E, HttpResponse>,
+) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -448,7 +461,8 @@ mod tests {
         );
         assert_eq!(e.kind, Invalid);
         assert!(
-            e.message.starts_with("S3 CreateBucket failed") && e.message.contains("pick another `name:`"),
+            e.message.starts_with("S3 CreateBucket failed")
+                && e.message.contains("pick another `name:`"),
             "{}",
             e.message
         );

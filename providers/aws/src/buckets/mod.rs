@@ -220,7 +220,12 @@ fn transition_rule(
         .id(id)
         .status(ExpirationStatus::Enabled)
         .filter(every_object())
-        .transitions(Transition::builder().days(days).storage_class(class).build())
+        .transitions(
+            Transition::builder()
+                .days(days)
+                .storage_class(class)
+                .build(),
+        )
         .build()
         .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("lifecycle rule: {e}")))
 }
@@ -344,9 +349,7 @@ async fn claim(c: &Client, name: &str, own: &OwnershipTags) -> Result<(), Provid
     }
     match read::ownership(&tags) {
         Some(t)
-            if t.project == own.project
-                && t.lineage == own.lineage
-                && t.address == own.address =>
+            if t.project == own.project && t.lineage == own.lineage && t.address == own.address =>
         {
             Ok(())
         }
@@ -380,7 +383,11 @@ async fn empty_bucket(c: &Client, name: &str) -> Result<(), ProviderError> {
             .versions()
             .iter()
             .map(|v| (v.key(), v.version_id()))
-            .chain(out.delete_markers().iter().map(|m| (m.key(), m.version_id())))
+            .chain(
+                out.delete_markers()
+                    .iter()
+                    .map(|m| (m.key(), m.version_id())),
+            )
             .filter_map(|(k, v)| {
                 let k = k?;
                 ObjectIdentifier::builder()
@@ -432,8 +439,7 @@ impl AwsProvider {
         Ok(clients
             .entry(region.to_string())
             .or_insert_with(|| {
-                let conf =
-                    crate::s3::s3_config(&self.base, Some(region), self.endpoint.as_deref());
+                let conf = crate::s3::s3_config(&self.base, Some(region), self.endpoint.as_deref());
                 Client::from_conf(conf.build())
             })
             .clone())

@@ -137,7 +137,10 @@ pub(super) async fn lifecycle_rules(
 /// What every bucket observation has: its name, region, ownership, user
 /// tags and force_destroy tag (all from GetBucketTagging).
 pub(super) fn tagged(name: &str, region: &str, tags: &Tags) -> ObservedResource {
-    let user = UserTags::observed(Cloud::Aws, tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let user = UserTags::observed(
+        Cloud::Aws,
+        tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
     let mut attrs = Attrs::new();
     attrs.insert("name".into(), json!(name));
     attrs.insert(
@@ -214,10 +217,7 @@ async fn observe_all(
     if let Some(class) = class.filter(|c| *c != StorageClass::Standard) {
         a.insert("storage_class".into(), json!(class.as_str()));
     }
-    a.insert(
-        "versioning".into(),
-        json!(versioned),
-    );
+    a.insert("versioning".into(), json!(versioned));
     a.insert("encryption".into(), json!(encrypted));
     a.insert("lifecycle".into(), lifecycle.to_value());
     a.insert("public_access_blocked".into(), json!(blocked));
@@ -273,7 +273,10 @@ mod tests {
         ExpirationStatus, LifecycleRuleFilter, NoncurrentVersionExpiration, Transition,
     };
 
-    fn rule(id: &str, status: ExpirationStatus) -> aws_sdk_s3::types::builders::LifecycleRuleBuilder {
+    fn rule(
+        id: &str,
+        status: ExpirationStatus,
+    ) -> aws_sdk_s3::types::builders::LifecycleRuleBuilder {
         LifecycleRule::builder()
             .id(id)
             .status(status)
@@ -301,13 +304,17 @@ mod tests {
                 .unwrap(),
             rule(RULE_NONCURRENT, ExpirationStatus::Disabled)
                 .noncurrent_version_expiration(
-                    NoncurrentVersionExpiration::builder().noncurrent_days(7).build(),
+                    NoncurrentVersionExpiration::builder()
+                        .noncurrent_days(7)
+                        .build(),
                 )
                 .build()
                 .unwrap(),
             rule("someone-elses", ExpirationStatus::Enabled)
                 .noncurrent_version_expiration(
-                    NoncurrentVersionExpiration::builder().noncurrent_days(3).build(),
+                    NoncurrentVersionExpiration::builder()
+                        .noncurrent_days(3)
+                        .build(),
                 )
                 .build()
                 .unwrap(),
