@@ -252,20 +252,6 @@ fn status_element(xml: &str) -> Option<&str> {
     Some(xml[start..start + len].trim())
 }
 
-/// The region of a bucket (GetBucketLocation answers nothing for
-/// us-east-1 and `EU` for the oldest eu-west-1 buckets).
-pub(super) async fn region_of(c: &Client, name: &str) -> Result<Option<String>, ProviderError> {
-    let sent = c.get_bucket_location().bucket(name).send().await;
-    let Some(out) = absent("GetBucketLocation", sent, &["NoSuchBucket"])? else {
-        return Ok(None);
-    };
-    Ok(Some(match out.location_constraint().map(|l| l.as_str()) {
-        None | Some("") => "us-east-1".to_string(),
-        Some("EU") => "eu-west-1".to_string(),
-        Some(r) => r.to_string(),
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
