@@ -170,20 +170,12 @@ pub fn resolve(
                     continue;
                 }
             };
-        if !target.sandbox && !BUCKET_CLOUDS.contains(&target.cloud) {
-            errors.push(
-                loaded.diagnostic(
-                    &format!("{path}.cloud"),
-                    format!(
-                        "buckets on {} are not supported by gpuform yet",
-                        target.cloud
-                    ),
-                    Some(
-                        "run the spec with --sandbox, or manage the bucket outside gpuform for now"
-                            .into(),
-                    ),
-                ),
-            );
+        if !target.sandbox && target.cloud == Cloud::Aws && !bucket.encryption {
+            errors.push(loaded.diagnostic(
+                &format!("{path}.encryption"),
+                "S3 encrypts every object (SSE-S3) since January 2023 and this cannot be turned off, so `encryption: false` cannot be honoured on AWS",
+                Some("remove `encryption: false` (or set it to true)".into()),
+            ));
             continue;
         }
         let attrs = bucket_attrs(&spec.project, name, bucket);
@@ -242,10 +234,6 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
         }
     }
 }
-
-/// The clouds whose object storage gpuform speaks (S3, OSS, COS, OBS:
-/// APIs apart from the compute ones); the sandbox makes buckets for all.
-const BUCKET_CLOUDS: &[Cloud] = &[Cloud::Alibaba, Cloud::Tencent, Cloud::Huawei];
 
 /// A bucket's neutral attributes (see `ResourceKind`): every setting
 /// explicit, so that one changed by another client shows as drift, except

@@ -4,6 +4,8 @@
 //! gpuform's own SDK client: an oracle does not reuse the code under test).
 #![allow(dead_code)]
 
+pub mod killing_proxy;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,12 +27,12 @@ pub fn python() -> PathBuf {
     p
 }
 
-/// Runs a boto3 script against moto in `region` with `ec2` bound to an EC2
-/// client; the script prints JSON, which is returned.
+/// Runs a boto3 script against moto in `region` with `ec2` and `s3` bound
+/// to EC2 and S3 clients; the script prints JSON, which is returned.
 pub fn boto3(region: &str, script: &str) -> Value {
     let prelude = format!(
-        "import boto3, json\nec2 = boto3.client('ec2', region_name='{region}', endpoint_url='{}', aws_access_key_id='testing', aws_secret_access_key='testing')\n",
-        moto_url()
+        "import boto3, json\nec2 = boto3.client('ec2', region_name='{region}', endpoint_url='{url}', aws_access_key_id='testing', aws_secret_access_key='testing')\ns3 = boto3.client('s3', region_name='{region}', endpoint_url='{url}', aws_access_key_id='testing', aws_secret_access_key='testing')\n",
+        url = moto_url()
     );
     let out = Command::new(python())
         .arg("-c")

@@ -59,10 +59,6 @@ impl ResourceKind {
         ResourceKind::Bucket,
     ];
 
-    /// Every kind but buckets, which come last in [`Self::ALL`]: what a
-    /// cloud makes whose object storage gpuform does not speak yet.
-    pub const ALL_BUT_BUCKETS: &'static [ResourceKind] = Self::ALL.split_at(6).0;
-
     pub fn as_str(self) -> &'static str {
         match self {
             ResourceKind::Network => "network",
@@ -230,18 +226,4 @@ pub struct ObservedResource {
     /// The cloud's lifecycle status, lower case (`running`, `pending`, ...).
     /// Providers never return resources that are gone (terminated/deleted).
     pub status: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn all_but_buckets_is_all_without_buckets() {
-        let want: Vec<ResourceKind> = ResourceKind::ALL
-            .into_iter()
-            .filter(|k| *k != ResourceKind::Bucket)
-            .collect();
-        assert_eq!(ResourceKind::ALL_BUT_BUCKETS, want.as_slice());
-    }
 }

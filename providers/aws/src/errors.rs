@@ -140,8 +140,73 @@ pub fn hint(code: &str, kind: ErrorKind) -> Option<String> {
     Some(h.to_string())
 }
 
+/// The AWS service a call went to: its name in messages and its codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Service {
+    Ec2,
+    S3,
+}
+
+impl Service {
+    fn name(self) -> &'static str {
+        match self {
+            Service::Ec2 => "EC2",
+            Service::S3 => "S3",
+        }
+    }
+
+    fn classify(self, code: &str, status: Option<u16>, op: Op) -> ErrorKind {
+        match self {
+            Service::Ec2 => classify(code, status, op),
+            Service::S3 => classify_s3(code, status, op),
+        }
+    }
+}
+
+/// The neutral kind of an S3 error code: S3's own codes first (its
+/// "absent" codes are read as absent by the callers before they get here),
+/// then the codes S3 shares with EC2.
+pub fn classify_s3(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
+    match code {
+        "NoSuchBucket" => match op {
+            Op::Create => ErrorKind::Invalid,
+            Op::Other => ErrorKind::NotFound,
+        },
+        // Someone else's name (bucket names are global): never a retry.
+        "BucketAlreadyExists"
+        | "InvalidBucketName"
+        | "IllegalLocationConstraintException"
+        | "InvalidLocationConstraint"
+        | "InvalidTag"
+        | "MalformedXML"
+        | "InvalidArgument"
+        | "InvalidRequest" => ErrorKind::Invalid,
+        // Another call on the bucket is under way (a create or delete not
+        // finished yet), or a writer put objects while it was emptied.
+        "OperationAborted" | "BucketNotEmpty" => ErrorKind::DependencyViolation,
+        "TooManyBuckets" => ErrorKind::Quota,
+        "SlowDown" => ErrorKind::Throttled,
+        "RequestTimeout" | "RequestTimeTooSkewed" => ErrorKind::Transient,
+        "AllAccessDisabled" | "InvalidToken" | "TokenRefreshRequired" | "AccountProblem" => {
+            ErrorKind::Auth
+        }
+        "PermanentRedirect" | "AuthorizationHeaderMalformed" => ErrorKind::Invalid,
+        _ => classify(code, status, op),
+    }
+}
+
+fn s3_hint(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "BucketAlreadyExists" => "S3 bucket names are global and this one is taken by another AWS account; pick another `name:` for the bucket",
+        "TooManyBuckets" => "this is the account's bucket quota (Service Quotas: Amazon S3, \"General purpose buckets\"); retrying will not help",
+        "PermanentRedirect" | "AuthorizationHeaderMalformed" => "hint: the bucket is in another region than the one the spec gives",
+        _ => return None,
+    })
+}
+
 /// Builds the neutral error from a code, message, status and request id.
-pub fn from_parts(
+pub(crate) fn from_parts_in(
+    service: Service,
     action: &str,
     code: Option<&str>,
     message: Option<&str>,
@@ -149,18 +214,19 @@ pub fn from_parts(
     request_id: Option<&str>,
     op: Op,
 ) -> ProviderError {
-    let kind = match code {
-        Some(c) => classify(c, status, op),
-        None => classify("", status, op),
-    };
-    let mut msg = format!("EC2 {action} failed");
+    let kind = service.classify(code.unwrap_or(""), status, op);
+    let mut msg = format!("{} {action} failed", service.name());
     if let Some(m) = message.filter(|m| !m.is_empty()) {
         msg.push_str(": ");
         msg.push_str(m);
     } else if let Some(s) = status {
         msg.push_str(&format!(": HTTP {s}"));
     }
-    if let Some(h) = code.and_then(|c| hint(c, kind)) {
+    let own = code.filter(|_| service == Service::S3).and_then(s3_hint);
+    if let Some(h) = own
+        .map(str::to_string)
+        .or_else(|| code.and_then(|c| hint(c, kind)))
+    {
         msg.push_str(". ");
         msg.push_str(&h);
     }
@@ -179,6 +245,27 @@ pub fn map_sdk<E>(action: &str, op: Op, err: SdkError<E, HttpResponse>) -> Provi
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
+    map_in(Service::Ec2, action, op, err)
+}
+
+/// Maps an S3 SDK error to the neutral error.
+pub(crate) fn map_s3<E>(action: &str, op: Op, err: SdkError<E, HttpResponse>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    map_in(Service::S3, action, op, err)
+}
+
+fn map_in<E>(
+    service: Service,
+    action: &str,
+    op: Op,
+    err: SdkError<E, HttpResponse>,
+) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let svc = service.name();
     match &err {
         SdkError::ServiceError(se) => {
             let status = se.raw().status().as_u16();
@@ -186,7 +273,8 @@ where
             let request_id = meta
                 .request_id()
                 .or_else(|| se.raw().headers().request_id());
-            from_parts(
+            from_parts_in(
+                service,
                 action,
                 meta.code(),
                 meta.message(),
@@ -199,7 +287,8 @@ where
             // A response that is not EC2's XML (e.g. an HTML 500 page).
             let status = re.raw().status().as_u16();
             let request_id = re.raw().headers().request_id();
-            let mut e = from_parts(
+            let mut e = from_parts_in(
+                service,
                 action,
                 None,
                 Some(&format!("unparseable response (HTTP {status})")),
@@ -213,13 +302,13 @@ where
             e
         }
         SdkError::TimeoutError(_) => {
-            ProviderError::new(ErrorKind::Transient, format!("EC2 {action} timed out"))
+            ProviderError::new(ErrorKind::Transient, format!("{svc} {action} timed out"))
         }
         SdkError::DispatchFailure(df) => {
             // Credentials are resolved just before sending: a failure there
             // is a dispatch failure whose cause is a CredentialsError.
             if let Some(ce) = credentials_error(&err) {
-                return credentials_problem(action, ce);
+                return credentials_problem(svc, action, ce);
             }
             // Only fixed words here: nothing from the request goes into the
             // message.
@@ -230,15 +319,15 @@ where
             } else {
                 "could not send the request".to_string()
             };
-            ProviderError::new(ErrorKind::Transient, format!("EC2 {action} {what}"))
+            ProviderError::new(ErrorKind::Transient, format!("{svc} {action} {what}"))
         }
         SdkError::ConstructionFailure(_) => ProviderError::new(
             ErrorKind::Invalid,
             format!(
-                "EC2 {action}: the request could not be built (missing region or invalid input?)"
+                "{svc} {action}: the request could not be built (missing region or invalid input?)"
             ),
         ),
-        _ => ProviderError::new(ErrorKind::Transient, format!("EC2 {action} failed")),
+        _ => ProviderError::new(ErrorKind::Transient, format!("{svc} {action} failed")),
     }
 }
 
@@ -271,7 +360,7 @@ pub(crate) fn credentials_error<'a>(
 
 /// Missing or unusable credentials: `auth`, except a credentials source that
 /// timed out (IMDS, SSO), which may answer on the next try.
-fn credentials_problem(action: &str, ce: &CredentialsError) -> ProviderError {
+fn credentials_problem(svc: &str, action: &str, ce: &CredentialsError) -> ProviderError {
     // CredentialsError's own Display names the failure class, never a secret.
     let (kind, what) = match ce {
         CredentialsError::ProviderTimedOut(_) => (
@@ -285,7 +374,7 @@ fn credentials_problem(action: &str, ce: &CredentialsError) -> ProviderError {
         ),
         _ => (ErrorKind::Auth, "AWS credentials could not be loaded"),
     };
-    let mut msg = format!("EC2 {action}: {what}");
+    let mut msg = format!("{svc} {action}: {what}");
     if kind == ErrorKind::Auth {
         msg.push_str(
             ". hint: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE (with `aws sso login` for SSO), or run on an instance with a role",
@@ -344,8 +433,46 @@ mod tests {
     }
 
     #[test]
+    fn s3_mapping_table() {
+        let table: &[(&str, Op, ErrorKind)] = &[
+            ("NoSuchBucket", Op::Other, NotFound),
+            ("NoSuchBucket", Op::Create, Invalid),
+            ("BucketAlreadyExists", Op::Create, Invalid),
+            ("InvalidBucketName", Op::Create, Invalid),
+            ("OperationAborted", Op::Create, DependencyViolation),
+            ("BucketNotEmpty", Op::Other, DependencyViolation),
+            ("TooManyBuckets", Op::Create, Quota),
+            ("SlowDown", Op::Other, Throttled),
+            ("AccessDenied", Op::Other, Auth),
+            ("InvalidAccessKeyId", Op::Other, Auth),
+            ("InternalError", Op::Other, Transient),
+        ];
+        for (code, op, want) in table {
+            assert_eq!(classify_s3(code, Some(400), *op), *want, "{code} ({op:?})");
+        }
+        assert_eq!(classify_s3("", Some(503), Op::Other), Transient);
+        let e = from_parts_in(
+            Service::S3,
+            "CreateBucket",
+            Some("BucketAlreadyExists"),
+            Some("The requested bucket name is not available"),
+            Some(409),
+            None,
+            Op::Create,
+        );
+        assert_eq!(e.kind, Invalid);
+        assert!(
+            e.message.starts_with("S3 CreateBucket failed")
+                && e.message.contains("pick another `name:`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn errors_carry_code_request_id_and_hints() {
-        let e = from_parts(
+        let e = from_parts_in(
+            Service::Ec2,
             "RunInstances",
             Some("VcpuLimitExceeded"),
             Some("You have requested more vCPU capacity than your current vCPU limit of 0 allows"),
@@ -373,7 +500,8 @@ mod tests {
             "{shown}"
         );
 
-        let e = from_parts(
+        let e = from_parts_in(
+            Service::Ec2,
             "RunInstances",
             Some("InvalidAMIID.NotFound"),
             Some("The image id '[ami-1]' does not exist"),

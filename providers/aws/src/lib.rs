@@ -1,4 +1,5 @@
-//! gpuform's AWS provider, on the official `aws-sdk-ec2`.
+//! gpuform's AWS provider, on the official `aws-sdk-ec2` (and `aws-sdk-s3`
+//! for buckets).
 //!
 //! Neutral resource kinds map to EC2 as follows:
 //!
@@ -10,7 +11,7 @@
 //! | `placement` | placement group (`strategy`, `cluster` by default); its id is its name |
 //! | `instance`  | one RunInstances per node (MinCount = MaxCount = 1)            |
 //! | `volume`    | CreateVolume (`size_gb`, `zone`, `volume_type`) + AttachVolume to `refs.instance` |
-//! | `bucket`    | not supported yet (S3 is not EC2): an `invalid` error          |
+//! | `bucket`    | S3 bucket (aws-sdk-s3): CreateBucket, PutBucketTagging, then its settings (see `buckets`) |
 //!
 //! Everything created carries the ownership tags (`gpuform:project`,
 //! `gpuform:address`, `gpuform:token`, `gpuform:lineage`) set atomically with
@@ -23,7 +24,8 @@
 //! (cloud, label, rate, kinds). Each part of the driver is implemented in
 //! the module of its kind — `network` (`NetworkApi`: VPCs, subnets,
 //! security groups), `compute` (`ComputeApi`: instances, placement groups),
-//! `storage` (`StorageApi`: volumes), `refresh` (`RefreshApi`: read,
+//! `storage` (`StorageApi`: volumes), `buckets` (`BucketApi`: S3
+//! buckets, with the S3 client of each region), `refresh` (`RefreshApi`: read,
 //! list_owned, observe_*), `tags` (`TagApi`) — next to `images`, `client`
 //! (SDK config, clients, paginated Describe calls) and `errors`.
 //! `s3` is not part of the provider: the conditional object operations the
@@ -64,6 +66,7 @@ pub struct AwsProvider {
     base: aws_config::SdkConfig,
     endpoint: Option<String>,
     clients: Mutex<HashMap<String, Client>>,
+    s3_clients: Mutex<HashMap<String, aws_sdk_s3::Client>>,
     types: Mutex<HashMap<(String, String), TypeInfo>>,
     images: Mutex<HashMap<(String, String, String), images::ResolvedImage>>,
     rate: RateLimit,
@@ -115,6 +118,7 @@ impl AwsProvider {
             base,
             endpoint,
             clients: Mutex::new(HashMap::new()),
+            s3_clients: Mutex::new(HashMap::new()),
             types: Mutex::new(HashMap::new()),
             images: Mutex::new(HashMap::new()),
             rate: Self::DEFAULT_RATE,
@@ -159,16 +163,9 @@ impl CloudDriver for AwsProvider {
         self.rate
     }
 
-    /// Buckets are S3, not EC2: not supported yet.
+    /// Every kind; buckets are S3's (`buckets`).
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[
-            ResourceKind::Network,
-            ResourceKind::Subnet,
-            ResourceKind::Firewall,
-            ResourceKind::Placement,
-            ResourceKind::Instance,
-            ResourceKind::Volume,
-        ]
+        &ResourceKind::ALL
     }
 
     fn settle_time(&self) -> Duration {

@@ -21,6 +21,31 @@ use aws_sdk_s3::Client;
 use std::fmt;
 use std::time::Duration;
 
+/// The S3 client configuration both S3 users share (the state backend's
+/// objects and the provider's buckets): `base`'s credentials, retries and
+/// timeouts, `region` when given, `endpoint` (or `base`'s) addressed
+/// path-style, and checksums only where S3 requires them.
+pub(crate) fn s3_config(
+    base: &aws_config::SdkConfig,
+    region: Option<&str>,
+    endpoint: Option<&str>,
+) -> aws_sdk_s3::config::Builder {
+    let mut b = aws_sdk_s3::config::Builder::from(base)
+        // S3-compatible servers vary in which trailing-checksum schemes
+        // they accept.
+        .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+        .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
+    if let Some(r) = region {
+        b = b.region(Region::new(r.to_string()));
+    }
+    let custom = endpoint.is_some() || base.endpoint_url().is_some();
+    if let Some(url) = endpoint {
+        b = b.endpoint_url(url);
+    }
+    // A custom endpoint rarely resolves bucket subdomains.
+    b.force_path_style(custom)
+}
+
 /// What went wrong, for the caller's hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ErrorKind {
@@ -116,27 +141,13 @@ impl S3Objects {
             .operation_attempt_timeout(Duration::from_secs(7))
             .operation_timeout(Duration::from_secs(15))
             .build();
-        let mut b = aws_sdk_s3::config::Builder::from(&base)
-            .timeout_config(timeouts)
-            // Checksums only where S3 requires them: S3-compatible servers
-            // vary in which trailing-checksum schemes they accept.
-            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
-            .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
-        if let Some(r) = region {
-            b = b.region(Region::new(r.to_string()));
-        }
         if region.is_none() && base.region().is_none() {
             return Err(S3Error {
                 kind: S3ErrorKind::Other,
                 message: "no AWS region: give `?region=` in the URL or set AWS_REGION".into(),
             });
         }
-        let custom = endpoint.is_some() || base.endpoint_url().is_some();
-        if let Some(url) = endpoint {
-            b = b.endpoint_url(url);
-        }
-        // A custom endpoint rarely resolves bucket subdomains.
-        b = b.force_path_style(custom);
+        let b = s3_config(&base, region, endpoint).timeout_config(timeouts);
         Ok(S3Objects {
             client: Client::from_conf(b.build()),
             bucket: bucket.to_string(),
