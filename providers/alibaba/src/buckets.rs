@@ -17,13 +17,9 @@
 //! - error codes ("OSS error codes"): `QpsLimitExceeded` is throttling,
 //!   `BucketAlreadyExists` (0015-00000102) another account's name.
 
-use crate::AlibabaProvider;
-use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, RuleScope, Signer, SseForm};
 use gpuform_provider::Result;
-use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, Scope,
-};
+use gpuform_provider::{Cloud, ErrorKind};
 use gpuform_signing::{oss4, Credentials, Request};
 
 /// Points OSS calls at another base URL (a stand-in, a proxy).
@@ -47,6 +43,7 @@ pub const OSS: Dialect = Dialect {
     sse: SseForm::Rule,
     sse_algorithm: "AES256",
     max_tags: 20,
+    check_tag_value: gpuform_objstore::any_tag_value,
     error_kind: oss_error,
 };
 
@@ -80,42 +77,6 @@ impl Signer for OssSigner {
             .map_err(|e| e.to_string())?;
         signed.apply(req);
         Ok(())
-    }
-}
-
-#[async_trait]
-impl BucketApi for AlibabaProvider {
-    async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource> {
-        self.oss.create(req).await
-    }
-
-    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<()> {
-        self.oss.delete(scope, id).await
-    }
-
-    async fn update_bucket(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        self.oss.update(scope, current, change).await
-    }
-
-    async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {
-        self.oss.read(scope, ids).await
-    }
-
-    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
-        self.oss.list_all(scope).await
-    }
-
-    async fn list_owned_buckets(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>> {
-        self.oss.list_owned(scope, project).await
     }
 }
 

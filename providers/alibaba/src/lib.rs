@@ -245,6 +245,10 @@ impl CloudDriver for AlibabaProvider {
         &ResourceKind::ALL
     }
 
+    fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {
+        Some(&self.oss)
+    }
+
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
         compute::delete_refusal(observed)
     }

@@ -148,9 +148,6 @@ impl TagApi for AlibabaProvider {
         current: &ObservedResource,
         want: &UserTags,
     ) -> Result<()> {
-        if current.kind == ResourceKind::Bucket {
-            return self.oss.update_tags(scope, current, want).await;
-        }
         let region = scope.region.as_str();
         let api = Api::of(current.kind)?;
         let Some(rtype) = api.resource_type() else {

@@ -8,7 +8,8 @@ mod common;
 use common::*;
 use gpuform_alibaba::AlibabaProvider;
 use gpuform_objstore::Endpoint;
-use gpuform_provider::{BucketApi, ErrorKind, ObservedResource, Provider, ResourceKind};
+use gpuform_provider::CloudDriver;
+use gpuform_provider::{ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
 use gpuform_standins::alibaba::{ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_standins::objstore::{oss::OSS, Fault, ObjStoreMock};
@@ -97,9 +98,16 @@ async fn create_reads_back_every_attribute() {
     // Read again, and found by the project's listing.
     assert_eq!(read(&p, "llm-datasets").await.unwrap(), made);
     // (`Provider::list_owned` adds these to the ECS and VPC listings.)
-    let owned = p.list_owned_buckets(&scope(), "llm").await.unwrap();
+    let owned = p
+        .buckets()
+        .unwrap()
+        .list_owned_buckets(&scope(), "llm")
+        .await
+        .unwrap();
     assert_eq!(owned, vec![made.clone()]);
     assert!(p
+        .buckets()
+        .unwrap()
         .list_owned_buckets(&scope(), "other")
         .await
         .unwrap()
@@ -403,7 +411,7 @@ async fn audit_lists_every_bucket_of_the_region() {
     p.create(&req(B, "bucket.data", full(), &[])).await.unwrap();
     mock.add_behind("someone-elses", REGION, &[("owner", "alice")]);
     mock.add_behind("far-away", "cn-beijing", &[]);
-    let all = p.list_buckets(&scope()).await.unwrap();
+    let all = p.buckets().unwrap().list_buckets(&scope()).await.unwrap();
     let names: Vec<&str> = all.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(names, ["llm-datasets", "someone-elses"]);
     assert!(all[0].ownership.is_some() && all[1].ownership.is_none());

@@ -103,11 +103,13 @@ pub trait StorageApi: Send + Sync {
     async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()>;
 }
 
-/// Object-storage buckets: what a cloud crate's `buckets.rs` implements.
-/// Object storage is an API apart from compute (S3, OSS, COS, OBS), so its
-/// reads live here too. A cloud that makes buckets lists
-/// [`ResourceKind::Bucket`] in [`CloudDriver::kinds`] and overrides every
-/// method; the wrapper never calls them otherwise.
+/// Object-storage buckets. Object storage is an API apart from compute (S3,
+/// OSS, COS, OBS) with its own client, so this is implemented by that
+/// client — `gpuform_objstore::ObjStore` for the S3-like dialect of OSS, COS
+/// and OBS, the AWS crate's S3 part — and a cloud hands it to the wrapper
+/// with [`CloudDriver::buckets`]; its reads and tag updates live here too.
+/// A cloud that makes buckets also lists [`ResourceKind::Bucket`] in
+/// [`CloudDriver::kinds`]; the wrapper never calls these otherwise.
 #[async_trait]
 pub trait BucketApi: Send + Sync {
     async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource> {
@@ -132,6 +134,18 @@ pub trait BucketApi: Send + Sync {
         change: &BucketChange,
     ) -> Result<()> {
         let _ = (scope, current, change);
+        Err(not_made(ResourceKind::Bucket))
+    }
+
+    /// Makes a bucket's user tags exactly `want`; gpuform's own tags stay
+    /// (see [`TagApi::update_tags`]).
+    async fn update_bucket_tags(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<()> {
+        let _ = (scope, current, want);
         Err(not_made(ResourceKind::Bucket))
     }
 
@@ -205,9 +219,7 @@ pub trait TagApi: Send + Sync {
 /// never return resources that are gone. Deletes may answer
 /// [`ErrorKind::NotFound`] for something already gone (the wrapper treats it
 /// as done). Update methods get the resource as just read.
-pub trait CloudDriver:
-    NetworkApi + ComputeApi + StorageApi + BucketApi + RefreshApi + TagApi
-{
+pub trait CloudDriver: NetworkApi + ComputeApi + StorageApi + RefreshApi + TagApi {
     /// The cloud this driver speaks.
     fn cloud(&self) -> Cloud;
 
@@ -231,6 +243,17 @@ pub trait CloudDriver:
         let _ = observed;
         None
     }
+
+    /// The cloud's object storage, when it makes buckets.
+    fn buckets(&self) -> Option<&dyn BucketApi> {
+        None
+    }
+}
+
+/// The object storage of a cloud whose kinds include buckets.
+fn bucket_api<D: CloudDriver + ?Sized>(d: &D) -> Result<&dyn BucketApi> {
+    d.buckets()
+        .ok_or_else(|| unsupported(d.cloud(), ResourceKind::Bucket))
 }
 
 /// What an optional method answers when its cloud does not override it
@@ -252,7 +275,7 @@ async fn read_one<D: CloudDriver + ?Sized>(
 ) -> Result<ObservedResource> {
     let ids = [id.to_string()];
     let read = if kind == ResourceKind::Bucket {
-        d.read_buckets(scope, &ids).await?
+        bucket_api(d)?.read_buckets(scope, &ids).await?
     } else {
         RefreshApi::read(d, scope, kind, &ids).await?
     };
@@ -297,10 +320,10 @@ impl<D: CloudDriver> Provider for D {
     }
 
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
-        if !self.kinds().contains(&ResourceKind::Bucket) {
-            return Ok(Vec::new());
+        match self.buckets() {
+            Some(b) if self.kinds().contains(&ResourceKind::Bucket) => b.list_buckets(scope).await,
+            _ => Ok(Vec::new()),
         }
-        BucketApi::list_buckets(self, scope).await
     }
 
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource> {
@@ -316,7 +339,7 @@ impl<D: CloudDriver> Provider for D {
             Desired::Placement(r) => self.create_placement(&r).await,
             Desired::Instance(r) => self.create_instance(&r).await,
             Desired::Volume(r) => self.create_volume(&r).await,
-            Desired::Bucket(r) => self.create_bucket(&r).await,
+            Desired::Bucket(r) => bucket_api(self)?.create_bucket(&r).await,
         }
     }
 
@@ -330,7 +353,7 @@ impl<D: CloudDriver> Provider for D {
             return Ok(Vec::new());
         }
         if kind == ResourceKind::Bucket {
-            return self.read_buckets(scope, ids).await;
+            return bucket_api(self)?.read_buckets(scope, ids).await;
         }
         RefreshApi::read(self, scope, kind, ids).await
     }
@@ -349,7 +372,7 @@ impl<D: CloudDriver> Provider for D {
     ) -> Result<Vec<ObservedResource>> {
         let mut owned = RefreshApi::list_owned(self, scope, project).await?;
         if buckets && self.kinds().contains(&ResourceKind::Bucket) {
-            owned.extend(self.list_owned_buckets(scope, project).await?);
+            owned.extend(bucket_api(self)?.list_owned_buckets(scope, project).await?);
         }
         Ok(owned)
     }
@@ -367,8 +390,14 @@ impl<D: CloudDriver> Provider for D {
         }
         let set = ChangeSet::parse(kind, changes, cloud, |k, v| self.check_tag(k, v))?;
         let current = read_one(self, scope, kind, id).await?;
-        if let Some(tags) = &set.tags {
-            self.update_tags(scope, &current, tags).await?;
+        match &set.tags {
+            Some(tags) if kind == ResourceKind::Bucket => {
+                bucket_api(self)?
+                    .update_bucket_tags(scope, &current, tags)
+                    .await?
+            }
+            Some(tags) => self.update_tags(scope, &current, tags).await?,
+            None => {}
         }
         if let Some(rules) = &set.ingress {
             self.update_ingress(scope, &current, rules).await?;
@@ -380,7 +409,9 @@ impl<D: CloudDriver> Provider for D {
             self.resize_volume(scope, &current, size).await?;
         }
         if let Some(change) = &set.bucket {
-            self.update_bucket(scope, &current, change).await?;
+            bucket_api(self)?
+                .update_bucket(scope, &current, change)
+                .await?;
         }
         read_one(self, scope, kind, id).await
     }
@@ -396,7 +427,7 @@ impl<D: CloudDriver> Provider for D {
             ResourceKind::Placement => self.delete_placement(scope, id).await,
             ResourceKind::Instance => self.delete_instance(scope, id).await,
             ResourceKind::Volume => self.delete_volume(scope, id).await,
-            ResourceKind::Bucket => self.delete_bucket(scope, id).await,
+            ResourceKind::Bucket => bucket_api(self)?.delete_bucket(scope, id).await,
         };
         match done {
             Err(e) if e.kind == ErrorKind::NotFound => Ok(()),

@@ -168,6 +168,10 @@ impl CloudDriver for AwsProvider {
         &ResourceKind::ALL
     }
 
+    fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {
+        Some(self)
+    }
+
     fn settle_time(&self) -> Duration {
         client::settle_time()
     }

@@ -136,10 +136,6 @@ impl TagApi for AwsProvider {
         current: &ObservedResource,
         want: &UserTags,
     ) -> Result<()> {
-        // S3 tags a bucket as a whole, with its own call.
-        if current.kind == ResourceKind::Bucket {
-            return self.update_bucket_tags(scope, &current.id, want).await;
-        }
         let c = self.client(scope)?;
         // Placement groups are tagged by id, not by name.
         let target = match current.kind {

@@ -44,14 +44,9 @@
 //! * Deleting a bucket (obs_04_0024): 409 `BucketNotEmpty`.
 //! * Errors (obs_04_0115): XML `<Error><Code><Message><RequestId>`.
 
-use crate::HuaweiProvider;
-use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
 use gpuform_provider::Result;
-use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, ProviderError,
-    Scope,
-};
+use gpuform_provider::{Cloud, ErrorKind, ProviderError};
 use gpuform_signing::{obs, Credentials, Request};
 
 /// OBS's dialect of the shared bucket flow.
@@ -74,6 +69,7 @@ pub const OBS: Dialect = Dialect {
     sse_algorithm: "kms",
     // "A bucket can have up to 20 tags" (obs_04_0049).
     max_tags: 20,
+    check_tag_value,
     error_kind,
 };
 
@@ -131,47 +127,6 @@ pub(crate) fn store(
     endpoint: Option<gpuform_objstore::Endpoint>,
 ) -> Result<ObjStore> {
     ObjStore::new(OBS, Box::new(ObsSigner { creds }), endpoint)
-}
-
-#[async_trait]
-impl BucketApi for HuaweiProvider {
-    async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource> {
-        // The shared flow checks the name by OBS's rule before any call;
-        // gpuform's own tag values, by OBS's tag limits, first.
-        for (k, v) in req.ownership.to_tags() {
-            check_tag_value(k, v)?;
-        }
-        self.obs.create(req).await
-    }
-
-    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<()> {
-        self.obs.delete(scope, id).await
-    }
-
-    async fn update_bucket(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        self.obs.update(scope, current, change).await
-    }
-
-    async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {
-        self.obs.read(scope, ids).await
-    }
-
-    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
-        self.obs.list_all(scope).await
-    }
-
-    async fn list_owned_buckets(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>> {
-        self.obs.list_owned(scope, project).await
-    }
 }
 
 #[cfg(test)]

@@ -216,6 +216,10 @@ impl CloudDriver for HuaweiProvider {
         &ResourceKind::ALL
     }
 
+    fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {
+        Some(&self.obs)
+    }
+
     /// See [`DEFAULT_SETTLE`]: a new EVS disk may not be found until its job
     /// has made it, and EVS creates take no idempotency token.
     fn settle_time(&self) -> std::time::Duration {

@@ -284,8 +284,13 @@ impl TagApi for HuaweiProvider {
                     "Huawei ECS groups cannot carry tags",
                 ))
             }
-            // An OBS bucket's tags are its own sub-resource (`?tagging`).
-            ResourceKind::Bucket => return self.obs.update_tags(scope, current, want).await,
+            // Buckets are tagged through their object storage (`CloudDriver::buckets`).
+            ResourceKind::Bucket => {
+                return Err(gpuform_provider::driver::unsupported(
+                    Cloud::Huawei,
+                    current.kind,
+                ))
+            }
         };
         let have: BTreeMap<String, String> =
             from_map(current.attrs.get("tags").unwrap_or(&Value::Null))

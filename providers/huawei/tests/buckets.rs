@@ -6,9 +6,9 @@
 //! `Location`, an idempotent create of one's own bucket…).
 
 use gpuform_huawei::HuaweiProvider;
+use gpuform_provider::CloudDriver;
 use gpuform_provider::{
-    Attrs, BucketApi, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider,
-    ResourceKind, Scope,
+    Attrs, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
 };
 use gpuform_standins::huawei::{TEST_AK, TEST_PROJECT_ID, TEST_SK};
 use gpuform_standins::objstore::{obs::OBS, Fault, ObjStoreMock};
@@ -155,9 +155,16 @@ async fn create_reads_back_every_attribute() {
     );
     // Read again, and found by the project's listing.
     assert_eq!(read(&p, NAME).await.unwrap(), made);
-    let owned = p.list_owned_buckets(&scope(), PROJECT).await.unwrap();
+    let owned = p
+        .buckets()
+        .unwrap()
+        .list_owned_buckets(&scope(), PROJECT)
+        .await
+        .unwrap();
     assert_eq!(owned, vec![made.clone()]);
     assert!(p
+        .buckets()
+        .unwrap()
         .list_owned_buckets(&scope(), "other")
         .await
         .unwrap()
@@ -318,6 +325,8 @@ async fn someone_elses_bucket_is_never_touched() {
     );
     // Not ours to delete either: list_owned never reports it.
     assert!(p
+        .buckets()
+        .unwrap()
         .list_owned_buckets(&scope(), PROJECT)
         .await
         .unwrap()
@@ -391,7 +400,7 @@ async fn audit_lists_every_bucket_of_the_region_tagged_or_not() {
     // Untagged: OBS answers NoSuchTagSet, which is no tags, not no bucket.
     mock.add_behind("untagged", REGION, &[]);
     mock.add_behind("far-away", "cn-east-3", &[]);
-    let all = p.list_buckets(&scope()).await.unwrap();
+    let all = p.buckets().unwrap().list_buckets(&scope()).await.unwrap();
     let names: Vec<&str> = all.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(names, [NAME, "someone-elses", "untagged"]);
     assert!(all[0].ownership.is_some() && all[1].ownership.is_none());

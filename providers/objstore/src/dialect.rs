@@ -1,6 +1,7 @@
 //! What differs between the clouds that speak the S3-like dialect: one
 //! [`Dialect`] value per cloud, data and small functions only.
 
+use gpuform_provider::Result;
 use gpuform_provider::{Cloud, ErrorKind, StorageClass};
 
 /// How the storage class is given when the bucket is made.
@@ -75,6 +76,9 @@ pub struct Dialect {
     pub sse_algorithm: &'static str,
     /// Tags per bucket the cloud takes.
     pub max_tags: usize,
+    /// The cloud's limits on a tag value, checked on gpuform's own tags
+    /// before any call (a long bucket key makes a long address).
+    pub check_tag_value: fn(&str, &str) -> Result<()>,
     /// Cloud-specific error codes, before the shared table of
     /// [`Dialect::classify`].
     pub error_kind: fn(&str) -> Option<ErrorKind>,
@@ -146,6 +150,11 @@ impl Dialect {
     }
 }
 
+/// For a dialect whose tag values take anything gpuform writes.
+pub fn any_tag_value(_key: &str, _value: &str) -> Result<()> {
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +177,7 @@ mod tests {
             sse: SseForm::Rule,
             sse_algorithm: "AES256",
             max_tags: 20,
+            check_tag_value: any_tag_value,
             error_kind: |c| (c == "QpsLimitExceeded").then_some(ErrorKind::Throttled),
         }
     }

@@ -61,6 +61,9 @@ impl ObjStore {
         // refuses it by the cloud's rule before any call.
         gpuform_provider::bucket_name::check(self.dialect.cloud, name)
             .map_err(|e| invalid(e.to_string()))?;
+        for (k, v) in req.ownership.to_tags() {
+            (self.dialect.check_tag_value)(k, v)?;
+        }
         let existing = match self.tags(region, name).await {
             Err(e) if e.kind == ErrorKind::Auth && e.code.as_deref() == Some("AccessDenied") => {
                 return Err(self.taken(name, e))

@@ -42,13 +42,14 @@
 //! **List**: ListBuckets (paged by `marker`) filtered to the region's
 //! location, then the tags of each (one call per bucket).
 
+mod api;
 mod dialect;
 mod flow;
 mod http;
 mod manage;
 pub mod xml;
 
-pub use dialect::{ClassAt, ClassRead, Dialect, RuleScope, SseForm};
+pub use dialect::{any_tag_value, ClassAt, ClassRead, Dialect, RuleScope, SseForm};
 pub use http::Endpoint;
 
 use gpuform_provider::Result;

@@ -45,13 +45,9 @@
 //! * DELETE Bucket (7732): 409 `BucketNotEmpty`, 404 `NoSuchBucket`.
 //! * Errors (7730): XML `<Error><Code><Message><RequestId>`.
 
-use crate::TencentProvider;
-use async_trait::async_trait;
 use gpuform_objstore::{ClassAt, ClassRead, Dialect, ObjStore, RuleScope, Signer, SseForm};
 use gpuform_provider::Result;
-use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Cloud, Create, ErrorKind, ObservedResource, Scope,
-};
+use gpuform_provider::{Cloud, ErrorKind};
 use gpuform_signing::{cos, Credentials, Request};
 
 /// How long a COS signature is valid (the SDK's default is 10,000 s; a
@@ -77,6 +73,7 @@ pub const COS: Dialect = Dialect {
     sse_algorithm: "AES256",
     // "up to 50 different tags" (8281).
     max_tags: 50,
+    check_tag_value: gpuform_objstore::any_tag_value,
     error_kind,
 };
 
@@ -120,43 +117,6 @@ pub(crate) fn store(
     endpoint: Option<gpuform_objstore::Endpoint>,
 ) -> Result<ObjStore> {
     ObjStore::new(COS, Box::new(CosSigner { creds, token }), endpoint)
-}
-
-#[async_trait]
-impl BucketApi for TencentProvider {
-    async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource> {
-        // The shared flow checks the name by COS's rule before any call.
-        self.cos.create(req).await
-    }
-
-    async fn delete_bucket(&self, scope: &Scope, id: &str) -> Result<()> {
-        self.cos.delete(scope, id).await
-    }
-
-    async fn update_bucket(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        self.cos.update(scope, current, change).await
-    }
-
-    async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {
-        self.cos.read(scope, ids).await
-    }
-
-    async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
-        self.cos.list_all(scope).await
-    }
-
-    async fn list_owned_buckets(
-        &self,
-        scope: &Scope,
-        project: &str,
-    ) -> Result<Vec<ObservedResource>> {
-        self.cos.list_owned(scope, project).await
-    }
 }
 
 #[cfg(test)]

@@ -174,4 +174,8 @@ impl CloudDriver for TencentProvider {
     fn kinds(&self) -> &'static [ResourceKind] {
         refresh::KINDS
     }
+
+    fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {
+        Some(&self.cos)
+    }
 }

@@ -116,14 +116,10 @@ impl TagApi for TencentProvider {
 
     async fn update_tags(
         &self,
-        scope: &Scope,
+        _scope: &Scope,
         current: &ObservedResource,
-        want: &UserTags,
+        _want: &UserTags,
     ) -> Result<()> {
-        // A COS bucket's tags are its own sub-resource (PUT Bucket tagging).
-        if current.kind == gpuform_provider::ResourceKind::Bucket {
-            return self.cos.update_tags(scope, current, want).await;
-        }
         Err(ProviderError::new(
             ErrorKind::Invalid,
             format!(

@@ -9,8 +9,9 @@ mod common;
 
 use common::{json_attrs, scope, PROJECT, REGION};
 use gpuform_objstore::Endpoint;
+use gpuform_provider::CloudDriver;
 use gpuform_provider::{
-    BucketApi, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind,
+    CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider, ResourceKind,
 };
 use gpuform_signing::Credentials;
 use gpuform_standins::objstore::{cos::COS, Fault, ObjStoreMock};
@@ -139,9 +140,16 @@ async fn create_reads_back_every_attribute() {
     );
     // Read again, and found by the project's listing.
     assert_eq!(read(&p, NAME).await.unwrap(), made);
-    let owned = p.list_owned_buckets(&scope(), PROJECT).await.unwrap();
+    let owned = p
+        .buckets()
+        .unwrap()
+        .list_owned_buckets(&scope(), PROJECT)
+        .await
+        .unwrap();
     assert_eq!(owned, vec![made.clone()]);
     assert!(p
+        .buckets()
+        .unwrap()
         .list_owned_buckets(&scope(), "other")
         .await
         .unwrap()
@@ -305,6 +313,8 @@ async fn someone_elses_bucket_is_never_touched() {
     );
     // Not ours to delete either: list_owned never reports it.
     assert!(p
+        .buckets()
+        .unwrap()
         .list_owned_buckets(&scope(), PROJECT)
         .await
         .unwrap()
@@ -377,7 +387,7 @@ async fn audit_lists_every_bucket_of_the_region_tagged_or_not() {
     // Untagged: COS answers NoSuchTagSetError, which is no tags, not no bucket.
     mock.add_behind("untagged-1250000000", REGION, &[]);
     mock.add_behind("far-away-1250000000", "ap-beijing", &[]);
-    let all = p.list_buckets(&scope()).await.unwrap();
+    let all = p.buckets().unwrap().list_buckets(&scope()).await.unwrap();
     let names: Vec<&str> = all.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(
         names,

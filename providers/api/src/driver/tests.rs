@@ -64,6 +64,9 @@ impl CloudDriver for Recorder {
             &[ResourceKind::Network, ResourceKind::Volume]
         }
     }
+    fn buckets(&self) -> Option<&dyn BucketApi> {
+        Some(self)
+    }
 }
 
 #[async_trait]
@@ -121,7 +124,6 @@ impl ComputeApi for Recorder {
     }
 }
 
-#[async_trait]
 #[async_trait]
 impl BucketApi for Recorder {
     async fn list_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {

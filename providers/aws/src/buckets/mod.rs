@@ -442,23 +442,6 @@ impl AwsProvider {
             .clone())
     }
 
-    /// Makes a bucket's user tags `want`, keeping gpuform's own tags (the
-    /// `TagApi` part for buckets: S3 replaces a bucket's tags as a whole).
-    pub(crate) async fn update_bucket_tags(
-        &self,
-        scope: &Scope,
-        name: &str,
-        want: &UserTags,
-    ) -> Result<()> {
-        let c = self.s3(&scope.region)?;
-        let mut tags: Tags = settable(read::tags(&c, name).await?)
-            .into_iter()
-            .filter(|(k, _)| k.to_ascii_lowercase().starts_with("gpuform:"))
-            .collect();
-        tags.extend(want.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        put_tags(&c, name, &tags).await
-    }
-
     /// Every bucket of the account in `region` with its tags (buckets whose
     /// tags this account may not read are listed untagged).
     async fn buckets_in(&self, region: &str) -> Result<Vec<(String, Tags)>> {
@@ -500,6 +483,24 @@ impl AwsProvider {
 
 #[async_trait]
 impl BucketApi for AwsProvider {
+    /// S3 replaces a bucket's tags as a whole: gpuform's own are read and
+    /// kept.
+    async fn update_bucket_tags(
+        &self,
+        scope: &Scope,
+        current: &ObservedResource,
+        want: &UserTags,
+    ) -> Result<()> {
+        let name = current.id.as_str();
+        let c = self.s3(&scope.region)?;
+        let mut tags: Tags = settable(read::tags(&c, name).await?)
+            .into_iter()
+            .filter(|(k, _)| k.to_ascii_lowercase().starts_with("gpuform:"))
+            .collect();
+        tags.extend(want.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        put_tags(&c, name, &tags).await
+    }
+
     async fn create_bucket(&self, req: &Create<BucketSpec>) -> Result<ObservedResource> {
         let spec = &req.spec;
         if !spec.encryption {
