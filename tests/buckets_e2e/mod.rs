@@ -58,7 +58,15 @@ struct Runs<'a> {
     printed: String,
 }
 
-impl Runs<'_> {
+impl<'a> Runs<'a> {
+    fn new(dir: &'a Path, mocks: &'a [&'a dyn MockCloud]) -> Self {
+        Runs {
+            dir,
+            mocks,
+            printed: String::new(),
+        }
+    }
+
     fn run(&mut self, args: &[&str]) -> Output {
         let out = gpuform(self.dir, self.mocks, args)
             .output()
@@ -88,6 +96,14 @@ impl Runs<'_> {
     }
 }
 
+/// A fresh directory holding the spec of `project`'s bucket (not forced),
+/// and that bucket's name.
+fn project_dir(c: &Case, project: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(c, project, false)).unwrap();
+    (dir, (c.name)(project))
+}
+
 /// Every file gpuform wrote under `dir`, as text.
 fn written(dir: &Path) -> String {
     let mut out = String::new();
@@ -115,15 +131,9 @@ pub fn scenario(c: &Case) {
     let (api, store) = (c.start)();
     let mocks: [&dyn MockCloud; 2] = [api.as_ref(), &store];
     let project = format!("b{}", &c.cloud[..3]);
-    let name = (c.name)(&project);
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, name) = project_dir(c, &project);
     let d = dir.path();
-    let mut r = Runs {
-        dir: d,
-        mocks: &mocks,
-        printed: String::new(),
-    };
-    std::fs::write(d.join("spec.yaml"), spec(c, &project, false)).unwrap();
+    let mut r = Runs::new(d, &mocks);
 
     // Create; the bucket holds every setting; a plan then has nothing to do.
     assert_eq!(r.plan_exit(), 2);
@@ -236,15 +246,9 @@ pub fn crash_at_every_call(c: &Case) {
     let quiet_destroy = ["destroy", "spec.yaml", "--auto-approve", "-q"];
     for n in 1u64.. {
         let project = format!("k{}{n}", &c.cloud[..3]);
-        let name = (c.name)(&project);
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, name) = project_dir(c, &project);
         let d = dir.path();
-        let mut r = Runs {
-            dir: d,
-            mocks: &mocks,
-            printed: String::new(),
-        };
-        std::fs::write(d.join("spec.yaml"), spec(c, &project, false)).unwrap();
+        let mut r = Runs::new(d, &mocks);
         target.store(store.requests() + n, Ordering::SeqCst);
         let args = [
             "apply",
