@@ -75,18 +75,10 @@ async fn drift_is_read_and_an_update_repairs_it() {
 
 #[tokio::test]
 async fn updates_tags_force_destroy_and_rules_keeping_ownership() {
-    let (mock, p) = suite::updates_tags_and_force_destroy_keeping_ownership(&OSS_CLOUD).await;
-    let o = p
-        .update(
-            &scope(),
-            B,
-            "llm-datasets",
-            &attrs(json!({"encryption": false})),
-        )
-        .await
-        .unwrap();
+    let more = [("encryption", json!(false))];
+    let (mock, p, o) =
+        suite::updates_tags_and_force_destroy_keeping_ownership(&OSS_CLOUD, &more).await;
     assert_eq!(attr(&o, "encryption"), &json!(false));
-    assert_eq!(o.ownership, Some(own("bucket.data")));
     let o = p
         .update(
             &scope(),

@@ -80,7 +80,7 @@ async fn drift_is_read_and_an_update_repairs_it() {
 #[tokio::test]
 async fn updates_tags_and_force_destroy_keeping_ownership() {
     // The class is the bucket's own: unchanged by tag updates.
-    suite::updates_tags_and_force_destroy_keeping_ownership(&OBS_CLOUD).await;
+    suite::updates_tags_and_force_destroy_keeping_ownership(&OBS_CLOUD, &[]).await;
 }
 
 #[tokio::test]

@@ -81,7 +81,7 @@ async fn drift_is_read_and_an_update_repairs_it() {
 #[tokio::test]
 async fn updates_tags_and_force_destroy_keeping_ownership() {
     // gpuform's own tags, the class among them, survive a user-tag update.
-    suite::updates_tags_and_force_destroy_keeping_ownership(&COS_CLOUD).await;
+    suite::updates_tags_and_force_destroy_keeping_ownership(&COS_CLOUD, &[]).await;
 }
 
 #[tokio::test]

@@ -237,20 +237,25 @@ pub async fn drift_is_read_and_an_update_repairs_it<P: Provider + BucketApi>(c: 
     assert_eq!((b.acl.as_str(), b.sse.as_deref()), ("private", Some(c.sse)));
 }
 
-/// Tags, force_destroy and a rule change in place; ownership and the class
-/// survive them. Returns the stand-in and the provider for what a cloud
+/// Tags, force_destroy and a rule change in place, in one update with
+/// `more` changes; ownership and the class survive them. Returns the
+/// stand-in, the provider and what the update answered, for what a cloud
 /// checks beyond.
 pub async fn updates_tags_and_force_destroy_keeping_ownership<P: Provider + BucketApi>(
     c: &Cloud<P>,
-) -> (ObjStoreMock, P) {
+    more: &[(&str, Value)],
+) -> (ObjStoreMock, P, ObservedResource) {
     let (mock, p) = c.start();
     let name = c.data();
     p.create(&c.req(ADDRESS, c.full())).await.unwrap();
-    let changes = json!({
+    let mut changes = json!({
         "tags": {"team": "infra", "cost": "7"},
         "force_destroy": true,
         "lifecycle": {"expire_noncurrent_after_days": 3},
     });
+    for (k, v) in more {
+        changes[*k] = v.clone();
+    }
     let o = c.update(&p, &name, changes).await;
     assert_eq!(attr(&o, "tags"), &json!({"team": "infra", "cost": "7"}));
     assert_eq!(attr(&o, "force_destroy"), &json!(true));
@@ -265,7 +270,7 @@ pub async fn updates_tags_and_force_destroy_keeping_ownership<P: Provider + Buck
         b.tags.get("gpuform:force-destroy").map(String::as_str),
         Some("true")
     );
-    (mock, p)
+    (mock, p, o)
 }
 
 pub async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced<
