@@ -27,6 +27,7 @@ pub mod cos;
 pub mod obs;
 pub mod oss;
 pub mod state;
+pub mod suite;
 pub mod xml;
 
 use crate::background::Background;
