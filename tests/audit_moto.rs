@@ -237,8 +237,9 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
 
     let before = proxy.calls();
     let r: Value = serde_json::from_str(&ok(d, &["audit", "spec.yaml", "--json"])).unwrap();
-    // One DescribeInstances and one DescribeVolumes, a page each.
-    assert_eq!(proxy.calls() - before, 2, "list calls of the audit");
+    // One DescribeInstances and one DescribeVolumes, a page each, and one
+    // S3 ListBuckets filtered by the region (audit lists buckets too).
+    assert_eq!(proxy.calls() - before, 3, "list calls of the audit");
     let inst = &r["instances"];
     assert_eq!(by_id(inst, &id("unmanaged"))["owner"], "unmanaged");
     assert_eq!(by_id(inst, &id("managed"))["owner"], "managed");
