@@ -202,6 +202,28 @@ pub(super) fn parse_currency(row: &Row<'_>) -> Result<Currency, CatalogError> {
     }
 }
 
+/// The `cloud` column of a price table.
+pub(super) fn parse_cloud(row: &Row<'_>) -> Result<Cloud, CatalogError> {
+    let text = row.req("cloud")?;
+    Cloud::ALL
+        .into_iter()
+        .find(|c| c.as_str() == text)
+        .ok_or_else(|| row.err(format!("unknown cloud `{text}`")))
+}
+
+/// The `region` column of a storage or transfer price table: `*` is a
+/// price its source gives for no region, assumed to hold in every one.
+pub(super) fn parse_price_region(
+    row: &Row<'_>,
+) -> Result<(Option<String>, crate::PriceBasis), CatalogError> {
+    let region = row.req("region")?;
+    Ok(if region == "*" {
+        (None, crate::PriceBasis::Assumed)
+    } else {
+        (Some(region.to_string()), crate::PriceBasis::Sourced)
+    })
+}
+
 pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogError> {
     // ---- GPUs ----
     let mut gpus: Vec<GpuModel> = Vec::new();

@@ -5,7 +5,7 @@
 //! Kept apart from the GPU catalog: a bucket's cost is a monthly line of
 //! its own in a plan, not an hourly instance price.
 
-use crate::load::{parse_currency, rows, CatalogError};
+use crate::load::{parse_cloud, parse_currency, parse_price_region, rows, CatalogError};
 use crate::sources::Source;
 use crate::{Cloud, Currency, PriceBasis};
 use std::sync::OnceLock;
@@ -69,19 +69,14 @@ impl StoragePrices {
                 "cloud", "region", "class", "price", "currency", "source", "as_of",
             ],
             |row| {
-                let cloud_text = row.req("cloud")?;
-                let cloud = Cloud::ALL
-                    .into_iter()
-                    .find(|c| c.as_str() == cloud_text)
-                    .ok_or_else(|| row.err(format!("unknown cloud `{cloud_text}`")))?;
+                let cloud = parse_cloud(&row)?;
                 let class = row.req("class")?;
                 if !STORAGE_CLASSES.contains(&class) {
                     return Err(row.err(format!(
                         "column `class`: expected standard, infrequent or archive, found `{class}`"
                     )));
                 }
-                let region = row.req("region")?;
-                let region = (region != "*").then(|| region.to_string());
+                let (region, basis) = parse_price_region(&row)?;
                 if prices
                     .iter()
                     .any(|p| p.cloud == cloud && p.region == region && p.class == class)
@@ -93,11 +88,7 @@ impl StoragePrices {
                 }
                 prices.push(StoragePrice {
                     cloud,
-                    basis: if region.is_some() {
-                        PriceBasis::Sourced
-                    } else {
-                        PriceBasis::Assumed
-                    },
+                    basis,
                     region,
                     class: class.to_string(),
                     per_gb_month: row.f64("price")?,

@@ -8,7 +8,7 @@
 //! looked up by the bucket's cloud and region. Where no source gives a
 //! price there is none: callers say "price unknown", never guess.
 
-use crate::load::{parse_currency, rows, CatalogError};
+use crate::load::{parse_cloud, parse_currency, parse_price_region, rows, CatalogError};
 use crate::sources::Source;
 use crate::{Cloud, Currency, PriceBasis};
 use std::sync::OnceLock;
@@ -88,11 +88,7 @@ impl TransferPrices {
                 "cloud", "region", "kind", "price", "currency", "source", "as_of",
             ],
             |row| {
-                let cloud_text = row.req("cloud")?;
-                let cloud = Cloud::ALL
-                    .into_iter()
-                    .find(|c| c.as_str() == cloud_text)
-                    .ok_or_else(|| row.err(format!("unknown cloud `{cloud_text}`")))?;
+                let cloud = parse_cloud(&row)?;
                 let kind = match row.req("kind")? {
                     "inter-region" => TransferKind::InterRegion,
                     "internet" => TransferKind::Internet,
@@ -102,8 +98,7 @@ impl TransferPrices {
                         )))
                     }
                 };
-                let region = row.req("region")?;
-                let region = (region != "*").then(|| region.to_string());
+                let (region, basis) = parse_price_region(&row)?;
                 if prices
                     .iter()
                     .any(|p| p.cloud == cloud && p.region == region && p.kind == kind)
@@ -116,11 +111,7 @@ impl TransferPrices {
                 }
                 prices.push(TransferPrice {
                     cloud,
-                    basis: if region.is_some() {
-                        PriceBasis::Sourced
-                    } else {
-                        PriceBasis::Assumed
-                    },
+                    basis,
                     region,
                     kind,
                     per_gb: row.f64("price")?,
