@@ -114,7 +114,9 @@ struct ObsSigner {
 
 impl Signer for ObsSigner {
     fn sign(&self, req: &mut Request, _region: &str, bucket: Option<&str>) -> Result<(), String> {
-        let signed = obs::sign_now(req, &self.creds, bucket).map_err(|e| e.to_string())?;
+        let signed = obs::OBS
+            .sign_now(req, &self.creds, bucket)
+            .map_err(|e| e.to_string())?;
         req.headers.extend(signed.headers);
         Ok(())
     }
@@ -168,7 +170,7 @@ mod tests {
         let mut r = Request::new("GET", "data.obs.cn-north-4.myhuaweicloud.com", "/")
             .with_query("storageClass", "");
         s.sign(&mut r, "cn-north-4", Some("data")).unwrap();
-        let signed = obs::sign(
+        let signed = obs::OBS.sign(
             &r,
             &Credentials::new("AK", "secret"),
             Some("data"),

@@ -16,7 +16,7 @@
 //! ```
 
 use crate::canon::{
-    canonical_query, hmac_sha256, iso8601_utc, reject_reserved, sha256_hex, CanonicalHeaders,
+    canonical_query, canonical_request, iso8601_utc, reject_reserved, sha256_hex, CanonicalHeaders,
 };
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
@@ -57,36 +57,29 @@ pub fn sign(
     );
     let signed_names = headers.signed_names();
 
-    let canonical_request = format!(
-        "{}\n{}\n{}\n{}\n{}\n{}",
-        req.method.to_ascii_uppercase(),
-        req.encoded_path(),
-        canonical_query(&req.query),
-        headers.block(),
-        signed_names,
-        content_sha256,
+    let canonical_request = canonical_request(
+        &req.method,
+        &req.encoded_path(),
+        &canonical_query(&req.query),
+        &headers.block(),
+        &signed_names,
+        &content_sha256,
     );
-    let string_to_sign = format!("{ALGORITHM}\n{}", sha256_hex(canonical_request.as_bytes()));
-    let signature = hex::encode(hmac_sha256(
-        creds.secret().as_bytes(),
-        string_to_sign.as_bytes(),
-    ));
-    let authorization = format!(
-        "{ALGORITHM} Credential={},SignedHeaders={signed_names},Signature={signature}",
-        creds.access_key_id()
-    );
-
-    let mut out: Vec<(String, String)> = added
-        .iter()
-        .map(|(n, v)| (n.to_string(), v.to_string()))
-        .collect();
-    out.push(("Authorization".to_string(), authorization));
-    Ok(Signed {
-        headers: out,
+    let authorization = |signature: &str| {
+        format!(
+            "{ALGORITHM} Credential={},SignedHeaders={signed_names},Signature={signature}",
+            creds.access_key_id()
+        )
+    };
+    let key = creds.secret().as_bytes();
+    let head = [ALGORITHM];
+    Ok(Signed::sha256(
+        &head,
         canonical_request,
-        string_to_sign,
-        signature,
-    })
+        key,
+        &added,
+        authorization,
+    ))
 }
 
 /// [`sign`] at the current time with a fresh random nonce.

@@ -87,12 +87,7 @@ pub fn sign_now(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn p(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::canon::pairs;
 
     fn doc() -> (
         Vec<(String, String)>,
@@ -101,7 +96,7 @@ mod tests {
         &'static str,
     ) {
         (
-            p(&[
+            pairs(&[
                 ("Format", "XML"),
                 ("Action", "DescribeRegions"),
                 ("Version", "2014-05-26"),

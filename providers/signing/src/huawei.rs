@@ -16,8 +16,8 @@
 //! ```
 
 use crate::canon::{
-    canonical_query, find_header, hmac_sha256, iso8601_basic_utc, reject_reserved, sha256_hex,
-    CanonicalHeaders,
+    canonical_query, canonical_request, find_header, iso8601_basic_utc, reject_reserved,
+    sha256_hex, CanonicalHeaders,
 };
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
@@ -44,36 +44,29 @@ pub fn sign(req: &Request, creds: &Credentials, time: OffsetDateTime) -> Result<
         Some(v) if !req.body.is_empty() => v.trim().to_string(),
         _ => sha256_hex(&req.body),
     };
-    let canonical_request = format!(
-        "{}\n{}\n{}\n{}\n{}\n{}",
-        req.method.to_ascii_uppercase(),
-        uri,
-        canonical_query(&req.query),
-        headers.block(),
-        signed_names,
-        payload_hash,
+    let canonical_request = canonical_request(
+        &req.method,
+        &uri,
+        &canonical_query(&req.query),
+        &headers.block(),
+        &signed_names,
+        &payload_hash,
     );
-    let string_to_sign = format!(
-        "{ALGORITHM}\n{date}\n{}",
-        sha256_hex(canonical_request.as_bytes())
-    );
-    let signature = hex::encode(hmac_sha256(
-        creds.secret().as_bytes(),
-        string_to_sign.as_bytes(),
-    ));
-    let authorization = format!(
-        "{ALGORITHM} Access={}, SignedHeaders={signed_names}, Signature={signature}",
-        creds.access_key_id()
-    );
-    Ok(Signed {
-        headers: vec![
-            ("X-Sdk-Date".to_string(), date),
-            ("Authorization".to_string(), authorization),
-        ],
+    let authorization = |signature: &str| {
+        format!(
+            "{ALGORITHM} Access={}, SignedHeaders={signed_names}, Signature={signature}",
+            creds.access_key_id()
+        )
+    };
+    let key = creds.secret().as_bytes();
+    let own = [("X-Sdk-Date", date.as_str())];
+    Ok(Signed::sha256(
+        &[ALGORITHM, &date],
         canonical_request,
-        string_to_sign,
-        signature,
-    })
+        key,
+        &own,
+        authorization,
+    ))
 }
 
 /// [`sign`] at the current time.

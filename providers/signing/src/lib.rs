@@ -19,8 +19,14 @@
 //! It returns the headers to add ([`Signed`]); the caller sends the request
 //! with exactly the method, host, [`Request::encoded_path`],
 //! [`Request::encoded_query`], headers and body bytes that were signed.
-//! Each module also has a `sign_now` that fills in the current time (and a
+//! Each scheme also has a `sign_now` that fills in the current time (and a
 //! fresh nonce) for production use.
+//!
+//! Steps the schemes share are written once: encodings, the canonical
+//! request of the SHA-256 schemes and their key chains in [`canon`], their
+//! string to sign and signature in `Signed::sha256`, and the one flow of
+//! OSS V1 and OBS (S3 signature V2) in [`s3v2`], whose `Dialect` values
+//! `oss1::OSS_V1` and `obs::OBS` sign.
 
 use std::fmt;
 
@@ -32,6 +38,7 @@ pub mod huawei;
 pub mod obs;
 pub mod oss1;
 pub mod oss4;
+pub mod s3v2;
 pub mod tc3;
 
 pub use time::OffsetDateTime;
@@ -199,6 +206,59 @@ pub struct Signed {
 }
 
 impl Signed {
+    /// What every header signer returns: the headers it sets besides
+    /// `Authorization` (`own`, in the order given), then `Authorization`
+    /// last, with the texts it signed and the signature.
+    pub(crate) fn new(
+        own: &[(&str, &str)],
+        authorization: String,
+        canonical_request: String,
+        string_to_sign: String,
+        signature: String,
+    ) -> Signed {
+        let mut headers: Vec<(String, String)> = own
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        headers.push(("Authorization".to_string(), authorization));
+        Signed {
+            headers,
+            canonical_request,
+            string_to_sign,
+            signature,
+        }
+    }
+
+    /// The last steps every SHA-256 scheme (ACS3, TC3, Huawei, OSS V4)
+    /// shares: `StringToSign` is the lines of `head` (the algorithm, then
+    /// Huawei's date, or TC3's and OSS V4's time and credential scope), then
+    /// `hex(SHA-256(canonical_request))`, joined with `\n`; it is signed as
+    /// `hex(HMAC-SHA256(key, StringToSign))`, and `authorization` writes the
+    /// `Authorization` value from that signature.
+    pub(crate) fn sha256(
+        head: &[&str],
+        canonical_request: String,
+        key: &[u8],
+        own: &[(&str, &str)],
+        authorization: impl FnOnce(&str) -> String,
+    ) -> Signed {
+        let mut string_to_sign = String::new();
+        for line in head {
+            string_to_sign.push_str(line);
+            string_to_sign.push('\n');
+        }
+        string_to_sign.push_str(&canon::sha256_hex(canonical_request.as_bytes()));
+        let signature = hex::encode(canon::hmac_sha256(key, string_to_sign.as_bytes()));
+        let authorization = authorization(&signature);
+        Signed::new(
+            own,
+            authorization,
+            canonical_request,
+            string_to_sign,
+            signature,
+        )
+    }
+
     /// The `Authorization` header value.
     pub fn authorization(&self) -> &str {
         canon::find_header(&self.headers, "authorization").expect("every signer sets Authorization")
@@ -360,8 +420,8 @@ mod tests {
         let key_time = cos::KeyTime::around(t, 600);
         let all = [
             oss4::sign(&oss, &c, scope, &[], t).unwrap(),
-            oss1::sign(&oss, &c, Some("b"), t).unwrap(),
-            obs::sign(&obs, &c, Some("b"), t).unwrap(),
+            oss1::OSS_V1.sign(&oss, &c, Some("b"), t).unwrap(),
+            obs::OBS.sign(&obs, &c, Some("b"), t).unwrap(),
             cos::sign(&cos, &c, key_time).unwrap(),
         ];
         for s in all {

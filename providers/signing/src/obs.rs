@@ -22,11 +22,11 @@
 //! [`Signed::canonical_request`] holds the canonicalized headers and
 //! resource.
 
-use base64::Engine as _;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::canon::{find_header, hmac_sha1, http_date, reject_reserved, subresources};
-use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
+use crate::canon::subresources;
+use crate::s3v2::{DateStandIn, Dialect};
+use crate::Request;
 
 /// Query parameters signed as sub-resources (compared case-insensitively).
 pub const SUBRESOURCES: &[&str] = &[
@@ -92,19 +92,18 @@ const KEY: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b'/');
 
-/// Signs `req`, addressed to `bucket` by its virtual host (`None` for a
-/// service-level call such as ListBuckets), at `time`. Returns `Date`
-/// (unless the request carries `x-obs-date`) and `Authorization`.
-pub fn sign(
-    req: &Request,
-    creds: &Credentials,
-    bucket: Option<&str>,
-    time: OffsetDateTime,
-) -> Result<Signed, SignError> {
-    reject_reserved(&req.headers, &["authorization", "date"])?;
-    let date = http_date(time)?;
-    let has_obs_date = find_header(&req.headers, "x-obs-date").is_some();
+/// OBS's variant of the shared flow: an `x-obs-date` header empties the
+/// Date line and no `Date` is sent.
+pub const OBS: Dialect = Dialect {
+    vendor: "OBS",
+    date_header: "x-obs-date",
+    date_stand_in: DateStandIn::EmptiesDate,
+    canonical_headers: |req| Ok(canonical_headers(req)),
+    resource,
+};
 
+/// Every `x-obs-*` header, repeated names merged with `,`.
+fn canonical_headers(req: &Request) -> String {
     let mut obs: Vec<(String, Vec<String>)> = Vec::new();
     for (n, v) in &req.headers {
         let n = n.to_ascii_lowercase();
@@ -118,11 +117,13 @@ pub fn sign(
         }
     }
     obs.sort();
-    let canonical_headers: String = obs
-        .iter()
+    obs.iter()
         .map(|(n, vs)| format!("{n}:{}\n", vs.join(",")))
-        .collect();
+        .collect()
+}
 
+/// `/bucket/` then the encoded key, then the sub-resources.
+fn resource(req: &Request, bucket: Option<&str>) -> String {
     let key = req.path.strip_prefix('/').unwrap_or(&req.path);
     let mut resource = match bucket {
         Some(b) => format!("/{b}/"),
@@ -133,51 +134,13 @@ pub fn sign(
         let l = k.to_ascii_lowercase();
         SUBRESOURCES.contains(&l.as_str()) || l.starts_with("x-obs-")
     }));
-
-    let canonical_request = format!("{canonical_headers}{resource}");
-    let string_to_sign = format!(
-        "{}\n{}\n{}\n{}\n{canonical_request}",
-        req.method.to_ascii_uppercase(),
-        find_header(&req.headers, "content-md5")
-            .unwrap_or("")
-            .trim(),
-        find_header(&req.headers, "content-type")
-            .unwrap_or("")
-            .trim(),
-        if has_obs_date { "" } else { date.as_str() },
-    );
-    let signature = base64::engine::general_purpose::STANDARD.encode(hmac_sha1(
-        creds.secret().as_bytes(),
-        string_to_sign.as_bytes(),
-    ));
-    let mut headers = Vec::new();
-    if !has_obs_date {
-        headers.push(("Date".to_string(), date));
-    }
-    headers.push((
-        "Authorization".to_string(),
-        format!("OBS {}:{signature}", creds.access_key_id()),
-    ));
-    Ok(Signed {
-        headers,
-        canonical_request,
-        string_to_sign,
-        signature,
-    })
-}
-
-/// [`sign`] at the current time.
-pub fn sign_now(
-    req: &Request,
-    creds: &Credentials,
-    bucket: Option<&str>,
-) -> Result<Signed, SignError> {
-    sign(req, creds, bucket, crate::now())
+    resource
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Credentials, OffsetDateTime};
 
     const AK: &str = "HCY8BGCN1YM5ZWYOK1MH";
     const SK: &str = "9zYwf1uabSQY0JTnFqbUqG7vcfqYBaTdXde2GUcq";
@@ -193,7 +156,9 @@ mod tests {
             .with_header("X-Obs-Meta-A", " 1 ")
             .with_header("x-obs-acl", "private");
         let t = OffsetDateTime::from_unix_timestamp(1710000000).unwrap();
-        let s = sign(&r, &Credentials::new(AK, SK), Some("b"), t).unwrap();
+        let s = OBS
+            .sign(&r, &Credentials::new(AK, SK), Some("b"), t)
+            .unwrap();
         assert_eq!(
             s.string_to_sign,
             "PUT\n\ntext/plain\nSat, 09 Mar 2024 16:00:00 GMT\n\
@@ -210,7 +175,7 @@ mod tests {
         let r = Request::new("GET", "obs.cn-north-4.myhuaweicloud.com", "/")
             .with_header("x-obs-date", "Sat, 09 Mar 2024 16:00:00 GMT");
         let t = OffsetDateTime::from_unix_timestamp(1710000000).unwrap();
-        let s = sign(&r, &Credentials::new(AK, SK), None, t).unwrap();
+        let s = OBS.sign(&r, &Credentials::new(AK, SK), None, t).unwrap();
         assert_eq!(
             s.string_to_sign,
             "GET\n\n\n\nx-obs-date:Sat, 09 Mar 2024 16:00:00 GMT\n/"

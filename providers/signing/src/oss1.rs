@@ -21,12 +21,9 @@
 //! [`Signed::canonical_request`] holds the canonicalized headers and
 //! resource (V1 has no canonical request of its own).
 
-use base64::Engine as _;
-
-use crate::canon::{
-    bucket_resource, find_header, first_repeat, hmac_sha1, http_date, reject_reserved, subresources,
-};
-use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
+use crate::canon::{bucket_resource, first_repeat, subresources};
+use crate::s3v2::{DateStandIn, Dialect};
+use crate::{Request, SignError};
 
 /// The query parameters V1 signs as sub-resources (the guide's list, as the
 /// SDK keeps it).
@@ -106,18 +103,25 @@ pub const SUBRESOURCES: &[&str] = &[
     "x-oss-traffic-limit",
 ];
 
-/// Signs `req`, addressed to `bucket` by its virtual host (`None` for a
-/// service-level call), at `time`. Returns `Date` and `Authorization`.
-pub fn sign(
-    req: &Request,
-    creds: &Credentials,
-    bucket: Option<&str>,
-    time: OffsetDateTime,
-) -> Result<Signed, SignError> {
-    reject_reserved(&req.headers, &["authorization", "date"])?;
-    let date = http_date(time)?;
-    // An `x-oss-date` header stands in for Date, as in the SDK.
-    let signed_date = find_header(&req.headers, "x-oss-date").unwrap_or(&date);
+/// OSS V1's variant of the shared flow: an `x-oss-date` header stands in
+/// for Date, as in the SDK.
+pub const OSS_V1: Dialect = Dialect {
+    vendor: "OSS",
+    date_header: "x-oss-date",
+    date_stand_in: DateStandIn::SignedAsDate,
+    canonical_headers,
+    resource: |req, bucket| {
+        format!(
+            "{}{}",
+            bucket_resource(bucket, &req.path),
+            subresources(&req.query, |k| SUBRESOURCES.contains(&k))
+        )
+    },
+};
+
+/// The `x-oss-*` headers; `Content-MD5` and `Content-Type` (signed in
+/// their own lines) are checked for repeats too.
+fn canonical_headers(req: &Request) -> Result<String, SignError> {
     let mut oss: Vec<(String, String)> = req
         .headers
         .iter()
@@ -129,54 +133,13 @@ pub fn sign(
         return Err(SignError::RepeatedHeader(name.to_string()));
     }
     oss.retain(|(n, _)| n.starts_with("x-oss-"));
-    let canonical_headers: String = oss.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
-    let resource = format!(
-        "{}{}",
-        bucket_resource(bucket, &req.path),
-        subresources(&req.query, |k| SUBRESOURCES.contains(&k))
-    );
-    let canonical_request = format!("{canonical_headers}{resource}");
-    let string_to_sign = format!(
-        "{}\n{}\n{}\n{}\n{canonical_request}",
-        req.method.to_ascii_uppercase(),
-        find_header(&req.headers, "content-md5")
-            .unwrap_or("")
-            .trim(),
-        find_header(&req.headers, "content-type")
-            .unwrap_or("")
-            .trim(),
-        signed_date.trim(),
-    );
-    let signature = base64::engine::general_purpose::STANDARD.encode(hmac_sha1(
-        creds.secret().as_bytes(),
-        string_to_sign.as_bytes(),
-    ));
-    Ok(Signed {
-        headers: vec![
-            ("Date".to_string(), date),
-            (
-                "Authorization".to_string(),
-                format!("OSS {}:{signature}", creds.access_key_id()),
-            ),
-        ],
-        canonical_request,
-        string_to_sign,
-        signature,
-    })
-}
-
-/// [`sign`] at the current time.
-pub fn sign_now(
-    req: &Request,
-    creds: &Credentials,
-    bucket: Option<&str>,
-) -> Result<Signed, SignError> {
-    sign(req, creds, bucket, crate::now())
+    Ok(oss.iter().map(|(n, v)| format!("{n}:{v}\n")).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Credentials, OffsetDateTime};
 
     #[test]
     fn string_to_sign_layout() {
@@ -188,7 +151,9 @@ mod tests {
             .with_header("X-OSS-Meta-Z", " 1 ")
             .with_header("x-oss-acl", "private");
         let t = OffsetDateTime::from_unix_timestamp(1710000001).unwrap();
-        let s = sign(&r, &Credentials::new("id", "sk"), Some("b"), t).unwrap();
+        let s = OSS_V1
+            .sign(&r, &Credentials::new("id", "sk"), Some("b"), t)
+            .unwrap();
         assert_eq!(
             s.string_to_sign,
             "PUT\nZGF0YQ==\ntext/plain\nSat, 09 Mar 2024 16:00:01 GMT\n\
@@ -197,7 +162,9 @@ mod tests {
         assert_eq!(s.headers[0].1, "Sat, 09 Mar 2024 16:00:01 GMT");
         assert_eq!(s.authorization(), format!("OSS id:{}", s.signature));
         let again = r.clone().with_header("Date", "x");
-        assert!(sign(&again, &Credentials::new("id", "sk"), Some("b"), t).is_err());
+        assert!(OSS_V1
+            .sign(&again, &Credentials::new("id", "sk"), Some("b"), t)
+            .is_err());
     }
 
     #[test]
@@ -209,7 +176,7 @@ mod tests {
                 .with_header(name, "1")
                 .with_header(name.to_ascii_uppercase(), "2");
             assert_eq!(
-                sign(&r, &c, Some("b"), t),
+                OSS_V1.sign(&r, &c, Some("b"), t),
                 Err(SignError::RepeatedHeader(name.into()))
             );
         }

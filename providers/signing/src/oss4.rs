@@ -27,8 +27,8 @@
 //! ```
 
 use crate::canon::{
-    bucket_resource, encode_path, first_repeat, hmac_sha256, iso8601_basic_utc, percent_encode,
-    reject_reserved, sha256_hex,
+    bucket_resource, canonical_request, derive_key, encode_path, first_repeat, iso8601_basic_utc,
+    join_bare_names, percent_encode, reject_reserved,
 };
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
@@ -96,44 +96,39 @@ pub fn sign(
     let header_block: String = headers.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
 
     let uri = encode_path(&bucket_resource(scope.bucket, &req.path));
-    let canonical_request = format!(
-        "{}\n{uri}\n{}\n{header_block}\n{}\n{UNSIGNED_PAYLOAD}",
-        req.method.to_ascii_uppercase(),
-        canonical_query(&req.query),
-        additional.join(";"),
+    let canonical_request = canonical_request(
+        &req.method,
+        &uri,
+        &canonical_query(&req.query),
+        &header_block,
+        &additional.join(";"),
+        UNSIGNED_PAYLOAD,
     );
     let credential_scope = format!("{date}/{}/{PRODUCT}/aliyun_v4_request", scope.region);
-    let string_to_sign = format!(
-        "{ALGORITHM}\n{date_time}\n{credential_scope}\n{}",
-        sha256_hex(canonical_request.as_bytes())
-    );
-    let mut key = format!("aliyun_v4{}", creds.secret()).into_bytes();
-    for part in [date, scope.region, PRODUCT, "aliyun_v4_request"] {
-        key = hmac_sha256(&key, part.as_bytes());
-    }
-    let signature = hex::encode(hmac_sha256(&key, string_to_sign.as_bytes()));
-
     // The SDK's field order: AdditionalHeaders (when any) after Signature.
-    let mut authorization = format!(
-        "{ALGORITHM} Credential={}/{credential_scope}, Signature={signature}",
-        creds.access_key_id()
+    let authorization = |signature: &str| {
+        let mut a = format!(
+            "{ALGORITHM} Credential={}/{credential_scope}, Signature={signature}",
+            creds.access_key_id()
+        );
+        if !additional.is_empty() {
+            a.push_str(&format!(", AdditionalHeaders={}", additional.join(";")));
+        }
+        a
+    };
+    let key = derive_key(
+        "aliyun_v4",
+        creds.secret(),
+        &[date, scope.region, PRODUCT, "aliyun_v4_request"],
     );
-    if !additional.is_empty() {
-        authorization.push_str(&format!(", AdditionalHeaders={}", additional.join(";")));
-    }
-    Ok(Signed {
-        headers: vec![
-            ("x-oss-date".to_string(), date_time),
-            (
-                "x-oss-content-sha256".to_string(),
-                UNSIGNED_PAYLOAD.to_string(),
-            ),
-            ("Authorization".to_string(), authorization),
-        ],
+    let head = [ALGORITHM, &date_time, &credential_scope];
+    Ok(Signed::sha256(
+        &head,
         canonical_request,
-        string_to_sign,
-        signature,
-    })
+        &key,
+        &own,
+        authorization,
+    ))
 }
 
 /// [`sign`] at the current time.
@@ -159,17 +154,7 @@ fn canonical_query(pairs: &[(String, String)]) -> String {
         .map(|(k, v)| (percent_encode(k), percent_encode(v)))
         .collect();
     encoded.sort();
-    encoded
-        .iter()
-        .map(|(k, v)| {
-            if v.is_empty() {
-                k.clone()
-            } else {
-                format!("{k}={v}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("&")
+    join_bare_names(&encoded)
 }
 
 #[cfg(test)]

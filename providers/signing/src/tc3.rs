@@ -11,7 +11,8 @@
 //! where `date` is the UTC date of the timestamp.
 
 use crate::canon::{
-    encode_query_in_order, find_header, hmac_sha256, reject_reserved, sha256_hex, utc_date,
+    canonical_request, derive_key, encode_query_in_order, find_header, reject_reserved, sha256_hex,
+    utc_date,
 };
 use crate::{Credentials, OffsetDateTime, Request, SignError, Signed};
 
@@ -33,40 +34,32 @@ pub fn sign(
     let timestamp = time.unix_timestamp();
     let date = utc_date(time)?;
 
-    let canonical_request = format!(
-        "{}\n{}\n{}\ncontent-type:{}\nhost:{}\n\n{}\n{}",
-        req.method.to_ascii_uppercase(),
-        req.encoded_path(),
-        encode_query_in_order(&req.query),
-        content_type.trim(),
-        req.host,
+    let canonical_request = canonical_request(
+        &req.method,
+        &req.encoded_path(),
+        &encode_query_in_order(&req.query),
+        &format!("content-type:{}\nhost:{}\n", content_type.trim(), req.host),
         SIGNED_HEADERS,
-        sha256_hex(&req.body),
+        &sha256_hex(&req.body),
     );
     let scope = format!("{date}/{service}/tc3_request");
-    let string_to_sign = format!(
-        "{ALGORITHM}\n{timestamp}\n{scope}\n{}",
-        sha256_hex(canonical_request.as_bytes())
-    );
-
-    let k_date = hmac_sha256(format!("TC3{}", creds.secret()).as_bytes(), date.as_bytes());
-    let k_service = hmac_sha256(&k_date, service.as_bytes());
-    let k_signing = hmac_sha256(&k_service, b"tc3_request");
-    let signature = hex::encode(hmac_sha256(&k_signing, string_to_sign.as_bytes()));
-
-    let authorization = format!(
-        "{ALGORITHM} Credential={}/{scope}, SignedHeaders={SIGNED_HEADERS}, Signature={signature}",
-        creds.access_key_id()
-    );
-    Ok(Signed {
-        headers: vec![
-            ("X-TC-Timestamp".to_string(), timestamp.to_string()),
-            ("Authorization".to_string(), authorization),
-        ],
+    let timestamp = timestamp.to_string();
+    let authorization = |signature: &str| {
+        format!(
+            "{ALGORITHM} Credential={}/{scope}, SignedHeaders={SIGNED_HEADERS}, Signature={signature}",
+            creds.access_key_id()
+        )
+    };
+    let key = derive_key("TC3", creds.secret(), &[&date, service, "tc3_request"]);
+    let head = [ALGORITHM, &timestamp, &scope];
+    let own = [("X-TC-Timestamp", timestamp.as_str())];
+    Ok(Signed::sha256(
+        &head,
         canonical_request,
-        string_to_sign,
-        signature,
-    })
+        &key,
+        &own,
+        authorization,
+    ))
 }
 
 /// [`sign`] at the current time.

@@ -7,9 +7,11 @@
 //! header names, a port in the host, raw UTF-8 bodies. Each is signed here,
 //! put on the wire the way the providers send it, and must verify there.
 
-use gpuform_signing::{acs3, aliyun_rpc, canon, huawei, tc3, Credentials, OffsetDateTime, Request};
+use gpuform_signing::{
+    acs3, aliyun_rpc, canon, huawei, tc3, Credentials, OffsetDateTime, Request, Signed,
+};
 use gpuform_standins::verify::{acs3 as v_acs3, huawei as v_huawei, rpc as v_rpc, tc3 as v_tc3};
-use gpuform_standins::verify::{Key, WireRequest};
+use gpuform_standins::verify::{Key, Rejection, WireRequest};
 
 const ID: &str = "AKIDgpuformIndependent01";
 const SECRET: &str = "s3cr3t/with+odd=chars&";
@@ -60,6 +62,17 @@ fn wire(req: &Request, signed: &[(String, String)]) -> WireRequest {
     )
 }
 
+/// What the verifier made of a signed request; a refusal panics with its
+/// reason beside what the signer signed.
+fn accepted<V>(outcome: Result<V, Rejection>, s: &Signed) -> V {
+    outcome.unwrap_or_else(|e| {
+        panic!(
+            "{e:?}\nsigner's canonical request:\n{}\nsigner's string to sign:\n{}",
+            s.canonical_request, s.string_to_sign
+        )
+    })
+}
+
 #[test]
 fn acs3_signatures_verify() {
     let mut req = Request::new("POST", "127.0.0.1:8080", "/")
@@ -69,12 +82,7 @@ fn acs3_signatures_verify() {
         .with_header("User-Agent", "  gpuform/0.1 (padded)  ");
     req.query = tricky_query();
     let s = acs3::sign(&req, &creds(), at(), "0123456789abcdef0123456789abcdef").unwrap();
-    let v = v_acs3::verify(&wire(&req, &s.headers), &KEY).unwrap_or_else(|e| {
-        panic!(
-            "{e:?}\nsigner's canonical request:\n{}",
-            s.canonical_request
-        )
-    });
+    let v = accepted(v_acs3::verify(&wire(&req, &s.headers), &KEY), &s);
     assert_eq!(v.canonical_request, s.canonical_request);
     assert_eq!(v.date, "2024-12-31T23:59:59Z");
 }
@@ -114,12 +122,7 @@ fn tc3_signatures_verify() {
     get.query = tricky_query();
     for (req, service) in [(post, "cvm"), (get, "vpc")] {
         let s = tc3::sign(&req, &creds(), service, at()).unwrap();
-        let v = v_tc3::verify(&wire(&req, &s.headers), &KEY).unwrap_or_else(|e| {
-            panic!(
-                "{e:?}\nsigner's canonical request:\n{}",
-                s.canonical_request
-            )
-        });
+        let v = accepted(v_tc3::verify(&wire(&req, &s.headers), &KEY), &s);
         assert_eq!(v.canonical_request, s.canonical_request);
         assert_eq!((v.timestamp, v.service.as_str()), (1735689599, service));
     }
@@ -145,12 +148,7 @@ fn huawei_signatures_verify() {
     .with_body(r#"{"server":{"name":"训练 node"}}"#.as_bytes());
     for req in [get, post] {
         let s = huawei::sign(&req, &creds(), at()).unwrap();
-        let v = v_huawei::verify(&wire(&req, &s.headers), &KEY).unwrap_or_else(|e| {
-            panic!(
-                "{e:?}\nsigner's canonical request:\n{}",
-                s.canonical_request
-            )
-        });
+        let v = accepted(v_huawei::verify(&wire(&req, &s.headers), &KEY), &s);
         assert_eq!(v.canonical_request, s.canonical_request);
         assert_eq!(v.sdk_date, "20241231T235959Z");
     }
@@ -211,13 +209,10 @@ fn oss4_signatures_verify() {
             bucket,
         };
         let s = oss4::sign(&req, &creds(), scope, additional, at()).unwrap();
-        let v = v_oss4::verify(&wire(&req, &s.headers), &KEY, "cn-hangzhou", bucket)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{e:?}\nsigner's canonical request:\n{}",
-                    s.canonical_request
-                )
-            });
+        let v = accepted(
+            v_oss4::verify(&wire(&req, &s.headers), &KEY, "cn-hangzhou", bucket),
+            &s,
+        );
         assert_eq!(v.canonical_request, s.canonical_request);
         assert_eq!(v.date, "20241231T235959Z");
     }
@@ -229,9 +224,8 @@ fn oss1_signatures_verify() {
     let put = with_subresources(object_put(&host, "x-oss-"));
     let list = Request::new("GET", "oss-cn-hangzhou.aliyuncs.com", "/");
     for (req, bucket) in [(put, Some(BUCKET)), (list, None)] {
-        let s = oss1::sign(&req, &creds(), bucket, at()).unwrap();
-        let v = v_oss1::verify(&wire(&req, &s.headers), &KEY, bucket)
-            .unwrap_or_else(|e| panic!("{e:?}\nsigner's string to sign:\n{}", s.string_to_sign));
+        let s = oss1::OSS_V1.sign(&req, &creds(), bucket, at()).unwrap();
+        let v = accepted(v_oss1::verify(&wire(&req, &s.headers), &KEY, bucket), &s);
         assert_eq!(v.string_to_sign, s.string_to_sign);
         assert_eq!(v.date, "Tue, 31 Dec 2024 23:59:59 GMT");
     }
@@ -248,8 +242,7 @@ fn cos_signatures_verify() {
         .collect();
     let key_time = cos::KeyTime::around(at(), 3600);
     let s = cos::sign(&put, &creds(), key_time).unwrap();
-    let v = v_cos::verify(&wire(&put, &s.headers), &KEY)
-        .unwrap_or_else(|e| panic!("{e:?}\nsigner's HttpString:\n{}", s.canonical_request));
+    let v = accepted(v_cos::verify(&wire(&put, &s.headers), &KEY), &s);
     assert_eq!(v.http_string, s.canonical_request);
     assert_eq!((v.start, v.end), (1735689599 - 60, 1735689599 + 3600));
 }
@@ -266,9 +259,8 @@ fn obs_signatures_verify() {
         .with_header("x-obs-date", "Tue, 31 Dec 2024 23:59:59 GMT");
     let list = Request::new("GET", "obs.cn-north-4.myhuaweicloud.com", "/");
     for (req, bucket) in [(put, Some(BUCKET)), (dated, Some(BUCKET)), (list, None)] {
-        let s = obs::sign(&req, &creds(), bucket, at()).unwrap();
-        let v = v_obs::verify(&wire(&req, &s.headers), &KEY, bucket)
-            .unwrap_or_else(|e| panic!("{e:?}\nsigner's string to sign:\n{}", s.string_to_sign));
+        let s = obs::OBS.sign(&req, &creds(), bucket, at()).unwrap();
+        let v = accepted(v_obs::verify(&wire(&req, &s.headers), &KEY, bucket), &s);
         assert_eq!(v.string_to_sign, s.string_to_sign);
         assert_eq!(v.date, "Tue, 31 Dec 2024 23:59:59 GMT");
     }

@@ -9,8 +9,8 @@
 
 mod common;
 
-use common::{input, load, parse_time, Fixture};
-use gpuform_signing::{cos, obs, oss1, oss4, Credentials, OffsetDateTime, Request, Signed};
+use common::{all_same, credentials, independent, input, load, parse_time, same, Fixture};
+use gpuform_signing::{cos, obs, oss1, oss4, s3v2, OffsetDateTime, Request, SignError, Signed};
 
 const DIR: &str = "object_storage";
 
@@ -26,22 +26,6 @@ fn names(prefix: &str, suffix: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-fn same(what: &str, ours: &str, theirs: &str) -> Result<(), String> {
-    if ours == theirs {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} differs\n ours: {ours:?}\n  sdk: {theirs:?}"
-        ))
-    }
-}
-
-fn independent<'a>(f: &'a Fixture, key: &str) -> &'a str {
-    f.independent[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("the fixture has no independent {key}"))
 }
 
 /// The request as the signer gets it: every header the SDK set itself but
@@ -102,62 +86,72 @@ fn parse_http_date(s: &str) -> OffsetDateTime {
     )))
 }
 
+const ALIBABA_KEYS: (&str, &str) = ("access_key_id", "access_key_secret");
+
+/// What one output of a signer must equal.
+enum Expect {
+    /// The header the signer returned, as the SDK sent it.
+    Sent(&'static str),
+    /// The canonical request (COS: the HttpString), as the recorder's
+    /// independent code computed it under this key.
+    CanonicalRequest(&'static str),
+    /// The string to sign, likewise.
+    StringToSign,
+}
+use Expect::{CanonicalRequest, Sent, StringToSign};
+
+/// Every `expect` of what the signer returned for `f`, in order; the
+/// first that differs is the error.
+fn check(f: &Fixture, signed: Result<Signed, SignError>, expect: &[Expect]) -> Result<(), String> {
+    let s = signed.map_err(|e| e.to_string())?;
+    let checks: Vec<(&str, &str, &str)> = expect
+        .iter()
+        .map(|e| match *e {
+            Sent(name) => (name, returned(&s, name), sdk_sent(f, name)),
+            CanonicalRequest(key) => (
+                "canonical request",
+                s.canonical_request.as_str(),
+                independent(f, key),
+            ),
+            StringToSign => (
+                "string to sign",
+                s.string_to_sign.as_str(),
+                independent(f, "string_to_sign"),
+            ),
+        })
+        .collect();
+    all_same(&checks)
+}
+
 fn oss_v4(f: &Fixture) -> Result<(), String> {
     let req = signer_input(f, &["x-oss-date", "x-oss-content-sha256"], false);
-    let creds = Credentials::new(input(f, "access_key_id"), input(f, "access_key_secret"));
     let scope = oss4::Scope {
         region: input(f, "region"),
         bucket: bucket(f, &req),
     };
-    let s = oss4::sign(
-        &req,
-        &creds,
-        scope,
-        &[],
-        parse_time(&f.inputs["x-oss-date"]),
-    )
-    .map_err(|e| e.to_string())?;
-    for name in ["x-oss-date", "x-oss-content-sha256"] {
-        same(name, returned(&s, name), sdk_sent(f, name))?;
-    }
-    same(
-        "canonical request",
-        &s.canonical_request,
-        independent(f, "canonical_request"),
-    )?;
-    same(
-        "string to sign",
-        &s.string_to_sign,
-        independent(f, "string_to_sign"),
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        sdk_sent(f, "authorization"),
-    )
+    let time = parse_time(&f.inputs["x-oss-date"]);
+    let s = oss4::sign(&req, &credentials(f, ALIBABA_KEYS), scope, &[], time);
+    let expect = [
+        Sent("x-oss-date"),
+        Sent("x-oss-content-sha256"),
+        CanonicalRequest("canonical_request"),
+        StringToSign,
+        Sent("authorization"),
+    ];
+    check(f, s, &expect)
 }
 
-fn oss_v1(f: &Fixture) -> Result<(), String> {
+/// OSS V1 and OBS: the same inputs (the pinned `Date`, the bucket), the
+/// same outputs.
+fn date_signed(f: &Fixture, dialect: &s3v2::Dialect, keys: (&str, &str)) -> Result<(), String> {
     let req = signer_input(f, &["date"], false);
-    let creds = Credentials::new(input(f, "access_key_id"), input(f, "access_key_secret"));
     let time = parse_http_date(input(f, "date"));
-    let s = oss1::sign(&req, &creds, bucket(f, &req), time).map_err(|e| e.to_string())?;
-    same("Date", returned(&s, "date"), sdk_sent(f, "date"))?;
-    same(
-        "string to sign",
-        &s.string_to_sign,
-        independent(f, "string_to_sign"),
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        sdk_sent(f, "authorization"),
-    )
+    let s = dialect.sign(&req, &credentials(f, keys), bucket(f, &req), time);
+    check(f, s, &[Sent("date"), StringToSign, Sent("authorization")])
 }
 
 fn tencent_cos(f: &Fixture) -> Result<(), String> {
     let req = signer_input(f, &[], true);
-    let creds = Credentials::new(input(f, "secret_id"), input(f, "secret_key"));
     let key_time = cos::KeyTime {
         start: parse_time(&f.inputs["sign_start"]),
         end: parse_time(&f.inputs["sign_end"]),
@@ -169,34 +163,11 @@ fn tencent_cos(f: &Fixture) -> Result<(), String> {
         &format!("{key_time:?}"),
         &format!("{:?}", cos::KeyTime::around(now, 10000)),
     )?;
-    let s = cos::sign(&req, &creds, key_time).map_err(|e| e.to_string())?;
-    same(
-        "HttpString",
-        &s.canonical_request,
-        independent(f, "http_string"),
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        sdk_sent(f, "authorization"),
-    )
-}
-
-fn huawei_obs(f: &Fixture) -> Result<(), String> {
-    let req = signer_input(f, &["date"], false);
-    let creds = Credentials::new(input(f, "ak"), input(f, "sk"));
-    let time = parse_http_date(input(f, "date"));
-    let s = obs::sign(&req, &creds, bucket(f, &req), time).map_err(|e| e.to_string())?;
-    same("Date", returned(&s, "date"), sdk_sent(f, "date"))?;
-    same(
-        "string to sign",
-        &s.string_to_sign,
-        independent(f, "string_to_sign"),
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        sdk_sent(f, "authorization"),
+    let s = cos::sign(&req, &credentials(f, ("secret_id", "secret_key")), key_time);
+    check(
+        f,
+        s,
+        &[CanonicalRequest("http_string"), Sent("authorization")],
     )
 }
 
@@ -208,9 +179,13 @@ type Check = fn(&Fixture) -> Result<(), String>;
 /// needs escapes, a batch) — once per scheme.
 const FAMILIES: [(&str, &str, &str, Check); 4] = [
     ("oss_", "_v4", "OSS V4", oss_v4),
-    ("oss_", "_v1", "OSS V1", oss_v1),
+    ("oss_", "_v1", "OSS V1", |f| {
+        date_signed(f, &oss1::OSS_V1, ALIBABA_KEYS)
+    }),
     ("cos_", "", "COS", tencent_cos),
-    ("obs_", "", "OBS", huawei_obs),
+    ("obs_", "", "OBS", |f| {
+        date_signed(f, &obs::OBS, ("ak", "sk"))
+    }),
 ];
 
 const OPERATIONS: [&str; 9] = [

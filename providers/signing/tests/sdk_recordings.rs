@@ -6,8 +6,10 @@
 
 mod common;
 
-use common::{fixture_names, input, load, parse_time, Fixture};
-use gpuform_signing::{acs3, aliyun_rpc, huawei, tc3, Credentials, Request};
+use common::{
+    all_same, credentials, fixture_names, independent, input, load, parse_time, same, Fixture,
+};
+use gpuform_signing::{acs3, aliyun_rpc, huawei, tc3, Request};
 
 /// What is wrong with a family: too few fixtures, or each fixture whose
 /// check fails.
@@ -34,26 +36,7 @@ fn failures(family: &Family) -> Vec<String> {
     failures
 }
 
-fn same(what: &str, ours: &str, sdk: &str) -> Result<(), String> {
-    if ours == sdk {
-        Ok(())
-    } else {
-        Err(format!("{what} differs\n ours: {ours:?}\n  sdk: {sdk:?}"))
-    }
-}
-
-/// `ours` against what the independent implementation computed as `key`.
-fn same_as_independent(what: &str, ours: &str, f: &Fixture, key: &str) -> Result<(), String> {
-    let theirs = f.independent[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("the fixture has no independent {key}"));
-    same(what, ours, theirs)
-}
-
-/// The signature against the one the SDK computed.
-fn same_as_sdk_signature(signature: &str, f: &Fixture) -> Result<(), String> {
-    same("signature", signature, f.sdk_signature.as_deref().unwrap())
-}
+const ALIBABA_KEYS: (&str, &str) = ("access_key_id", "access_key_secret");
 
 /// The signer's input rebuilt from the recording: every header the SDK set
 /// but those in `signer_sets` (the signer adds them) and the exact body.
@@ -72,30 +55,26 @@ fn signer_input(f: &Fixture, signer_sets: &[&str]) -> Request {
 fn tencent(_: &str, f: &Fixture) -> Result<(), String> {
     let r = &f.recorded_request;
     let req = signer_input(f, &["host", "authorization", "x-tc-timestamp"]);
-    let creds = Credentials::new(input(f, "secret_id"), input(f, "secret_key"));
-    let s = tc3::sign(
-        &req,
-        &creds,
-        input(f, "service"),
-        parse_time(&f.inputs["timestamp"]),
-    )
-    .map_err(|e| e.to_string())?;
-    same_as_independent(
-        "canonical request",
-        &s.canonical_request,
-        f,
-        "canonical_request",
-    )?;
-    same(
-        "X-TC-Timestamp",
-        &s.headers[0].1,
-        r.header("X-TC-Timestamp").unwrap(),
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        f.sdk_authorization.as_deref().unwrap(),
-    )
+    let creds = credentials(f, ("secret_id", "secret_key"));
+    let time = parse_time(&f.inputs["timestamp"]);
+    let s = tc3::sign(&req, &creds, input(f, "service"), time).map_err(|e| e.to_string())?;
+    all_same(&[
+        (
+            "canonical request",
+            &s.canonical_request,
+            independent(f, "canonical_request"),
+        ),
+        (
+            "X-TC-Timestamp",
+            &s.headers[0].1,
+            r.header("X-TC-Timestamp").unwrap(),
+        ),
+        (
+            "Authorization",
+            s.authorization(),
+            f.sdk_authorization.as_deref().unwrap(),
+        ),
+    ])
 }
 
 fn alibaba_v3(_: &str, f: &Fixture) -> Result<(), String> {
@@ -108,29 +87,30 @@ fn alibaba_v3(_: &str, f: &Fixture) -> Result<(), String> {
         "x-acs-content-sha256",
     ];
     let req = signer_input(f, &signer_sets);
-    let creds = Credentials::new(input(f, "access_key_id"), input(f, "access_key_secret"));
-    let s = acs3::sign(
-        &req,
-        &creds,
-        parse_time(&f.inputs["x-acs-date"]),
-        input(f, "nonce"),
-    )
-    .map_err(|e| e.to_string())?;
+    let time = parse_time(&f.inputs["x-acs-date"]);
+    let nonce = input(f, "nonce");
+    let s =
+        acs3::sign(&req, &credentials(f, ALIBABA_KEYS), time, nonce).map_err(|e| e.to_string())?;
     for (name, value) in &s.headers[..3] {
         same(name, value, r.header(name).unwrap())?;
     }
-    same_as_independent(
-        "canonical request",
-        &s.canonical_request,
-        f,
-        "canonical_request",
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        r.header("Authorization").unwrap(),
-    )?;
-    same_as_sdk_signature(&s.signature, f)
+    all_same(&[
+        (
+            "canonical request",
+            &s.canonical_request,
+            independent(f, "canonical_request"),
+        ),
+        (
+            "Authorization",
+            s.authorization(),
+            r.header("Authorization").unwrap(),
+        ),
+        (
+            "signature",
+            &s.signature,
+            f.sdk_signature.as_deref().unwrap(),
+        ),
+    ])
 }
 
 fn alibaba_rpc(_: &str, f: &Fixture) -> Result<(), String> {
@@ -149,7 +129,7 @@ fn alibaba_rpc(_: &str, f: &Fixture) -> Result<(), String> {
         .unwrap_or(&f.inputs["nonce"])
         .as_str()
         .unwrap();
-    let creds = Credentials::new(input(f, "access_key_id"), input(f, "access_key_secret"));
+    let creds = credentials(f, ALIBABA_KEYS);
     let s = aliyun_rpc::sign(&r.method, &params, &creds, parse_time(time), nonce)
         .map_err(|e| e.to_string())?;
     // The parameters the signer adds are the ones the SDK sent.
@@ -160,43 +140,53 @@ fn alibaba_rpc(_: &str, f: &Fixture) -> Result<(), String> {
             .map(|(_, v)| v.as_str());
         same(k, v, sent.unwrap_or("<not sent>"))?;
     }
-    same_as_independent("string to sign", &s.string_to_sign, f, "string_to_sign")?;
-    same_as_sdk_signature(&s.signature, f)
+    all_same(&[
+        (
+            "string to sign",
+            &s.string_to_sign,
+            independent(f, "string_to_sign"),
+        ),
+        (
+            "signature",
+            &s.signature,
+            f.sdk_signature.as_deref().unwrap(),
+        ),
+    ])
 }
 
 fn huawei_apig(_: &str, f: &Fixture) -> Result<(), String> {
     let r = &f.recorded_request;
     let req = signer_input(f, &["host", "authorization", "x-sdk-date"]);
-    let creds = Credentials::new(input(f, "ak"), input(f, "sk"));
-    let s = huawei::sign(&req, &creds, parse_time(&f.inputs["x-sdk-date"]))
-        .map_err(|e| e.to_string())?;
-    same(
-        "X-Sdk-Date",
-        &s.headers[0].1,
-        r.header("X-Sdk-Date").unwrap(),
-    )?;
-    same_as_independent(
-        "canonical request",
-        &s.canonical_request,
-        f,
-        "canonical_request",
-    )?;
-    // What goes on the wire is what the SDK sent.
-    same(
-        "path?query",
-        &req.encoded_target(),
-        r.target
-            .splitn(4, '/')
-            .nth(3)
-            .map(|t| format!("/{t}"))
-            .as_deref()
-            .unwrap(),
-    )?;
-    same(
-        "Authorization",
-        s.authorization(),
-        f.sdk_authorization.as_deref().unwrap(),
+    let s = huawei::sign(
+        &req,
+        &credentials(f, ("ak", "sk")),
+        parse_time(&f.inputs["x-sdk-date"]),
     )
+    .map_err(|e| e.to_string())?;
+    // What goes on the wire is what the SDK sent.
+    let sent_target = r.target.splitn(4, '/').nth(3).map(|t| format!("/{t}"));
+    all_same(&[
+        (
+            "X-Sdk-Date",
+            &s.headers[0].1,
+            r.header("X-Sdk-Date").unwrap(),
+        ),
+        (
+            "canonical request",
+            &s.canonical_request,
+            independent(f, "canonical_request"),
+        ),
+        (
+            "path?query",
+            &req.encoded_target(),
+            sent_target.as_deref().unwrap(),
+        ),
+        (
+            "Authorization",
+            s.authorization(),
+            f.sdk_authorization.as_deref().unwrap(),
+        ),
+    ])
 }
 
 /// One family of recordings: the fixtures `prefix*` that `wanted` picks (at

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use gpuform_signing::OffsetDateTime;
+use gpuform_signing::{Credentials, OffsetDateTime};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -163,6 +163,38 @@ pub fn parse_time(v: &serde_json::Value) -> OffsetDateTime {
         s.to_string()
     };
     OffsetDateTime::parse(&rfc3339, &time::format_description::well_known::Rfc3339).unwrap()
+}
+
+/// `ours` against `theirs` (the SDK's, or the recorder's independent
+/// computation), named `what` in the error.
+pub fn same(what: &str, ours: &str, theirs: &str) -> Result<(), String> {
+    if ours == theirs {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} differs\n ours: {ours:?}\n  sdk: {theirs:?}"
+        ))
+    }
+}
+
+/// Every `(what, ours, theirs)` in order; the first that differs is the error.
+pub fn all_same(checks: &[(&str, &str, &str)]) -> Result<(), String> {
+    checks
+        .iter()
+        .try_for_each(|(what, ours, theirs)| same(what, ours, theirs))
+}
+
+/// What the recorder's own stdlib code computed as `key`.
+pub fn independent<'a>(f: &'a Fixture, key: &str) -> &'a str {
+    f.independent[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("the fixture has no independent {key}"))
+}
+
+/// The keys the fixture names `id` and `secret` (`access_key_id`,
+/// `secret_id`, `ak` ...).
+pub fn credentials(f: &Fixture, (id, secret): (&str, &str)) -> Credentials {
+    Credentials::new(input(f, id), input(f, secret))
 }
 
 pub fn input<'a>(f: &'a Fixture, key: &str) -> &'a str {
