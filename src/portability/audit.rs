@@ -470,7 +470,7 @@ fn bucket_row(
     );
     let (monthly_usd, price_basis) = match (size_gb, price) {
         (Some(gb), Some(p)) => (
-            Some(gb * p.usd_per_gb_month(cny_per_usd)),
+            Some(gb * p.usd(cny_per_usd)),
             format!("{}, as of {}", p.basis.label(), p.as_of),
         ),
         (None, _) => (None, "size not reported".to_string()),

@@ -33,7 +33,7 @@ fn bucket_monthly(
     let price = StoragePrices::builtin()
         .price(cloud, region, class)
         .ok_or_else(|| format!("no {class} storage price for {cloud} {region} in the catalog"))?;
-    let per_gb = price.usd_per_gb_month(cny_per_usd);
+    let per_gb = price.usd(cny_per_usd);
     Ok((size * per_gb, per_gb, price))
 }
 
@@ -119,9 +119,9 @@ fn transfer_prices(plan: &mut Plan, cny_per_usd: f64) {
             .and_then(|c| TransferPrices::builtin().price(c, region, kind));
         let shown = match price {
             Some(p) => {
-                let usd = p.usd_per_gb(cny_per_usd);
+                let usd = p.usd(cny_per_usd);
                 t.usd_per_gb = Some(usd);
-                t.quoted = (p.currency == Currency::CNY).then(|| format!("{:.2} CNY/GB", p.per_gb));
+                t.quoted = (p.currency == Currency::CNY).then(|| format!("{:.2} CNY/GB", p.price));
                 t.price_basis = format!("{}, as of {}", p.basis.label(), p.as_of);
                 match &t.quoted {
                     Some(q) => format!("${usd:.4}/GB ({q}) [{} price {}]", t.kind, t.price_basis),

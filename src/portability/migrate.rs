@@ -485,7 +485,7 @@ fn what_does_not_carry_over(
             };
             let price = gpuform_catalog::transfer::TransferPrices::builtin()
                 .price(bucket_cloud, &b.region, kind)
-                .map(|p| format!("${:.4}/GB", p.usd_per_gb(cny_per_usd)))
+                .map(|p| format!("${:.4}/GB", p.usd(cny_per_usd)))
                 .unwrap_or_else(|| "price unknown".to_string());
             out.push(format!(
                 "reads: bucket `{name}` stays on {} {}: reading it from {to} {} is {} data transfer ({price}); `gpuform migrate bucket.{name} --to {to}/{}` moves it (empty: data is copied by hand)",

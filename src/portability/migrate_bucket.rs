@@ -237,7 +237,7 @@ pub fn migrate_bucket(
             .ok_or_else(|| {
                 format!("no {class} storage price for {cloud} {region} in the catalog")
             })?;
-        Ok(size * p.usd_per_gb_month(cny_per_usd))
+        Ok(size * p.usd(cny_per_usd))
     };
     let before = monthly(from, &b.region);
     let after = monthly(to, &to_region);
@@ -269,7 +269,7 @@ pub fn migrate_bucket(
         };
         let price = TransferPrices::builtin()
             .price(to, &to_region, kind)
-            .map(|p| format!("${:.4}/GB", p.usd_per_gb(cny_per_usd)))
+            .map(|p| format!("${:.4}/GB", p.usd(cny_per_usd)))
             .unwrap_or_else(|| "price unknown".to_string());
         caveats.push(format!(
             "cluster `{name}` ({cloud}/{}) reads it across {} after the move: {price} ({})",

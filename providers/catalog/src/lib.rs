@@ -33,6 +33,7 @@ mod load;
 pub mod node;
 mod overrides;
 mod query;
+pub mod regional;
 mod sources;
 pub mod storage;
 #[cfg(test)]

@@ -88,6 +88,14 @@ impl<'s> Row<'s> {
     }
 }
 
+/// The columns every price table has, after its own.
+const PRICE_COLUMNS: [&str; 4] = ["price", "currency", "source", "as_of"];
+
+/// A price table's required columns: its own `lead`, then [`PRICE_COLUMNS`].
+pub(super) fn price_table<'c>(lead: &[&'c str]) -> Vec<&'c str> {
+    [lead, &PRICE_COLUMNS[..]].concat()
+}
+
 /// Parses `src` and calls `f` for each data row; checks the header has `required` columns.
 pub(super) fn rows(
     src: &Source<'_>,
@@ -478,15 +486,7 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
         // prices
         rows(
             &cs.prices,
-            &[
-                "region",
-                "instance_type",
-                "pricing",
-                "price",
-                "currency",
-                "source",
-                "as_of",
-            ],
+            &price_table(&["region", "instance_type", "pricing"]),
             |row| {
                 let region = row.req("region")?;
                 let it = row.known_type(cloud, &types)?;
@@ -538,16 +538,7 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
         if let Some(src) = &cs.subscriptions {
             rows(
                 src,
-                &[
-                    "region",
-                    "instance_type",
-                    "months",
-                    "price",
-                    "currency",
-                    "source",
-                    "as_of",
-                    "note",
-                ],
+                &price_table(&["region", "instance_type", "months", "note"]),
                 |row| {
                     let region = row.req("region")?;
                     let it = row.known_type(cloud, &types)?;

@@ -8,9 +8,9 @@
 //! looked up by the bucket's cloud and region. Where no source gives a
 //! price there is none: callers say "price unknown", never guess.
 
-use crate::load::{parse_cloud, parse_currency, parse_price_region, rows, CatalogError};
+use crate::regional::{PriceKey, RegionalPrice, RegionalPrices};
 use crate::sources::Source;
-use crate::{Cloud, Currency, PriceBasis};
+use crate::Cloud;
 use std::sync::OnceLock;
 
 /// Where the data goes when it leaves the bucket's region.
@@ -25,139 +25,60 @@ pub enum TransferKind {
 impl TransferKind {
     /// The name used in the CSV and in plans.
     pub fn as_str(self) -> &'static str {
-        match self {
-            TransferKind::InterRegion => "inter-region",
-            TransferKind::Internet => "internet",
-        }
+        self.name()
     }
 }
 
-/// One price per GB transferred.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TransferPrice {
-    pub cloud: Cloud,
-    /// `None`: the source names no region (then the basis is `Assumed`).
-    pub region: Option<String>,
-    pub kind: TransferKind,
-    pub per_gb: f64,
-    pub currency: Currency,
-    pub source: String,
-    pub as_of: String,
-    pub basis: PriceBasis,
-}
+impl PriceKey for TransferKind {
+    const COLUMN: &'static str = "kind";
+    const NAMES: &'static [(&'static str, TransferKind)] = &[
+        ("inter-region", TransferKind::InterRegion),
+        ("internet", TransferKind::Internet),
+    ];
+    const EMBEDDED: Source<'static> = Source {
+        file: "providers/catalog/data/transfer_prices.csv",
+        text: include_str!("../data/transfer_prices.csv"),
+    };
 
-impl TransferPrice {
-    /// The price in US dollars per GB.
-    pub fn usd_per_gb(&self, cny_per_usd: f64) -> f64 {
-        match self.currency {
-            Currency::USD => self.per_gb,
-            Currency::CNY => self.per_gb / cny_per_usd,
-        }
+    fn builtin_cell() -> &'static OnceLock<TransferPrices> {
+        static CELL: OnceLock<TransferPrices> = OnceLock::new();
+        &CELL
     }
 }
+
+/// One price per GB transferred (`price`, [`RegionalPrice::usd`]), for
+/// one [`TransferKind`] (`key`).
+pub type TransferPrice = RegionalPrice<TransferKind>;
 
 /// Every transfer price the catalog knows.
-#[derive(Debug, Clone, Default)]
-pub struct TransferPrices {
-    prices: Vec<TransferPrice>,
-}
-
-static BUILTIN: OnceLock<TransferPrices> = OnceLock::new();
-
-const BUILTIN_SOURCE: Source<'static> = Source {
-    file: "providers/catalog/data/transfer_prices.csv",
-    text: include_str!("../data/transfer_prices.csv"),
-};
+pub type TransferPrices = RegionalPrices<TransferKind>;
 
 impl TransferPrices {
-    /// The prices embedded in the binary, parsed once. Panics only if the
-    /// embedded file is malformed, which a unit test rules out.
-    pub fn builtin() -> &'static TransferPrices {
-        BUILTIN.get_or_init(|| match TransferPrices::parse(&BUILTIN_SOURCE) {
-            Ok(p) => p,
-            Err(e) => panic!("the embedded transfer prices are malformed: {e}"),
-        })
-    }
-
-    /// Parses a `transfer_prices.csv` text.
-    pub fn parse(src: &Source<'_>) -> Result<TransferPrices, CatalogError> {
-        let mut prices: Vec<TransferPrice> = Vec::new();
-        rows(
-            src,
-            &[
-                "cloud", "region", "kind", "price", "currency", "source", "as_of",
-            ],
-            |row| {
-                let cloud = parse_cloud(&row)?;
-                let kind = match row.req("kind")? {
-                    "inter-region" => TransferKind::InterRegion,
-                    "internet" => TransferKind::Internet,
-                    other => {
-                        return Err(row.err(format!(
-                            "column `kind`: expected inter-region or internet, found `{other}`"
-                        )))
-                    }
-                };
-                let (region, basis) = parse_price_region(&row)?;
-                if prices
-                    .iter()
-                    .any(|p| p.cloud == cloud && p.region == region && p.kind == kind)
-                {
-                    return Err(row.err(format!(
-                        "a second {cloud} {} price for region {}",
-                        kind.as_str(),
-                        region.as_deref().unwrap_or("*")
-                    )));
-                }
-                prices.push(TransferPrice {
-                    cloud,
-                    basis,
-                    region,
-                    kind,
-                    per_gb: row.f64("price")?,
-                    currency: parse_currency(&row)?,
-                    source: row.req("source")?.to_string(),
-                    as_of: row.req("as_of")?.to_string(),
-                });
-                Ok(())
-            },
-        )?;
-        Ok(TransferPrices { prices })
-    }
-
     /// The price of moving a GB of `kind` out of `region`: the region's
     /// own, else the cloud's region-less one; `None` when no source gives
     /// one.
     pub fn price(&self, cloud: Cloud, region: &str, kind: TransferKind) -> Option<&TransferPrice> {
-        let of = |r: Option<&str>| {
-            self.prices
-                .iter()
-                .find(|p| p.cloud == cloud && p.kind == kind && p.region.as_deref() == r)
-        };
-        of(Some(region)).or_else(|| of(None))
-    }
-
-    pub fn all(&self) -> &[TransferPrice] {
-        &self.prices
+        self.find(cloud, region, kind.as_str())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PriceBasis;
 
     #[test]
     fn builtin_prices_parse_and_are_sourced_and_dated() {
         let p = TransferPrices::builtin();
         assert!(!p.all().is_empty());
         for price in p.all() {
-            assert!(price.per_gb > 0.0, "{price:?}");
+            assert!(price.price > 0.0, "{price:?}");
             assert!(!price.source.is_empty() && !price.as_of.is_empty());
         }
         let ir = p
             .price(Cloud::Aws, "us-east-1", TransferKind::InterRegion)
             .unwrap();
-        assert_eq!((ir.per_gb, ir.basis), (0.02, PriceBasis::Sourced));
+        assert_eq!((ir.price, ir.basis), (0.02, PriceBasis::Sourced));
         // No source for leaving Huawei OBS: no price, not a guess.
         assert!(p
             .price(Cloud::Huawei, "cn-north-4", TransferKind::Internet)
@@ -176,12 +97,12 @@ mod tests {
         let own = p
             .price(Cloud::Alibaba, "cn-hangzhou", TransferKind::Internet)
             .unwrap();
-        assert_eq!((own.per_gb, own.basis), (0.4, PriceBasis::Sourced));
+        assert_eq!((own.price, own.basis), (0.4, PriceBasis::Sourced));
         let any = p
             .price(Cloud::Alibaba, "cn-beijing", TransferKind::Internet)
             .unwrap();
-        assert_eq!((any.per_gb, any.basis), (0.5, PriceBasis::Assumed));
-        assert!((any.usd_per_gb(7.2) - 0.5 / 7.2).abs() < 1e-12);
+        assert_eq!((any.price, any.basis), (0.5, PriceBasis::Assumed));
+        assert!((any.usd(7.2) - 0.5 / 7.2).abs() < 1e-12);
         assert!(p
             .price(Cloud::Alibaba, "cn-beijing", TransferKind::InterRegion)
             .is_none());

@@ -9,6 +9,21 @@ fn cat() -> &'static Catalog {
     Catalog::builtin()
 }
 
+/// The built-in offering of `instance_type` in `region`, which must exist.
+fn offering(cloud: Cloud, region: &str, instance_type: &str) -> &'static Offering {
+    cat()
+        .offering(cloud, region, instance_type)
+        .unwrap_or_else(|| panic!("no {cloud} {instance_type} in {region}"))
+}
+
+/// The built-in availability of `instance_type` in `region`, which must be
+/// known.
+fn availability(cloud: Cloud, region: &str, instance_type: &str) -> &'static Availability {
+    cat()
+        .availability(cloud, region, instance_type)
+        .unwrap_or_else(|| panic!("no availability of {cloud} {instance_type} in {region}"))
+}
+
 #[test]
 fn embedded_data_parses() {
     let c = Catalog::from_sources(&CatalogSources::builtin()).expect("embedded catalog must parse");
@@ -208,9 +223,7 @@ fn instance_and_region_lookups() {
 #[test]
 fn prices_keep_source_and_date() {
     let c = cat();
-    let o = c
-        .offering(Cloud::Aws, "us-east-1", "p4de.24xlarge")
-        .unwrap();
+    let o = offering(Cloud::Aws, "us-east-1", "p4de.24xlarge");
     let od = &o.prices[&PricingModel::OnDemand];
     assert_eq!((od.hourly, od.currency), (27.44705, Currency::USD));
     assert_eq!(od.as_of, "2026-08");
@@ -219,32 +232,24 @@ fn prices_keep_source_and_date() {
     assert!(spot.source.contains("skypilot"));
     assert_eq!(o.prices[&PricingModel::Reserved1y].hourly, 17.401365);
     // p5e: spot only.
-    let p5e = c.offering(Cloud::Aws, "us-west-2", "p5e.48xlarge").unwrap();
+    let p5e = offering(Cloud::Aws, "us-west-2", "p5e.48xlarge");
     assert!(
         !p5e.prices.contains_key(&PricingModel::OnDemand)
             && p5e.prices.contains_key(&PricingModel::Spot)
     );
     // A regional price wins over a price whose source names no region.
-    let gz = c
-        .offering(Cloud::Tencent, "ap-guangzhou", "GN7.2XLARGE32")
-        .unwrap();
-    assert_eq!(
-        (
-            gz.prices[&PricingModel::OnDemand].hourly,
-            gz.prices[&PricingModel::OnDemand].currency
-        ),
-        (1.26, Currency::USD)
-    );
-    let sh = c
-        .offering(Cloud::Tencent, "ap-shanghai", "GN7.2XLARGE32")
-        .unwrap();
-    assert_eq!(
-        (
-            sh.prices[&PricingModel::OnDemand].hourly,
-            sh.prices[&PricingModel::OnDemand].currency
-        ),
-        (8.68, Currency::CNY)
-    );
+    for (region, hourly, currency) in [
+        ("ap-guangzhou", 1.26, Currency::USD),
+        ("ap-shanghai", 8.68, Currency::CNY),
+    ] {
+        let o = offering(Cloud::Tencent, region, "GN7.2XLARGE32");
+        let on_demand = &o.prices[&PricingModel::OnDemand];
+        assert_eq!(
+            (on_demand.hourly, on_demand.currency),
+            (hourly, currency),
+            "{region}"
+        );
+    }
     // Huawei: one sourced price (p2v.16xlarge.8 in cn-north-4), nothing else.
     let priced: Vec<_> = c
         .offerings()
@@ -254,9 +259,7 @@ fn prices_keep_source_and_date() {
         .collect();
     assert_eq!(priced, vec![("cn-north-4", "p2v.16xlarge.8")]);
     // Imported rows keep the CSV's source and date verbatim.
-    let gn7e = c
-        .offering(Cloud::Alibaba, "cn-beijing", "ecs.gn7e-c16g1.32xlarge")
-        .unwrap();
+    let gn7e = offering(Cloud::Alibaba, "cn-beijing", "ecs.gn7e-c16g1.32xlarge");
     let od = &gn7e.prices[&PricingModel::OnDemand];
     assert_eq!(od.currency, Currency::CNY);
     assert!(
@@ -298,26 +301,14 @@ fn prices_keep_source_and_date() {
 #[test]
 fn availability_is_labelled() {
     let c = cat();
-    let a = c
-        .availability(Cloud::Alibaba, "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge")
-        .unwrap();
+    let a = availability(Cloud::Alibaba, "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge");
     assert!(a.assumed && a.zones.is_none());
-    let t = c
-        .availability(Cloud::Tencent, "ap-beijing", "GT4.41XLARGE948")
-        .unwrap();
+    let t = availability(Cloud::Tencent, "ap-beijing", "GT4.41XLARGE948");
     assert!(!t.assumed);
     assert_eq!(t.zones.as_deref(), Some(&["ap-beijing-5".to_string()][..]));
     assert!(c
         .availability(Cloud::Tencent, "ap-singapore", "GT4.41XLARGE948")
         .is_none());
-    assert!(
-        c.availability(Cloud::Huawei, "cn-north-4", "p3.16xlarge.8")
-            .unwrap()
-            .assumed
-    );
-    assert!(
-        !c.availability(Cloud::Aws, "us-east-1", "p5.48xlarge")
-            .unwrap()
-            .assumed
-    );
+    assert!(availability(Cloud::Huawei, "cn-north-4", "p3.16xlarge.8").assumed);
+    assert!(!availability(Cloud::Aws, "us-east-1", "p5.48xlarge").assumed);
 }

@@ -2,6 +2,11 @@
 
 use crate::*;
 
+/// Asserts that `e` points at line `line` of `file`.
+fn assert_at(e: &CatalogError, file: &str, line: u64) {
+    assert_eq!((e.file.as_str(), e.line), (file, line), "{e}");
+}
+
 fn tiny_sources<'a>(
     gpus: &'a str,
     types: &'a str,
@@ -68,11 +73,7 @@ fn from_sources_builds_a_small_catalog() {
 fn malformed_rows_name_file_and_line() {
     let bad_count = T.replace("g6.xlarge,L4,1,", "g6.xlarge,L4,one,");
     let e = Catalog::from_sources(&tiny_sources(G, &bad_count, R, A, P)).unwrap_err();
-    assert_eq!(
-        (e.file.as_str(), e.line),
-        ("aws/instance_types.csv", 3),
-        "{e}"
-    );
+    assert_at(&e, "aws/instance_types.csv", 3);
     assert!(
         e.to_string()
             .starts_with("aws/instance_types.csv:3: column `gpu_count`"),
@@ -90,19 +91,15 @@ fn malformed_rows_name_file_and_line() {
 
     let bad_region = A.replace("us-east-1,g6.xlarge", "us-east-9,g6.xlarge");
     let e = Catalog::from_sources(&tiny_sources(G, T, R, &bad_region, P)).unwrap_err();
-    assert_eq!(
-        (e.file.as_str(), e.line),
-        ("aws/availability.csv", 3),
-        "{e}"
-    );
+    assert_at(&e, "aws/availability.csv", 3);
 
     let bad_zone = R.replace("us-east-1b", "us-west-1b");
     let e = Catalog::from_sources(&tiny_sources(G, T, &bad_zone, A, P)).unwrap_err();
-    assert_eq!((e.file.as_str(), e.line), ("aws/regions.csv", 2), "{e}");
+    assert_at(&e, "aws/regions.csv", 2);
 
     let unoffered = format!("{P}us-east-1,g6.xlarge,on-demand,abc,USD,s,2026-08\n");
     let e = Catalog::from_sources(&tiny_sources(G, T, R, A, &unoffered)).unwrap_err();
-    assert_eq!((e.file.as_str(), e.line), ("aws/prices.csv", 4), "{e}");
+    assert_at(&e, "aws/prices.csv", 4);
 
     let dup = format!("{P}us-east-1,g4dn.xlarge,on-demand,0.6,USD,s,2026-08\n");
     let e = Catalog::from_sources(&tiny_sources(G, T, R, A, &dup)).unwrap_err();
@@ -113,15 +110,11 @@ fn malformed_rows_name_file_and_line() {
         "T4,Tesla-T4,,NVIDIA,16,no,3g.40gb,s",
     );
     let e = Catalog::from_sources(&tiny_sources(&bad_mig, T, R, A, P)).unwrap_err();
-    assert_eq!((e.file.as_str(), e.line), ("gpus.csv", 2), "{e}");
+    assert_at(&e, "gpus.csv", 2);
 
     let ragged = T.replace("g6.xlarge,L4,1,22.35,4,16,pcie,none,10,s", "g6.xlarge,L4,1");
     let e = Catalog::from_sources(&tiny_sources(G, &ragged, R, A, P)).unwrap_err();
-    assert_eq!(
-        (e.file.as_str(), e.line),
-        ("aws/instance_types.csv", 3),
-        "{e}"
-    );
+    assert_at(&e, "aws/instance_types.csv", 3);
 
     let missing_col = "name,gpu_model\nx,T4\n";
     let e = Catalog::from_sources(&tiny_sources(G, missing_col, R, A, P)).unwrap_err();
