@@ -189,6 +189,37 @@ pub(crate) struct Validator {
     pub diags: Diagnostics,
 }
 
+/// How the errors of a list of distinct names speak of it (see
+/// `Validator::distinct_names`).
+struct NameList {
+    /// The spec key: `zones`.
+    key: &'static str,
+    /// What it should be: `a list`.
+    expected: &'static str,
+    /// The hint when it is neither a list nor a scalar.
+    example: &'static str,
+    /// One entry: `zone`.
+    item: &'static str,
+    /// The hint for an entry listed twice.
+    once: &'static str,
+}
+
+const ZONES: NameList = NameList {
+    key: "zones",
+    expected: "a list",
+    example: "write a list: `zones: [us-east-1a, us-east-1b]`",
+    item: "zone",
+    once: "list each zone once, in order of preference",
+};
+
+const READS: NameList = NameList {
+    key: "reads",
+    expected: "a list of buckets",
+    example: "write a list of bucket keys: `reads: [datasets]`",
+    item: "bucket",
+    once: "list each bucket once",
+};
+
 type Conv = fn(&mut Validator, &Node, &str) -> Option<Value>;
 
 struct Field {
@@ -1429,60 +1460,32 @@ impl Validator {
     }
 
     fn zones(&mut self, node: &Node, path: &str) -> Option<Value> {
-        let Kind::Seq(items) = &node.kind else {
-            let hint = match &node.kind {
-                Kind::Scalar { text, .. } => format!("write a list: `zones: [{}]`", shorten(text)),
-                _ => "write a list: `zones: [us-east-1a, us-east-1b]`".to_string(),
-            };
-            self.error(
-                node.start,
-                path,
-                format!("expected `zones` as a list, found {}", node.describe()),
-                hint,
-            );
-            return None;
-        };
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        let mut out = Vec::new();
-        let mut ok = true;
-        for (i, item) in items.iter().enumerate() {
-            let p = format!("{path}[{i}]");
-            let Some(Value::String(z)) = self.nonempty(item, &p) else {
-                ok = false;
-                continue;
-            };
-            if let Some(first) = seen.get(&z) {
-                self.error(
-                    item.start,
-                    &p,
-                    format!(
-                        "zone `{}` is listed twice (first at line {first})",
-                        shorten(&z)
-                    ),
-                    "list each zone once, in order of preference",
-                );
-                ok = false;
-                continue;
-            }
-            seen.insert(z.clone(), item.start.line);
-            out.push(Value::String(z));
-        }
-        ok.then_some(Value::Array(out))
+        self.distinct_names(node, path, &ZONES)
     }
 
     /// `reads: [BUCKET, ...]`: bucket keys, each once (that they name a
     /// bucket is checked on the whole tree, by `bucket_reads`).
     fn reads(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.distinct_names(node, path, &READS)
+    }
+
+    /// A list of non-empty names, each once (`zones`, `reads`), in the
+    /// words `list` gives its errors.
+    fn distinct_names(&mut self, node: &Node, path: &str, list: &NameList) -> Option<Value> {
         let Kind::Seq(items) = &node.kind else {
             let hint = match &node.kind {
-                Kind::Scalar { text, .. } => format!("write a list: `reads: [{}]`", shorten(text)),
-                _ => "write a list of bucket keys: `reads: [datasets]`".to_string(),
+                Kind::Scalar { text, .. } => {
+                    format!("write a list: `{}: [{}]`", list.key, shorten(text))
+                }
+                _ => list.example.to_string(),
             };
             self.error(
                 node.start,
                 path,
                 format!(
-                    "expected `reads` as a list of buckets, found {}",
+                    "expected `{}` as {}, found {}",
+                    list.key,
+                    list.expected,
                     node.describe()
                 ),
                 hint,
@@ -1494,25 +1497,26 @@ impl Validator {
         let mut ok = true;
         for (i, item) in items.iter().enumerate() {
             let p = format!("{path}[{i}]");
-            let Some(Value::String(b)) = self.nonempty(item, &p) else {
+            let Some(Value::String(name)) = self.nonempty(item, &p) else {
                 ok = false;
                 continue;
             };
-            if let Some(first) = seen.get(&b) {
+            if let Some(first) = seen.get(&name) {
                 self.error(
                     item.start,
                     &p,
                     format!(
-                        "bucket `{}` is listed twice (first at line {first})",
-                        shorten(&b)
+                        "{} `{}` is listed twice (first at line {first})",
+                        list.item,
+                        shorten(&name)
                     ),
-                    "list each bucket once",
+                    list.once,
                 );
                 ok = false;
                 continue;
             }
-            seen.insert(b.clone(), item.start.line);
-            out.push(Value::String(b));
+            seen.insert(name.clone(), item.start.line);
+            out.push(Value::String(name));
         }
         ok.then_some(Value::Array(out))
     }
