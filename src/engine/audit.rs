@@ -142,7 +142,7 @@ pub async fn inventories(
     for (key, region) in targets {
         let api = providers.inventory(key).await?;
         let buckets_api = providers.get(key).await?;
-        let cloud = api.inventory_cloud();
+        let cloud = buckets_api.cloud();
         calls.push(async move {
             let scope = Scope {
                 region: region.clone(),

@@ -20,7 +20,6 @@ use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{acs3, Credentials, Request};
 use serde_json::Value;
 use std::fmt;
-use std::time::Duration;
 
 /// An API product and the version its RPC API is called with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,40 +69,9 @@ pub fn default_host(product: Product, region: &str) -> String {
     }
 }
 
-/// A parsed endpoint override: scheme and `host[:port]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub scheme: String,
-    pub authority: String,
-}
-
-impl Endpoint {
-    /// Parses `http://127.0.0.1:8080` or `https://host` (a trailing `/` is
-    /// allowed; a path, query or user info is refused).
-    pub fn parse(url: &str) -> Result<Endpoint> {
-        let bad = |why: &str| {
-            ProviderError::new(
-                ErrorKind::Invalid,
-                format!("GPUFORM_ALIBABA_ENDPOINT `{url}` {why} (expected a base URL like http://127.0.0.1:8080)"),
-            )
-        };
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("has no scheme"))?;
-        if scheme != "http" && scheme != "https" {
-            return Err(bad("is not http(s)"));
-        }
-        let authority = rest.strip_suffix('/').unwrap_or(rest);
-        if authority.is_empty() {
-            return Err(bad("has no host"));
-        }
-        if authority.contains(['/', '?', '#', '@', ' ']) {
-            return Err(bad("must be scheme://host[:port] only"));
-        }
-        Ok(Endpoint {
-            scheme: scheme.to_string(),
-            authority: authority.to_string(),
-        })
-    }
-}
+/// The endpoint override (`GPUFORM_ALIBABA_ENDPOINT`): scheme and
+/// `host[:port]`, parsed as every other base-URL setting is.
+pub use gpuform_objstore::Endpoint;
 
 /// The HTTP side of the provider: credentials, endpoint choice, signing,
 /// error decoding. `Debug` shows no secret.
@@ -136,16 +104,7 @@ impl RpcClient {
         security_token: Option<String>,
         endpoint: Option<Endpoint>,
     ) -> Result<RpcClient> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| {
-                ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("cannot build the HTTP client: {e}"),
-                )
-            })?;
+        let http = gpuform_objstore::http_client(None)?;
         Ok(RpcClient {
             http,
             creds,
@@ -437,13 +396,14 @@ mod tests {
 
     #[test]
     fn endpoint_override() {
-        let e = Endpoint::parse("http://127.0.0.1:8080/").unwrap();
+        let parse = |url: &str| Endpoint::parse(url, crate::ENV_ENDPOINT);
+        let e = parse("http://127.0.0.1:8080/").unwrap();
         assert_eq!(e.scheme, "http");
         assert_eq!(e.authority, "127.0.0.1:8080");
-        assert!(Endpoint::parse("127.0.0.1:8080").is_err());
-        assert!(Endpoint::parse("http://u:p@host").is_err());
-        assert!(Endpoint::parse("http://host/path").is_err());
-        assert!(Endpoint::parse("ftp://host").is_err());
+        assert!(parse("127.0.0.1:8080").is_err());
+        assert!(parse("http://u:p@host").is_err());
+        assert!(parse("http://host/path").is_err());
+        assert!(parse("ftp://host").is_err());
     }
 
     #[test]

@@ -5,8 +5,8 @@ use crate::client::{empty_answer, items, json_array, required, text, Params};
 use crate::errors::{missing, ok_if_gone, required_ref};
 use crate::refresh::{observed, Api};
 use crate::tags::{
-    client_token, creation_tags, naming, parse_placement_description, placement_description,
-    resource_name, tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
+    client_token, naming, parse_placement_description, placement_description, resource_name,
+    tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
 };
 use crate::AlibabaProvider;
 use async_trait::async_trait;
@@ -148,7 +148,6 @@ impl ComputeApi for AlibabaProvider {
         }
         p.push("Amount", "1");
         p.push("MinAmount", "1");
-        naming(&mut p, "InstanceName", &req.ownership)?;
         match pricing {
             Pricing::OnDemand => p.push("InstanceChargeType", "PostPaid"),
             Pricing::Spot => {
@@ -199,12 +198,7 @@ impl ComputeApi for AlibabaProvider {
             (RDMA_TAG, rdma.to_string()),
         ];
         // RunInstances puts Tag.N on the instance and on the disks it makes.
-        p.tags(&creation_tags(
-            &req.ownership,
-            ResourceKind::Instance,
-            &req.tags,
-            &extra,
-        )?);
+        naming(&mut p, "InstanceName", req, ResourceKind::Instance, &extra)?;
         let body = self.ecs(region, "RunInstances", &p).await?;
         let id = items(&body, "InstanceIdSets", "InstanceIdSet")
             .first()

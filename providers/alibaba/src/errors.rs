@@ -10,89 +10,126 @@
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
+/// How a rule recognises a code.
+enum Code {
+    /// The code starts so (its `.`-qualified variants too).
+    Starts(&'static str),
+    /// Exactly this code.
+    Is(&'static str),
+    /// The code ends so.
+    Ends(&'static str),
+    /// The code starts with the first and also contains the second.
+    StartsAndHas(&'static str, &'static str),
+}
+
+impl Code {
+    fn matches(&self, code: &str) -> bool {
+        match *self {
+            Code::Starts(p) => code.starts_with(p),
+            Code::Is(c) => code == c,
+            Code::Ends(s) => code.ends_with(s),
+            Code::StartsAndHas(p, part) => code.starts_with(p) && code.contains(part),
+        }
+    }
+}
+
+use Code::{Ends, Is, Starts, StartsAndHas};
+
+/// The rules, in order: the first that knows a code decides its kind.
+const RULES: &[(ErrorKind, &[Code])] = &[
+    // Capacity: the zone has no stock of that type now; another zone may.
+    (
+        ErrorKind::Capacity,
+        &[
+            Starts("OperationDenied.NoStock"),
+            Starts("Zone.NotOnSale"),
+            Starts("InvalidResourceType.NotSupported"),
+            Starts("OperationDenied.ResourceControl"),
+            Is("ResourceNotAvailable"),
+            Starts("InvalidZoneId.NotSupportShareEncryptedImage"),
+        ],
+    ),
+    // Account limits.
+    (
+        ErrorKind::Quota,
+        &[
+            Starts("QuotaExceed"),
+            Starts("QuotaExceeded"),
+            Starts("Quota.Exceeded"),
+            Starts("InvalidAccountStatus"),
+            Starts("Account.Arrearage"),
+            Starts("InsufficientBalance"),
+        ],
+    ),
+    (
+        ErrorKind::Throttled,
+        &[Starts("Throttling"), Is("ServiceUnavailable.Throttling")],
+    ),
+    // Credentials: checked before the generic `*.NotFound` rule, since the
+    // unknown-key code is `InvalidAccessKeyId.NotFound`.
+    (
+        ErrorKind::Auth,
+        &[
+            Starts("InvalidAccessKeyId"),
+            Starts("SignatureDoesNotMatch"),
+            Starts("IncompleteSignature"),
+            Starts("InvalidSecurityToken"),
+            Starts("InvalidTimeStamp"),
+            Is("SignatureNonceUsed"),
+            Starts("Forbidden.AccessKey"),
+            Starts("Forbidden.RAM"),
+            Starts("NoPermission"),
+            Starts("Forbidden.Unauthorized"),
+            Is("Forbidden"),
+            Is("InvalidUser.Unauthorized"),
+        ],
+    ),
+    (
+        ErrorKind::DependencyViolation,
+        &[Starts("DependencyViolation")],
+    ),
+    // `*.NotFound` and `*NotFound` (`Forbidden.VpcNotFound`).
+    (ErrorKind::NotFound, &[Ends("NotFound")]),
+    // A resource in a transitional state (an instance still Pending, a disk
+    // still attaching, a VPC still Creating): the same call succeeds later.
+    (
+        ErrorKind::Transient,
+        &[
+            StartsAndHas("Incorrect", "Status"),
+            Is("TaskConflict"),
+            Is("OperationConflict"),
+            Starts("LastTokenProcessing"),
+            Starts("IdempotenceProcessing"),
+            Is("InstanceNotReady"),
+            Starts("InternalError"),
+            Starts("ServiceUnavailable"),
+            Starts("InternalFailure"),
+            Starts("UnknownError"),
+        ],
+    ),
+    (ErrorKind::Auth, &[Starts("Forbidden")]),
+    (
+        ErrorKind::Invalid,
+        &[
+            Starts("Invalid"),
+            Starts("MissingParameter"),
+            Starts("Missing"),
+            Starts("IdempotentParameterMismatch"),
+            Starts("OperationDenied"),
+            Starts("UnsupportedParameter"),
+        ],
+    ),
+];
+
 /// The neutral kind of an Alibaba error `code` answered with HTTP `status`.
 pub fn classify(code: Option<&str>, status: u16) -> ErrorKind {
     let Some(code) = code else {
         return by_status(status);
     };
-    let starts = |p: &str| code.starts_with(p);
-    // Capacity: the zone has no stock of that type now; another zone may.
-    if starts("OperationDenied.NoStock")
-        || starts("Zone.NotOnSale")
-        || starts("InvalidResourceType.NotSupported")
-        || starts("OperationDenied.ResourceControl")
-        || code == "ResourceNotAvailable"
-        || starts("InvalidZoneId.NotSupportShareEncryptedImage")
-    {
-        return ErrorKind::Capacity;
-    }
-    // Account limits.
-    if starts("QuotaExceed")
-        || starts("QuotaExceeded")
-        || starts("Quota.Exceeded")
-        || starts("InvalidAccountStatus")
-        || starts("Account.Arrearage")
-        || starts("InsufficientBalance")
-    {
-        return ErrorKind::Quota;
-    }
-    if starts("Throttling") || code == "ServiceUnavailable.Throttling" {
-        return ErrorKind::Throttled;
-    }
-    // Credentials: checked before the generic `*.NotFound` rule, since the
-    // unknown-key code is `InvalidAccessKeyId.NotFound`.
-    if starts("InvalidAccessKeyId")
-        || starts("SignatureDoesNotMatch")
-        || starts("IncompleteSignature")
-        || starts("InvalidSecurityToken")
-        || starts("InvalidTimeStamp")
-        || code == "SignatureNonceUsed"
-        || starts("Forbidden.AccessKey")
-        || starts("Forbidden.RAM")
-        || starts("NoPermission")
-        || starts("Forbidden.Unauthorized")
-        || code == "Forbidden"
-        || code == "InvalidUser.Unauthorized"
-    {
-        return ErrorKind::Auth;
-    }
-    if starts("DependencyViolation") {
-        return ErrorKind::DependencyViolation;
-    }
-    if code.ends_with(".NotFound") || code.ends_with("NotFound") {
-        return ErrorKind::NotFound;
-    }
-    // A resource in a transitional state (an instance still Pending, a disk
-    // still attaching, a VPC still Creating): the same call succeeds later.
-    if (code.starts_with("Incorrect") && code.contains("Status"))
-        || code == "TaskConflict"
-        || code == "OperationConflict"
-        || starts("LastTokenProcessing")
-        || starts("IdempotenceProcessing")
-        || code == "InstanceNotReady"
-    {
-        return ErrorKind::Transient;
-    }
-    if starts("InternalError")
-        || starts("ServiceUnavailable")
-        || starts("InternalFailure")
-        || starts("UnknownError")
-    {
-        return ErrorKind::Transient;
-    }
-    if starts("Forbidden") {
-        return ErrorKind::Auth;
-    }
-    if starts("Invalid")
-        || starts("MissingParameter")
-        || starts("Missing")
-        || starts("IdempotentParameterMismatch")
-        || starts("OperationDenied")
-        || starts("UnsupportedParameter")
-    {
-        return ErrorKind::Invalid;
-    }
-    by_status(status)
+    RULES
+        .iter()
+        .find(|(_, rules)| rules.iter().any(|r| r.matches(code)))
+        .map_or_else(|| by_status(status), |(kind, _)| *kind)
 }
 
 fn by_status(status: u16) -> ErrorKind {
@@ -109,13 +146,7 @@ fn by_status(status: u16) -> ErrorKind {
 /// always safe to retry for Alibaba calls that carry a ClientToken, and
 /// harmless for reads.
 pub fn transport_error(action: &str, e: &reqwest::Error) -> ProviderError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "failed in transport"
-    };
+    let what = gpuform_objstore::transport_failure(e);
     ProviderError::new(ErrorKind::Transient, format!("{action} {what}: {e}"))
 }
 
@@ -155,40 +186,33 @@ mod tests {
 
     #[test]
     fn documented_codes() {
-        let k = |c: &str, s: u16| classify(Some(c), s);
-        assert_eq!(k("OperationDenied.NoStock", 403), ErrorKind::Capacity);
-        assert_eq!(k("Zone.NotOnSale", 403), ErrorKind::Capacity);
-        assert_eq!(
-            k("InvalidResourceType.NotSupported", 403),
-            ErrorKind::Capacity
-        );
-        assert_eq!(k("QuotaExceed.ElasticQuotaNo", 403), ErrorKind::Quota);
-        assert_eq!(
-            k("InvalidAccountStatus.NotEnoughBalance", 403),
-            ErrorKind::Quota
-        );
-        assert_eq!(k("Throttling.User", 400), ErrorKind::Throttled);
-        assert_eq!(k("Throttling", 400), ErrorKind::Throttled);
-        assert_eq!(k("InvalidAccessKeyId.NotFound", 404), ErrorKind::Auth);
-        assert_eq!(k("SignatureDoesNotMatch", 400), ErrorKind::Auth);
-        assert_eq!(k("Forbidden.RAM", 403), ErrorKind::Auth);
-        assert_eq!(k("InvalidParameter", 400), ErrorKind::Invalid);
-        assert_eq!(k("InvalidVpcId.Malformed", 400), ErrorKind::Invalid);
-        assert_eq!(k("InvalidInstanceId.NotFound", 404), ErrorKind::NotFound);
-        assert_eq!(k("InvalidVpcId.NotFound", 404), ErrorKind::NotFound);
-        assert_eq!(k("Forbidden.VpcNotFound", 400), ErrorKind::NotFound);
-        assert_eq!(
-            k("DependencyViolation.VSwitch", 400),
-            ErrorKind::DependencyViolation
-        );
-        assert_eq!(
-            k("DependencyViolation", 403),
-            ErrorKind::DependencyViolation
-        );
-        assert_eq!(k("InternalError", 500), ErrorKind::Transient);
-        assert_eq!(k("ServiceUnavailable", 503), ErrorKind::Transient);
-        assert_eq!(k("IncorrectInstanceStatus", 403), ErrorKind::Transient);
-        assert_eq!(k("SomethingNew", 503), ErrorKind::Transient);
-        assert_eq!(classify(None, 500), ErrorKind::Transient);
+        use ErrorKind::*;
+        let cases = [
+            ("OperationDenied.NoStock", 403, Capacity),
+            ("Zone.NotOnSale", 403, Capacity),
+            ("InvalidResourceType.NotSupported", 403, Capacity),
+            ("QuotaExceed.ElasticQuotaNo", 403, Quota),
+            ("InvalidAccountStatus.NotEnoughBalance", 403, Quota),
+            ("Throttling.User", 400, Throttled),
+            ("Throttling", 400, Throttled),
+            ("InvalidAccessKeyId.NotFound", 404, Auth),
+            ("SignatureDoesNotMatch", 400, Auth),
+            ("Forbidden.RAM", 403, Auth),
+            ("InvalidParameter", 400, Invalid),
+            ("InvalidVpcId.Malformed", 400, Invalid),
+            ("InvalidInstanceId.NotFound", 404, NotFound),
+            ("InvalidVpcId.NotFound", 404, NotFound),
+            ("Forbidden.VpcNotFound", 400, NotFound),
+            ("DependencyViolation.VSwitch", 400, DependencyViolation),
+            ("DependencyViolation", 403, DependencyViolation),
+            ("InternalError", 500, Transient),
+            ("ServiceUnavailable", 503, Transient),
+            ("IncorrectInstanceStatus", 403, Transient),
+            ("SomethingNew", 503, Transient),
+        ];
+        for (code, status, want) in cases {
+            assert_eq!(classify(Some(code), status), want, "{code} ({status})");
+        }
+        assert_eq!(classify(None, 500), Transient);
     }
 }

@@ -80,7 +80,7 @@ use client::Params;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError, ResourceKind,
+    Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError,
 };
 use gpuform_signing::Credentials;
 use serde_json::Value;
@@ -152,7 +152,7 @@ impl AlibabaProvider {
         };
         let endpoint = endpoint
             .or_else(|| var(ENV_ENDPOINT))
-            .map(|u| Endpoint::parse(&u))
+            .map(|u| Endpoint::parse(&u, ENV_ENDPOINT))
             .transpose()?;
         let oss = var(buckets::ENV_OSS_ENDPOINT)
             .map(|u| gpuform_objstore::Endpoint::parse(&u, buckets::ENV_OSS_ENDPOINT))
@@ -239,10 +239,6 @@ impl CloudDriver for AlibabaProvider {
 
     fn rate_limit(&self) -> RateLimit {
         self.rate
-    }
-
-    fn kinds(&self) -> &'static [ResourceKind] {
-        &ResourceKind::ALL
     }
 
     fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {

@@ -4,13 +4,13 @@
 use crate::client::{required, text, Params};
 use crate::errors::ok_if_gone;
 use crate::refresh::observed;
-use crate::tags::{client_token, creation_tags, description, naming, resource_name, tags_of};
+use crate::tags::{naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
-    ObservedResource, Protocol, ResourceKind, Scope, SubnetSpec,
+    ObservedResource, Protocol, ResourceKind, Scope, SubnetSpec, Update,
 };
 use serde_json::{json, Value};
 
@@ -24,8 +24,7 @@ impl AlibabaProvider {
         mut p: Params,
     ) -> Result<ObservedResource> {
         let region = req.region();
-        naming(&mut p, made.name_key, &req.ownership)?;
-        p.tags(&creation_tags(&req.ownership, made.kind, &req.tags, &[])?);
+        naming(&mut p, made.name_key, req, made.kind, &[])?;
         let body = self.vpc(region, made.action, &p).await?;
         let id = required(&body, made.id_key, made.action)?;
         self.wait_for(region, made.kind, &id, "available", |o| {
@@ -131,16 +130,14 @@ impl NetworkApi for AlibabaProvider {
         // CreateSecurityGroup (ECS): VpcId, SecurityGroupName, Description,
         // SecurityGroupType, ClientToken, Tag.N; answers SecurityGroupId.
         let mut p = Params::one("VpcId", req.spec.network.clone());
-        p.push("SecurityGroupName", resource_name(&req.ownership));
-        p.push("Description", description(&req.ownership));
         p.push("SecurityGroupType", "normal");
-        p.push("ClientToken", client_token(&req.ownership.token)?);
-        p.tags(&creation_tags(
-            &req.ownership,
+        naming(
+            &mut p,
+            "SecurityGroupName",
+            req,
             ResourceKind::Firewall,
-            &req.tags,
             &[],
-        )?);
+        )?;
         let body = self.ecs(region, "CreateSecurityGroup", &p).await?;
         let id = required(&body, "SecurityGroupId", "CreateSecurityGroup")?;
         // Members reach each other without a rule: a new basic group's
@@ -154,14 +151,9 @@ impl NetworkApi for AlibabaProvider {
     }
 
     /// See [`gpuform_provider::CloudDriver::update_ingress`].
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<()> {
-        self.sync_rules(&scope.region, &current.id, want, false)
-            .await
+    async fn update_ingress(&self, u: &Update<'_, [IngressRule]>) -> Result<()> {
+        let (region, current, want) = (u.region(), u.current, u.want);
+        self.sync_rules(region, &current.id, want, false).await
     }
 
     async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {

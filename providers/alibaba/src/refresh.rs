@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, RefreshApi,
-    ResourceKind, Scope,
+    Attrs, Cloud, ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
+    ObservedResource, OwnershipTags, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -427,12 +427,8 @@ impl AlibabaProvider {
 
 #[async_trait]
 impl RefreshApi for AlibabaProvider {
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>> {
+    async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>> {
+        let (scope, kind, ids) = (q.scope, q.kind, q.ids);
         self.read_kind(&scope.region, kind, ids).await
     }
 
@@ -481,17 +477,12 @@ impl RefreshApi for AlibabaProvider {
 }
 
 #[async_trait]
-impl gpuform_provider::InventoryApi for AlibabaProvider {
-    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
-        gpuform_provider::Cloud::Alibaba
-    }
-
+impl InventoryApi for AlibabaProvider {
     /// Everything in the region, of every owner (`gpuform audit`): one
     /// DescribeInstances listing and one DescribeDisks listing (every disk:
     /// the attached ones give each instance's disk size, those with
     /// `Status` `Available` are the unattached data disks), run at once.
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory> {
-        use gpuform_provider::{InventoryInstance, InventoryVolume};
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
         let region = scope.region.as_str();
         let none = Params::default();
         let (instances, disks) = tokio::try_join!(
@@ -506,7 +497,7 @@ impl gpuform_provider::InventoryApi for AlibabaProvider {
             }
         }
         let sizes = system_sizes(&disks);
-        let mut out = gpuform_provider::Inventory::default();
+        let mut out = Inventory::default();
         for i in &instances {
             let id = text(i, "InstanceId");
             let o = observe_instance(i, region, sizes.get(&id).copied());

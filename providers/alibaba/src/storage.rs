@@ -4,13 +4,13 @@
 use crate::client::{json_array, required, text, Params};
 use crate::errors::{missing, ok_if_gone, required_ref};
 use crate::refresh::{observed, Api};
-use crate::tags::{creation_tags, naming, tags_of};
+use crate::tags::{naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
-    StorageApi, VolumeSpec,
+    StorageApi, Update, VolumeSpec,
 };
 use serde_json::{json, Value};
 
@@ -104,13 +104,7 @@ impl StorageApi for AlibabaProvider {
         let mut p = Params::one("ZoneId", zone);
         p.push("Size", size_gb.to_string());
         p.push("DiskCategory", category);
-        naming(&mut p, "DiskName", &req.ownership)?;
-        p.tags(&creation_tags(
-            &req.ownership,
-            ResourceKind::Volume,
-            &req.tags,
-            &[],
-        )?);
+        naming(&mut p, "DiskName", req, ResourceKind::Volume, &[])?;
         let body = self.ecs(region, "CreateDisk", &p).await?;
         let disk = required(&body, "DiskId", "CreateDisk")?;
         // A retried create (same ClientToken) gets the same disk back, which
@@ -147,14 +141,8 @@ impl StorageApi for AlibabaProvider {
     }
 
     /// See [`gpuform_provider::CloudDriver::attach_volume`].
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
-        let id = current.id.as_str();
+    async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()> {
+        let (region, id, to) = (u.region(), u.id(), u.want);
         let d = self.disk(region, id).await?.ok_or_else(|| {
             ProviderError::new(ErrorKind::NotFound, format!("disk {id} does not exist"))
         })?;
@@ -170,16 +158,12 @@ impl StorageApi for AlibabaProvider {
     }
 
     /// ResizeDisk (ECS): DiskId, NewSize, Type=online (grow only).
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<()> {
+    async fn resize_volume(&self, u: &Update<'_, u32>) -> Result<()> {
+        let (region, current, size_gb) = (u.region(), u.current, *u.want);
         let mut p = Params::one("DiskId", current.id.clone());
         p.push("NewSize", size_gb.to_string());
         p.push("Type", "online");
-        self.ecs(&scope.region, "ResizeDisk", &p).await?;
+        self.ecs(region, "ResizeDisk", &p).await?;
         Ok(())
     }
 }

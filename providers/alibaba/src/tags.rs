@@ -12,8 +12,7 @@ use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi,
-    UserTags,
+    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, TagApi, Update, UserTags,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -35,27 +34,6 @@ pub const PLACEMENT_MARK: &str = "gpuform-owned";
 const MAX_TAGS: usize = 20;
 /// Characters per tag key and per value (TagResources).
 const MAX_TAG_CHARS: usize = 128;
-
-/// Tag rules of ECS and VPC (TagResources) beyond the reserved prefixes
-/// (`aliyun`, `acs:`, which the wrapper refuses): keys not empty, at most
-/// 128 characters each side, no `http://` / `https://` in keys or values.
-pub(crate) fn check_tag(key: &str, value: &str) -> Result<(), String> {
-    if key.is_empty() {
-        return Err("the key is empty".into());
-    }
-    if [key, value]
-        .iter()
-        .any(|s| s.contains("http://") || s.contains("https://"))
-    {
-        return Err("contains http:// or https://, which Alibaba Cloud refuses".into());
-    }
-    if key.chars().count() > MAX_TAG_CHARS || value.chars().count() > MAX_TAG_CHARS {
-        return Err(format!(
-            "keys and values are at most {MAX_TAG_CHARS} characters on Alibaba Cloud"
-        ));
-    }
-    Ok(())
-}
 
 /// Ownership + kind + extra + user tags, as sent at creation.
 pub(crate) fn creation_tags(
@@ -135,20 +113,32 @@ pub(crate) fn tag_filter(project: &str) -> Params {
 
 #[async_trait]
 impl TagApi for AlibabaProvider {
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        check_tag(key, value)
+    /// Tag rules of ECS and VPC (TagResources) beyond the reserved prefixes
+    /// (`aliyun`, `acs:`, which the wrapper refuses): keys not empty, at most
+    /// 128 characters each side, no `http://` / `https://` in keys or values.
+    fn check_tag(key: &str, value: &str) -> Result<(), String> {
+        if key.is_empty() {
+            return Err("the key is empty".into());
+        }
+        if [key, value]
+            .iter()
+            .any(|s| s.contains("http://") || s.contains("https://"))
+        {
+            return Err("contains http:// or https://, which Alibaba Cloud refuses".into());
+        }
+        if key.chars().count() > MAX_TAG_CHARS || value.chars().count() > MAX_TAG_CHARS {
+            return Err(format!(
+                "keys and values are at most {MAX_TAG_CHARS} characters on Alibaba Cloud"
+            ));
+        }
+        Ok(())
     }
 
     /// Makes the user tags of `current` exactly `want`: ECS UntagResources /
     /// VPC UnTagResources (`ResourceType`, `ResourceId.1`, `TagKey.N`) for
     /// the keys to drop, then TagResources (`Tag.N`) for the rest.
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
+    async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let (region, current, want) = (u.region(), u.current, u.want);
         let api = Api::of(current.kind)?;
         let Some(rtype) = api.resource_type() else {
             return Err(ProviderError::new(
@@ -236,11 +226,20 @@ pub(crate) fn client_token(token: &str) -> Result<String> {
 }
 
 /// The parameters every create sends: its name under `name_key`, the
-/// description, and the ownership token as `ClientToken`.
-pub(crate) fn naming(p: &mut Params, name_key: &str, own: &OwnershipTags) -> Result<()> {
+/// description, the ownership token as `ClientToken`, and `Tag.N`: the
+/// creation tags of a `kind` with the `extra` gpuform tags.
+pub(crate) fn naming<S>(
+    p: &mut Params,
+    name_key: &str,
+    req: &Create<S>,
+    kind: ResourceKind,
+    extra: &[(&str, String)],
+) -> Result<()> {
+    let own = &req.ownership;
     p.push(name_key, resource_name(own));
     p.push("Description", description(own));
     p.push("ClientToken", client_token(&own.token)?);
+    p.tags(&creation_tags(own, kind, &req.tags, extra)?);
     Ok(())
 }
 
@@ -363,14 +362,14 @@ mod tests {
 
     #[test]
     fn alibaba_tag_rules() {
-        assert!(check_tag("team", "ml").is_ok());
-        assert!(check_tag("", "ml").is_err());
-        assert!(check_tag("site", "https://example.com")
+        assert!(AlibabaProvider::check_tag("team", "ml").is_ok());
+        assert!(AlibabaProvider::check_tag("", "ml").is_err());
+        assert!(AlibabaProvider::check_tag("site", "https://example.com")
             .unwrap_err()
             .contains("http://"));
-        assert!(check_tag("http://x", "v").is_err());
-        assert!(check_tag(&"k".repeat(129), "v").is_err());
-        assert!(check_tag("k", &"v".repeat(128)).is_ok());
+        assert!(AlibabaProvider::check_tag("http://x", "v").is_err());
+        assert!(AlibabaProvider::check_tag(&"k".repeat(129), "v").is_err());
+        assert!(AlibabaProvider::check_tag("k", &"v".repeat(128)).is_ok());
     }
 
     #[test]

@@ -58,19 +58,7 @@ fn start() -> (ObjStoreMock, AlibabaProvider) {
 }
 
 async fn read(p: &AlibabaProvider, id: &str) -> Option<ObservedResource> {
-    p.read(&scope(), B, &[id.to_string()]).await.unwrap().pop()
-}
-
-#[tokio::test]
-async fn create_reads_back_every_attribute() {
-    // (`Provider::list_owned` adds the owned buckets to the ECS and VPC
-    // listings.)
-    suite::create_reads_back_every_attribute(&OSS_CLOUD).await;
-}
-
-#[tokio::test]
-async fn drift_is_read_and_an_update_repairs_it() {
-    suite::drift_is_read_and_an_update_repairs_it(&OSS_CLOUD).await;
+    OWNER.read(p, B, &[id.to_string()]).await.pop()
 }
 
 #[tokio::test]
@@ -104,22 +92,17 @@ async fn updates_tags_force_destroy_and_rules_keeping_ownership() {
 }
 
 #[tokio::test]
-async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced() {
-    suite::a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced(&OSS_CLOUD).await;
-}
-
-#[tokio::test]
 async fn many_objects_are_deleted_in_batches() {
     let (mock, p) = start();
     let spec = json!({"name": "llm-many", "versioning": false, "encryption": false, "lifecycle": {},
                       "public_access_blocked": true, "force_destroy": true});
-    p.create(&req(B, "bucket.many", spec, &[])).await.unwrap();
+    create(&p, &req(B, "bucket.many", spec, &[])).await;
     for i in 0..2500 {
         mock.put_object("llm-many", &format!("k{i:05}"));
     }
     let seen = read(&p, "llm-many").await.unwrap();
     assert_eq!(attr(&seen, "object_count"), &json!(2500));
-    p.delete(&scope(), B, "llm-many").await.unwrap();
+    OWNER.delete(&p, B, "llm-many").await;
     assert!(mock.bucket("llm-many").is_none());
     let batches = mock
         .ops()
@@ -171,16 +154,17 @@ async fn a_name_taken_by_another_account_is_a_clear_error_not_a_retry() {
 }
 
 #[tokio::test]
-async fn a_create_cut_after_put_bucket_is_adopted_by_the_next_one() {
-    suite::a_create_cut_after_put_bucket_is_adopted_by_the_next_one(&OSS_CLOUD).await;
-}
-
-#[tokio::test]
-async fn throttling_is_retried_and_a_wrong_secret_never_leaks() {
-    suite::throttling_is_retried_and_a_wrong_secret_never_leaks(&OSS_CLOUD).await;
-}
-
-#[tokio::test]
 async fn audit_lists_every_bucket_of_the_region() {
     suite::audit_lists_every_bucket_of_the_region_tagged_or_not(&OSS_CLOUD).await;
 }
+
+gpuform_standins::bucket_scenarios!(
+    OSS_CLOUD;
+    // (`Provider::list_owned` adds the owned buckets to the ECS and VPC
+    // listings.)
+    create_reads_back_every_attribute,
+    drift_is_read_and_an_update_repairs_it,
+    a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced,
+    a_create_cut_after_put_bucket_is_adopted_by_the_next_one,
+    throttling_is_retried_and_a_wrong_secret_never_leaks,
+);

@@ -27,7 +27,7 @@ fn raw(mock: &AlibabaMock) -> RpcClient {
     RpcClient::new(
         Credentials::new(ACCESS_KEY_ID, ACCESS_KEY_SECRET),
         None,
-        Some(Endpoint::parse(&mock.endpoint()).unwrap()),
+        Some(Endpoint::parse(&mock.endpoint(), "test").unwrap()),
     )
     .unwrap()
 }
@@ -95,13 +95,13 @@ async fn members_reach_each_other_without_a_self_rule() {
             String::new()
         )]
     );
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     assert_eq!(find(&owned, &net.sg).attrs["ingress"], ssh());
 
     // Someone isolates the members (InnerAccessPolicy=Drop): refresh shows it,
     // and the update that follows sets it back to Accept.
     assert!(mock.set_inner_policy(&net.sg, "Drop"));
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     assert_ne!(find(&owned, &net.sg).attrs["ingress"], ssh());
     let mut change = Attrs::new();
     change.insert("ingress".into(), ssh());
@@ -162,7 +162,7 @@ async fn reserved_pricing_is_sent_in_months() {
 
     // gpuform's reserved nodes are accepted and read back as asked.
     for (i, pricing) in ["reserved-1y", "reserved-3y"].iter().enumerate() {
-        let o = p.create(&node(&net, i, pricing)).await.unwrap();
+        let o = create(&p, &node(&net, i, pricing)).await;
         assert_eq!(o.attrs["pricing"], json!(pricing));
         let ends = o.attrs[SUBSCRIPTION_ENDS].as_str().unwrap();
         assert!(ends.ends_with('Z') && ends.len() == 17, "{ends}");
@@ -175,11 +175,11 @@ async fn reserved_pricing_is_sent_in_months() {
 #[tokio::test]
 async fn subscriptions_are_released_only_once_expired() {
     let (mock, p, net) = start(ssh(), true).await;
-    let sub = p.create(&node(&net, 0, "reserved-1y")).await.unwrap();
-    let payg = p.create(&node(&net, 1, "on-demand")).await.unwrap();
+    let sub = create(&p, &node(&net, 0, "reserved-1y")).await;
+    let payg = create(&p, &node(&net, 1, "on-demand")).await;
 
     // The plan's question, from the refreshed observation alone.
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     let why = p
         .delete_refusal(find(&owned, &sub.id))
         .expect("an unexpired subscription cannot be deleted");
@@ -211,12 +211,10 @@ async fn subscriptions_are_released_only_once_expired() {
 
     // Once expired it is released (TerminateSubscription=true), like pay-as-you-go.
     assert!(mock.expire(&sub.id));
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     assert_eq!(p.delete_refusal(find(&owned, &sub.id)), None);
     for id in [&sub.id, &payg.id] {
-        p.delete(&scope(), ResourceKind::Instance, id)
-            .await
-            .unwrap();
+        OWNER.delete(&p, ResourceKind::Instance, id).await;
         assert_eq!(mock.status(id), None, "{id} released");
     }
 }
@@ -280,7 +278,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
     assert_eq!(seen, TAG_FILTER_CAP);
 
     // gpuform lists every one of them, and every system disk's size.
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     let instances: Vec<&ObservedResource> = owned
         .iter()
         .filter(|o| o.kind == ResourceKind::Instance)
@@ -288,10 +286,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
     assert_eq!(instances.len(), want);
     assert!(instances.iter().all(|o| o.attrs.contains_key("root_gb")));
     let ids: Vec<String> = instances.iter().map(|o| o.id.clone()).collect();
-    let read = p
-        .read(&scope(), ResourceKind::Instance, &ids)
-        .await
-        .unwrap();
+    let read = OWNER.read(&p, ResourceKind::Instance, &ids).await;
     assert_eq!(read.len(), want);
     assert!(read.iter().all(|o| o.attrs.contains_key("root_gb")));
 }
@@ -303,10 +298,7 @@ async fn tagged_listings_past_the_cap_are_complete() {
 #[tokio::test]
 async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
     let (mock, p, net) = start(ssh(), false).await;
-    mock.inject(Fault::LaunchFails {
-        zone: ZONE.into(),
-        instance_type: GPU.into(),
-    });
+    mock.inject(launch_fails(ZONE));
     let e = p.create(&node(&net, 0, "on-demand")).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
     assert_eq!(e.code.as_deref(), Some("SystemFailure.Delete"));
@@ -317,14 +309,11 @@ async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
         "the failed instance was released: {:?}",
         mock.resources()
     );
-    mock.inject(Fault::LaunchFails {
-        zone: String::new(),
-        instance_type: GPU.into(),
-    });
+    mock.inject(launch_fails(""));
     // A new attempt (a new token, as after a failover) makes a running node.
     let mut again = node(&net, 0, "on-demand");
     again.ownership.token = "gf-second-attempt".into();
-    let o = p.create(&again).await.unwrap();
+    let o = create(&p, &again).await;
     assert_eq!(o.status, "running");
 }
 
@@ -334,8 +323,8 @@ async fn a_failed_launch_is_a_capacity_failure_not_a_node() {
 #[tokio::test]
 async fn answers_without_the_documented_body_are_errors() {
     let (mock, p, net) = start(ssh(), true).await;
-    let n = p.create(&node(&net, 0, "on-demand")).await.unwrap();
-    let full = p.list_owned(&scope(), "llm").await.unwrap();
+    let n = create(&p, &node(&net, 0, "on-demand")).await;
+    let full = OWNER.owned(&p).await;
     for action in [
         "DescribeVpcs",
         "DescribeVSwitches",
@@ -378,8 +367,5 @@ async fn answers_without_the_documented_body_are_errors() {
     assert_eq!(e.kind, ErrorKind::Transient, "{e}");
     mock.clear_faults();
     // Once the answers are whole again, so is the listing.
-    assert_eq!(
-        p.list_owned(&scope(), "llm").await.unwrap().len(),
-        full.len()
-    );
+    assert_eq!(OWNER.owned(&p).await.len(), full.len());
 }

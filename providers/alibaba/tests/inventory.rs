@@ -3,19 +3,19 @@
 mod common;
 
 use common::*;
-use gpuform_provider::{Provider, ResourceKind};
-use gpuform_standins::MockCloud;
+use gpuform_provider::ResourceKind;
+use gpuform_standins::harness::{assert_running_on_demand, counted, token_of};
 use serde_json::json;
 
 /// `gpuform audit`'s inventory: every instance of every owner and the
 /// unattached data disks, in a few paginated calls whatever the count.
 #[tokio::test]
 async fn inventory_lists_every_owner_in_a_few_pages() {
-    use gpuform_provider::{InventoryApi, RunState};
+    use gpuform_provider::InventoryApi;
     let (mock, p, net) = start(ingress(), true).await;
     let mut ours = Vec::new();
     for i in 0..120 {
-        ours.push(p.create(&node(&net, i, None)).await.unwrap().id);
+        ours.push(create(&p, &node(&net, i, None)).await.id);
     }
     // Another project's instance: listed too, with its own tags.
     let other = gpuform_standins::harness::Owner {
@@ -23,58 +23,31 @@ async fn inventory_lists_every_owner_in_a_few_pages() {
         project: "someone-else",
         lineage: "lineage-2",
     };
-    let theirs = p
-        .create(&other.request(
-            ResourceKind::Instance,
-            "c.node[0]",
-            gpuform_standins::harness::token_of("other"),
-            instance_attrs(0),
-            &[("subnet", net.vsw.as_str()), ("firewall", net.sg.as_str())],
-        ))
-        .await
-        .unwrap()
-        .id;
-    let loose = p
-        .create(&req(
-            ResourceKind::Volume,
-            "c.volume[9]",
-            json!({"zone": ZONE, "size_gb": 40, "volume_type": "ssd"}),
-            &[("instance", ours[119].as_str())],
-        ))
-        .await
-        .unwrap()
-        .id;
+    let refs = [("subnet", net.vsw.as_str()), ("firewall", net.sg.as_str())];
+    let token = token_of("other");
+    let theirs = other.request(
+        ResourceKind::Instance,
+        "c.node[0]",
+        token,
+        instance_attrs(0),
+        &refs,
+    );
+    let theirs = create(&p, &theirs).await.id;
+    let loose = OWNER.volume("c.volume[9]", ZONE, 40, &ours[119]);
+    let loose = create(&p, &loose).await.id;
     // Volumes are made attached; this one is detached afterwards.
-    p.update(
-        &scope(),
-        ResourceKind::Volume,
-        &loose,
-        &attrs(json!({"attached_to": null})),
-    )
-    .await
-    .unwrap();
-    let attached = p
-        .create(&req(
-            ResourceKind::Volume,
-            "c.volume[0]",
-            json!({"zone": ZONE, "size_gb": 500, "volume_type": "ssd"}),
-            &[("instance", ours[0].as_str())],
-        ))
-        .await
-        .unwrap()
-        .id;
+    let detach = json!({"attached_to": null});
+    let detached = OWNER.update(&p, ResourceKind::Volume, &loose, detach);
+    detached.await.unwrap();
+    let attached = OWNER.volume("c.volume[0]", ZONE, 500, &ours[0]);
+    let attached = create(&p, &attached).await.id;
 
-    let before = mock.requests();
-    let inv = p.inventory(&scope()).await.unwrap();
-    let calls = mock.requests() - before;
+    let (inv, calls) = counted(&mock, p.inventory(&scope())).await;
+    let inv = inv.unwrap();
     // 121 instances at 100 a page, 243 disks at 100 a page: 2 + 3 calls.
     assert!(calls <= 5, "inventory took {calls} calls");
     assert_eq!(inv.instances.len(), 121);
-    let t = inv.instances.iter().find(|i| i.id == theirs).unwrap();
-    assert_eq!(t.project(), Some("someone-else"));
-    assert_eq!(t.state, RunState::Running);
-    assert_eq!(t.pricing.as_deref(), Some("on-demand"));
-    assert_eq!(t.instance_type, GPU);
+    let t = assert_running_on_demand(&inv, &theirs, "someone-else", GPU);
     assert!(t.launch_time.is_some());
     let first = inv.instances.iter().find(|i| i.id == ours[0]).unwrap();
     assert_eq!(first.project(), Some("llm"));

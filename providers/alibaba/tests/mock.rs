@@ -32,22 +32,14 @@ async fn lifecycle_create_refresh_update_destroy() {
         net.vpc.starts_with("vpc-") && net.vsw.starts_with("vsw-") && net.sg.starts_with("sg-")
     );
 
-    let ds = p
-        .create(&req(
-            ResourceKind::Placement,
-            "c.placement",
-            json!({"strategy": "cluster"}),
-            &[],
-        ))
-        .await
-        .unwrap();
+    let ds = create(&p, &placement(json!({"strategy": "cluster"}))).await;
     assert!(ds.id.starts_with("ds-"));
     assert_eq!(ds.attrs["strategy"], "cluster");
     assert_eq!(ds.ownership.as_ref().unwrap().address, "c.placement");
 
     let mut nodes = Vec::new();
     for i in 0..2 {
-        let o = p.create(&node(&net, i, Some(&ds.id))).await.unwrap();
+        let o = create(&p, &node(&net, i, Some(&ds.id))).await;
         assert!(o.id.starts_with("i-"));
         nodes.push(o);
     }
@@ -72,22 +64,14 @@ async fn lifecycle_create_refresh_update_destroy() {
     assert_eq!(ips.len(), 2, "{nodes:#?}");
     assert_ne!(ips[0], ips[1]);
     assert!(ips.iter().all(|ip| ip.starts_with("10.0.")), "{ips:?}");
-    let vol = p
-        .create(&req(
-            ResourceKind::Volume,
-            "c.volume[0]",
-            json!({"zone": ZONE, "size_gb": 500, "volume_type": "ssd"}),
-            &[("instance", &nodes[0].id)],
-        ))
-        .await
-        .unwrap();
+    let vol = create(&p, &OWNER.volume("c.volume[0]", ZONE, 500, &nodes[0].id)).await;
     assert!(vol.id.starts_with("d-"));
     assert_eq!(vol.status, "in_use");
     assert_eq!(vol.attrs["size_gb"], 500);
     assert_eq!(vol.attrs["volume_type"], "ssd");
 
     // list_owned finds everything by its tags (system disks are not volumes).
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     let m = by_address(&owned);
     let addresses: Vec<&str> = m.keys().map(String::as_str).collect();
     assert_eq!(
@@ -120,10 +104,9 @@ async fn lifecycle_create_refresh_update_destroy() {
 
     // read, per kind, by id.
     for o in &owned {
-        let r = p
-            .read(&scope(), o.kind, &[o.id.clone(), "i-doesnotexist".into()])
-            .await
-            .unwrap();
+        let r = OWNER
+            .read(&p, o.kind, &[o.id.clone(), "i-doesnotexist".into()])
+            .await;
         assert_eq!(r.len(), 1, "{:?}", o.kind);
         assert_eq!(r[0].attrs, o.attrs);
     }
@@ -185,35 +168,23 @@ async fn lifecycle_create_refresh_update_destroy() {
     assert!(e.request_id.is_some());
 
     // Destroy in dependency order; every delete is idempotent.
-    p.delete(&scope(), ResourceKind::Volume, &vol.id)
-        .await
-        .unwrap();
+    OWNER.delete(&p, ResourceKind::Volume, &vol.id).await;
     for n in &nodes {
-        p.delete(&scope(), ResourceKind::Instance, &n.id)
-            .await
-            .unwrap();
+        OWNER.delete(&p, ResourceKind::Instance, &n.id).await;
     }
-    p.delete(&scope(), ResourceKind::Placement, &ds.id)
-        .await
-        .unwrap();
-    p.delete(&scope(), ResourceKind::Firewall, &net.sg)
-        .await
-        .unwrap();
-    p.delete(&scope(), ResourceKind::Subnet, &net.vsw)
-        .await
-        .unwrap();
-    p.delete(&scope(), ResourceKind::Network, &net.vpc)
-        .await
-        .unwrap();
+    OWNER.delete(&p, ResourceKind::Placement, &ds.id).await;
+    OWNER.delete(&p, ResourceKind::Firewall, &net.sg).await;
+    OWNER.delete(&p, ResourceKind::Subnet, &net.vsw).await;
+    OWNER.delete(&p, ResourceKind::Network, &net.vpc).await;
     for (kind, id) in [
         (ResourceKind::Network, &net.vpc),
         (ResourceKind::Instance, &nodes[0].id),
         (ResourceKind::Volume, &vol.id),
         (ResourceKind::Placement, &ds.id),
     ] {
-        p.delete(&scope(), kind, id).await.unwrap();
+        OWNER.delete(&p, kind, id).await;
     }
-    assert!(p.list_owned(&scope(), "llm").await.unwrap().is_empty());
+    assert!(OWNER.owned(&p).await.is_empty());
     assert!(mock.resources().is_empty(), "{:?}", mock.resources());
 }
 
@@ -225,10 +196,10 @@ async fn refresh_is_batched() {
     let net = network(&p, ingress()).await;
     let mut ids = Vec::new();
     for i in 0..50 {
-        ids.push(p.create(&node(&net, i, None)).await.unwrap().id);
+        ids.push(create(&p, &node(&net, i, None)).await.id);
     }
     let before = mock.requests();
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     let list_calls = mock.requests() - before;
     assert_eq!(
         owned
@@ -241,10 +212,7 @@ async fn refresh_is_batched() {
     assert!(list_calls <= 8, "list_owned took {list_calls} calls");
 
     let before = mock.requests();
-    let read = p
-        .read(&scope(), ResourceKind::Instance, &ids)
-        .await
-        .unwrap();
+    let read = OWNER.read(&p, ResourceKind::Instance, &ids).await;
     let read_calls = mock.requests() - before;
     assert_eq!(read.len(), 50);
     assert!(read.iter().all(|o| o.attrs["root_gb"] == 200));
@@ -252,10 +220,10 @@ async fn refresh_is_batched() {
 
     // 150 instances cross DescribeInstances' 100-per-page limit: still pages, not resources.
     for i in 50..120 {
-        p.create(&node(&net, i, None)).await.unwrap();
+        create(&p, &node(&net, i, None)).await;
     }
     let before = mock.requests();
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     assert_eq!(
         owned
             .iter()
@@ -273,44 +241,29 @@ async fn refresh_is_batched() {
 #[tokio::test]
 async fn deleted_behind_the_back_is_gone() {
     let (mock, p, net) = start(ingress(), false).await;
-    let a = p.create(&node(&net, 0, None)).await.unwrap();
-    let b = p.create(&node(&net, 1, None)).await.unwrap();
+    let a = create(&p, &node(&net, 0, None)).await;
+    let b = create(&p, &node(&net, 1, None)).await;
     assert!(mock.delete_behind(&a.id));
     assert!(!mock.delete_behind(&a.id));
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     assert!(owned.iter().all(|o| o.id != a.id));
     assert!(owned.iter().any(|o| o.id == b.id));
-    let read = p
-        .read(
-            &scope(),
-            ResourceKind::Instance,
-            &[a.id.clone(), b.id.clone()],
-        )
-        .await
-        .unwrap();
+    let read = OWNER
+        .read(&p, ResourceKind::Instance, &[a.id.clone(), b.id.clone()])
+        .await;
     assert_eq!(read.len(), 1);
     // Deleting what is already gone succeeds.
-    p.delete(&scope(), ResourceKind::Instance, &a.id)
-        .await
-        .unwrap();
+    OWNER.delete(&p, ResourceKind::Instance, &a.id).await;
 }
 
 #[tokio::test]
 async fn same_token_same_resource() {
     let (mock, p, net) = start(ingress(), false).await;
-    let again = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.0.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
+    let again = create(&p, &vpc("10.0.0.0/16")).await;
     assert_eq!(again.id, net.vpc);
     let r = node(&net, 0, None);
-    let first = p.create(&r).await.unwrap();
-    let second = p.create(&r).await.unwrap();
+    let first = create(&p, &r).await;
+    let second = create(&p, &r).await;
     assert_eq!(first.id, second.id);
     let vol = req(
         ResourceKind::Volume,
@@ -318,8 +271,8 @@ async fn same_token_same_resource() {
         json!({"size_gb": 100, "volume_type": "ssd"}),
         &[("instance", &first.id)],
     );
-    let v1 = p.create(&vol).await.unwrap();
-    let v2 = p.create(&vol).await.unwrap();
+    let v1 = create(&p, &vol).await;
+    let v2 = create(&p, &vol).await;
     assert_eq!(v1.id, v2.id);
     assert_eq!(
         v1.attrs["zone"], ZONE,
@@ -367,7 +320,7 @@ async fn crash_after_the_call_is_adopted_by_tags() {
     mock.set_hook(None);
     assert_eq!(e.kind, ErrorKind::Transient, "{e}");
     // The next run adopts it by address + token ...
-    let owned = p.list_owned(&scope(), "llm").await.unwrap();
+    let owned = OWNER.owned(&p).await;
     let found: Vec<&ObservedResource> = owned
         .iter()
         .filter(|o| {
@@ -378,7 +331,7 @@ async fn crash_after_the_call_is_adopted_by_tags() {
         .collect();
     assert_eq!(found.len(), 1);
     // ... and a retry with the same token returns it rather than a twin.
-    let again = p.create(&r).await.unwrap();
+    let again = create(&p, &r).await;
     assert_eq!(again.id, found[0].id);
     assert_eq!(
         mock.resources()
@@ -401,18 +354,12 @@ async fn crash_after_the_call_is_adopted_by_tags() {
 async fn errors_map_to_neutral_kinds() {
     let (mock, p, net) = start(ingress(), false).await;
 
-    mock.inject(Fault::NoStock {
-        zone: ZONE.into(),
-        instance_type: GPU.into(),
-    });
+    mock.inject(no_stock(ZONE));
     let e = p.create(&node(&net, 0, None)).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Capacity);
     assert_eq!(e.code.as_deref(), Some("OperationDenied.NoStock"));
     assert!(e.request_id.as_deref().is_some_and(|r| r.len() == 36));
-    mock.inject(Fault::NoStock {
-        zone: String::new(),
-        instance_type: GPU.into(),
-    });
+    mock.inject(no_stock(""));
 
     mock.inject(Fault::InstanceQuota(0));
     let e = p.create(&node(&net, 0, None)).await.unwrap_err();
@@ -430,7 +377,7 @@ async fn errors_map_to_neutral_kinds() {
     // The throttled listing's other calls were dropped mid-flight; a clean
     // listing lets the stand-in finish them before the next fault is set,
     // so none of them can take it (and shows that a throttle does not stick).
-    p.list_owned(&scope(), "llm").await.unwrap();
+    OWNER.owned(&p).await;
     mock.inject(Fault::Once {
         action: "DescribeVpcs".into(),
         status: 503,
@@ -450,7 +397,7 @@ async fn errors_map_to_neutral_kinds() {
     let stranger = AlibabaProvider::new(
         Credentials::new("LTAIunknown", ACCESS_KEY_SECRET),
         None,
-        Some(Endpoint::parse(&mock.endpoint()).unwrap()),
+        Some(Endpoint::parse(&mock.endpoint(), "test").unwrap()),
     )
     .unwrap();
     let e = stranger.list_owned(&scope(), "llm").await.unwrap_err();
@@ -500,7 +447,7 @@ async fn pricing_models_and_images() {
     {
         let mut r = node(&net, i, None);
         r.attrs.insert("pricing".into(), json!(pricing));
-        let o = p.create(&r).await.unwrap();
+        let o = create(&p, &r).await;
         assert_eq!(o.attrs["pricing"], json!(pricing));
         assert_eq!(o.attrs["image"], "ubuntu-22.04-cuda");
     }
@@ -530,15 +477,7 @@ async fn from_env_uses_the_stand_in() {
     }
     let p = AlibabaProvider::from_env().unwrap();
     assert_eq!(p.endpoint().map(|e| e.scheme.as_str()), Some("http"));
-    let o = p
-        .create(&req(
-            ResourceKind::Network,
-            "c.network",
-            json!({"cidr": "10.1.0.0/16"}),
-            &[],
-        ))
-        .await
-        .unwrap();
+    let o = create(&p, &vpc("10.1.0.0/16")).await;
     assert!(o.id.starts_with("vpc-"));
     let d = format!("{p:?}");
     assert!(!d.contains(ACCESS_KEY_SECRET), "{d}");
@@ -584,14 +523,9 @@ async fn alibaba_tag_rules_and_portless_rules() {
         .await
         .unwrap_err();
     assert!(e.message.contains("http://"), "{e}");
-    let r = p
-        .read(
-            &scope(),
-            ResourceKind::Firewall,
-            std::slice::from_ref(&net.sg),
-        )
-        .await
-        .unwrap();
+    let r = OWNER
+        .read(&p, ResourceKind::Firewall, std::slice::from_ref(&net.sg))
+        .await;
     assert_eq!(r[0].attrs["ingress"], portless);
     assert_eq!(r[0].attrs["tags"], json!({}));
 }

@@ -8,15 +8,17 @@
 mod common;
 
 use common::*;
+use gpuform_alibaba::AlibabaProvider;
+use gpuform_provider::CreateRequest;
 use gpuform_provider::Provider;
 use gpuform_provider::ResourceKind;
 use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_standins::harness::ssh;
-use gpuform_standins::harness::{assert_signed, launch_list_delete, same_action, SdkShapes};
+use gpuform_standins::harness::{launch_list_delete, same_action, SdkShapes};
 use gpuform_standins::shape::Shape;
 use gpuform_standins::tap::Tap;
 use gpuform_standins::verify::{acs3, Key};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// The SDK calls gpuform must make the same way. What gpuform deliberately
 /// does differently: the SDK also sends and signs
@@ -32,29 +34,34 @@ const SDK: SdkShapes = SdkShapes {
     known_differences: &["signed header x-acs-credentials-provider: only the SDK"],
 };
 
-#[tokio::test]
-async fn requests_have_the_sdk_shape() {
+/// The stand-in (kept alive with the rest), a tap in front of it, a
+/// provider calling the tap and a network made through it.
+async fn tapped() -> (AlibabaMock, Tap, AlibabaProvider, Net) {
     let mock = AlibabaMock::start();
     let tap = Tap::start(&mock.endpoint());
     let p = provider_at(&tap.endpoint(), ACCESS_KEY_SECRET);
     let net = network(&p, ssh()).await;
-    let node = req(
-        ResourceKind::Instance,
-        "c.node[0]",
-        json!({"instance_type": "ecs.gn7i-c8g1.2xlarge", "zone": ZONE, "image": "ubuntu-22.04-cuda",
-               "pricing": "on-demand", "root_gb": 200, "rdma": false, "gpu": "A10:1",
-               "user_data": "#!/bin/sh\n", "tags": {"team": "ml"}}),
-        &[("subnet", &net.vsw), ("firewall", &net.sg)],
-    );
-    launch_list_delete(&p, &node).await;
+    (mock, tap, p, net)
+}
 
-    let sent = tap.requests();
-    let key = Key {
-        id: ACCESS_KEY_ID,
-        secret: ACCESS_KEY_SECRET,
-    };
-    assert_signed(&sent, 6, key, acs3::verify);
-    SDK.assert_matched_by(&sent);
+/// `c.node[i]` with the attributes `a`, in the network's vSwitch and group.
+fn node_with(net: &Net, i: usize, a: Value) -> CreateRequest {
+    let refs = [("subnet", net.vsw.as_str()), ("firewall", net.sg.as_str())];
+    req(ResourceKind::Instance, &format!("c.node[{i}]"), a, &refs)
+}
+
+/// The stand-in's key, which it verifies every signature with.
+const KEY: Key = Key {
+    id: ACCESS_KEY_ID,
+    secret: ACCESS_KEY_SECRET,
+};
+
+#[tokio::test]
+async fn requests_have_the_sdk_shape() {
+    let (_mock, tap, p, net) = tapped().await;
+    // The cluster's first node, as every other test of this crate makes it.
+    launch_list_delete(&p, &node(&net, 0, None)).await;
+    SDK.assert_tapped(&tap, 6, KEY, acs3::verify);
 }
 
 /// A spot cap goes on the wire as RunInstances' `SpotStrategy=SpotWithPriceLimit`
@@ -62,23 +69,14 @@ async fn requests_have_the_sdk_shape() {
 /// `SpotAsPriceGo`.
 #[tokio::test]
 async fn a_spot_cap_is_a_price_limit() {
-    let mock = AlibabaMock::start();
-    let tap = Tap::start(&mock.endpoint());
-    let p = provider_at(&tap.endpoint(), ACCESS_KEY_SECRET);
-    let net = network(&p, ssh()).await;
+    let (_mock, tap, p, net) = tapped().await;
     for (i, cap) in [Some(json!(3.5)), None].into_iter().enumerate() {
         let mut attrs = json!({"instance_type": "ecs.gn7i-c8g1.2xlarge", "zone": ZONE,
                                "image": "ubuntu-22.04-cuda", "pricing": "spot", "gpu": "A10:1"});
         if let Some(cap) = cap {
             attrs["spot_max_price"] = cap;
         }
-        let node = req(
-            ResourceKind::Instance,
-            &format!("c.node[{i}]"),
-            attrs,
-            &[("subnet", &net.vsw), ("firewall", &net.sg)],
-        );
-        p.create(&node).await.unwrap();
+        p.create(&node_with(&net, i, attrs)).await.unwrap();
     }
     let runs: Vec<String> = tap
         .requests()

@@ -4,8 +4,36 @@ use crate::ingress::IngressRule;
 use crate::request::BucketLifecycle;
 use crate::tags::UserTags;
 use crate::Result;
-use crate::{Attrs, Cloud, ErrorKind, ProviderError, ResourceKind};
+use crate::{Attrs, Cloud, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope};
 use serde_json::Value;
+
+/// One in-place change as a cloud receives it: where, the resource as just
+/// read, and what one of its settings should become (the counterpart of
+/// [`crate::Create`]). Every update method of the part traits takes one.
+pub struct Update<'a, W: ?Sized> {
+    pub scope: &'a Scope,
+    pub current: &'a ObservedResource,
+    pub want: &'a W,
+}
+
+impl<'a, W: ?Sized> Update<'a, W> {
+    pub fn new(scope: &'a Scope, current: &'a ObservedResource, want: &'a W) -> Self {
+        Update {
+            scope,
+            current,
+            want,
+        }
+    }
+
+    pub fn region(&self) -> &'a str {
+        &self.scope.region
+    }
+
+    /// The provider id of the resource being changed.
+    pub fn id(&self) -> &'a str {
+        &self.current.id
+    }
+}
 
 /// Where a volume should be attached (the completion attribute
 /// `attached_to`, see [`ResourceKind::completion_attrs`]).

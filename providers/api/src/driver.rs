@@ -10,7 +10,7 @@
 //! need a replacement, treating "not found" on delete as done, and reading a
 //! resource back after an update.
 
-use crate::change::{Attachment, BucketChange, ChangeSet};
+use crate::change::{Attachment, BucketChange, ChangeSet, Update};
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
 use crate::request::{
@@ -45,12 +45,7 @@ pub trait NetworkApi: Send + Sync {
 
     /// Makes a firewall's rules exactly `want`, plus the members' rule when
     /// the observed ingress says it is missing.
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<()>;
+    async fn update_ingress(&self, u: &Update<'_, [IngressRule]>) -> Result<()>;
 
     async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()>;
     async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()>;
@@ -62,13 +57,8 @@ pub trait NetworkApi: Send + Sync {
 #[async_trait]
 pub trait ComputeApi: Send + Sync {
     /// See [`Provider::offered`].
-    async fn offered(
-        &self,
-        scope: &Scope,
-        zone: &str,
-        instance_type: &str,
-    ) -> Result<Option<bool>> {
-        let _ = (scope, zone, instance_type);
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        let _ = (scope, zone, itype);
         Ok(None)
     }
 
@@ -84,21 +74,11 @@ pub trait StorageApi: Send + Sync {
     async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource>;
 
     /// Grows a volume.
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<()>;
+    async fn resize_volume(&self, u: &Update<'_, u32>) -> Result<()>;
 
     /// Attaches a volume to an instance (detaching it from any other first),
     /// or detaches it; succeeds when there is nothing to do.
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<()>;
+    async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()>;
 
     async fn delete_volume(&self, scope: &Scope, id: &str) -> Result<()>;
 }
@@ -127,25 +107,15 @@ pub trait BucketApi: Send + Sync {
 
     /// Changes a bucket's settings (versioning, encryption, lifecycle,
     /// public access block, force_destroy) to the given values.
-    async fn update_bucket(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        let _ = (scope, current, change);
+    async fn update_bucket(&self, u: &Update<'_, BucketChange>) -> Result<()> {
+        let _ = u;
         Err(not_made(ResourceKind::Bucket))
     }
 
     /// Makes a bucket's user tags exactly `want`; gpuform's own tags stay
     /// (see [`TagApi::update_tags`]).
-    async fn update_bucket_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
-        let _ = (scope, current, want);
+    async fn update_bucket_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let _ = u;
         Err(not_made(ResourceKind::Bucket))
     }
 
@@ -174,18 +144,20 @@ pub trait BucketApi: Send + Sync {
     }
 }
 
+/// Resources of one kind to read by id: what [`RefreshApi::read`] gets.
+pub struct Lookup<'a> {
+    pub scope: &'a Scope,
+    pub kind: ResourceKind,
+    pub ids: &'a [String],
+}
+
 /// Reading what exists: what a cloud crate's `refresh.rs` implements.
 #[async_trait]
 pub trait RefreshApi: Send + Sync {
     /// Reads the given resources of one kind (never called with no ids, with
     /// a kind outside [`CloudDriver::kinds`] nor with buckets, which
     /// [`BucketApi`] reads); absent ones are left out.
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>>;
+    async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>>;
 
     /// Everything in `scope` tagged with this project.
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>>;
@@ -196,18 +168,13 @@ pub trait RefreshApi: Send + Sync {
 pub trait TagApi: Send + Sync {
     /// The cloud's own naming rules for a user tag (lengths, alphabet),
     /// beyond the reserved prefixes [`UserTags::parse`] already refuses.
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
+    fn check_tag(key: &str, value: &str) -> Result<(), String> {
         let _ = (key, value);
         Ok(())
     }
 
     /// Makes the user tags of `current` exactly `want` (ownership tags stay).
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()>;
+    async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()>;
 }
 
 /// One cloud's API. Implement this and its five parts (each in the module
@@ -223,15 +190,20 @@ pub trait CloudDriver: NetworkApi + ComputeApi + StorageApi + RefreshApi + TagAp
     /// The cloud this driver speaks.
     fn cloud(&self) -> Cloud;
 
-    /// A short label for output: `aws`, `aws(http://127.0.0.1:5555)`.
-    fn label(&self) -> String;
+    /// A short label for output: `aws`, or with a test endpoint
+    /// `aws(http://127.0.0.1:5555)`; the cloud's name unless overridden.
+    fn label(&self) -> String {
+        self.cloud().to_string()
+    }
 
     /// The call budget the engine keeps to.
     fn rate_limit(&self) -> RateLimit;
 
-    /// The kinds this cloud makes; creates of others are refused with
+    /// The kinds this cloud makes (all of them unless overridden); creates of others are refused with
     /// [`unsupported`] before any call.
-    fn kinds(&self) -> &'static [ResourceKind];
+    fn kinds(&self) -> &'static [ResourceKind] {
+        &ResourceKind::ALL
+    }
 
     /// See [`Provider::settle_time`].
     fn settle_time(&self) -> Duration {
@@ -277,7 +249,12 @@ async fn read_one<D: CloudDriver + ?Sized>(
     let read = if kind == ResourceKind::Bucket {
         bucket_api(d)?.read_buckets(scope, &ids).await?
     } else {
-        RefreshApi::read(d, scope, kind, &ids).await?
+        let q = Lookup {
+            scope,
+            kind,
+            ids: &ids,
+        };
+        RefreshApi::read(d, &q).await?
     };
     read.into_iter().find(|r| r.id == id).ok_or_else(|| {
         ProviderError::new(
@@ -310,13 +287,8 @@ impl<D: CloudDriver> Provider for D {
             .or_else(|| CloudDriver::delete_refusal(self, observed))
     }
 
-    async fn offered(
-        &self,
-        scope: &Scope,
-        zone: &str,
-        instance_type: &str,
-    ) -> Result<Option<bool>> {
-        ComputeApi::offered(self, scope, zone, instance_type).await
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        ComputeApi::offered(self, scope, zone, itype).await
     }
 
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
@@ -331,7 +303,7 @@ impl<D: CloudDriver> Provider for D {
         if !self.kinds().contains(&req.kind) {
             return Err(unsupported(cloud, req.kind));
         }
-        let tags = UserTags::parse(req.attrs.get("tags"), cloud, |k, v| self.check_tag(k, v))?;
+        let tags = UserTags::parse(req.attrs.get("tags"), cloud, Self::check_tag)?;
         match Desired::parse(req, tags)? {
             Desired::Network(r) => self.create_network(&r).await,
             Desired::Subnet(r) => self.create_subnet(&r).await,
@@ -355,7 +327,7 @@ impl<D: CloudDriver> Provider for D {
         if kind == ResourceKind::Bucket {
             return bucket_api(self)?.read_buckets(scope, ids).await;
         }
-        RefreshApi::read(self, scope, kind, ids).await
+        RefreshApi::read(self, &Lookup { scope, kind, ids }).await
     }
 
     /// The compute kinds only: buckets are another API, listed when asked
@@ -388,29 +360,35 @@ impl<D: CloudDriver> Provider for D {
         if !self.kinds().contains(&kind) {
             return Err(unsupported(cloud, kind));
         }
-        let set = ChangeSet::parse(kind, changes, cloud, |k, v| self.check_tag(k, v))?;
+        let set = ChangeSet::parse(kind, changes, cloud, Self::check_tag)?;
         let current = read_one(self, scope, kind, id).await?;
         match &set.tags {
             Some(tags) if kind == ResourceKind::Bucket => {
                 bucket_api(self)?
-                    .update_bucket_tags(scope, &current, tags)
+                    .update_bucket_tags(&Update::new(scope, &current, tags))
                     .await?
             }
-            Some(tags) => self.update_tags(scope, &current, tags).await?,
+            Some(tags) => {
+                self.update_tags(&Update::new(scope, &current, tags))
+                    .await?
+            }
             None => {}
         }
         if let Some(rules) = &set.ingress {
-            self.update_ingress(scope, &current, rules).await?;
+            self.update_ingress(&Update::new(scope, &current, rules))
+                .await?;
         }
-        if let Some(to) = &set.attachment {
-            self.attach_volume(scope, &current, to).await?;
+        if let Some(attachment) = &set.attachment {
+            self.attach_volume(&Update::new(scope, &current, attachment))
+                .await?;
         }
-        if let Some(size) = set.size_gb {
-            self.resize_volume(scope, &current, size).await?;
+        if let Some(size) = &set.size_gb {
+            self.resize_volume(&Update::new(scope, &current, size))
+                .await?;
         }
         if let Some(change) = &set.bucket {
             bucket_api(self)?
-                .update_bucket(scope, &current, change)
+                .update_bucket(&Update::new(scope, &current, change))
                 .await?;
         }
         read_one(self, scope, kind, id).await

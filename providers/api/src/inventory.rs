@@ -4,11 +4,10 @@
 //! A separate small trait rather than more methods on
 //! [`crate::CloudDriver`]: a cloud answers it with a handful of paginated
 //! list calls per region (its instance listing and its listing of unattached
-//! data volumes), never one call per instance, and a cloud that cannot
-//! answers [`unsupported_inventory`] through the default method.
+//! data volumes), never one call per instance.
 
 use crate::Result;
-use crate::{Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope};
+use crate::{ObservedResource, OwnershipTags, Scope};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -205,27 +204,12 @@ pub struct Inventory {
     pub buckets: Vec<InventoryBucket>,
 }
 
-/// The error of a cloud that cannot list its inventory: the same words on
-/// every cloud.
-pub fn unsupported_inventory(cloud: Cloud) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::Invalid,
-        format!("listing everything in a region (audit) is not supported on {cloud} yet"),
-    )
-}
-
 /// Everything in a region, of every owner, in a few paginated calls.
 #[async_trait]
 pub trait InventoryApi: Send + Sync {
-    /// The cloud this lists.
-    fn inventory_cloud(&self) -> Cloud;
-
     /// Every live instance and every unattached data volume in `scope`:
     /// one paginated listing per kind, whatever the number of instances.
-    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
-        let _ = scope;
-        Err(unsupported_inventory(self.inventory_cloud()))
-    }
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory>;
 }
 
 #[cfg(test)]
@@ -243,22 +227,5 @@ mod tests {
             assert_eq!(RunState::of_status(s), RunState::Stopped, "{s}");
         }
         assert_eq!(RunState::of_status("ERROR"), RunState::Other);
-    }
-
-    struct Nothing;
-    impl InventoryApi for Nothing {
-        fn inventory_cloud(&self) -> Cloud {
-            Cloud::Huawei
-        }
-    }
-
-    #[tokio::test]
-    async fn a_cloud_without_inventory_says_so() {
-        let e = Nothing
-            .inventory(&Scope { region: "x".into() })
-            .await
-            .unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Invalid);
-        assert!(e.message.contains("not supported on huawei"), "{e}");
     }
 }

@@ -27,8 +27,10 @@ pub mod resource;
 pub mod tags;
 
 pub use bucket_name::BucketNameError;
-pub use change::{Attachment, BucketChange, ChangeSet};
-pub use driver::{BucketApi, CloudDriver, ComputeApi, NetworkApi, RefreshApi, StorageApi, TagApi};
+pub use change::{Attachment, BucketChange, ChangeSet, Update};
+pub use driver::{
+    BucketApi, CloudDriver, ComputeApi, Lookup, NetworkApi, RefreshApi, StorageApi, TagApi,
+};
 pub use error::{ErrorKind, ProviderError, Result};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;

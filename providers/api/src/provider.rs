@@ -130,16 +130,11 @@ pub trait Provider: Send + Sync {
     /// this that is not found yet is looked for again before it is retried,
     /// so that clouds without idempotency tokens for some kinds do not get a
     /// duplicate. Zero for clouds whose reads are consistent.
-    /// Whether the cloud sells `instance_type` in `zone` right now, when it
+    /// Whether the cloud sells the instance type `itype` in `zone` right now, when it
     /// can say (`None`: it cannot, or does not say). Checked at plan time so
     /// that a zone without the type is skipped before anything is created.
-    async fn offered(
-        &self,
-        scope: &Scope,
-        zone: &str,
-        instance_type: &str,
-    ) -> Result<Option<bool>> {
-        let _ = (scope, zone, instance_type);
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        let _ = (scope, zone, itype);
         Ok(None)
     }
 

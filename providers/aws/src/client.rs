@@ -2,7 +2,7 @@
 //! client per region, and the paginated Describe calls every other module
 //! reads the cloud with.
 
-use crate::errors::{map_sdk, Op};
+use crate::errors::{map_sdk, sent, Op};
 use crate::AwsProvider;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
@@ -199,12 +199,8 @@ pub(crate) async fn describe_placement_groups(
     c: &Client,
     f: Vec<Filter>,
 ) -> Result<Vec<PlacementGroup>> {
-    let out = c
-        .describe_placement_groups()
-        .set_filters(Some(f))
-        .send()
-        .await
-        .map_err(|e| map_sdk("DescribePlacementGroups", Op::Other, e))?;
+    let request = c.describe_placement_groups().set_filters(Some(f));
+    let out = sent("DescribePlacementGroups", Op::Other, request.send()).await?;
     Ok(out.placement_groups().to_vec())
 }
 

@@ -5,7 +5,7 @@
 //! tests check the built request without a server.
 
 use crate::client::{by_id, describe_instances, describe_placement_groups, empty_answer, filter};
-use crate::errors::{done, map_sdk, Op};
+use crate::errors::{done, map_sdk, sent, Op};
 use crate::refresh::{is_gone, observe_instance, observe_placement};
 use crate::tags::{
     client_token, creation_tags, derived_name, tag_spec, tag_value, Tags, IMAGE_TAG, PRICING_TAG,
@@ -53,13 +53,11 @@ impl AwsProvider {
         {
             return Ok(t.clone());
         }
-        let out = self
+        let request = self
             .ec2_client(region)
             .describe_instance_types()
-            .instance_types(InstanceType::from(instance_type))
-            .send()
-            .await
-            .map_err(|e| map_sdk("DescribeInstanceTypes", Op::Create, e))?;
+            .instance_types(InstanceType::from(instance_type));
+        let out = sent("DescribeInstanceTypes", Op::Create, request.send()).await?;
         let info = out.instance_types().first().ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Invalid,
@@ -112,13 +110,8 @@ impl AwsProvider {
 impl ComputeApi for AwsProvider {
     /// DescribeInstanceTypeOfferings for one zone and type: one call, so a plan
     /// learns before any create that a zone does not sell the type.
-    async fn offered(
-        &self,
-        scope: &Scope,
-        zone: &str,
-        instance_type: &str,
-    ) -> Result<Option<bool>> {
-        let out = self
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        let request = self
             .client(scope)?
             .describe_instance_type_offerings()
             .location_type(LocationType::AvailabilityZone)
@@ -126,14 +119,12 @@ impl ComputeApi for AwsProvider {
             .filters(
                 Filter::builder()
                     .name("instance-type")
-                    .values(instance_type)
+                    .values(itype)
                     .build(),
-            )
-            .send()
-            .await
-            .map_err(|e| map_sdk("DescribeInstanceTypeOfferings", Op::Other, e))?;
+            );
+        let out = sent("DescribeInstanceTypeOfferings", Op::Other, request.send()).await?;
         Ok(Some(out.instance_type_offerings().iter().any(|o| {
-            o.instance_type().map(|t| t.as_str()) == Some(instance_type)
+            o.instance_type().map(|t| t.as_str()) == Some(itype)
         })))
     }
 
@@ -199,10 +190,8 @@ impl ComputeApi for AwsProvider {
             spot = plan.spot,
             "RunInstances"
         );
-        let out = run_instances(&c, &plan)
-            .send()
-            .await
-            .map_err(|e| map_sdk("RunInstances", Op::Create, e))?;
+        let request = run_instances(&c, &plan);
+        let out = sent("RunInstances", Op::Create, request.send()).await?;
         let inst = out
             .instances()
             .first()
@@ -250,15 +239,13 @@ impl ComputeApi for AwsProvider {
     }
 
     async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()> {
-        let c = self.client(scope)?;
-        let sent = c.terminate_instances().instance_ids(id).send().await;
-        done("TerminateInstances", Op::Other, sent)
+        let request = self.client(scope)?.terminate_instances().instance_ids(id);
+        done("TerminateInstances", Op::Other, request.send()).await
     }
 
     async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()> {
-        let c = self.client(scope)?;
-        let sent = c.delete_placement_group().group_name(id).send().await;
-        done("DeletePlacementGroup", Op::Other, sent)
+        let request = self.client(scope)?.delete_placement_group().group_name(id);
+        done("DeletePlacementGroup", Op::Other, request.send()).await
     }
 }
 

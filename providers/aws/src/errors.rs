@@ -12,6 +12,7 @@ use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::operation::RequestId;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
+use std::future::Future;
 
 /// What kind of call failed: a `*.NotFound` code means "the resource is gone"
 /// when reading or deleting it, but "your input is wrong" when it names
@@ -331,17 +332,37 @@ where
     }
 }
 
-/// The outcome of a call whose answer is not needed (deletes, tag and rule
-/// changes): done, or the neutral error.
-pub(crate) fn done<T, E>(
+/// An AWS SDK operation error, as the mapping reads it.
+pub(crate) trait OpError:
+    ProvideErrorMetadata + std::error::Error + Send + Sync + 'static
+{
+}
+impl<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static> OpError for E {}
+
+/// A request sent with an AWS SDK: its answer or the SDK's error.
+pub(crate) trait Sending<T, E>:
+    Future<Output = Result<T, SdkError<E, HttpResponse>>>
+{
+}
+impl<F: Future<Output = Result<T, SdkError<E, HttpResponse>>>, T, E> Sending<T, E> for F {}
+
+/// Sends an EC2 request: its answer, or the neutral error.
+pub(crate) async fn sent<T, E: OpError>(
     action: &str,
     op: Op,
-    sent: Result<T, SdkError<E, HttpResponse>>,
-) -> Result<()>
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    sent.map(|_| ()).map_err(|e| map_sdk(action, op, e))
+    request: impl Sending<T, E>,
+) -> Result<T> {
+    request.await.map_err(|e| map_sdk(action, op, e))
+}
+
+/// Sends a request whose answer is not needed (deletes, tag and rule
+/// changes): done, or the neutral error.
+pub(crate) async fn done<T, E: OpError>(
+    action: &str,
+    op: Op,
+    request: impl Sending<T, E>,
+) -> Result<()> {
+    sent(action, op, request).await.map(drop)
 }
 
 /// The credentials error somewhere in the cause chain, if any.
@@ -388,6 +409,16 @@ mod tests {
     use super::*;
     use ErrorKind::*;
 
+    /// Every (code, op) of `table`, answered with HTTP 400, is its kind.
+    fn check_table(
+        classify: fn(&str, Option<u16>, Op) -> ErrorKind,
+        table: &[(&str, Op, ErrorKind)],
+    ) {
+        for (code, op, want) in table {
+            assert_eq!(classify(code, Some(400), *op), *want, "{code} ({op:?})");
+        }
+    }
+
     #[test]
     fn mapping_table() {
         let table: &[(&str, Op, ErrorKind)] = &[
@@ -421,9 +452,7 @@ mod tests {
             ("InternalError", Op::Other, Transient),
             ("ServiceUnavailable", Op::Other, Transient),
         ];
-        for (code, op, want) in table {
-            assert_eq!(classify(code, Some(400), *op), *want, "{code} ({op:?})");
-        }
+        check_table(classify, table);
         // No code: the status decides.
         assert_eq!(classify("", Some(500), Op::Other), Transient);
         assert_eq!(classify("", Some(503), Op::Create), Transient);
@@ -447,9 +476,7 @@ mod tests {
             ("InvalidAccessKeyId", Op::Other, Auth),
             ("InternalError", Op::Other, Transient),
         ];
-        for (code, op, want) in table {
-            assert_eq!(classify_s3(code, Some(400), *op), *want, "{code} ({op:?})");
-        }
+        check_table(classify_s3, table);
         assert_eq!(classify_s3("", Some(503), Op::Other), Transient);
         let e = from_parts_in(
             Service::S3,

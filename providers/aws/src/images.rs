@@ -3,7 +3,7 @@
 //! explicit `ami-...` id is used as it is.
 
 use crate::client::filter;
-use crate::errors::{map_sdk, Op};
+use crate::errors::{map_sdk, sent, Op};
 use crate::AwsProvider;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
@@ -148,13 +148,8 @@ impl AwsProvider {
 
     /// An explicit AMI id, checked to exist here.
     async fn describe_ami(&self, region: &str, image: &str) -> Result<ResolvedImage> {
-        let out = self
-            .ec2_client(region)
-            .describe_images()
-            .image_ids(image)
-            .send()
-            .await
-            .map_err(|e| map_sdk("DescribeImages", Op::Create, e))?;
+        let request = self.ec2_client(region).describe_images().image_ids(image);
+        let out = sent("DescribeImages", Op::Create, request.send()).await?;
         let img = out.images().first().ok_or_else(|| {
             ProviderError::new(
                 ErrorKind::Invalid,

@@ -54,7 +54,7 @@ pub use tags::{IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG, ROOT_VOLUME_KIND};
 use aws_sdk_ec2::Client;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
-use gpuform_provider::{Cloud, CloudDriver, ResourceKind};
+use gpuform_provider::{Cloud, CloudDriver};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
@@ -161,11 +161,6 @@ impl CloudDriver for AwsProvider {
 
     fn rate_limit(&self) -> RateLimit {
         self.rate
-    }
-
-    /// Every kind; buckets are S3's (`buckets`).
-    fn kinds(&self) -> &'static [ResourceKind] {
-        &ResourceKind::ALL
     }
 
     fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {

@@ -2,9 +2,9 @@
 //! translation of neutral ingress rules to and from EC2's `IpPermission`.
 
 use crate::client::{by_id, describe_groups, empty_answer, filter};
-use crate::errors::{done, map_sdk, Op};
+use crate::errors::{done, map_sdk, sent, Op};
 use crate::refresh::{observe_group, observe_subnet, observe_vpc};
-use crate::tags::{creation_tags, derived_name, sanitize, tag_spec, tag_value};
+use crate::tags::{derived_name, new_tag_spec, sanitize, tag_value};
 use crate::AwsProvider;
 use async_trait::async_trait;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
@@ -14,7 +14,7 @@ use gpuform_provider::resource::member_rule_missing;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
-    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
+    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec, Update,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -22,37 +22,31 @@ use std::collections::BTreeSet;
 #[async_trait]
 impl NetworkApi for AwsProvider {
     async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource> {
-        let c = self.client(&req.scope)?;
         let NetworkSpec { cidr } = &req.spec;
-        let tags = creation_tags(&req.ownership, "network", &[], &req.tags);
-        let out = c
+        let request = self
+            .client(&req.scope)?
             .create_vpc()
             .cidr_block(cidr)
-            .tag_specifications(tag_spec(ResourceType::Vpc, &tags))
-            .send()
-            .await
-            .map_err(|e| map_sdk("CreateVpc", Op::Create, e))?;
+            .tag_specifications(new_tag_spec(req, "network", ResourceType::Vpc));
+        let out = sent("CreateVpc", Op::Create, request.send()).await?;
         let vpc = out.vpc().ok_or_else(|| empty_answer("CreateVpc"))?;
         Ok(observe_vpc(vpc, req.region()))
     }
 
     async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource> {
-        let c = self.client(&req.scope)?;
         let SubnetSpec {
             network,
             zone,
             cidr,
         } = &req.spec;
-        let tags = creation_tags(&req.ownership, "subnet", &[], &req.tags);
-        let out = c
+        let request = self
+            .client(&req.scope)?
             .create_subnet()
             .vpc_id(network)
             .cidr_block(cidr)
             .availability_zone(zone)
-            .tag_specifications(tag_spec(ResourceType::Subnet, &tags))
-            .send()
-            .await
-            .map_err(|e| map_sdk("CreateSubnet", Op::Create, e))?;
+            .tag_specifications(new_tag_spec(req, "subnet", ResourceType::Subnet));
+        let out = sent("CreateSubnet", Op::Create, request.send()).await?;
         let s = out.subnet().ok_or_else(|| empty_answer("CreateSubnet"))?;
         Ok(observe_subnet(s, req.region()))
     }
@@ -67,7 +61,6 @@ impl NetworkApi for AwsProvider {
             ingress,
         } = &req.spec;
         let own = &req.ownership;
-        let tags = creation_tags(own, "firewall", &[], &req.tags);
         let name = derived_name(own);
         let description = sanitize(&format!("gpuform {} {}", own.project, own.address), 255);
         let created = c
@@ -75,7 +68,7 @@ impl NetworkApi for AwsProvider {
             .group_name(&name)
             .description(description)
             .vpc_id(vpc)
-            .tag_specifications(tag_spec(ResourceType::SecurityGroup, &tags))
+            .tag_specifications(new_tag_spec(req, "firewall", ResourceType::SecurityGroup))
             .send()
             .await;
         let group_id = match created {
@@ -121,12 +114,8 @@ impl NetworkApi for AwsProvider {
     /// Authorizes what `want` adds (and the members' rule when it is missing:
     /// a create interrupted before AuthorizeSecurityGroupIngress), then revokes
     /// what it no longer has.
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<()> {
+    async fn update_ingress(&self, u: &Update<'_, [IngressRule]>) -> Result<()> {
+        let (scope, current, want) = (u.scope, u.current, u.want);
         let c = self.client(scope)?;
         let id = current.id.as_str();
         let (have, foreign) = read_observed(current.attrs.get("ingress"));
@@ -141,55 +130,44 @@ impl NetworkApi for AwsProvider {
             authorize(&c, id, add).await?;
         }
         if !remove.is_empty() {
-            let sent = c
+            let request = c
                 .revoke_security_group_ingress()
                 .group_id(id)
-                .set_ip_permissions(Some(remove))
-                .send()
-                .await;
-            done("RevokeSecurityGroupIngress", Op::Other, sent)?;
+                .set_ip_permissions(Some(remove));
+            done("RevokeSecurityGroupIngress", Op::Other, request.send()).await?;
         }
         Ok(())
     }
 
     async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()> {
-        let c = self.client(scope)?;
-        let sent = c.delete_vpc().vpc_id(id).send().await;
-        done("DeleteVpc", Op::Other, sent)
+        let request = self.client(scope)?.delete_vpc().vpc_id(id);
+        done("DeleteVpc", Op::Other, request.send()).await
     }
 
     async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
-        let c = self.client(scope)?;
-        let sent = c.delete_subnet().subnet_id(id).send().await;
-        done("DeleteSubnet", Op::Other, sent)
+        let request = self.client(scope)?.delete_subnet().subnet_id(id);
+        done("DeleteSubnet", Op::Other, request.send()).await
     }
 
     async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
-        let c = self.client(scope)?;
-        let sent = c.delete_security_group().group_id(id).send().await;
-        done("DeleteSecurityGroup", Op::Other, sent)
+        let request = self.client(scope)?.delete_security_group().group_id(id);
+        done("DeleteSecurityGroup", Op::Other, request.send()).await
     }
 }
 
 async fn authorize(c: &Client, group_id: &str, perms: Vec<IpPermission>) -> Result<()> {
-    let all = c
-        .authorize_security_group_ingress()
-        .group_id(group_id)
-        .set_ip_permissions(Some(perms.clone()))
-        .send()
-        .await;
-    match all {
+    let send = |perms: Vec<IpPermission>| {
+        c.authorize_security_group_ingress()
+            .group_id(group_id)
+            .set_ip_permissions(Some(perms))
+            .send()
+    };
+    match send(perms.clone()).await {
         Ok(_) => Ok(()),
         Err(e) if e.code() == Some("InvalidPermission.Duplicate") => {
             // Some rules exist already (a retried create): add the rest one by one.
             for p in perms {
-                match c
-                    .authorize_security_group_ingress()
-                    .group_id(group_id)
-                    .ip_permissions(p)
-                    .send()
-                    .await
-                {
+                match send(vec![p]).await {
                     Ok(_) => {}
                     Err(e) if e.code() == Some("InvalidPermission.Duplicate") => {}
                     Err(e) => return Err(map_sdk("AuthorizeSecurityGroupIngress", Op::Other, e)),

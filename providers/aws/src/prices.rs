@@ -16,7 +16,7 @@
 //!   `NextToken` pages. `GPUFORM_AWS_PRICING_ENDPOINT` replaces the endpoint
 //!   (tests, a proxy).
 
-use crate::errors::{map_sdk, Op};
+use crate::errors::{sent, Op};
 use crate::AwsProvider;
 use async_trait::async_trait;
 use aws_credential_types::provider::ProvideCredentials;
@@ -46,15 +46,13 @@ async fn spot(p: &AwsProvider, region: &str, instance_type: &str) -> Result<Opti
     let mut newest: std::collections::BTreeMap<String, (i64, f64)> = Default::default();
     let mut token: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let out = client
+        let request = client
             .describe_spot_price_history()
             .instance_types(InstanceType::from(instance_type))
             .product_descriptions("Linux/UNIX")
             .max_results(1000)
-            .set_next_token(token.clone())
-            .send()
-            .await
-            .map_err(|e| map_sdk(SPOT, Op::Other, e))?;
+            .set_next_token(token.clone());
+        let out = sent(SPOT, Op::Other, request.send()).await?;
         for pt in out.spot_price_history() {
             if pt.instance_type().map(|t| t.as_str()) != Some(instance_type) {
                 continue;

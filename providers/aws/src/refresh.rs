@@ -22,7 +22,8 @@ use aws_sdk_ec2::Client;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Cloud, ObservedResource, OwnershipTags, RefreshApi, ResourceKind, Scope,
+    Attrs, Cloud, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
+    ObservedResource, OwnershipTags, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -32,12 +33,8 @@ impl RefreshApi for AwsProvider {
     /// Reads resources of one kind by id. Filters by id rather than the `*Ids`
     /// parameters: an id that no longer exists is simply absent instead of
     /// failing the whole batch with Invalid*ID.NotFound.
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>> {
+    async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>> {
+        let (scope, kind, ids) = (q.scope, q.kind, q.ids);
         let c = self.client(scope)?;
         let region = scope.region.as_str();
         let ids: Vec<String> = ids
@@ -390,16 +387,8 @@ pub(crate) fn observe_instance(
 /// give each instance's disk size (what a stopped instance still pays for),
 /// the `available` ones are the unattached volumes.
 #[async_trait]
-impl gpuform_provider::InventoryApi for AwsProvider {
-    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
-        gpuform_provider::Cloud::Aws
-    }
-
-    async fn inventory(
-        &self,
-        scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory> {
-        use gpuform_provider::{InventoryInstance, InventoryVolume};
+impl InventoryApi for AwsProvider {
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
         let c = self.client(scope)?;
         let region = scope.region.as_str();
         let live = vec![filter(
@@ -415,7 +404,7 @@ impl gpuform_provider::InventoryApi for AwsProvider {
             .iter()
             .filter_map(|v| Some((v.volume_id()?.to_string(), v.size()?)))
             .collect();
-        let mut out = gpuform_provider::Inventory::default();
+        let mut out = Inventory::default();
         for i in instances.iter().filter(|i| !is_gone(i)) {
             let attached: Vec<u64> = i
                 .block_device_mappings()

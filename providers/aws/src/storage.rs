@@ -3,16 +3,17 @@
 
 use crate::client::{by_id, describe_volumes, empty_answer};
 use crate::compute::existing_instance;
-use crate::errors::{done, map_sdk, Op};
+use crate::errors::{done, sent, Op};
 use crate::refresh::{observe_volume, volume_gone};
-use crate::tags::{client_token, creation_tags, tag_spec};
+use crate::tags::{client_token, new_tag_spec};
 use crate::AwsProvider;
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Volume, VolumeState, VolumeType};
 use aws_sdk_ec2::Client;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi, VolumeSpec,
+    Attachment, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi, Update,
+    VolumeSpec,
 };
 use std::time::Duration;
 
@@ -45,17 +46,14 @@ impl StorageApi for AwsProvider {
             )
         })?;
         let vtype = volume_type.as_deref().unwrap_or(DEFAULT_VOLUME_TYPE);
-        let tags = creation_tags(&req.ownership, "volume", &[], &req.tags);
-        let out = c
+        let request = c
             .create_volume()
             .availability_zone(&zone)
             .size(*size_gb as i32)
             .volume_type(VolumeType::from(vtype))
             .client_token(client_token(&req.ownership.token))
-            .tag_specifications(tag_spec(ResourceType::Volume, &tags))
-            .send()
-            .await
-            .map_err(|e| map_sdk("CreateVolume", Op::Create, e))?;
+            .tag_specifications(new_tag_spec(req, "volume", ResourceType::Volume));
+        let out = sent("CreateVolume", Op::Create, request.send()).await?;
         let volume_id = out
             .volume_id()
             .ok_or_else(|| empty_answer("CreateVolume"))?
@@ -86,12 +84,8 @@ impl StorageApi for AwsProvider {
 
     /// Moves a volume to `to`: detaches it from any other instance first;
     /// nothing to do when it is already there.
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<()> {
+    async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()> {
+        let (scope, current, to) = (u.scope, u.current, u.want);
         let c = self.client(scope)?;
         let id = current.id.as_str();
         // Described again: detaching needs each attachment's instance and device.
@@ -111,12 +105,8 @@ impl StorageApi for AwsProvider {
     }
 
     /// ModifyVolume to the new size (EBS volumes only grow).
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<()> {
+    async fn resize_volume(&self, u: &Update<'_, u32>) -> Result<()> {
+        let (scope, current, size_gb) = (u.scope, u.current, *u.want);
         let size = i32::try_from(size_gb).map_err(|_| {
             ProviderError::new(
                 ErrorKind::Invalid,
@@ -124,13 +114,8 @@ impl StorageApi for AwsProvider {
             )
         })?;
         let c = self.client(scope)?;
-        let sent = c
-            .modify_volume()
-            .volume_id(&current.id)
-            .size(size)
-            .send()
-            .await;
-        done("ModifyVolume", Op::Other, sent)
+        let request = c.modify_volume().volume_id(&current.id).size(size);
+        done("ModifyVolume", Op::Other, request.send()).await
     }
 
     /// Detaches the volume when it is attached, then deletes it.
@@ -142,8 +127,8 @@ impl StorageApi for AwsProvider {
             return Ok(());
         }
         detach_volume(c, v).await?;
-        let sent = c.delete_volume().volume_id(id).send().await;
-        done("DeleteVolume", Op::Other, sent)
+        let request = c.delete_volume().volume_id(id);
+        done("DeleteVolume", Op::Other, request.send()).await
     }
 }
 
@@ -179,14 +164,12 @@ async fn attach(c: &Client, volume_id: &str, instance_id: &str) -> Result<()> {
             format!("instance {instance_id} has no free device name left"),
         )
     })?;
-    let sent = c
+    let request = c
         .attach_volume()
         .volume_id(volume_id)
         .instance_id(instance_id)
-        .device(device)
-        .send()
-        .await;
-    done("AttachVolume", Op::Create, sent)
+        .device(device);
+    done("AttachVolume", Op::Create, request.send()).await
 }
 
 /// DetachVolume from every instance it is attached to, then waits a little
@@ -208,10 +191,8 @@ async fn detach_volume(c: &Client, v: &Volume) -> Result<()> {
             .detach_volume()
             .volume_id(id)
             .set_instance_id(instance_id.clone())
-            .set_device(device.clone())
-            .send()
-            .await;
-        match done("DetachVolume", Op::Other, detached) {
+            .set_device(device.clone());
+        match done("DetachVolume", Op::Other, detached.send()).await {
             // Detached (or gone) meanwhile: nothing left to do for it.
             Err(e) if e.kind != ErrorKind::NotFound => return Err(e),
             _ => {}

@@ -9,7 +9,7 @@ use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, ObservedResource, OwnershipTags, ResourceKind, Scope, TagApi, UserTags,
+    Cloud, Create, ObservedResource, OwnershipTags, ResourceKind, TagApi, Update, UserTags,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -44,21 +44,17 @@ pub fn tag_spec(resource: ResourceType, tags: &Tags) -> TagSpecification {
         .build()
 }
 
-/// EC2's own rules for a user tag, beyond the reserved `aws:` prefix (which
-/// the neutral layer refuses): lengths. EC2 would refuse the create itself;
-/// this says so before any call, naming the rule.
-pub(crate) fn check_tag(key: &str, value: &str) -> Result<(), String> {
-    if key.chars().count() > MAX_KEY_CHARS {
-        return Err(format!(
-            "EC2 tag keys are at most {MAX_KEY_CHARS} characters"
-        ));
-    }
-    if value.chars().count() > MAX_VALUE_CHARS {
-        return Err(format!(
-            "EC2 tag values are at most {MAX_VALUE_CHARS} characters"
-        ));
-    }
-    Ok(())
+/// The tag specification of a new `kind` resource (EC2 type `resource`)
+/// that `req` creates: its creation tags, with no extra gpuform tags.
+pub(crate) fn new_tag_spec<S>(
+    req: &Create<S>,
+    kind: &str,
+    resource: ResourceType,
+) -> TagSpecification {
+    tag_spec(
+        resource,
+        &creation_tags(&req.ownership, kind, &[], &req.tags),
+    )
 }
 
 /// The `Name` tag gpuform sets unless the user gives one: consoles show it.
@@ -125,17 +121,26 @@ fn tags_of(r: &ObservedResource) -> UserTags {
 
 #[async_trait]
 impl TagApi for AwsProvider {
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        check_tag(key, value)
+    /// EC2's own rules for a user tag, beyond the reserved `aws:` prefix (which
+    /// the neutral layer refuses): lengths. EC2 would refuse the create itself;
+    /// this says so before any call, naming the rule.
+    fn check_tag(key: &str, value: &str) -> Result<(), String> {
+        if key.chars().count() > MAX_KEY_CHARS {
+            return Err(format!(
+                "EC2 tag keys are at most {MAX_KEY_CHARS} characters"
+            ));
+        }
+        if value.chars().count() > MAX_VALUE_CHARS {
+            return Err(format!(
+                "EC2 tag values are at most {MAX_VALUE_CHARS} characters"
+            ));
+        }
+        Ok(())
     }
 
     /// CreateTags for what is new or changed, DeleteTags for what is gone.
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
+    async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let (scope, current, want) = (u.scope, u.current, u.want);
         let c = self.client(scope)?;
         // Placement groups are tagged by id, not by name.
         let target = match current.kind {
@@ -147,28 +152,23 @@ impl TagApi for AwsProvider {
             _ => &current.id,
         };
         let diff = want.diff_from(&tags_of(current));
-        if !diff.set.is_empty() {
-            let add = diff
-                .set
-                .iter()
-                .map(|(k, v)| Tag::builder().key(k).value(v).build());
-            let sent = c
-                .create_tags()
-                .resources(target)
-                .set_tags(Some(add.collect()))
-                .send()
-                .await;
-            done("CreateTags", Op::Other, sent)?;
+        let set: Vec<Tag> = diff
+            .set
+            .iter()
+            .map(|(k, v)| Tag::builder().key(k).value(v).build())
+            .collect();
+        if !set.is_empty() {
+            let request = c.create_tags().resources(target).set_tags(Some(set));
+            done("CreateTags", Op::Other, request.send()).await?;
         }
-        if !diff.remove.is_empty() {
-            let remove = diff.remove.iter().map(|k| Tag::builder().key(k).build());
-            let sent = c
-                .delete_tags()
-                .resources(target)
-                .set_tags(Some(remove.collect()))
-                .send()
-                .await;
-            done("DeleteTags", Op::Other, sent)?;
+        let remove: Vec<Tag> = diff
+            .remove
+            .iter()
+            .map(|k| Tag::builder().key(k).build())
+            .collect();
+        if !remove.is_empty() {
+            let request = c.delete_tags().resources(target).set_tags(Some(remove));
+            done("DeleteTags", Op::Other, request.send()).await?;
         }
         Ok(())
     }
@@ -272,11 +272,11 @@ mod tests {
 
     #[test]
     fn ec2_tag_lengths_are_checked_before_any_call() {
-        assert!(check_tag("team", "ml").is_ok());
-        assert!(check_tag(&"k".repeat(128), &"v".repeat(256)).is_ok());
-        let e = check_tag(&"k".repeat(129), "v").unwrap_err();
+        assert!(AwsProvider::check_tag("team", "ml").is_ok());
+        assert!(AwsProvider::check_tag(&"k".repeat(128), &"v".repeat(256)).is_ok());
+        let e = AwsProvider::check_tag(&"k".repeat(129), "v").unwrap_err();
         assert!(e.contains("keys are at most 128"), "{e}");
-        let e = check_tag("k", &"é".repeat(257)).unwrap_err();
+        let e = AwsProvider::check_tag("k", &"é".repeat(257)).unwrap_err();
         assert!(e.contains("values are at most 256"), "{e}");
     }
 

@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use gpuform_aws::AwsProvider;
-use gpuform_provider::{CreateRequest, ErrorKind, Provider, ProviderError, ResourceKind};
+use gpuform_provider::{ErrorKind, Provider, ResourceKind};
 use serde_json::json;
 
 #[tokio::test]
@@ -20,15 +20,7 @@ async fn dependency_violation_when_deleting_a_vpc_in_use() {
     assert_eq!(err.code.as_deref(), Some("DependencyViolation"));
     assert!(err.kind.is_retryable());
     delete_network(&p, &net).await;
-    assert!(p.list_owned(&scope(), &project).await.unwrap().is_empty());
-}
-
-/// The error of a create that must fail.
-async fn refused(p: &AwsProvider, r: CreateRequest) -> ProviderError {
-    match p.create(&r).await {
-        Ok(made) => panic!("{} {} was created: {made:?}", r.kind, r.ownership.address),
-        Err(e) => e,
-    }
+    assert!(owned_by(&p, &project).await.is_empty());
 }
 
 #[tokio::test]
@@ -36,20 +28,10 @@ async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
     let p = provider().await;
     let project = unique_project("errors");
     let net = network(&p, &project).await;
-    let refs = [
-        ("subnet", net.subnet.as_str()),
-        ("firewall", net.sg.as_str()),
-    ];
-    let node = |address: &str, attrs| req(ResourceKind::Instance, &project, address, attrs, &refs);
+    let node = |address: &str, attrs| node(&net, &project, address, attrs);
 
-    let e = refused(
-        &p,
-        node(
-            "n[0]",
-            json!({"instance_type": "p9.mega", "image": "amazon-linux-2023"}),
-        ),
-    )
-    .await;
+    let no_such_type = json!({"instance_type": "p9.mega", "image": "amazon-linux-2023"});
+    let e = refused(&p, node("n[0]", no_such_type)).await;
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert!(
         e.code
@@ -61,27 +43,15 @@ async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
     assert!(e.request_id.is_some(), "{e:?}");
     assert!(e.message.contains("hint"), "{e:?}");
 
-    let e = refused(
-        &p,
-        node(
-            "n[1]",
-            json!({"instance_type": "g4dn.xlarge", "image": "ami-0123456789abcdef0"}),
-        ),
-    )
-    .await;
+    let no_such_ami = json!({"instance_type": "g4dn.xlarge", "image": "ami-0123456789abcdef0"});
+    let e = refused(&p, node("n[1]", no_such_ami)).await;
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert_eq!(e.code.as_deref(), Some("InvalidAMIID.NotFound"), "{e:?}");
     assert!(e.request_id.is_some(), "{e:?}");
 
     // A logical name that does not exist at all, and one with no AMI here.
-    let e = refused(
-        &p,
-        node(
-            "n[2]",
-            json!({"instance_type": "g4dn.xlarge", "image": "beos-5"}),
-        ),
-    )
-    .await;
+    let unknown_image = json!({"instance_type": "g4dn.xlarge", "image": "beos-5"});
+    let e = refused(&p, node("n[2]", unknown_image)).await;
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(
         e.message.contains("ubuntu-22.04-cuda"),
@@ -125,7 +95,7 @@ async fn errors_map_to_neutral_kinds_with_code_and_request_id() {
     let e = refused(&p, vpc).await;
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(e.message.contains("at most 128 characters"), "{e}");
-    let left = p.list_owned(&scope(), &project).await.unwrap();
+    let left = owned_by(&p, &project).await;
     assert_eq!(by_kind(&left, ResourceKind::Network).len(), 1, "{left:#?}");
 
     delete_network(&p, &net).await;

@@ -17,13 +17,8 @@ async fn lifecycle_create_list_read_drift_delete() {
 
     // The firewall: the self rule (all traffic between members) plus ingress.
     let ec2 = raw_client(&p).await;
-    let g = ec2
-        .describe_security_groups()
-        .group_ids(&net.sg)
-        .send()
-        .await
-        .unwrap();
-    let perms = g.security_groups()[0].ip_permissions();
+    let g = described_group(&ec2, &net.sg).await;
+    let perms = g.ip_permissions();
     assert!(
         perms.iter().any(|p| p.ip_protocol() == Some("-1")
             && p.user_id_group_pairs()
@@ -36,32 +31,12 @@ async fn lifecycle_create_list_read_drift_delete() {
             .iter()
             .any(|r| r.cidr_ip() == Some("203.0.113.0/24"))));
 
-    let refs = [
-        ("subnet", net.subnet.as_str()),
-        ("firewall", net.sg.as_str()),
-    ];
-    let trainer = p
-        .create(&req(
-            ResourceKind::Instance,
-            &project,
-            "cluster.trainer.node[0]",
-            json!({"instance_type": "p4d.24xlarge", "zone": ZONE, "image": "amazon-linux-2023", "pricing": "on-demand",
-                   "root_gb": 200, "rdma": true, "user_data": "#!/bin/sh\necho hi\n", "tags": {"team": "ml"}}),
-            &refs,
-        ))
-        .await
-        .unwrap();
-    let infer = p
-        .create(&req(
-            ResourceKind::Instance,
-            &project,
-            "cluster.inference.node[0]",
-            json!({"instance_type": "g4dn.xlarge", "zone": ZONE, "image": "amazon-linux-2023", "pricing": "spot",
-                   "spot_max_price": 0.35, "root_gb": 120, "rdma": false}),
-            &refs,
-        ))
-        .await
-        .unwrap();
+    let a = json!({"instance_type": "p4d.24xlarge", "zone": ZONE, "image": "amazon-linux-2023", "pricing": "on-demand",
+                   "root_gb": 200, "rdma": true, "user_data": "#!/bin/sh\necho hi\n", "tags": {"team": "ml"}});
+    let trainer = create(&p, &node(&net, &project, "cluster.trainer.node[0]", a)).await;
+    let a = json!({"instance_type": "g4dn.xlarge", "zone": ZONE, "image": "amazon-linux-2023", "pricing": "spot",
+                   "spot_max_price": 0.35, "root_gb": 120, "rdma": false});
+    let infer = create(&p, &node(&net, &project, "cluster.inference.node[0]", a)).await;
     assert!(trainer.id.starts_with("i-") && infer.id.starts_with("i-"));
 
     // EFA: p4d.24xlarge allows 4 EFA interfaces (one per network card).
@@ -127,13 +102,7 @@ async fn lifecycle_create_list_read_drift_delete() {
             && g4.contains("SecurityGroupId.1=sg-"),
         "{g4}"
     );
-    let d = ec2
-        .describe_instances()
-        .instance_ids(&trainer.id)
-        .send()
-        .await
-        .unwrap();
-    let inst = &d.reservations()[0].instances()[0];
+    let inst = &described_instance(&ec2, &trainer.id).await;
     assert_eq!(
         inst.image_id(),
         Some("ami-03c3da4cfa8e8943a"),
@@ -155,7 +124,7 @@ async fn lifecycle_create_list_read_drift_delete() {
     );
 
     // list_owned finds everything, with its ownership tags and neutral attrs.
-    let owned = p.list_owned(&scope(), &project).await.unwrap();
+    let owned = owned_by(&p, &project).await;
     assert_eq!(by_kind(&owned, ResourceKind::Network).len(), 1);
     assert_eq!(by_kind(&owned, ResourceKind::Subnet).len(), 1);
     assert_eq!(by_kind(&owned, ResourceKind::Firewall).len(), 1);
@@ -207,24 +176,14 @@ async fn lifecycle_create_list_read_drift_delete() {
         infer.id.clone(),
         "i-0123456789abcdef0".to_string(),
     ];
-    let read = p
-        .read(&scope(), ResourceKind::Instance, &ids)
-        .await
-        .unwrap();
+    let read = read_back(&p, ResourceKind::Instance, &ids).await;
     assert_eq!(read.len(), 2, "{read:#?}");
     assert_eq!(
         read.iter().find(|r| r.id == trainer.id).unwrap().attrs,
         t.attrs
     );
-    let read = p
-        .read(
-            &scope(),
-            ResourceKind::Subnet,
-            &[net.subnet.clone(), "subnet-00000000000000000".into()],
-        )
-        .await
-        .unwrap();
-    assert_eq!(read.len(), 1);
+    let subnets = [net.subnet.clone(), "subnet-00000000000000000".into()];
+    assert_eq!(read_back(&p, ResourceKind::Subnet, &subnets).await.len(), 1);
 
     // Updates in place: tags and ingress.
     let mut changes = Attrs::new();
@@ -263,21 +222,16 @@ async fn lifecycle_create_list_read_drift_delete() {
         .send()
         .await
         .unwrap();
-    let owned = p.list_owned(&scope(), &project).await.unwrap();
+    let owned = owned_by(&p, &project).await;
     let left: Vec<_> = by_kind(&owned, ResourceKind::Instance)
         .iter()
         .map(|r| r.id.clone())
         .collect();
     assert_eq!(left, vec![trainer.id.clone()]);
     assert_eq!(
-        p.read(
-            &scope(),
-            ResourceKind::Instance,
-            std::slice::from_ref(&infer.id)
-        )
-        .await
-        .unwrap()
-        .len(),
+        read_back(&p, ResourceKind::Instance, std::slice::from_ref(&infer.id))
+            .await
+            .len(),
         0
     );
 
@@ -291,7 +245,7 @@ async fn lifecycle_create_list_read_drift_delete() {
     ];
     delete_all(&p, &everything).await;
     delete_all(&p, &everything).await;
-    let owned = p.list_owned(&scope(), &project).await.unwrap();
+    let owned = owned_by(&p, &project).await;
     assert!(owned.is_empty(), "left over: {owned:#?}");
 }
 

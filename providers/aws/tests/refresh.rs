@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use gpuform_provider::{Provider, ResourceKind};
 use serde_json::json;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Crash adoption: the create happened, its answer was lost; the ownership
@@ -24,7 +25,7 @@ async fn lost_create_result_is_adopted_by_tags() {
         &[("subnet", &net.subnet), ("firewall", &net.sg)],
     );
     let token = r.ownership.token.clone();
-    let created = p.create(&r).await.unwrap();
+    let created = create(&p, &r).await;
     let lost_id = created.id.clone();
     drop(created); // the journal never saw the id
 
@@ -59,25 +60,13 @@ async fn refreshing_200_instances_costs_a_handful_of_calls() {
     let sem = Arc::new(tokio::sync::Semaphore::new(16));
     let mut set = tokio::task::JoinSet::new();
     for n in 0..N {
-        let (p, sem, project, subnet, sg) = (
-            p.clone(),
-            sem.clone(),
-            project.clone(),
-            net.subnet.clone(),
-            net.sg.clone(),
-        );
+        let a =
+            json!({"instance_type": "g4dn.xlarge", "image": "amazon-linux-2023", "root_gb": 100});
+        let r = node(&net, &project, &format!("cluster.big.node[{n}]"), a);
+        let (p, sem) = (p.clone(), sem.clone());
         set.spawn(async move {
             let _permit = sem.acquire().await.unwrap();
-            p.create(&req(
-                ResourceKind::Instance,
-                &project,
-                &format!("cluster.big.node[{n}]"),
-                json!({"instance_type": "g4dn.xlarge", "image": "amazon-linux-2023", "root_gb": 100}),
-                &[("subnet", &subnet), ("firewall", &sg)],
-            ))
-            .await
-            .unwrap()
-            .id
+            create(&p, &r).await.id
         });
     }
     let mut ids = Vec::new();
@@ -94,8 +83,8 @@ async fn refreshing_200_instances_costs_a_handful_of_calls() {
     assert!(by_kind(&owned, ResourceKind::Instance)
         .iter()
         .all(|r| r.attrs["root_gb"] == json!(100)));
-    let list_counts = proxy.snapshot();
-    let list_total: u32 = list_counts.values().sum();
+    let list = format!("list_owned of {N} instances (+ network, subnet, firewall)");
+    assert_a_handful(&list, &proxy.snapshot(), 8);
 
     proxy.reset();
     let read = counted
@@ -103,27 +92,7 @@ async fn refreshing_200_instances_costs_a_handful_of_calls() {
         .await
         .unwrap();
     assert_eq!(read.len(), N);
-    let read_counts = proxy.snapshot();
-    let read_total: u32 = read_counts.values().sum();
-
-    println!("list_owned of {N} instances (+ network, subnet, firewall): {list_total} requests: {list_counts:?}");
-    println!("read of {N} instance ids: {read_total} requests: {read_counts:?}");
-    assert!(
-        list_counts.get("DescribeInstances").copied().unwrap_or(0) <= 1,
-        "{list_counts:?}"
-    );
-    assert!(
-        list_total <= 8,
-        "list_owned must cost a handful of calls, not {list_total}: {list_counts:?}"
-    );
-    assert!(
-        read_counts.get("DescribeInstances").copied().unwrap_or(0) <= 1,
-        "{read_counts:?}"
-    );
-    assert!(
-        read_total <= 4,
-        "read must cost a handful of calls, not {read_total}: {read_counts:?}"
-    );
+    assert_a_handful(&format!("read of {N} instance ids"), &proxy.snapshot(), 4);
 
     // Clean up in one call.
     let ec2 = raw_client(&p).await;
@@ -133,4 +102,17 @@ async fn refreshing_200_instances_costs_a_handful_of_calls() {
         .await
         .unwrap();
     delete_network(&p, &net).await;
+}
+
+/// Asserts that `what` made at most one DescribeInstances and at most
+/// `most` requests in all (`counts`: requests by action).
+fn assert_a_handful(what: &str, counts: &HashMap<String, u32>, most: u32) {
+    let total: u32 = counts.values().sum();
+    println!("{what}: {total} requests: {counts:?}");
+    let describes = counts.get("DescribeInstances").copied().unwrap_or(0);
+    assert!(describes <= 1, "{what}: {counts:?}");
+    assert!(
+        total <= most,
+        "{what} must cost a handful of calls, not {total}: {counts:?}"
+    );
 }

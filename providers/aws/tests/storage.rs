@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpuform_provider::{Provider, ResourceKind};
+use gpuform_provider::ResourceKind;
 use serde_json::json;
 
 #[tokio::test]
@@ -12,26 +12,18 @@ async fn data_volume_created_attached_listed_and_deleted() {
     let p = provider().await;
     let project = unique_project("volume");
     let net = network(&p, &project).await;
-    let inst = p
-        .create(&req(
-            ResourceKind::Instance,
-            &project,
-            "cluster.a.node[0]",
-            json!({"instance_type": "g5.xlarge", "image": "amazon-linux-2023", "root_gb": 100}),
-            &[("subnet", &net.subnet), ("firewall", &net.sg)],
-        ))
-        .await
-        .unwrap();
-    let vol = p
-        .create(&req(
-            ResourceKind::Volume,
-            &project,
-            "cluster.a.node[0].data",
-            json!({"size_gb": 250, "volume_type": "gp3"}),
-            &[("instance", &inst.id)],
-        ))
-        .await
-        .unwrap();
+    let a = json!({"instance_type": "g5.xlarge", "image": "amazon-linux-2023", "root_gb": 100});
+    let inst = create(&p, &node(&net, &project, "cluster.a.node[0]", a)).await;
+    let a = json!({"size_gb": 250, "volume_type": "gp3"});
+    let refs = [("instance", inst.id.as_str())];
+    let data = req(
+        ResourceKind::Volume,
+        &project,
+        "cluster.a.node[0].data",
+        a,
+        &refs,
+    );
+    let vol = create(&p, &data).await;
     assert!(vol.id.starts_with("vol-"));
     assert_eq!(vol.attrs["size_gb"], json!(250));
     assert_eq!(
@@ -41,7 +33,7 @@ async fn data_volume_created_attached_listed_and_deleted() {
     );
     assert_eq!(vol.status, "in-use");
 
-    let owned = p.list_owned(&scope(), &project).await.unwrap();
+    let owned = owned_by(&p, &project).await;
     let vols = by_kind(&owned, ResourceKind::Volume);
     assert_eq!(
         vols.len(),
@@ -54,22 +46,11 @@ async fn data_volume_created_attached_listed_and_deleted() {
         "cluster.a.node[0].data"
     );
 
-    p.delete(&scope(), ResourceKind::Volume, &vol.id)
-        .await
-        .unwrap();
-    p.delete(&scope(), ResourceKind::Volume, &vol.id)
-        .await
-        .unwrap();
-    assert!(p
-        .read(
-            &scope(),
-            ResourceKind::Volume,
-            std::slice::from_ref(&vol.id)
-        )
-        .await
-        .unwrap()
-        .is_empty());
+    delete(&p, ResourceKind::Volume, &vol.id).await;
+    delete(&p, ResourceKind::Volume, &vol.id).await;
+    let gone = read_back(&p, ResourceKind::Volume, std::slice::from_ref(&vol.id)).await;
+    assert!(gone.is_empty(), "{gone:#?}");
     delete_all(&p, &[(ResourceKind::Instance, &inst.id)]).await;
     delete_network(&p, &net).await;
-    assert!(p.list_owned(&scope(), &project).await.unwrap().is_empty());
+    assert!(owned_by(&p, &project).await.is_empty());
 }

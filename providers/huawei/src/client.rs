@@ -3,7 +3,7 @@
 
 use crate::errors;
 use gpuform_provider::Result;
-use gpuform_provider::{ErrorKind, ProviderError};
+use gpuform_provider::{ErrorKind, ProviderError, Scope};
 use gpuform_signing::{huawei, Credentials, Request};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -111,12 +111,24 @@ impl<'a> Call<'a> {
     }
 }
 
+impl crate::HuaweiProvider {
+    /// `DELETE path` on `svc` in the scope's region, `path` made from the
+    /// region's project id; the answer is not needed.
+    pub(crate) async fn delete_in_project(
+        &self,
+        svc: Service,
+        scope: &Scope,
+        path: impl FnOnce(&str) -> String,
+    ) -> Result<()> {
+        let region = scope.region.as_str();
+        let path = path(self.project(region)?);
+        self.client.delete(svc, region, path).await.map(drop)
+    }
+}
+
 impl Client {
     pub fn new(creds: Credentials, endpoint: Option<String>) -> Result<Client> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("HTTP client: {e}")))?;
+        let http = gpuform_objstore::http_client(None)?;
         Ok(Client {
             http,
             creds,
@@ -408,14 +420,7 @@ pub fn job_entity_ids(job: &Value, field: &str) -> Vec<String> {
 
 /// reqwest errors can carry the URL; ours holds no secret, but keep messages short.
 fn strip_url(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "connection failed"
-    } else {
-        "request failed"
-    };
-    let mut s = kind.to_string();
+    let mut s = gpuform_objstore::transport_failure(e).to_string();
     let mut src = std::error::Error::source(e);
     while let Some(inner) = src {
         s = format!("{s}: {inner}");

@@ -213,11 +213,8 @@ impl ComputeApi for HuaweiProvider {
 
     /// "Deleting an ECS Group", DELETE /v1/{project_id}/cloudservers/os-server-groups/{id}.
     async fn delete_placement(&self, scope: &Scope, id: &str) -> Result<()> {
-        let region = scope.region.as_str();
-        let pid = self.project(region)?;
-        let path = format!("/v1/{pid}/cloudservers/os-server-groups/{id}");
-        self.client.delete(Service::Ecs, region, path).await?;
-        Ok(())
+        let path = |pid: &str| format!("/v1/{pid}/cloudservers/os-server-groups/{id}");
+        self.delete_in_project(Service::Ecs, scope, path).await
     }
 }
 

@@ -277,39 +277,34 @@ mod tests {
 
     #[test]
     fn kinds() {
-        assert_eq!(classify(429, Some("APIGW.0308"), ""), ErrorKind::Throttled);
-        assert_eq!(
-            classify(401, Some("APIGW.0301"), "verify aksk signature fail"),
-            ErrorKind::Auth
-        );
-        assert_eq!(
-            classify(404, Some("APIGW.0101"), "The API does not exist"),
-            ErrorKind::Invalid
-        );
-        assert_eq!(
-            classify(400, Some("Ecs.0001"), "Insufficient ECS quota"),
-            ErrorKind::Quota
-        );
-        assert_eq!(
-            classify(
+        use ErrorKind::*;
+        let cases = [
+            (429, Some("APIGW.0308"), "", Throttled),
+            (401, Some("APIGW.0301"), "verify aksk signature fail", Auth),
+            (404, Some("APIGW.0101"), "The API does not exist", Invalid),
+            (400, Some("Ecs.0001"), "Insufficient ECS quota", Quota),
+            (
                 400,
                 Some("Ecs.0000"),
-                "flavor p2s.2xlarge.8 is sold out in cn-north-4a"
+                "flavor p2s.2xlarge.8 is sold out in cn-north-4a",
+                Capacity,
             ),
-            ErrorKind::Capacity
-        );
-        assert_eq!(
-            classify(404, Some("Ecs.0114"), "server not found"),
-            ErrorKind::NotFound
-        );
-        assert_eq!(
-            classify(409, Some("VPC.0106"), "vpc still has subnets"),
-            ErrorKind::DependencyViolation
-        );
-        assert_eq!(classify(503, None, ""), ErrorKind::Transient);
-        assert_eq!(
-            classify(400, Some("Ecs.0005"), "Invalid parameter values"),
-            ErrorKind::Invalid
-        );
+            (404, Some("Ecs.0114"), "server not found", NotFound),
+            (
+                409,
+                Some("VPC.0106"),
+                "vpc still has subnets",
+                DependencyViolation,
+            ),
+            (503, None, "", Transient),
+            (400, Some("Ecs.0005"), "Invalid parameter values", Invalid),
+        ];
+        for (status, code, message, want) in cases {
+            assert_eq!(
+                classify(status, code, message),
+                want,
+                "{status} {code:?} {message:?}"
+            );
+        }
     }
 }

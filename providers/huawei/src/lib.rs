@@ -27,7 +27,7 @@ use client::{Call, Client};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError, ResourceKind,
+    Cloud, CloudDriver, ErrorKind, ImageCache, ObservedResource, ProviderError,
 };
 use gpuform_signing::Credentials;
 use serde_json::Value;
@@ -203,17 +203,8 @@ impl CloudDriver for HuaweiProvider {
         Cloud::Huawei
     }
 
-    fn label(&self) -> String {
-        "huawei".into()
-    }
-
     fn rate_limit(&self) -> RateLimit {
         self.rate
-    }
-
-    /// Buckets are OBS's (a separate S3-style API, see `buckets`).
-    fn kinds(&self) -> &'static [ResourceKind] {
-        &ResourceKind::ALL
     }
 
     fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedResource,
-    Protocol, ProviderError, ResourceKind, Scope, SubnetSpec,
+    Protocol, ProviderError, ResourceKind, Scope, SubnetSpec, Update,
 };
 use serde_json::{json, Value};
 
@@ -28,6 +28,58 @@ async fn find_named(
     Ok(all.into_iter().find(|v| s(v, "name") == name))
 }
 
+/// What each create here starts from: its region, the region's project id,
+/// the name derived from the create token and the tags to set.
+fn creating<'a, T>(
+    p: &'a HuaweiProvider,
+    req: &'a Create<T>,
+) -> Result<(&'a str, &'a str, String, tags::TagList)> {
+    let region = req.region();
+    let pid = p.project(region)?;
+    Ok((
+        region,
+        pid,
+        tags::name_for(&req.ownership.token),
+        tags::for_create(req)?,
+    ))
+}
+
+/// POST /v1/{project_id}/{collection} with `{key: item}` ("Creating a
+/// VPC", "Creating a Subnet", "Creating a Security Group"): the item made,
+/// as the answer's `key` gives it.
+async fn create_v1(
+    p: &HuaweiProvider,
+    region: &str,
+    collection: &str,
+    key: &str,
+    item: Value,
+) -> Result<Value> {
+    let pid = p.project(region)?;
+    let path = format!("/v1/{pid}/{collection}");
+    let body = json!({ key: item });
+    let v = p
+        .send(Call::new(Service::Vpc, region, "POST", path).body(body))
+        .await?;
+    Ok(v.get(key).cloned().unwrap_or(Value::Null))
+}
+
+/// The item of `collection` named `name` (a create retried after a crash
+/// adopts what the first attempt made), else the one [`create_v1`] makes
+/// from the body `item` builds.
+async fn named_or_created(
+    p: &HuaweiProvider,
+    region: &str,
+    (collection, key): (&str, &str),
+    extra: &[(&str, &str)],
+    name: &str,
+    item: impl AsyncFnOnce() -> Result<Value>,
+) -> Result<Value> {
+    match find_named(p, region, collection, extra, name).await? {
+        Some(found) => Ok(found),
+        None => create_v1(p, region, collection, key, item().await?).await,
+    }
+}
+
 #[async_trait]
 impl NetworkApi for HuaweiProvider {
     /// "Creating a VPC", POST /v1/{project_id}/vpcs
@@ -35,28 +87,17 @@ impl NetworkApi for HuaweiProvider {
     /// `key*value` strings, set atomically with the VPC.
     async fn create_network(&self, req: &Create<NetworkSpec>) -> Result<ObservedResource> {
         let NetworkSpec { cidr } = &req.spec;
-        let region = req.region();
-        let pid = self.project(region)?;
-        let name = tags::name_for(&req.ownership.token);
-        let tag_list = tags::for_create(req)?;
-        let id = match find_named(self, region, "vpcs", &[], &name).await? {
-            Some(v) => s(&v, "id"),
-            None => {
-                let vpc = json!({
-                    "name": name,
-                    "description": format!("gpuform {}", req.ownership.address).replace(['<', '>'], ""),
-                    "tags": tags::starred(&tag_list),
-                    "cidr": cidr,
-                });
-                let v = self
-                    .send(
-                        Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/vpcs"))
-                            .body(json!({"vpc": vpc})),
-                    )
-                    .await?;
-                s(v.get("vpc").unwrap_or(&Value::Null), "id")
-            }
-        };
+        let (region, pid, name, tag_list) = creating(self, req)?;
+        let vpc = named_or_created(self, region, ("vpcs", "vpc"), &[], &name, async || {
+            Ok(json!({
+                "name": name,
+                "description": format!("gpuform {}", req.ownership.address).replace(['<', '>'], ""),
+                "tags": tags::starred(&tag_list),
+                "cidr": cidr,
+            }))
+        })
+        .await?;
+        let id = s(&vpc, "id");
         wait_vpc_ready(self, region, pid, &id).await?;
         read_one(self, region, ResourceKind::Network, &id).await
     }
@@ -69,39 +110,36 @@ impl NetworkApi for HuaweiProvider {
             zone,
             cidr,
         } = &req.spec;
-        let region = req.region();
-        let pid = self.project(region)?;
-        let name = tags::name_for(&req.ownership.token);
-        let tag_list = tags::for_create(req)?;
-        let id =
-            match find_named(self, region, "subnets", &[("vpc_id", vpc.as_str())], &name).await? {
-                Some(v) => s(&v, "id"),
-                None => {
-                    // The VPC may have been adopted after a crash while still CREATING.
-                    wait_vpc_ready(self, region, pid, vpc).await?;
-                    let dns = private_dns(self, region).await?;
-                    let mut body = json!({"subnet": {
-                        "name": name,
-                        "cidr": cidr,
-                        "gateway_ip": gateway_of(cidr)?,
-                        "vpc_id": vpc,
-                        "availability_zone": zone,
-                        "primary_dns": dns[0],
-                        "dnsList": dns,
-                        "tags": tags::starred(&tag_list),
-                    }});
-                    if let Some(second) = dns.get(1) {
-                        body["subnet"]["secondary_dns"] = json!(second);
-                    }
-                    let v = self
-                        .send(
-                            Call::new(Service::Vpc, region, "POST", format!("/v1/{pid}/subnets"))
-                                .body(body),
-                        )
-                        .await?;
-                    s(v.get("subnet").unwrap_or(&Value::Null), "id")
+        let (region, pid, name, tag_list) = creating(self, req)?;
+        let in_vpc = [("vpc_id", vpc.as_str())];
+        let subnet = named_or_created(
+            self,
+            region,
+            ("subnets", "subnet"),
+            &in_vpc,
+            &name,
+            async || {
+                // The VPC may have been adopted after a crash while still CREATING.
+                wait_vpc_ready(self, region, pid, vpc).await?;
+                let dns = private_dns(self, region).await?;
+                let mut subnet = json!({
+                    "name": name,
+                    "cidr": cidr,
+                    "gateway_ip": gateway_of(cidr)?,
+                    "vpc_id": vpc,
+                    "availability_zone": zone,
+                    "primary_dns": dns[0],
+                    "dnsList": dns,
+                    "tags": tags::starred(&tag_list),
+                });
+                if let Some(second) = dns.get(1) {
+                    subnet["secondary_dns"] = json!(second);
                 }
-            };
+                Ok(subnet)
+            },
+        )
+        .await?;
+        let id = s(&subnet, "id");
         wait_subnet_ready(self, region, pid, &id).await?;
         read_one(self, region, ResourceKind::Subnet, &id).await
     }
@@ -115,36 +153,13 @@ impl NetworkApi for HuaweiProvider {
             network: vpc,
             ingress,
         } = &req.spec;
-        let region = req.region();
-        let pid = self.project(region)?;
-        let name = tags::name_for(&req.ownership.token);
-        let tag_list = tags::for_create(req)?;
-        let sg = match find_named(
-            self,
-            region,
-            "security-groups",
-            &[("vpc_id", vpc.as_str())],
-            &name,
-        )
-        .await?
-        {
-            Some(v) => v,
-            None => {
-                let body = json!({"security_group": {"name": name, "vpc_id": vpc}});
-                let v = self
-                    .send(
-                        Call::new(
-                            Service::Vpc,
-                            region,
-                            "POST",
-                            format!("/v1/{pid}/security-groups"),
-                        )
-                        .body(body),
-                    )
-                    .await?;
-                v.get("security_group").cloned().unwrap_or(Value::Null)
-            }
-        };
+        let (region, pid, name, tag_list) = creating(self, req)?;
+        let in_vpc = [("vpc_id", vpc.as_str())];
+        let groups = ("security-groups", "security_group");
+        let sg = named_or_created(self, region, groups, &in_vpc, &name, async || {
+            Ok(json!({"name": name, "vpc_id": vpc}))
+        })
+        .await?;
         let id = s(&sg, "id");
         let base = format!("/v2.0/{pid}/security-groups/{id}");
         tags::tag_action(self, Service::Vpc, region, &base, "create", &tag_list).await?;
@@ -155,14 +170,8 @@ impl NetworkApi for HuaweiProvider {
     /// Makes a group's rules exactly `want` plus the members' rule ("Querying
     /// Security Group Details", GET /v1/{project_id}/security-groups/{id}, for
     /// its rules with their ids).
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<()> {
-        let region = scope.region.as_str();
-        let id = current.id.as_str();
+    async fn update_ingress(&self, u: &Update<'_, [IngressRule]>) -> Result<()> {
+        let (region, id, want) = (u.region(), u.id(), u.want);
         let pid = self.project(region)?;
         let path = format!("/v1/{pid}/security-groups/{id}");
         let v = self.client.get(Service::Vpc, region, path).await?;
@@ -172,11 +181,8 @@ impl NetworkApi for HuaweiProvider {
 
     /// "Deleting a VPC", DELETE /v1/{project_id}/vpcs/{vpc_id}.
     async fn delete_network(&self, scope: &Scope, id: &str) -> Result<()> {
-        let region = scope.region.as_str();
-        let pid = self.project(region)?;
-        let path = format!("/v1/{pid}/vpcs/{id}");
-        self.client.delete(Service::Vpc, region, path).await?;
-        Ok(())
+        let path = |pid: &str| format!("/v1/{pid}/vpcs/{id}");
+        self.delete_in_project(Service::Vpc, scope, path).await
     }
 
     /// "Deleting a Subnet", DELETE /v1/{project_id}/vpcs/{vpc_id}/subnets/{subnet_id}:
@@ -196,11 +202,8 @@ impl NetworkApi for HuaweiProvider {
 
     /// "Deleting a Security Group", DELETE /v1/{project_id}/security-groups/{id}.
     async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
-        let region = scope.region.as_str();
-        let pid = self.project(region)?;
-        let path = format!("/v1/{pid}/security-groups/{id}");
-        self.client.delete(Service::Vpc, region, path).await?;
-        Ok(())
+        let path = |pid: &str| format!("/v1/{pid}/security-groups/{id}");
+        self.delete_in_project(Service::Vpc, scope, path).await
     }
 }
 

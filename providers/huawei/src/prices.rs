@@ -36,7 +36,25 @@ fn product(region: &str, flavor: &str) -> Value {
         "resource_type": "hws.resource.type.vm",
         "resource_spec": format!("{flavor}.linux"),
         "region": region,
+        "subscription_num": 1,
     })
+}
+
+/// Asks the BSS rating API at `path` for the price of one `flavor` node in
+/// `region`, on the terms `terms` (fields added to the product).
+async fn rate(
+    p: &HuaweiProvider,
+    (project, region, flavor): (&str, &str, &str),
+    path: &str,
+    terms: &[(&str, Value)],
+) -> Result<Value> {
+    let mut info = product(region, flavor);
+    for (k, v) in terms {
+        info[*k] = v.clone();
+    }
+    let body = json!({"project_id": project, "product_infos": [info]});
+    p.send(Call::new(Service::Bss, region, "POST", path.into()).body(body))
+        .await
 }
 
 /// An amount in yuan, from an amount and its `measure_id`.
@@ -78,23 +96,17 @@ async fn on_demand(
     region: &str,
     flavor: &str,
 ) -> Result<LiveQuote> {
-    let mut info = product(region, flavor);
-    info["usage_factor"] = json!("Duration");
-    info["usage_measure_id"] = json!(4);
-    info["usage_value"] = json!(1);
-    info["subscription_num"] = json!(1);
-    let body = json!({"project_id": project, "product_infos": [info]});
-    let v = p
-        .send(
-            Call::new(
-                Service::Bss,
-                region,
-                "POST",
-                "/v2/bills/ratings/on-demand-resources".into(),
-            )
-            .body(body),
-        )
-        .await?;
+    let v = rate(
+        p,
+        (project, region, flavor),
+        "/v2/bills/ratings/on-demand-resources",
+        &[
+            ("usage_factor", json!("Duration")),
+            ("usage_measure_id", json!(4)),
+            ("usage_value", json!(1)),
+        ],
+    )
+    .await?;
     let amount = yuan(
         ON_DEMAND,
         f(&v, "amount").or_else(|| f(&v, "official_website_amount")),
@@ -120,22 +132,16 @@ async fn period(
     } else {
         (2, "month")
     };
-    let mut info = product(region, flavor);
-    info["period_type"] = json!(period_type);
-    info["period_num"] = json!(1);
-    info["subscription_num"] = json!(1);
-    let body = json!({"project_id": project, "product_infos": [info]});
-    let v = p
-        .send(
-            Call::new(
-                Service::Bss,
-                region,
-                "POST",
-                "/v2/bills/ratings/period-resources/subscribe-rate".into(),
-            )
-            .body(body),
-        )
-        .await?;
+    let v = rate(
+        p,
+        (project, region, flavor),
+        "/v2/bills/ratings/period-resources/subscribe-rate",
+        &[
+            ("period_type", json!(period_type)),
+            ("period_num", json!(1)),
+        ],
+    )
+    .await?;
     let discounted = v
         .get("optional_discount_rating_results")
         .and_then(Value::as_array)

@@ -10,7 +10,8 @@ use base64::Engine as _;
 use gpuform_provider::resource::member_rule_missing;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, ErrorKind, IngressRule, ObservedResource, ProviderError, RefreshApi, ResourceKind, Scope,
+    Attrs, ErrorKind, IngressRule, Inventory, InventoryApi, InventoryInstance, InventoryVolume,
+    Lookup, ObservedResource, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -64,12 +65,8 @@ pub async fn read_one(
 
 #[async_trait]
 impl RefreshApi for HuaweiProvider {
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>> {
+    async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>> {
+        let (scope, kind, ids) = (q.scope, q.kind, q.ids);
         read(self, &scope.region, kind, ids).await
     }
 
@@ -129,6 +126,24 @@ fn observed(
         attrs,
         status: status.to_ascii_lowercase(),
     }
+}
+
+/// [`observed`] for an answer item that carries its own `id` and `status`.
+fn observed_item(
+    kind: ResourceKind,
+    item: &Value,
+    region: &str,
+    tags: &[(String, String)],
+    attrs: Attrs,
+) -> ObservedResource {
+    observed(
+        kind,
+        &s(item, "id"),
+        region,
+        Some(tags),
+        attrs,
+        &s(item, "status"),
+    )
 }
 
 /// All pages of a marker-paginated v1 list (VPC "Querying VPCs"
@@ -359,14 +374,7 @@ pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
         "attached_to".into(),
         storage::attachment(v).map_or(Value::Null, Value::String),
     );
-    observed(
-        ResourceKind::Volume,
-        &s(v, "id"),
-        region,
-        Some(&tag_list),
-        a,
-        &s(v, "status"),
-    )
+    observed_item(ResourceKind::Volume, v, region, &tag_list, a)
 }
 
 /// "Querying Details About ECSs", GET /v1/{project_id}/cloudservers/detail
@@ -486,14 +494,7 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
             a.insert("user_data".into(), json!(text));
         }
     }
-    observed(
-        ResourceKind::Instance,
-        &s(sv, "id"),
-        region,
-        Some(&tag_list),
-        a,
-        &s(sv, "status"),
-    )
+    observed_item(ResourceKind::Instance, sv, region, &tag_list, a)
 }
 
 /// ECS groups ("Querying ECS Groups", GET
@@ -531,16 +532,8 @@ async fn observe_groups(
 /// /v2/{project_id}/cloudvolumes/detail): the disks attached to a server
 /// give its disk size, the `available` data disks are the unattached ones.
 #[async_trait]
-impl gpuform_provider::InventoryApi for HuaweiProvider {
-    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
-        gpuform_provider::Cloud::Huawei
-    }
-
-    async fn inventory(
-        &self,
-        scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory> {
-        use gpuform_provider::{InventoryInstance, InventoryVolume};
+impl InventoryApi for HuaweiProvider {
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let call = |c: &client::Cursor| {
@@ -562,7 +555,7 @@ impl gpuform_provider::InventoryApi for HuaweiProvider {
             .iter()
             .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
             .collect();
-        let mut out = gpuform_provider::Inventory::default();
+        let mut out = Inventory::default();
         for sv in servers
             .iter()
             .filter(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"))

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
-    StorageApi, VolumeSpec,
+    StorageApi, Update, VolumeSpec,
 };
 use serde_json::{json, Value};
 
@@ -142,14 +142,8 @@ impl StorageApi for HuaweiProvider {
     /// detaches it. A disk adopted after a crash may still be `creating`
     /// (CreateVolume answers before it is usable): it is attached only once it
     /// is not.
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
-        let id = current.id.as_str();
+    async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()> {
+        let (region, id, to) = (u.region(), u.id(), u.want);
         let pid = self.project(region)?;
         let mut vol = volume(self, region, pid, id).await?;
         for _ in 0..120 {
@@ -172,14 +166,8 @@ impl StorageApi for HuaweiProvider {
     /// "Expanding EVS Disk Capacity", POST
     /// /v2.1/{project_id}/cloudvolumes/{volume_id}/action (a job). EVS disks
     /// only grow.
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
-        let id = current.id.as_str();
+    async fn resize_volume(&self, u: &Update<'_, u32>) -> Result<()> {
+        let (region, id, size_gb) = (u.region(), u.id(), *u.want);
         let pid = self.project(region)?;
         let new = u64::from(size_gb);
         let vol = volume(self, region, pid, id).await?;

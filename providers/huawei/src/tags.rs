@@ -18,8 +18,7 @@ use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, ObservedResource, OwnershipTags, ProviderError, ResourceKind, Scope,
-    TagApi, UserTags,
+    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, TagApi, Update, UserTags,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -93,43 +92,6 @@ pub fn ownership_tags(o: &OwnershipTags) -> Result<Vec<(String, String)>> {
         out.push((k.to_string(), e));
     }
     Ok(out)
-}
-
-/// Huawei's rules for a user tag (ECS `server_tags`, the VPC and EVS tag
-/// models): key `[A-Za-z0-9_-]{1,36}`, value `[A-Za-z0-9_.-]{0,43}`, and not
-/// gpuform's own `gpuform_` keys. Checked before any call, so a tag Huawei
-/// would refuse halfway through a create is refused up front.
-pub fn check_user_tag(key: &str, value: &str) -> Result<(), String> {
-    if key.starts_with(PREFIX) {
-        return Err(format!(
-            "the prefix `{PREFIX}` is reserved for gpuform's ownership tags on Huawei Cloud; choose another key"
-        ));
-    }
-    if key.is_empty() || key.chars().count() > MAX_KEY {
-        return Err(format!(
-            "Huawei Cloud tag keys have 1 to {MAX_KEY} characters"
-        ));
-    }
-    if !key
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
-    {
-        return Err("Huawei Cloud tag keys may hold only letters, digits, `_` and `-`".into());
-    }
-    if value.chars().count() > MAX_VALUE {
-        return Err(format!(
-            "value `{value}` is longer than Huawei Cloud's {MAX_VALUE} characters"
-        ));
-    }
-    if !value
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
-    {
-        return Err(format!(
-            "value `{value}`: Huawei Cloud tag values may hold only letters, digits, `_`, `.` and `-`"
-        ));
-    }
-    Ok(())
 }
 
 /// `s` in the alphabet Huawei resource names take (letters, digits, `-`,
@@ -257,19 +219,47 @@ pub async fn tag_action(
 
 #[async_trait]
 impl TagApi for HuaweiProvider {
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        check_user_tag(key, value)
+    /// Huawei's rules for a user tag (ECS `server_tags`, the VPC and EVS tag
+    /// models): key `[A-Za-z0-9_-]{1,36}`, value `[A-Za-z0-9_.-]{0,43}`, and not
+    /// gpuform's own `gpuform_` keys. Checked before any call, so a tag Huawei
+    /// would refuse halfway through a create is refused up front.
+    fn check_tag(key: &str, value: &str) -> Result<(), String> {
+        if key.starts_with(PREFIX) {
+            return Err(format!(
+                "the prefix `{PREFIX}` is reserved for gpuform's ownership tags on Huawei Cloud; choose another key"
+            ));
+        }
+        if key.is_empty() || key.chars().count() > MAX_KEY {
+            return Err(format!(
+                "Huawei Cloud tag keys have 1 to {MAX_KEY} characters"
+            ));
+        }
+        if !key
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+        {
+            return Err("Huawei Cloud tag keys may hold only letters, digits, `_` and `-`".into());
+        }
+        if value.chars().count() > MAX_VALUE {
+            return Err(format!(
+                "value `{value}` is longer than Huawei Cloud's {MAX_VALUE} characters"
+            ));
+        }
+        if !value
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
+        {
+            return Err(format!(
+                "value `{value}`: Huawei Cloud tag values may hold only letters, digits, `_`, `.` and `-`"
+            ));
+        }
+        Ok(())
     }
 
     /// Makes the user tags of `current` exactly `want`: removes, then sets. The
     /// ownership tags are never among the user tags, so they stay.
-    async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
+    async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let (region, current, want) = (u.region(), u.current, u.want);
         let pid = self.project(region)?;
         let id = &current.id;
         let (svc, base) = match current.kind {
@@ -338,8 +328,8 @@ mod tests {
 
     #[test]
     fn user_tags_follow_huawei_rules() {
-        assert!(check_user_tag("team", "ml-infra_2.0").is_ok());
-        assert!(check_user_tag("cost-center_1", "").is_ok());
+        assert!(HuaweiProvider::check_tag("team", "ml-infra_2.0").is_ok());
+        assert!(HuaweiProvider::check_tag("cost-center_1", "").is_ok());
         for (k, v, says) in [
             ("gpuform_address", "x", "reserved"),
             ("", "x", "1 to 36"),
@@ -348,7 +338,7 @@ mod tests {
             ("team", "r&d", "only letters"),
             ("team", &*"v".repeat(44), "longer than"),
         ] {
-            let e = check_user_tag(k, v).unwrap_err();
+            let e = HuaweiProvider::check_tag(k, v).unwrap_err();
             assert!(e.contains(says), "{k}={v}: {e}");
         }
         let seen = observed_user_tags(&[

@@ -4,9 +4,10 @@
 
 mod common;
 
-use common::{count, provider, request, scope, start, Net};
+use common::{count, create, owner, provider, request, scope, start, Net};
 use gpuform_huawei::{HuaweiProvider, JobPolling};
 use gpuform_provider::{CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
+use gpuform_standins::harness::refused;
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
@@ -62,7 +63,7 @@ async fn creates_wait_for_the_documented_ready_state() {
         net.subnet.status, "available",
         "subnet returned once ACTIVE"
     );
-    let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
+    let n = create(&p, &node(&net, 0, "on-demand")).await;
     assert_eq!(n.status, "active");
 }
 
@@ -85,11 +86,8 @@ async fn subnets_get_the_private_dns_servers() {
 #[tokio::test]
 async fn server_create_sends_a_uuid_client_token_and_retries_with_it() {
     let (mock, p, net) = start(network).await;
-    let a = p
-        .create(&node(&net, 0, "on-demand"))
-        .await
-        .expect("create with gpuform's token");
-    let b = p.create(&node(&net, 0, "on-demand")).await.expect("retry");
+    let a = create(&p, &node(&net, 0, "on-demand")).await;
+    let b = create(&p, &node(&net, 0, "on-demand")).await;
     assert_eq!(a.id, b.id, "the retry is answered with the first server");
     let servers = mock
         .resources()
@@ -104,9 +102,9 @@ async fn server_create_sends_a_uuid_client_token_and_retries_with_it() {
 #[tokio::test]
 async fn system_disks_are_not_volumes() {
     let (_mock, p, net) = start(network).await;
-    let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
-    let v = p.create(&volume(&n.id, 0)).await.expect("data disk");
-    let owned = p.list_owned(&scope(), "docs").await.expect("list_owned");
+    let n = create(&p, &node(&net, 0, "on-demand")).await;
+    let v = create(&p, &volume(&n.id, 0)).await;
+    let owned = owner("docs").owned(&p).await;
     assert_eq!(count(&owned, ResourceKind::Instance), 1);
     let vols: Vec<&ObservedResource> = owned
         .iter()
@@ -125,7 +123,7 @@ async fn system_disks_are_not_volumes() {
 #[tokio::test]
 async fn flow_control_is_an_error_not_an_empty_list() {
     let (mock, p, net) = start(network).await;
-    p.create(&node(&net, 0, "on-demand")).await.expect("server");
+    create(&p, &node(&net, 0, "on-demand")).await;
     mock.throttle_ecs(1);
     match p.list_owned(&scope(), "docs").await {
         Err(e) => {
@@ -137,10 +135,7 @@ async fn flow_control_is_an_error_not_an_empty_list() {
             count(&owned, ResourceKind::Instance)
         ),
     }
-    let owned = p
-        .list_owned(&scope(), "docs")
-        .await
-        .expect("after the throttle");
+    let owned = owner("docs").owned(&p).await;
     assert_eq!(count(&owned, ResourceKind::Instance), 1);
 }
 
@@ -149,13 +144,13 @@ async fn flow_control_is_an_error_not_an_empty_list() {
 #[tokio::test]
 async fn deleting_a_server_keeps_disks_gpuform_does_not_own() {
     let (mock, p, net) = start(network).await;
-    let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
+    let n = create(&p, &node(&net, 0, "on-demand")).await;
     let foreign = mock
         .attach_foreign_disk(&n.id, 20)
         .expect("attached by hand");
-    p.delete(&scope(), ResourceKind::Instance, &n.id)
-        .await
-        .expect("delete server");
+    owner("docs")
+        .delete(&p, ResourceKind::Instance, &n.id)
+        .await;
     assert!(
         !mock.resources().iter().any(|r| r.id == n.id),
         "server gone"
@@ -171,10 +166,7 @@ async fn deleting_a_server_keeps_disks_gpuform_does_not_own() {
 #[tokio::test]
 async fn prepaid_servers_are_refused_before_any_delete_call() {
     let (mock, p, net) = start(network).await;
-    let n = p
-        .create(&node(&net, 0, "reserved-1y"))
-        .await
-        .expect("prepaid server");
+    let n = create(&p, &node(&net, 0, "reserved-1y")).await;
     let log = mock.call_log();
     let before = log.lock().unwrap().len();
     let e = p
@@ -196,9 +188,9 @@ async fn prepaid_servers_are_refused_before_any_delete_call() {
 #[tokio::test]
 async fn evs_fault_bodies_are_read() {
     let (mock, p, net) = start(network).await;
-    let n = p.create(&node(&net, 0, "on-demand")).await.expect("server");
+    let n = create(&p, &node(&net, 0, "on-demand")).await;
     mock.sell_out_disks("SSD");
-    let e = p.create(&volume(&n.id, 0)).await.expect_err("sold out");
+    let e = refused(&p, &volume(&n.id, 0), "sold out").await;
     assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
     assert_eq!(e.code.as_deref(), Some("EVS.5405"));
 }
@@ -215,10 +207,7 @@ async fn pending_payment_is_reported_with_a_hint() {
     });
     let net = network(&p).await;
     mock.hold_payments(true);
-    let e = p
-        .create(&node(&net, 0, "reserved-1y"))
-        .await
-        .expect_err("unpaid");
+    let e = refused(&p, &node(&net, 0, "reserved-1y"), "unpaid").await;
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert!(
         e.message.contains("awaits payment") && e.message.contains("Billing Center"),
@@ -232,10 +221,7 @@ async fn pending_payment_is_reported_with_a_hint() {
 async fn a_server_in_error_is_cleaned_up_and_reported_as_capacity() {
     let (mock, p, net) = start(network).await;
     mock.break_builds(FLAVOR);
-    let e = p
-        .create(&node(&net, 0, "on-demand"))
-        .await
-        .expect_err("build fails");
+    let e = refused(&p, &node(&net, 0, "on-demand"), "build fails").await;
     assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
     let left: Vec<_> = mock
         .resources()

@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{count, request, scope, start, Net};
+use common::{count, create, owner, request, scope, start, Net};
 use gpuform_huawei::HuaweiProvider;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
-use gpuform_standins::harness::ssh;
+use gpuform_standins::harness::{assert_running_on_demand, counted, refused, ssh};
 use gpuform_standins::MockCloud;
 use serde_json::{json, Value};
 
@@ -22,6 +22,20 @@ fn req(
 
 async fn network(p: &HuaweiProvider) -> Net {
     common::network(p, "llm", "t", |short| format!("gf-{short}1"), ssh()).await
+}
+
+/// An SSD data disk of `size_gb` at `address`, owned with `token` and
+/// attached to `instance`.
+fn volume(address: &str, token: &str, size_gb: u64, instance: &str) -> CreateRequest {
+    let a = json!({"zone": "cn-north-4a", "size_gb": size_gb, "volume_type": "ssd"});
+    let refs = [("instance", instance)];
+    req(ResourceKind::Volume, address, token, a, &refs)
+}
+
+/// A placement group at `address` with `strategy`, owned with `token`.
+fn placement(address: &str, token: &str, strategy: &str) -> CreateRequest {
+    let a = json!({ "strategy": strategy });
+    req(ResourceKind::Placement, address, token, a, &[])
 }
 
 fn instance_req(net: &Net, i: usize, token: &str) -> CreateRequest {
@@ -52,10 +66,7 @@ async fn lifecycle_list_read_drift_destroy() {
 
     let mut nodes = Vec::new();
     for i in 0..3 {
-        let n = p
-            .create(&instance_req(&net, i, &format!("gf-node{i}")))
-            .await
-            .expect("instance");
+        let n = create(&p, &instance_req(&net, i, &format!("gf-node{i}"))).await;
         assert_eq!(n.status, "active", "job polled to SUCCESS");
         assert_eq!(n.attrs["instance_type"], json!("p2s.2xlarge.8"));
         assert_eq!(n.attrs["image"], json!("ubuntu-22.04-cuda"));
@@ -79,23 +90,18 @@ async fn lifecycle_list_read_drift_destroy() {
         );
         nodes.push(n);
     }
-    let vol = p
-        .create(&req(
-            ResourceKind::Volume,
-            "cluster.t.volume[0]",
-            "gf-vol0",
-            json!({"zone": "cn-north-4a", "size_gb": 500, "volume_type": "ssd"}),
-            &[("instance", &nodes[0].id)],
-        ))
-        .await
-        .expect("volume");
+    let vol = create(
+        &p,
+        &volume("cluster.t.volume[0]", "gf-vol0", 500, &nodes[0].id),
+    )
+    .await;
     assert_eq!(vol.status, "in-use");
     assert_eq!(vol.attrs["size_gb"], json!(500));
     assert_eq!(vol.attrs["volume_type"], json!("ssd"));
 
     // list_owned finds everything by tags, in a handful of requests.
     let before = mock.requests();
-    let owned = p.list_owned(&scope(), "llm").await.expect("list_owned");
+    let owned = owner("llm").owned(&p).await;
     let list_cost = mock.requests() - before;
     let count = |k| count(&owned, k);
     assert_eq!(
@@ -119,10 +125,7 @@ async fn lifecycle_list_read_drift_destroy() {
     // read is batched: cost does not grow with the number of ids.
     let ids: Vec<String> = nodes.iter().map(|n| n.id.clone()).collect();
     let before = mock.requests();
-    let read = p
-        .read(&scope(), ResourceKind::Instance, &ids)
-        .await
-        .expect("read");
+    let read = owner("llm").read(&p, ResourceKind::Instance, &ids).await;
     assert_eq!(read.len(), 3);
     assert!(
         mock.requests() - before <= 2,
@@ -159,18 +162,18 @@ async fn lifecycle_list_read_drift_destroy() {
 
     // Drift: a server deleted behind gpuform's back is gone from list_owned.
     assert!(mock.delete_behind(&nodes[2].id));
-    let owned = p.list_owned(&scope(), "llm").await.expect("list_owned");
+    let owned = owner("llm").owned(&p).await;
     assert!(!owned.iter().any(|o| o.id == nodes[2].id));
     assert_eq!(
-        p.read(&scope(), ResourceKind::Instance, &[nodes[2].id.clone()])
+        owner("llm")
+            .read(&p, ResourceKind::Instance, &[nodes[2].id.clone()])
             .await
-            .expect("read")
             .len(),
         0
     );
-    p.delete(&scope(), ResourceKind::Instance, &nodes[2].id)
-        .await
-        .expect("deleting a missing server succeeds");
+    owner("llm")
+        .delete(&p, ResourceKind::Instance, &nodes[2].id)
+        .await;
 
     // A VPC with subnets cannot go first.
     let e = p
@@ -180,46 +183,30 @@ async fn lifecycle_list_read_drift_destroy() {
     assert_eq!(e.kind, ErrorKind::DependencyViolation, "{e}");
 
     // Destroy in dependency order.
-    p.delete(&scope(), ResourceKind::Volume, &vol.id)
-        .await
-        .expect("volume");
+    let llm = owner("llm");
+    llm.delete(&p, ResourceKind::Volume, &vol.id).await;
     for n in &nodes[..2] {
-        p.delete(&scope(), ResourceKind::Instance, &n.id)
-            .await
-            .expect("instance");
+        llm.delete(&p, ResourceKind::Instance, &n.id).await;
     }
-    p.delete(&scope(), ResourceKind::Firewall, &net.firewall.id)
-        .await
-        .expect("fw");
-    p.delete(&scope(), ResourceKind::Subnet, &net.subnet.id)
-        .await
-        .expect("subnet");
-    p.delete(&scope(), ResourceKind::Network, &net.network.id)
-        .await
-        .expect("vpc");
-    p.delete(&scope(), ResourceKind::Network, &net.network.id)
-        .await
-        .expect("again: missing = success");
+    // The network twice: deleting what is missing succeeds.
+    for (kind, id) in [
+        (ResourceKind::Firewall, &net.firewall.id),
+        (ResourceKind::Subnet, &net.subnet.id),
+        (ResourceKind::Network, &net.network.id),
+        (ResourceKind::Network, &net.network.id),
+    ] {
+        llm.delete(&p, kind, id).await;
+    }
     assert!(mock.resources().is_empty(), "{:?}", mock.resources());
-    assert!(p
-        .list_owned(&scope(), "llm")
-        .await
-        .expect("list")
-        .is_empty());
+    assert!(owner("llm").owned(&p).await.is_empty());
 }
 
 #[tokio::test]
 async fn idempotent_create_and_crash_adoption() {
     let (mock, p, net) = start(network).await;
-    let a = p
-        .create(&instance_req(&net, 0, "gf-same-token"))
-        .await
-        .expect("first");
+    let a = create(&p, &instance_req(&net, 0, "gf-same-token")).await;
     // The same X-Client-Token: the same server, not a second one.
-    let b = p
-        .create(&instance_req(&net, 0, "gf-same-token"))
-        .await
-        .expect("retry");
+    let b = create(&p, &instance_req(&net, 0, "gf-same-token")).await;
     assert_eq!(a.id, b.id);
     assert_eq!(
         mock.resources()
@@ -241,11 +228,8 @@ async fn idempotent_create_and_crash_adoption() {
 
     // Crash adoption: the result of a create is lost; list_owned finds it by
     // its address and token tags.
-    let _ = p
-        .create(&instance_req(&net, 1, "gf-lost"))
-        .await
-        .expect("create");
-    let owned = p.list_owned(&scope(), "llm").await.expect("list");
+    let _ = create(&p, &instance_req(&net, 1, "gf-lost")).await;
+    let owned = owner("llm").owned(&p).await;
     let found = owned.iter().find(|o| {
         o.ownership
             .as_ref()
@@ -268,10 +252,7 @@ async fn error_mapping() {
     let (mock, p, net) = start(network).await;
 
     mock.sell_out("p2s.2xlarge.8");
-    let e = p
-        .create(&instance_req(&net, 0, "gf-cap"))
-        .await
-        .expect_err("sold out");
+    let e = refused(&p, &instance_req(&net, 0, "gf-cap"), "sold out").await;
     assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
     assert!(e.code.is_some());
 
@@ -279,7 +260,7 @@ async fn error_mapping() {
     r.attrs
         .insert("instance_type".into(), json!("g6.4xlarge.4"));
     mock.set_server_quota(Some(0));
-    let e = p.create(&r).await.expect_err("quota");
+    let e = refused(&p, &r, "quota").await;
     assert_eq!(e.kind, ErrorKind::Quota, "{e}");
     assert_eq!(e.code.as_deref(), Some("Ecs.0001"));
     assert!(e.request_id.is_some());
@@ -302,51 +283,30 @@ async fn error_mapping() {
     assert!(!e.to_string().contains("not-the-secret"));
 
     // Placement: Huawei only has anti-affinity, so packed placement is refused.
-    let e = p
-        .create(&req(
-            ResourceKind::Placement,
-            "cluster.t.placement",
-            "gf-pl",
-            json!({"strategy": "cluster"}),
-            &[],
-        ))
-        .await
-        .expect_err("cluster placement");
+    let packed = placement("cluster.t.placement", "gf-pl", "cluster");
+    let e = refused(&p, &packed, "Huawei has no packed placement").await;
     assert_eq!(e.kind, ErrorKind::Invalid);
-    let g = p
-        .create(&req(
-            ResourceKind::Placement,
-            "cluster.t.spread",
-            "gf-sp",
-            json!({"strategy": "spread"}),
-            &[],
-        ))
-        .await
-        .expect("spread placement");
+    let g = create(&p, &placement("cluster.t.spread", "gf-sp", "spread")).await;
     let mut r = instance_req(&net, 3, "gf-in-group");
     r.attrs
         .insert("instance_type".into(), json!("g6.4xlarge.4"));
     r.refs.insert("placement".into(), g.id.clone());
-    p.create(&r)
-        .await
-        .expect("instance in an anti-affinity group");
+    create(&p, &r).await;
 
-    let e = p
-        .create(&req(
-            ResourceKind::Bucket,
-            "bucket.b",
-            "gf-b",
-            json!({"name": "b"}),
-            &[],
-        ))
-        .await
-        .expect_err("bucket");
+    let bucket = req(
+        ResourceKind::Bucket,
+        "bucket.b",
+        "gf-b",
+        json!({"name": "b"}),
+        &[],
+    );
+    let e = refused(&p, &bucket, "a bucket named \"b\"").await;
     assert_eq!(e.kind, ErrorKind::Invalid);
 
     let mut r = instance_req(&net, 4, "gf-img");
     r.attrs.insert("image".into(), json!("windows-95"));
     assert_eq!(
-        p.create(&r).await.expect_err("unknown image").kind,
+        refused(&p, &r, "unknown image").await.kind,
         ErrorKind::Invalid
     );
 }
@@ -366,7 +326,7 @@ async fn tags_huawei_would_refuse_are_refused_before_any_call() {
     ] {
         let mut r = instance_req(&net, 0, "gf-badtag");
         r.attrs.insert("tags".into(), tags.clone());
-        let e = p.create(&r).await.expect_err("refused");
+        let e = refused(&p, &r, "refused").await;
         assert_eq!(e.kind, ErrorKind::Invalid, "{tags}: {e}");
         let mut changes = Attrs::new();
         changes.insert("tags".into(), tags.clone());
@@ -383,58 +343,39 @@ async fn tags_huawei_would_refuse_are_refused_before_any_call() {
 /// filter) and the unattached data disks, one page of each.
 #[tokio::test]
 async fn inventory_lists_every_server_and_unattached_disk() {
-    use gpuform_provider::{InventoryApi, RunState};
+    use gpuform_provider::InventoryApi;
     let (mock, p, net) = start(network).await;
     let mut ids = Vec::new();
     for i in 0..3 {
         ids.push(
-            p.create(&instance_req(&net, i, &format!("gf-inv{i}")))
+            create(&p, &instance_req(&net, i, &format!("gf-inv{i}")))
                 .await
-                .expect("instance")
                 .id,
         );
     }
-    let theirs = p
-        .create(&request(
-            "other",
-            ResourceKind::Instance,
-            "cluster.o.node[0]",
-            "gf-other0".into(),
-            json!({"instance_type": "p2s.2xlarge.8", "zone": "cn-north-4a", "image": "ubuntu-22.04-cuda",
-                   "pricing": "on-demand", "root_gb": 100, "rdma": false}),
-            &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
-        ))
+    let theirs = request(
+        "other",
+        ResourceKind::Instance,
+        "cluster.o.node[0]",
+        "gf-other0".into(),
+        json!({"instance_type": "p2s.2xlarge.8", "zone": "cn-north-4a", "image": "ubuntu-22.04-cuda",
+               "pricing": "on-demand", "root_gb": 100, "rdma": false}),
+        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
+    );
+    let theirs = create(&p, &theirs).await.id;
+    let loose = create(&p, &volume("cluster.t.volume[9]", "gf-vol9", 30, &ids[2]))
         .await
-        .expect("other project's instance")
-        .id;
-    let loose = p
-        .create(&req(
-            ResourceKind::Volume,
-            "cluster.t.volume[9]",
-            "gf-vol9",
-            json!({"zone": "cn-north-4a", "size_gb": 30, "volume_type": "ssd"}),
-            &[("instance", &ids[2])],
-        ))
-        .await
-        .expect("loose volume")
         .id;
     // Volumes are made attached; this one is detached afterwards.
-    let detach: Attrs = [("attached_to".to_string(), Value::Null)]
-        .into_iter()
-        .collect();
-    p.update(&scope(), ResourceKind::Volume, &loose, &detach)
-        .await
-        .expect("detach");
-    let before = mock.requests();
-    let inv = p.inventory(&scope()).await.unwrap();
-    let calls = mock.requests() - before;
+    let detach = json!({"attached_to": null});
+    let llm = owner("llm");
+    let detached = llm.update(&p, ResourceKind::Volume, &loose, detach).await;
+    detached.expect("detach");
+    let (inv, calls) = counted(&mock, p.inventory(&scope())).await;
+    let inv = inv.unwrap();
     assert!(calls <= 2, "inventory took {calls} calls");
     assert_eq!(inv.instances.len(), 4);
-    let t = inv.instances.iter().find(|i| i.id == theirs).unwrap();
-    assert_eq!(t.project(), Some("other"));
-    assert_eq!(t.state, RunState::Running);
-    assert_eq!(t.instance_type, "p2s.2xlarge.8");
-    assert_eq!(t.pricing.as_deref(), Some("on-demand"));
+    assert_running_on_demand(&inv, &theirs, "other", "p2s.2xlarge.8");
     let mine = inv.instances.iter().find(|i| i.id == ids[0]).unwrap();
     assert_eq!(mine.project(), Some("llm"));
     assert_eq!(mine.disk_gb, Some(200));

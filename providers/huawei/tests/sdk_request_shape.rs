@@ -9,10 +9,10 @@
 mod common;
 
 use common::{provider_from, request, Net, ZONE};
+use gpuform_huawei::HuaweiProvider;
 use gpuform_provider::{CreateRequest, ResourceKind};
 use gpuform_standins::harness::{
-    assert_signed, create_net, env_through, launch_list_delete, same_method_and_path, ssh,
-    token_of, SdkShapes,
+    create_net, env_through, launch_list_delete, same_method_and_path, ssh, token_of, SdkShapes,
 };
 use gpuform_standins::huawei::{HuaweiMock, TEST_AK, TEST_SK};
 use gpuform_standins::tap::Tap;
@@ -44,16 +44,23 @@ const SDK: SdkShapes = SdkShapes {
     ],
 };
 
-#[tokio::test]
-async fn requests_have_the_sdk_shape() {
+/// The stand-in's key, which it verifies every signature with.
+const KEY: Key = Key {
+    id: TEST_AK,
+    secret: TEST_SK,
+};
+
+/// The stand-in (kept alive with the rest), a tap in front of it, a
+/// provider calling the tap and a network made through it.
+async fn tapped() -> (HuaweiMock, Tap, HuaweiProvider, Net) {
     let mock = HuaweiMock::start();
     let tap = Tap::start(&mock.endpoint());
+    let endpoint = tap.endpoint();
     let p = provider_from(env_through(
         mock.env(),
         "GPUFORM_HUAWEI_ENDPOINT",
-        &tap.endpoint(),
+        &endpoint,
     ));
-
     let net: Net = create_net(&p, ZONE, "10.0.0.0/24", ssh(), |kind, a, refs| {
         let address = match kind {
             ResourceKind::Network => "c.network".to_string(),
@@ -63,53 +70,35 @@ async fn requests_have_the_sdk_shape() {
         req(kind, &address, a, refs)
     })
     .await;
-    let node = req(
-        ResourceKind::Instance,
-        "c.node[0]",
-        json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
-               "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\n",
-               "tags": {"team": "ml"}}),
-        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
-    );
-    launch_list_delete(&p, &node).await;
+    (mock, tap, p, net)
+}
 
-    let sent = tap.requests();
-    let key = Key {
-        id: TEST_AK,
-        secret: TEST_SK,
-    };
-    assert_signed(&sent, 6, key, huawei::verify);
-    SDK.assert_matched_by(&sent);
+/// `c.node[0]` with the attributes `a`, in the network's subnet and firewall.
+fn node(net: &Net, a: Value) -> CreateRequest {
+    let refs = [("subnet", &*net.subnet.id), ("firewall", &*net.firewall.id)];
+    req(ResourceKind::Instance, "c.node[0]", a, &refs)
+}
+
+#[tokio::test]
+async fn requests_have_the_sdk_shape() {
+    let (_mock, tap, p, net) = tapped().await;
+    let a = json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
+                   "pricing": "on-demand", "root_gb": 200, "rdma": false, "user_data": "#!/bin/sh\n",
+                   "tags": {"team": "ml"}});
+    launch_list_delete(&p, &node(&net, a)).await;
+    SDK.assert_tapped(&tap, 6, KEY, huawei::verify);
 }
 
 /// A spot cap goes into the server's `extendparam` as `spotPrice` (a string,
 /// CNY per hour) next to `marketType: spot`.
 #[tokio::test]
 async fn a_spot_cap_is_the_spot_price() {
-    let mock = HuaweiMock::start();
-    let tap = Tap::start(&mock.endpoint());
-    let p = provider_from(env_through(
-        mock.env(),
-        "GPUFORM_HUAWEI_ENDPOINT",
-        &tap.endpoint(),
-    ));
-    let net: Net = create_net(&p, ZONE, "10.0.0.0/24", ssh(), |kind, a, refs| {
-        let address = match kind {
-            ResourceKind::Network => "c.network".to_string(),
-            ResourceKind::Subnet => format!("c.subnet[{ZONE}]"),
-            _ => "c.firewall".to_string(),
-        };
-        req(kind, &address, a, refs)
-    })
-    .await;
-    let node = req(
-        ResourceKind::Instance,
-        "c.node[0]",
-        json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
-               "pricing": "spot", "spot_max_price": 7.25}),
-        &[("subnet", &net.subnet.id), ("firewall", &net.firewall.id)],
-    );
-    gpuform_provider::Provider::create(&p, &node).await.unwrap();
+    let (_mock, tap, p, net) = tapped().await;
+    let a = json!({"instance_type": "p2s.2xlarge.8", "zone": ZONE, "image": "ubuntu-22.04-cuda",
+                   "pricing": "spot", "spot_max_price": 7.25});
+    gpuform_provider::Provider::create(&p, &node(&net, a))
+        .await
+        .unwrap();
     let create = tap
         .requests()
         .into_iter()

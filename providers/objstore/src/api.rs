@@ -4,7 +4,7 @@
 use crate::ObjStore;
 use async_trait::async_trait;
 use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Create, ObservedResource, Result, Scope, UserTags,
+    BucketApi, BucketChange, BucketSpec, Create, ObservedResource, Result, Scope, Update, UserTags,
 };
 
 #[async_trait]
@@ -17,22 +17,12 @@ impl BucketApi for ObjStore {
         self.delete(scope, id).await
     }
 
-    async fn update_bucket(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        self.update(scope, current, change).await
+    async fn update_bucket(&self, u: &Update<'_, BucketChange>) -> Result<()> {
+        self.update(u).await
     }
 
-    async fn update_bucket_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
-        self.update_tags(scope, current, want).await
+    async fn update_bucket_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        self.update_tags(u).await
     }
 
     async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {

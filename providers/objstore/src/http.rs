@@ -10,6 +10,7 @@ use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::Request;
 use md5::{Digest, Md5};
+use std::time::Duration;
 
 /// A parsed endpoint override: where requests are sent (`http://127.0.0.1:8080`).
 /// The `Host` header and the signature keep the cloud's own virtual host.
@@ -34,13 +35,45 @@ impl Endpoint {
             return Err(bad("is not http(s)"));
         }
         let authority = rest.strip_suffix('/').unwrap_or(rest);
-        if authority.is_empty() || authority.contains(['/', '?', '#', '@', ' ']) {
+        if authority.is_empty() {
+            return Err(bad("has no host"));
+        }
+        if authority.contains(['/', '?', '#', '@', ' ']) {
             return Err(bad("must be scheme://host[:port] only"));
         }
         Ok(Endpoint {
             scheme: scheme.to_string(),
             authority: authority.to_string(),
         })
+    }
+}
+
+/// The HTTP client every cloud crate talks through: 10 s to connect, 60 s
+/// for a whole request, and `user_agent` when the cloud's API wants one.
+pub fn http_client(user_agent: Option<&str>) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(60));
+    if let Some(agent) = user_agent {
+        builder = builder.user_agent(agent);
+    }
+    builder.build().map_err(|e| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("cannot build the HTTP client: {e}"),
+        )
+    })
+}
+
+/// What went wrong with a request that got no HTTP answer, in the same
+/// words for every cloud (fixed words only: nothing from the request).
+pub fn transport_failure(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "failed in transport"
     }
 }
 
@@ -226,5 +259,48 @@ impl ObjStore {
             e = e.with_request_id(r);
         }
         e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_errors_name_the_setting_and_the_fault() {
+        let e = Endpoint::parse("https://127.0.0.1:9000/", "X").unwrap();
+        assert_eq!(
+            (e.scheme.as_str(), e.authority.as_str()),
+            ("https", "127.0.0.1:9000")
+        );
+        let why = |url: &str| Endpoint::parse(url, "GPUFORM_X").unwrap_err().message;
+        assert_eq!(
+            why("http://"),
+            "GPUFORM_X `http://` has no host (expected a base URL like http://127.0.0.1:8080)"
+        );
+        assert!(
+            why("127.0.0.1").contains("has no scheme"),
+            "{}",
+            why("127.0.0.1")
+        );
+        assert!(why("ftp://h").contains("is not http(s)"));
+        assert!(why("http://h/p").contains("must be scheme://host[:port] only"));
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_named_in_fixed_words() {
+        // A port that was just free: nothing listens there any more.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let http = http_client(Some("gpuform-test")).unwrap();
+        let e = http
+            .get(format!("http://127.0.0.1:{port}/"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(transport_failure(&e), "could not connect");
     }
 }

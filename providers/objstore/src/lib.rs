@@ -50,7 +50,7 @@ mod manage;
 pub mod xml;
 
 pub use dialect::{any_tag_value, ClassAt, ClassRead, Dialect, RuleScope, SseForm};
-pub use http::Endpoint;
+pub use http::{http_client, transport_failure, Endpoint};
 
 use gpuform_provider::Result;
 use std::fmt;
@@ -110,16 +110,7 @@ impl ObjStore {
         signer: Box<dyn Signer>,
         endpoint: Option<Endpoint>,
     ) -> Result<ObjStore> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| {
-                gpuform_provider::ProviderError::new(
-                    gpuform_provider::ErrorKind::Invalid,
-                    format!("cannot build the HTTP client: {e}"),
-                )
-            })?;
+        let http = http_client(None)?;
         Ok(ObjStore {
             dialect,
             signer,

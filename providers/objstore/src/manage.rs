@@ -8,7 +8,8 @@ use gpuform_provider::bucket::{not_empty, FORCE_DESTROY_TAG};
 use gpuform_provider::tags::GPUFORM_PREFIX;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    BucketChange, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope, UserTags,
+    BucketChange, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope, Update,
+    UserTags,
 };
 
 /// Delete batches an emptying makes at most before giving up (each lists
@@ -17,13 +18,8 @@ const MAX_DELETE_ROUNDS: usize = 100_000;
 
 impl ObjStore {
     /// Changes the settings `change` names.
-    pub async fn update(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        let (region, name) = (scope.region.as_str(), current.id.as_str());
+    pub async fn update(&self, u: &Update<'_, BucketChange>) -> Result<()> {
+        let (region, name, change) = (u.region(), u.current.id.as_str(), u.want);
         if let Some(v) = change.versioning {
             self.put_versioning(region, name, v).await?;
         }
@@ -49,13 +45,8 @@ impl ObjStore {
     }
 
     /// Makes the user tags exactly `want`; gpuform's own tags stay.
-    pub async fn update_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
-        let (region, name) = (scope.region.as_str(), current.id.as_str());
+    pub async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let (region, name, want) = (u.region(), u.current.id.as_str(), u.want);
         let mut tags: Tags = self
             .existing_tags(region, name)
             .await?

@@ -217,6 +217,21 @@ pub(crate) fn offered(cloud: Cloud, region: &str, zone: &str, ty: &str) -> Resul
     Ok(())
 }
 
+/// `entry` stands in `zone`; else a `code` error whose message `says`,
+/// given the zone the entry is in (`(none)` when it has none).
+pub(crate) fn in_zone(
+    cloud: Cloud,
+    code: Code,
+    entry: &Entry,
+    zone: &str,
+    says: impl FnOnce(&str) -> String,
+) -> Result<()> {
+    match entry.zone.as_deref() {
+        Some(z) if z == zone => Ok(()),
+        theirs => Err(invalid(cloud, code, says(theirs.unwrap_or("(none)")))),
+    }
+}
+
 /// An instance's subnet is in its zone, and its firewall in its subnet's
 /// network.
 pub(crate) fn instance_refs(
@@ -225,16 +240,9 @@ pub(crate) fn instance_refs(
     (subnet_id, subnet): (&str, &Entry),
     (firewall_id, firewall): (&str, &Entry),
 ) -> Result<()> {
-    if subnet.zone.as_deref() != Some(zone) {
-        return Err(invalid(
-            cloud,
-            Code::BadValue,
-            format!(
-                "the instance asks for zone {zone} but its subnet {subnet_id} is in zone {}",
-                subnet.zone.as_deref().unwrap_or("(none)")
-            ),
-        ));
-    }
+    in_zone(cloud, Code::BadValue, subnet, zone, |theirs| {
+        format!("the instance asks for zone {zone} but its subnet {subnet_id} is in zone {theirs}")
+    })?;
     if firewall.ref_of("network") != subnet.ref_of("network") {
         return Err(invalid(
             cloud,

@@ -101,16 +101,9 @@ pub(crate) fn create(
             let instance_id = required_ref(cloud, kind, c.spec.instance.as_deref(), "instance")?;
             let instance = refer("instance", instance_id)?;
             if let Some(z) = c.spec.zone.as_deref() {
-                if instance.zone.as_deref() != Some(z) {
-                    return Err(invalid(
-                        cloud,
-                        Code::Zone,
-                        format!(
-                            "the volume's zone {z} is not its instance's zone {}",
-                            instance.zone.as_deref().unwrap_or("(none)")
-                        ),
-                    ));
-                }
+                checks::in_zone(cloud, Code::Zone, instance, z, |theirs| {
+                    format!("the volume's zone {z} is not its instance's zone {theirs}")
+                })?;
             }
             zone = instance.zone.as_deref().map(str::to_string);
             checks::volume_size(cloud, c.spec.size_gb, None)?;

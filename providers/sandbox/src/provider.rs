@@ -18,8 +18,8 @@ use crate::existing::{delete, update};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, ObservedResource, Provider,
-    ResourceKind, Scope, UserTags,
+    Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, Inventory, InventoryApi,
+    InventoryInstance, InventoryVolume, ObservedResource, Provider, ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -280,13 +280,8 @@ fn owned_ids<'a>(
 /// instance runs unless `gpuform sandbox set` gave it a `status`
 /// (`stopped`); a `launch_time` set the same way is reported as is.
 #[async_trait::async_trait]
-impl gpuform_provider::InventoryApi for SandboxProvider {
-    fn inventory_cloud(&self) -> Cloud {
-        self.cloud
-    }
-
-    async fn inventory(&self, scope: &Scope) -> Result<gpuform_provider::Inventory> {
-        use gpuform_provider::{InventoryInstance, InventoryVolume};
+impl InventoryApi for SandboxProvider {
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
         let (inventory, pages) = {
             let mut inner = self.sandbox.lock();
             let _ = inner.sync();
@@ -310,7 +305,7 @@ impl gpuform_provider::InventoryApi for SandboxProvider {
             }
             let pages = pages_for(instances.len()) + pages_for(volumes.len());
             let out = self.run(&mut inner, pages, |_| {
-                let mut out = gpuform_provider::Inventory::default();
+                let mut out = Inventory::default();
                 for mut o in instances {
                     let text = |k: &str| o.attrs.get(k).and_then(Value::as_str).map(String::from);
                     if let Some(s) = text("status") {

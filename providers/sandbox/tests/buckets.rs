@@ -33,13 +33,14 @@ fn bucket_req(name: &str, extra: serde_json::Value) -> gpuform_provider::CreateR
 #[tokio::test]
 async fn settings_are_recorded_and_updated_but_the_size_estimate_is_not() {
     let (_sb, p) = fresh_aws("bucket-settings");
-    let made = p
-        .create(&bucket_req(
+    let made = create(
+        &*p,
+        &bucket_req(
             "p-data",
             json!({"versioning": true, "lifecycle": {"archive_after_days": 30}}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(made.id, "p-data");
     assert_eq!(made.attrs["versioning"], json!(true));
     assert_eq!(made.attrs["lifecycle"], json!({"archive_after_days": 30}));
@@ -77,7 +78,7 @@ async fn names_follow_the_mirrored_clouds_rules() {
     let sb = open(&temp_dir("bucket-names"));
     // `.` is valid on S3, not on OSS.
     let aws = sb.provider(Cloud::Aws);
-    aws.create(&bucket_req("p.data", json!({}))).await.unwrap();
+    create(&*aws, &bucket_req("p.data", json!({}))).await;
     let ali = sb.provider(Cloud::Alibaba);
     let mut req = bucket_req("p.data", json!({}));
     req.scope = scope("cn-hangzhou");
@@ -86,7 +87,7 @@ async fn names_follow_the_mirrored_clouds_rules() {
     says(&e, &["Alibaba OSS", "it contains `.`", "`p-data`"]);
     // Names are global: another project's create of a taken name is refused
     // (the same request again is the same create, answered idempotently).
-    let again = aws.create(&bucket_req("p.data", json!({}))).await.unwrap();
+    let again = create(&*aws, &bucket_req("p.data", json!({}))).await;
     assert_eq!(again.id, "p.data");
     let mut other = bucket_req("p.data", json!({}));
     other.ownership = ownership("q", "bucket.data");
@@ -97,7 +98,7 @@ async fn names_follow_the_mirrored_clouds_rules() {
 #[tokio::test]
 async fn a_non_empty_bucket_is_deleted_only_with_force_destroy() {
     let (sb, p) = fresh_aws("bucket-delete");
-    p.create(&bucket_req("p-data", json!({}))).await.unwrap();
+    create(&*p, &bucket_req("p-data", json!({}))).await;
     let s = scope("us-east-1");
     // Objects put in by someone else (the test hook for the object count).
     sb.set_attr_behind("p-data", "object_count", json!(3))
@@ -129,6 +130,6 @@ async fn a_non_empty_bucket_is_deleted_only_with_force_destroy() {
         .await
         .is_empty());
     // An empty bucket needs no force.
-    p.create(&bucket_req("p-empty", json!({}))).await.unwrap();
+    create(&*p, &bucket_req("p-empty", json!({}))).await;
     p.delete(&s, ResourceKind::Bucket, "p-empty").await.unwrap();
 }

@@ -78,16 +78,11 @@ async fn crash_after_keeps_the_effect() {
         .iter()
         .find(|r| r.kind == ResourceKind::Firewall)
         .expect("firewall");
-    let again = p
-        .create(&instance_req(
-            &o,
-            &subnet.id,
-            &firewall.id,
-            "crash",
-            "c.node[0]",
-        ))
-        .await
-        .expect("retry");
+    let again = create(
+        &*p,
+        &instance_req(&o, &subnet.id, &firewall.id, "crash", "c.node[0]"),
+    )
+    .await;
     assert_eq!(again.id, inst.id);
     assert_eq!(sb.list_all().len(), 4, "no duplicate");
 }

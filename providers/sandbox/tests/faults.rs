@@ -44,7 +44,7 @@ async fn injected_capacity_throttle_and_failure() {
     says(&e, &[&o.instance_type, &o.zone]);
     let mut req = instance_req(&o, &subnets[1], &sg, "p", "n0");
     req.attrs.insert("zone".into(), json!(o.other_zone));
-    p.create(&req).await.expect("the other zone has capacity");
+    create(&*p, &req).await;
     drop((p, sb));
 
     // Throttle and fail: errors before any effect.
@@ -102,9 +102,11 @@ async fn gpu_quota_per_region() {
     p.delete(&scope(&o.region), ResourceKind::Instance, &s.instance)
         .await
         .expect("delete");
-    p.create(&instance_req(&o, &s.subnet, &s.firewall, "q", "q.node[1]"))
-        .await
-        .expect("fits again");
+    create(
+        &*p,
+        &instance_req(&o, &s.subnet, &s.firewall, "q", "q.node[1]"),
+    )
+    .await;
 }
 
 #[tokio::test]

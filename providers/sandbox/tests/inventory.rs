@@ -9,7 +9,7 @@ use gpuform_sandbox::{Faults, SandboxCloud, SandboxError, INVENTORY_FILE};
 use serde_json::json;
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Appends raw text to the log, as another process (or a torn write) would.
 fn append_to_log(dir: &Path, text: &str) {
@@ -57,10 +57,11 @@ async fn replay_after_reopen() {
         .expect_err("in use");
     assert_eq!(e.kind, gpuform_provider::ErrorKind::DependencyViolation);
     // Tokens were rebuilt.
-    let again = p
-        .create(&instance_req(&o, &s.subnet, &s.firewall, "p", "r.node[0]"))
-        .await
-        .expect("same");
+    let again = create(
+        &*p,
+        &instance_req(&o, &s.subnet, &s.firewall, "p", "r.node[0]"),
+    )
+    .await;
     assert_eq!(again.id, s.instance);
     assert_eq!(again.attrs["tags"], json!({"v": "2"}));
     // New ids do not collide with old ones.
@@ -91,11 +92,7 @@ async fn torn_last_line_is_ignored() {
 
 #[tokio::test]
 async fn corrupt_line_is_reported_with_its_number() {
-    let dir = temp_dir("corrupt");
-    let region = offer(Cloud::Aws).region;
-    networks(&*open(&dir).provider(Cloud::Aws), &region, "p", "n", 3).await;
-    let log = log_path(&dir);
-    let text = std::fs::read_to_string(&log).expect("log");
+    let (dir, region, log, text) = logged("corrupt", 3).await;
     let mut lines: Vec<&str> = text.lines().collect();
     lines[2] = "{not json";
     std::fs::write(&log, lines.join("\n") + "\n").expect("write");
@@ -124,11 +121,7 @@ async fn corrupt_line_is_reported_with_its_number() {
 
 #[tokio::test]
 async fn whole_last_record_without_newline_is_kept() {
-    let dir = temp_dir("nonewline");
-    let region = offer(Cloud::Aws).region;
-    networks(&*open(&dir).provider(Cloud::Aws), &region, "p", "n", 2).await;
-    let log = log_path(&dir);
-    let text = std::fs::read_to_string(&log).expect("log");
+    let (dir, region, log, text) = logged("nonewline", 2).await;
     std::fs::write(&log, text.trim_end_matches('\n')).expect("write");
     {
         let sb = open(&dir);
@@ -265,4 +258,16 @@ fn open_twice_in_a_process() {
     let e = SandboxCloud::open(&dir, Faults::parse("seed=3").expect("faults"))
         .expect_err("other faults");
     assert!(matches!(e, SandboxError::AlreadyOpen { .. }));
+}
+
+/// A fresh sandbox directory named after `name` with `n` AWS networks of
+/// project `p` (`n0`…) in the offer's region: the directory, the region,
+/// the inventory log's path and its text.
+async fn logged(name: &str, n: usize) -> (PathBuf, String, PathBuf, String) {
+    let dir = temp_dir(name);
+    let region = offer(Cloud::Aws).region;
+    networks(&*open(&dir).provider(Cloud::Aws), &region, "p", "n", n).await;
+    let log = log_path(&dir);
+    let text = std::fs::read_to_string(&log).expect("log");
+    (dir, region, log, text)
 }

@@ -17,16 +17,11 @@ async fn idempotent_create_by_token() {
     let World { sb, p, o, s, .. } = world("idem", "proj", "c").await;
     assert_eq!(p.label(), "sandbox(aws)");
     let before = sb.list_all().len();
-    let again = p
-        .create(&instance_req(
-            &o,
-            &s.subnet,
-            &s.firewall,
-            "proj",
-            "c.node[0]",
-        ))
-        .await
-        .expect("same token");
+    let again = create(
+        &*p,
+        &instance_req(&o, &s.subnet, &s.firewall, "proj", "c.node[0]"),
+    )
+    .await;
     assert_eq!(again.id, s.instance);
     assert_eq!(
         sb.list_all().len(),
@@ -201,6 +196,19 @@ async fn refs_must_exist() {
     let req = instance_req(&o, &s.firewall, &s.firewall, "p", "x.node[8]");
     let e = p.create(&req).await.expect_err("wrong kind");
     assert_eq!(e.kind, ErrorKind::Invalid);
+    // A volume in a zone other than its instance's.
+    let e = p
+        .create(&request(
+            ResourceKind::Volume,
+            &o.region,
+            json!({"size_gb": 10, "zone": o.other_zone}),
+            &[("instance", s.instance.as_str())],
+            ownership("p", "v"),
+        ))
+        .await
+        .expect_err("zone mismatch");
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    says(&e, &[&format!("zone {} is not", o.other_zone), &o.zone]);
     // A volume needs its instance.
     let e = p
         .create(&request(
@@ -320,11 +328,7 @@ async fn update_changes_only_updatable_attrs() {
         .await
         .expect("tags");
     assert_eq!(r.attrs["tags"], json!({"team": "infra"}));
-    let listed = sb
-        .list_all()
-        .into_iter()
-        .find(|r| r.id == s.instance)
-        .expect("listed");
+    let listed = listed(&sb, &s.instance);
     assert_eq!(listed.tags.get("team").map(String::as_str), Some("infra"));
 
     let changes = attrs(json!({"instance_type": "g5.xlarge"}));
@@ -459,13 +463,9 @@ async fn reserved_tag_prefixes_are_the_mirrored_clouds() {
     let mut req = network_req(&offer(Cloud::Aws).region, "p", "n");
     req.attrs
         .insert("tags".into(), json!({"acs:team": "ml", "n": 3}));
-    let made = aws.create(&req).await.expect("an ordinary key on aws");
+    let made = create(&*aws, &req).await;
     assert_eq!(made.attrs["tags"], json!({"acs:team": "ml", "n": "3"}));
-    let listed = sb
-        .list_all()
-        .into_iter()
-        .find(|r| r.id == made.id)
-        .expect("listed");
+    let listed = listed(&sb, &made.id);
     assert_eq!(listed.tags.get("n").map(String::as_str), Some("3"));
 }
 
@@ -475,7 +475,7 @@ async fn a_spot_cap_is_accepted_and_recorded() {
     let mut req = instance_req(&o, &s.subnet, &s.firewall, "proj", "c.node[5]");
     req.attrs.insert("pricing".into(), json!("spot"));
     req.attrs.insert("spot_max_price".into(), json!(1.25));
-    let made = p.create(&req).await.expect("a capped spot node");
+    let made = create(&*p, &req).await;
     assert_eq!(made.attrs["spot_max_price"], json!(1.25));
     let read = read_one(&*p, &o.region, ResourceKind::Instance, &made.id).await;
     assert_eq!(

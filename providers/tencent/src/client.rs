@@ -146,17 +146,8 @@ impl Client {
         token: Option<SessionToken>,
         endpoint: Option<reqwest::Url>,
     ) -> Result<Client> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("gpuform/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("cannot build the HTTP client: {e}"),
-                )
-            })?;
+        let http =
+            gpuform_objstore::http_client(Some(concat!("gpuform/", env!("CARGO_PKG_VERSION"))))?;
         Ok(Client {
             http,
             creds,

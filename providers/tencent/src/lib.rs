@@ -39,7 +39,7 @@ pub mod tags;
 use client::{parse_endpoint, Client, SessionToken};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
-use gpuform_provider::{Cloud, CloudDriver, ErrorKind, ProviderError, ResourceKind};
+use gpuform_provider::{Cloud, CloudDriver, ErrorKind, ProviderError};
 use gpuform_signing::Credentials;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -163,16 +163,8 @@ impl CloudDriver for TencentProvider {
         Cloud::Tencent
     }
 
-    fn label(&self) -> String {
-        "tencent".into()
-    }
-
     fn rate_limit(&self) -> RateLimit {
         self.rate
-    }
-
-    fn kinds(&self) -> &'static [ResourceKind] {
-        refresh::KINDS
     }
 
     fn buckets(&self) -> Option<&dyn gpuform_provider::BucketApi> {

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
-    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec,
+    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec, Update,
 };
 use serde_json::{json, Map, Value};
 
@@ -179,13 +179,9 @@ impl NetworkApi for TencentProvider {
     }
 
     /// See [`replace_policies`]: the group's rules become exactly `want`.
-    async fn update_ingress(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &[IngressRule],
-    ) -> Result<()> {
-        replace_policies(self, &scope.region, &current.id, want).await
+    async fn update_ingress(&self, u: &Update<'_, [IngressRule]>) -> Result<()> {
+        let (region, current, want) = (u.region(), u.current, u.want);
+        replace_policies(self, region, &current.id, want).await
     }
 }
 

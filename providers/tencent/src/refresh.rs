@@ -16,12 +16,10 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, ObservedResource, OwnershipTags, Pricing, RefreshApi, ResourceKind, Scope,
+    Attrs, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup, ObservedResource,
+    OwnershipTags, Pricing, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
-
-/// The kinds Tencent Cloud makes (buckets on COS, read by `buckets`).
-pub(crate) const KINDS: &[ResourceKind] = &ResourceKind::ALL;
 
 /// How one kind is described: its Describe call, the keys of its request
 /// and answer, and how `list_owned` filters it.
@@ -152,12 +150,8 @@ pub(crate) async fn describe_one(
 impl RefreshApi for TencentProvider {
     /// The given resources of one kind; gone ones (and items that are not
     /// resources of the kind) are left out.
-    async fn read(
-        &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>> {
+    async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>> {
+        let (scope, kind, ids) = (q.scope, q.kind, q.ids);
         let region = scope.region.as_str();
         let Some(l) = listing_of(kind) else {
             return Ok(Vec::new());
@@ -396,17 +390,9 @@ fn is_volume(v: &Value) -> bool {
 /// listing filtered by `disk-state` UNATTACHED and `disk-usage` DATA_DISK
 /// (362/16315), each paged by 100.
 #[async_trait]
-impl gpuform_provider::InventoryApi for TencentProvider {
-    fn inventory_cloud(&self) -> gpuform_provider::Cloud {
-        gpuform_provider::Cloud::Tencent
-    }
-
-    async fn inventory(
-        &self,
-        scope: &gpuform_provider::Scope,
-    ) -> Result<gpuform_provider::Inventory> {
+impl InventoryApi for TencentProvider {
+    async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
         let region = scope.region.as_str();
-        use gpuform_provider::{InventoryInstance, InventoryVolume};
         let mut disk_filter = Map::new();
         disk_filter.insert(
             "Filters".into(),
@@ -431,7 +417,7 @@ impl gpuform_provider::InventoryApi for TencentProvider {
                 VOLUME.set_key
             ),
         )?;
-        let mut out = gpuform_provider::Inventory::default();
+        let mut out = Inventory::default();
         for v in instances.iter().filter(|v| instance_alive(v)) {
             let size = |d: &Value| d.get("DiskSize").and_then(Value::as_u64).unwrap_or(0);
             let system = v.get("SystemDisk").map_or(0, size);

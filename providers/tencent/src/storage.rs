@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
-    StorageApi, VolumeSpec,
+    StorageApi, Update, VolumeSpec,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -102,13 +102,8 @@ impl StorageApi for TencentProvider {
     /// Attaches the disk to `want` (detaching it from any other instance
     /// first), or detaches it, then waits for the documented end state.
     /// `current` is the disk as just read: its `attached_to` and status.
-    async fn attach_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        to: &Attachment,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
+    async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()> {
+        let (region, current, to) = (u.region(), u.current, u.want);
         let want = to.instance();
         let id = &current.id;
         let now = current.attrs.get("attached_to").and_then(Value::as_str);
@@ -126,14 +121,8 @@ impl StorageApi for TencentProvider {
 
     /// https://www.tencentcloud.com/document/api/362/16320 (ResizeDisk): cloud
     /// disks only grow.
-    async fn resize_volume(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        size_gb: u32,
-    ) -> Result<()> {
-        let region = scope.region.as_str();
-        let id = &current.id;
+    async fn resize_volume(&self, u: &Update<'_, u32>) -> Result<()> {
+        let (region, id, current, size_gb) = (u.region(), u.id(), u.current, *u.want);
         let now = current
             .attrs
             .get("size_gb")

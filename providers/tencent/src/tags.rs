@@ -15,9 +15,7 @@ use async_trait::async_trait;
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::tags::reserved_prefixes;
 use gpuform_provider::Result;
-use gpuform_provider::{
-    Cloud, ErrorKind, ObservedResource, OwnershipTags, ProviderError, Scope, TagApi, UserTags,
-};
+use gpuform_provider::{Cloud, ErrorKind, OwnershipTags, ProviderError, TagApi, Update, UserTags};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -103,23 +101,15 @@ pub fn check(key: &str, value: &str) -> Result<(), TagProblem> {
     check_value(value)
 }
 
-/// [`check`] as the provider's `check_tag`: the message and its hint.
-pub(crate) fn check_user_tag(key: &str, value: &str) -> Result<(), String> {
-    check(key, value).map_err(|p| format!("{}\n  hint: {}", p.message, p.hint))
-}
-
 #[async_trait]
 impl TagApi for TencentProvider {
-    fn check_tag(&self, key: &str, value: &str) -> Result<(), String> {
-        check_user_tag(key, value)
+    /// [`check`] as the provider's `check_tag`: the message and its hint.
+    fn check_tag(key: &str, value: &str) -> Result<(), String> {
+        check(key, value).map_err(|p| format!("{}\n  hint: {}", p.message, p.hint))
     }
 
-    async fn update_tags(
-        &self,
-        _scope: &Scope,
-        current: &ObservedResource,
-        _want: &UserTags,
-    ) -> Result<()> {
+    async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let current = u.current;
         Err(ProviderError::new(
             ErrorKind::Invalid,
             format!(
@@ -205,7 +195,7 @@ mod tests {
         assert!(check("team", "a*b").is_err());
         assert!(check("qcs:x", "v").is_err());
         assert!(check("project:x", "v").is_err());
-        let e = check_user_tag("team", "r&d").unwrap_err();
+        let e = TencentProvider::check_tag("team", "r&d").unwrap_err();
         assert!(e.contains('&') && e.contains("hint: use letters"), "{e}");
     }
 

@@ -7,21 +7,16 @@
 mod common;
 
 use common::{
-    attrs, ids_of, network, node_request, provider, request, scope, started, Net, PROJECT, TYPE,
-    ZONE,
+    all_owned, create, delete, ids_of, network, node_request, placement, provider, read, request,
+    scope, started, update, Net, PROJECT, TYPE, ZONE,
 };
-use gpuform_provider::{Attrs, CreateRequest, ErrorKind, Provider, ResourceKind};
+use gpuform_provider::{CreateRequest, ErrorKind, Provider, ResourceKind};
 use gpuform_standins::tencent::TencentMock;
 use gpuform_standins::MockCloud;
 use serde_json::json;
 
 fn node(net: &Net, i: usize, image: &str, placement: Option<&str>) -> CreateRequest {
-    let a = attrs(&[
-        ("instance_type", json!(TYPE)),
-        ("zone", json!(ZONE)),
-        ("image", json!(image)),
-        ("pricing", json!("on-demand")),
-    ]);
+    let a = json!({"instance_type": TYPE, "zone": ZONE, "image": image, "pricing": "on-demand"});
     node_request(net, &format!("cluster.d.node[{i}]"), a, placement)
 }
 
@@ -43,12 +38,10 @@ async fn a_failed_launch_is_released_and_fails_over() {
         "the failed instance is released: {:?}",
         mock.resources()
     );
-    let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let listed = all_owned(&p).await;
     assert!(listed.iter().all(|r| r.kind != ResourceKind::Instance));
     // Nothing holds the subnet any more.
-    p.delete(&scope(), ResourceKind::Subnet, &net.subnet)
-        .await
-        .expect("subnet free");
+    delete(&p, ResourceKind::Subnet, &net.subnet.id).await;
 }
 
 /// RunInstances' TagSpecification tags are bound to the instance's CBS disks
@@ -58,26 +51,21 @@ async fn a_failed_launch_is_released_and_fails_over() {
 #[tokio::test]
 async fn system_disks_are_not_volumes() {
     let (mock, p, net) = started().await;
-    let inst = p
-        .create(&node(&net, 0, "ubuntu-22.04", None))
-        .await
-        .expect("instance");
-    let vol = p
-        .create(&request(
-            ResourceKind::Volume,
-            "cluster.d.volume[0]",
-            attrs(&[("zone", json!(ZONE)), ("size_gb", json!(50))]),
-            &[("instance", &inst.id)],
-        ))
-        .await
-        .expect("volume");
+    let inst = create(&p, &node(&net, 0, "ubuntu-22.04", None)).await;
+    let disk = json!({"zone": ZONE, "size_gb": 50});
+    let refs = [("instance", inst.id.as_str())];
+    let vol = create(
+        &p,
+        &request(ResourceKind::Volume, "cluster.d.volume[0]", disk, &refs),
+    )
+    .await;
 
     // The stand-in models the page: the system disk has the node's tags.
     let system = mock.system_disk(&inst.id).expect("system disk");
     let tags = mock.tags(&system).expect("tags");
     assert!(tags.contains(&("gpuform:address".into(), "cluster.d.node[0]".into())));
 
-    let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let listed = all_owned(&p).await;
     let volumes: Vec<_> = listed
         .iter()
         .filter(|r| r.kind == ResourceKind::Volume)
@@ -94,10 +82,7 @@ async fn system_disks_are_not_volumes() {
         vec![(ResourceKind::Instance, inst.id.clone())]
     );
     // Read by id, a system disk is no volume either.
-    let read = p
-        .read(&scope(), ResourceKind::Volume, &[system])
-        .await
-        .unwrap();
+    let read = read(&p, ResourceKind::Volume, &[system]).await;
     assert!(read.is_empty(), "{read:#?}");
 }
 
@@ -109,31 +94,18 @@ async fn system_disks_are_not_volumes() {
 #[tokio::test]
 async fn deleting_an_instance_releases_it_from_the_recycle_bin() {
     let (mock, p, net) = started().await;
-    let a = p
-        .create(&node(&net, 0, "ubuntu-22.04", None))
-        .await
-        .expect("node 0");
-    p.delete(&scope(), ResourceKind::Instance, &a.id)
-        .await
-        .expect("delete");
+    let a = create(&p, &node(&net, 0, "ubuntu-22.04", None)).await;
+    delete(&p, ResourceKind::Instance, &a.id).await;
     assert_eq!(mock.instance_state(&a.id), None, "released, not in the bin");
 
     // One terminated in the console sits in the recycle bin (SHUTDOWN):
     // deleting the subnet and group releases gpuform's recycled instances.
-    let b = p
-        .create(&node(&net, 1, "ubuntu-22.04", None))
-        .await
-        .expect("node 1");
+    let b = create(&p, &node(&net, 1, "ubuntu-22.04", None)).await;
     assert!(mock.terminate_behind(&b.id));
     assert_eq!(mock.instance_state(&b.id).as_deref(), Some("SHUTDOWN"));
-    let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
-    assert!(by_kind(&listed, ResourceKind::Instance).is_empty());
-    p.delete(&scope(), ResourceKind::Subnet, &net.subnet)
-        .await
-        .expect("subnet");
-    p.delete(&scope(), ResourceKind::Firewall, &net.sg)
-        .await
-        .expect("security group");
+    assert!(by_kind(&all_owned(&p).await, ResourceKind::Instance).is_empty());
+    delete(&p, ResourceKind::Subnet, &net.subnet.id).await;
+    delete(&p, ResourceKind::Firewall, &net.firewall.id).await;
     assert_eq!(mock.instance_state(&b.id), None);
 }
 
@@ -152,15 +124,7 @@ fn by_kind(list: &[gpuform_provider::ObservedResource], kind: ResourceKind) -> V
 #[tokio::test]
 async fn a_full_placement_group_is_a_quota_not_capacity() {
     let (_mock, p, net) = started().await;
-    let group = p
-        .create(&request(
-            ResourceKind::Placement,
-            "cluster.d.placement",
-            Attrs::new(),
-            &[],
-        ))
-        .await
-        .expect("placement group");
+    let group = create(&p, &placement("cluster.d.placement", json!({}))).await;
     let mut i = 0;
     let e = loop {
         match p
@@ -187,10 +151,8 @@ async fn china_site_image_names_resolve() {
     mock.use_china_site_image_names();
     let p = provider(&mock);
     let net = network(&p).await;
-    let inst = p
-        .create(&node(&net, 0, "ubuntu-22.04", None))
-        .await
-        .expect("the logical name resolves on the China site");
+    // The logical name resolves on the China site.
+    let inst = create(&p, &node(&net, 0, "ubuntu-22.04", None)).await;
     assert_eq!(inst.attrs["image"], json!("ubuntu-22.04"));
 }
 
@@ -199,7 +161,7 @@ async fn china_site_image_names_resolve() {
 #[tokio::test]
 async fn an_answer_without_its_documented_body_is_an_error() {
     let (mock, p, _net) = started().await;
-    assert!(!p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
+    assert!(!all_owned(&p).await.is_empty());
     mock.strip_answer(Some(0));
     let e = p.list_owned(&scope(), PROJECT).await.unwrap_err();
     assert!(e.message.contains("VpcSet"), "{e}");
@@ -208,16 +170,12 @@ async fn an_answer_without_its_documented_body_is_an_error() {
     mock.throttle_next(1);
     let e = p.list_owned(&scope(), PROJECT).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Throttled);
-    assert_eq!(p.list_owned(&scope(), PROJECT).await.unwrap().len(), 3);
+    assert_eq!(all_owned(&p).await.len(), 3);
 
     // A create answer without its documented object is an error, not a
     // resource with an empty id; the retry (same token) makes exactly one.
-    let req = request(
-        ResourceKind::Network,
-        "cluster.e.network",
-        attrs(&[("cidr", json!("10.1.0.0/16"))]),
-        &[],
-    );
+    let cidr = json!({"cidr": "10.1.0.0/16"});
+    let req = request(ResourceKind::Network, "cluster.e.network", cidr, &[]);
     mock.strip_answer(Some(0));
     assert!(p.create(&req).await.is_err());
     let vpc = p.create(&req).await.expect("retry");
@@ -238,15 +196,8 @@ async fn tags_follow_tencent_rules() {
     let mock = TencentMock::start();
     let p = provider(&mock);
     let before = mock.requests();
-    let bad = request(
-        ResourceKind::Network,
-        "cluster.d.network",
-        attrs(&[
-            ("cidr", json!("10.0.0.0/16")),
-            ("tags", json!({"team": "r&d"})),
-        ]),
-        &[],
-    );
+    let a = json!({"cidr": "10.0.0.0/16", "tags": {"team": "r&d"}});
+    let bad = request(ResourceKind::Network, "cluster.d.network", a, &[]);
     let e = p.create(&bad).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     assert!(e.message.contains('&'), "{e}");
@@ -262,11 +213,9 @@ async fn tags_follow_tencent_rules() {
         let e = p.create(&req).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
         assert!(e.message.contains(says), "{key}: {e}");
-        let changes = attrs(&[("tags", json!({ key: "1" }))]);
-        let e = p
-            .update(&scope(), ResourceKind::Network, "vpc-x", &changes)
-            .await
-            .unwrap_err();
+        let changes = json!({"tags": { key: "1" }});
+        let e = update(&p, ResourceKind::Network, "vpc-x", changes).await;
+        let e = e.unwrap_err();
         assert!(e.message.contains(says), "{key}: {e}");
     }
     assert_eq!(mock.requests(), before, "refused before any call");
@@ -290,24 +239,15 @@ async fn firewall_rules_are_read_back() {
     // every provider reports them in (`ObservedIngress`), whatever order the
     // request listed them in.
     let canonical = json!([ingress[1], ingress[0], ingress[2]]);
-    let sg = p
-        .create(&request(
-            ResourceKind::Firewall,
-            "cluster.d.firewall",
-            attrs(&[("ingress", ingress.clone())]),
-            &[("network", &net.vpc)],
-        ))
-        .await
-        .expect("firewall");
+    let a = json!({ "ingress": ingress });
+    let refs = [("network", net.network.id.as_str())];
+    let sg = create(
+        &p,
+        &request(ResourceKind::Firewall, "cluster.d.firewall", a, &refs),
+    )
+    .await;
     let read_ingress = || async {
-        let read = p
-            .read(
-                &scope(),
-                ResourceKind::Firewall,
-                std::slice::from_ref(&sg.id),
-            )
-            .await
-            .unwrap();
+        let read = read(&p, ResourceKind::Firewall, std::slice::from_ref(&sg.id)).await;
         read[0].attrs["ingress"].clone()
     };
     assert_eq!(
@@ -315,7 +255,7 @@ async fn firewall_rules_are_read_back() {
         "create reports what it wrote"
     );
     assert_eq!(read_ingress().await, canonical, "read back as written");
-    let listed = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let listed = all_owned(&p).await;
     let fw = listed.iter().find(|o| o.id == sg.id).expect("listed");
     assert_eq!(fw.attrs["ingress"], canonical, "listed as written");
 
@@ -346,11 +286,8 @@ async fn firewall_rules_are_read_back() {
     );
 
     // An update writes the whole set back.
-    let mut changes = Attrs::new();
-    changes.insert("ingress".into(), ingress.clone());
-    let updated = p
-        .update(&scope(), ResourceKind::Firewall, &sg.id, &changes)
-        .await
-        .unwrap();
+    let changes = json!({ "ingress": ingress });
+    let updated = update(&p, ResourceKind::Firewall, &sg.id, changes);
+    let updated = updated.await.unwrap();
     assert_eq!(updated.attrs["ingress"], canonical);
 }

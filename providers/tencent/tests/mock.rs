@@ -5,36 +5,56 @@
 mod common;
 
 use common::{
-    attrs, network, node_request, provider, provider_with, request, scope, started, url, Net,
-    PROJECT, REGION, ZONE,
+    all_owned, create, delete, network, node_request, placement, provider, provider_with, read,
+    request, scope, started, update, url, volume, Net, PROJECT, REGION, TYPE, ZONE,
 };
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{Attrs, CreateRequest, ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
 use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
 use gpuform_standins::MockCloud;
+use gpuform_tencent::TencentProvider;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-fn instance_attrs(pricing: &str) -> Attrs {
-    attrs(&[
-        ("instance_type", json!("GN7.2XLARGE32")),
-        ("zone", json!(ZONE)),
-        ("image", json!("ubuntu-22.04-cuda")),
-        ("pricing", json!(pricing)),
-        ("root_gb", json!(100)),
-        ("rdma", json!(false)),
-        ("gpu", json!("T4:1")),
-        ("user_data", json!("#!/bin/sh\necho hi\n")),
-        ("tags", json!({"team": "ml"})),
-    ])
+fn instance_attrs(pricing: &str) -> Value {
+    json!({
+        "instance_type": TYPE, "zone": ZONE, "image": "ubuntu-22.04-cuda", "pricing": pricing,
+        "root_gb": 100, "rdma": false, "gpu": "T4:1", "user_data": "#!/bin/sh\necho hi\n",
+        "tags": {"team": "ml"}
+    })
 }
 
 fn instance_req(net: &Net, i: usize, pricing: &str, placement: Option<&str>) -> CreateRequest {
     let address = format!("cluster.t.node[{i}]");
     node_request(net, &address, instance_attrs(pricing), placement)
+}
+
+/// An on-demand node outside any placement group.
+fn node(net: &Net, i: usize) -> CreateRequest {
+    instance_req(net, i, "on-demand", None)
+}
+
+/// A stand-in, a provider at it without a tight rate limit, a network and
+/// `n` nodes in it (node `i` priced `pricing(i)`), with their ids.
+async fn fleet(
+    n: usize,
+    pricing: fn(usize) -> &'static str,
+) -> (TencentMock, TencentProvider, Net, Vec<String>) {
+    let mock = TencentMock::start();
+    let p = provider(&mock).with_rate_limit(RateLimit::new(1000.0, 1000));
+    let net = network(&p).await;
+    let mut ids = Vec::new();
+    for i in 0..n {
+        ids.push(
+            create(&p, &instance_req(&net, i, pricing(i), None))
+                .await
+                .id,
+        );
+    }
+    (mock, p, net, ids)
 }
 
 fn by_id(list: &[ObservedResource], id: &str) -> Option<ObservedResource> {
@@ -53,49 +73,30 @@ fn assert_same_attrs(desired: &Attrs, observed: &ObservedResource) {
 #[tokio::test]
 async fn lifecycle_create_list_read_update_destroy() {
     let (mock, p, net) = started().await;
-    assert!(
-        net.vpc.starts_with("vpc-")
-            && net.subnet.starts_with("subnet-")
-            && net.sg.starts_with("sg-")
-    );
+    let (vpc, subnet, sg) = (&net.network.id, &net.subnet.id, &net.firewall.id);
+    assert!(vpc.starts_with("vpc-") && subnet.starts_with("subnet-") && sg.starts_with("sg-"));
 
-    let ps = p
-        .create(&request(
-            ResourceKind::Placement,
-            "cluster.t.placement",
-            attrs(&[("strategy", json!("cluster"))]),
-            &[],
-        ))
-        .await
-        .expect("placement");
+    let strategy = json!({"strategy": "cluster"});
+    let ps = create(&p, &placement("cluster.t.placement", strategy)).await;
     assert!(ps.id.starts_with("ps-"), "{}", ps.id);
 
     let mut instances = Vec::new();
     for (i, pricing) in ["on-demand", "spot", "reserved-3y"].iter().enumerate() {
         let req = instance_req(&net, i, pricing, Some(&ps.id));
-        let obs = p.create(&req).await.expect("instance");
+        let obs = create(&p, &req).await;
         assert!(obs.id.starts_with("ins-"));
         assert_same_attrs(&req.attrs, &obs);
         assert_eq!(obs.attrs["tags"], json!({"team": "ml"}));
         instances.push((req, obs));
     }
-    let vol_req = request(
-        ResourceKind::Volume,
-        "cluster.t.volume[0]",
-        attrs(&[
-            ("zone", json!(ZONE)),
-            ("size_gb", json!(200)),
-            ("volume_type", json!("ssd")),
-        ]),
-        &[("instance", &instances[0].1.id)],
-    );
-    let vol = p.create(&vol_req).await.expect("volume");
+    let vol_req = volume("cluster.t.volume[0]", 200, &instances[0].1.id);
+    let vol = create(&p, &vol_req).await;
     assert!(vol.id.starts_with("disk-"));
     assert_eq!(vol.status, "attached");
     assert_same_attrs(&vol_req.attrs, &vol);
 
     // list_owned finds everything by its tags, with ownership, and the attrs diff clean.
-    let owned = p.list_owned(&scope(), PROJECT).await.expect("list_owned");
+    let owned = all_owned(&p).await;
     assert_eq!(owned.len(), 4 + 3 + 1, "{owned:#?}");
     for (req, obs) in &instances {
         let seen = by_id(&owned, &obs.id).expect("instance listed");
@@ -133,76 +134,37 @@ async fn lifecycle_create_list_read_update_destroy() {
 
     // read, per kind.
     let ids: Vec<String> = instances.iter().map(|(_, o)| o.id.clone()).collect();
-    assert_eq!(
-        p.read(&scope(), ResourceKind::Instance, &ids)
-            .await
-            .unwrap()
-            .len(),
-        3
-    );
-    assert_eq!(
-        p.read(
-            &scope(),
-            ResourceKind::Network,
-            std::slice::from_ref(&net.vpc)
-        )
-        .await
-        .unwrap()[0]
-            .attrs["cidr"],
-        json!("10.0.0.0/16")
-    );
-    assert_eq!(
-        p.read(
-            &scope(),
-            ResourceKind::Volume,
-            std::slice::from_ref(&vol.id)
-        )
-        .await
-        .unwrap()
-        .len(),
-        1
-    );
+    assert_eq!(read(&p, ResourceKind::Instance, &ids).await.len(), 3);
+    let vpcs = read(&p, ResourceKind::Network, std::slice::from_ref(vpc)).await;
+    assert_eq!(vpcs[0].attrs["cidr"], json!("10.0.0.0/16"));
+    let vols = read(&p, ResourceKind::Volume, std::slice::from_ref(&vol.id)).await;
+    assert_eq!(vols.len(), 1);
 
     // update: firewall rules and volume size in place; tags refused clearly.
-    let fw = p
-        .update(
-            &scope(),
-            ResourceKind::Firewall,
-            &net.sg,
-            &attrs(&[("ingress", json!([{"protocol": "tcp", "from_port": 8000, "to_port": 8010, "cidr": "10.0.0.0/8"}]))]),
-        )
-        .await
-        .expect("update firewall");
-    assert_eq!(fw.id, net.sg);
-    let (ingress, egress) = mock.security_group_policies(&net.sg).unwrap();
+    let rules =
+        json!([{"protocol": "tcp", "from_port": 8000, "to_port": 8010, "cidr": "10.0.0.0/8"}]);
+    let fw = update(&p, ResourceKind::Firewall, sg, json!({ "ingress": rules }));
+    let fw = fw.await.expect("update firewall");
+    assert_eq!(&fw.id, sg);
+    let (ingress, egress) = mock.security_group_policies(sg).unwrap();
     assert_eq!(ingress.len(), 2, "{ingress:?}");
-    assert_eq!(ingress[0]["SecurityGroupId"], json!(net.sg));
+    assert_eq!(ingress[0]["SecurityGroupId"], json!(sg));
     assert_eq!(ingress[1]["Port"], json!("8000-8010"));
     assert_eq!(egress.len(), 1);
-    let grown = p
-        .update(
-            &scope(),
-            ResourceKind::Volume,
-            &vol.id,
-            &attrs(&[("size_gb", json!(300))]),
-        )
-        .await
-        .unwrap();
-    assert_eq!(grown.attrs["size_gb"], json!(300));
-    let e = p
-        .update(
-            &scope(),
-            ResourceKind::Instance,
-            &ids[0],
-            &attrs(&[("tags", json!({"a": "b"}))]),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Invalid);
+    let grown = update(&p, ResourceKind::Volume, &vol.id, json!({"size_gb": 300})).await;
+    assert_eq!(grown.unwrap().attrs["size_gb"], json!(300));
+    let retag = update(
+        &p,
+        ResourceKind::Instance,
+        &ids[0],
+        json!({"tags": {"a": "b"}}),
+    )
+    .await;
+    assert_eq!(retag.unwrap_err().kind, ErrorKind::Invalid);
 
     // A VPC that still has subnets cannot go: dependency violation, retryable.
     let e = p
-        .delete(&scope(), ResourceKind::Network, &net.vpc)
+        .delete(&scope(), ResourceKind::Network, vpc)
         .await
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::DependencyViolation, "{e}");
@@ -214,59 +176,39 @@ async fn lifecycle_create_list_read_update_destroy() {
     order.extend(ids.iter().map(|id| (ResourceKind::Instance, id.clone())));
     order.extend([
         (ResourceKind::Placement, ps.id.clone()),
-        (ResourceKind::Firewall, net.sg.clone()),
-        (ResourceKind::Subnet, net.subnet.clone()),
-        (ResourceKind::Network, net.vpc.clone()),
+        (ResourceKind::Firewall, sg.clone()),
+        (ResourceKind::Subnet, subnet.clone()),
+        (ResourceKind::Network, vpc.clone()),
     ]);
     for (kind, id) in &order {
-        p.delete(&scope(), *kind, id)
-            .await
-            .unwrap_or_else(|e| panic!("delete {kind} {id}: {e}"));
+        delete(&p, *kind, id).await;
     }
-    assert!(p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
+    assert!(all_owned(&p).await.is_empty());
     assert!(mock.resources().is_empty(), "{:?}", mock.resources());
 
     // Deleting what is gone succeeds.
     for (kind, id) in [
-        (ResourceKind::Network, &net.vpc),
+        (ResourceKind::Network, vpc),
         (ResourceKind::Instance, &ids[0]),
         (ResourceKind::Volume, &vol.id),
         (ResourceKind::Placement, &ps.id),
     ] {
-        p.delete(&scope(), kind, id)
-            .await
-            .unwrap_or_else(|e| panic!("delete of a gone {kind} {id}: {e}"));
+        delete(&p, kind, id).await;
     }
 }
 
 #[tokio::test]
 async fn refresh_of_fifty_instances_is_a_handful_of_calls() {
-    let mock = TencentMock::start();
-    let p = provider(&mock).with_rate_limit(RateLimit::new(1000.0, 1000));
-    let net = network(&p).await;
-    let mut ids = Vec::new();
-    for i in 0..50 {
-        ids.push(
-            p.create(&instance_req(&net, i, "on-demand", None))
-                .await
-                .expect("instance")
-                .id,
-        );
-    }
+    let (mock, p, net, ids) = fleet(50, |_| "on-demand").await;
     assert_eq!(mock.resources().len(), 53);
 
     let before = mock.requests();
-    let read = p
-        .read(&scope(), ResourceKind::Instance, &ids)
-        .await
-        .unwrap();
-    assert_eq!(read.len(), 50);
+    assert_eq!(read(&p, ResourceKind::Instance, &ids).await.len(), 50);
     let read_calls = mock.requests() - before;
     assert_eq!(read_calls, 1, "one DescribeInstances of 50 ids");
 
     let before = mock.requests();
-    let owned = p.list_owned(&scope(), PROJECT).await.unwrap();
-    assert_eq!(owned.len(), 53);
+    assert_eq!(all_owned(&p).await.len(), 53);
     let list_calls = mock.requests() - before;
     // One page per kind: VPCs, subnets, groups, placement groups, instances,
     // disks; plus one DescribeSecurityGroupPolicies per group (its rules are
@@ -275,58 +217,37 @@ async fn refresh_of_fifty_instances_is_a_handful_of_calls() {
 
     // Past one page (Limit 100): pages, not resources, drive the cost.
     for i in 50..120 {
-        p.create(&instance_req(&net, i, "on-demand", None))
-            .await
-            .expect("instance");
+        create(&p, &node(&net, i)).await;
     }
     let before = mock.requests();
-    assert_eq!(p.list_owned(&scope(), PROJECT).await.unwrap().len(), 123);
+    assert_eq!(all_owned(&p).await.len(), 123);
     assert_eq!(mock.requests() - before, 7 + 1);
 }
 
 #[tokio::test]
 async fn deleted_behind_our_back_is_gone() {
     let (mock, p, net) = started().await;
-    let a = p
-        .create(&instance_req(&net, 0, "on-demand", None))
-        .await
-        .unwrap();
-    let b = p
-        .create(&instance_req(&net, 1, "on-demand", None))
-        .await
-        .unwrap();
+    let a = create(&p, &node(&net, 0)).await;
+    let b = create(&p, &node(&net, 1)).await;
     assert!(mock.delete_behind(&a.id));
 
-    let owned = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let owned = all_owned(&p).await;
     assert!(by_id(&owned, &a.id).is_none());
     assert!(by_id(&owned, &b.id).is_some());
-    let read = p
-        .read(
-            &scope(),
-            ResourceKind::Instance,
-            &[a.id.clone(), b.id.clone()],
-        )
-        .await
-        .unwrap();
-    assert_eq!(read.len(), 1);
-    assert_eq!(read[0].id, b.id);
-    p.delete(&scope(), ResourceKind::Instance, &a.id)
-        .await
-        .expect("delete of a gone instance succeeds");
+    let both = [a.id.clone(), b.id.clone()];
+    let read_both = read(&p, ResourceKind::Instance, &both).await;
+    assert_eq!(read_both.len(), 1);
+    assert_eq!(read_both[0].id, b.id);
+    // Deleting a gone instance succeeds.
+    delete(&p, ResourceKind::Instance, &a.id).await;
 
     // Terminated instances are not returned while they wind down either.
-    p.delete(&scope(), ResourceKind::Instance, &b.id)
-        .await
-        .unwrap();
-    assert!(p
-        .read(
-            &scope(),
-            ResourceKind::Instance,
-            std::slice::from_ref(&b.id)
-        )
-        .await
-        .unwrap()
-        .is_empty());
+    delete(&p, ResourceKind::Instance, &b.id).await;
+    assert!(
+        read(&p, ResourceKind::Instance, std::slice::from_ref(&b.id))
+            .await
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -334,10 +255,7 @@ async fn errors_map_to_neutral_kinds() {
     let (mock, p, net) = started().await;
 
     mock.set_sold_out("GN7.2XLARGE32", ZONE);
-    let e = p
-        .create(&instance_req(&net, 0, "on-demand", None))
-        .await
-        .unwrap_err();
+    let e = p.create(&node(&net, 0)).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Capacity, "{e}");
     assert_eq!(
         e.code.as_deref(),
@@ -350,13 +268,8 @@ async fn errors_map_to_neutral_kinds() {
     let p2 = provider(&mock2);
     let net2 = network(&p2).await;
     mock2.set_instance_quota(Some(1));
-    p2.create(&instance_req(&net2, 0, "on-demand", None))
-        .await
-        .expect("first fits");
-    let e = p2
-        .create(&instance_req(&net2, 1, "on-demand", None))
-        .await
-        .unwrap_err();
+    create(&p2, &node(&net2, 0)).await;
+    let e = p2.create(&node(&net2, 1)).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Quota, "{e}");
     assert_eq!(e.code.as_deref(), Some("LimitExceeded.InstanceQuota"));
 
@@ -377,31 +290,19 @@ async fn errors_map_to_neutral_kinds() {
     assert_eq!(e.code.as_deref(), Some("AuthFailure.SecretIdNotFound"));
 
     // A bad request: an unknown image name is refused before any call.
-    let mut req = instance_req(&net, 3, "on-demand", None);
+    let mut req = node(&net, 3);
     req.attrs.insert("image".into(), json!("windows-95"));
     assert_eq!(p.create(&req).await.unwrap_err().kind, ErrorKind::Invalid);
     // A subnet CIDR outside the VPC: the API's InvalidParameterValue.*.
-    let e = p
-        .create(&request(
-            ResourceKind::Subnet,
-            "cluster.t.subnet[x]",
-            attrs(&[("zone", json!(ZONE)), ("cidr", json!("192.168.0.0/24"))]),
-            &[("network", &net.vpc)],
-        ))
-        .await
-        .unwrap_err();
+    let outside = json!({"zone": ZONE, "cidr": "192.168.0.0/24"});
+    let refs = [("network", net.network.id.as_str())];
+    let subnet = request(ResourceKind::Subnet, "cluster.t.subnet[x]", outside, &refs);
+    let e = p.create(&subnet).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert_eq!(e.code.as_deref(), Some("InvalidParameterValue.SubnetRange"));
 
-    let e = p
-        .create(&request(
-            ResourceKind::Bucket,
-            "bucket.b",
-            attrs(&[("name", json!("b"))]),
-            &[],
-        ))
-        .await
-        .unwrap_err();
+    let bucket = request(ResourceKind::Bucket, "bucket.b", json!({"name": "b"}), &[]);
+    let e = p.create(&bucket).await.unwrap_err();
     // Buckets are COS's now: a name without the APPID is refused by COS's
     // naming rule before any call.
     assert_eq!(e.kind, ErrorKind::Invalid);
@@ -410,12 +311,7 @@ async fn errors_map_to_neutral_kinds() {
         "{e}"
     );
 
-    let mut rdma = request(
-        ResourceKind::Placement,
-        "cluster.t.placement",
-        attrs(&[("rdma", json!(true))]),
-        &[],
-    );
+    let mut rdma = placement("cluster.t.placement", json!({"rdma": true}));
     rdma.attrs.insert("strategy".into(), json!("cluster"));
     assert_eq!(p.create(&rdma).await.unwrap_err().kind, ErrorKind::Invalid);
 }
@@ -425,34 +321,18 @@ async fn the_same_token_creates_once() {
     let (mock, p, net) = started().await;
     // Network, subnet and firewall have no ClientToken: the token tag is looked up.
     let again = network(&p).await;
-    assert_eq!(
-        (again.vpc.as_str(), again.subnet.as_str(), again.sg.as_str()),
-        (net.vpc.as_str(), net.subnet.as_str(), net.sg.as_str())
-    );
+    let ids = |n: &Net| [&n.network.id, &n.subnet.id, &n.firewall.id].map(String::clone);
+    assert_eq!(ids(&again), ids(&net));
 
-    let req = instance_req(&net, 0, "on-demand", None);
+    let req = node(&net, 0);
     let a = p.create(&req).await.unwrap();
     let b = p.create(&req).await.unwrap();
     assert_eq!(a.id, b.id);
-    let vol = request(
-        ResourceKind::Volume,
-        "cluster.t.volume[0]",
-        attrs(&[
-            ("zone", json!(ZONE)),
-            ("size_gb", json!(100)),
-            ("volume_type", json!("ssd")),
-        ]),
-        &[("instance", &a.id)],
-    );
+    let vol = volume("cluster.t.volume[0]", 100, &a.id);
     let v1 = p.create(&vol).await.unwrap();
     let v2 = p.create(&vol).await.unwrap();
     assert_eq!(v1.id, v2.id);
-    let ps = request(
-        ResourceKind::Placement,
-        "cluster.t.placement",
-        attrs(&[("strategy", json!("cluster"))]),
-        &[],
-    );
+    let ps = placement("cluster.t.placement", json!({"strategy": "cluster"}));
     assert_eq!(
         p.create(&ps).await.unwrap().id,
         p.create(&ps).await.unwrap().id
@@ -484,13 +364,8 @@ async fn a_lost_answer_is_adopted_by_its_tags() {
     let (mock, p, net) = started().await;
     let req = instance_req(&net, 7, "spot", None);
     // Warm the image and subnet caches, so RunInstances is the next request.
-    let warm = p
-        .create(&instance_req(&net, 8, "on-demand", None))
-        .await
-        .unwrap();
-    p.delete(&scope(), ResourceKind::Instance, &warm.id)
-        .await
-        .unwrap();
+    let warm = create(&p, &node(&net, 8)).await;
+    delete(&p, ResourceKind::Instance, &warm.id).await;
 
     // The RunInstances answer never arrives: the stand-in drops the connection
     // after the instance was made (as a crash of gpuform right then would).
@@ -505,7 +380,7 @@ async fn a_lost_answer_is_adopted_by_its_tags() {
     assert_eq!(e.kind, ErrorKind::Transient, "{e}");
     mock.set_hook(None);
 
-    let owned = p.list_owned(&scope(), PROJECT).await.unwrap();
+    let owned = all_owned(&p).await;
     let adopted: Vec<_> = owned
         .iter()
         .filter(|r| r.kind == ResourceKind::Instance)
@@ -555,7 +430,7 @@ async fn from_env_names_the_variables_and_uses_the_override() {
     assert!(
         !format!("{p:?}").contains(SECRET_KEY) && !format!("{p:?}").contains("sts-token-value")
     );
-    assert!(p.list_owned(&scope(), PROJECT).await.unwrap().is_empty());
+    assert!(all_owned(&p).await.is_empty());
     assert_eq!(p.cloud(), gpuform_provider::Cloud::Tencent);
     for (k, _) in mock.env() {
         std::env::remove_var(k);
@@ -613,56 +488,17 @@ async fn the_stand_in_verifies_signatures_over_the_received_bytes() {
 #[tokio::test]
 async fn inventory_lists_every_instance_and_unattached_disk_in_a_few_pages() {
     use gpuform_provider::{InventoryApi, RunState};
-    let mock = TencentMock::start();
-    let p = provider(&mock).with_rate_limit(RateLimit::new(1000.0, 1000));
-    let net = network(&p).await;
-    let mut ids = Vec::new();
-    for i in 0..120 {
-        let pricing = if i == 0 { "spot" } else { "on-demand" };
-        ids.push(
-            p.create(&instance_req(&net, i, pricing, None))
-                .await
-                .expect("instance")
-                .id,
-        );
-    }
-    let attached = p
-        .create(&request(
-            ResourceKind::Volume,
-            "cluster.t.volume[0]",
-            attrs(&[
-                ("zone", json!(ZONE)),
-                ("size_gb", json!(200)),
-                ("volume_type", json!("ssd")),
-            ]),
-            &[("instance", &ids[1])],
-        ))
+    let (mock, p, _net, ids) = fleet(120, |i| if i == 0 { "spot" } else { "on-demand" }).await;
+    let attached = create(&p, &volume("cluster.t.volume[0]", 200, &ids[1]))
         .await
-        .expect("attached volume")
         .id;
-    let loose = p
-        .create(&request(
-            ResourceKind::Volume,
-            "cluster.t.volume[1]",
-            attrs(&[
-                ("zone", json!(ZONE)),
-                ("size_gb", json!(60)),
-                ("volume_type", json!("ssd")),
-            ]),
-            &[("instance", &ids[2])],
-        ))
+    let loose = create(&p, &volume("cluster.t.volume[1]", 60, &ids[2]))
         .await
-        .expect("loose volume")
         .id;
     // Volumes are made attached; this one is detached afterwards.
-    p.update(
-        &scope(),
-        ResourceKind::Volume,
-        &loose,
-        &attrs(&[("attached_to", Value::Null)]),
-    )
-    .await
-    .expect("detach");
+    let detach = json!({ "attached_to": null });
+    let detached = update(&p, ResourceKind::Volume, &loose, detach).await;
+    detached.expect("detach");
     let before = mock.requests();
     let inv = p.inventory(&scope()).await.unwrap();
     let calls = mock.requests() - before;

@@ -4,28 +4,36 @@
 //! on the wire (through a [`Tap`](crate::tap::Tap)) is signed correctly and
 //! has the shape of the official SDK's recording of the same call.
 //!
-//! How a cloud crate's tests use it (Alibaba and Huawei do; a crate that
-//! still builds these by hand, such as Tencent's, adopts it the same way):
+//! How a cloud crate's tests use it (Alibaba, Huawei and Tencent do; a new
+//! cloud's adopts it the same way):
 //!
 //! 1. In `tests/common/mod.rs`, one [`Owner`] per test project (region,
 //!    project, lineage) and a `provider(&mock)` of the crate; requests are
 //!    `owner.request(kind, address, token, attrs, refs)`, with
-//!    [`token_of`] when the test does not care about the token.
+//!    [`token_of`] when the test does not care about the token, or the
+//!    typed [`Owner::volume`] and [`Owner::standalone`]; [`create`],
+//!    [`refused`] and the owner's `read`/`update`/`delete`/`owned` for the
+//!    calls, each naming what failed.
 //! 2. A network: [`create_net`] with a closure that names the three
 //!    requests (the crate's own addresses and tokens).
 //! 3. `tests/sdk_request_shape.rs`: start the stand-in, a
 //!    [`Tap`](crate::tap::Tap) in front of it, the provider at
 //!    `tap.endpoint()` (or [`env_through`] for env-configured providers),
-//!    make the calls ([`launch_list_delete`] after the network), then [`assert_signed`] with the stand-in's verifier
-//!    and [`SdkShapes::assert_matched_by`] with the recordings' names.
+//!    make the calls ([`launch_list_delete`] after the network), then
+//!    [`SdkShapes::assert_tapped`] with the stand-in's key and verifier:
+//!    [`assert_signed`] and [`SdkShapes::assert_matched_by`] in one.
 
 use crate::recordings;
 use crate::shape::Shape;
+use crate::tap::Tap;
 use crate::verify::{Key, Rejection, WireRequest};
+use crate::MockCloud;
 use gpuform_provider::{
-    Attrs, CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
+    Attrs, CreateRequest, Inventory, InventoryInstance, ObservedResource, OwnershipTags, Provider,
+    ProviderError, ResourceKind, RunState, Scope,
 };
 use serde_json::{json, Value};
+use std::future::Future;
 
 /// Who owns the resources a test creates: the region they are made in, the
 /// gpuform project and the state's lineage.
@@ -65,6 +73,60 @@ impl Owner<'_> {
         }
     }
 
+    /// An SSD data disk of `size_gb` in `zone` at `address` (its token
+    /// derived from the address), attached to `instance`.
+    pub fn volume(&self, address: &str, zone: &str, size_gb: u64, instance: &str) -> CreateRequest {
+        let a = json!({"zone": zone, "size_gb": size_gb, "volume_type": "ssd"});
+        let refs = [("instance", instance)];
+        self.request(ResourceKind::Volume, address, token_of(address), a, &refs)
+    }
+
+    /// A resource of `kind` at `address` with the attributes `attrs` and no
+    /// references (a network, a placement group, a bucket), its token derived
+    /// from the address.
+    pub fn standalone(&self, kind: ResourceKind, address: &str, attrs: Value) -> CreateRequest {
+        self.request(kind, address, token_of(address), attrs, &[])
+    }
+
+    /// Reads `ids` of `kind` in the owner's region, which must succeed.
+    pub async fn read<P: Provider + ?Sized>(
+        &self,
+        p: &P,
+        kind: ResourceKind,
+        ids: &[String],
+    ) -> Vec<ObservedResource> {
+        p.read(&self.scope(), kind, ids)
+            .await
+            .unwrap_or_else(|e| panic!("read {kind} {ids:?}: {e}"))
+    }
+
+    /// Updates `id` of `kind` in the owner's region with `changes` (a JSON
+    /// object): the provider's answer, for tests of refusals too.
+    pub async fn update<P: Provider + ?Sized>(
+        &self,
+        p: &P,
+        kind: ResourceKind,
+        id: &str,
+        changes: Value,
+    ) -> gpuform_provider::Result<ObservedResource> {
+        p.update(&self.scope(), kind, id, &attrs_of(changes)).await
+    }
+
+    /// Deletes `id` of `kind` in the owner's region, which must succeed
+    /// (as it does for what is already gone).
+    pub async fn delete<P: Provider + ?Sized>(&self, p: &P, kind: ResourceKind, id: &str) {
+        p.delete(&self.scope(), kind, id)
+            .await
+            .unwrap_or_else(|e| panic!("delete {kind} {id}: {e}"));
+    }
+
+    /// What the owner's project owns in its region, which must list.
+    pub async fn owned<P: Provider + ?Sized>(&self, p: &P) -> Vec<ObservedResource> {
+        p.list_owned(&self.scope(), self.project)
+            .await
+            .unwrap_or_else(|e| panic!("list_owned {}: {e}", self.project))
+    }
+
     /// The ownership tags of `address` with `token`.
     pub fn ownership(&self, address: &str, token: String) -> OwnershipTags {
         OwnershipTags {
@@ -74,6 +136,48 @@ impl Owner<'_> {
             lineage: self.lineage.into(),
         }
     }
+}
+
+/// Creates `req` through `p`, panicking with its address when that fails.
+pub async fn create<P: Provider + ?Sized>(p: &P, req: &CreateRequest) -> ObservedResource {
+    p.create(req)
+        .await
+        .unwrap_or_else(|e| panic!("create {}: {e}", req.ownership.address))
+}
+
+/// The error a create of `req` through `p` must end in; a create that
+/// succeeds panics with the request's address and `why` it should not.
+pub async fn refused<P: Provider + ?Sized>(p: &P, req: &CreateRequest, why: &str) -> ProviderError {
+    match p.create(req).await {
+        Ok(o) => panic!("{} was created ({}): {why}", req.ownership.address, o.id),
+        Err(e) => e,
+    }
+}
+
+/// Asserts what an audit must see of the node `id`: in `inv`, of `project`,
+/// running on demand as `instance_type`. Returns it for what else the
+/// caller checks.
+pub fn assert_running_on_demand<'a>(
+    inv: &'a Inventory,
+    id: &str,
+    project: &str,
+    instance_type: &str,
+) -> &'a InventoryInstance {
+    let i = inv.instances.iter().find(|i| i.id == id);
+    let i = i.unwrap_or_else(|| panic!("{id} is not in the inventory"));
+    assert_eq!(i.project(), Some(project), "{id}");
+    assert_eq!(i.state, RunState::Running, "{id}");
+    assert_eq!(i.pricing.as_deref(), Some("on-demand"), "{id}");
+    assert_eq!(i.instance_type, instance_type, "{id}");
+    i
+}
+
+/// What `work` returns and how many requests the stand-in `mock` served
+/// while it ran.
+pub async fn counted<T>(mock: &impl MockCloud, work: impl Future<Output = T>) -> (T, u64) {
+    let before = mock.requests();
+    let out = work.await;
+    (out, mock.requests() - before)
 }
 
 /// A token derived from an address: `c.node[0]` → `gf-c-node-0-`.
@@ -216,6 +320,21 @@ pub fn same_method_and_path(ours: &Shape, sdk: &Shape) -> bool {
 }
 
 impl SdkShapes<'_> {
+    /// Asserts what went through `tap`: at least `min` requests, each
+    /// signed ([`assert_signed`] with `key` and `verify`), and matching the
+    /// recordings ([`SdkShapes::assert_matched_by`]).
+    pub fn assert_tapped<V>(
+        &self,
+        tap: &Tap,
+        min: usize,
+        key: Key,
+        verify: fn(&WireRequest, &Key) -> Result<V, Rejection>,
+    ) {
+        let sent = tap.requests();
+        assert_signed(&sent, min, key, verify);
+        self.assert_matched_by(&sent);
+    }
+
     /// Asserts that for every recording one of `sent` is the same call and
     /// differs from it in exactly the known differences.
     pub fn assert_matched_by(&self, sent: &[WireRequest]) {
@@ -251,6 +370,33 @@ mod tests {
         let a = attrs_of(json!({"cidr": "10.0.0.0/16"}));
         assert_eq!(a.len(), 1);
         assert_eq!(a["cidr"], "10.0.0.0/16");
+    }
+
+    /// A stand-in that only counts the requests it is told it served.
+    struct Counter(std::sync::atomic::AtomicU64);
+
+    impl crate::MockCloud for Counter {
+        fn env(&self) -> Vec<(String, String)> {
+            Vec::new()
+        }
+        fn resources(&self) -> Vec<crate::MockResource> {
+            Vec::new()
+        }
+        fn delete_behind(&self, _id: &str) -> bool {
+            false
+        }
+        fn requests(&self) -> u64 {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+        fn set_hook(&self, _hook: Option<crate::RequestHook>) {}
+    }
+
+    #[tokio::test]
+    async fn counted_counts_only_what_the_work_sent() {
+        let mock = Counter(std::sync::atomic::AtomicU64::new(7));
+        let serve = |n| mock.0.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+        let (out, calls) = counted(&mock, async { serve(3) + 100 }).await;
+        assert_eq!((out, calls), (107, 3));
     }
 
     #[test]

@@ -4,9 +4,11 @@
 #![allow(dead_code)]
 
 use gpuform_alibaba::{AlibabaProvider, Endpoint};
-use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, ResourceKind, Scope};
+use gpuform_provider::{
+    Attrs, CreateRequest, ObservedResource, OwnershipTags, ResourceKind, Scope,
+};
 use gpuform_signing::Credentials;
-use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
+use gpuform_standins::alibaba::{AlibabaMock, Fault, ACCESS_KEY_ID, ACCESS_KEY_SECRET};
 use gpuform_standins::harness::{self, create_net, token_of, Owner};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -21,7 +23,7 @@ pub fn provider_at(endpoint: &str, secret: &str) -> AlibabaProvider {
     AlibabaProvider::new(
         Credentials::new(ACCESS_KEY_ID, secret),
         None,
-        Some(Endpoint::parse(endpoint).unwrap()),
+        Some(Endpoint::parse(endpoint, "test").unwrap()),
     )
     .unwrap()
     .with_polling(Duration::from_millis(20), Duration::from_secs(10))
@@ -53,6 +55,16 @@ pub fn attrs(v: Value) -> Attrs {
 
 pub fn req(kind: ResourceKind, address: &str, a: Value, refs: &[(&str, &str)]) -> CreateRequest {
     OWNER.request(kind, address, token_of(address), a, refs)
+}
+
+/// `c.placement` with the attributes `a`.
+pub fn placement(a: Value) -> CreateRequest {
+    OWNER.standalone(ResourceKind::Placement, "c.placement", a)
+}
+
+/// The VPC `c.network` with `cidr`.
+pub fn vpc(cidr: &str) -> CreateRequest {
+    OWNER.standalone(ResourceKind::Network, "c.network", json!({ "cidr": cidr }))
 }
 
 pub struct Net {
@@ -117,4 +129,27 @@ pub fn node(net: &Net, i: usize, placement: Option<&str>) -> CreateRequest {
         instance_attrs(i),
         &refs,
     )
+}
+
+/// Creates `req` through `p`, panicking with its address when that fails.
+pub async fn create(p: &AlibabaProvider, req: &CreateRequest) -> ObservedResource {
+    gpuform_standins::harness::create(p, req).await
+}
+
+/// [`GPU`] sold out in `zone` (RunInstances answers `NoStock`); injected
+/// again with an empty zone, in stock everywhere.
+pub fn no_stock(zone: &str) -> Fault {
+    Fault::NoStock {
+        zone: zone.into(),
+        instance_type: GPU.into(),
+    }
+}
+
+/// Launches of [`GPU`] in `zone` accepted, then failed; with an empty
+/// zone, launches succeed again.
+pub fn launch_fails(zone: &str) -> Fault {
+    Fault::LaunchFails {
+        zone: zone.into(),
+        instance_type: GPU.into(),
+    }
 }

@@ -88,12 +88,7 @@ impl NetworkApi for Recorder {
     async fn create_firewall(&self, _: &Create<FirewallSpec>) -> Result<ObservedResource> {
         unreachable!()
     }
-    async fn update_ingress(
-        &self,
-        _: &Scope,
-        _: &ObservedResource,
-        _: &[IngressRule],
-    ) -> Result<()> {
+    async fn update_ingress(&self, _: &Update<'_, [IngressRule]>) -> Result<()> {
         unreachable!()
     }
     async fn delete_network(&self, _: &Scope, id: &str) -> Result<()> {
@@ -145,7 +140,8 @@ impl StorageApi for Recorder {
         self.log(format!("create_volume {}", r.spec.size_gb));
         Err(gone("zone"))
     }
-    async fn resize_volume(&self, _: &Scope, c: &ObservedResource, size: u32) -> Result<()> {
+    async fn resize_volume(&self, u: &Update<'_, u32>) -> Result<()> {
+        let (c, size) = (u.current, *u.want);
         self.log(format!("resize {} {size}", c.id));
         let mut have = self.existing.lock().unwrap();
         have.get_mut(&c.id)
@@ -154,7 +150,8 @@ impl StorageApi for Recorder {
             .insert("size_gb".into(), json!(size));
         Ok(())
     }
-    async fn attach_volume(&self, _: &Scope, c: &ObservedResource, to: &Attachment) -> Result<()> {
+    async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()> {
+        let (c, to) = (u.current, u.want);
         self.log(format!("attach {} {:?}", c.id, to.instance()));
         Ok(())
     }
@@ -166,12 +163,8 @@ impl StorageApi for Recorder {
 
 #[async_trait]
 impl RefreshApi for Recorder {
-    async fn read(
-        &self,
-        _scope: &Scope,
-        kind: ResourceKind,
-        ids: &[String],
-    ) -> Result<Vec<ObservedResource>> {
+    async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>> {
+        let (kind, ids) = (q.kind, q.ids);
         self.log(format!("read {kind} {}", ids.join(",")));
         let have = self.existing.lock().unwrap();
         Ok(ids.iter().filter_map(|i| have.get(i).cloned()).collect())
@@ -183,14 +176,15 @@ impl RefreshApi for Recorder {
 
 #[async_trait]
 impl TagApi for Recorder {
-    fn check_tag(&self, key: &str, _value: &str) -> Result<(), String> {
+    fn check_tag(key: &str, _value: &str) -> Result<(), String> {
         if key.contains(' ') {
             Err("no spaces in keys here".into())
         } else {
             Ok(())
         }
     }
-    async fn update_tags(&self, _: &Scope, c: &ObservedResource, want: &UserTags) -> Result<()> {
+    async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let (c, want) = (u.current, u.want);
         self.log(format!("update_tags {} {:?}", c.id, want.as_map()));
         Ok(())
     }

@@ -27,11 +27,12 @@
 
 mod read;
 
-use crate::errors::{map_s3, Op};
+use crate::errors::{map_s3, Op, OpError, Sending};
 use crate::tags::KIND_TAG;
 use crate::AwsProvider;
 use async_trait::async_trait;
-use aws_sdk_s3::error::ProvideErrorMetadata;
+use aws_sdk_s3::error::{BuildError, ProvideErrorMetadata};
+use aws_sdk_s3::types::builders::LifecycleRuleBuilder;
 use aws_sdk_s3::types::{
     BucketLifecycleConfiguration, BucketLocationConstraint, BucketVersioningStatus,
     CreateBucketConfiguration, Delete, ExpirationStatus, LifecycleRule, LifecycleRuleFilter,
@@ -45,7 +46,7 @@ use gpuform_provider::bucket::{not_empty, FORCE_DESTROY_TAG};
 use gpuform_provider::Result;
 use gpuform_provider::{
     BucketApi, BucketChange, BucketLifecycle, BucketSpec, Create, ErrorKind, ObservedResource,
-    OwnershipTags, ProviderError, Scope, StorageClass, UserTags,
+    OwnershipTags, ProviderError, Scope, StorageClass, Update, UserTags,
 };
 use std::collections::BTreeSet;
 
@@ -120,41 +121,44 @@ fn settable(tags: Tags) -> Tags {
 
 async fn put_tags(c: &Client, name: &str, tags: &Tags) -> Result<()> {
     if tags.is_empty() {
-        let sent = c.delete_bucket_tagging().bucket(name).send().await;
-        return done_s3("DeleteBucketTagging", sent);
+        let request = c.delete_bucket_tagging().bucket(name);
+        return done_s3("DeleteBucketTagging", request.send()).await;
     }
     let set = tags
         .iter()
         .map(|(k, v)| Tag::builder().key(k).value(v).build())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("bucket tag: {e}")))?;
+        .map_err(unbuilt("bucket tag"))?;
     let tagging = Tagging::builder()
         .set_tag_set(Some(set))
         .build()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("bucket tags: {e}")))?;
-    let sent = c
-        .put_bucket_tagging()
-        .bucket(name)
-        .tagging(tagging)
-        .send()
-        .await;
-    done_s3("PutBucketTagging", sent)
+        .map_err(unbuilt("bucket tags"))?;
+    let request = c.put_bucket_tagging().bucket(name).tagging(tagging);
+    done_s3("PutBucketTagging", request.send()).await
 }
 
-fn done_s3<T, E>(
-    action: &str,
-    sent: Result<T, aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>>,
-) -> Result<()>
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    sent.map(|_| ()).map_err(|e| map_s3(action, Op::Other, e))
+/// A request part the SDK refused to build (a required field unset):
+/// gpuform's own mistake, an invalid-input error naming the part.
+fn unbuilt(part: &'static str) -> impl FnOnce(BuildError) -> ProviderError {
+    move |e| ProviderError::new(ErrorKind::Invalid, format!("{part}: {e}"))
+}
+
+/// Sends an S3 request (none of them a create): its answer, or the
+/// neutral error.
+pub(crate) async fn sent_s3<T, E: OpError>(action: &str, request: impl Sending<T, E>) -> Result<T> {
+    request.await.map_err(|e| map_s3(action, Op::Other, e))
+}
+
+/// Sends a request whose answer is not needed (a Put or Delete of a
+/// setting, DeleteBucket): done, or the neutral error.
+async fn done_s3<T, E: OpError>(action: &str, request: impl Sending<T, E>) -> Result<()> {
+    sent_s3(action, request).await.map(drop)
 }
 
 async fn set_public_access_block(c: &Client, name: &str, on: bool) -> Result<()> {
     if !on {
-        let sent = c.delete_public_access_block().bucket(name).send().await;
-        return done_s3("DeletePublicAccessBlock", sent);
+        let request = c.delete_public_access_block().bucket(name);
+        return done_s3("DeletePublicAccessBlock", request.send()).await;
     }
     let conf = PublicAccessBlockConfiguration::builder()
         .block_public_acls(true)
@@ -162,35 +166,35 @@ async fn set_public_access_block(c: &Client, name: &str, on: bool) -> Result<()>
         .block_public_policy(true)
         .restrict_public_buckets(true)
         .build();
-    let sent = c
+    let request = c
         .put_public_access_block()
         .bucket(name)
-        .public_access_block_configuration(conf)
-        .send()
-        .await;
-    done_s3("PutPublicAccessBlock", sent)
+        .public_access_block_configuration(conf);
+    done_s3("PutPublicAccessBlock", request.send()).await
 }
 
-async fn put_encryption(c: &Client, name: &str) -> Result<()> {
+/// The default encryption gpuform sets: SSE-S3 (AES256).
+fn sse_s3() -> Result<ServerSideEncryptionConfiguration> {
     let by_default = ServerSideEncryptionByDefault::builder()
         .sse_algorithm(ServerSideEncryption::Aes256)
         .build()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("encryption: {e}")))?;
-    let conf = ServerSideEncryptionConfiguration::builder()
+        .map_err(unbuilt("encryption"))?;
+    ServerSideEncryptionConfiguration::builder()
         .rules(
             ServerSideEncryptionRule::builder()
                 .apply_server_side_encryption_by_default(by_default)
                 .build(),
         )
         .build()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("encryption: {e}")))?;
-    let sent = c
+        .map_err(unbuilt("encryption"))
+}
+
+async fn put_encryption(c: &Client, name: &str) -> Result<()> {
+    let request = c
         .put_bucket_encryption()
         .bucket(name)
-        .server_side_encryption_configuration(conf)
-        .send()
-        .await;
-    done_s3("PutBucketEncryption", sent)
+        .server_side_encryption_configuration(sse_s3()?);
+    done_s3("PutBucketEncryption", request.send()).await
 }
 
 async fn put_versioning(c: &Client, name: &str, on: bool) -> Result<()> {
@@ -199,24 +203,24 @@ async fn put_versioning(c: &Client, name: &str, on: bool) -> Result<()> {
     } else {
         BucketVersioningStatus::Suspended
     };
-    let sent = c
+    let conf = VersioningConfiguration::builder().status(status).build();
+    let request = c
         .put_bucket_versioning()
         .bucket(name)
-        .versioning_configuration(VersioningConfiguration::builder().status(status).build())
-        .send()
-        .await;
-    done_s3("PutBucketVersioning", sent)
+        .versioning_configuration(conf);
+    done_s3("PutBucketVersioning", request.send()).await
 }
 
-fn every_object() -> LifecycleRuleFilter {
-    LifecycleRuleFilter::builder().prefix("").build()
-}
-
-fn transition_rule(id: &str, days: i32, class: TransitionStorageClass) -> Result<LifecycleRule> {
+/// One of gpuform's rules: named `id`, enabled, over every object.
+fn our_rule(id: &str) -> LifecycleRuleBuilder {
     LifecycleRule::builder()
         .id(id)
         .status(ExpirationStatus::Enabled)
-        .filter(every_object())
+        .filter(LifecycleRuleFilter::builder().prefix("").build())
+}
+
+fn transition_rule(id: &str, days: i32, class: TransitionStorageClass) -> Result<LifecycleRule> {
+    our_rule(id)
         .transitions(
             Transition::builder()
                 .days(days)
@@ -224,7 +228,7 @@ fn transition_rule(id: &str, days: i32, class: TransitionStorageClass) -> Result
                 .build(),
         )
         .build()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("lifecycle rule: {e}")))
+        .map_err(unbuilt("lifecycle rule"))
 }
 
 fn days(d: u32) -> i32 {
@@ -261,19 +265,14 @@ fn our_rules(
         }
         if let Some(d) = l.expire_noncurrent_after_days {
             rules.push(
-                LifecycleRule::builder()
-                    .id(RULE_NONCURRENT)
-                    .status(ExpirationStatus::Enabled)
-                    .filter(every_object())
+                our_rule(RULE_NONCURRENT)
                     .noncurrent_version_expiration(
                         NoncurrentVersionExpiration::builder()
                             .noncurrent_days(days(d))
                             .build(),
                     )
                     .build()
-                    .map_err(|e| {
-                        ProviderError::new(ErrorKind::Invalid, format!("lifecycle rule: {e}"))
-                    })?,
+                    .map_err(unbuilt("lifecycle rule"))?,
             );
         }
     }
@@ -312,8 +311,8 @@ async fn put_rules(
         if existing.is_empty() {
             return Ok(());
         }
-        let sent = c.delete_bucket_lifecycle().bucket(name).send().await;
-        return done_s3("DeleteBucketLifecycle", sent);
+        let request = c.delete_bucket_lifecycle().bucket(name);
+        return done_s3("DeleteBucketLifecycle", request.send()).await;
     }
     if rules == existing {
         return Ok(());
@@ -321,14 +320,12 @@ async fn put_rules(
     let conf = BucketLifecycleConfiguration::builder()
         .set_rules(Some(rules))
         .build()
-        .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("lifecycle: {e}")))?;
-    let sent = c
+        .map_err(unbuilt("lifecycle"))?;
+    let request = c
         .put_bucket_lifecycle_configuration()
         .bucket(name)
-        .lifecycle_configuration(conf)
-        .send()
-        .await;
-    done_s3("PutBucketLifecycleConfiguration", sent)
+        .lifecycle_configuration(conf);
+    done_s3("PutBucketLifecycleConfiguration", request.send()).await
 }
 
 /// Whether an existing bucket of this account may be taken as this
@@ -369,13 +366,8 @@ async fn claim(c: &Client, name: &str, own: &OwnershipTags) -> Result<()> {
 /// time, until the bucket is empty.
 async fn empty_bucket(c: &Client, name: &str) -> Result<()> {
     loop {
-        let out = c
-            .list_object_versions()
-            .bucket(name)
-            .max_keys(DELETE_BATCH)
-            .send()
-            .await
-            .map_err(|e| map_s3("ListObjectVersions", Op::Other, e))?;
+        let request = c.list_object_versions().bucket(name).max_keys(DELETE_BATCH);
+        let out = sent_s3("ListObjectVersions", request.send()).await?;
         let ids = out
             .versions()
             .iter()
@@ -401,14 +393,9 @@ async fn empty_bucket(c: &Client, name: &str) -> Result<()> {
             .set_objects(Some(ids))
             .quiet(true)
             .build()
-            .map_err(|e| ProviderError::new(ErrorKind::Invalid, format!("DeleteObjects: {e}")))?;
-        let res = c
-            .delete_objects()
-            .bucket(name)
-            .delete(delete)
-            .send()
-            .await
-            .map_err(|e| map_s3("DeleteObjects", Op::Other, e))?;
+            .map_err(unbuilt("DeleteObjects"))?;
+        let request = c.delete_objects().bucket(name).delete(delete);
+        let res = sent_s3("DeleteObjects", request.send()).await?;
         if let Some(e) = res.errors().first() {
             return Err(ProviderError::new(
                 ErrorKind::Transient,
@@ -451,13 +438,11 @@ impl AwsProvider {
         loop {
             // Filtered by region (ListBuckets' `bucket-region`): a refresh
             // of a region without buckets is this one call.
-            let page = c
+            let request = c
                 .list_buckets()
                 .bucket_region(region)
-                .set_continuation_token(token.take())
-                .send()
-                .await
-                .map_err(|e| map_s3("ListBuckets", Op::Other, e))?;
+                .set_continuation_token(token.take());
+            let page = sent_s3("ListBuckets", request.send()).await?;
             for b in page.buckets() {
                 let Some(name) = b.name() else { continue };
                 // The filter is trusted where the answer does not name
@@ -485,14 +470,10 @@ impl AwsProvider {
 impl BucketApi for AwsProvider {
     /// S3 replaces a bucket's tags as a whole: gpuform's own are read and
     /// kept.
-    async fn update_bucket_tags(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        want: &UserTags,
-    ) -> Result<()> {
+    async fn update_bucket_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
+        let (region, current, want) = (u.region(), u.current, u.want);
         let name = current.id.as_str();
-        let c = self.s3(&scope.region)?;
+        let c = self.s3(region)?;
         let mut tags: Tags = settable(read::tags(&c, name).await?)
             .into_iter()
             .filter(|(k, _)| k.to_ascii_lowercase().starts_with("gpuform:"))
@@ -564,17 +545,13 @@ impl BucketApi for AwsProvider {
                 return Err(not_empty(id, objects));
             }
         }
-        let sent = c.delete_bucket().bucket(id).send().await;
-        done_s3("DeleteBucket", sent)
+        let request = c.delete_bucket().bucket(id);
+        done_s3("DeleteBucket", request.send()).await
     }
 
-    async fn update_bucket(
-        &self,
-        scope: &Scope,
-        current: &ObservedResource,
-        change: &BucketChange,
-    ) -> Result<()> {
-        let c = self.s3(&scope.region)?;
+    async fn update_bucket(&self, u: &Update<'_, BucketChange>) -> Result<()> {
+        let (region, current, change) = (u.region(), u.current, u.want);
+        let c = self.s3(region)?;
         let name = current.id.as_str();
         if change.encryption == Some(false) {
             return Err(unencrypted());

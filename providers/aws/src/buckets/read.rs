@@ -1,10 +1,10 @@
 //! Reading buckets back from S3: every setting gpuform makes, so that one
 //! changed by another client shows as drift, and the objects a bucket holds.
 
+use super::sent_s3;
 use super::{tag_pairs, Tags, RULE_ARCHIVE, RULE_CLASS, RULE_NONCURRENT};
-use crate::errors::{map_s3, Op};
-use aws_sdk_s3::config::http::HttpResponse;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use crate::errors::{map_s3, Op, OpError, Sending};
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::types::{BucketVersioningStatus, LifecycleRule, TransitionStorageClass};
 use aws_sdk_s3::Client;
 use gpuform_provider::bucket::{FORCE_DESTROY_TAG, OBJECT_COUNT};
@@ -25,17 +25,14 @@ const PAGE: i32 = 1000;
 /// The observed attribute that says `object_count` stopped at the cap.
 const OBJECT_COUNT_CAPPED: &str = "object_count_capped";
 
-/// The answer of a Get call whose "nothing configured" codes mean `None`;
-/// a bucket that is gone is a `NotFound` error.
-pub(super) fn absent<T, E>(
+/// Sends a request whose "nothing configured" codes mean `None` (a Get
+/// call's); a bucket that is gone is a `NotFound` error.
+pub(super) async fn absent<T, E: OpError>(
     action: &str,
-    sent: Result<T, SdkError<E, HttpResponse>>,
+    request: impl Sending<T, E>,
     none: &[&str],
-) -> Result<Option<T>>
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    match sent {
+) -> Result<Option<T>> {
+    match request.await {
         Ok(v) => Ok(Some(v)),
         Err(e) if e.code().is_some_and(|c| none.contains(&c)) => Ok(None),
         Err(e) => Err(map_s3(action, Op::Other, e)),
@@ -44,8 +41,9 @@ where
 
 /// A bucket's tags (empty when it has none).
 pub(super) async fn tags(c: &Client, name: &str) -> Result<Tags> {
-    let sent = c.get_bucket_tagging().bucket(name).send().await;
-    Ok(absent("GetBucketTagging", sent, &["NoSuchTagSet"])?
+    let request = c.get_bucket_tagging().bucket(name).send();
+    Ok(absent("GetBucketTagging", request, &["NoSuchTagSet"])
+        .await?
         .map(|out| tag_pairs(out.tag_set()))
         .unwrap_or_default())
 }
@@ -64,15 +62,13 @@ pub(super) async fn count_objects(c: &Client, name: &str, pages: usize) -> Resul
     let mut count = 0u64;
     let (mut key, mut version): (Option<String>, Option<String>) = (None, None);
     for _ in 0..pages {
-        let out = c
+        let request = c
             .list_object_versions()
             .bucket(name)
             .max_keys(PAGE)
             .set_key_marker(key.take())
-            .set_version_id_marker(version.take())
-            .send()
-            .await
-            .map_err(|e| map_s3("ListObjectVersions", Op::Other, e))?;
+            .set_version_id_marker(version.take());
+        let out = sent_s3("ListObjectVersions", request.send()).await?;
         count += (out.versions().len() + out.delete_markers().len()) as u64;
         if out.is_truncated() != Some(true) {
             return Ok((count, false));
@@ -114,18 +110,12 @@ pub(super) fn our_rules(rules: &[LifecycleRule]) -> (Option<StorageClass>, Bucke
 }
 
 pub(super) async fn lifecycle_rules(c: &Client, name: &str) -> Result<Vec<LifecycleRule>> {
-    let sent = c
-        .get_bucket_lifecycle_configuration()
-        .bucket(name)
-        .send()
-        .await;
-    Ok(absent(
-        "GetBucketLifecycleConfiguration",
-        sent,
-        &["NoSuchLifecycleConfiguration"],
-    )?
-    .map(|o| o.rules().to_vec())
-    .unwrap_or_default())
+    let request = c.get_bucket_lifecycle_configuration().bucket(name).send();
+    let none = ["NoSuchLifecycleConfiguration"];
+    Ok(absent("GetBucketLifecycleConfiguration", request, &none)
+        .await?
+        .map(|o| o.rules().to_vec())
+        .unwrap_or_default())
 }
 
 /// What every bucket observation has: its name, region, ownership, user
@@ -168,30 +158,22 @@ async fn observe_all(c: &Client, name: &str, region: &str) -> Result<ObservedRes
     let tags = tags(c, name).await?;
     let mut o = tagged(name, region, &tags);
     let versioned = versioning(c, name).await?;
-    let sent = c.get_bucket_encryption().bucket(name).send().await;
-    let encryption = absent(
-        "GetBucketEncryption",
-        sent,
-        &["ServerSideEncryptionConfigurationNotFoundError"],
-    )?;
-    let encrypted = encryption
-        .as_ref()
-        .and_then(|o| o.server_side_encryption_configuration())
+    let request = c.get_bucket_encryption().bucket(name).send();
+    let none = ["ServerSideEncryptionConfigurationNotFoundError"];
+    let encrypted = absent("GetBucketEncryption", request, &none)
+        .await?
+        .and_then(|o| o.server_side_encryption_configuration)
         .is_some_and(|conf| {
             conf.rules()
                 .iter()
                 .any(|r| r.apply_server_side_encryption_by_default().is_some())
         });
     let (class, lifecycle) = our_rules(&lifecycle_rules(c, name).await?);
-    let sent = c.get_public_access_block().bucket(name).send().await;
-    let block = absent(
-        "GetPublicAccessBlock",
-        sent,
-        &["NoSuchPublicAccessBlockConfiguration"],
-    )?;
-    let blocked = block
-        .as_ref()
-        .and_then(|b| b.public_access_block_configuration())
+    let request = c.get_public_access_block().bucket(name).send();
+    let none = ["NoSuchPublicAccessBlockConfiguration"];
+    let blocked = absent("GetPublicAccessBlock", request, &none)
+        .await?
+        .and_then(|b| b.public_access_block_configuration)
         .is_some_and(|b| {
             [
                 b.block_public_acls(),

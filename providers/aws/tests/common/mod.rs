@@ -19,7 +19,8 @@
 use aws_sdk_ec2::Client;
 use gpuform_aws::AwsProvider;
 use gpuform_provider::{
-    Attrs, CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
+    Attrs, CreateRequest, ObservedResource, OwnershipTags, Provider, ProviderError, ResourceKind,
+    Scope,
 };
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -127,6 +128,54 @@ pub fn req(
     }
 }
 
+/// Creates `r`, which must succeed (a failure names its address).
+pub async fn create(p: &AwsProvider, r: &CreateRequest) -> ObservedResource {
+    p.create(r)
+        .await
+        .unwrap_or_else(|e| panic!("create {} {}: {e}", r.kind, r.ownership.address))
+}
+
+/// The error of a create that must fail.
+pub async fn refused(p: &AwsProvider, r: CreateRequest) -> ProviderError {
+    match p.create(&r).await {
+        Ok(made) => panic!("{} {} was created: {made:?}", r.kind, r.ownership.address),
+        Err(e) => e,
+    }
+}
+
+/// Reads `ids` of `kind`, which must succeed.
+pub async fn read_back(
+    p: &AwsProvider,
+    kind: ResourceKind,
+    ids: &[String],
+) -> Vec<ObservedResource> {
+    p.read(&scope(), kind, ids)
+        .await
+        .unwrap_or_else(|e| panic!("read {kind} {ids:?}: {e}"))
+}
+
+/// Deletes `id` of `kind`, which must succeed (as it does when it is gone).
+pub async fn delete(p: &AwsProvider, kind: ResourceKind, id: &str) {
+    delete_all(p, &[(kind, id)]).await
+}
+
+/// What `project` owns, which must list.
+pub async fn owned_by(p: &AwsProvider, project: &str) -> Vec<ObservedResource> {
+    p.list_owned(&scope(), project)
+        .await
+        .unwrap_or_else(|e| panic!("list_owned {project}: {e}"))
+}
+
+/// An instance of `project` at `address` with the attributes `attrs`, in
+/// the network's subnet and firewall.
+pub fn node(net: &Net, project: &str, address: &str, attrs: serde_json::Value) -> CreateRequest {
+    let refs = [
+        ("subnet", net.subnet.as_str()),
+        ("firewall", net.sg.as_str()),
+    ];
+    req(ResourceKind::Instance, project, address, attrs, &refs)
+}
+
 pub struct Net {
     pub vpc: String,
     pub subnet: String,
@@ -180,6 +229,20 @@ pub fn by_kind(items: &[ObservedResource], kind: ResourceKind) -> Vec<&ObservedR
 
 pub async fn raw_client(p: &AwsProvider) -> Client {
     p.ec2_client(REGION)
+}
+
+/// EC2's own description of the security group `id`.
+pub async fn described_group(ec2: &Client, id: &str) -> aws_sdk_ec2::types::SecurityGroup {
+    let out = ec2.describe_security_groups().group_ids(id).send().await;
+    let out = out.unwrap_or_else(|e| panic!("DescribeSecurityGroups {id}: {e:?}"));
+    out.security_groups()[0].clone()
+}
+
+/// EC2's own description of the instance `id`.
+pub async fn described_instance(ec2: &Client, id: &str) -> aws_sdk_ec2::types::Instance {
+    let out = ec2.describe_instances().instance_ids(id).send().await;
+    let out = out.unwrap_or_else(|e| panic!("DescribeInstances {id}: {e:?}"));
+    out.reservations()[0].instances()[0].clone()
 }
 
 /// Deletes each resource in order, every delete succeeding.
@@ -337,13 +400,7 @@ async fn serve(
     *counts.lock().unwrap().entry(action.clone()).or_default() += 1;
     bodies.lock().unwrap().push((action, body.clone()));
 
-    let mut new_head: String = head
-        .trim_end()
-        .lines()
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
-        .map(|l| format!("{l}\r\n"))
-        .collect();
-    new_head.push_str("Connection: close\r\n\r\n");
+    let new_head = closing(&head);
     let mut up = TcpStream::connect(upstream).await?;
     up.write_all(new_head.as_bytes()).await?;
     up.write_all(&buf[head_end..]).await?;
@@ -353,15 +410,22 @@ async fn serve(
         .map(|i| i + 4)
         .unwrap_or(resp.len());
     let rhead = String::from_utf8_lossy(&resp[..resp_head_end]).to_string();
-    let mut out: String = rhead
+    let out = closing(&rhead);
+    sock.write_all(out.as_bytes()).await?;
+    sock.write_all(&resp[resp_head_end..]).await?;
+    sock.shutdown().await?;
+    Ok(())
+}
+
+/// An HTTP head (request or response) with its `Connection` header replaced
+/// by `Connection: close`, so that one exchange is one connection.
+fn closing(head: &str) -> String {
+    let mut out: String = head
         .trim_end()
         .lines()
         .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
         .map(|l| format!("{l}\r\n"))
         .collect();
     out.push_str("Connection: close\r\n\r\n");
-    sock.write_all(out.as_bytes()).await?;
-    sock.write_all(&resp[resp_head_end..]).await?;
-    sock.shutdown().await?;
-    Ok(())
+    out
 }

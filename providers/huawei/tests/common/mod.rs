@@ -92,3 +92,8 @@ pub async fn start(net: impl AsyncFn(&HuaweiProvider) -> Net) -> (HuaweiMock, Hu
     let net = net(&p).await;
     (mock, p, net)
 }
+
+/// Creates `req` through `p`, panicking with its address when that fails.
+pub async fn create(p: &HuaweiProvider, req: &CreateRequest) -> ObservedResource {
+    gpuform_standins::harness::create(p, req).await
+}

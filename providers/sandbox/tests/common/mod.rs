@@ -5,7 +5,7 @@ use gpuform_catalog::Catalog;
 use gpuform_provider::{
     Attrs, Cloud, CreateRequest, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
 };
-use gpuform_sandbox::{Faults, SandboxCloud, INVENTORY_FILE};
+use gpuform_sandbox::{Faults, SandboxCloud, SandboxResource, INVENTORY_FILE};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -167,12 +167,24 @@ pub fn subnet_req(
     )
 }
 
-/// Creates what `req` asks for and returns its id.
-pub async fn create_id(p: &dyn Provider, req: &CreateRequest) -> String {
+/// Creates what `req` asks for, which must succeed.
+pub async fn create(p: &dyn Provider, req: &CreateRequest) -> ObservedResource {
     p.create(req)
         .await
         .unwrap_or_else(|e| panic!("create {} {}: {e}", req.kind, req.ownership.address))
-        .id
+}
+
+/// Creates what `req` asks for and returns its id.
+pub async fn create_id(p: &dyn Provider, req: &CreateRequest) -> String {
+    create(p, req).await.id
+}
+
+/// The sandbox's record of `id`, which must be listed.
+pub fn listed(sb: &SandboxCloud, id: &str) -> SandboxResource {
+    let all = sb.list_all();
+    all.into_iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("{id} is not listed"))
 }
 
 /// Creates `n` networks of `project` at `{prefix}{i}` and returns their ids.

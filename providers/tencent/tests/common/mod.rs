@@ -1,20 +1,30 @@
 //! Fixtures shared by the Tencent provider's tests: a provider against the
-//! local stand-in (`gpuform_standins::tencent::TencentMock`), requests as
-//! the engine sends them, and a network to put nodes in.
+//! local stand-in (`gpuform_standins::tencent::TencentMock`), typed create
+//! requests built on the shared harness (`gpuform_standins::harness`), as
+//! the Alibaba and Huawei tests build theirs, and a network to put nodes in.
 
 #![allow(dead_code)] // each test file uses a part
 
-use gpuform_provider::{Attrs, CreateRequest, OwnershipTags, Provider, ResourceKind, Scope};
+use gpuform_provider::{Attrs, CreateRequest, ObservedResource, ResourceKind, Scope};
 use gpuform_signing::Credentials;
+pub use gpuform_standins::harness::Net;
+use gpuform_standins::harness::{self, create_net, ssh, token_of, Owner};
 use gpuform_standins::tencent::{TencentMock, SECRET_ID, SECRET_KEY};
 use gpuform_standins::MockCloud;
 use gpuform_tencent::TencentProvider;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub const REGION: &str = "ap-guangzhou";
 pub const ZONE: &str = "ap-guangzhou-3";
 pub const TYPE: &str = "GN7.2XLARGE32";
 pub const PROJECT: &str = "llm";
+
+/// The project [`PROJECT`] in [`REGION`].
+pub const OWNER: Owner = Owner {
+    region: REGION,
+    project: PROJECT,
+    lineage: "lineage-1",
+};
 
 pub fn provider(mock: &TencentMock) -> TencentProvider {
     provider_with(&mock.endpoint(), SECRET_ID, SECRET_KEY)
@@ -30,108 +40,87 @@ pub fn url(s: &str) -> reqwest::Url {
 }
 
 pub fn scope() -> Scope {
-    Scope {
-        region: REGION.into(),
-    }
-}
-
-pub fn attrs(pairs: &[(&str, Value)]) -> Attrs {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
+    OWNER.scope()
 }
 
 /// Attributes from a JSON object.
-pub fn json_attrs(v: Value) -> Attrs {
-    v.as_object()
-        .expect("an object")
-        .clone()
-        .into_iter()
-        .collect()
+pub fn attrs(v: Value) -> Attrs {
+    harness::attrs_of(v)
 }
 
 /// A create of `kind` at `address` in project [`PROJECT`], with a token
-/// derived from the address.
+/// derived from the address; `a` is a JSON object.
 pub fn request(
     kind: ResourceKind,
     address: &str,
-    a: Attrs,
+    a: Value,
     refs: &[(&str, &str)],
 ) -> CreateRequest {
-    CreateRequest {
-        kind,
-        scope: scope(),
-        attrs: a,
-        refs: refs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ownership: OwnershipTags {
-            project: PROJECT.into(),
-            address: address.into(),
-            token: format!("tok-{}", address.replace(['[', ']', '.'], "-")),
-            lineage: "lineage-1".into(),
-        },
-    }
+    OWNER.request(kind, address, token_of(address), a, refs)
 }
 
-pub struct Net {
-    pub vpc: String,
-    pub subnet: String,
-    pub sg: String,
+/// A placement group at `address` with the attributes `a`.
+pub fn placement(address: &str, a: Value) -> CreateRequest {
+    OWNER.standalone(ResourceKind::Placement, address, a)
 }
 
-/// A VPC, a subnet in [`ZONE`] and a security group letting ssh in.
+/// An SSD data disk of `size_gb` in [`ZONE`], attached to `instance`.
+pub fn volume(address: &str, size_gb: u64, instance: &str) -> CreateRequest {
+    OWNER.volume(address, ZONE, size_gb, instance)
+}
+
+/// `cluster.t.network` (10.0.0.0/16), its subnet in [`ZONE`]
+/// (10.0.0.0/20) and a security group letting ssh in.
 pub async fn network(p: &TencentProvider) -> Net {
-    let vpc = p
-        .create(&request(
-            ResourceKind::Network,
-            "cluster.t.network",
-            attrs(&[("cidr", json!("10.0.0.0/16"))]),
-            &[],
-        ))
-        .await
-        .expect("vpc");
-    let subnet = p
-        .create(&request(
-            ResourceKind::Subnet,
-            &format!("cluster.t.subnet[{ZONE}]"),
-            attrs(&[("zone", json!(ZONE)), ("cidr", json!("10.0.0.0/20"))]),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("subnet");
-    let sg = p
-        .create(&request(
-            ResourceKind::Firewall,
-            "cluster.t.firewall",
-            attrs(&[(
-                "ingress",
-                json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}]),
-            )]),
-            &[("network", &vpc.id)],
-        ))
-        .await
-        .expect("firewall");
-    Net {
-        vpc: vpc.id,
-        subnet: subnet.id,
-        sg: sg.id,
-    }
+    create_net(p, ZONE, "10.0.0.0/20", ssh(), |kind, a, refs| {
+        let address = match kind {
+            ResourceKind::Network => "cluster.t.network".to_string(),
+            ResourceKind::Subnet => format!("cluster.t.subnet[{ZONE}]"),
+            _ => "cluster.t.firewall".to_string(),
+        };
+        request(kind, &address, a, refs)
+    })
+    .await
 }
 
 /// An instance at `address` in the network's subnet and security group,
 /// and in the placement group when there is one.
-pub fn node_request(net: &Net, address: &str, a: Attrs, placement: Option<&str>) -> CreateRequest {
+pub fn node_request(net: &Net, address: &str, a: Value, placement: Option<&str>) -> CreateRequest {
     let mut refs = vec![
-        ("subnet", net.subnet.as_str()),
-        ("firewall", net.sg.as_str()),
+        ("subnet", net.subnet.id.as_str()),
+        ("firewall", net.firewall.id.as_str()),
     ];
-    if let Some(p) = placement {
-        refs.push(("placement", p));
-    }
+    refs.extend(placement.map(|p| ("placement", p)));
     request(ResourceKind::Instance, address, a, &refs)
+}
+
+/// Reads `ids` of `kind` in [`REGION`].
+pub async fn read(
+    p: &TencentProvider,
+    kind: ResourceKind,
+    ids: &[String],
+) -> Vec<ObservedResource> {
+    OWNER.read(p, kind, ids).await
+}
+
+/// Updates `id` of `kind` in [`REGION`] with `changes` (a JSON object).
+pub async fn update(
+    p: &TencentProvider,
+    kind: ResourceKind,
+    id: &str,
+    changes: Value,
+) -> gpuform_provider::Result<ObservedResource> {
+    OWNER.update(p, kind, id, changes).await
+}
+
+/// Deletes `id` of `kind` in [`REGION`], which must succeed.
+pub async fn delete(p: &TencentProvider, kind: ResourceKind, id: &str) {
+    OWNER.delete(p, kind, id).await
+}
+
+/// What [`PROJECT`] owns in [`REGION`].
+pub async fn all_owned(p: &TencentProvider) -> Vec<ObservedResource> {
+    OWNER.owned(p).await
 }
 
 /// A fresh stand-in, a provider against it and a [`network`] in it.
@@ -149,4 +138,9 @@ pub fn ids_of(mock: &TencentMock, kind: ResourceKind) -> Vec<String> {
         .filter(|r| r.kind == kind)
         .map(|r| r.id)
         .collect()
+}
+
+/// Creates `req` through `p`, panicking with its address when that fails.
+pub async fn create(p: &TencentProvider, req: &CreateRequest) -> ObservedResource {
+    gpuform_standins::harness::create(p, req).await
 }

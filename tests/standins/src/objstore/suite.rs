@@ -16,6 +16,80 @@ use gpuform_provider::{
 use serde_json::{json, Value};
 
 const B: ResourceKind = ResourceKind::Bucket;
+
+/// One `#[tokio::test]` per named scenario of this module, each running it
+/// against the cloud `$cloud` (a [`Cloud`]): for the scenarios a cloud runs
+/// as they are, with nothing of its own to add. The test is named after the
+/// scenario, so a failure names it. Without names: every scenario that takes
+/// nothing but the cloud. With `refusing $test($name, $says)`: those, plus
+/// [`a_bad_name_is_refused_before_any_call`] with `$name` and `$says` as
+/// the test `$test`, and [`updates_tags_and_force_destroy_keeping_ownership`]
+/// with no attributes of the cloud's own.
+#[macro_export]
+macro_rules! bucket_scenarios {
+    ($cloud:expr; refusing $test:ident($name:expr, $says:expr)) => {
+        $crate::bucket_scenarios!($cloud);
+
+        #[tokio::test]
+        async fn $test() {
+            $crate::objstore::suite::a_bad_name_is_refused_before_any_call(&$cloud, $name, $says)
+                .await;
+        }
+
+        #[tokio::test]
+        async fn updates_tags_and_force_destroy_keeping_ownership() {
+            $crate::objstore::suite::updates_tags_and_force_destroy_keeping_ownership(&$cloud, &[])
+                .await;
+        }
+    };
+    ($cloud:expr) => {
+        $crate::bucket_scenarios!(
+            $cloud;
+            create_reads_back_every_attribute,
+            drift_is_read_and_an_update_repairs_it,
+            a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced,
+            someone_elses_bucket_is_never_touched,
+            a_name_taken_by_another_account_is_a_clear_error_not_a_retry,
+            a_create_cut_after_put_bucket_is_adopted_by_the_next_one,
+            throttling_is_retried_and_a_wrong_secret_never_leaks,
+            audit_lists_every_bucket_of_the_region_tagged_or_not,
+        );
+    };
+    ($cloud:expr; $($scenario:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $scenario() {
+                $crate::objstore::suite::$scenario(&$cloud).await;
+            }
+        )+
+    };
+}
+
+/// Asserts that `b` keeps the lifecycle [`Cloud::full`] asks for: one
+/// `Rule` scoped by its element `scope` (the other of `Filter` and `Prefix`
+/// absent), moving objects to `class` after 30 days and expiring noncurrent
+/// versions after 7.
+pub fn assert_full_lifecycle(b: &Bucket, scope: &str, class: &str) {
+    let l = b.lifecycle.clone().expect("a lifecycle");
+    let rule = l.kid("Rule").expect("a Rule");
+    let other = if scope == "Filter" {
+        "Prefix"
+    } else {
+        "Filter"
+    };
+    assert!(
+        rule.kid(scope).is_some() && rule.kid(other).is_none(),
+        "scoped by {scope}, not {other}: {rule:?}"
+    );
+    let t = rule.kid("Transition").expect("a Transition");
+    assert_eq!(
+        (t.text_of("Days"), t.text_of("StorageClass")),
+        (Some("30"), Some(class))
+    );
+    let noncurrent = rule.kid("NoncurrentVersionExpiration");
+    let days = noncurrent.expect("a NoncurrentVersionExpiration");
+    assert_eq!(days.text_of("NoncurrentDays"), Some("7"));
+}
 /// The address every scenario's bucket is declared at.
 pub const ADDRESS: &str = "bucket.data";
 
