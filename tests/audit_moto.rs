@@ -7,111 +7,13 @@
 
 mod moto;
 
+use moto::killing_proxy::Proxy;
 use moto::{boto3, moto_url};
 
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-/// An HTTP proxy in front of moto that counts requests (one connection
-/// each: `Connection: close` both ways).
-struct Counter {
-    url: String,
-    calls: Arc<AtomicU64>,
-}
-
-impl Counter {
-    fn start() -> Counter {
-        let upstream = moto_url()
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let calls = Arc::new(AtomicU64::new(0));
-        let c = calls.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let (upstream, c) = (upstream.clone(), c.clone());
-                std::thread::spawn(move || {
-                    c.fetch_add(1, Ordering::SeqCst);
-                    let _ = relay(conn, &upstream);
-                });
-            }
-        });
-        Counter { url, calls }
-    }
-
-    fn calls(&self) -> u64 {
-        self.calls.load(Ordering::SeqCst)
-    }
-}
-
-fn relay(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
-    let request = read_message(&mut client)?;
-    let mut up = TcpStream::connect(upstream)?;
-    up.write_all(&closing(&request))?;
-    let response = read_message(&mut up)?;
-    client.write_all(&closing(&response))
-}
-
-fn read_message(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 65536];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let k = s.read(&mut chunk)?;
-        if k == 0 {
-            return Ok(buf);
-        }
-        buf.extend_from_slice(&chunk[..k]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok());
-    match length {
-        Some(len) => {
-            while buf.len() < head_end + len {
-                let k = s.read(&mut chunk)?;
-                if k == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..k]);
-            }
-        }
-        None if head.starts_with("http/") => {
-            s.read_to_end(&mut buf)?;
-        }
-        None => {}
-    }
-    Ok(buf)
-}
-
-fn closing(msg: &[u8]) -> Vec<u8> {
-    let Some(head_end) = msg.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return msg.to_vec();
-    };
-    let head = String::from_utf8_lossy(&msg[..head_end]);
-    let mut out = String::new();
-    for line in head.split("\r\n") {
-        if !line.to_ascii_lowercase().starts_with("connection:") {
-            out.push_str(line);
-            out.push_str("\r\n");
-        }
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    let mut v = out.into_bytes();
-    v.extend_from_slice(&msg[head_end + 4..]);
-    v
-}
+use std::sync::atomic::Ordering;
 
 fn gpuform(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuform"))
@@ -217,7 +119,7 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
     let ids = boto3(region, &script);
     let id = |k: &str| ids[k].as_str().unwrap().to_string();
 
-    let proxy = Counter::start();
+    let proxy = Proxy::start(&moto_url());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("spec.yaml"), spec(&project, region, &proxy.url)).unwrap();
@@ -235,11 +137,15 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
     )
     .unwrap();
 
-    let before = proxy.calls();
+    let before = proxy.calls.load(Ordering::SeqCst);
     let r: Value = serde_json::from_str(&ok(d, &["audit", "spec.yaml", "--json"])).unwrap();
     // One DescribeInstances and one DescribeVolumes, a page each, and one
     // S3 ListBuckets filtered by the region (audit lists buckets too).
-    assert_eq!(proxy.calls() - before, 3, "list calls of the audit");
+    assert_eq!(
+        proxy.calls.load(Ordering::SeqCst) - before,
+        3,
+        "list calls of the audit"
+    );
     let inst = &r["instances"];
     assert_eq!(by_id(inst, &id("unmanaged"))["owner"], "unmanaged");
     assert_eq!(by_id(inst, &id("managed"))["owner"], "managed");
@@ -331,7 +237,7 @@ fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
         "ids = [i['InstanceId'] for r in ec2.describe_instances(Filters=[{'Name':'instance-state-name','Values':['pending','running','stopping','stopped']}])['Reservations'] for i in r['Instances']]\nif ids: ec2.terminate_instances(InstanceIds=ids)\nfor v in ec2.describe_volumes(Filters=[{'Name':'status','Values':['available']}])['Volumes']: ec2.delete_volume(VolumeId=v['VolumeId'])\nami = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\nr = ec2.run_instances(ImageId=ami, InstanceType='g4dn.xlarge', MinCount=1000, MaxCount=1000)\nprint(json.dumps(len(r['Instances'])))",
     );
     assert_eq!(made, 1000);
-    let proxy = Counter::start();
+    let proxy = Proxy::start(&moto_url());
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("spec.yaml"),
@@ -355,7 +261,7 @@ fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
     assert_eq!(n, 1000, "instances listed");
     // DescribeInstances at 1,000 a page and DescribeVolumes at 500 a page
     // (1,000 root volumes): at most 2 + 3 calls, whatever moto pages.
-    let calls = proxy.calls();
+    let calls = proxy.calls.load(Ordering::SeqCst);
     assert!(calls <= 5, "{calls} calls for {n} instances");
 }
 

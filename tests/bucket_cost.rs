@@ -2,9 +2,11 @@
 //! catalog's price per GB-month for its cloud, region and storage class,
 //! counted in the totals; before → after when the estimate changes.
 
+mod support;
+
+use support::stdout_of;
+
 use serde_json::Value;
-use std::path::Path;
-use std::process::Command;
 
 const SPEC: &str = r#"project: cost
 buckets:
@@ -26,24 +28,6 @@ buckets:
     region: us-east-1
 "#;
 
-fn gpuform(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
-        .env("NO_COLOR", "1")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run gpuform");
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-6
 }
@@ -54,7 +38,7 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
     std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
     let args = ["plan", "spec.yaml", "--sandbox", "--cny-per-usd", "7.2"];
     let plan: Value =
-        serde_json::from_str(&gpuform(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
+        serde_json::from_str(&stdout_of(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
     let storage = plan["cost"]["storage"].as_array().unwrap();
     let line = |b: &str| {
         storage
@@ -95,7 +79,7 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
     ));
     assert_eq!(plan["cost"]["prices_in_cny"], true);
 
-    let text = gpuform(dir.path(), &args);
+    let text = stdout_of(dir.path(), &args);
     assert!(
         text.contains(
             "bucket hot: 1000 GB standard × $0.0230/GB-month = $23.00/month [price sourced, as of 2026-03]"
@@ -109,14 +93,14 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
 
     // Applied, then the estimate grows: before → after, no call to a cloud
     // changes (the size is the spec's, not the bucket's).
-    gpuform(
+    stdout_of(
         dir.path(),
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
     );
     let grown = SPEC.replace("size_gb: 1000", "size_gb: 3000");
     std::fs::write(dir.path().join("spec.yaml"), grown).unwrap();
     let plan: Value =
-        serde_json::from_str(&gpuform(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
+        serde_json::from_str(&stdout_of(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
     let hot = plan["cost"]["storage"]
         .as_array()
         .unwrap()
@@ -130,13 +114,13 @@ fn plan_prices_each_buckets_storage_and_counts_it_in_the_totals() {
         plan["cost"]["monthly_usd_delta"].as_f64().unwrap(),
         46.0
     ));
-    gpuform(
+    stdout_of(
         dir.path(),
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
     );
     // Applied: nothing left to change, and the cost stays.
     let plan: Value =
-        serde_json::from_str(&gpuform(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
+        serde_json::from_str(&stdout_of(dir.path(), &[&args[..], &["--json"]].concat())).unwrap();
     assert_eq!(plan["summary"]["update"], 0, "{}", plan["changes"]);
     assert!(close(
         plan["cost"]["monthly_usd_delta"].as_f64().unwrap(),

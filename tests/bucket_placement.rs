@@ -4,31 +4,12 @@
 //! across regions or clouds is flagged in the plan — text, `--json` and
 //! `--markdown` — with the per-GB transfer price where the catalog has one.
 
-use gpuform::spec::{self, Diagnostic, Diagnostics, Vars};
+mod support;
+
+use gpuform::spec::{self, Vars};
+use support::{at, errors, find, stdout_of};
+
 use serde_json::Value;
-use std::path::Path;
-use std::process::Command;
-
-fn errors(text: &str) -> Diagnostics {
-    match spec::load_str("bad.yaml", text, &Vars::new()) {
-        Ok(_) => panic!("accepted:\n{text}"),
-        Err(d) => d,
-    }
-}
-
-fn find<'a>(d: &'a Diagnostics, needle: &str) -> &'a Diagnostic {
-    d.iter()
-        .find(|x| x.message.contains(needle))
-        .unwrap_or_else(|| panic!("no diagnostic containing {needle:?} in:\n{d}"))
-}
-
-fn at(e: &Diagnostic) -> (usize, usize, &str) {
-    (
-        e.line.unwrap_or(0),
-        e.column.unwrap_or(0),
-        e.yaml_path.as_deref().unwrap_or(""),
-    )
-}
 
 #[test]
 fn reads_name_buckets_of_the_spec_with_a_located_did_you_mean() {
@@ -137,24 +118,6 @@ clusters:
     reads: [obs]
 "#;
 
-fn gpuform(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
-        .env("NO_COLOR", "1")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run gpuform");
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 const PLAN: [&str; 5] = ["plan", "spec.yaml", "--sandbox", "--cny-per-usd", "7.2"];
 
 #[test]
@@ -162,7 +125,7 @@ fn a_read_across_regions_or_clouds_is_flagged_with_its_transfer_price() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
     let plan: Value =
-        serde_json::from_str(&gpuform(dir.path(), &[&PLAN[..], &["--json"]].concat())).unwrap();
+        serde_json::from_str(&stdout_of(dir.path(), &[&PLAN[..], &["--json"]].concat())).unwrap();
     let transfers = plan["transfers"].as_array().unwrap();
     let find = |cluster: &str, bucket: &str| {
         transfers
@@ -211,13 +174,13 @@ fn a_read_across_regions_or_clouds_is_flagged_with_its_transfer_price() {
         "{warnings:?}"
     );
 
-    let text = gpuform(dir.path(), &PLAN);
+    let text = stdout_of(dir.path(), &PLAN);
     assert!(text.contains(&format!("Warning: {far_line}")), "{text}");
     assert!(
         text.contains("cluster abroad (alibaba/cn-hangzhou) reads bucket data (aws/us-east-1): $0.0900/GB [internet price assumed"),
         "{text}"
     );
-    let md = gpuform(dir.path(), &[&PLAN[..], &["--markdown"]].concat());
+    let md = stdout_of(dir.path(), &[&PLAN[..], &["--markdown"]].concat());
     assert!(
         md.contains("> ⚠️ cross-region data transfer: cluster far (aws/eu-west-1) reads bucket data (aws/us-east-1): $0.0200/GB"),
         "{md}"
@@ -242,7 +205,7 @@ clusters:
 ";
     let reading = spec.replace("    gpu: T4\n", "    gpu: T4\n    reads: [data]\n");
     std::fs::write(dir.path().join("spec.yaml"), &reading).unwrap();
-    let json = gpuform(dir.path(), &[&PLAN[..], &["--json"]].concat());
+    let json = stdout_of(dir.path(), &[&PLAN[..], &["--json"]].concat());
     let plan: gpuform::plan::Plan = serde_json::from_str(&json).unwrap();
     let node = plan
         .changes
@@ -270,13 +233,13 @@ clusters:
     // A cluster applied without `reads` that starts reading: its running
     // nodes are left alone (the dependency only orders operations).
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    gpuform(
+    stdout_of(
         dir.path(),
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
     );
     std::fs::write(dir.path().join("spec.yaml"), &reading).unwrap();
     let plan: Value =
-        serde_json::from_str(&gpuform(dir.path(), &[&PLAN[..], &["--json"]].concat())).unwrap();
+        serde_json::from_str(&stdout_of(dir.path(), &[&PLAN[..], &["--json"]].concat())).unwrap();
     assert_eq!(plan["summary"]["replace"], 0, "{}", plan["changes"]);
     assert_eq!(plan["summary"]["create"], 0, "{}", plan["changes"]);
 }

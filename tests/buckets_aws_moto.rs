@@ -10,7 +10,7 @@ mod moto;
 use moto::{boto3, killing_proxy, moto_url};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 /// The secret key every run of gpuform gets: it must never be written out.
 const CANARY: &str = "gpuformCanary/S3secret+7f3a9c";
@@ -450,43 +450,13 @@ fn a_kill_after_any_s3_call_then_apply_converges_to_one_bucket() {
             } else {
                 &["apply", "spec.yaml", "--auto-approve", "--parallelism", "1"]
             };
-            proxy.arm(n);
-            let child = gpuform(d, args)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            proxy.set_victim(child.id());
-            let out = child.wait_with_output().unwrap();
-            let calls = proxy.calls.load(std::sync::atomic::Ordering::SeqCst);
-            if out.status.success() {
-                assert!(
-                    !proxy.killed.load(std::sync::atomic::Ordering::SeqCst),
-                    "{phase}: succeeded although killed"
-                );
-                assert_eq!(
-                    n,
-                    calls + 1,
-                    "{phase}: the run made {calls} calls, yet N={n} was not reached before"
-                );
+            if let Some(calls) = proxy.run_armed(n, gpuform(d, args), phase) {
                 total = Some(calls);
-                proxy.arm(0);
                 if !destroy {
                     ok(d, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
                 }
                 break;
             }
-            {
-                use std::os::unix::process::ExitStatusExt;
-                assert_eq!(
-                    out.status.signal(),
-                    Some(9),
-                    "{phase} N={n}: expected death by SIGKILL, got {:?}:\n{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            proxy.arm(0);
             let again = run(d, args);
             let ctx = format!("{phase}, killed after call {n}");
             assert!(

@@ -12,7 +12,7 @@ use gpuform_aws::AwsProvider;
 use gpuform_provider::{ObservedResource, Provider, ResourceKind, Scope};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 /// A spec on AWS that moto can serve: images moto ships, no placement groups.
 fn spec(project: &str, nodes: u32) -> String {
@@ -312,45 +312,17 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
             } else {
                 &["apply", "spec.yaml", "--auto-approve", "--parallelism", "1"]
             };
-            proxy.arm(n);
             // No launch wait: its polls are reads, and a kill during them is
             // the kill after RunInstances that N already covers; waiting would
             // only multiply the kill points (and the minutes) of this loop.
-            let child = gpuform(dir.path(), args)
-                .env("GPUFORM_AWS_SETTLE_MS", "0")
-                .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0")
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            proxy.set_victim(child.id());
-            let out = child.wait_with_output().unwrap();
-            let calls = proxy.calls.load(std::sync::atomic::Ordering::SeqCst);
-            if out.status.success() {
-                // N is past the last call: every N before it was a kill.
-                assert!(
-                    !proxy.killed.load(std::sync::atomic::Ordering::SeqCst),
-                    "{phase}: succeeded although killed"
-                );
-                assert_eq!(
-                    n,
-                    calls + 1,
-                    "{phase}: the run made {calls} calls, yet N={n} was not reached before"
-                );
+            let mut cmd = gpuform(dir.path(), args);
+            cmd.env("GPUFORM_AWS_SETTLE_MS", "0")
+                .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0");
+            // Finished: N is past the last call, so every N before it was a kill.
+            if let Some(calls) = proxy.run_armed(n, cmd, phase) {
                 total = Some(calls);
                 break;
             }
-            {
-                use std::os::unix::process::ExitStatusExt;
-                assert_eq!(
-                    out.status.signal(),
-                    Some(9),
-                    "{phase} N={n}: expected death by SIGKILL, got {:?}:\n{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            proxy.arm(0);
             let again = gpuform(dir.path(), args)
                 .env("GPUFORM_AWS_SETTLE_MS", "0")
                 .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0")

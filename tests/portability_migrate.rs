@@ -425,6 +425,23 @@ fn migrate_bucket(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `migrate … --json`, which must succeed: what it printed.
+fn migrate_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = migrate_bucket(dir, &[args, &["--json"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A JSON array of strings.
+fn strings(v: &serde_json::Value) -> Vec<&str> {
+    let all = v.as_array().unwrap_or_else(|| panic!("not an array: {v}"));
+    all.iter().map(|c| c.as_str().unwrap()).collect()
+}
+
 #[test]
 fn a_bucket_moves_empty_with_its_copy_command_and_cost_change() {
     let dir = tempfile::tempdir().unwrap();
@@ -496,31 +513,14 @@ fn a_bucket_moves_empty_with_its_copy_command_and_cost_change() {
 
     // Back off COS to Huawei OBS: the APPID name is valid there, kept; the
     // region comes from --to; OBS egress has no price: said so.
-    let out = migrate_bucket(
+    let v = migrate_json(
         dir.path(),
-        &[
-            "bucket.ckpt",
-            "--to",
-            "huawei/cn-east-3",
-            "spec.yaml",
-            "--json",
-        ],
+        &["bucket.ckpt", "--to", "huawei/cn-east-3", "spec.yaml"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["to_name"], "lab-ckpt-1250000000");
     assert_eq!(v["to_region"], "cn-east-3");
     assert_eq!(v["monthly_usd_before"], serde_json::Value::Null);
-    let caveats: Vec<&str> = v["caveats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let caveats = strings(&v["caveats"]);
     assert!(
         caveats.contains(&"cluster `cn` (tencent/ap-shanghai) reads it across clouds after the move: price unknown (internet)"),
         "{caveats:?}"
@@ -585,7 +585,7 @@ fn bucket_migration_errors_are_clear() {
         BUCKETS
     );
     // With no region given, a reader on the target cloud gives it.
-    let out = migrate_bucket(
+    let v = migrate_json(
         dir.path(),
         &[
             "bucket.datasets",
@@ -594,15 +594,8 @@ fn bucket_migration_errors_are_clear() {
             "--bucket-name",
             "d-1250000000",
             "spec.yaml",
-            "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["to_region"], "ap-shanghai");
 }
 
@@ -629,28 +622,11 @@ fn a_cluster_moving_away_from_the_bucket_it_reads_is_told_the_transfer_price() {
 ",
         );
     std::fs::write(dir.path().join("spec.yaml"), &spec).unwrap();
-    let out = migrate_bucket(
+    let v = migrate_json(
         dir.path(),
-        &[
-            "trainer",
-            "--to",
-            "alibaba/cn-hangzhou",
-            "spec.yaml",
-            "--json",
-        ],
+        &["trainer", "--to", "alibaba/cn-hangzhou", "spec.yaml"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let caveats: Vec<&str> = v["caveats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let caveats = strings(&v["caveats"]);
     assert!(
         caveats.contains(&"reads: bucket `datasets` stays on sandbox us-east-1: reading it from alibaba cn-hangzhou is internet data transfer ($0.0900/GB); `gpuform migrate bucket.datasets --to alibaba/cn-hangzhou` moves it (empty: data is copied by hand)"),
         "{caveats:?}"

@@ -1,29 +1,10 @@
 //! Buckets in the spec: every setting checked where it is written, and the
 //! bucket's name checked by its cloud's naming rules at `gpuform validate`.
 
-use gpuform::spec::{self, Diagnostic, Diagnostics, Vars};
+mod support;
 
-fn errors(text: &str) -> Diagnostics {
-    match spec::load_str("bad.yaml", text, &Vars::new()) {
-        Ok(_) => panic!("accepted:\n{text}"),
-        Err(d) => d,
-    }
-}
-
-fn find<'a>(d: &'a Diagnostics, needle: &str) -> &'a Diagnostic {
-    d.iter()
-        .find(|x| x.message.contains(needle))
-        .unwrap_or_else(|| panic!("no diagnostic containing {needle:?} in:\n{d}"))
-}
-
-/// (line, column, YAML path) of a diagnostic.
-fn at(e: &Diagnostic) -> (usize, usize, &str) {
-    (
-        e.line.unwrap_or(0),
-        e.column.unwrap_or(0),
-        e.yaml_path.as_deref().unwrap_or(""),
-    )
-}
+use gpuform::spec::{self, Vars};
+use support::{at, errors, find};
 
 #[test]
 fn every_setting_is_read_with_its_default() {

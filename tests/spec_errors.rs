@@ -1,19 +1,9 @@
 //! Diagnostics of the spec loader: many errors in one run, each located.
 
-use gpuform::spec::{self, Diagnostic, Diagnostics, Vars};
+mod support;
 
-fn errors(text: &str) -> Diagnostics {
-    match spec::load_str("bad.yaml", text, &Vars::new()) {
-        Ok(_) => panic!("accepted:\n{text}"),
-        Err(d) => d,
-    }
-}
-
-fn find<'a>(d: &'a Diagnostics, needle: &str) -> &'a Diagnostic {
-    d.iter()
-        .find(|x| x.message.contains(needle))
-        .unwrap_or_else(|| panic!("no diagnostic containing {needle:?} in:\n{d}"))
-}
+use gpuform::spec::{self, Diagnostics, Vars};
+use support::{errors, find};
 
 const MANY: &str = "\
 project: demo

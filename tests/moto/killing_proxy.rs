@@ -1,9 +1,12 @@
 //! A counting HTTP proxy in front of moto: it forwards every request and,
 //! at call number `kill_at`, lets the call reach moto and be done there,
-//! then SIGKILLs the victim before it reads the answer.
+//! then SIGKILLs the victim before it reads the answer. Never armed
+//! (`kill_at` 0), it only counts: `audit_moto` counts list calls with it.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -64,6 +67,41 @@ impl Proxy {
 
     pub fn set_victim(&self, pid: u32) {
         self.victim.store(pid, Ordering::SeqCst);
+    }
+
+    /// Runs `cmd` with the proxy armed to kill it after call `n`, then
+    /// disarms it. A run that finishes was not killed and made `n - 1`
+    /// calls (N was past its last call): `Some(calls)`. Any other run died
+    /// by SIGKILL: `None`. `phase` names the run in a failure.
+    pub fn run_armed(&self, n: u64, mut cmd: Command, phase: &str) -> Option<u64> {
+        self.arm(n);
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run gpuform");
+        self.set_victim(child.id());
+        let out = child.wait_with_output().expect("wait for gpuform");
+        let calls = self.calls.load(Ordering::SeqCst);
+        let killed = self.killed.load(Ordering::SeqCst);
+        self.arm(0);
+        if out.status.success() {
+            assert!(!killed, "{phase}: succeeded although killed");
+            assert_eq!(
+                n,
+                calls + 1,
+                "{phase}: the run made {calls} calls, yet N={n} was not reached before"
+            );
+            return Some(calls);
+        }
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{phase} N={n}: expected death by SIGKILL, got {:?}:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        None
     }
 }
 

@@ -1,10 +1,13 @@
-//! Helpers shared by the crash tests (double_crash.rs, failover.rs): running
-//! the gpuform binary in a temporary directory against the sandbox or a
-//! stand-in cloud, and the exactness check every crash test ends with.
+//! Helpers shared by the binary's tests (the crash tests double_crash.rs and
+//! failover.rs, the audit and bucket tests): running the gpuform binary in a
+//! temporary directory against the sandbox or a stand-in cloud, and the
+//! exactness check every crash test ends with; and the spec loader's
+//! diagnostics, found by message and located.
 //!
 //! Each test binary that says `mod support;` uses only part of this.
 #![allow(dead_code)]
 
+use gpuform::spec::{self, Diagnostic, Diagnostics, Vars};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -240,6 +243,28 @@ pub fn assert_success(out: &Output, context: &str) {
     );
 }
 
+/// gpuform in `dir` with `args`, with the given sandbox faults (none when
+/// `None`), without colour.
+pub fn run_in(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    // Pinned: no output of a test depends on the day it runs.
+    c.env("GPUFORM_TODAY", "2026-11-29");
+    c.args(args).current_dir(dir).env("NO_COLOR", "1");
+    match faults {
+        Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),
+        None => c.env_remove("GPUFORM_SANDBOX_FAULTS"),
+    };
+    c.output().expect("run gpuform")
+}
+
+/// The standard output of gpuform in `dir` with `args` and no faults, which
+/// must succeed.
+pub fn stdout_of(dir: &Path, args: &[&str]) -> String {
+    let out = run_in(dir, args, None);
+    assert_success(&out, &format!("gpuform {args:?}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A working directory with one spec file, run against the sandbox cloud.
 pub struct SandboxWork {
     dir: tempfile::TempDir,
@@ -266,15 +291,7 @@ impl SandboxWork {
 
     /// gpuform with `args`, with the given sandbox faults (none when `None`).
     pub fn run(&self, args: &[&str], faults: Option<&str>) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-        // Pinned: no output of a test depends on the day it runs.
-        c.env("GPUFORM_TODAY", "2026-11-29");
-        c.args(args).current_dir(self.path()).env("NO_COLOR", "1");
-        match faults {
-            Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),
-            None => c.env_remove("GPUFORM_SANDBOX_FAULTS"),
-        };
-        c.output().expect("run gpuform")
+        run_in(self.path(), args, faults)
     }
 
     /// gpuform with `args` and no faults; it must succeed. Stdout then stderr.
@@ -369,4 +386,28 @@ fn sandbox_ingress(v: &serde_json::Value) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The spec loader's diagnostics for `text`, which it must refuse.
+pub fn errors(text: &str) -> Diagnostics {
+    match spec::load_str("bad.yaml", text, &Vars::new()) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(d) => d,
+    }
+}
+
+/// The diagnostic whose message contains `needle`.
+pub fn find<'a>(d: &'a Diagnostics, needle: &str) -> &'a Diagnostic {
+    d.iter()
+        .find(|x| x.message.contains(needle))
+        .unwrap_or_else(|| panic!("no diagnostic containing {needle:?} in:\n{d}"))
+}
+
+/// (line, column, YAML path) of a diagnostic.
+pub fn at(e: &Diagnostic) -> (usize, usize, &str) {
+    (
+        e.line.unwrap_or(0),
+        e.column.unwrap_or(0),
+        e.yaml_path.as_deref().unwrap_or(""),
+    )
 }
