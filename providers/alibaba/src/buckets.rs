@@ -85,6 +85,9 @@ mod tests {
     use super::*;
     use gpuform_provider::StorageClass;
 
+    /// OSS's dialect, and through it the shared Dialect's lookups: class
+    /// names read case-blind, hosts, header prefix, and the status-only
+    /// fallback of classify when OSS sends no code.
     #[test]
     fn dialect() {
         assert_eq!(
@@ -92,14 +95,24 @@ mod tests {
             "data.oss-cn-beijing.aliyuncs.com"
         );
         assert_eq!(OSS.class_name(StorageClass::Infrequent), "IA");
+        assert_eq!(OSS.class_of("ia"), Some(StorageClass::Infrequent));
+        assert_eq!(OSS.class_of("ColdArchive"), None);
+        assert_eq!(OSS.header("acl"), "x-oss-acl");
         assert_eq!(
             OSS.classify(Some("QpsLimitExceeded"), 503),
+            ErrorKind::Throttled
+        );
+        assert_eq!(
+            OSS.classify(Some("QpsLimitExceeded"), 400),
             ErrorKind::Throttled
         );
         assert_eq!(
             OSS.classify(Some("BucketAlreadyExists"), 409),
             ErrorKind::Invalid
         );
+        assert_eq!(OSS.classify(Some("NoSuchBucket"), 404), ErrorKind::NotFound);
+        assert_eq!(OSS.classify(None, 502), ErrorKind::Transient);
+        assert_eq!(OSS.classify(None, 503), ErrorKind::Throttled);
     }
 
     #[test]
