@@ -15,22 +15,27 @@ use gpuform_provider::{
 use serde_json::{json, Value};
 
 impl AlibabaProvider {
-    /// A VPC API create: `p` plus the name, description, ClientToken and
+    /// A VPC API create of a network (CreateVpc) or a subnet
+    /// (CreateVSwitch): `p` plus the name, description, ClientToken and
     /// tags; the create is asynchronous (Creating → Available), so it waits.
     async fn create_in_vpc<T>(
         &self,
         req: &Create<T>,
-        made: VpcCreate,
+        kind: ResourceKind,
         mut p: Params,
     ) -> Result<ObservedResource> {
         let region = req.region();
-        naming(&mut p, made.name_key, req, made.kind, &[])?;
-        let body = self.vpc(region, made.action, &p).await?;
-        let id = required(&body, made.id_key, made.action)?;
-        self.wait_for(region, made.kind, &id, "available", |o| {
-            o.status == "available"
-        })
-        .await
+        // The action, its name parameter and the id it answers.
+        let (action, name_key, id_key) = if kind == ResourceKind::Network {
+            ("CreateVpc", "VpcName", "VpcId")
+        } else {
+            ("CreateVSwitch", "VSwitchName", "VSwitchId")
+        };
+        naming(&mut p, name_key, req, kind, &[])?;
+        let body = self.vpc(region, action, &p).await?;
+        let id = required(&body, id_key, action)?;
+        self.wait_for(region, kind, &id, "available", |o| o.status == "available")
+            .await
     }
 
     /// Makes the inbound rules of `group` exactly `rules`:
@@ -100,13 +105,7 @@ impl NetworkApi for AlibabaProvider {
         // CreateVpc (VPC 2016-04-28): CidrBlock, VpcName, Description,
         // ClientToken, Tag.N.Key/Value; answers VpcId.
         let p = Params::one("CidrBlock", req.spec.cidr.clone());
-        let made = VpcCreate {
-            kind: ResourceKind::Network,
-            action: "CreateVpc",
-            name_key: "VpcName",
-            id_key: "VpcId",
-        };
-        self.create_in_vpc(req, made, p).await
+        self.create_in_vpc(req, ResourceKind::Network, p).await
     }
 
     async fn create_subnet(&self, req: &Create<SubnetSpec>) -> Result<ObservedResource> {
@@ -116,13 +115,7 @@ impl NetworkApi for AlibabaProvider {
         let mut p = Params::one("VpcId", s.network.clone());
         p.push("ZoneId", s.zone.clone());
         p.push("CidrBlock", s.cidr.clone());
-        let made = VpcCreate {
-            kind: ResourceKind::Subnet,
-            action: "CreateVSwitch",
-            name_key: "VSwitchName",
-            id_key: "VSwitchId",
-        };
-        self.create_in_vpc(req, made, p).await
+        self.create_in_vpc(req, ResourceKind::Subnet, p).await
     }
 
     async fn create_firewall(&self, req: &Create<FirewallSpec>) -> Result<ObservedResource> {
@@ -170,14 +163,6 @@ impl NetworkApi for AlibabaProvider {
         let p = Params::one("VSwitchId", id);
         ok_if_gone(self.vpc(&scope.region, "DeleteVSwitch", &p).await)
     }
-}
-
-/// What one VPC API create makes and how it names it.
-struct VpcCreate {
-    kind: ResourceKind,
-    action: &'static str,
-    name_key: &'static str,
-    id_key: &'static str,
 }
 
 // --------------------------------------------------------------------- rules
