@@ -5,29 +5,13 @@ mod support;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output};
-use support::{assert_killed_by, SandboxWork};
 
-fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    c.env("GPUFORM_TODAY", "2026-11-29");
-    c.args(args).current_dir(dir).env("NO_COLOR", "1");
-    match faults {
-        Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),
-        None => c.env_remove("GPUFORM_SANDBOX_FAULTS"),
-    };
-    c.output().expect("run gpuform")
-}
+use support::{assert_killed_by, assert_success, run_in, SandboxWork};
 
+/// Standard output then standard error of a run that must succeed.
 fn ok(dir: &Path, args: &[&str], faults: Option<&str>) -> String {
-    let out = gpuform(dir, args, faults);
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_in(dir, args, faults);
+    assert_success(&out, &format!("gpuform {args:?}"));
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -116,7 +100,7 @@ fn a_zone_without_capacity_moves_the_cluster_to_the_next_zone_and_state_says_so(
         .unwrap()
         .contains("InsufficientInstanceCapacity"));
     // Stable: the next plan keeps the cluster where it landed.
-    let plan = gpuform(
+    let plan = run_in(
         dir.path(),
         &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
         None,
@@ -137,7 +121,7 @@ fn every_zone_exhausted_fails_naming_what_was_tried() {
         "project: fo\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a, us-east-1b]\n    nodes: 1\n    gpu: A100-80GB:8\n",
     )
     .unwrap();
-    let out = gpuform(
+    let out = run_in(
         dir.path(),
         &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
         Some("capacity=p4de.24xlarge@*"),
@@ -189,7 +173,7 @@ fn cloud_any_fails_over_to_the_next_candidate_creating_before_destroying() {
     .collect();
     assert_eq!(addresses(&live), want);
     support::assert_sandbox_exact(dir.path(), "fo", &want, "after the failover round");
-    let plan = gpuform(
+    let plan = run_in(
         dir.path(),
         &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"],
         None,
