@@ -1,5 +1,5 @@
 //! Reading what exists: `read` by ids, `list_owned` by the project tag, and
-//! the `observe_*` functions that turn Huawei's answers into neutral
+//! the `Listing::observe_*` methods that turn Huawei's answers into neutral
 //! [`ObservedResource`]s. Every list is read page by page with 1000 per page
 //! (see [`client::PAGE`]), so cost grows with pages, not resources.
 
@@ -15,6 +15,14 @@ use gpuform_provider::{
 };
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
+
+/// One listing of a region: the provider, the region, and which resources
+/// to keep. Each kind's `observe_*` method reads it.
+struct Listing<'a> {
+    p: &'a HuaweiProvider,
+    region: &'a str,
+    filter: Filter<'a>,
+}
 
 /// Which resources a list should keep.
 enum Filter<'a> {
@@ -45,8 +53,8 @@ pub async fn read(
     kind: ResourceKind,
     ids: &[String],
 ) -> Result<Vec<ObservedResource>> {
-    let set: HashSet<&str> = ids.iter().map(String::as_str).collect();
-    observe(p, region, kind, &Filter::Ids(set)).await
+    let filter = Filter::Ids(ids.iter().map(String::as_str).collect());
+    Listing { p, region, filter }.observe(kind).await
 }
 
 /// One resource, or `not-found`.
@@ -82,26 +90,155 @@ impl RefreshApi for HuaweiProvider {
             ResourceKind::Instance,
             ResourceKind::Volume,
         ] {
-            out.extend(observe(self, region, kind, &Filter::Project(project)).await?);
+            let filter = Filter::Project(project);
+            let listing = Listing {
+                p: self,
+                region,
+                filter,
+            };
+            out.extend(listing.observe(kind).await?);
         }
         Ok(out)
     }
 }
 
-async fn observe(
-    p: &HuaweiProvider,
-    region: &str,
-    kind: ResourceKind,
-    filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>> {
-    match kind {
-        ResourceKind::Network | ResourceKind::Subnet | ResourceKind::Firewall => {
-            observe_vpc_kind(p, region, kind, filter).await
+impl Listing<'_> {
+    async fn observe(&self, kind: ResourceKind) -> Result<Vec<ObservedResource>> {
+        match kind {
+            ResourceKind::Network | ResourceKind::Subnet | ResourceKind::Firewall => {
+                self.observe_vpc_kind(kind).await
+            }
+            ResourceKind::Instance => self.observe_servers().await,
+            ResourceKind::Volume => self.observe_volumes().await,
+            ResourceKind::Placement => self.observe_groups().await,
+            ResourceKind::Bucket => Ok(Vec::new()),
         }
-        ResourceKind::Instance => observe_servers(p, region, filter).await,
-        ResourceKind::Volume => observe_volumes(p, region, filter).await,
-        ResourceKind::Placement => observe_groups(p, region, filter).await,
-        ResourceKind::Bucket => Ok(Vec::new()),
+    }
+
+    /// VPCs, subnets and security groups: the tag filter for ownership, the v1
+    /// list for the attributes.
+    async fn observe_vpc_kind(&self, kind: ResourceKind) -> Result<Vec<ObservedResource>> {
+        let (p, region, filter) = (self.p, self.region, &self.filter);
+        let pid = p.project(region)?;
+        let what = match kind {
+            ResourceKind::Network => "vpcs",
+            ResourceKind::Subnet => "subnets",
+            _ => "security-groups",
+        };
+        let tagged = tagged(p, region, pid, what, filter.project()).await?;
+        if filter.project().is_some() && tagged.is_empty() {
+            return Ok(Vec::new());
+        }
+        let items = list_v1(p, region, pid, what, &[]).await?;
+        Ok(items
+            .iter()
+            .map(|it| {
+                let id = s(it, "id");
+                let (attrs, status) = match kind {
+                    ResourceKind::Network => observe_vpc(it),
+                    ResourceKind::Subnet => observe_subnet(it),
+                    _ => (
+                        Attrs::from([("ingress".to_string(), observe_ingress(it))]),
+                        "available".to_string(),
+                    ),
+                };
+                observed(
+                    kind,
+                    &id,
+                    region,
+                    tagged.get(&id).map(Vec::as_slice),
+                    attrs,
+                    &status,
+                )
+            })
+            .filter(|o| filter.keeps(o))
+            .collect())
+    }
+
+    async fn observe_volumes(&self) -> Result<Vec<ObservedResource>> {
+        let (p, region, filter) = (self.p, self.region, &self.filter);
+        let pid = p.project(region)?;
+        Ok(all_volumes(p, region, pid)
+            .await?
+            .iter()
+            // System disks inherit the server's creation tags ("tags added
+            // during ECS creation are also added to the system disk", ECS
+            // user guide ecs_03_0902), gpuform's address included: they are
+            // part of their server, never a volume of ours.
+            .filter(|v| !is_system_disk(v))
+            .map(|v| observe_volume(v, region))
+            .filter(|o| filter.keeps(o) && o.status != "deleting" && o.status != "deleted")
+            .collect())
+    }
+
+    /// "Querying Details About ECSs", GET /v1/{project_id}/cloudservers/detail
+    /// (support.huaweicloud.com/api-ecs/zh-cn_topic_0094148850.html): `limit`
+    /// ≤ 1000, `offset` = page number from 1, `tags` = `key=value`.
+    async fn observe_servers(&self) -> Result<Vec<ObservedResource>> {
+        let (p, region, filter) = (self.p, self.region, &self.filter);
+        let pid = p.project(region)?;
+        let call = |c: &client::Cursor| {
+            let call = Call::new(
+                Service::Ecs,
+                region,
+                "GET",
+                format!("/v1/{pid}/cloudservers/detail"),
+            )
+            .query("limit", PAGE.to_string())
+            .query("offset", (c.page + 1).to_string());
+            match filter.project() {
+                Some(project) => call.query(
+                    "tags",
+                    format!("{}={}", tags::PROJECT, tags::encode(project)),
+                ),
+                None => call,
+            }
+        };
+        let mut servers = p
+            .client
+            .pages("servers", "listing ECSs", call, |_, c| c.full())
+            .await?;
+        servers.retain(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"));
+        if servers.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Root disk sizes: one batched EVS listing, not one call per server.
+        let sizes: HashMap<String, u64> = all_volumes(p, region, pid)
+            .await?
+            .iter()
+            .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
+            .collect();
+        Ok(servers
+            .iter()
+            .map(|sv| observe_server(sv, region, &sizes))
+            .filter(|o| filter.keeps(o))
+            .collect())
+    }
+
+    /// ECS groups ("Querying ECS Groups", GET
+    /// /v1/{project_id}/cloudservers/os-server-groups). They carry no tags: only
+    /// a read by id finds them; gpuform makes only `spread` ones.
+    async fn observe_groups(&self) -> Result<Vec<ObservedResource>> {
+        let (p, region, filter) = (self.p, self.region, &self.filter);
+        if filter.project().is_some() {
+            return Ok(Vec::new());
+        }
+        Ok(crate::compute::server_groups(p, region)
+            .await?
+            .iter()
+            .map(|g| {
+                let a = Attrs::from([("strategy".to_string(), json!("spread"))]);
+                observed(
+                    ResourceKind::Placement,
+                    &s(g, "id"),
+                    region,
+                    None,
+                    a,
+                    "available",
+                )
+            })
+            .filter(|o| filter.keeps(o))
+            .collect())
     }
 }
 
@@ -221,50 +358,6 @@ async fn tagged(
         .collect())
 }
 
-/// VPCs, subnets and security groups: the tag filter for ownership, the v1
-/// list for the attributes.
-async fn observe_vpc_kind(
-    p: &HuaweiProvider,
-    region: &str,
-    kind: ResourceKind,
-    filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>> {
-    let pid = p.project(region)?;
-    let what = match kind {
-        ResourceKind::Network => "vpcs",
-        ResourceKind::Subnet => "subnets",
-        _ => "security-groups",
-    };
-    let tagged = tagged(p, region, pid, what, filter.project()).await?;
-    if filter.project().is_some() && tagged.is_empty() {
-        return Ok(Vec::new());
-    }
-    let items = list_v1(p, region, pid, what, &[]).await?;
-    Ok(items
-        .iter()
-        .map(|it| {
-            let id = s(it, "id");
-            let (attrs, status) = match kind {
-                ResourceKind::Network => observe_vpc(it),
-                ResourceKind::Subnet => observe_subnet(it),
-                _ => (
-                    Attrs::from([("ingress".to_string(), observe_ingress(it))]),
-                    "available".to_string(),
-                ),
-            };
-            observed(
-                kind,
-                &id,
-                region,
-                tagged.get(&id).map(Vec::as_slice),
-                attrs,
-                &status,
-            )
-        })
-        .filter(|o| filter.keeps(o))
-        .collect())
-}
-
 /// A VPC: `cidr`; `OK` is available ("Querying VPC Details": CREATING / OK).
 fn observe_vpc(it: &Value) -> (Attrs, String) {
     let attrs = Attrs::from([("cidr".to_string(), json!(s(it, "cidr")))]);
@@ -331,25 +424,6 @@ async fn all_volumes(p: &HuaweiProvider, region: &str, pid: &str) -> Result<Vec<
         .await
 }
 
-async fn observe_volumes(
-    p: &HuaweiProvider,
-    region: &str,
-    filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>> {
-    let pid = p.project(region)?;
-    Ok(all_volumes(p, region, pid)
-        .await?
-        .iter()
-        // System disks inherit the server's creation tags ("tags added
-        // during ECS creation are also added to the system disk", ECS
-        // user guide ecs_03_0902), gpuform's address included: they are
-        // part of their server, never a volume of ours.
-        .filter(|v| !is_system_disk(v))
-        .map(|v| observe_volume(v, region))
-        .filter(|o| filter.keeps(o) && o.status != "deleting" && o.status != "deleted")
-        .collect())
-}
-
 /// A server's system disk: EVS reports it `bootable` ("Querying EVS Disks
 /// (Batch)", support.huaweicloud.com/api-evs/evs_04_2006.html). gpuform's data
 /// disks are made empty, never from an image, so they are never bootable.
@@ -375,53 +449,6 @@ pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
         storage::attachment(v).map_or(Value::Null, Value::String),
     );
     observed_item(ResourceKind::Volume, v, region, &tag_list, a)
-}
-
-/// "Querying Details About ECSs", GET /v1/{project_id}/cloudservers/detail
-/// (support.huaweicloud.com/api-ecs/zh-cn_topic_0094148850.html): `limit`
-/// ≤ 1000, `offset` = page number from 1, `tags` = `key=value`.
-async fn observe_servers(
-    p: &HuaweiProvider,
-    region: &str,
-    filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>> {
-    let pid = p.project(region)?;
-    let call = |c: &client::Cursor| {
-        let call = Call::new(
-            Service::Ecs,
-            region,
-            "GET",
-            format!("/v1/{pid}/cloudservers/detail"),
-        )
-        .query("limit", PAGE.to_string())
-        .query("offset", (c.page + 1).to_string());
-        match filter.project() {
-            Some(project) => call.query(
-                "tags",
-                format!("{}={}", tags::PROJECT, tags::encode(project)),
-            ),
-            None => call,
-        }
-    };
-    let mut servers = p
-        .client
-        .pages("servers", "listing ECSs", call, |_, c| c.full())
-        .await?;
-    servers.retain(|sv| !matches!(s(sv, "status").as_str(), "DELETED" | "SOFT_DELETED"));
-    if servers.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Root disk sizes: one batched EVS listing, not one call per server.
-    let sizes: HashMap<String, u64> = all_volumes(p, region, pid)
-        .await?
-        .iter()
-        .filter_map(|v| Some((s(v, "id"), v.get("size")?.as_u64()?)))
-        .collect();
-    Ok(servers
-        .iter()
-        .map(|sv| observe_server(sv, region, &sizes))
-        .filter(|o| filter.keeps(o))
-        .collect())
 }
 
 /// The private IPv4 address of an ECS: among `addresses` (network id →
@@ -495,35 +522,6 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
         }
     }
     observed_item(ResourceKind::Instance, sv, region, &tag_list, a)
-}
-
-/// ECS groups ("Querying ECS Groups", GET
-/// /v1/{project_id}/cloudservers/os-server-groups). They carry no tags: only
-/// a read by id finds them; gpuform makes only `spread` ones.
-async fn observe_groups(
-    p: &HuaweiProvider,
-    region: &str,
-    filter: &Filter<'_>,
-) -> Result<Vec<ObservedResource>> {
-    if filter.project().is_some() {
-        return Ok(Vec::new());
-    }
-    Ok(crate::compute::server_groups(p, region)
-        .await?
-        .iter()
-        .map(|g| {
-            let a = Attrs::from([("strategy".to_string(), json!("spread"))]);
-            observed(
-                ResourceKind::Placement,
-                &s(g, "id"),
-                region,
-                None,
-                a,
-                "available",
-            )
-        })
-        .filter(|o| filter.keeps(o))
-        .collect())
 }
 
 /// Everything in the region, of every owner (`gpuform audit`): one ECS
