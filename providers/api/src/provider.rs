@@ -124,12 +124,6 @@ pub trait Provider: Send + Sync {
 
     async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<()>;
 
-    /// How long after a create call its resource may still be missing from
-    /// `list_owned` (eventually consistent reads, a request still being
-    /// processed after its client died). After a crash, a create younger than
-    /// this that is not found yet is looked for again before it is retried,
-    /// so that clouds without idempotency tokens for some kinds do not get a
-    /// duplicate. Zero for clouds whose reads are consistent.
     /// Whether the cloud sells the instance type `itype` in `zone` right now, when it
     /// can say (`None`: it cannot, or does not say). Checked at plan time so
     /// that a zone without the type is skipped before anything is created.
@@ -138,6 +132,12 @@ pub trait Provider: Send + Sync {
         Ok(None)
     }
 
+    /// How long after a create call its resource may still be missing from
+    /// `list_owned` (eventually consistent reads, a request still being
+    /// processed after its client died). After a crash, a create younger than
+    /// this that is not found yet is looked for again before it is retried,
+    /// so that clouds without idempotency tokens for some kinds do not get a
+    /// duplicate. Zero for clouds whose reads are consistent.
     fn settle_time(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
