@@ -14,7 +14,8 @@
 //! region, a proxy, or the local stand-in); the `Host` header and the
 //! signature then use that URL's host.
 
-use crate::errors::{classify, transport_error};
+use crate::errors::classify;
+use gpuform_objstore::exchange;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{acs3, Credentials, Request};
@@ -153,18 +154,9 @@ impl RpcClient {
             builder = builder.header(n.as_str(), v.as_str());
         }
         tracing::debug!(action, region, host = %host, "alibaba call");
-        let resp = builder
-            .body(Vec::<u8>::new())
-            .send()
-            .await
-            .map_err(|e| transport_error(action, &e.without_url()))?;
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| transport_error(action, &e.without_url()))?;
-        let body: Option<Value> = serde_json::from_slice(&bytes).ok();
-        answer(action, status, body)
+        let got = exchange(builder.body(Vec::<u8>::new()), action, None).await?;
+        let body: Option<Value> = serde_json::from_slice(&got.body).ok();
+        answer(action, got.status, body)
     }
 }
 

@@ -142,14 +142,6 @@ fn by_status(status: u16) -> ErrorKind {
     }
 }
 
-/// A request that got no HTTP answer (connect failure, timeout, reset):
-/// always safe to retry for Alibaba calls that carry a ClientToken, and
-/// harmless for reads.
-pub fn transport_error(action: &str, e: &reqwest::Error) -> ProviderError {
-    let what = gpuform_objstore::transport_failure(e);
-    ProviderError::new(ErrorKind::Transient, format!("{action} {what}: {e}"))
-}
-
 /// A delete or detach that finds its target gone has nothing left to do.
 pub(crate) fn ok_if_gone(r: Result<serde_json::Value>) -> Result<()> {
     match r {

@@ -2,6 +2,7 @@
 //! polling of asynchronous jobs and ready states.
 
 use crate::errors;
+use gpuform_objstore::exchange;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError, Scope};
 use gpuform_signing::{huawei, Credentials, Request};
@@ -190,28 +191,13 @@ impl Client {
         }
         let what = format!("{} {}", call.method, call.path);
         tracing::debug!(target: "gpuform::huawei", "{what}");
-        let resp = rb.body(req.body.clone()).send().await.map_err(|e| {
-            let kind = ErrorKind::Transient;
-            ProviderError::new(kind, format!("{what}: {}", strip_url(&e)))
-        })?;
-        let status = resp.status().as_u16();
-        let request_id = resp
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let bytes = resp.bytes().await.map_err(|e| {
-            ProviderError::new(
-                ErrorKind::Transient,
-                format!("{what}: reading answer: {}", strip_url(&e)),
-            )
-        })?;
-        let json: Value = if bytes.is_empty() {
+        let got = exchange(rb.body(req.body.clone()), &what, Some("x-request-id")).await?;
+        let json: Value = if got.body.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+            serde_json::from_slice(&got.body).unwrap_or(Value::Null)
         };
-        errors::answer_error(status, &json, &what, request_id).map_or(Ok(json), Err)
+        errors::answer_error(got.status, &json, &what, got.request_id).map_or(Ok(json), Err)
     }
 
     /// Every page of a list: `call` makes the request for the page at
@@ -416,17 +402,6 @@ pub fn job_entity_ids(job: &Value, field: &str) -> Vec<String> {
         ids.push(id.to_string());
     }
     ids
-}
-
-/// reqwest errors can carry the URL; ours holds no secret, but keep messages short.
-fn strip_url(e: &reqwest::Error) -> String {
-    let mut s = gpuform_objstore::transport_failure(e).to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(inner) = src {
-        s = format!("{s}: {inner}");
-        src = inner.source();
-    }
-    s
 }
 
 /// The documented list in an answer: a 2xx without it is an error (a

@@ -77,6 +77,49 @@ pub fn transport_failure(e: &reqwest::Error) -> &'static str {
     }
 }
 
+/// An HTTP answer read whole.
+#[derive(Debug)]
+pub struct Exchanged {
+    pub status: u16,
+    /// The value of the request id header asked for, when the cloud sent it.
+    pub request_id: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// Sends `rb` and reads its whole answer: the one exchange every cloud's
+/// HTTP client makes. A request that got no answer, or whose answer was cut
+/// short, is a transient error in the same words for every cloud: `what`,
+/// [`transport_failure`], then the causes reqwest gives, never the URL (a
+/// signed query carries the signature). `request_id_header` names the
+/// header a cloud puts its request id in, for error messages.
+pub async fn exchange(
+    rb: reqwest::RequestBuilder,
+    what: &str,
+    request_id_header: Option<&str>,
+) -> Result<Exchanged> {
+    let failed = |e: reqwest::Error| {
+        let mut text = format!("{what}: {}", transport_failure(&e));
+        let mut cause = std::error::Error::source(&e);
+        while let Some(inner) = cause {
+            text = format!("{text}: {inner}");
+            cause = inner.source();
+        }
+        ProviderError::new(ErrorKind::Transient, text)
+    };
+    let resp = rb.send().await.map_err(failed)?;
+    let status = resp.status().as_u16();
+    let request_id = request_id_header
+        .and_then(|h| resp.headers().get(h))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = resp.bytes().await.map_err(failed)?.to_vec();
+    Ok(Exchanged {
+        status,
+        request_id,
+        body,
+    })
+}
+
 /// One request: the operation's name (for errors and logs), the bucket it
 /// addresses (`None`: the service, ListBuckets), query, extra headers and
 /// an XML body.
@@ -205,26 +248,13 @@ impl ObjStore {
             b = b.header(n.as_str(), v.as_str());
         }
         tracing::debug!(op = call.op, region, host = %host, "object storage call");
-        let transport = |e: reqwest::Error| {
-            ProviderError::new(
-                ErrorKind::Transient,
-                format!("{} {}: {}", self.dialect.product, call.op, e.without_url()),
-            )
-        };
-        let resp = b.body(req.body).send().await.map_err(transport)?;
-        let status = resp.status().as_u16();
-        let request_id = resp
-            .headers()
-            .get(format!("{}request-id", d.header_prefix))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let bytes = resp.bytes().await.map_err(transport)?;
-        if (200..300).contains(&status) {
-            return Ok(Answer {
-                body: bytes.to_vec(),
-            });
+        let what = format!("{} {}", self.dialect.product, call.op);
+        let id_header = format!("{}request-id", d.header_prefix);
+        let got = exchange(b.body(req.body), &what, Some(&id_header)).await?;
+        if (200..300).contains(&got.status) {
+            return Ok(Answer { body: got.body });
         }
-        Err(self.error(call.op, status, &bytes, request_id))
+        Err(self.error(call.op, got.status, &got.body, got.request_id))
     }
 
     /// The neutral error of an error answer.
@@ -302,5 +332,42 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(transport_failure(&e), "could not connect");
+
+        // The exchange names the call and the failure, never the URL, whose
+        // query may carry a signature.
+        let rb = http.get(format!("http://127.0.0.1:{port}/?Signature=s3cr3t"));
+        let e = exchange(rb, "OSS GetBucketInfo", Some("x-oss-request-id"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Transient);
+        let text = e.message;
+        let named = text.starts_with("OSS GetBucketInfo: could not connect");
+        let leaks = text.contains("s3cr3t") || text.contains("127.0.0.1");
+        assert!(named && !leaks, "{text}");
+    }
+
+    /// A whole answer: status, the named request id header, every byte.
+    #[tokio::test]
+    async fn an_answer_is_read_whole_with_its_request_id() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf).unwrap();
+            let answer = "HTTP/1.1 503 Service Unavailable\r\nx-obs-request-id: R-9\r\n\
+                          content-length: 4\r\nconnection: close\r\n\r\nbusy";
+            conn.write_all(answer.as_bytes()).unwrap();
+        });
+        let http = http_client(None).unwrap();
+        let rb = http.get(format!("http://127.0.0.1:{port}/"));
+        let got = exchange(rb, "OBS HeadBucket", Some("x-obs-request-id"))
+            .await
+            .unwrap();
+        server.join().unwrap();
+        assert_eq!(got.status, 503);
+        assert_eq!(got.request_id.as_deref(), Some("R-9"));
+        assert_eq!(got.body, b"busy");
     }
 }

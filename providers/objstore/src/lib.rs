@@ -50,7 +50,7 @@ mod manage;
 pub mod xml;
 
 pub use dialect::{any_tag_value, ClassAt, ClassRead, Dialect, RuleScope, SseForm};
-pub use http::{http_client, transport_failure, Endpoint};
+pub use http::{exchange, http_client, transport_failure, Endpoint, Exchanged};
 
 use gpuform_provider::Result;
 use std::fmt;

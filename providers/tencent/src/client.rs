@@ -6,6 +6,7 @@
 //! `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}` with HTTP 200.
 
 use crate::errors::{self, undocumented};
+use gpuform_objstore::exchange;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{tc3, Credentials, Request};
@@ -229,26 +230,16 @@ impl Client {
         if let Some(t) = &self.token {
             rb = rb.header("X-TC-Token", t.0.as_str());
         }
-        let resp = rb.body(unsigned.body).send().await.map_err(|e| {
-            // reqwest's error text names the URL, never headers or the body.
-            ProviderError::new(
-                ErrorKind::Transient,
-                format!("{action} ({service}): request failed: {e}"),
-            )
-        })?;
-        let status = resp.status();
-        let text = resp.text().await.map_err(|e| {
-            ProviderError::new(
-                ErrorKind::Transient,
-                format!("{action} ({service}): reading the response failed: {e}"),
-            )
-        })?;
-        let parsed: Option<Value> = serde_json::from_str(&text).ok();
+        let what = format!("{action} ({service})");
+        let got = exchange(rb.body(unsigned.body), &what, None).await?;
+        let status = got.status;
+        let text = String::from_utf8_lossy(&got.body);
+        let parsed: Option<Value> = serde_json::from_slice(&got.body).ok();
         let Some(mut response) = parsed.and_then(|mut v| v.get_mut("Response").map(Value::take))
         else {
-            let kind = if status.is_server_error() {
+            let kind = if status >= 500 {
                 ErrorKind::Transient
-            } else if status.as_u16() == 429 {
+            } else if status == 429 {
                 ErrorKind::Throttled
             } else {
                 ErrorKind::Invalid
