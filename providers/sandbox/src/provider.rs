@@ -69,6 +69,22 @@ impl SandboxProvider {
         let mut inner = self.sandbox.lock();
         self.run(&mut inner, pages, op)
     }
+
+    /// A listing, whose calls depend on what it finds: under the lock it
+    /// catches up with other processes, `find` answers what is there and
+    /// how many pages that is, and it runs as that many calls
+    /// ([`Self::run`]); their latency is paid once the lock is released.
+    async fn listing<T: Send>(&self, find: impl FnOnce(&Inner) -> (T, u64) + Send) -> Result<T> {
+        let (found, pages) = {
+            let mut inner = self.sandbox.lock();
+            let _ = inner.sync();
+            let (found, pages) = find(&inner);
+            (self.run(&mut inner, pages, |_| Ok(found)), pages)
+        };
+        let found = found?;
+        self.latency(pages).await;
+        Ok(found)
+    }
 }
 
 /// A tag as the mirrored cloud names it. Its reserved prefixes (and
@@ -170,32 +186,23 @@ impl Provider for SandboxProvider {
     /// S3's ListBuckets pages), counted as calls; `object_count` and
     /// `size_bytes` as `gpuform sandbox set` left them.
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
-        let result = {
-            let mut inner = self.sandbox.lock();
-            // Catch up with other processes before counting pages.
-            let _ = inner.sync();
-            let buckets = |inner: &Inner| -> Vec<ObservedResource> {
-                let cs = inner.store.cloud(self.cloud);
-                let mut out: Vec<ObservedResource> = cs
-                    .owned
-                    .get(scope.region.as_str())
-                    .into_iter()
-                    .flat_map(|projects| projects.values().flatten())
-                    .filter_map(|id| {
-                        let e = cs.by_id.get(id)?;
-                        (e.kind == ResourceKind::Bucket).then(|| cs.observe(id, e))
-                    })
-                    .collect();
-                out.sort_by(|a, b| a.id.cmp(&b.id));
-                out
-            };
-            let pages = pages_for(buckets(&inner).len());
-            self.run(&mut inner, pages, |inner| Ok(buckets(inner)))
-                .map(|r| (r, pages))
-        };
-        let (buckets, pages) = result?;
-        self.latency(pages).await;
-        Ok(buckets)
+        self.listing(|inner| {
+            let cs = inner.store.cloud(self.cloud);
+            let mut out: Vec<ObservedResource> = cs
+                .owned
+                .get(scope.region.as_str())
+                .into_iter()
+                .flat_map(|projects| projects.values().flatten())
+                .filter_map(|id| {
+                    let e = cs.by_id.get(id)?;
+                    (e.kind == ResourceKind::Bucket).then(|| cs.observe(id, e))
+                })
+                .collect();
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+            let pages = pages_for(out.len());
+            (out, pages)
+        })
+        .await
     }
 
     async fn read(
@@ -218,27 +225,18 @@ impl Provider for SandboxProvider {
     }
 
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
-        let result = {
-            let mut inner = self.sandbox.lock();
-            // Catch up with other processes before counting pages.
-            let _ = inner.sync();
-            let count = owned_ids(&inner, self.cloud, scope, project).map_or(0, |s| s.len());
-            let pages = pages_for(count);
-            self.run(&mut inner, pages, |inner| {
-                let cs = inner.store.cloud(self.cloud);
-                Ok(owned_ids(inner, self.cloud, scope, project)
-                    .map(|ids| {
-                        ids.iter()
-                            .filter_map(|id| cs.by_id.get(id).map(|e| cs.observe(id, e)))
-                            .collect()
-                    })
-                    .unwrap_or_default())
-            })
-            .map(|r: Vec<ObservedResource>| (r, pages))
-        };
-        let (resources, pages) = result?;
-        self.latency(pages).await;
-        Ok(resources)
+        self.listing(|inner| {
+            let cs = inner.store.cloud(self.cloud);
+            let ids = owned_ids(inner, self.cloud, scope, project);
+            let pages = pages_for(ids.map_or(0, |s| s.len()));
+            let found = ids
+                .into_iter()
+                .flatten()
+                .filter_map(|id| cs.by_id.get(id).map(|e| cs.observe(id, e)))
+                .collect();
+            (found, pages)
+        })
+        .await
     }
 
     async fn update(
@@ -282,53 +280,45 @@ fn owned_ids<'a>(
 #[async_trait::async_trait]
 impl InventoryApi for SandboxProvider {
     async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
-        let (inventory, pages) = {
-            let mut inner = self.sandbox.lock();
-            let _ = inner.sync();
+        self.listing(|inner| {
+            let cs = inner.store.cloud(self.cloud);
             let mut instances = Vec::new();
             let mut volumes = Vec::new();
-            {
-                let cs = inner.store.cloud(self.cloud);
-                let ids = cs
-                    .owned
-                    .get(scope.region.as_str())
-                    .into_iter()
-                    .flat_map(|projects| projects.values().flatten());
-                for id in ids {
-                    let Some(e) = cs.by_id.get(id) else { continue };
-                    match e.kind {
-                        ResourceKind::Instance => instances.push(cs.observe(id, e)),
-                        ResourceKind::Volume => volumes.push(cs.observe(id, e)),
-                        _ => {}
-                    }
+            let ids = cs
+                .owned
+                .get(scope.region.as_str())
+                .into_iter()
+                .flat_map(|projects| projects.values().flatten());
+            for id in ids {
+                let Some(e) = cs.by_id.get(id) else { continue };
+                match e.kind {
+                    ResourceKind::Instance => instances.push(cs.observe(id, e)),
+                    ResourceKind::Volume => volumes.push(cs.observe(id, e)),
+                    _ => {}
                 }
             }
             let pages = pages_for(instances.len()) + pages_for(volumes.len());
-            let out = self.run(&mut inner, pages, |_| {
-                let mut out = Inventory::default();
-                for mut o in instances {
-                    let text = |k: &str| o.attrs.get(k).and_then(Value::as_str).map(String::from);
-                    if let Some(s) = text("status") {
-                        o.status = s;
-                    }
-                    let launch = text("launch_time");
-                    let disk = o.attrs.get("root_gb").and_then(Value::as_u64);
-                    out.instances
-                        .push(InventoryInstance::from_observed(&o, launch, disk));
+            let mut out = Inventory::default();
+            for mut o in instances {
+                let text = |k: &str| o.attrs.get(k).and_then(Value::as_str).map(String::from);
+                if let Some(s) = text("status") {
+                    o.status = s;
                 }
-                out.volumes.extend(
-                    volumes
-                        .iter()
-                        .filter(|v| v.attrs.get("attached_to").is_none_or(Value::is_null))
-                        .map(InventoryVolume::from_observed),
-                );
-                out.instances.sort_by(|a, b| a.id.cmp(&b.id));
-                out.volumes.sort_by(|a, b| a.id.cmp(&b.id));
-                Ok(out)
-            })?;
+                let launch = text("launch_time");
+                let disk = o.attrs.get("root_gb").and_then(Value::as_u64);
+                out.instances
+                    .push(InventoryInstance::from_observed(&o, launch, disk));
+            }
+            out.volumes.extend(
+                volumes
+                    .iter()
+                    .filter(|v| v.attrs.get("attached_to").is_none_or(Value::is_null))
+                    .map(InventoryVolume::from_observed),
+            );
+            out.instances.sort_by(|a, b| a.id.cmp(&b.id));
+            out.volumes.sort_by(|a, b| a.id.cmp(&b.id));
             (out, pages)
-        };
-        self.latency(pages).await;
-        Ok(inventory)
+        })
+        .await
     }
 }
