@@ -165,6 +165,7 @@ gpuform_standins::bucket_scenarios!(
     create_reads_back_every_attribute,
     drift_is_read_and_an_update_repairs_it,
     a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced,
+    an_unfinished_upload_keeps_a_bucket_until_a_forced_delete_aborts_it,
     a_create_cut_after_put_bucket_is_adopted_by_the_next_one,
     throttling_is_retried_and_a_wrong_secret_never_leaks,
 );

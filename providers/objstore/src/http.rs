@@ -128,6 +128,8 @@ pub(crate) struct Call {
     pub op: &'static str,
     pub method: &'static str,
     pub bucket: Option<String>,
+    /// The object the call names (`/<key>`); `None` for bucket calls.
+    pub key: Option<String>,
     pub query: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
     pub body: Option<Node>,
@@ -139,10 +141,17 @@ impl Call {
             op,
             method,
             bucket: Some(bucket.to_string()),
+            key: None,
             query: Vec::new(),
             headers: Vec::new(),
             body: None,
         }
+    }
+
+    /// The call names an object of the bucket (`/<key>`).
+    pub fn object(mut self, key: &str) -> Call {
+        self.key = Some(key.to_string());
+        self
     }
 
     /// A sub-resource (`?tagging`): a query parameter with an empty value.
@@ -214,7 +223,8 @@ impl ObjStore {
             Some(b) => d.bucket_host(region, b),
             None => (d.service_host)(region),
         };
-        let mut req = Request::new(call.method, host.clone(), "/");
+        let path = format!("/{}", call.key.as_deref().unwrap_or_default());
+        let mut req = Request::new(call.method, host.clone(), path);
         req.query = call.query.clone();
         req.headers = call.headers.clone();
         req.headers

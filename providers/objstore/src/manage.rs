@@ -86,6 +86,7 @@ impl ObjStore {
         let versions = self.versioning(region, id).await?.1;
         if force {
             self.empty(region, id, versions).await?;
+            self.abort_uploads(region, id).await?;
         } else {
             let n = self
                 .count_objects(region, id, versions, COUNT_PAGES)
@@ -98,12 +99,23 @@ impl ObjStore {
         match self.send(region, &call).await {
             Ok(_) => Ok(()),
             Err(e) if e.code.as_deref() == Some("NoSuchBucket") => Ok(()),
-            // Written to between the count and the delete.
+            // Written to between the count and the delete, or holding only
+            // the parts of unfinished multipart uploads.
             Err(e) if e.code.as_deref() == Some("BucketNotEmpty") => {
                 let n = self
                     .count_objects(region, id, versions, COUNT_PAGES)
                     .await?;
-                Err(not_empty(id, n.max(1)))
+                if n > 0 {
+                    return Err(not_empty(id, n));
+                }
+                Err(ProviderError::new(
+                    ErrorKind::Invalid,
+                    format!(
+                        "the bucket `{id}` is not empty: it holds the parts of unfinished \
+                         multipart uploads. Abort them first, or set `force_destroy: true` \
+                         on the bucket and apply before destroying it"
+                    ),
+                ))
             }
             Err(e) => Err(e),
         }
@@ -151,6 +163,47 @@ impl ObjStore {
             ErrorKind::Transient,
             format!("the bucket `{name}` is still not empty after emptying it"),
         ))
+    }
+
+    /// Aborts every incomplete multipart upload: their parts keep a bucket
+    /// from being deleted on OSS, COS and OBS (`BucketNotEmpty`), and
+    /// nothing else would ever end them. ListMultipartUploads (`GET
+    /// /?uploads`, ≤ 1000 a page, by `key-marker` / `upload-id-marker`),
+    /// then AbortMultipartUpload (`DELETE /<key>?uploadId=`) for each; one
+    /// already gone (`NoSuchUpload`) is done.
+    async fn abort_uploads(&self, region: &str, name: &str) -> Result<()> {
+        let mut from: Option<(String, String)> = None;
+        loop {
+            let mut call = Call::new("ListMultipartUploads", "GET", name)
+                .sub("uploads")
+                .query("max-uploads", "1000");
+            if let Some((key, upload)) = &from {
+                call = call
+                    .query("key-marker", key.clone())
+                    .query("upload-id-marker", upload.clone());
+            }
+            let doc = self.send(region, &call).await?.xml(call.op)?;
+            for u in doc.children_named("Upload") {
+                let (Some(key), Some(id)) = (u.text_of("Key"), u.text_of("UploadId")) else {
+                    continue;
+                };
+                let abort = Call::new("AbortMultipartUpload", "DELETE", name)
+                    .object(key)
+                    .query("uploadId", id);
+                match self.send(region, &abort).await {
+                    Err(e) if e.code.as_deref() != Some("NoSuchUpload") => return Err(e),
+                    _ => {}
+                }
+            }
+            let next = (
+                doc.text_of("NextKeyMarker").unwrap_or_default(),
+                doc.text_of("NextUploadIdMarker").unwrap_or_default(),
+            );
+            if doc.text_of("IsTruncated") != Some("true") || next.0.is_empty() {
+                return Ok(());
+            }
+            from = Some((next.0.to_string(), next.1.to_string()));
+        }
     }
 
     /// The names of the buckets in `region` (ListBuckets, paged by marker).

@@ -20,7 +20,8 @@
 //! [`Fault::AtCall`] the N-th request, without taking effect; a
 //! [`RequestHook`] runs after each request took effect and before it is
 //! answered (a test kills the client there to crash at every call).
-//! Tests put objects with [`ObjStoreMock::put_object`] and change buckets
+//! Tests put objects with [`ObjStoreMock::put_object`], leave multipart
+//! uploads unfinished with [`ObjStoreMock::start_upload`], and change buckets
 //! behind gpuform's back with the `*_behind` hooks.
 
 pub mod cos;
@@ -202,6 +203,18 @@ impl ObjStoreMock {
             seq,
         });
         true
+    }
+
+    /// Starts a multipart upload of `key` that nobody completes (as a
+    /// client that died mid-upload leaves it); its upload id, or `None`
+    /// when there is no such bucket.
+    pub fn start_upload(&self, bucket: &str, key: &str) -> Option<String> {
+        let mut s = self.store();
+        s.seq += 1;
+        let id = format!("U{:08X}", s.seq);
+        let b = s.buckets.get_mut(bucket)?;
+        b.uploads.push((key.to_string(), id.clone()));
+        Some(id)
     }
 
     /// Objects, versions and delete markers the bucket holds.
@@ -389,16 +402,21 @@ fn answer(
             "Unknown",
         );
     };
-    if wire.path != "/" {
-        return (
-            Err(err(
-                400,
-                "InvalidRequest",
-                "object operations are not part of this stand-in",
-            )),
-            "Unknown",
-        );
-    }
+    // Of the object operations, only AbortMultipartUpload is played.
+    let key = match wire.path.strip_prefix('/') {
+        Some("") => None,
+        Some(k) if wire.method == "DELETE" && wire.query.contains("uploadId=") => decode(k),
+        _ => {
+            return (
+                Err(err(
+                    400,
+                    "InvalidRequest",
+                    "object operations are not part of this stand-in",
+                )),
+                "Unknown",
+            )
+        }
+    };
     let Some(query) = parse_query(&wire.query) else {
         return (
             Err(err(
@@ -412,6 +430,7 @@ fn answer(
     let op = Op {
         method: wire.method.as_str(),
         bucket: bucket.as_deref(),
+        key: key.as_deref(),
         region: &region,
         query: &query,
         headers: &wire.headers,

@@ -3,7 +3,14 @@
 //! Put/GetBucketVersioning, Put/Get/DeleteBucketEncryption,
 //! Put/Get/DeleteBucketLifecycle, Put/GetBucketAcl, GetBucketInfo,
 //! ListObjects, ListObjectVersions, DeleteMultipleObjects, DeleteBucket,
-//! ListBuckets). Answers are XML text written by [`super::xml`].
+//! ListBuckets, ListMultipartUploads, AbortMultipartUpload). Answers are
+//! XML text written by [`super::xml`].
+//!
+//! A bucket with an incomplete multipart upload is not empty: OSS ("Delete
+//! a bucket": delete the fragments of multipart uploads first, with
+//! ListMultipartUploads and AbortMultipartUpload), OBS ("the bucket must
+//! contain no objects, historical versions, or fragments") and COS refuse
+//! its DeleteBucket with `BucketNotEmpty`.
 
 use super::xml::{doc, esc, leaf, parse, El};
 use super::Flavor;
@@ -55,6 +62,8 @@ pub struct Bucket {
     pub sse: Option<String>,
     pub lifecycle: Option<El>,
     pub objects: Vec<Obj>,
+    /// Incomplete multipart uploads: (key, upload id).
+    pub uploads: Vec<(String, String)>,
 }
 
 impl Bucket {
@@ -88,6 +97,9 @@ pub struct Store {
 pub struct Op<'a> {
     pub method: &'a str,
     pub bucket: Option<&'a str>,
+    /// The object a request names in its path (only AbortMultipartUpload
+    /// among the operations the stand-in plays).
+    pub key: Option<&'a str>,
     pub region: &'a str,
     pub query: &'a [(String, String)],
     pub headers: &'a [(String, String)],
@@ -120,6 +132,12 @@ pub fn op_name(f: &Flavor, op: &Op<'_>) -> &'static str {
         return "ListBuckets";
     };
     let sub = |s: &str| op.has(s);
+    if op.key.is_some() {
+        return match op.method {
+            "DELETE" if sub("uploadId") => "AbortMultipartUpload",
+            _ => "Unknown",
+        };
+    }
     match op.method {
         "PUT" if sub("tagging") => "PutBucketTags",
         "PUT" if sub("versioning") => "PutBucketVersioning",
@@ -134,6 +152,7 @@ pub fn op_name(f: &Flavor, op: &Op<'_>) -> &'static str {
         "GET" if sub("acl") => "GetBucketAcl",
         "GET" if sub(f.info_query) => "GetBucketInfo",
         "GET" if sub("versions") => "ListObjectVersions",
+        "GET" if sub("uploads") => "ListMultipartUploads",
         "GET" => "ListObjects",
         "DELETE" if sub("tagging") => "DeleteBucketTags",
         "DELETE" if sub("encryption") => "DeleteBucketEncryption",
@@ -340,8 +359,22 @@ impl Store {
                 }
                 Ok(doc("DeleteResult", if quiet { "" } else { &deleted }))
             }
+            "ListMultipartUploads" => Ok(list_uploads(name, b, op)),
+            "AbortMultipartUpload" => {
+                let (key, id) = (op.key.unwrap_or_default(), op.q("uploadId").unwrap_or(""));
+                let before = b.uploads.len();
+                b.uploads.retain(|(k, u)| !(k == key && u == id));
+                if b.uploads.len() == before {
+                    return Err(err(
+                        404,
+                        "NoSuchUpload",
+                        "The specified upload does not exist.",
+                    ));
+                }
+                Ok(String::new())
+            }
             "DeleteBucket" => {
-                if !b.objects.is_empty() {
+                if !b.objects.is_empty() || !b.uploads.is_empty() {
                     return Err(err(
                         409,
                         "BucketNotEmpty",
@@ -573,6 +606,46 @@ fn list_objects(name: &str, b: &Bucket, op: &Op<'_>) -> String {
         ));
     }
     doc("ListBucketResult", &inner)
+}
+
+/// ListMultipartUploads (`GET /?uploads`): by key then upload id, after
+/// `key-marker` / `upload-id-marker`, `max-uploads` a page.
+fn list_uploads(name: &str, b: &Bucket, op: &Op<'_>) -> String {
+    let km = op.q("key-marker").unwrap_or("");
+    let um = op.q("upload-id-marker").unwrap_or("");
+    let mut all: Vec<&(String, String)> = b
+        .uploads
+        .iter()
+        .filter(|(k, u)| (k.as_str(), u.as_str()) > (km, um))
+        .collect();
+    all.sort();
+    let max = op
+        .q("max-uploads")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1000usize)
+        .clamp(1, 1000);
+    let page = &all[..all.len().min(max)];
+    let truncated = all.len() > page.len();
+    let mut inner = [
+        leaf("Bucket", name),
+        leaf("KeyMarker", km),
+        leaf("UploadIdMarker", um),
+        leaf("MaxUploads", &max.to_string()),
+        leaf("IsTruncated", if truncated { "true" } else { "false" }),
+    ]
+    .concat();
+    if let (true, Some((k, u))) = (truncated, page.last()) {
+        inner.push_str(&leaf("NextKeyMarker", k));
+        inner.push_str(&leaf("NextUploadIdMarker", u));
+    }
+    for (k, u) in page {
+        inner.push_str(&format!(
+            "<Upload>{}{}</Upload>",
+            leaf("Key", k),
+            leaf("UploadId", u)
+        ));
+    }
+    doc("ListMultipartUploadsResult", &inner)
 }
 
 fn list_versions(name: &str, b: &Bucket, op: &Op<'_>) -> String {

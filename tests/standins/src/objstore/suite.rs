@@ -48,6 +48,7 @@ macro_rules! bucket_scenarios {
             create_reads_back_every_attribute,
             drift_is_read_and_an_update_repairs_it,
             a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forced,
+            an_unfinished_upload_keeps_a_bucket_until_a_forced_delete_aborts_it,
             someone_elses_bucket_is_never_touched,
             a_name_taken_by_another_account_is_a_clear_error_not_a_retry,
             a_create_cut_after_put_bucket_is_adopted_by_the_next_one,
@@ -393,6 +394,38 @@ pub async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forc
     assert!(mock.ops().iter().any(|o| o == "DeleteMultipleObjects"));
     // Gone already: done.
     p.delete(&c.scope(), B, &name).await.unwrap();
+}
+
+/// The parts of a multipart upload nobody finished keep a bucket from
+/// being deleted (OSS, COS and OBS refuse with `BucketNotEmpty`): without
+/// `force_destroy` the refusal names them; a forced delete aborts them
+/// (ListMultipartUploads, AbortMultipartUpload on the object's path) and
+/// the bucket goes.
+pub async fn an_unfinished_upload_keeps_a_bucket_until_a_forced_delete_aborts_it<
+    P: Provider + CloudDriver,
+>(
+    c: &Cloud<P>,
+) {
+    let (mock, p) = c.start();
+    let name = c.data();
+    p.create(&c.req(ADDRESS, c.full())).await.unwrap();
+    assert!(mock.start_upload(&name, "ckpt/step 100.pt").is_some());
+    let e = p.delete(&c.scope(), B, &name).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(
+        e.message.contains("unfinished multipart uploads") && e.message.contains("force_destroy"),
+        "{e}"
+    );
+    assert!(mock.bucket(&name).is_some());
+    c.update(&p, &name, json!({"force_destroy": true})).await;
+    p.delete(&c.scope(), B, &name).await.unwrap();
+    assert!(mock.bucket(&name).is_none());
+    let aborted = mock
+        .ops()
+        .iter()
+        .filter(|o| *o == "AbortMultipartUpload")
+        .count();
+    assert_eq!(aborted, 1, "{:?}", mock.ops());
 }
 
 /// A bucket another project tagged is refused and left as it was. Returns
