@@ -409,7 +409,12 @@ pub async fn an_unfinished_upload_keeps_a_bucket_until_a_forced_delete_aborts_it
     let (mock, p) = c.start();
     let name = c.data();
     p.create(&c.req(ADDRESS, c.full())).await.unwrap();
-    assert!(mock.start_upload(&name, "ckpt/step 100.pt").is_some());
+    // One more than a listing page holds (1,000), so the abort pages.
+    for i in 0..1001 {
+        assert!(mock
+            .start_upload(&name, &format!("ckpt/step {i}.pt"))
+            .is_some());
+    }
     let e = p.delete(&c.scope(), B, &name).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(
@@ -420,12 +425,9 @@ pub async fn an_unfinished_upload_keeps_a_bucket_until_a_forced_delete_aborts_it
     c.update(&p, &name, json!({"force_destroy": true})).await;
     p.delete(&c.scope(), B, &name).await.unwrap();
     assert!(mock.bucket(&name).is_none());
-    let aborted = mock
-        .ops()
-        .iter()
-        .filter(|o| *o == "AbortMultipartUpload")
-        .count();
-    assert_eq!(aborted, 1, "{:?}", mock.ops());
+    let count = |op: &str| mock.ops().iter().filter(|o| *o == op).count();
+    assert_eq!(count("AbortMultipartUpload"), 1001);
+    assert_eq!(count("ListMultipartUploads"), 2);
 }
 
 /// A bucket another project tagged is refused and left as it was. Returns
