@@ -44,6 +44,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Folded journal objects a save deletes at once.
+const JOURNAL_DELETES_IN_FLIGHT: usize = 16;
+
 /// The lock object's body.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct LockObject {
@@ -452,8 +455,13 @@ impl StateBackend for S3Backend {
                     });
                 };
                 *inner.last.lock().expect("last") = Some((etag, serial));
-                for key in &done {
-                    objects.delete(key, None).await.map_err(|e| inner.err(e))?;
+                // The journal objects are independent: several deletes in
+                // flight, not a round trip each at the end of every apply.
+                for keys in done.chunks(JOURNAL_DELETES_IN_FLIGHT) {
+                    let deletes = keys.iter().map(|key| objects.delete(key, None));
+                    for deleted in futures_util::future::join_all(deletes).await {
+                        deleted.map_err(|e| inner.err(e))?;
+                    }
                 }
                 Ok(())
             })
