@@ -186,6 +186,15 @@ impl<P: Provider + CloudDriver> Cloud<P> {
         (mock, p)
     }
 
+    /// A stand-in and a provider, with the bucket [`Cloud::full`] asks
+    /// for made at [`ADDRESS`]; its name.
+    pub async fn start_with_full_bucket(&self) -> (ObjStoreMock, P, String) {
+        let (mock, p) = self.start();
+        let name = self.data();
+        p.create(&self.req(ADDRESS, self.full())).await.unwrap();
+        (mock, p, name)
+    }
+
     pub async fn read(&self, p: &P, id: &str) -> Option<ObservedResource> {
         Provider::read(p, &self.scope(), B, &[id.to_string()])
             .await
@@ -289,9 +298,7 @@ pub async fn a_bad_name_is_refused_before_any_call<P: Provider + CloudDriver>(
 }
 
 pub async fn drift_is_read_and_an_update_repairs_it<P: Provider + CloudDriver>(c: &Cloud<P>) {
-    let (mock, p) = c.start();
-    let name = c.data();
-    p.create(&c.req(ADDRESS, c.full())).await.unwrap();
+    let (mock, p, name) = c.start_with_full_bucket().await;
     assert!(mock.edit_behind(&name, |b| {
         b.lifecycle = None;
         b.versioning = Some("Suspended".into());
@@ -327,9 +334,7 @@ pub async fn updates_tags_and_force_destroy_keeping_ownership<P: Provider + Clou
     c: &Cloud<P>,
     more: &[(&str, Value)],
 ) -> (ObjStoreMock, P, ObservedResource) {
-    let (mock, p) = c.start();
-    let name = c.data();
-    p.create(&c.req(ADDRESS, c.full())).await.unwrap();
+    let (mock, p, name) = c.start_with_full_bucket().await;
     let mut changes = json!({
         "tags": {"team": "infra", "cost": "7"},
         "force_destroy": true,
@@ -360,9 +365,7 @@ pub async fn a_non_empty_bucket_is_refused_with_its_count_then_emptied_when_forc
 >(
     c: &Cloud<P>,
 ) {
-    let (mock, p) = c.start();
-    let name = c.data();
-    p.create(&c.req(ADDRESS, c.full())).await.unwrap();
+    let (mock, p, name) = c.start_with_full_bucket().await;
     for k in ["a", "b", "a"] {
         assert!(mock.put_object(&name, k));
     }
@@ -406,9 +409,7 @@ pub async fn an_unfinished_upload_keeps_a_bucket_until_a_forced_delete_aborts_it
 >(
     c: &Cloud<P>,
 ) {
-    let (mock, p) = c.start();
-    let name = c.data();
-    p.create(&c.req(ADDRESS, c.full())).await.unwrap();
+    let (mock, p, name) = c.start_with_full_bucket().await;
     // One more than a listing page holds (1,000), so the abort pages.
     for i in 0..1001 {
         assert!(mock
