@@ -28,9 +28,28 @@ pub fn not_empty(name: &str, objects: u64) -> ProviderError {
     ProviderError::new(ErrorKind::Invalid, not_empty_message(name, objects))
 }
 
+/// The error a delete answers for a bucket that holds no object but the
+/// parts of unfinished multipart uploads, which keep it from being deleted
+/// on OSS, COS and OBS, and may not be emptied.
+pub fn unfinished_uploads(name: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        refusal(
+            name,
+            "the parts of unfinished multipart uploads",
+            "Abort them first",
+        ),
+    )
+}
+
 fn not_empty_message(name: &str, objects: u64) -> String {
+    refusal(name, &format!("{objects} object(s)"), "Delete them first")
+}
+
+/// A refused delete: what the bucket holds, and the two ways out.
+fn refusal(name: &str, holds: &str, first: &str) -> String {
     format!(
-        "the bucket `{name}` is not empty: it holds {objects} object(s). Delete them first, \
+        "the bucket `{name}` is not empty: it holds {holds}. {first}, \
          or set `force_destroy: true` on the bucket and apply before destroying it"
     )
 }

@@ -67,7 +67,7 @@ pub fn http_client(user_agent: Option<&str>) -> Result<reqwest::Client> {
 
 /// What went wrong with a request that got no HTTP answer, in the same
 /// words for every cloud (fixed words only: nothing from the request).
-pub fn transport_failure(e: &reqwest::Error) -> &'static str {
+fn transport_failure(e: &reqwest::Error) -> &'static str {
     if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {

@@ -50,7 +50,7 @@ mod manage;
 pub mod xml;
 
 pub use dialect::{any_tag_value, ClassAt, ClassRead, Dialect, RuleScope, SseForm};
-pub use http::{exchange, http_client, transport_failure, Endpoint, Exchanged};
+pub use http::{exchange, http_client, Endpoint, Exchanged};
 
 use gpuform_provider::Result;
 use std::fmt;

@@ -4,7 +4,7 @@ use crate::flow::Tags;
 use crate::http::Call;
 use crate::xml::Node;
 use crate::{ObjStore, COUNT_PAGES, DELETE_BATCH};
-use gpuform_provider::bucket::{not_empty, FORCE_DESTROY_TAG};
+use gpuform_provider::bucket::{not_empty, unfinished_uploads, FORCE_DESTROY_TAG};
 use gpuform_provider::tags::GPUFORM_PREFIX;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -105,17 +105,11 @@ impl ObjStore {
                 let n = self
                     .count_objects(region, id, versions, COUNT_PAGES)
                     .await?;
-                if n > 0 {
-                    return Err(not_empty(id, n));
-                }
-                Err(ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!(
-                        "the bucket `{id}` is not empty: it holds the parts of unfinished \
-                         multipart uploads. Abort them first, or set `force_destroy: true` \
-                         on the bucket and apply before destroying it"
-                    ),
-                ))
+                Err(if n > 0 {
+                    not_empty(id, n)
+                } else {
+                    unfinished_uploads(id)
+                })
             }
             Err(e) => Err(e),
         }
