@@ -302,3 +302,71 @@ fn a_move_creates_the_new_cluster_before_deleting_the_old_one() {
     let first_delete = lines.iter().position(|l| l.contains(": deleted")).unwrap();
     assert!(last_create < first_delete, "{lines:#?}");
 }
+
+/// Every cloud refuses two overlapping subnets in one network, and the
+/// subnet a cluster gets in its new zone reuses the range of the one in its
+/// old zone: the old one must be gone first. (Concurrently, the create
+/// raced the delete and sometimes lost, on Huawei's stand-in as on a cloud.)
+#[test]
+fn a_new_zones_subnet_waits_for_the_old_zones_subnet_to_free_its_range() {
+    use gpuform::apply::graph::{build_graph, OpKind};
+    use petgraph::algo::has_path_connecting;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |zone: &str| {
+        format!("project: rz\nclusters:\n  t:\n    cloud: aws\n    region: us-east-1\n    zones: [{zone}]\n    nodes: 1\n    gpu: T4\n")
+    };
+    std::fs::write(dir.path().join("spec.yaml"), spec("us-east-1a")).unwrap();
+    ok(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+        None,
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec("us-east-1b")).unwrap();
+    let json = support::stdout_of(dir.path(), &["plan", "spec.yaml", "--sandbox", "--json"]);
+    let mut plan: gpuform::plan::Plan = serde_json::from_str(&json).unwrap();
+    let op = |g: &petgraph::graph::DiGraph<gpuform::apply::graph::Op, ()>,
+              plan: &gpuform::plan::Plan,
+              address: &str,
+              kind: OpKind| {
+        g.node_indices()
+            .find(|&n| g[n].kind == kind && plan.changes[g[n].change].address == address)
+            .unwrap_or_else(|| panic!("no {kind:?} of {address}"))
+    };
+    let (old, new) = (
+        "cluster.t.subnet[us-east-1a]",
+        "cluster.t.subnet[us-east-1b]",
+    );
+    let g = build_graph(&plan).unwrap();
+    let (freed, reused) = (
+        op(&g, &plan, old, OpKind::Delete),
+        op(&g, &plan, new, OpKind::Create),
+    );
+    assert!(
+        has_path_connecting(&g, freed, reused, None),
+        "the create does not wait for the delete"
+    );
+
+    // A range the old subnet did not hold need not wait.
+    let b = plan.changes.iter_mut().find(|c| c.address == new).unwrap();
+    b.after
+        .as_mut()
+        .unwrap()
+        .insert("cidr".into(), "10.0.16.0/20".into());
+    let g = build_graph(&plan).unwrap();
+    let (freed, reused) = (
+        op(&g, &plan, old, OpKind::Delete),
+        op(&g, &plan, new, OpKind::Create),
+    );
+    assert!(!has_path_connecting(&g, freed, reused, None));
+
+    ok(
+        dir.path(),
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+        None,
+    );
+    let live = cloud(dir.path(), "rz");
+    assert!(
+        live.contains_key(new) && !live.contains_key(old),
+        "{live:?}"
+    );
+}

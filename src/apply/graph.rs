@@ -8,6 +8,7 @@
 
 use crate::address::Address;
 use crate::plan::{Action, Plan, ResourceChange};
+use gpuform_provider::{Attrs, ResourceKind};
 use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::HashMap;
@@ -143,6 +144,10 @@ pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
             g.add_edge(n, d, ());
         }
     }
+    // A subnet's range is free only once the subnet that held it is gone.
+    for (d, n) in range_reuses(plan, &creates, &deletes, &known) {
+        g.add_edge(d, n, ());
+    }
     if let Err(cycle) = toposort(&g, None) {
         let c = &plan.changes[g[cycle.node_id()].change];
         return Err(format!("dependency cycle through {}", c.address));
@@ -150,9 +155,66 @@ pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
     Ok(g)
 }
 
+/// (delete, create) pairs of subnets in one network, where the delete frees
+/// an address range the create reuses. Only networks that stay count: a
+/// replaced network takes its subnets with it, already in order, and a
+/// moved one is another cloud's or region's network. A range that does not
+/// parse is taken to overlap: waiting is slower, never wrong.
+fn range_reuses(
+    plan: &Plan,
+    creates: &HashMap<&str, NodeIndex>,
+    deletes: &HashMap<&str, NodeIndex>,
+    known: &HashMap<&str, &ResourceChange>,
+) -> Vec<(NodeIndex, NodeIndex)> {
+    let stays = |network: &&String| {
+        known
+            .get(network.as_str())
+            .is_none_or(|c| c.action != Action::Replace)
+    };
+    let range = |attrs: &Option<Attrs>| {
+        let cidr = attrs.as_ref()?.get("cidr")?.as_str()?;
+        cidr.parse::<ipnet::IpNet>().ok()
+    };
+    let overlap = |a: Option<ipnet::IpNet>, b: Option<ipnet::IpNet>| match (a, b) {
+        (Some(a), Some(b)) => a.contains(&b.network()) || b.contains(&a.network()),
+        _ => true,
+    };
+    let subnets = plan
+        .changes
+        .iter()
+        .filter(|c| c.kind == ResourceKind::Subnet && !is_move(c));
+    let mut freed: HashMap<&str, Vec<(NodeIndex, &ResourceChange)>> = HashMap::new();
+    for old in subnets.clone() {
+        if let (Some(&d), Some(network)) = (
+            deletes.get(old.address.as_str()),
+            old.old_deps.get("network").filter(stays),
+        ) {
+            freed.entry(network.as_str()).or_default().push((d, old));
+        }
+    }
+    let mut pairs = Vec::new();
+    for new in subnets {
+        let (Some(&n), Some(network)) = (
+            creates.get(new.address.as_str()),
+            new.deps.get("network").filter(stays),
+        ) else {
+            continue;
+        };
+        if new.action == Action::Update {
+            continue;
+        }
+        for &(d, old) in freed.get(network.as_str()).into_iter().flatten() {
+            if old.address != new.address && overlap(range(&old.before), range(&new.after)) {
+                pairs.push((d, n));
+            }
+        }
+    }
+    pairs
+}
+
 /// The instance a volume update (re-)attaches to, by address.
 pub fn reattached_instance(c: &ResourceChange) -> Option<&str> {
-    if c.action != Action::Update || c.kind != gpuform_provider::ResourceKind::Volume {
+    if c.action != Action::Update || c.kind != ResourceKind::Volume {
         return None;
     }
     c.after.as_ref()?.get("attached_to")?;
