@@ -165,6 +165,39 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
 }
 
+/// Every write renews the lease on the way, so the lock is put to the test
+/// while the holder writes nothing: a cloud call (here 6 s) longer than
+/// its lease (2 s). Only the background renewal keeps it then, and a live
+/// holder must never be taken over.
+#[test]
+fn a_live_holder_keeps_its_lock_through_a_call_longer_than_its_lease() {
+    let Some(moto) = moto() else { return };
+    let bucket = bucket(&moto);
+    let url = state_url(&moto, &bucket);
+    let project = unique("s3-renew");
+    let sandbox = tempfile::tempdir().unwrap();
+    let mut a = runner(&project, 1, sandbox.path(), &url);
+    let mut b = runner(&project, 1, sandbox.path(), &url);
+    a.lease = Some(2);
+    b.lease = Some(2);
+    let mut first = a.spawn_apply("latency=6s");
+    wait_while_running(
+        &mut first,
+        "the first apply's lock",
+        Duration::from_secs(30),
+        || lock_holder_pid(&moto, &bucket, &project).is_some(),
+    );
+    // Inside the first call, past the lease it took the lock with.
+    std::thread::sleep(Duration::from_secs(4));
+    let refused = b.run(&["apply", "spec.yaml", "--auto-approve"]);
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("is locked by"), "{said}");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(state_addresses(&a.state()), sandbox_addresses(&a));
+}
+
 #[test]
 fn kill_9_of_the_holder_frees_the_state_after_its_lease_and_what_it_made_is_adopted() {
     let Some(moto) = moto() else { return };

@@ -18,8 +18,15 @@ use std::sync::Arc;
 pub(crate) struct Runtime(Option<tokio::runtime::Runtime>);
 
 impl Runtime {
-    pub(crate) fn new(rt: tokio::runtime::Runtime) -> Runtime {
-        Runtime(Some(rt))
+    /// One worker thread named `thread_name`: state calls are few and
+    /// sequential, the lease renewal is the only other task.
+    pub(crate) fn start(thread_name: &str) -> std::io::Result<Runtime> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(thread_name)
+            .enable_all()
+            .build()?;
+        Ok(Runtime(Some(rt)))
     }
 
     /// Spawns a background task (lease renewal).

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod crypto;
 pub mod document;
 pub mod journal;
+mod lease;
 pub mod lock;
 pub mod pg_tls;
 pub mod postgres;

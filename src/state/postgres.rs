@@ -24,6 +24,7 @@
 //! client errors are scrubbed of it.
 
 use super::backend::{block_on, redact_url, scrub, HeldLock, JournalMirror, Runtime, StateBackend};
+use super::lease::{Lease, LeasedLock, Renewal};
 use super::lock::new_info;
 use super::{LockInfo, StateDoc, StateError};
 use std::future::Future;
@@ -125,11 +126,7 @@ impl PgBackend {
         let password = config
             .get_password()
             .map(|p| String::from_utf8_lossy(p).into_owned());
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("gpuform-pg")
-            .enable_all()
-            .build()
+        let rt = Runtime::start("gpuform-pg")
             .map_err(|e| bad(format!("cannot start its I/O runtime: {e}")))?;
         Ok(PgBackend {
             inner: Arc::new(Inner {
@@ -146,7 +143,7 @@ impl PgBackend {
                 fenced: AtomicBool::new(false),
                 journal_path: journal_path.display().to_string(),
             }),
-            rt: Arc::new(Runtime::new(rt)),
+            rt: Arc::new(rt),
         })
     }
 
@@ -581,17 +578,22 @@ impl StateBackend for PgBackend {
             })
             .await
         })?;
-        let renew = self
-            .rt
-            .spawn(renew_lease(self.inner.clone(), info.id.clone(), generation));
-        Ok(Box::new(PgLock {
+        let (inner, id) = (self.inner.clone(), info.id.clone());
+        let renew = move || {
+            let (inner, id) = (inner.clone(), id.clone());
+            async move { renew_lease(&inner, &id, generation).await }
+        };
+        let release = release(self.inner.clone(), info.id.clone(), generation, advisory);
+        Ok(LeasedLock::hold(
+            self.rt.clone(),
             info,
-            inner: self.inner.clone(),
-            rt: self.rt.clone(),
-            generation,
-            advisory,
-            renew,
-        }))
+            Lease {
+                length: self.inner.lease,
+                call_timeout: CALL_TIMEOUT,
+                renew,
+                release,
+            },
+        ))
     }
 
     fn holder(&self) -> Option<LockInfo> {
@@ -738,75 +740,55 @@ impl JournalMirror for PgJournal {
     }
 }
 
-async fn renew_lease(inner: Arc<Inner>, id: String, generation: i64) {
-    let every = (inner.lease / 3).max(Duration::from_millis(200));
-    loop {
-        tokio::time::sleep(every).await;
-        let result = async {
-            let guard = inner.client().await?;
-            guard
-                .as_ref()
-                .expect("connected")
-                .execute(
-                    &inner.q("UPDATE {s}.locks SET expires_at = now() + make_interval(secs => $4) WHERE name = $1 AND lock_id = $2 AND generation = $3"),
-                    &[&inner.name, &id, &generation, &inner.lease.as_secs_f64()],
-                )
-                .await
-                .map_err(|e| inner.err(&e))
-        };
-        match tokio::time::timeout(CALL_TIMEOUT, result).await {
-            Ok(Ok(0)) => {
-                // Taken over: every later write of this run is refused.
-                inner.fenced.store(true, Ordering::SeqCst);
-                return;
-            }
-            _ => continue,
+/// Extends the lease while the lock still carries this run's id and
+/// generation; an update of no row means it was taken over.
+async fn renew_lease(inner: &Arc<Inner>, id: &String, generation: i64) -> Renewal {
+    let renewed = async {
+        let guard = inner.client().await?;
+        guard
+            .as_ref()
+            .expect("connected")
+            .execute(
+                &inner.q("UPDATE {s}.locks SET expires_at = now() + make_interval(secs => $4) WHERE name = $1 AND lock_id = $2 AND generation = $3"),
+                &[&inner.name, &id, &generation, &inner.lease.as_secs_f64()],
+            )
+            .await
+            .map_err(|e| inner.err(&e))
+    };
+    match renewed.await {
+        Ok(0) => {
+            // Taken over: every later write of this run is refused.
+            inner.fenced.store(true, Ordering::SeqCst);
+            Renewal::Lost
         }
+        _ => Renewal::Kept,
     }
 }
 
-/// A held PostgreSQL lock: renewed in the background, released on drop.
-struct PgLock {
-    info: LockInfo,
+/// Frees the lock row (if it is still ours) and the session's advisory lock.
+async fn release(
     inner: Arc<Inner>,
-    rt: Arc<Runtime>,
+    id: String,
     generation: i64,
     advisory: bool,
-    renew: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl HeldLock for PgLock {
-    fn info(&self) -> &LockInfo {
-        &self.info
-    }
-}
-
-impl Drop for PgLock {
-    fn drop(&mut self) {
-        if let Some(r) = self.renew.take() {
-            r.abort();
+) -> Result<(), StateError> {
+    let freed = with_timeout(&inner, async {
+        let guard = inner.client().await?;
+        let client = guard.as_ref().expect("connected");
+        let _ = client
+            .execute(
+                &inner.q("UPDATE {s}.locks SET lock_id = NULL, info = NULL, expires_at = NULL WHERE name = $1 AND lock_id = $2 AND generation = $3"),
+                &[&inner.name, &id, &generation],
+            )
+            .await;
+        if advisory {
+            let _ = client
+                .execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&inner.lock_key()])
+                .await;
         }
-        let inner = self.inner.clone();
-        let (id, generation, advisory) = (self.info.id.clone(), self.generation, self.advisory);
-        let _ = block_on(&self.rt, async move {
-            with_timeout(&inner.clone(), async move {
-                let guard = inner.client().await?;
-                let client = guard.as_ref().expect("connected");
-                let _ = client
-                    .execute(
-                        &inner.q("UPDATE {s}.locks SET lock_id = NULL, info = NULL, expires_at = NULL WHERE name = $1 AND lock_id = $2 AND generation = $3"),
-                        &[&inner.name, &id, &generation],
-                    )
-                    .await;
-                if advisory {
-                    let _ = client
-                        .execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", &[&inner.lock_key()])
-                        .await;
-                }
-                Ok(())
-            })
-            .await
-        });
-        *self.inner.held.lock().expect("held") = None;
-    }
+        Ok(())
+    })
+    .await;
+    *inner.held.lock().expect("held") = None;
+    freed
 }

@@ -35,6 +35,7 @@
 //! reach a message.
 
 use super::backend::{block_on, redact_url, HeldLock, JournalMirror, Runtime, S3Url, StateBackend};
+use super::lease::{Lease, LeasedLock, Renewal};
 use super::lock::new_info;
 use super::{LockInfo, StateDoc, StateError};
 use gpuform_aws::s3::{Condition, Put, S3Error, S3ErrorKind, S3Objects};
@@ -134,16 +135,11 @@ impl S3Backend {
         } else {
             format!("{}/{name}", parsed.prefix)
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("gpuform-s3")
-            .enable_all()
-            .build()
-            .map_err(|e| StateError::Backend {
-                location: redact_url(url),
-                message: format!("cannot start its I/O runtime: {e}"),
-                hint: "this is a bug in gpuform".into(),
-            })?;
+        let rt = Runtime::start("gpuform-s3").map_err(|e| StateError::Backend {
+            location: redact_url(url),
+            message: format!("cannot start its I/O runtime: {e}"),
+            hint: "this is a bug in gpuform".into(),
+        })?;
         Ok(S3Backend {
             inner: Arc::new(Inner {
                 location: format!("s3://{}/{base}", parsed.bucket),
@@ -163,7 +159,7 @@ impl S3Backend {
                 folded: Mutex::new(Vec::new()),
                 pushed: Mutex::new(Vec::new()),
             }),
-            rt: Arc::new(Runtime::new(rt)),
+            rt: Arc::new(rt),
         })
     }
 
@@ -363,12 +359,15 @@ impl Inner {
     }
 }
 
-/// Fails with "no answer" after the time a state call may take.
+/// The time a state call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Fails with "no answer" after [`CALL_TIMEOUT`].
 async fn with_timeout<T>(
     inner: &Inner,
     f: impl Future<Output = Result<T, StateError>>,
 ) -> Result<T, StateError> {
-    tokio::time::timeout(Duration::from_secs(30), f)
+    tokio::time::timeout(CALL_TIMEOUT, f)
         .await
         .map_err(|_| StateError::Backend {
             location: inner.location.clone(),
@@ -535,13 +534,26 @@ impl StateBackend for S3Backend {
             })
             .await
         })?;
-        let renew = self.rt.spawn(renew_lease(self.inner.clone()));
-        Ok(Box::new(S3Lock {
+        let inner = self.inner.clone();
+        let renew = move || {
+            let inner = inner.clone();
+            async move {
+                match inner.renew().await {
+                    Err(StateError::Fenced { .. }) => Renewal::Lost,
+                    _ => Renewal::Kept,
+                }
+            }
+        };
+        Ok(LeasedLock::hold(
+            self.rt.clone(),
             info,
-            inner: self.inner.clone(),
-            rt: self.rt.clone(),
-            renew,
-        }))
+            Lease {
+                length: self.inner.lease,
+                call_timeout: CALL_TIMEOUT,
+                renew,
+                release: release(self.inner.clone()),
+            },
+        ))
     }
 
     fn holder(&self) -> Option<LockInfo> {
@@ -704,56 +716,25 @@ impl JournalMirror for S3Journal {
     }
 }
 
-async fn renew_lease(inner: Arc<Inner>) {
-    let every = (inner.lease / 3).max(Duration::from_millis(200));
-    loop {
-        tokio::time::sleep(every).await;
-        match tokio::time::timeout(Duration::from_secs(30), inner.renew()).await {
-            Ok(Err(StateError::Fenced { .. })) => return,
-            _ => continue,
-        }
-    }
-}
-
-/// A held S3 lock: renewed in the background, released on drop.
-struct S3Lock {
-    info: LockInfo,
-    inner: Arc<Inner>,
-    rt: Arc<Runtime>,
-    renew: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl HeldLock for S3Lock {
-    fn info(&self) -> &LockInfo {
-        &self.info
-    }
-}
-
-impl Drop for S3Lock {
-    fn drop(&mut self) {
-        if let Some(r) = self.renew.take() {
-            r.abort();
-        }
-        let inner = self.inner.clone();
-        let _ = block_on(&self.rt, async move {
-            with_timeout(&inner.clone(), async move {
-                let held = inner.held.lock().await.take();
-                let Some(held) = held else { return Ok(()) };
-                // Released, generation kept: only over our own lock object.
-                let body = serde_json::to_vec(&LockObject {
-                    generation: held.generation,
-                    holder: None,
-                    expires_ms: 0,
-                })
-                .expect("lock serialises");
-                let objects = inner.objects().await?;
-                let _ = objects
-                    .put(&inner.lock_key, body, &Condition::IfMatch(held.etag))
-                    .await;
-                Ok(())
-            })
-            .await
-        });
-        *self.inner.held_id.lock().expect("held") = None;
-    }
+/// Marks the lock released, keeping its generation, over our own lock
+/// object only (`If-Match` on the ETag this run last wrote).
+async fn release(inner: Arc<Inner>) -> Result<(), StateError> {
+    let freed = with_timeout(&inner, async {
+        let held = inner.held.lock().await.take();
+        let Some(held) = held else { return Ok(()) };
+        let body = serde_json::to_vec(&LockObject {
+            generation: held.generation,
+            holder: None,
+            expires_ms: 0,
+        })
+        .expect("lock serialises");
+        let objects = inner.objects().await?;
+        let _ = objects
+            .put(&inner.lock_key, body, &Condition::IfMatch(held.etag))
+            .await;
+        Ok(())
+    })
+    .await;
+    *inner.held_id.lock().expect("held") = None;
+    freed
 }
