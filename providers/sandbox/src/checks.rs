@@ -133,20 +133,45 @@ pub(crate) fn cidr(cloud: Cloud, kind: ResourceKind, cidr: &str) -> Result<(u32,
     Ok((ip, len))
 }
 
-/// A subnet's block must lie inside its network's.
-pub(crate) fn subnet_cidr(cloud: Cloud, cidr: &str, network: &Entry) -> Result<()> {
+/// A subnet's block must lie inside its network's (`network_id`), and
+/// overlap no other subnet of that network: every cloud refuses that.
+pub(crate) fn subnet_cidr(
+    inner: &Inner,
+    cloud: Cloud,
+    cidr: &str,
+    (network_id, network): (&str, &Entry),
+) -> Result<()> {
     let (ip, len) = self::cidr(cloud, ResourceKind::Subnet, cidr)?;
     let attrs = network.attrs();
-    let Some(net_cidr) = attrs.get("cidr").and_then(|v| v.as_str()) else {
-        return Ok(());
-    };
-    match parse_cidr(net_cidr) {
-        Some((nip, nlen)) if len < nlen || ip & mask(nlen) != nip => Err(invalid(
+    if let Some(net_cidr) = attrs.get("cidr").and_then(|v| v.as_str()) {
+        if let Some((nip, nlen)) = parse_cidr(net_cidr) {
+            if len < nlen || ip & mask(nlen) != nip {
+                return Err(invalid(
+                    cloud,
+                    Code::BadValue,
+                    format!(
+                        "the subnet CIDR block `{cidr}` is not inside its network's `{net_cidr}`"
+                    ),
+                ));
+            }
+        }
+    }
+    let overlapping = inner.store.cloud(cloud).by_id.iter().find_map(|(id, e)| {
+        if e.kind != ResourceKind::Subnet || e.ref_of("network") != Some(network_id) {
+            return None;
+        }
+        let theirs = e.attrs().get("cidr")?.as_str()?.to_string();
+        let (oip, olen) = parse_cidr(&theirs)?;
+        let shorter = len.min(olen);
+        (ip & mask(shorter) == oip & mask(shorter)).then(|| format!("`{theirs}` ({id})"))
+    });
+    match overlapping {
+        Some(other) => Err(invalid(
             cloud,
-            Code::BadValue,
-            format!("the subnet CIDR block `{cidr}` is not inside its network's `{net_cidr}`"),
+            Code::SubnetConflict,
+            format!("the subnet CIDR block `{cidr}` overlaps the network's subnet {other}"),
         )),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

@@ -11,6 +11,7 @@ pub(crate) enum Code {
     NotOffered,
     Missing,
     BadValue,
+    SubnetConflict,
     NotFound(ResourceKind),
     Dependency,
     Quota,
@@ -46,6 +47,10 @@ pub(crate) fn code(cloud: Cloud, c: Code) -> &'static str {
         (Code::Missing, _) => "MissingParameter",
         (Code::BadValue, Alibaba) | (Code::BadValue, Huawei) => "InvalidParameter",
         (Code::BadValue, _) => "InvalidParameterValue",
+        (Code::SubnetConflict, Aws) => "InvalidSubnet.Conflict",
+        (Code::SubnetConflict, Alibaba) => "InvalidCidrBlock.Overlapped",
+        (Code::SubnetConflict, Tencent) => "InvalidParameterValue.SubnetConflict",
+        (Code::SubnetConflict, Huawei) => "VPC.0002",
         (Code::NotFound(K::Bucket), _) => "NoSuchBucket",
         (Code::NotFound(k), Aws) => match k {
             K::Network => "InvalidVpcID.NotFound",

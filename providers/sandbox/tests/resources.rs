@@ -291,6 +291,43 @@ async fn catalog_validation_errors() {
         .all(|r| r.kind != ResourceKind::Instance || r.id == s.instance));
 }
 
+/// Every cloud refuses a subnet whose range overlaps another subnet of the
+/// same network (a nested range too), with its own code; the range is free
+/// again once that subnet is gone, and another network's subnets do not count.
+#[tokio::test]
+async fn overlapping_subnets_in_one_network_are_refused_until_the_first_is_gone() {
+    for (cloud, code) in [
+        (Cloud::Aws, "InvalidSubnet.Conflict"),
+        (Cloud::Alibaba, "InvalidCidrBlock.Overlapped"),
+        (Cloud::Tencent, "InvalidParameterValue.SubnetConflict"),
+        (Cloud::Huawei, "VPC.0002"),
+    ] {
+        let dir = temp_dir(&format!("overlap-{cloud}"));
+        let p = open(&dir).provider(cloud);
+        let o = offer(cloud);
+        let sc = scope(&o.region);
+        let net = create_id(&*p, &network_req(&o.region, "p", "n")).await;
+        let other_net = create_id(&*p, &network_req(&o.region, "p", "m")).await;
+        // Each request its own address, so no idempotency token is reused.
+        let subnet = |network: &str, cidr: &str, address: &str| {
+            subnet_req(&o.region, (&o.zone, cidr), network, ownership("p", address))
+        };
+        let first = create_id(&*p, &subnet(&net, "10.0.0.0/20", "a")).await;
+        for cidr in ["10.0.0.0/20", "10.0.8.0/24", "10.0.0.0/16"] {
+            let e = p.create(&subnet(&net, cidr, "b")).await.expect_err(cidr);
+            assert_eq!(e.kind, ErrorKind::Invalid, "{cloud} {cidr}");
+            assert_eq!(e.code.as_deref(), Some(code), "{cloud} {cidr}");
+            says(&e, &[cidr, "10.0.0.0/20", &first]);
+        }
+        create_id(&*p, &subnet(&net, "10.0.16.0/20", "c")).await;
+        create_id(&*p, &subnet(&other_net, "10.0.0.0/20", "d")).await;
+        p.delete(&sc, ResourceKind::Subnet, &first)
+            .await
+            .expect("delete");
+        create_id(&*p, &subnet(&net, "10.0.0.0/20", "e")).await;
+    }
+}
+
 #[tokio::test]
 async fn other_clouds_have_their_own_ids_and_catalog() {
     let dir = temp_dir("clouds");
