@@ -460,6 +460,14 @@ fn valid_cidr(c: &str) -> bool {
         && bits.parse::<u8>().is_ok_and(|b| b <= 32)
 }
 
+/// Whether two valid IPv4 blocks share an address.
+fn cidrs_overlap(a: &str, b: &str) -> bool {
+    match (a.parse::<ipnet::Ipv4Net>(), b.parse::<ipnet::Ipv4Net>()) {
+        (Ok(a), Ok(b)) => a.contains(&b.network()) || b.contains(&a.network()),
+        _ => false,
+    }
+}
+
 /// The silent cap of tag-filtered listings (see [`TAG_FILTER_CAP`]).
 fn cap_tagged(mut all: Vec<Value>, tags: &[(String, String)]) -> Vec<Value> {
     if !tags.is_empty() {
@@ -1043,6 +1051,18 @@ impl Cloud {
                 400,
                 "InvalidCidrBlock.Malformed",
                 "Specified CIDR block is not valid.",
+            ));
+        }
+        // "The specified CIDR block overlaps with that of another vSwitch".
+        if self
+            .vswitches
+            .iter()
+            .any(|s| s.vpc == vpc && cidrs_overlap(&s.cidr, &cidr))
+        {
+            return Err(ApiError::new(
+                400,
+                "InvalidCidrBlock.Overlapped",
+                "The specified CIDR block overlaps with that of another vSwitch.",
             ));
         }
         let tags = tags_param(q)?;
@@ -2432,4 +2452,45 @@ fn disk_not_found() -> ApiError {
         "InvalidDiskId.NotFound",
         "The specified disk does not exist.",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_vswitch_overlapping_another_of_its_vpc_is_refused() {
+        let mut c = Cloud::new();
+        let region = [("RegionId", "cn-hangzhou")];
+        let mut vpc = || {
+            let v = c.dispatch(
+                "CreateVpc",
+                VPC_VERSION,
+                &q(&[region[0], ("CidrBlock", "10.0.0.0/16")]),
+            );
+            v.unwrap()["VpcId"].as_str().unwrap().to_string()
+        };
+        let (a, b) = (vpc(), vpc());
+        let mut vswitch = |vpc: &str, cidr: &str| {
+            let p = [
+                region[0],
+                ("VpcId", vpc),
+                ("ZoneId", "cn-hangzhou-b"),
+                ("CidrBlock", cidr),
+            ];
+            c.dispatch("CreateVSwitch", VPC_VERSION, &q(&p))
+        };
+        vswitch(&a, "10.0.0.0/20").unwrap();
+        let e = vswitch(&a, "10.0.8.0/24").unwrap_err();
+        assert_eq!(e.code, "InvalidCidrBlock.Overlapped");
+        vswitch(&a, "10.0.16.0/20").unwrap();
+        vswitch(&b, "10.0.0.0/20").unwrap();
+    }
 }
