@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// A secret access key that must never appear in any output.
@@ -112,6 +112,44 @@ fn prefix(project: &str) -> String {
     format!("teams/ci/{project}/default")
 }
 
+/// Two runs of one project against one bucket and one sandbox cloud, as
+/// two machines of a team would be; with `lease_secs`, a lease that short.
+struct Rivals {
+    bucket: String,
+    project: String,
+    a: Runner,
+    b: Runner,
+    _sandbox: tempfile::TempDir,
+}
+
+impl Rivals {
+    /// Starts `a`'s apply with `faults` and waits (a minute at most) until
+    /// `ready`, while it runs.
+    fn first_apply(&self, faults: &str, until: &str, ready: impl FnMut() -> bool) -> Child {
+        let mut first = self.a.spawn_apply(faults);
+        wait_while_running(&mut first, until, Duration::from_secs(60), ready);
+        first
+    }
+}
+
+fn rivals(moto: &str, name: &str, nodes: u32, lease_secs: Option<u32>) -> Rivals {
+    let bucket = bucket(moto);
+    let url = state_url(moto, &bucket);
+    let project = unique(name);
+    let sandbox = tempfile::tempdir().unwrap();
+    let mut a = runner(&project, nodes, sandbox.path(), &url);
+    let mut b = runner(&project, nodes, sandbox.path(), &url);
+    a.lease = lease_secs;
+    b.lease = lease_secs;
+    Rivals {
+        bucket,
+        project,
+        a,
+        b,
+        _sandbox: sandbox,
+    }
+}
+
 fn lock_holder_pid(moto: &str, bucket: &str, project: &str) -> Option<i64> {
     let body = object(moto, bucket, &format!("{}.lock.json", prefix(project)))?;
     let lock: Value = serde_json::from_slice(&body).ok()?;
@@ -125,24 +163,15 @@ fn journal_objects(moto: &str, bucket: &str, project: &str) -> usize {
 #[test]
 fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
     let Some(moto) = moto() else { return };
-    let bucket = bucket(&moto);
-    let url = state_url(&moto, &bucket);
-    let project = unique("s3-two");
-    let sandbox = tempfile::tempdir().unwrap();
-    let a = runner(&project, 4, sandbox.path(), &url);
-    let b = runner(&project, 4, sandbox.path(), &url);
-    let mut first = a.spawn_apply("latency=400ms");
-    wait_while_running(
-        &mut first,
-        "the first apply's lock",
-        Duration::from_secs(30),
-        || lock_holder_pid(&moto, &bucket, &project).is_some(),
-    );
+    let r = rivals(&moto, "s3-two", 4, None);
+    let first = r.first_apply("latency=400ms", "the first apply's lock", || {
+        lock_holder_pid(&moto, &r.bucket, &r.project).is_some()
+    });
     assert_eq!(
-        lock_holder_pid(&moto, &bucket, &project),
+        lock_holder_pid(&moto, &r.bucket, &r.project),
         Some(first.id() as i64)
     );
-    let refused = b.run(&["apply", "spec.yaml", "--auto-approve"]);
+    let refused = r.b.run(&["apply", "spec.yaml", "--auto-approve"]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("is locked by"), "{err}");
@@ -153,15 +182,15 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert_no_secret(&out);
-    let (sa, sb) = (a.state(), b.state());
+    let (sa, sb) = (r.a.state(), r.b.state());
     assert_eq!(sa["serial"], sb["serial"]);
     assert_eq!(sa["lineage"], sb["lineage"]);
-    assert_eq!(state_addresses(&sa), sandbox_addresses(&a));
+    assert_eq!(state_addresses(&sa), sandbox_addresses(&r.a));
     // The journal batches were folded into the state and deleted; the lock
     // is released (its generation kept).
-    assert_eq!(journal_objects(&moto, &bucket, &project), 0);
-    assert_eq!(lock_holder_pid(&moto, &bucket, &project), None);
-    let again = b.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(journal_objects(&moto, &r.bucket, &r.project), 0);
+    assert_eq!(lock_holder_pid(&moto, &r.bucket, &r.project), None);
+    let again = r.b.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
 }
 
@@ -172,97 +201,64 @@ fn a_second_runner_is_refused_naming_the_holder_and_both_then_see_one_serial() {
 #[test]
 fn a_live_holder_keeps_its_lock_through_a_call_longer_than_its_lease() {
     let Some(moto) = moto() else { return };
-    let bucket = bucket(&moto);
-    let url = state_url(&moto, &bucket);
-    let project = unique("s3-renew");
-    let sandbox = tempfile::tempdir().unwrap();
-    let mut a = runner(&project, 1, sandbox.path(), &url);
-    let mut b = runner(&project, 1, sandbox.path(), &url);
-    a.lease = Some(2);
-    b.lease = Some(2);
-    let mut first = a.spawn_apply("latency=6s");
-    wait_while_running(
-        &mut first,
-        "the first apply's lock",
-        Duration::from_secs(30),
-        || lock_holder_pid(&moto, &bucket, &project).is_some(),
-    );
+    let r = rivals(&moto, "s3-renew", 1, Some(2));
+    let first = r.first_apply("latency=6s", "the first apply's lock", || {
+        lock_holder_pid(&moto, &r.bucket, &r.project).is_some()
+    });
     // Inside the first call, past the lease it took the lock with.
     std::thread::sleep(Duration::from_secs(4));
-    let refused = b.run(&["apply", "spec.yaml", "--auto-approve"]);
+    let refused = r.b.run(&["apply", "spec.yaml", "--auto-approve"]);
     let said = text(&refused);
     assert_eq!(refused.status.code(), Some(1), "{said}");
     assert!(said.contains("is locked by"), "{said}");
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(state_addresses(&a.state()), sandbox_addresses(&a));
+    assert_eq!(state_addresses(&r.a.state()), sandbox_addresses(&r.a));
 }
 
 #[test]
 fn kill_9_of_the_holder_frees_the_state_after_its_lease_and_what_it_made_is_adopted() {
     let Some(moto) = moto() else { return };
-    let bucket = bucket(&moto);
-    let url = state_url(&moto, &bucket);
-    let project = unique("s3-kill");
-    let sandbox = tempfile::tempdir().unwrap();
-    let mut a = runner(&project, 6, sandbox.path(), &url);
-    let mut b = runner(&project, 6, sandbox.path(), &url);
-    a.lease = Some(2);
-    b.lease = Some(2);
-    let mut first = a.spawn_apply("latency=400ms");
+    let r = rivals(&moto, "s3-kill", 6, Some(2));
     // Some batches pushed, the apply not finished.
-    wait_while_running(
-        &mut first,
-        "journal batches in the bucket",
-        Duration::from_secs(60),
-        || journal_objects(&moto, &bucket, &project) >= 3,
-    );
+    let mut first = r.first_apply("latency=400ms", "journal batches in the bucket", || {
+        journal_objects(&moto, &r.bucket, &r.project) >= 3
+    });
     first.kill().unwrap(); // SIGKILL: no release, the lock object stays
     first.wait().unwrap();
     assert_eq!(
-        lock_holder_pid(&moto, &bucket, &project),
+        lock_holder_pid(&moto, &r.bucket, &r.project),
         Some(first.id() as i64)
     );
     // Past the 2 s lease the dead holder's lock is taken over without force-unlock.
     std::thread::sleep(Duration::from_millis(2500));
     let start = Instant::now();
-    let out = b.run(&["apply", "spec.yaml", "--auto-approve"]);
+    let out = r.b.run(&["apply", "spec.yaml", "--auto-approve"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(start.elapsed() < Duration::from_secs(60));
     assert_no_secret(&out);
-    let state = b.state();
-    assert_eq!(state_addresses(&state), sandbox_addresses(&b));
+    let state = r.b.state();
+    assert_eq!(state_addresses(&state), sandbox_addresses(&r.b));
     assert_eq!(state_addresses(&state).len(), 6 * 2 + 3, "{state:#}");
-    assert_eq!(journal_objects(&moto, &bucket, &project), 0);
-    let again = a.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(journal_objects(&moto, &r.bucket, &r.project), 0);
+    let again = r.a.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
 }
 
 #[test]
 fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
     let Some(moto) = moto() else { return };
-    let bucket = bucket(&moto);
-    let url = state_url(&moto, &bucket);
-    let project = unique("s3-fence");
-    let sandbox = tempfile::tempdir().unwrap();
-    let mut a = runner(&project, 6, sandbox.path(), &url);
-    let mut b = runner(&project, 6, sandbox.path(), &url);
-    a.lease = Some(2);
-    b.lease = Some(2);
-    let mut first = a.spawn_apply("latency=400ms");
-    wait_while_running(
-        &mut first,
-        "journal batches in the bucket",
-        Duration::from_secs(60),
-        || journal_objects(&moto, &bucket, &project) >= 3,
-    );
+    let r = rivals(&moto, "s3-fence", 6, Some(2));
+    let first = r.first_apply("latency=400ms", "journal batches in the bucket", || {
+        journal_objects(&moto, &r.bucket, &r.project) >= 3
+    });
     let pid = first.id() as libc::pid_t;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease
-    let out = b.run(&["apply", "spec.yaml", "--auto-approve"]);
+    let out = r.b.run(&["apply", "spec.yaml", "--auto-approve"]);
     unsafe { libc::kill(pid, libc::SIGCONT) };
     assert!(out.status.success(), "the takeover failed: {}", text(&out));
-    let after_b = b.state();
+    let after_b = r.b.state();
     let resumed = first.wait_with_output().unwrap();
     assert_eq!(resumed.status.code(), Some(1), "{}", text(&resumed));
     let err = String::from_utf8_lossy(&resumed.stderr);
@@ -271,13 +267,13 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
     assert!(!err.contains("panicked"), "{err}");
     assert_no_secret(&resumed);
     // The state is what the second apply wrote: the first wrote nothing after it.
-    assert_eq!(b.state(), after_b);
+    assert_eq!(r.b.state(), after_b);
     // Nothing lost: one more apply records or deletes whatever the resumed
     // process's in-flight call made.
-    let fix = b.run(&["apply", "spec.yaml", "--auto-approve"]);
+    let fix = r.b.run(&["apply", "spec.yaml", "--auto-approve"]);
     assert!(fix.status.success(), "{}", text(&fix));
-    let state = b.state();
-    assert_eq!(state_addresses(&state), sandbox_addresses(&b));
+    let state = r.b.state();
+    assert_eq!(state_addresses(&state), sandbox_addresses(&r.b));
     assert_eq!(state_addresses(&state).len(), 6 * 2 + 3);
 }
 
