@@ -193,16 +193,14 @@ fn range_reuses(
         }
     }
     let mut pairs = Vec::new();
-    for new in subnets {
+    // Only a create uses a range anew (`creates` holds updates too).
+    for new in subnets.filter(|c| c.action != Action::Update) {
         let (Some(&n), Some(network)) = (
             creates.get(new.address.as_str()),
             new.deps.get("network").filter(stays),
         ) else {
             continue;
         };
-        if new.action == Action::Update {
-            continue;
-        }
         for &(d, old) in freed.get(network.as_str()).into_iter().flatten() {
             if old.address != new.address && overlap(range(&old.before), range(&new.after)) {
                 pairs.push((d, n));

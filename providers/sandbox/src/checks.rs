@@ -133,29 +133,32 @@ pub(crate) fn cidr(cloud: Cloud, kind: ResourceKind, cidr: &str) -> Result<(u32,
     Ok((ip, len))
 }
 
-/// A subnet's block must lie inside its network's (`network_id`), and
-/// overlap no other subnet of that network: every cloud refuses that.
-pub(crate) fn subnet_cidr(
+/// A subnet's block must lie inside its network's.
+pub(crate) fn subnet_cidr(cloud: Cloud, cidr: &str, network: &Entry) -> Result<()> {
+    let (ip, len) = self::cidr(cloud, ResourceKind::Subnet, cidr)?;
+    let attrs = network.attrs();
+    let Some(net_cidr) = attrs.get("cidr").and_then(|v| v.as_str()) else {
+        return Ok(());
+    };
+    match parse_cidr(net_cidr) {
+        Some((nip, nlen)) if len < nlen || ip & mask(nlen) != nip => Err(invalid(
+            cloud,
+            Code::BadValue,
+            format!("the subnet CIDR block `{cidr}` is not inside its network's `{net_cidr}`"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A subnet's block must overlap no other subnet of its network
+/// (`network_id`): every cloud refuses that.
+pub(crate) fn subnet_overlap(
     inner: &Inner,
     cloud: Cloud,
     cidr: &str,
-    (network_id, network): (&str, &Entry),
+    network_id: &str,
 ) -> Result<()> {
     let (ip, len) = self::cidr(cloud, ResourceKind::Subnet, cidr)?;
-    let attrs = network.attrs();
-    if let Some(net_cidr) = attrs.get("cidr").and_then(|v| v.as_str()) {
-        if let Some((nip, nlen)) = parse_cidr(net_cidr) {
-            if len < nlen || ip & mask(nlen) != nip {
-                return Err(invalid(
-                    cloud,
-                    Code::BadValue,
-                    format!(
-                        "the subnet CIDR block `{cidr}` is not inside its network's `{net_cidr}`"
-                    ),
-                ));
-            }
-        }
-    }
     let overlapping = inner.store.cloud(cloud).by_id.iter().find_map(|(id, e)| {
         if e.kind != ResourceKind::Subnet || e.ref_of("network") != Some(network_id) {
             return None;

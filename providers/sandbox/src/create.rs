@@ -70,7 +70,8 @@ pub(crate) fn create(
             checks::zone(cloud, reg, &c.spec.zone)?;
             zone = Some(c.spec.zone.clone());
             let network = refer("network", &c.spec.network)?;
-            checks::subnet_cidr(view, cloud, &c.spec.cidr, (&c.spec.network, network))?;
+            checks::subnet_cidr(cloud, &c.spec.cidr, network)?;
+            checks::subnet_overlap(view, cloud, &c.spec.cidr, &c.spec.network)?;
         }
         Desired::Firewall(_) | Desired::Placement(_) => {}
         Desired::Instance(c) => {
