@@ -44,6 +44,10 @@ pub const ENV_OBS_ENDPOINT: &str = "GPUFORM_HUAWEI_OBS_ENDPOINT";
 /// Overrides [`DEFAULT_SETTLE`] in milliseconds (tests against a stand-in
 /// whose disks appear within a second).
 pub const ENV_SETTLE_MS: &str = "GPUFORM_HUAWEI_SETTLE_MS";
+/// Overrides the first pause of job and status polling (then doubling, up to
+/// [`JobPolling::max`]) in milliseconds: a stand-in finishes its jobs at the
+/// second poll, and the crash suites wait out hundreds of them.
+pub const ENV_POLL_MS: &str = "GPUFORM_HUAWEI_POLL_MS";
 
 /// "Creating EVS Disks" is asynchronous: until its job has made the disk, a
 /// lookup may answer 404 / leave it out, and EVS creates take no idempotency
@@ -96,6 +100,7 @@ impl HuaweiProvider {
         let mut endpoint = None;
         let mut obs_endpoint = None;
         let mut settle = DEFAULT_SETTLE;
+        let mut polling = JobPolling::default();
         let region_prefix = format!("{ENV_PROJECT_ID}_");
         for (k, v) in vars {
             let v = v.trim().to_string();
@@ -110,14 +115,8 @@ impl HuaweiProvider {
                 ENV_OBS_ENDPOINT => {
                     obs_endpoint = Some(gpuform_objstore::Endpoint::parse(&v, ENV_OBS_ENDPOINT)?)
                 }
-                ENV_SETTLE_MS => {
-                    settle = std::time::Duration::from_millis(v.parse().map_err(|_| {
-                        ProviderError::new(
-                            ErrorKind::Invalid,
-                            format!("{ENV_SETTLE_MS}=`{v}` is not a number of milliseconds"),
-                        )
-                    })?)
-                }
+                ENV_SETTLE_MS => settle = millis(ENV_SETTLE_MS, &v)?,
+                ENV_POLL_MS => polling.initial = millis(ENV_POLL_MS, &v)?,
                 _ => {
                     if let Some(r) = k.strip_prefix(&region_prefix) {
                         region_projects.insert(r.to_ascii_uppercase(), v);
@@ -138,9 +137,11 @@ impl HuaweiProvider {
             ));
         }
         let creds = Credentials::new(ak, sk);
+        let mut client = Client::new(creds.clone(), endpoint)?;
+        client.polling = polling;
         Ok(HuaweiProvider {
-            obs: buckets::store(creds.clone(), obs_endpoint)?,
-            client: Client::new(creds, endpoint)?,
+            obs: buckets::store(creds, obs_endpoint)?,
+            client,
             default_project,
             region_projects,
             rate: default_rate_limit(),
@@ -194,6 +195,18 @@ impl HuaweiProvider {
 /// and VPC references give no per-tenant figure we could find. 10 calls/s with
 /// a burst of 20 stays well inside the smallest limits the API Gateway
 /// documents for a user; throttling still maps to `throttled` and is retried.
+/// A duration variable's value, in milliseconds.
+fn millis(name: &str, v: &str) -> Result<std::time::Duration> {
+    v.parse()
+        .map(std::time::Duration::from_millis)
+        .map_err(|_| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("{name}=`{v}` is not a number of milliseconds"),
+            )
+        })
+}
+
 fn default_rate_limit() -> RateLimit {
     RateLimit::new(10.0, 20)
 }
@@ -246,5 +259,35 @@ mod tests {
         assert!(!format!("{p:?}").contains("TOPSECRET"));
         assert_eq!(p.project("cn-north-4").unwrap(), "p4");
         assert_eq!(p.project("cn-east-3").unwrap_err().kind, ErrorKind::Auth);
+    }
+
+    #[test]
+    fn settle_and_poll_pauses_are_read_in_milliseconds() {
+        let vars = |extra: &[(&str, &str)]| {
+            let mut v = vec![
+                (ENV_AK.to_string(), "ak".to_string()),
+                (ENV_SK.to_string(), "sk".to_string()),
+                (ENV_PROJECT_ID.to_string(), "p".to_string()),
+            ];
+            v.extend(extra.iter().map(|(k, x)| (k.to_string(), x.to_string())));
+            v
+        };
+        let p = HuaweiProvider::from_vars(vars(&[])).unwrap();
+        assert_eq!(p.settle, DEFAULT_SETTLE);
+        assert_eq!(p.client.polling.initial, JobPolling::default().initial);
+        let p = HuaweiProvider::from_vars(vars(&[(ENV_SETTLE_MS, "1200"), (ENV_POLL_MS, "20")]))
+            .unwrap();
+        assert_eq!(p.settle, std::time::Duration::from_millis(1200));
+        assert_eq!(
+            p.client.polling.initial,
+            std::time::Duration::from_millis(20)
+        );
+        assert_eq!(p.client.polling.max, JobPolling::default().max);
+        let e = HuaweiProvider::from_vars(vars(&[(ENV_POLL_MS, "soon")])).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert_eq!(
+            e.message,
+            "GPUFORM_HUAWEI_POLL_MS=`soon` is not a number of milliseconds"
+        );
     }
 }

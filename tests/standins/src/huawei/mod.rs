@@ -65,6 +65,11 @@ const DISK_JOB_TIME: Duration = Duration::from_millis(600);
 /// twice the longest a new disk stays invisible here.
 const SETTLE_MS: u64 = 2 * DISK_JOB_TIME.as_millis() as u64;
 
+/// The first poll pause the stand-in tells gpuform to use
+/// (`GPUFORM_HUAWEI_POLL_MS`): its jobs finish at the second poll, so a real
+/// cloud's half-second pause would only make the crash suites wait.
+const POLL_MS: u64 = 20;
+
 /// "METHOD /path" of every request that passed signature checks, in order
 /// (see [`HuaweiMock::call_log`]).
 pub type CallLog = Arc<Mutex<Vec<String>>>;
@@ -312,6 +317,7 @@ impl MockCloud for HuaweiMock {
             ("HUAWEICLOUD_SDK_SK".into(), TEST_SK.into()),
             ("HUAWEICLOUD_SDK_PROJECT_ID".into(), TEST_PROJECT_ID.into()),
             ("GPUFORM_HUAWEI_SETTLE_MS".into(), SETTLE_MS.to_string()),
+            ("GPUFORM_HUAWEI_POLL_MS".into(), POLL_MS.to_string()),
         ]
     }
 
