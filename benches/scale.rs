@@ -26,7 +26,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Absolute targets, printed beside the figures (this project's 2-core machine).
@@ -69,13 +69,28 @@ struct Run {
     stdout: String,
 }
 
+/// The binary measured: `GPUFORM_BENCH_BIN` when set, else the one cargo
+/// built with this bench. `scripts/perf-check.sh` builds only the release
+/// binary and runs this harness from the dev profile, so CI never compiles
+/// the dev-dependencies a second time, in release, just to start processes.
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("GPUFORM_BENCH_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuform").into())
+}
+
 /// Runs gpuform and measures its wall time and peak RSS (from wait4's rusage).
 fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    // Output goes to files, read once the child is gone: nothing in this
+    // process competes with the child for a core while it is timed.
+    let out_path = dir.join(".bench-stdout");
+    let err_path = dir.join(".bench-stderr");
+    let file = |p: &Path| std::fs::File::create(p).expect("output file");
+    let mut cmd = Command::new(binary());
     cmd.args(args)
         .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(file(&out_path))
+        .stderr(file(&err_path))
         .env("NO_COLOR", "1");
     match faults {
         Some(f) => cmd.env("GPUFORM_SANDBOX_FAULTS", f),
@@ -84,28 +99,15 @@ fn gpuform(dir: &Path, args: &[&str], faults: Option<&str>) -> Run {
     let start = Instant::now();
     // Reaped below by wait4, which also returns its rusage (peak RSS).
     #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().expect("spawn gpuform");
+    let child = cmd.spawn().expect("spawn gpuform");
     let pid = child.id() as libc::pid_t;
-    // Read output on threads so that a full pipe cannot block the child.
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut out, &mut s).ok();
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut err, &mut s).ok();
-        s
-    });
     let mut status = 0;
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall = start.elapsed();
     assert_eq!(r, pid, "wait4");
-    let stdout = t_out.join().unwrap_or_default();
-    let stderr = t_err.join().unwrap_or_default();
+    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     if !(libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), 0 | 2)) {
         panic!("gpuform {args:?} failed:\n{stderr}");
     }

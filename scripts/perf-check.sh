@@ -8,6 +8,14 @@
 #     than 1.5x the critical path computed from the plan's own DAG depth.
 # Bounds are ratios and memory, each time the best of 3 runs: noise-proof on
 # any machine. Absolute figures: `cargo bench --bench scale`.
+#
+# What is measured is the release binary. The harness only starts it and
+# reads its rusage, so it runs from the dev profile: `cargo bench` in release
+# would also compile every dev-dependency (the stand-in clouds, jsonschema…)
+# in release, about 5 minutes of a cold CI run, for no figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo bench --no-default-features --bench scale -- --check
+cargo build --locked --release --no-default-features --bin gpuform
+target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+GPUFORM_BENCH_BIN="$target_dir/release/gpuform" \
+  exec cargo bench --locked --profile dev --no-default-features --bench scale -- --check
