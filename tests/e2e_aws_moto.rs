@@ -62,6 +62,19 @@ async fn provider() -> AwsProvider {
         .with_placement_groups(false)
 }
 
+/// The AWS provider as another client of one moto account.
+async fn provider_in(a: &moto::Account) -> AwsProvider {
+    AwsProvider::from_keys(
+        Some(moto_url()),
+        &a.access_key_id,
+        &a.secret_access_key,
+        Some(&a.session_token),
+    )
+    .await
+    .expect("aws provider")
+    .with_placement_groups(false)
+}
+
 /// Everything tagged with the project, by address (asserting no duplicates).
 async fn owned(p: &AwsProvider, project: &str) -> BTreeMap<String, ObservedResource> {
     let all = p
@@ -276,8 +289,9 @@ async fn assert_exact_on_moto(
 /// clean. `--parallelism 1` makes call N the same call in every run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resources() {
-    let p = provider().await;
     let proxy = killing_proxy::Proxy::start(&moto_url());
+    // Each run in its own moto account: the same empty cloud every time.
+    let mut accounts = moto::accounts();
     for (phase, setup, target, destroy) in [
         ("create", None, 2u32, false),
         ("scale", Some(1u32), 3u32, false),
@@ -287,6 +301,21 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
         for n in 1u64.. {
             assert!(n < 400, "{phase}: runaway");
             let proj = project(&format!("k{phase}{n}"));
+            let account = accounts.next().expect("an account");
+            let p = provider_in(&account).await;
+            let in_account = |dir: &Path, args: &[&str]| {
+                let mut c = gpuform(dir, args);
+                c.envs(account.env());
+                c
+            };
+            let ok_in_account = |dir: &Path, args: &[&str]| {
+                let out = in_account(dir, args).output().expect("run gpuform");
+                assert!(
+                    out.status.success(),
+                    "gpuform {args:?} failed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            };
             let dir = tempfile::tempdir().unwrap();
             let write = |nodes: u32| {
                 std::fs::write(
@@ -298,7 +327,7 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
             proxy.arm(0);
             if let Some(k) = setup {
                 write(k);
-                ok(dir.path(), &["apply", "spec.yaml", "--auto-approve", "-q"]);
+                ok_in_account(dir.path(), &["apply", "spec.yaml", "--auto-approve", "-q"]);
             }
             write(target);
             let args: &[&str] = if destroy {
@@ -315,7 +344,7 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
             // No launch wait: its polls are reads, and a kill during them is
             // the kill after RunInstances that N already covers; waiting would
             // only multiply the kill points (and the minutes) of this loop.
-            let mut cmd = gpuform(dir.path(), args);
+            let mut cmd = in_account(dir.path(), args);
             cmd.env("GPUFORM_AWS_SETTLE_MS", "0")
                 .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0");
             // Finished: N is past the last call, so every N before it was a kill.
@@ -323,7 +352,7 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
                 total = Some(calls);
                 break;
             }
-            let again = gpuform(dir.path(), args)
+            let again = in_account(dir.path(), args)
                 .env("GPUFORM_AWS_SETTLE_MS", "0")
                 .env("GPUFORM_AWS_LAUNCH_WAIT_MS", "0")
                 .output()
@@ -336,7 +365,9 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
             let ctx = format!("{phase}, killed after call {n}");
             assert_exact_on_moto(&p, dir.path(), &proj, (!destroy).then_some(target), &ctx).await;
             if !destroy {
-                let plan = run(dir.path(), &["plan", "spec.yaml", "--detailed-exitcode"]);
+                let plan = in_account(dir.path(), &["plan", "spec.yaml", "--detailed-exitcode"])
+                    .output()
+                    .expect("run gpuform");
                 assert_eq!(
                     plan.status.code(),
                     Some(0),

@@ -46,3 +46,66 @@ pub fn boto3(region: &str, script: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout).expect("script prints JSON")
 }
+
+/// One moto account: the keys of a role assumed in it. moto keeps a cloud
+/// per account, so a loop that makes a project per iteration can give each
+/// its own account and keep every Describe as small as the first (in one
+/// account, moto's filtered Describes grow with everything ever made there:
+/// about 0.7 s each once 100 instances were launched).
+pub struct Account {
+    pub id: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: String,
+}
+
+impl Account {
+    /// The variables a gpuform process reads these keys from.
+    pub fn env(&self) -> [(&'static str, &str); 3] {
+        [
+            ("AWS_ACCESS_KEY_ID", self.access_key_id.as_str()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key.as_str()),
+            ("AWS_SESSION_TOKEN", self.session_token.as_str()),
+        ]
+    }
+}
+
+/// Fresh accounts, `count` of them, that no other process of this run uses:
+/// 12-digit ids from this process's id and a per-process counter, each with
+/// a role assumed through moto's STS (one boto3 process per batch).
+pub fn fresh_accounts(count: usize) -> Vec<Account> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let first = NEXT.fetch_add(count as u64, Ordering::SeqCst);
+    let ids: Vec<String> = (first..first + count as u64)
+        .map(|i| format!("9{:05}{:06}", std::process::id() % 100_000, i))
+        .collect();
+    let script = format!(
+        "sts = boto3.client('sts', region_name='us-east-1', endpoint_url='{url}', aws_access_key_id='testing', aws_secret_access_key='testing')\n\
+         out = []\n\
+         for a in {ids:?}:\n    \
+             c = sts.assume_role(RoleArn=f'arn:aws:iam::{{a}}:role/gpuform-test', RoleSessionName='gpuform-test')['Credentials']\n    \
+             out.append([a, c['AccessKeyId'], c['SecretAccessKey'], c['SessionToken']])\n\
+         print(json.dumps(out))\n",
+        url = moto_url()
+    );
+    let v = boto3("us-east-1", &script);
+    v.as_array()
+        .expect("a list of accounts")
+        .iter()
+        .map(|a| {
+            let f = |i: usize| a[i].as_str().expect("text").to_string();
+            Account {
+                id: f(0),
+                access_key_id: f(1),
+                secret_access_key: f(2),
+                session_token: f(3),
+            }
+        })
+        .collect()
+}
+
+/// An endless supply of [`fresh_accounts`], fetched 16 at a time.
+pub fn accounts() -> impl Iterator<Item = Account> {
+    std::iter::repeat_with(|| fresh_accounts(16)).flatten()
+}

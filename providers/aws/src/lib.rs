@@ -113,8 +113,39 @@ impl AwsProvider {
     /// over it. Nothing is sent until the first call, so this works offline.
     pub async fn from_env(endpoint_override: Option<String>) -> Result<AwsProvider> {
         let base = client::sdk_config(endpoint_override.as_deref()).await?;
+        Ok(Self::with_config(base, endpoint_override))
+    }
+
+    /// As [`Self::from_env`], with fixed keys in place of the credential
+    /// chain: a role's temporary keys handed over by a caller, or one account
+    /// of a local test server (moto serves the account of the role that
+    /// AssumeRole gave the keys for, each account its own cloud).
+    pub async fn from_keys(
+        endpoint_override: Option<String>,
+        access_key_id: &str,
+        secret_access_key: &str,
+        session_token: Option<&str>,
+    ) -> Result<AwsProvider> {
+        let keys = aws_credential_types::Credentials::new(
+            access_key_id,
+            secret_access_key,
+            session_token.map(str::to_string),
+            None,
+            "gpuform-fixed-keys",
+        );
+        let base = client::sdk_config(endpoint_override.as_deref())
+            .await?
+            .into_builder()
+            .credentials_provider(
+                aws_credential_types::provider::SharedCredentialsProvider::new(keys),
+            )
+            .build();
+        Ok(Self::with_config(base, endpoint_override))
+    }
+
+    fn with_config(base: aws_config::SdkConfig, endpoint_override: Option<String>) -> AwsProvider {
         let endpoint = endpoint_override.or_else(|| base.endpoint_url().map(str::to_string));
-        Ok(AwsProvider {
+        AwsProvider {
             base,
             endpoint,
             clients: Mutex::new(HashMap::new()),
@@ -123,7 +154,7 @@ impl AwsProvider {
             images: Mutex::new(HashMap::new()),
             rate: Self::DEFAULT_RATE,
             placement_groups: true,
-        })
+        }
     }
 
     /// Overrides the call budget (e.g. for an account with raised limits,
