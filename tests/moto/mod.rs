@@ -29,22 +29,89 @@ pub fn python() -> PathBuf {
 
 /// Runs a boto3 script against moto in `region` with `ec2` and `s3` bound
 /// to EC2 and S3 clients; the script prints JSON, which is returned.
+///
+/// The scripts run in one long-lived python per test process: a python
+/// start with boto3 and its service models costs 0.6 to 1 s of CPU, and the
+/// kill loops look at moto after every run, hundreds of times.
 pub fn boto3(region: &str, script: &str) -> Value {
-    let prelude = format!(
-        "import boto3, json\nec2 = boto3.client('ec2', region_name='{region}', endpoint_url='{url}', aws_access_key_id='testing', aws_secret_access_key='testing')\ns3 = boto3.client('s3', region_name='{region}', endpoint_url='{url}', aws_access_key_id='testing', aws_secret_access_key='testing')\n",
-        url = moto_url()
-    );
-    let out = Command::new(python())
-        .arg("-c")
-        .arg(format!("{prelude}{script}"))
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "boto3 script failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("script prints JSON")
+    let mut worker = BOTO3.lock().unwrap_or_else(|e| e.into_inner());
+    let w = worker.get_or_insert_with(Boto3Worker::start);
+    let request = serde_json::json!({"region": region, "url": moto_url(), "script": script});
+    let answer: Value = w.ask(&request);
+    drop(worker);
+    match answer.get("printed").and_then(Value::as_str) {
+        Some(out) => serde_json::from_str(out)
+            .unwrap_or_else(|e| panic!("boto3 script printed no JSON ({e}):\n{out}")),
+        None => panic!(
+            "boto3 script failed:\n{}",
+            answer["error"].as_str().unwrap_or("?")
+        ),
+    }
+}
+
+static BOTO3: std::sync::Mutex<Option<Boto3Worker>> = std::sync::Mutex::new(None);
+
+/// Reads one JSON request a line, runs its script with fresh globals (and
+/// the clients it names, made once per region), and answers one JSON line
+/// with what the script printed or the traceback.
+const BOTO3_WORKER: &str = r#"
+import boto3, contextlib, io, json, sys, traceback
+clients = {}
+def client(service, region, url):
+    key = (service, region, url)
+    if key not in clients:
+        clients[key] = boto3.client(service, region_name=region, endpoint_url=url,
+                                    aws_access_key_id='testing', aws_secret_access_key='testing')
+    return clients[key]
+for line in sys.stdin:
+    req = json.loads(line)
+    env = {'boto3': boto3, 'json': json}
+    printed = io.StringIO()
+    try:
+        for service in ('ec2', 's3'):
+            if service + '.' in req['script']:
+                env[service] = client(service, req['region'], req['url'])
+        with contextlib.redirect_stdout(printed):
+            exec(req['script'], env)
+        answer = {'printed': printed.getvalue()}
+    except BaseException:
+        answer = {'error': traceback.format_exc()}
+    print(json.dumps(answer), flush=True)
+"#;
+
+struct Boto3Worker {
+    _child: std::process::Child,
+    to: std::process::ChildStdin,
+    from: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Boto3Worker {
+    fn start() -> Boto3Worker {
+        use std::process::Stdio;
+        let mut child = Command::new(python())
+            .arg("-c")
+            .arg(BOTO3_WORKER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start python");
+        Boto3Worker {
+            to: child.stdin.take().expect("stdin"),
+            from: std::io::BufReader::new(child.stdout.take().expect("stdout")),
+            _child: child,
+        }
+    }
+
+    fn ask(&mut self, request: &Value) -> Value {
+        use std::io::{BufRead, Write};
+        writeln!(self.to, "{request}").expect("write to the boto3 worker");
+        let mut line = String::new();
+        self.from
+            .read_line(&mut line)
+            .expect("read from the boto3 worker");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the boto3 worker answered no JSON ({e}): {line:?} (an exit prints its error on stderr)"))
+    }
 }
 
 /// One moto account: the keys of a role assumed in it. moto keeps a cloud
