@@ -132,7 +132,10 @@ fn owned_buckets(region: &str, proj: &str) -> Vec<String> {
 names = []
 for bk in s3.list_buckets()['Buckets']:
     n = bk['Name']
-    loc = s3.get_bucket_location(Bucket=n).get('LocationConstraint') or 'us-east-1'
+    try:
+        loc = s3.get_bucket_location(Bucket=n).get('LocationConstraint') or 'us-east-1'
+    except s3.exceptions.NoSuchBucket:
+        continue  # another test's bucket, deleted since the listing
     if loc != {region:?}:
         continue
     try:
