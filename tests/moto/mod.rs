@@ -139,7 +139,7 @@ impl Account {
 
 /// Fresh accounts, `count` of them, that no other process of this run uses:
 /// 12-digit ids from this process's id and a per-process counter, each with
-/// a role assumed through moto's STS (one boto3 process per batch).
+/// a role assumed through moto's STS (one boto3 script per batch).
 pub fn fresh_accounts(count: usize) -> Vec<Account> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
