@@ -42,7 +42,12 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = run(dir, args);
+    succeeded(gpuform(dir, args), args)
+}
+
+/// Runs `cmd` (gpuform with `args`) and asserts it succeeded; its stdout.
+fn succeeded(mut cmd: Command, args: &[&str]) -> String {
+    let out = cmd.output().expect("run gpuform");
     assert!(
         out.status.success(),
         "gpuform {args:?} failed:\n{}\n{}",
@@ -308,14 +313,6 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
                 c.envs(account.env());
                 c
             };
-            let ok_in_account = |dir: &Path, args: &[&str]| {
-                let out = in_account(dir, args).output().expect("run gpuform");
-                assert!(
-                    out.status.success(),
-                    "gpuform {args:?} failed:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            };
             let dir = tempfile::tempdir().unwrap();
             let write = |nodes: u32| {
                 std::fs::write(
@@ -327,7 +324,8 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
             proxy.arm(0);
             if let Some(k) = setup {
                 write(k);
-                ok_in_account(dir.path(), &["apply", "spec.yaml", "--auto-approve", "-q"]);
+                let args = ["apply", "spec.yaml", "--auto-approve", "-q"];
+                succeeded(in_account(dir.path(), &args), &args);
             }
             write(target);
             let args: &[&str] = if destroy {

@@ -120,7 +120,6 @@ impl Boto3Worker {
 /// account, moto's filtered Describes grow with everything ever made there:
 /// about 0.7 s each once 100 instances were launched).
 pub struct Account {
-    pub id: String,
     pub access_key_id: String,
     pub secret_access_key: String,
     pub session_token: String,
@@ -152,7 +151,7 @@ pub fn fresh_accounts(count: usize) -> Vec<Account> {
          out = []\n\
          for a in {ids:?}:\n    \
              c = sts.assume_role(RoleArn=f'arn:aws:iam::{{a}}:role/gpuform-test', RoleSessionName='gpuform-test')['Credentials']\n    \
-             out.append([a, c['AccessKeyId'], c['SecretAccessKey'], c['SessionToken']])\n\
+             out.append([c['AccessKeyId'], c['SecretAccessKey'], c['SessionToken']])\n\
          print(json.dumps(out))\n",
         url = moto_url()
     );
@@ -163,10 +162,9 @@ pub fn fresh_accounts(count: usize) -> Vec<Account> {
         .map(|a| {
             let f = |i: usize| a[i].as_str().expect("text").to_string();
             Account {
-                id: f(0),
-                access_key_id: f(1),
-                secret_access_key: f(2),
-                session_token: f(3),
+                access_key_id: f(0),
+                secret_access_key: f(1),
+                session_token: f(2),
             }
         })
         .collect()

@@ -189,12 +189,6 @@ impl HuaweiProvider {
     }
 }
 
-/// Huawei publishes API flow control per API in API Gateway (a call over the
-/// limit gets HTTP 429 `APIGW.0308`, "API Gateway error codes",
-/// support.huaweicloud.com/devg-apisign/api-sign-errorcode.html) but the ECS
-/// and VPC references give no per-tenant figure we could find. 10 calls/s with
-/// a burst of 20 stays well inside the smallest limits the API Gateway
-/// documents for a user; throttling still maps to `throttled` and is retried.
 /// A duration variable's value, in milliseconds.
 fn millis(name: &str, v: &str) -> Result<std::time::Duration> {
     v.parse()
@@ -207,6 +201,12 @@ fn millis(name: &str, v: &str) -> Result<std::time::Duration> {
         })
 }
 
+/// Huawei publishes API flow control per API in API Gateway (a call over the
+/// limit gets HTTP 429 `APIGW.0308`, "API Gateway error codes",
+/// support.huaweicloud.com/devg-apisign/api-sign-errorcode.html) but the ECS
+/// and VPC references give no per-tenant figure we could find. 10 calls/s with
+/// a burst of 20 stays well inside the smallest limits the API Gateway
+/// documents for a user; throttling still maps to `throttled` and is retried.
 fn default_rate_limit() -> RateLimit {
     RateLimit::new(10.0, 20)
 }
