@@ -9,13 +9,16 @@
 # Bounds are ratios and memory, each time the best of 3 runs: noise-proof on
 # any machine. Absolute figures: `cargo bench --bench scale`.
 #
-# What is measured is the release binary. The harness only starts it and
-# reads its rusage, so it runs from the dev profile: `cargo bench` in release
-# would also compile every dev-dependency (the stand-in clouds, jsonschema…)
-# in release, about 5 minutes of a cold CI run, for no figure.
+# What is measured is the release, sandbox-only binary (this build is also
+# CI's proof that gpuform builds without the AWS SDK). The harness only starts
+# it and reads its rusage, so it is built like the test suite (dev profile,
+# default features): after scripts/test.sh that is one small compile and a
+# link. A release harness, or a sandbox-only one, would compile every
+# dev-dependency (the stand-in clouds, jsonschema…) a second time: 3 to 5
+# minutes of a cold CI run, for no figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked --release --no-default-features --bin gpuform
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 GPUFORM_BENCH_BIN="$target_dir/release/gpuform" \
-  exec cargo bench --locked --profile dev --no-default-features --bench scale -- --check
+  exec cargo bench --locked --profile dev --bench scale -- --check
