@@ -2,27 +2,29 @@
 //! GPUFORM_TEST_MOTO_URL): instances and volumes made directly with boto3,
 //! with and without gpuform's tags, running and stopped, attached and not.
 //! Every call gpuform makes goes through a counting proxy, so the audit of
-//! 1,000 instances can assert how many list calls it took.
+//! 1,000 instances can assert how many list calls it took. Each test works
+//! in a moto account of its own: what other test binaries leave in moto
+//! (buckets, instances) is not in its audit, nor in its count of calls.
 #![cfg(feature = "aws")]
 
 mod moto;
 
 use moto::killing_proxy::Proxy;
-use moto::{boto3, moto_url};
+use moto::{boto3_in, fresh_accounts, moto_url, Account};
 
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::Ordering;
 
-fn gpuform(dir: &Path, args: &[&str]) -> Output {
+/// gpuform with `account`'s keys.
+fn gpuform(dir: &Path, account: &Account, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuform"))
         .args(args)
         .current_dir(dir)
         .env("GPUFORM_TODAY", "2026-11-29")
         .env("NO_COLOR", "1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .envs(account.env())
         .env("AWS_REGION", "us-east-1")
         .env("GPUFORM_AWS_PLACEMENT_GROUPS", "off")
         .env_remove("AWS_ENDPOINT_URL")
@@ -31,8 +33,8 @@ fn gpuform(dir: &Path, args: &[&str]) -> Output {
         .expect("run gpuform")
 }
 
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = gpuform(dir, args);
+fn ok(dir: &Path, account: &Account, args: &[&str]) -> String {
+    let out = gpuform(dir, account, args);
     assert!(
         out.status.success(),
         "gpuform {args:?} failed:\n{}\n{}",
@@ -88,12 +90,13 @@ fn by_id<'a>(rows: &'a Value, id: &str) -> &'a Value {
 #[test]
 fn audit_then_gc_on_moto() {
     let region = "eu-west-1";
+    let account = &fresh_accounts(1)[0];
     let project = format!("audit{}", std::process::id());
     let lineage = "11111111-1111-1111-1111-111111111111";
     let lost = "22222222-2222-2222-2222-222222222222";
     let script = format!(
         r#"
-# This region is this test's: what an earlier run left goes first.
+# What an earlier run left in this account (same process id, same moto) goes first.
 old = [i['InstanceId'] for r in ec2.describe_instances(Filters=[{{'Name':'instance-state-name','Values':['pending','running','stopping','stopped']}}])['Reservations'] for i in r['Instances']]
 if old: ec2.terminate_instances(InstanceIds=old)
 for v in ec2.describe_volumes(Filters=[{{'Name':'status','Values':['available']}}])['Volumes']: ec2.delete_volume(VolumeId=v['VolumeId'])
@@ -116,7 +119,7 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
         orphan = tags_py(&project, "cluster.infer.node[1]", lost, "tok-lost"),
         stray_tags = tags_py(&project, "cluster.infer.volume[1]", lost, "tok-vol"),
     );
-    let ids = boto3(region, &script);
+    let ids = boto3_in(account, region, &script);
     let id = |k: &str| ids[k].as_str().unwrap().to_string();
 
     let proxy = Proxy::start(&moto_url());
@@ -138,7 +141,7 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
     .unwrap();
 
     let before = proxy.calls.load(Ordering::SeqCst);
-    let r: Value = serde_json::from_str(&ok(d, &["audit", "spec.yaml", "--json"])).unwrap();
+    let r: Value = serde_json::from_str(&ok(d, account, &["audit", "spec.yaml", "--json"])).unwrap();
     // One DescribeInstances and one DescribeVolumes, a page each, and one
     // S3 ListBuckets filtered by the region (audit lists buckets too).
     assert_eq!(
@@ -195,12 +198,13 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
 
     // gc: deletes the orphan and the stray volume, keeps the recorded
     // instance and everything untagged.
-    let out = ok(d, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
+    let out = ok(d, account, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
     assert!(
         out.contains(&id("orphan")) && out.contains(&id("stray_vol")),
         "{out}"
     );
-    let left = boto3(
+    let left = boto3_in(
+        account,
         region,
         "r = ec2.describe_instances()['Reservations']\nv = ec2.describe_volumes()['Volumes']\nprint(json.dumps(dict(i={x['InstanceId']: x['State']['Name'] for res in r for x in res['Instances']}, v=[x['VolumeId'] for x in v])))",
     );
@@ -223,16 +227,18 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
         !vols.contains(&id("stray_vol").as_str()),
         "stray volume kept"
     );
-    let again = ok(d, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
+    let again = ok(d, account, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
     assert!(again.contains("Nothing to collect"), "{again}");
 }
 
 #[test]
 fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
     let region = "ap-southeast-1";
-    // This region is this test's: what an earlier run left is terminated
-    // first (one call), so the count below is of this run's instances.
-    let made = boto3(
+    let account = &fresh_accounts(1)[0];
+    // What an earlier run left in this account (a run of a process with
+    // the same id, on a moto server that outlived it) is terminated first.
+    let made = boto3_in(
+        account,
         region,
         "ids = [i['InstanceId'] for r in ec2.describe_instances(Filters=[{'Name':'instance-state-name','Values':['pending','running','stopping','stopped']}])['Reservations'] for i in r['Instances']]\nif ids: ec2.terminate_instances(InstanceIds=ids)\nfor v in ec2.describe_volumes(Filters=[{'Name':'status','Values':['available']}])['Volumes']: ec2.delete_volume(VolumeId=v['VolumeId'])\nami = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\nr = ec2.run_instances(ImageId=ami, InstanceType='g4dn.xlarge', MinCount=1000, MaxCount=1000)\nprint(json.dumps(len(r['Instances'])))",
     );
@@ -246,6 +252,7 @@ fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
     .unwrap();
     let r: Value = serde_json::from_str(&ok(
         dir.path(),
+        account,
         &[
             "audit",
             "spec.yaml",

@@ -34,9 +34,20 @@ pub fn python() -> PathBuf {
 /// start with boto3 and its service models costs 0.6 to 1 s of CPU, and the
 /// kill loops look at moto after every run, hundreds of times.
 pub fn boto3(region: &str, script: &str) -> Value {
+    run_boto3(None, region, script)
+}
+
+/// [`boto3`] with clients signed by `account`'s keys: the script sees that
+/// account's cloud only.
+pub fn boto3_in(account: &Account, region: &str, script: &str) -> Value {
+    run_boto3(Some(account), region, script)
+}
+
+fn run_boto3(account: Option<&Account>, region: &str, script: &str) -> Value {
     let mut worker = BOTO3.lock().unwrap_or_else(|e| e.into_inner());
     let w = worker.get_or_insert_with(Boto3Worker::start);
-    let request = serde_json::json!({"region": region, "url": moto_url(), "script": script});
+    let keys = account.map(|a| [&a.access_key_id, &a.secret_access_key, &a.session_token]);
+    let request = serde_json::json!({"region": region, "url": moto_url(), "keys": keys, "script": script});
     let answer: Value = w.ask(&request);
     drop(worker);
     match answer.get("printed").and_then(Value::as_str) {
@@ -52,16 +63,19 @@ pub fn boto3(region: &str, script: &str) -> Value {
 static BOTO3: std::sync::Mutex<Option<Boto3Worker>> = std::sync::Mutex::new(None);
 
 /// Reads one JSON request a line, runs its script with fresh globals (and
-/// the clients it names, made once per region), and answers one JSON line
-/// with what the script printed or the traceback.
+/// the clients it names, made once per region and keys; moto's default
+/// account when the request has none), and answers one JSON line with what
+/// the script printed or the traceback.
 const BOTO3_WORKER: &str = r#"
 import boto3, contextlib, io, json, sys, traceback
 clients = {}
-def client(service, region, url):
-    key = (service, region, url)
+def client(service, region, url, keys):
+    keys = tuple(keys or ('testing', 'testing', None))
+    key = (service, region, url, keys)
     if key not in clients:
         clients[key] = boto3.client(service, region_name=region, endpoint_url=url,
-                                    aws_access_key_id='testing', aws_secret_access_key='testing')
+                                    aws_access_key_id=keys[0], aws_secret_access_key=keys[1],
+                                    aws_session_token=keys[2])
     return clients[key]
 for line in sys.stdin:
     req = json.loads(line)
@@ -70,7 +84,7 @@ for line in sys.stdin:
     try:
         for service in ('ec2', 's3'):
             if service + '.' in req['script']:
-                env[service] = client(service, req['region'], req['url'])
+                env[service] = client(service, req['region'], req['url'], req['keys'])
         with contextlib.redirect_stdout(printed):
             exec(req['script'], env)
         answer = {'printed': printed.getvalue()}
