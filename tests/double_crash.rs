@@ -251,10 +251,7 @@ impl Killer {
             if n == t.load(Ordering::SeqCst) {
                 let victim = p.load(Ordering::SeqCst);
                 if victim != 0 {
-                    // SAFETY: kill(2) on a child this test spawned and still waits for.
-                    unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
-                    // Let the kill land before this answer is sent.
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    gpuform_standins::kill_before_answer(victim);
                 }
             }
         })));

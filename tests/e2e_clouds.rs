@@ -244,9 +244,7 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
             if n == target.load(Ordering::SeqCst) {
                 let p = pid.load(Ordering::SeqCst);
                 if p != 0 {
-                    unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
-                    // Give the kill time to land before this answer is sent.
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    gpuform_standins::kill_before_answer(p);
                 }
             }
         })));

@@ -70,8 +70,7 @@ fn apply_killed_after(dir: &Path, mock: &HuaweiMock, is_target: fn(&str) -> bool
             if last.as_deref().is_some_and(is_target) && !fired.swap(true, Ordering::SeqCst) {
                 let p = pid.load(Ordering::SeqCst);
                 if p != 0 {
-                    unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    gpuform_standins::kill_before_answer(p);
                 }
             }
         })));

@@ -246,8 +246,7 @@ fn firewall_rules_are_read_back_and_completed() {
             if n == target.load(Ordering::SeqCst) {
                 let p = pid.load(Ordering::SeqCst);
                 if p != 0 {
-                    unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    gpuform_standins::kill_before_answer(p);
                 }
             }
         })));
