@@ -141,7 +141,8 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
     .unwrap();
 
     let before = proxy.calls.load(Ordering::SeqCst);
-    let r: Value = serde_json::from_str(&ok(d, account, &["audit", "spec.yaml", "--json"])).unwrap();
+    let r: Value =
+        serde_json::from_str(&ok(d, account, &["audit", "spec.yaml", "--json"])).unwrap();
     // One DescribeInstances and one DescribeVolumes, a page each, and one
     // S3 ListBuckets filtered by the region (audit lists buckets too).
     assert_eq!(
@@ -198,7 +199,11 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
 
     // gc: deletes the orphan and the stray volume, keeps the recorded
     // instance and everything untagged.
-    let out = ok(d, account, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
+    let out = ok(
+        d,
+        account,
+        &["gc", "spec.yaml", "--auto-approve", "--other-states"],
+    );
     assert!(
         out.contains(&id("orphan")) && out.contains(&id("stray_vol")),
         "{out}"
@@ -227,7 +232,11 @@ print(json.dumps(dict(unmanaged=unmanaged, managed=managed, orphan=orphan, spot=
         !vols.contains(&id("stray_vol").as_str()),
         "stray volume kept"
     );
-    let again = ok(d, account, &["gc", "spec.yaml", "--auto-approve", "--other-states"]);
+    let again = ok(
+        d,
+        account,
+        &["gc", "spec.yaml", "--auto-approve", "--other-states"],
+    );
     assert!(again.contains("Nothing to collect"), "{again}");
 }
 

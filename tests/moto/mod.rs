@@ -47,7 +47,8 @@ fn run_boto3(account: Option<&Account>, region: &str, script: &str) -> Value {
     let mut worker = BOTO3.lock().unwrap_or_else(|e| e.into_inner());
     let w = worker.get_or_insert_with(Boto3Worker::start);
     let keys = account.map(|a| [&a.access_key_id, &a.secret_access_key, &a.session_token]);
-    let request = serde_json::json!({"region": region, "url": moto_url(), "keys": keys, "script": script});
+    let request =
+        serde_json::json!({"region": region, "url": moto_url(), "keys": keys, "script": script});
     let answer: Value = w.ask(&request);
     drop(worker);
     match answer.get("printed").and_then(Value::as_str) {
