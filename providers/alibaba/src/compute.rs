@@ -2,7 +2,7 @@
 //! deployment sets).
 
 use crate::client::{empty_answer, items, json_array, required, text, Params};
-use crate::errors::{missing, ok_if_gone, required_ref};
+use crate::errors::ok_if_gone;
 use crate::refresh::{observed, Api};
 use crate::tags::{
     client_token, naming, parse_placement_description, placement_description, resource_name,
@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
@@ -130,10 +130,9 @@ impl ComputeApi for AlibabaProvider {
             firewall,
             placement,
         } = &req.spec;
-        let address = &req.ownership.address;
-        let zone = zone.clone().ok_or_else(|| missing("instance", "zone"))?;
-        let subnet = required_ref(subnet.as_ref(), "instance", address, "subnet")?;
-        let group = required_ref(firewall.as_ref(), "instance", address, "firewall")?;
+        let zone = req.needs(Cloud::Alibaba, "zone", zone)?;
+        let subnet = req.needs(Cloud::Alibaba, "subnet", subnet)?;
+        let group = req.needs(Cloud::Alibaba, "firewall", firewall)?;
         let image_id = self.resolve_image(region, image).await?;
 
         // RunInstances (ECS): one instance per call (Amount = MinAmount = 1),

@@ -7,8 +7,8 @@
 //! ServiceUnavailable). The match is on the code first; the HTTP status
 //! decides only for codes this table does not know.
 
+use gpuform_provider::ErrorKind;
 use gpuform_provider::Result;
-use gpuform_provider::{ErrorKind, ProviderError};
 
 /// How a rule recognises a code.
 enum Code {
@@ -149,27 +149,6 @@ pub(crate) fn ok_if_gone(r: Result<serde_json::Value>) -> Result<()> {
         Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// An attribute that is optional in general but that ECS requires.
-pub(crate) fn missing(kind: &str, attr: &str) -> ProviderError {
-    ProviderError::new(ErrorKind::Invalid, format!("a {kind} needs `{attr}`"))
-}
-
-/// A reference (`subnet`, `firewall`, `instance`) that is optional in
-/// general but that ECS requires.
-pub(crate) fn required_ref<'a>(
-    value: Option<&'a String>,
-    kind: &str,
-    address: &str,
-    role: &str,
-) -> Result<&'a str> {
-    value.map(String::as_str).ok_or_else(|| {
-        ProviderError::new(
-            ErrorKind::Invalid,
-            format!("{kind} {address} needs a `{role}` reference"),
-        )
-    })
 }
 
 #[cfg(test)]

@@ -2,15 +2,15 @@
 //! detaching and deleting. Buckets are not supported (OSS is another API).
 
 use crate::client::{json_array, required, text, Params};
-use crate::errors::{missing, ok_if_gone, required_ref};
+use crate::errors::ok_if_gone;
 use crate::refresh::{observed, Api};
 use crate::tags::{naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
-    StorageApi, Update, VolumeSpec,
+    Attachment, Attrs, Cloud, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind,
+    Scope, StorageApi, Update, VolumeSpec,
 };
 use serde_json::{json, Value};
 
@@ -76,12 +76,7 @@ impl StorageApi for AlibabaProvider {
             volume_type,
             instance,
         } = &req.spec;
-        let instance = required_ref(
-            instance.as_ref(),
-            "volume",
-            &req.ownership.address,
-            "instance",
-        )?;
+        let instance = req.needs(Cloud::Alibaba, "instance", instance)?;
         let category = disk_category(volume_type.as_deref().unwrap_or("ssd"));
         // AttachDisk needs the instance Running (or Stopped): RunInstances
         // answers while it is still Pending.
@@ -90,15 +85,12 @@ impl StorageApi for AlibabaProvider {
                 o.status == "running" || o.status == "stopped"
             })
             .await?;
-        let zone = match zone {
-            Some(z) => z.clone(),
-            None => inst
-                .attrs
-                .get("zone")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| missing("volume", "zone"))?,
-        };
+        // No zone in the spec: the instance's own.
+        let zone = zone.clone().or_else(|| {
+            let of_instance = inst.attrs.get("zone").and_then(Value::as_str);
+            of_instance.map(str::to_string)
+        });
+        let zone = req.needs(Cloud::Alibaba, "zone", &zone)?;
         // CreateDisk (ECS): ZoneId, Size, DiskCategory, DiskName,
         // ClientToken, Tag.N; answers DiskId.
         let mut p = Params::one("ZoneId", zone);

@@ -10,7 +10,9 @@
 use crate::ingress::IngressRule;
 use crate::tags::UserTags;
 use crate::Result;
-use crate::{Attrs, CreateRequest, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope};
+use crate::{
+    Attrs, Cloud, CreateRequest, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope,
+};
 use serde_json::Value;
 
 /// A create, typed: where, by whom (ownership, set atomically with the
@@ -26,6 +28,35 @@ pub struct Create<T> {
 impl<T> Create<T> {
     pub fn region(&self) -> &str {
         &self.scope.region
+    }
+}
+
+/// The kind of resource a typed spec creates.
+pub trait Spec {
+    const KIND: ResourceKind;
+}
+
+impl<T: Spec> Create<T> {
+    /// An attribute or reference (`zone`, `subnet`, `instance` ...) that the
+    /// neutral request may leave out but without which `cloud` cannot create
+    /// this kind: checked by every cloud with this one call, so the refusal
+    /// reads the same everywhere.
+    pub fn needs<'a>(
+        &self,
+        cloud: Cloud,
+        what: &str,
+        value: &'a Option<String>,
+    ) -> Result<&'a str> {
+        value.as_deref().ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{} {}: {cloud} needs `{what}` to create it, and the request has none",
+                    T::KIND,
+                    self.ownership.address,
+                ),
+            )
+        })
     }
 }
 
@@ -227,6 +258,24 @@ impl BucketLifecycle {
 }
 
 /// Any create, by kind.
+macro_rules! spec_kinds {
+    ($($spec:ty => $kind:ident),* $(,)?) => {
+        $(impl Spec for $spec {
+            const KIND: ResourceKind = ResourceKind::$kind;
+        })*
+    };
+}
+
+spec_kinds! {
+    NetworkSpec => Network,
+    SubnetSpec => Subnet,
+    FirewallSpec => Firewall,
+    PlacementSpec => Placement,
+    InstanceSpec => Instance,
+    VolumeSpec => Volume,
+    BucketSpec => Bucket,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Desired {
     Network(Create<NetworkSpec>),
@@ -689,5 +738,26 @@ mod tests {
         );
         let r = req(ResourceKind::Bucket, json!({"name": ""}), &[]);
         assert_eq!(parse(&r).unwrap_err().message, "a bucket needs `name`");
+    }
+
+    #[test]
+    fn what_a_cloud_needs_is_refused_with_one_message() {
+        let r = req(
+            ResourceKind::Volume,
+            json!({"size_gb": 100, "zone": "z1"}),
+            &[],
+        );
+        let Desired::Volume(v) = parse(&r).unwrap() else {
+            panic!("not a volume")
+        };
+        assert_eq!(v.needs(Cloud::Huawei, "zone", &v.spec.zone), Ok("z1"));
+        let e = v
+            .needs(Cloud::Tencent, "instance", &v.spec.instance)
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert_eq!(
+            e.message,
+            "volume cluster.a.node[0]: tencent needs `instance` to create it, and the request has none"
+        );
     }
 }

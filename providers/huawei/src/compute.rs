@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
@@ -86,9 +86,8 @@ impl ComputeApi for HuaweiProvider {
         } = &req.spec;
         let region = req.region();
         let pid = self.project(region)?;
-        let zone = errors::zone(ResourceKind::Instance, zone)?;
-        let address = &req.ownership.address;
-        let subnet = errors::reference(ResourceKind::Instance, address, "subnet", subnet)?;
+        let zone = req.needs(Cloud::Huawei, "zone", zone)?;
+        let subnet = req.needs(Cloud::Huawei, "subnet", subnet)?;
         let tag_list = tags::for_create(req)?;
         if tag_list.len() > MAX_SERVER_TAGS {
             return Err(ProviderError::new(

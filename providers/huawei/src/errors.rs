@@ -3,8 +3,7 @@
 //! prepaid servers, servers that failed to build).
 
 use crate::client::{s, sub_jobs};
-use gpuform_provider::Result;
-use gpuform_provider::{ErrorKind, ProviderError, ResourceKind};
+use gpuform_provider::{ErrorKind, ProviderError};
 use serde_json::Value;
 
 /// The error a finished answer carries, if any: a 2xx is a success only when
@@ -35,32 +34,6 @@ pub fn answer_error(
         e = e.with_request_id(r);
     }
     Some(e)
-}
-
-/// A create's zone: optional in neutral requests, required by ECS and EVS.
-pub fn zone(kind: ResourceKind, zone: &Option<String>) -> Result<&str> {
-    zone.as_deref().ok_or_else(|| {
-        ProviderError::new(
-            ErrorKind::Invalid,
-            format!("{kind} needs the `zone` attribute"),
-        )
-    })
-}
-
-/// A reference Huawei needs although neutral requests may leave it out
-/// (a server's subnet, a disk's server).
-pub fn reference<'a>(
-    kind: ResourceKind,
-    address: &str,
-    role: &str,
-    id: &'a Option<String>,
-) -> Result<&'a str> {
-    id.as_deref().ok_or_else(|| {
-        ProviderError::new(
-            ErrorKind::Invalid,
-            format!("{kind} {address} needs a `{role}` reference"),
-        )
-    })
 }
 
 /// A job that ended in FAIL ("Querying Job Execution Status",

@@ -3,12 +3,12 @@
 
 use crate::client::{job_entity_ids, list_field, s, Call, Service};
 use crate::refresh::observe_volume;
-use crate::{errors, tags, HuaweiProvider};
+use crate::{tags, HuaweiProvider};
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
-    StorageApi, Update, VolumeSpec,
+    Attachment, Cloud, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi,
+    Update, VolumeSpec,
 };
 use serde_json::{json, Value};
 
@@ -61,9 +61,8 @@ impl StorageApi for HuaweiProvider {
         } = &req.spec;
         let region = req.region();
         let pid = self.project(region)?;
-        let zone = errors::zone(ResourceKind::Volume, zone)?;
-        let address = &req.ownership.address;
-        let server = errors::reference(ResourceKind::Volume, address, "instance", instance)?;
+        let zone = req.needs(Cloud::Huawei, "zone", zone)?;
+        let server = req.needs(Cloud::Huawei, "instance", instance)?;
         let vtype = volume_type_to_huawei(volume_type.as_deref().unwrap_or("ssd"));
         let name = tags::name_for(&req.ownership.token);
         let tag_list = tags::for_create(req)?;

@@ -19,8 +19,8 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec, Pricing,
-    ProviderError, ResourceKind, Scope,
+    Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    Pricing, ProviderError, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -102,8 +102,9 @@ impl ComputeApi for TencentProvider {
             firewall,
             placement,
         } = &req.spec;
-        let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
-        let subnet = subnet.as_deref().ok_or_else(|| needs("a `subnet`"))?;
+        // RunInstances places the node in one zone and subnet.
+        let zone = req.needs(Cloud::Tencent, "zone", zone)?;
+        let subnet = req.needs(Cloud::Tencent, "subnet", subnet)?;
         if req.ownership.token.len() > 64 || !req.ownership.token.is_ascii() {
             return Err(ProviderError::new(
                 ErrorKind::Invalid,
@@ -198,13 +199,6 @@ impl ComputeApi for TencentProvider {
     async fn delete_instance(&self, scope: &Scope, id: &str) -> Result<()> {
         terminate_instance(self, &scope.region, id).await
     }
-}
-
-fn needs(what: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::Invalid,
-        format!("an instance on Tencent Cloud needs {what} (RunInstances places it in one zone and subnet)"),
-    )
 }
 
 /// The RunInstances fields of a pricing model: pay-as-you-go, spot (capped

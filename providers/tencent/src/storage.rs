@@ -12,7 +12,7 @@ use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
+    Attachment, Cloud, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
     StorageApi, Update, VolumeSpec,
 };
 use serde_json::{json, Value};
@@ -44,13 +44,6 @@ pub(crate) fn volume_type_from_api(t: &str) -> &str {
         .map_or(t, |(names, _)| names[0])
 }
 
-fn needs(what: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::Invalid,
-        format!("a volume on Tencent Cloud needs {what} (CreateDisks makes it in one zone, attached to one instance)"),
-    )
-}
-
 #[async_trait]
 impl StorageApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks), then
@@ -64,8 +57,9 @@ impl StorageApi for TencentProvider {
             volume_type,
             instance,
         } = &req.spec;
-        let instance = instance.as_deref().ok_or_else(|| needs("an `instance`"))?;
-        let zone = zone.as_deref().ok_or_else(|| needs("`zone`"))?;
+        // CreateDisks makes the disk in one zone, attached to one instance.
+        let instance = req.needs(Cloud::Tencent, "instance", instance)?;
+        let zone = req.needs(Cloud::Tencent, "zone", zone)?;
         let tags = tag_list(
             &req.ownership,
             &[(TAG_KIND, ResourceKind::Volume.as_str())],
