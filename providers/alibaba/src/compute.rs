@@ -2,7 +2,6 @@
 //! deployment sets).
 
 use crate::client::{empty_answer, items, json_array, required, text, Params};
-use crate::errors::ok_if_gone;
 use crate::refresh::{observed, Api};
 use crate::tags::{
     client_token, naming, parse_placement_description, placement_description, resource_name,
@@ -11,6 +10,7 @@ use crate::tags::{
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,

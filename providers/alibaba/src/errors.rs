@@ -8,7 +8,6 @@
 //! decides only for codes this table does not know.
 
 use gpuform_provider::ErrorKind;
-use gpuform_provider::Result;
 
 /// How a rule recognises a code.
 enum Code {
@@ -139,15 +138,6 @@ fn by_status(status: u16) -> ErrorKind {
         404 => ErrorKind::NotFound,
         s if s >= 500 => ErrorKind::Transient,
         _ => ErrorKind::Invalid,
-    }
-}
-
-/// A delete or detach that finds its target gone has nothing left to do.
-pub(crate) fn ok_if_gone(r: Result<serde_json::Value>) -> Result<()> {
-    match r {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
     }
 }
 

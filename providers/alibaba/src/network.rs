@@ -2,11 +2,11 @@
 //! (ECS security groups and their inbound rules).
 
 use crate::client::{required, text, Params};
-use crate::errors::ok_if_gone;
 use crate::refresh::observed;
 use crate::tags::{naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,

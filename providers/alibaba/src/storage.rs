@@ -2,11 +2,11 @@
 //! detaching and deleting. Buckets are not supported (OSS is another API).
 
 use crate::client::{json_array, required, text, Params};
-use crate::errors::ok_if_gone;
 use crate::refresh::{observed, Api};
 use crate::tags::{naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, Cloud, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind,
@@ -43,16 +43,10 @@ impl AlibabaProvider {
         let mut p = Params::one("InstanceId", attached_to);
         p.push("DiskId", id.clone());
         ok_if_gone(self.ecs(region, "DetachDisk", &p).await)?;
-        match self
-            .wait_for(region, ResourceKind::Volume, &id, "detached", |o| {
-                o.status == "available"
-            })
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
-        }
+        let detached = self.wait_for(region, ResourceKind::Volume, &id, "detached", |o| {
+            o.status == "available"
+        });
+        ok_if_gone(detached.await)
     }
 
     /// The disk as DescribeDisks answers it, if it exists.

@@ -11,6 +11,7 @@
 //! resource back after an update.
 
 use crate::change::{Attachment, BucketChange, ChangeSet, Update};
+use crate::error::ok_if_gone;
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
 use crate::request::{
@@ -398,7 +399,7 @@ impl<D: CloudDriver> Provider for D {
         if !self.kinds().contains(&kind) {
             return Err(unsupported(CloudDriver::cloud(self), kind));
         }
-        let done = match kind {
+        ok_if_gone(match kind {
             ResourceKind::Network => self.delete_network(scope, id).await,
             ResourceKind::Subnet => self.delete_subnet(scope, id).await,
             ResourceKind::Firewall => self.delete_firewall(scope, id).await,
@@ -406,11 +407,7 @@ impl<D: CloudDriver> Provider for D {
             ResourceKind::Instance => self.delete_instance(scope, id).await,
             ResourceKind::Volume => self.delete_volume(scope, id).await,
             ResourceKind::Bucket => bucket_api(self)?.delete_bucket(scope, id).await,
-        };
-        match done {
-            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
+        })
     }
 }
 

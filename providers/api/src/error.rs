@@ -89,3 +89,27 @@ impl ProviderError {
 
 /// What a provider call answers: [`ProviderError`] unless said otherwise.
 pub type Result<T, E = ProviderError> = std::result::Result<T, E>;
+
+/// A delete, detach or release whose target is already gone has nothing
+/// left to do: "not found" is its success.
+pub fn ok_if_gone<T>(r: Result<T>) -> Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_not_found_counts_as_gone() {
+        let gone = ProviderError::new(ErrorKind::NotFound, "DeleteDisk: no such disk");
+        assert_eq!(ok_if_gone::<()>(Err(gone)), Ok(()));
+        assert_eq!(ok_if_gone(Ok("answer")), Ok(()));
+        let busy = ProviderError::new(ErrorKind::Transient, "busy");
+        assert_eq!(ok_if_gone::<()>(Err(busy.clone())), Err(busy));
+    }
+}

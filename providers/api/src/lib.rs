@@ -31,7 +31,7 @@ pub use change::{Attachment, BucketChange, ChangeSet, Update};
 pub use driver::{
     BucketApi, CloudDriver, ComputeApi, Lookup, NetworkApi, RefreshApi, StorageApi, TagApi,
 };
-pub use error::{ErrorKind, ProviderError, Result};
+pub use error::{ok_if_gone, ErrorKind, ProviderError, Result};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;
 pub use images::ImageCache;

@@ -7,7 +7,6 @@
 //! `Category` or `Category.Detail`; we classify by exact code first, then by
 //! category prefix.
 
-use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 
 /// The neutral kind of a Tencent error code.
@@ -113,15 +112,6 @@ pub(crate) fn reference_gone_is_invalid(mut e: ProviderError) -> ProviderError {
     e
 }
 
-/// An answer of "not found" to a delete or a release: already done.
-pub(crate) fn ok_if_gone<T>(r: Result<T>) -> Result<()> {
-    match r {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,14 +191,12 @@ mod tests {
     }
 
     #[test]
-    fn a_gone_reference_is_a_bad_request_and_a_gone_resource_is_deleted() {
+    fn a_gone_reference_is_a_bad_request() {
         let gone = ProviderError::new(ErrorKind::NotFound, "RunInstances: no such subnet");
         let e = reference_gone_is_invalid(gone.clone());
         assert_eq!(e.kind, ErrorKind::Invalid);
         assert!(e.message.contains("no longer exists"), "{e}");
-        assert!(ok_if_gone::<()>(Err(gone)).is_ok());
         let busy = ProviderError::new(ErrorKind::Transient, "busy");
         assert_eq!(reference_gone_is_invalid(busy.clone()), busy);
-        assert!(ok_if_gone::<()>(Err(busy)).is_err());
     }
 }

@@ -6,11 +6,12 @@
 
 use crate::client::{documented_object, s, VPC};
 use crate::compute;
-use crate::errors::{ok_if_gone, undocumented};
+use crate::errors::undocumented;
 use crate::refresh::{self, Listing};
 use crate::tags::{resource_name, tag_filter, tag_list};
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
