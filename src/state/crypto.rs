@@ -13,13 +13,16 @@
 //! key says "encrypted" rather than "corrupt":
 //! `{"gpuform_encrypted":1,"kdf":"argon2id","m_kib":..,"t":..,"p":..,"salt":B64,"nonce":B64,"ciphertext":B64}`.
 
+use super::StateError;
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 pub const PASSPHRASE_VAR: &str = "GPUFORM_STATE_PASSPHRASE";
@@ -133,6 +136,38 @@ pub fn open(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
 }
 
 /// [`open`] with the passphrases given, current first.
+/// [`seal`] of something kept at `location` (a state file, a backend's
+/// URL): a failure is that location's [`StateError::Encryption`].
+pub(crate) fn seal_at(location: impl AsRef<Path>, plain: Vec<u8>) -> Result<Vec<u8>, StateError> {
+    seal(plain).map_err(|message| encryption(location, message))
+}
+
+/// [`open`] of something read from `location`, failing as [`seal_at`] does.
+pub(crate) fn open_at(
+    location: impl AsRef<Path>,
+    bytes: &[u8],
+) -> Result<Cow<'_, [u8]>, StateError> {
+    open(bytes).map_err(|message| encryption(location, message))
+}
+
+/// A journal line as a remote backend keeps it: sealed, on one text line.
+pub(crate) fn seal_line(location: impl AsRef<Path>, line: &str) -> Result<String, StateError> {
+    let sealed = seal_at(location, line.as_bytes().to_vec())?;
+    Ok(String::from_utf8_lossy(&sealed).trim_end().to_string())
+}
+
+/// A line [`seal_line`] wrote, opened.
+pub(crate) fn open_line(location: impl AsRef<Path>, line: &str) -> Result<String, StateError> {
+    Ok(String::from_utf8_lossy(&open_at(location, line.as_bytes())?).into_owned())
+}
+
+fn encryption(location: impl AsRef<Path>, message: String) -> StateError {
+    StateError::Encryption {
+        path: location.as_ref().to_path_buf(),
+        message,
+    }
+}
+
 fn open_with<'a>(
     bytes: &'a [u8],
     candidates: &[String],

@@ -448,11 +448,8 @@ impl StateBackend for PgBackend {
     }
 
     fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
-        let json = super::crypto::seal(serde_json::to_vec(doc).expect("state serialises"))
-            .map_err(|message| StateError::Encryption {
-                path: std::path::PathBuf::from(&self.inner.location),
-                message,
-            })?;
+        let json = serde_json::to_vec(doc).expect("state serialises");
+        let json = super::crypto::seal_at(&self.inner.location, json)?;
         let (lineage, serial) = (doc.lineage.clone(), doc.serial as i64);
         self.run(move |inner| async move {
             with_timeout(&inner.clone(), async move {
@@ -661,16 +658,10 @@ impl StateBackend for PgBackend {
         if lines.is_empty() {
             return Ok(false);
         }
+        let location = &self.inner.location;
         let lines = lines
             .iter()
-            .map(|l| {
-                super::crypto::open(l.as_bytes())
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .map_err(|message| StateError::Encryption {
-                        path: std::path::PathBuf::from(&self.inner.location),
-                        message,
-                    })
-            })
+            .map(|l| super::crypto::open_line(location, l))
             .collect::<Result<Vec<String>, StateError>>()?;
         super::journal::fold_lines(&self.inner.location, &lines, doc)?;
         Ok(true)
@@ -692,16 +683,10 @@ struct PgJournal {
 impl JournalMirror for PgJournal {
     fn push(&self, lines: &[String]) -> Result<(), StateError> {
         // Encrypted like the state when a key is set (one KDF per process).
+        let location = &self.inner.location;
         let lines = lines
             .iter()
-            .map(|l| {
-                super::crypto::seal(l.clone().into_bytes())
-                    .map(|b| String::from_utf8_lossy(&b).trim_end().to_string())
-                    .map_err(|message| StateError::Encryption {
-                        path: std::path::PathBuf::from(&self.inner.location),
-                        message,
-                    })
-            })
+            .map(|l| super::crypto::seal_line(location, l))
             .collect::<Result<Vec<String>, StateError>>()?;
         let inner = self.inner.clone();
         block_on(&self.rt, async move {

@@ -412,11 +412,8 @@ impl StateBackend for S3Backend {
     }
 
     fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
-        let body = super::crypto::seal(serde_json::to_vec(doc).expect("state serialises"))
-            .map_err(|message| StateError::Encryption {
-                path: std::path::PathBuf::from(&self.inner.location),
-                message,
-            })?;
+        let body = serde_json::to_vec(doc).expect("state serialises");
+        let body = super::crypto::seal_at(&self.inner.location, body)?;
         let serial = doc.serial;
         self.run(move |inner| async move {
             with_timeout(&inner.clone(), async move {
@@ -645,13 +642,7 @@ impl StateBackend for S3Backend {
                 .lines()
                 .filter(|l| !l.is_empty())
             {
-                let plain = super::crypto::open(l.as_bytes()).map_err(|message| {
-                    StateError::Encryption {
-                        path: std::path::PathBuf::from(&self.inner.location),
-                        message,
-                    }
-                })?;
-                lines.push(String::from_utf8_lossy(&plain).into_owned());
+                lines.push(super::crypto::open_line(&self.inner.location, l)?);
             }
         }
         super::journal::fold_lines(&self.inner.location, &lines, doc)?;
@@ -682,13 +673,8 @@ impl JournalMirror for S3Journal {
         // key is set (one KDF per process).
         let mut body = Vec::new();
         for l in lines {
-            let sealed = super::crypto::seal(l.clone().into_bytes()).map_err(|message| {
-                StateError::Encryption {
-                    path: std::path::PathBuf::from(&self.inner.location),
-                    message,
-                }
-            })?;
-            body.extend_from_slice(String::from_utf8_lossy(&sealed).trim_end().as_bytes());
+            let sealed = super::crypto::seal_line(&self.inner.location, l)?;
+            body.extend_from_slice(sealed.as_bytes());
             body.push(b'\n');
         }
         let inner = self.inner.clone();

@@ -156,10 +156,7 @@ impl LocalBackend {
         fs::create_dir_all(&dir).map_err(werr)?;
         let mut json = serde_json::to_vec_pretty(doc).expect("state serialises");
         json.push(b'\n');
-        let json = super::crypto::seal(json).map_err(|message| StateError::Encryption {
-            path: self.path.clone(),
-            message,
-        })?;
+        let json = super::crypto::seal_at(&self.path, json)?;
         AtomicWrite::new()
             .private()
             .backup_to(self.backup_path())
@@ -198,10 +195,7 @@ impl StateBackend for LocalBackend {
 }
 
 pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
-    let bytes = &*super::crypto::open(bytes).map_err(|message| StateError::Encryption {
-        path: path.to_path_buf(),
-        message,
-    })?;
+    let bytes = &*super::crypto::open_at(path, bytes)?;
     let corrupt = |message: String| StateError::Corrupt {
         path: path.to_path_buf(),
         message,
