@@ -27,12 +27,10 @@
 
 mod support;
 
-use gpuform_standins::{tencent::TencentMock, MockCloud};
+use gpuform_standins::{tencent::TencentMock, Killer, MockCloud};
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Stdio};
 use support::{assert_exact, assert_killed_by, assert_success, recorded, Live, SandboxWork};
 
 /// Guards against a crash switch that never stops firing.
@@ -235,51 +233,17 @@ fn tencent_desired() -> BTreeSet<String> {
     s
 }
 
-/// Kills the running gpuform when the stand-in has served request `target`
-/// (counted over the server's life), after its effect, before its answer.
-struct Killer {
-    pid: Arc<AtomicU32>,
-    target: Arc<AtomicU64>,
-}
-
-impl Killer {
-    fn install(mock: &dyn MockCloud) -> Killer {
-        let pid = Arc::new(AtomicU32::new(0));
-        let target = Arc::new(AtomicU64::new(u64::MAX));
-        let (p, t) = (pid.clone(), target.clone());
-        mock.set_hook(Some(Arc::new(move |n: u64| {
-            if n == t.load(Ordering::SeqCst) {
-                let victim = p.load(Ordering::SeqCst);
-                if victim != 0 {
-                    gpuform_standins::kill_before_answer(victim);
-                }
-            }
-        })));
-        Killer { pid, target }
+/// gpuform in `dir` against `mock`, its output captured.
+fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    // Pinned: no output of a test depends on the day it runs.
+    cmd.env("GPUFORM_TODAY", "2026-11-29");
+    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
+    for (k, v) in mock.env() {
+        cmd.env(k, v);
     }
-
-    /// Runs gpuform, killed at its `call`-th request (`None`: never).
-    fn run(&self, dir: &Path, mock: &dyn MockCloud, args: &[&str], call: Option<u64>) -> Output {
-        let target = call.map_or(u64::MAX, |n| mock.requests() + n);
-        self.target.store(target, Ordering::SeqCst);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-        // Pinned: no output of a test depends on the day it runs.
-        cmd.env("GPUFORM_TODAY", "2026-11-29");
-        cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-        for (k, v) in mock.env() {
-            cmd.env(k, v);
-        }
-        let child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn gpuform");
-        self.pid.store(child.id(), Ordering::SeqCst);
-        let out = child.wait_with_output().expect("wait for gpuform");
-        self.pid.store(0, Ordering::SeqCst);
-        self.target.store(u64::MAX, Ordering::SeqCst);
-        out
-    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
 }
 
 fn mock_live(mock: &dyn MockCloud) -> Vec<Live> {
@@ -311,18 +275,18 @@ fn tencent_a_crash_then_a_crash_of_the_recovery_then_apply_is_exact() {
             let project = format!("dc-{n}-{m}");
             let dir = tempfile::tempdir().expect("tempdir");
             std::fs::write(dir.path().join("spec.yaml"), tencent_spec(&project)).unwrap();
-            let first = killer.run(dir.path(), &mock, &apply, Some(n));
+            let first = killer.run(&mock, &mut gpuform(dir.path(), &mock, &apply), Some(n));
             let recovered = if first.status.success() {
                 first_calls = Some(n - 1);
                 None
             } else {
                 assert_killed_by(&first, libc::SIGKILL, &format!("{cell}, first apply"));
-                let second = killer.run(dir.path(), &mock, &apply, Some(m));
+                let second = killer.run(&mock, &mut gpuform(dir.path(), &mock, &apply), Some(m));
                 if second.status.success() {
                     Some(false)
                 } else {
                     assert_killed_by(&second, libc::SIGKILL, &format!("{cell}, recovery"));
-                    let third = killer.run(dir.path(), &mock, &apply, None);
+                    let third = killer.run(&mock, &mut gpuform(dir.path(), &mock, &apply), None);
                     assert_success(&third, &format!("{cell}, final apply"));
                     cells += 1;
                     Some(true)
@@ -340,9 +304,9 @@ fn tencent_a_crash_then_a_crash_of_the_recovery_then_apply_is_exact() {
                 &spec_rules(),
                 &cell,
             );
-            let p = killer.run(dir.path(), &mock, &plan, None);
+            let p = killer.run(&mock, &mut gpuform(dir.path(), &mock, &plan), None);
             assert_eq!(p.status.code(), Some(0), "{cell}: plan after recovery");
-            let d = killer.run(dir.path(), &mock, &destroy, None);
+            let d = killer.run(&mock, &mut gpuform(dir.path(), &mock, &destroy), None);
             assert_success(&d, &format!("{cell}, destroy"));
             assert!(
                 mock.resources().is_empty(),

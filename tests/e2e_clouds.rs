@@ -7,12 +7,12 @@
 
 mod support;
 
-use gpuform_standins::{alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, MockCloud};
+use gpuform_standins::{
+    alibaba::AlibabaMock, huawei::HuaweiMock, tencent::TencentMock, Killer, MockCloud,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
 
 struct Case {
     cloud: &'static str,
@@ -236,26 +236,12 @@ fn scenario(case: &Case, mock: &dyn MockCloud) {
 /// kind of resource, each call of it); one more apply must leave exactly the
 /// desired resources.
 fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
-    let pid = Arc::new(AtomicU32::new(0));
-    let target = Arc::new(AtomicU64::new(u64::MAX));
-    {
-        let (pid, target) = (pid.clone(), target.clone());
-        mock.set_hook(Some(Arc::new(move |n: u64| {
-            if n == target.load(Ordering::SeqCst) {
-                let p = pid.load(Ordering::SeqCst);
-                if p != 0 {
-                    gpuform_standins::kill_before_answer(p);
-                }
-            }
-        })));
-    }
+    let killer = Killer::install(mock);
     for n in 1u64.. {
         let project = format!("crash-{}-{n}", case.cloud);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("spec.yaml"), crash_spec(case, &project)).unwrap();
-        let start = mock.requests();
-        target.store(start + n, Ordering::SeqCst);
-        let child = gpuform(
+        let mut cmd = gpuform(
             dir.path(),
             mock,
             &[
@@ -266,15 +252,9 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
                 "1",
                 "-q",
             ],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-        pid.store(child.id(), Ordering::SeqCst);
-        let out = child.wait_with_output().unwrap();
-        pid.store(0, Ordering::SeqCst);
-        target.store(u64::MAX, Ordering::SeqCst);
+        );
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        let out = killer.run(mock, &mut cmd, Some(n));
         if out.status.success() {
             // Every earlier run was killed (asserted below), so n - 1 crashes.
             let crashed = n - 1;

@@ -234,23 +234,9 @@ fn has_member_rule(mock: &TencentMock, sg: &str) -> bool {
 /// another client is drift the plan puts back.
 #[test]
 fn firewall_rules_are_read_back_and_completed() {
-    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-    use std::sync::Arc;
     let extra = "    ingress:\n      - ports: \"8000-8100\"\n        cidr: 10.1.0.0/16\n      - protocol: icmp\n        ports: \"8\"\n        cidr: 10.2.0.0/16\n";
     let mock = TencentMock::start();
-    let pid = Arc::new(AtomicU32::new(0));
-    let target = Arc::new(AtomicU64::new(u64::MAX));
-    {
-        let (pid, target) = (pid.clone(), target.clone());
-        mock.set_hook(Some(Arc::new(move |n: u64| {
-            if n == target.load(Ordering::SeqCst) {
-                let p = pid.load(Ordering::SeqCst);
-                if p != 0 {
-                    gpuform_standins::kill_before_answer(p);
-                }
-            }
-        })));
-    }
+    let killer = gpuform_standins::Killer::install(&mock);
     // Kill at call 1, 2, ... until the kill lands right after CreateSecurityGroup.
     let mut bare = None;
     for n in 1u64..40 {
@@ -260,7 +246,6 @@ fn firewall_rules_are_read_back_and_completed() {
             spec_text(&format!("rules-{n}"), extra),
         )
         .unwrap();
-        target.store(mock.requests() + n, Ordering::SeqCst);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
         cmd.env("GPUFORM_TODAY", "2026-11-29")
             .args([
@@ -278,11 +263,7 @@ fn firewall_rules_are_read_back_and_completed() {
         for (k, v) in mock.env() {
             cmd.env(k, v);
         }
-        let child = cmd.spawn().unwrap();
-        pid.store(child.id(), Ordering::SeqCst);
-        let out = child.wait_with_output().unwrap();
-        pid.store(0, Ordering::SeqCst);
-        target.store(u64::MAX, Ordering::SeqCst);
+        let out = killer.run(&mock, &mut cmd, Some(n));
         assert!(
             out.status.code().is_none(),
             "call {n}: expected a kill, got {:?}",

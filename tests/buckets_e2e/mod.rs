@@ -5,11 +5,9 @@
 //! [`crash_at_every_call`] are the same for all.
 
 use gpuform_standins::objstore::ObjStoreMock;
-use gpuform_standins::MockCloud;
+use gpuform_standins::{Killer, MockCloud};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// One cloud: its compute stand-in (refresh lists its resources too),
 /// its object-storage stand-in, a region and a bucket name of its rules.
@@ -228,19 +226,7 @@ pub fn scenario(c: &Case) {
 pub fn crash_at_every_call(c: &Case) {
     let (api, store) = (c.start)();
     let mocks: [&dyn MockCloud; 2] = [api.as_ref(), &store];
-    let pid = Arc::new(AtomicU32::new(0));
-    let target = Arc::new(AtomicU64::new(u64::MAX));
-    {
-        let (pid, target) = (pid.clone(), target.clone());
-        store.set_hook(Some(Arc::new(move |n: u64| {
-            if n == target.load(Ordering::SeqCst) {
-                let p = pid.load(Ordering::SeqCst);
-                if p != 0 {
-                    gpuform_standins::kill_before_answer(p);
-                }
-            }
-        })));
-    }
+    let killer = Killer::install(&store);
     let quiet_apply = ["apply", "spec.yaml", "--auto-approve", "-q"];
     let quiet_destroy = ["destroy", "spec.yaml", "--auto-approve", "-q"];
     for n in 1u64.. {
@@ -248,7 +234,6 @@ pub fn crash_at_every_call(c: &Case) {
         let (dir, name) = project_dir(c, &project);
         let d = dir.path();
         let mut r = Runs::new(d, &mocks);
-        target.store(store.requests() + n, Ordering::SeqCst);
         let args = [
             "apply",
             "spec.yaml",
@@ -257,15 +242,9 @@ pub fn crash_at_every_call(c: &Case) {
             "1",
             "-q",
         ];
-        let child = gpuform(d, &mocks, &args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        pid.store(child.id(), Ordering::SeqCst);
-        let out = child.wait_with_output().unwrap();
-        pid.store(0, Ordering::SeqCst);
-        target.store(u64::MAX, Ordering::SeqCst);
+        let mut cmd = gpuform(d, &mocks, &args);
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        let out = killer.run(&store, &mut cmd, Some(n));
         if out.status.success() {
             assert!(
                 n > 6,

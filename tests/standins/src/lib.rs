@@ -17,6 +17,9 @@
 use gpuform_provider::ResourceKind;
 use std::sync::Arc;
 
+mod killer;
+pub use killer::{kill_before_answer, Killer};
+
 /// One resource alive in a mock cloud.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MockResource {
@@ -64,27 +67,6 @@ pub fn cidr_rule(protocol: &str, ports: &str, cidr: &str) -> String {
 /// response is sent: a test kills the client here to simulate a crash at
 /// the worst moment.
 pub type RequestHook = Arc<dyn Fn(u64) + Send + Sync>;
-
-/// For a [`RequestHook`]: kills `pid`, a child of this test process, with
-/// SIGKILL and returns once it is dead, so the answer the hook holds back
-/// can never reach it. It stays a zombie for the `wait` of whoever spawned
-/// it (waitid's WNOWAIT). Waiting, not sleeping: no guess at how long a
-/// kill takes to land, and no time lost when it lands at once.
-pub fn kill_before_answer(pid: u32) {
-    // SAFETY: kill(2) and waitid(2) on our own child, which is not reaped
-    // before its spawner's wait; siginfo_t is plain data, zeroed is valid.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGKILL);
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        // ECHILD (not our child, or already reaped) returns at once.
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT,
-        );
-    }
-}
 
 pub trait MockCloud: Send + Sync {
     /// Environment variables that point gpuform's provider at this server
