@@ -2,7 +2,7 @@
 
 use crate::address::Target;
 use crate::EngineError;
-use gpuform_provider::{Cloud, InventoryApi, Provider};
+use gpuform_provider::{Cloud, InventoryApi, PriceApi, Provider, ProviderError};
 use gpuform_sandbox::{Faults, SandboxCloud};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -66,11 +66,8 @@ impl Providers {
         let p: Arc<dyn Provider> = if target.sandbox {
             self.sandbox()?.provider(target.cloud)
         } else {
-            real_provider(
-                target.cloud,
-                self.endpoints.get(target.cloud.as_str()).cloned(),
-            )
-            .await?
+            let endpoint = self.endpoints.get(target.cloud.as_str()).cloned();
+            real_cloud(target.cloud, endpoint).await?.provider
         };
         cache.insert(key.to_string(), p.clone());
         Ok(p)
@@ -87,55 +84,35 @@ impl Providers {
         if target.sandbox {
             return Ok(self.sandbox()?.inventory(target.cloud));
         }
-        let cloud = target.cloud;
-        let endpoint = self.endpoints.get(cloud.as_str()).cloned();
-        let provider_error = |e: gpuform_provider::ProviderError| EngineError::Provider {
-            context: format!("setting up the {cloud} provider"),
-            error: e,
-        };
-        match cloud {
-            #[cfg(feature = "aws")]
-            Cloud::Aws => Ok(Arc::new(
-                gpuform_aws::AwsProvider::from_env(endpoint)
-                    .await
-                    .map_err(provider_error)?,
-            )),
-            #[cfg(not(feature = "aws"))]
-            Cloud::Aws => {
-                let _ = (endpoint, provider_error);
-                Err(EngineError::Config(
-                    "the aws provider is not in this build of gpuform (built without the `aws` feature)".into(),
-                ))
-            }
-            Cloud::Alibaba => Ok(Arc::new(
-                gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(endpoint)
-                    .map_err(provider_error)?,
-            )),
-            Cloud::Tencent => Ok(Arc::new(
-                gpuform_tencent::TencentProvider::from_env_with_endpoint(endpoint)
-                    .map_err(provider_error)?,
-            )),
-            Cloud::Huawei => {
-                let mut vars: Vec<(String, String)> = std::env::vars().collect();
-                if let Some(url) = endpoint {
-                    vars.push(("GPUFORM_HUAWEI_ENDPOINT".into(), url));
-                }
-                Ok(Arc::new(
-                    gpuform_huawei::HuaweiProvider::from_vars(vars).map_err(provider_error)?,
-                ))
-            }
+        let endpoint = self.endpoints.get(target.cloud.as_str()).cloned();
+        Ok(real_cloud(target.cloud, endpoint).await?.inventory)
+    }
+}
+
+/// One real cloud's provider crate, built from the environment (its
+/// credentials) and an endpoint override, seen through each of its APIs.
+struct RealCloud {
+    provider: Arc<dyn Provider>,
+    inventory: Arc<dyn InventoryApi>,
+    prices: Arc<dyn PriceApi>,
+}
+
+impl RealCloud {
+    fn of<P: Provider + InventoryApi + PriceApi + 'static>(p: P) -> RealCloud {
+        let p = Arc::new(p);
+        RealCloud {
+            provider: p.clone(),
+            inventory: p.clone(),
+            prices: p,
         }
     }
 }
 
-async fn real_provider(
+/// The one place that knows how each cloud crate is set up.
+async fn build_real_cloud(
     cloud: Cloud,
     endpoint: Option<String>,
-) -> Result<Arc<dyn Provider>, EngineError> {
-    let provider_error = |e: gpuform_provider::ProviderError| EngineError::Provider {
-        context: format!("setting up the {cloud} provider"),
-        error: e,
-    };
+) -> Result<RealCloud, ProviderError> {
     match cloud {
         #[cfg(feature = "aws")]
         Cloud::Aws => {
@@ -144,64 +121,55 @@ async fn real_provider(
             // a retried create adopts its group by the token-derived name.
             let list_pgs =
                 std::env::var("GPUFORM_AWS_PLACEMENT_GROUPS").map_or(true, |v| v != "off");
-            let p = gpuform_aws::AwsProvider::from_env(endpoint)
-                .await
-                .map_err(provider_error)?
-                .with_placement_groups(list_pgs);
-            Ok(Arc::new(p))
+            let p = gpuform_aws::AwsProvider::from_env(endpoint).await?;
+            Ok(RealCloud::of(p.with_placement_groups(list_pgs)))
         }
         #[cfg(not(feature = "aws"))]
         Cloud::Aws => {
             let _ = endpoint;
-            Err(EngineError::Config(
-                "the aws provider is not in this build of gpuform (built without the `aws` feature)\n  hint: rebuild with default features, or add --sandbox to run this spec on the built-in sandbox cloud".into(),
+            Err(ProviderError::new(
+                gpuform_provider::ErrorKind::Invalid,
+                "the aws provider is not in this build of gpuform (built without the `aws` feature)\n  hint: rebuild with default features, or add --sandbox to run this spec on the built-in sandbox cloud",
             ))
         }
-        Cloud::Alibaba => Ok(Arc::new(
-            gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(endpoint)
-                .map_err(provider_error)?,
+        Cloud::Alibaba => Ok(RealCloud::of(
+            gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(endpoint)?,
         )),
-        Cloud::Tencent => Ok(Arc::new(
-            gpuform_tencent::TencentProvider::from_env_with_endpoint(endpoint)
-                .map_err(provider_error)?,
+        Cloud::Tencent => Ok(RealCloud::of(
+            gpuform_tencent::TencentProvider::from_env_with_endpoint(endpoint)?,
         )),
         Cloud::Huawei => {
             let mut vars: Vec<(String, String)> = std::env::vars().collect();
             if let Some(url) = endpoint {
                 vars.push(("GPUFORM_HUAWEI_ENDPOINT".into(), url));
             }
-            Ok(Arc::new(
-                gpuform_huawei::HuaweiProvider::from_vars(vars).map_err(provider_error)?,
-            ))
+            Ok(RealCloud::of(gpuform_huawei::HuaweiProvider::from_vars(
+                vars,
+            )?))
         }
     }
 }
 
+/// [`build_real_cloud`] for the engine: a failure names the cloud.
+async fn real_cloud(cloud: Cloud, endpoint: Option<String>) -> Result<RealCloud, EngineError> {
+    build_real_cloud(cloud, endpoint)
+        .await
+        .map_err(|error| EngineError::Provider {
+            context: format!("setting up the {cloud} provider"),
+            error,
+        })
+}
+
 /// The price API of a real cloud (`gpuform prices refresh`), with the
 /// credentials and endpoint override its provider reads from the environment.
-pub async fn price_api(
-    cloud: Cloud,
-) -> Result<Arc<dyn gpuform_provider::PriceApi>, gpuform_provider::ProviderError> {
-    match cloud {
-        #[cfg(feature = "aws")]
-        Cloud::Aws => {
-            let p = gpuform_aws::AwsProvider::from_env(None).await?;
-            p.check_credentials().await?;
-            Ok(Arc::new(p))
-        }
-        #[cfg(not(feature = "aws"))]
-        Cloud::Aws => Err(gpuform_provider::ProviderError::new(
-            gpuform_provider::ErrorKind::Invalid,
-            "the aws provider is not in this build of gpuform (built without the `aws` feature)",
-        )),
-        Cloud::Alibaba => Ok(Arc::new(
-            gpuform_alibaba::AlibabaProvider::from_env_with_endpoint(None)?,
-        )),
-        Cloud::Tencent => Ok(Arc::new(
-            gpuform_tencent::TencentProvider::from_env_with_endpoint(None)?,
-        )),
-        Cloud::Huawei => Ok(Arc::new(gpuform_huawei::HuaweiProvider::from_vars(
-            std::env::vars(),
-        )?)),
+pub async fn price_api(cloud: Cloud) -> Result<Arc<dyn PriceApi>, ProviderError> {
+    #[cfg(feature = "aws")]
+    if cloud == Cloud::Aws {
+        // aws-config finds credentials only when a call needs them: ask
+        // first, so that a refresh of every cloud skips AWS without them.
+        let p = gpuform_aws::AwsProvider::from_env(None).await?;
+        p.check_credentials().await?;
+        return Ok(Arc::new(p));
     }
+    Ok(build_real_cloud(cloud, None).await?.prices)
 }
