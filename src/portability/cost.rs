@@ -4,10 +4,10 @@
 use crate::address::Address;
 use crate::address::Target;
 use crate::plan::{Action, ClusterCost, Plan, StorageCost};
-use crate::spec::{Diagnostic, Fabric, InterconnectReq, LoadedSpec};
+use crate::spec::{Diagnostic, LoadedSpec};
 use gpuform_catalog::storage::{StoragePrice, StoragePrices};
 use gpuform_catalog::{price_age, Day, PriceAge, HOURS_PER_MONTH};
-use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel};
+use gpuform_catalog::{Catalog, Currency, PricingModel};
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 
@@ -320,19 +320,7 @@ fn cheapest_fit(
             .map(|k| k.hourly_usd_after)
             .sum();
         for pricing in PricingModel::ALL {
-            let q = OfferQuery {
-                gpu_model: Some(gpu.name.clone()),
-                gpu_count: Some(c.gpu.count),
-                interconnect: match c.interconnect {
-                    InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
-                    InterconnectReq::Pcie => Some(Interconnect::Pcie),
-                    InterconnectReq::Any => None,
-                },
-                rdma: (c.fabric == Fabric::Rdma).then_some(true),
-                pricing,
-                cny_per_usd: plan.cost.cny_per_usd,
-                ..OfferQuery::default()
-            };
+            let q = crate::resolve::node_query(c, &gpu.name, pricing, plan.cost.cny_per_usd);
             let Some((m, per_node)) = catalog
                 .matching(&q)
                 .into_iter()

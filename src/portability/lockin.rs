@@ -10,7 +10,7 @@
 #![allow(clippy::unnecessary_map_or)]
 
 use super::offers::{new_table, usd, InputError};
-use crate::spec::{CloudName, Cluster, Fabric, InterconnectReq, LoadedSpec};
+use crate::spec::{CloudName, Cluster, Fabric, LoadedSpec};
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
 use gpuform_provider::Cloud;
@@ -37,11 +37,7 @@ impl Requirement {
         Ok(Requirement {
             gpu_model: gpu.name.clone(),
             gpu_count: c.gpu.count,
-            interconnect: match c.interconnect {
-                InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
-                InterconnectReq::Pcie => Some(Interconnect::Pcie),
-                InterconnectReq::Any => None,
-            },
+            interconnect: c.interconnect.required(),
             rdma: c.fabric == Fabric::Rdma,
             pricing: c.pricing,
             mig: c

@@ -7,7 +7,7 @@ use crate::spec::{
     CloudName, Cluster, Diagnostic, Diagnostics, Fabric, InterconnectReq, KubernetesMode,
     LoadedSpec, MigSpec,
 };
-use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_catalog::{Catalog, OfferQuery, PricingModel, DEFAULT_CNY_PER_USD};
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -239,6 +239,25 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
 /// explicit, so that one changed by another client shows as drift, except
 /// `storage_class: standard`, which is the absence of the key (records
 /// made before it existed stay as they are).
+/// The catalog query for a node of cluster `c` (`gpu_model`: its GPU as the
+/// catalog names it) paid for under `pricing`: same GPUs, link and fabric.
+pub fn node_query(
+    c: &Cluster,
+    gpu_model: &str,
+    pricing: PricingModel,
+    cny_per_usd: f64,
+) -> OfferQuery {
+    OfferQuery {
+        gpu_model: Some(gpu_model.to_string()),
+        gpu_count: Some(c.gpu.count),
+        interconnect: c.interconnect.required(),
+        rdma: (c.fabric == Fabric::Rdma).then_some(true),
+        pricing,
+        cny_per_usd,
+        ..OfferQuery::default()
+    }
+}
+
 pub fn bucket_attrs(project: &str, key: &str, bucket: &crate::spec::Bucket) -> Attrs {
     let mut attrs = Attrs::new();
     let name = bucket
@@ -339,19 +358,7 @@ fn resolve_cluster(
             None
         }
     };
-    let template = OfferQuery {
-        gpu_model: Some(gpu.name.clone()),
-        gpu_count: Some(c.gpu.count),
-        interconnect: match c.interconnect {
-            InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
-            InterconnectReq::Pcie => Some(Interconnect::Pcie),
-            InterconnectReq::Any => None,
-        },
-        rdma: (c.fabric == Fabric::Rdma).then_some(true),
-        pricing: c.pricing,
-        cny_per_usd: opts.cny_per_usd,
-        ..OfferQuery::default()
-    };
+    let template = node_query(c, &gpu.name, c.pricing, opts.cny_per_usd);
     let (target, region) = if c.cloud == CloudName::Any {
         let chosen = placement::choose(catalog, name, c, &template, opts)
             .map_err(|why| vec![loaded.diagnostic(&format!("{path}.cloud"), why.0, Some(why.1))])?;

@@ -3,7 +3,7 @@
 //! These types are the single source of truth for the YAML format and for
 //! schemas/gpuform.schema.json (generated from them with schemars).
 
-use gpuform_catalog::PricingModel;
+use gpuform_catalog::{Interconnect, PricingModel};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -102,6 +102,17 @@ pub enum InterconnectReq {
     /// Whatever the instance type has (default).
     #[default]
     Any,
+}
+
+impl InterconnectReq {
+    /// The link an instance type must have (`None`: any).
+    pub fn required(self) -> Option<Interconnect> {
+        match self {
+            InterconnectReq::Nvlink => Some(Interconnect::Nvlink),
+            InterconnectReq::Pcie => Some(Interconnect::Pcie),
+            InterconnectReq::Any => None,
+        }
+    }
 }
 
 /// The network between nodes.
