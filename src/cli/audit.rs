@@ -8,10 +8,9 @@ use super::commands::{
     catalog_for, confirm, engine_failure, finish_apply, load, plan_request, project_mismatch,
     providers_for, watch_ctrl_c,
 };
-use super::progress::{ProgressMode, TerminalProgress};
+use super::progress::terminal_apply;
 use super::{CmdResult, Failure};
 use crate::address::Target;
-use crate::apply::ApplyOptions;
 use crate::engine::{self, audit as eaudit};
 use crate::plan::render::render;
 use crate::portability::audit as paudit;
@@ -198,15 +197,7 @@ pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
     if plan.has_changes() && !a.auto_approve {
         confirm("delete these resources")?;
     }
-    let opts = ApplyOptions {
-        parallelism: a.parallelism,
-        progress: Arc::new(TerminalProgress::new(if quiet || a.json {
-            ProgressMode::Quiet
-        } else {
-            ProgressMode::Auto
-        })),
-        ..ApplyOptions::default()
-    };
+    let opts = terminal_apply(a.parallelism, quiet || a.json);
     let cancel = Arc::new(AtomicBool::new(false));
     let watcher = watch_ctrl_c(cancel.clone());
     let plan = Arc::new(plan);

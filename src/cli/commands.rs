@@ -1,9 +1,9 @@
 //! One function per command.
 
 use super::args::*;
-use super::progress::{ProgressMode, TerminalProgress};
+use super::progress::terminal_apply;
 use super::{CmdResult, Failure};
-use crate::apply::{ApplyOptions, ApplyReport, OpOutcome};
+use crate::apply::{ApplyReport, OpOutcome};
 use crate::engine::{self, ApplyEvent, EngineError, PlanRequest};
 use crate::plan::render::render;
 use crate::plan::{DiffOptions, Plan};
@@ -545,15 +545,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }),
         _ => None,
     };
-    let opts = ApplyOptions {
-        parallelism: a.parallelism,
-        progress: Arc::new(TerminalProgress::new(if quiet || a.json {
-            ProgressMode::Quiet
-        } else {
-            ProgressMode::Auto
-        })),
-        ..ApplyOptions::default()
-    };
+    let opts = terminal_apply(a.parallelism, quiet || a.json);
     let json = a.json;
     let mut on_event = |e: ApplyEvent<'_>| match e {
         ApplyEvent::CapacityLost(f) => {

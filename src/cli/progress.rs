@@ -3,9 +3,10 @@
 //! [`ApplyProgress`]; the engine only reports.
 
 use crate::apply::progress::ApplyProgress;
+use crate::apply::ApplyOptions;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,21 @@ impl TerminalProgress {
     fn with<R>(&self, f: impl FnOnce(&mut Progress) -> R) -> R {
         let mut g = self.current.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut g)
+    }
+}
+
+/// How the command line applies: `parallelism` from `--parallelism`,
+/// progress on stderr unless `silent` (`--quiet`, or `--json` on stdout).
+pub fn terminal_apply(parallelism: Option<usize>, silent: bool) -> ApplyOptions {
+    let mode = if silent {
+        ProgressMode::Quiet
+    } else {
+        ProgressMode::Auto
+    };
+    ApplyOptions {
+        parallelism,
+        progress: Arc::new(TerminalProgress::new(mode)),
+        ..ApplyOptions::default()
     }
 }
 

@@ -11,7 +11,7 @@
 //! so that what an interrupted apply of *this* state made and can still be
 //! adopted (its address is free) is recorded, not deleted.
 
-use super::{current_placements, desired, EngineError, PlanRequest};
+use super::{complete_plan, current_placements, desired, EngineError, PlanRequest};
 use crate::address::Address;
 use crate::plan::{diff, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
@@ -156,9 +156,6 @@ pub async fn gc_plan(
         }
     }
     order_deletions(&mut plan);
-    plan.project = req.loaded.spec.project.clone();
-    plan.endpoints = req.loaded.spec.endpoints.clone();
-    plan.state = state_ref;
     for (other, found) in &left_alone {
         plan.warnings.push(format!(
             "{} resource(s) tagged with project {project} by another state (lineage {other}) are left alone: {}. They may belong to another workspace's live state; if that state is lost, `gpuform gc --other-states` deletes them",
@@ -166,19 +163,8 @@ pub async fn gc_plan(
             found.join(", ")
         ));
     }
-    if !current.adopted.is_empty() {
-        plan.warnings.push(format!(
-            "{} resource(s) made by an interrupted apply were found by their ownership tags and will be recorded, not deleted: {}",
-            current.adopted.len(),
-            current.adopted.join(", ")
-        ));
-    }
-    crate::portability::cost::annotate(
-        &mut plan,
-        req.catalog,
-        req.diff.cny_per_usd,
-        crate::clock::today(),
-    );
+    let fate = "will be recorded, not deleted";
+    complete_plan(&mut plan, req, state_ref, &current.adopted, fate);
     Ok(GcPlan {
         plan,
         current,

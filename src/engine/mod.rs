@@ -251,27 +251,47 @@ pub async fn make_plan(
     let mut plan = diff(desired, &current, req.catalog, &req.diff);
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
-    plan.project = req.loaded.spec.project.clone();
-    plan.endpoints = req.loaded.spec.endpoints.clone();
-    plan.state = state_ref;
-    if !current.adopted.is_empty() {
-        plan.warnings.push(format!(
-            "{} resource(s) made by an interrupted apply were found by their ownership tags and will be recorded: {}",
-            current.adopted.len(),
-            current.adopted.join(", ")
-        ));
-    }
-    crate::portability::cost::annotate(
+    complete_plan(
         &mut plan,
-        req.catalog,
-        req.diff.cny_per_usd,
-        crate::clock::today(),
+        req,
+        state_ref,
+        &current.adopted,
+        "will be recorded",
     );
     if !req.diff.destroy {
         crate::portability::cost::budget_check(req.loaded, &plan, req.catalog)
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
+}
+
+/// What every plan carries besides its changes: the spec's project and
+/// endpoints, the state it was made against, a warning naming what an
+/// interrupted apply made (and `adopted_fate`: what this plan does with
+/// it), and its cost.
+fn complete_plan(
+    plan: &mut Plan,
+    req: &PlanRequest,
+    state_ref: StateRef,
+    adopted: &[String],
+    adopted_fate: &str,
+) {
+    plan.project = req.loaded.spec.project.clone();
+    plan.endpoints = req.loaded.spec.endpoints.clone();
+    plan.state = state_ref;
+    if !adopted.is_empty() {
+        plan.warnings.push(format!(
+            "{} resource(s) made by an interrupted apply were found by their ownership tags and {adopted_fate}: {}",
+            adopted.len(),
+            adopted.join(", ")
+        ));
+    }
+    crate::portability::cost::annotate(
+        plan,
+        req.catalog,
+        req.diff.cny_per_usd,
+        crate::clock::today(),
+    );
 }
 
 /// Deletions the clouds document as refused (a prepaid Huawei server): the
