@@ -235,13 +235,7 @@ fn tencent_desired() -> BTreeSet<String> {
 
 /// gpuform in `dir` against `mock`, its output captured.
 fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29");
-    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
-    }
+    let mut cmd = support::gpuform_at(dir, mock, args);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }

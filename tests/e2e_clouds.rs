@@ -42,14 +42,7 @@ fn crash_rules() -> Vec<String> {
 }
 
 fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29");
-    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
-    }
-    cmd
+    support::gpuform_at(dir, mock, args)
 }
 
 fn ok(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> String {

@@ -243,6 +243,19 @@ pub fn assert_success(out: &Output, context: &str) {
     );
 }
 
+/// gpuform in `dir` with `args` against the stand-in `mock` (its endpoint
+/// and credentials), without colour.
+pub fn gpuform_at(dir: &Path, mock: &dyn gpuform_standins::MockCloud, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    // Pinned: no output of a test depends on the day it runs.
+    cmd.env("GPUFORM_TODAY", "2026-11-29");
+    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
+    for (k, v) in mock.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 /// gpuform in `dir` with `args`, with the given sandbox faults (none when
 /// `None`), without colour.
 pub fn run_in(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
