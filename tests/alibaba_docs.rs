@@ -6,11 +6,13 @@
 //! - point 7: destroying an unexpired subscription is refused by the plan,
 //!   saying why and until when, before anything is destroyed.
 
+mod support;
+
 use gpuform_provider::ResourceKind;
 use gpuform_standins::alibaba::{AlibabaMock, Fault};
 use gpuform_standins::{MockCloud, MockResource};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 fn spec(project: &str, pricing: &str) -> String {
@@ -20,14 +22,9 @@ fn spec(project: &str, pricing: &str) -> String {
 }
 
 fn gpuform(dir: &Path, mock: &AlibabaMock, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29");
-    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run gpuform")
+    support::gpuform_at(dir, &[mock], args)
+        .output()
+        .expect("run gpuform")
 }
 
 fn text(out: &Output) -> String {

@@ -8,40 +8,29 @@
 #![cfg(feature = "aws")]
 
 mod moto;
+mod support;
 
 use moto::killing_proxy::Proxy;
 use moto::{boto3_in, fresh_accounts, moto_url, Account};
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::Ordering;
 
 /// gpuform with `account`'s keys.
 fn gpuform(dir: &Path, account: &Account, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .args(args)
-        .current_dir(dir)
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .env("NO_COLOR", "1")
+    support::gpuform_cmd(dir, args)
         .envs(account.env())
         .env("AWS_REGION", "us-east-1")
         .env("GPUFORM_AWS_PLACEMENT_GROUPS", "off")
         .env_remove("AWS_ENDPOINT_URL")
-        .env_remove("GPUFORM_PRICES")
         .output()
         .expect("run gpuform")
 }
 
 fn ok(dir: &Path, account: &Account, args: &[&str]) -> String {
-    let out = gpuform(dir, account, args);
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::succeeded(&gpuform(dir, account, args), args)
 }
 
 /// A spec of project `project` in `region` whose AWS endpoint is `url`.
@@ -284,10 +273,8 @@ fn an_audit_of_1000_instances_takes_a_handful_of_list_calls() {
 #[test]
 fn no_credentials_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .args(["audit", "--cloud", "aws", "--region", "us-east-1"])
-        .current_dir(dir.path())
-        .env("GPUFORM_TODAY", "2026-11-29")
+    let args = ["audit", "--cloud", "aws", "--region", "us-east-1"];
+    let out = support::gpuform_cmd(dir.path(), &args)
         .env("AWS_ENDPOINT_URL_EC2", moto_url())
         .env("AWS_REGION", "us-east-1")
         .env_remove("AWS_ACCESS_KEY_ID")

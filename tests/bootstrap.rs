@@ -7,6 +7,8 @@
 //! join token given at apply time reaches the cloud but never the state,
 //! the journal, a plan file or the output.
 
+mod support;
+
 use gpuform::bootstrap::{self, placeholder::Placeholder, split_multipart, Driver, NodePlan};
 use gpuform::resolve::{resolve, ResolveOptions, USER_DATA_SHA256};
 use gpuform::spec::{load_str, Vars};
@@ -529,8 +531,7 @@ fn bad_bootstrap_settings_fail_validation_at_their_line() {
         ),
     ] {
         let text = format!("project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    {field}: {bad}\n");
-        let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-            .args(["validate", "/dev/stdin"])
+        let out = support::gpuform_cmd(Path::new("."), &["validate", "/dev/stdin"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -563,15 +564,7 @@ fn bad_bootstrap_settings_fail_validation_at_their_line() {
 fn plan_shows_the_bootstrap_and_bootstrap_show_prints_it() {
     let dir = tempfile::tempdir().unwrap();
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mig-inference.yaml");
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_gpuform"))
-            .args(args)
-            .current_dir(dir.path())
-            .env("NO_COLOR", "1")
-            .env("GPUFORM_TODAY", "2026-11-29")
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| support::gpuform_cmd(dir.path(), args).output().unwrap();
     let out = run(&["plan", spec.to_str().unwrap(), "--sandbox"]);
     let plan = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{plan}");
@@ -634,18 +627,12 @@ fn plan_shows_the_bootstrap_and_bootstrap_show_prints_it() {
 }
 
 fn gpuform_in(dir: &Path, envs: &[(&str, &str)], args: &[&str]) -> (bool, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
+    let out = support::gpuform_cmd(dir, args)
         .env_remove("GPUFORM_TEST_JOIN_TOKEN")
-        .env_remove("K3S_TOKEN");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
+        .env_remove("K3S_TOKEN")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
     (
         out.status.success(),
         format!(

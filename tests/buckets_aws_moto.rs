@@ -6,6 +6,7 @@
 #![cfg(feature = "aws")]
 
 mod moto;
+mod support;
 
 use moto::{boto3, killing_proxy, moto_url};
 use serde_json::{json, Value};
@@ -16,12 +17,8 @@ use std::process::{Command, Output};
 const CANARY: &str = "gpuformCanary/S3secret+7f3a9c";
 
 fn gpuform(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    c.env("GPUFORM_TODAY", "2026-11-29")
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GPUFORM_LOG", "debug")
+    let mut c = support::gpuform_cmd(dir, args);
+    c.env("GPUFORM_LOG", "debug")
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", CANARY)
         .env("AWS_REGION", "us-east-1")

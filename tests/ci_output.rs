@@ -1,8 +1,10 @@
 //! What CI pipelines read: `plan --markdown` (the pull-request comment) and
 //! client-side encryption of state and saved plans.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const SPEC: &str = r#"project: ci
 clusters:
@@ -21,19 +23,10 @@ budget:
 "#;
 
 fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    c.env("GPUFORM_TODAY", "2026-11-29")
-        .env("NO_COLOR", "1")
-        .env_remove("GPUFORM_STATE_URL")
-        .env_remove("GPUFORM_STATE_PASSPHRASE")
-        .env_remove("GPUFORM_STATE_PASSPHRASE_OLD")
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
-        .current_dir(dir)
-        .args(args);
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    c.output().unwrap()
+    support::gpuform_cmd(dir, args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap()
 }
 
 fn text(o: &Output) -> String {

@@ -2,35 +2,24 @@
 //! state commands, show/output/graph, plan flags, the budget guard, and a
 //! `migrate --write` applied on the sandbox.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn gpuform(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
-        .env_remove("GPUFORM_PRICES")
+    support::gpuform_cmd(dir, args)
         .output()
         .expect("run gpuform")
 }
 
 fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = gpuform(dir, args);
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::succeeded(&gpuform(dir, args), args)
 }
 
 #[test]

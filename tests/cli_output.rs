@@ -4,24 +4,18 @@
 //! Snapshots live in tests/snapshots/; regenerate after an intended change
 //! with `GPUFORM_UPDATE_SNAPSHOTS=1 cargo test -p gpuform --test cli_output`.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod support;
 
-/// The date every run of this file sees: rendered output must not depend
-/// on the day the suite runs.
-const TODAY: &str = "2026-11-29";
+use std::path::Path;
+use std::process::Output;
 
 fn gpuform(dir: &Path, args: &[&str]) -> Output {
-    gpuform_on(TODAY, dir, args)
+    gpuform_on(support::TODAY, dir, args)
 }
 
 fn gpuform_on(today: &str, dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
+    support::gpuform_cmd(dir, args)
         .env("GPUFORM_TODAY", today)
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
         .output()
         .expect("run gpuform")
 }
@@ -246,17 +240,15 @@ fn ctrl_c_stops_starting_work_saves_state_and_the_next_apply_finishes() {
         SPEC.replace("nodes: 2", "nodes: 12"),
     )
     .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .args([
-            "apply",
-            "spec.yaml",
-            "--sandbox",
-            "--auto-approve",
-            "--parallelism",
-            "2",
-        ])
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
+    let args = [
+        "apply",
+        "spec.yaml",
+        "--sandbox",
+        "--auto-approve",
+        "--parallelism",
+        "2",
+    ];
+    let child = support::gpuform_cmd(dir.path(), &args)
         .env("GPUFORM_SANDBOX_FAULTS", "latency=150ms")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

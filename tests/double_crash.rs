@@ -235,7 +235,7 @@ fn tencent_desired() -> BTreeSet<String> {
 
 /// gpuform in `dir` against `mock`, its output captured.
 fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
-    let mut cmd = support::gpuform_at(dir, mock, args);
+    let mut cmd = support::gpuform_at(dir, &[mock], args);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
@@ -249,14 +249,7 @@ fn tencent_a_crash_then_a_crash_of_the_recovery_then_apply_is_exact() {
     let mock = TencentMock::start();
     let killer = Killer::install(&mock);
     let want = tencent_desired();
-    let apply = [
-        "apply",
-        "spec.yaml",
-        "--auto-approve",
-        "--parallelism",
-        "1",
-        "-q",
-    ];
+    let apply = support::SERIAL_APPLY;
     let destroy = ["destroy", "spec.yaml", "--auto-approve", "-q"];
     let plan = ["plan", "spec.yaml", "--detailed-exitcode"];
     let mut cells = 0;

@@ -5,6 +5,7 @@
 #![cfg(feature = "aws")]
 
 mod moto;
+mod support;
 
 use moto::{boto3, killing_proxy, moto_url};
 
@@ -23,13 +24,8 @@ fn spec(project: &str, nodes: u32) -> String {
 }
 
 fn gpuform(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    c.env("GPUFORM_TODAY", "2026-11-29");
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
+    let mut c = support::gpuform_cmd(dir, args);
+    c.env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_REGION", "us-east-1")
         .env("GPUFORM_AWS_PLACEMENT_GROUPS", "off")
@@ -47,14 +43,7 @@ fn ok(dir: &Path, args: &[&str]) -> String {
 
 /// Runs `cmd` (gpuform with `args`) and asserts it succeeded; its stdout.
 fn succeeded(mut cmd: Command, args: &[&str]) -> String {
-    let out = cmd.output().expect("run gpuform");
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::succeeded(&cmd.output().expect("run gpuform"), args)
 }
 
 async fn provider() -> AwsProvider {
@@ -384,11 +373,8 @@ async fn a_kill_after_any_api_call_then_apply_leaves_exactly_the_desired_resourc
 fn the_aws_example_plans_offline_without_credentials() {
     let dir = tempfile::tempdir().unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/aws-training.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .args(["plan", example.to_str().unwrap(), "--detailed-exitcode"])
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
+    let args = ["plan", example.to_str().unwrap(), "--detailed-exitcode"];
+    let out = support::gpuform_cmd(dir.path(), &args)
         .env_remove("AWS_ACCESS_KEY_ID")
         .env_remove("AWS_SECRET_ACCESS_KEY")
         .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9") // nothing listens: a call would fail

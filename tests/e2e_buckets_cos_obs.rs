@@ -9,6 +9,7 @@
 //! cloud runs (tests/buckets_e2e).
 
 mod buckets_e2e;
+mod support;
 
 use buckets_e2e::{crash_at_every_call, scenario, Case};
 use gpuform_standins::objstore::{cos::COS, obs::OBS, ObjStoreMock};

@@ -6,6 +6,7 @@
 //! ones every cloud runs (tests/buckets_e2e).
 
 mod buckets_e2e;
+mod support;
 
 use buckets_e2e::{crash_at_every_call, scenario, Case};
 use gpuform_standins::alibaba::{AlibabaMock, ACCESS_KEY_SECRET};

@@ -12,7 +12,7 @@ use gpuform_standins::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 struct Case {
     cloud: &'static str,
@@ -42,18 +42,12 @@ fn crash_rules() -> Vec<String> {
 }
 
 fn gpuform(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> Command {
-    support::gpuform_at(dir, mock, args)
+    support::gpuform_at(dir, &[mock], args)
 }
 
 fn ok(dir: &Path, mock: &dyn MockCloud, args: &[&str]) -> String {
-    let out: Output = gpuform(dir, mock, args).output().expect("run gpuform");
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let out = gpuform(dir, mock, args).output().expect("run gpuform");
+    support::succeeded(&out, args)
 }
 
 fn plan_exit(dir: &Path, mock: &dyn MockCloud) -> i32 {
@@ -234,18 +228,7 @@ fn crash_at_every_call(case: &Case, mock: &dyn MockCloud) {
         let project = format!("crash-{}-{n}", case.cloud);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("spec.yaml"), crash_spec(case, &project)).unwrap();
-        let mut cmd = gpuform(
-            dir.path(),
-            mock,
-            &[
-                "apply",
-                "spec.yaml",
-                "--auto-approve",
-                "--parallelism",
-                "1",
-                "-q",
-            ],
-        );
+        let mut cmd = gpuform(dir.path(), mock, &support::SERIAL_APPLY);
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let out = killer.run(mock, &mut cmd, Some(n));
         if out.status.success() {

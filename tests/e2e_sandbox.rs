@@ -1,6 +1,8 @@
 //! End to end: the gpuform binary against the sandbox cloud, in a temporary
 //! working directory per test (state in .gpuform/, sandbox inventory beside it).
 
+mod support;
+
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -51,14 +53,7 @@ impl Work {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-        // Pinned: no output of a test depends on the day it runs.
-        c.env("GPUFORM_TODAY", "2026-11-29");
-        c.args(args)
-            .current_dir(self.path())
-            .env_remove("GPUFORM_SANDBOX_FAULTS")
-            .env("NO_COLOR", "1");
-        c
+        support::gpuform_cmd(self.path(), args)
     }
 
     fn run(&self, args: &[&str]) -> Output {

@@ -2,6 +2,8 @@
 //! gpuform binary against the Huawei stand-in (tests/standins), killed
 //! right after a chosen API call, or refreshed while the API throttles.
 
+mod support;
+
 use gpuform_provider::ResourceKind;
 use gpuform_standins::huawei::HuaweiMock;
 use gpuform_standins::MockCloud;
@@ -18,14 +20,7 @@ fn spec(project: &str, nodes: u32) -> String {
 }
 
 fn gpuform(dir: &Path, mock: &HuaweiMock, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29");
-    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
-    }
-    cmd
+    support::gpuform_at(dir, &[mock], args)
 }
 
 fn run(dir: &Path, mock: &HuaweiMock, args: &[&str]) -> Output {
@@ -33,14 +28,7 @@ fn run(dir: &Path, mock: &HuaweiMock, args: &[&str]) -> Output {
 }
 
 fn ok(dir: &Path, mock: &HuaweiMock, args: &[&str]) -> String {
-    let out = run(dir, mock, args);
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::succeeded(&run(dir, mock, args), args)
 }
 
 /// Recorded address → id, from the state file.
@@ -75,22 +63,11 @@ fn apply_killed_after(dir: &Path, mock: &HuaweiMock, is_target: fn(&str) -> bool
             }
         })));
     }
-    let child = gpuform(
-        dir,
-        mock,
-        &[
-            "apply",
-            "spec.yaml",
-            "--auto-approve",
-            "--parallelism",
-            "1",
-            "-q",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn gpuform");
+    let child = gpuform(dir, mock, &support::SERIAL_APPLY)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gpuform");
     pid.store(child.id(), Ordering::SeqCst);
     let out = child.wait_with_output().expect("wait");
     mock.set_hook(None);

@@ -4,6 +4,7 @@
 //! sandbox cloud (`GPUFORM_SANDBOX_DIR`), as two CI runners would.
 
 mod remote_state;
+mod support;
 
 use remote_state::{
     sandbox_addresses, state_addresses, text, unique, wait_until, wait_while_running, Runner,

@@ -6,6 +6,7 @@
 #![cfg(feature = "aws")]
 
 mod remote_state;
+mod support;
 
 use remote_state::{sandbox_addresses, state_addresses, text, unique, wait_while_running, Runner};
 use serde_json::Value;

@@ -4,11 +4,13 @@
 //! failed launch failing over, system disks and the recycle bin at plan and
 //! destroy, and refreshes that get no usable answer.
 
+mod support;
+
 use gpuform::spec::{self, Vars};
 use gpuform_standins::tencent::TencentMock;
 use gpuform_standins::MockCloud;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn spec_text(project: &str, extra: &str) -> String {
     format!(
@@ -17,25 +19,13 @@ fn spec_text(project: &str, extra: &str) -> String {
 }
 
 fn gpuform(dir: &Path, mock: &TencentMock, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29");
-    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run gpuform")
+    support::gpuform_at(dir, &[mock], args)
+        .output()
+        .expect("run gpuform")
 }
 
 fn ok(dir: &Path, mock: &TencentMock, args: &[&str]) -> String {
-    let out = gpuform(dir, mock, args);
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::succeeded(&gpuform(dir, mock, args), args)
 }
 
 fn plan_exit(dir: &Path, mock: &TencentMock) -> (i32, String) {
@@ -246,23 +236,10 @@ fn firewall_rules_are_read_back_and_completed() {
             spec_text(&format!("rules-{n}"), extra),
         )
         .unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-        cmd.env("GPUFORM_TODAY", "2026-11-29")
-            .args([
-                "apply",
-                "spec.yaml",
-                "--auto-approve",
-                "--parallelism",
-                "1",
-                "-q",
-            ])
-            .current_dir(dir.path())
-            .env("NO_COLOR", "1")
-            .stdout(std::process::Stdio::null())
+        let args = support::SERIAL_APPLY;
+        let mut cmd = support::gpuform_at(dir.path(), &[&mock], &args);
+        cmd.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        for (k, v) in mock.env() {
-            cmd.env(k, v);
-        }
         let out = killer.run(&mock, &mut cmd, Some(n));
         assert!(
             out.status.code().is_none(),

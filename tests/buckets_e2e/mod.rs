@@ -32,20 +32,9 @@ fn spec(c: &Case, project: &str, force: bool) -> String {
 }
 
 fn gpuform(dir: &Path, mocks: &[&dyn MockCloud], args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29")
-        .env("NO_COLOR", "1")
-        // Every log line, so the secret check reads them all.
-        .env("GPUFORM_LOG", "trace")
-        .env("GPUFORM_HUAWEI_SETTLE_MS", "0")
-        .args(args)
-        .current_dir(dir);
-    for m in mocks {
-        for (k, v) in m.env() {
-            cmd.env(k, v);
-        }
-    }
+    let mut cmd = crate::support::gpuform_at(dir, mocks, args);
+    // Every log line, so the secret check reads them all.
+    cmd.env("GPUFORM_LOG", "trace");
     cmd
 }
 
@@ -77,13 +66,7 @@ impl<'a> Runs<'a> {
     /// The standard output of a run that must succeed.
     fn ok(&mut self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "gpuform {args:?} failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::support::succeeded(&out, args)
     }
 
     fn plan_exit(&mut self) -> i32 {
@@ -234,14 +217,7 @@ pub fn crash_at_every_call(c: &Case) {
         let (dir, name) = project_dir(c, &project);
         let d = dir.path();
         let mut r = Runs::new(d, &mocks);
-        let args = [
-            "apply",
-            "spec.yaml",
-            "--auto-approve",
-            "--parallelism",
-            "1",
-            "-q",
-        ];
+        let args = crate::support::SERIAL_APPLY;
         let mut cmd = gpuform(d, &mocks, &args);
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let out = killer.run(&store, &mut cmd, Some(n));

@@ -60,14 +60,10 @@ impl Runner {
     }
 
     pub fn cmd(&self, args: &[&str], faults: &str) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-        c.env("GPUFORM_TODAY", "2026-11-29")
-            .env("NO_COLOR", "1")
-            .env("GPUFORM_SANDBOX_DIR", &self.sandbox)
+        let mut c = crate::support::gpuform_cmd(self.dir.path(), args);
+        c.env("GPUFORM_SANDBOX_DIR", &self.sandbox)
             .env("GPUFORM_SANDBOX_FAULTS", faults)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(self.dir.path())
-            .args(args);
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(l) = self.lease {
             c.env("GPUFORM_STATE_LEASE_SECONDS", l.to_string());
         }

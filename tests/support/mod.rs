@@ -243,30 +243,79 @@ pub fn assert_success(out: &Output, context: &str) {
     );
 }
 
-/// gpuform in `dir` with `args` against the stand-in `mock` (its endpoint
-/// and credentials), without colour.
-pub fn gpuform_at(dir: &Path, mock: &dyn gpuform_standins::MockCloud, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    cmd.env("GPUFORM_TODAY", "2026-11-29");
-    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
+/// The day every test's gpuform believes it is: no output of a test
+/// depends on the day it runs.
+pub const TODAY: &str = "2026-11-29";
+
+/// Variables that change what gpuform does, which a test must never inherit
+/// from the shell that started it: a test that wants one sets it.
+const INHERITED: [&str; 5] = [
+    "GPUFORM_SANDBOX_FAULTS",
+    "GPUFORM_PRICES",
+    "GPUFORM_STATE_URL",
+    "GPUFORM_STATE_PASSPHRASE",
+    "GPUFORM_STATE_PASSPHRASE_OLD",
+];
+
+/// The gpuform binary, to run in `dir` with `args` as every test runs it:
+/// on [`TODAY`], without colour, with none of the [`INHERITED`] variables.
+/// What a test adds to the command after this wins.
+pub fn gpuform_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
+    c.args(args)
+        .current_dir(dir)
+        .env("GPUFORM_TODAY", TODAY)
+        .env("NO_COLOR", "1");
+    for v in INHERITED {
+        c.env_remove(v);
     }
-    cmd
+    c
+}
+
+/// [`gpuform_cmd`] pointed at stand-in clouds: their endpoints and the
+/// credentials they check signatures with.
+pub fn gpuform_at(
+    dir: &Path,
+    mocks: &[&dyn gpuform_standins::MockCloud],
+    args: &[&str],
+) -> Command {
+    let mut c = gpuform_cmd(dir, args);
+    for m in mocks {
+        c.envs(m.env());
+    }
+    c
+}
+
+/// The apply a crash test kills at its N-th cloud call: one call at a
+/// time, so that the N-th call is the same call on every run; quiet.
+pub const SERIAL_APPLY: [&str; 6] = [
+    "apply",
+    "spec.yaml",
+    "--auto-approve",
+    "--parallelism",
+    "1",
+    "-q",
+];
+
+/// The standard output of a run of gpuform with `args` that must have
+/// succeeded; both outputs in the failure otherwise.
+pub fn succeeded(out: &Output, args: &[&str]) -> String {
+    assert!(
+        out.status.success(),
+        "gpuform {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// gpuform in `dir` with `args`, with the given sandbox faults (none when
-/// `None`), without colour.
+/// `None`).
 pub fn run_in(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuform"));
-    // Pinned: no output of a test depends on the day it runs.
-    c.env("GPUFORM_TODAY", "2026-11-29");
-    c.args(args).current_dir(dir).env("NO_COLOR", "1");
-    match faults {
-        Some(f) => c.env("GPUFORM_SANDBOX_FAULTS", f),
-        None => c.env_remove("GPUFORM_SANDBOX_FAULTS"),
-    };
+    let mut c = gpuform_cmd(dir, args);
+    if let Some(f) = faults {
+        c.env("GPUFORM_SANDBOX_FAULTS", f);
+    }
     c.output().expect("run gpuform")
 }
 
@@ -346,12 +395,7 @@ impl SandboxWork {
 /// sandbox ls` reports it.
 pub fn sandbox_live(dir: &Path, project: &str) -> Vec<Live> {
     let st = format!(".gpuform/{project}.state.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuform"))
-        .env("GPUFORM_TODAY", "2026-11-29")
-        .args(["sandbox", "ls", "--json", "--state", &st])
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("GPUFORM_SANDBOX_FAULTS")
+    let out = gpuform_cmd(dir, &["sandbox", "ls", "--json", "--state", &st])
         .output()
         .expect("run gpuform");
     assert_success(&out, "sandbox ls");
