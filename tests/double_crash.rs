@@ -31,7 +31,6 @@ use gpuform_standins::{tencent::TencentMock, Killer, MockCloud};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use support::{assert_exact, assert_killed_by, assert_success, recorded, Live, SandboxWork};
 
 /// Guards against a crash switch that never stops firing.
@@ -245,109 +244,71 @@ fn mock_live(mock: &dyn MockCloud) -> Vec<Live> {
     support::mock_live(mock, "tencent")
 }
 
-/// How one row of the Tencent grid (one N) ended.
-enum Row {
-    /// The first apply ran through: N is past its last call.
-    FirstRanThrough,
-    /// The recovery ran through at some M; this many double crashes before it.
-    Checked(u32),
-}
-
-/// Row N of the Tencent grid: M = 1, 2, ... until the recovery runs through.
-fn tencent_row(mock: &TencentMock, killer: &Killer, n: u64) -> Row {
+#[test]
+fn tencent_a_crash_then_a_crash_of_the_recovery_then_apply_is_exact() {
+    let mock = TencentMock::start();
+    let killer = Killer::install(&mock);
     let want = tencent_desired();
     let apply = support::SERIAL_APPLY;
     let destroy = ["destroy", "spec.yaml", "--auto-approve", "-q"];
     let plan = ["plan", "spec.yaml", "--detailed-exitcode"];
     let mut cells = 0;
-    for m in 1..RUNAWAY {
-        let cell = format!("tencent N={n} M={m}");
-        // A project per cell: the stand-in outlives the cells, and each
-        // cell ends by destroying what it made.
-        let project = format!("dc-{n}-{m}");
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("spec.yaml"), tencent_spec(&project)).unwrap();
-        let first = killer.run(mock, &mut gpuform(dir.path(), mock, &apply), Some(n));
-        let recovered = if first.status.success() {
-            None
-        } else {
-            assert_killed_by(&first, libc::SIGKILL, &format!("{cell}, first apply"));
-            let second = killer.run(mock, &mut gpuform(dir.path(), mock, &apply), Some(m));
-            if second.status.success() {
-                Some(false)
+    let mut first_calls = None;
+    'grid: for n in 1..RUNAWAY {
+        for m in 1..RUNAWAY {
+            let cell = format!("tencent N={n} M={m}");
+            // A project per cell: the stand-in outlives the cells, and each
+            // cell ends by destroying what it made.
+            let project = format!("dc-{n}-{m}");
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::write(dir.path().join("spec.yaml"), tencent_spec(&project)).unwrap();
+            let first = killer.run(&mock, &mut gpuform(dir.path(), &mock, &apply), Some(n));
+            let recovered = if first.status.success() {
+                first_calls = Some(n - 1);
+                None
             } else {
-                assert_killed_by(&second, libc::SIGKILL, &format!("{cell}, recovery"));
-                let third = killer.run(mock, &mut gpuform(dir.path(), mock, &apply), None);
-                assert_success(&third, &format!("{cell}, final apply"));
-                cells += 1;
-                Some(true)
+                assert_killed_by(&first, libc::SIGKILL, &format!("{cell}, first apply"));
+                let second = killer.run(&mock, &mut gpuform(dir.path(), &mock, &apply), Some(m));
+                if second.status.success() {
+                    Some(false)
+                } else {
+                    assert_killed_by(&second, libc::SIGKILL, &format!("{cell}, recovery"));
+                    let third = killer.run(&mock, &mut gpuform(dir.path(), &mock, &apply), None);
+                    assert_success(&third, &format!("{cell}, final apply"));
+                    cells += 1;
+                    Some(true)
+                }
+            };
+            assert_exact(
+                &mock_live(&mock),
+                &recorded(dir.path(), &project),
+                &want,
+                &cell,
+            );
+            support::assert_complete(
+                &mock_live(&mock),
+                &support::recorded_kinds(dir.path(), &project),
+                &spec_rules(),
+                &cell,
+            );
+            let p = killer.run(&mock, &mut gpuform(dir.path(), &mock, &plan), None);
+            assert_eq!(p.status.code(), Some(0), "{cell}: plan after recovery");
+            let d = killer.run(&mock, &mut gpuform(dir.path(), &mock, &destroy), None);
+            assert_success(&d, &format!("{cell}, destroy"));
+            assert!(
+                mock.resources().is_empty(),
+                "{cell}: destroy leaves nothing: {:?}",
+                mock.resources()
+            );
+            match recovered {
+                None => break 'grid,
+                // The recovery ran through before its call M: next N.
+                Some(false) => break,
+                Some(true) => {}
             }
-        };
-        assert_exact(
-            &mock_live(mock),
-            &recorded(dir.path(), &project),
-            &want,
-            &cell,
-        );
-        support::assert_complete(
-            &mock_live(mock),
-            &support::recorded_kinds(dir.path(), &project),
-            &spec_rules(),
-            &cell,
-        );
-        let p = killer.run(mock, &mut gpuform(dir.path(), mock, &plan), None);
-        assert_eq!(p.status.code(), Some(0), "{cell}: plan after recovery");
-        let d = killer.run(mock, &mut gpuform(dir.path(), mock, &destroy), None);
-        assert_success(&d, &format!("{cell}, destroy"));
-        assert!(
-            mock.resources().is_empty(),
-            "{cell}: destroy leaves nothing: {:?}",
-            mock.resources()
-        );
-        match recovered {
-            None => return Row::FirstRanThrough,
-            // The recovery ran through before its call M: next N.
-            Some(false) => return Row::Checked(cells),
-            Some(true) => {}
         }
     }
-    panic!("tencent N={n}: runaway recovery");
-}
-
-/// Rows of the Tencent grid run side by side, each worker with a stand-in
-/// and a [`Killer`] of its own: a row is a sequence (its M depends on the
-/// cell before), rows are independent, and the grid is most of this suite.
-const TENCENT_WORKERS: u64 = 2;
-
-#[test]
-fn tencent_a_crash_then_a_crash_of_the_recovery_then_apply_is_exact() {
-    // The smallest N at which the first apply ran through; rows past it are
-    // not started.
-    let ran_through = AtomicU64::new(u64::MAX);
-    let cells = AtomicU32::new(0);
-    std::thread::scope(|s| {
-        for worker in 1..=TENCENT_WORKERS {
-            let (ran_through, cells) = (&ran_through, &cells);
-            s.spawn(move || {
-                let mock = TencentMock::start();
-                let killer = Killer::install(&mock);
-                let rows = (worker..RUNAWAY).step_by(TENCENT_WORKERS as usize);
-                for n in rows.take_while(|n| *n < ran_through.load(Ordering::SeqCst)) {
-                    match tencent_row(&mock, &killer, n) {
-                        Row::FirstRanThrough => {
-                            ran_through.fetch_min(n, Ordering::SeqCst);
-                        }
-                        Row::Checked(c) => {
-                            cells.fetch_add(c, Ordering::SeqCst);
-                        }
-                    }
-                }
-            });
-        }
-    });
-    let n = ran_through.into_inner();
-    assert!(n < RUNAWAY, "runaway first apply");
-    let (n, cells) = (n - 1, cells.into_inner());
+    let n = first_calls.expect("runaway first apply");
     assert!(n >= 7, "the first apply made only {n} calls");
     eprintln!("tencent: {n} crash points of the first apply, {cells} double crashes checked");
 }
