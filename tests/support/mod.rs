@@ -300,12 +300,7 @@ pub const SERIAL_APPLY: [&str; 6] = [
 /// The standard output of a run of gpuform with `args` that must have
 /// succeeded; both outputs in the failure otherwise.
 pub fn succeeded(out: &Output, args: &[&str]) -> String {
-    assert!(
-        out.status.success(),
-        "gpuform {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(out, &format!("gpuform {args:?}"));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
