@@ -6,6 +6,7 @@
 
 use crate::address::Address;
 use crate::providers::Providers;
+use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
 use backon::{ExponentialBuilder, Retryable};
@@ -55,6 +56,46 @@ pub struct Current {
     /// addresses state forgot): planned for deletion, keyed by a synthetic
     /// address `ADDRESS~ID`.
     pub strays: BTreeMap<String, Record>,
+    /// Resources the clouds hold under this project's tags at an address
+    /// the spec wants and the state does not record, made by *another*
+    /// state (lineage): creating the address again would make a second one,
+    /// and adopting it may take another workspace's live resource, so the
+    /// plan refuses until the user says which (`--adopt-lineage`).
+    pub foreign: Vec<Foreign>,
+    /// Where a preview could not look for this project's resources (see
+    /// [`Lookout::preview`]), one line each, for the plan's warnings.
+    pub unlooked: Vec<String>,
+}
+
+/// See [`Current::foreign`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    pub address: String,
+    pub id: String,
+    pub lineage: String,
+    pub provider: String,
+    pub region: String,
+}
+
+/// What a refresh looks for besides what the state records.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lookout<'a> {
+    /// The spec's resources. Their (provider, region)s are listed even when
+    /// the state records nothing there (a lost, moved or new state), so that
+    /// what the clouds hold under this project's tags is adopted rather than
+    /// made a second time; an adopted resource is recorded with the spec's
+    /// dependencies and, for every attribute the cloud does not report, the
+    /// spec's value (so that adoption alone never plans a replacement).
+    pub desired: Option<&'a Desired>,
+    /// Other states' lineages whose resources are adopted as this state's
+    /// (`--adopt-lineage`: the user says that state is lost). A new, empty
+    /// state takes the lineage over, so later runs see them as its own.
+    pub adopt_lineages: &'a [String],
+    /// A plan that only previews: where the state records nothing and the
+    /// cloud cannot be asked (offline, no credentials), say so in
+    /// [`Current::unlooked`] and go on. An apply leaves it false: it never
+    /// creates where it could not look.
+    pub preview: bool,
 }
 
 impl Current {
@@ -71,53 +112,36 @@ impl Current {
             adopted: Vec::new(),
             abandoned,
             strays: BTreeMap::new(),
+            foreign: Vec::new(),
+            unlooked: Vec::new(),
         }
     }
 }
 
 /// What exists now for the resources `doc` records (and strays tagged with
-/// its lineage); `notify` is told of waits the user should know about.
+/// its lineage), and for those `lookout` names; `notify` is told of waits
+/// the user should know about.
 pub async fn refresh(
     doc: StateDoc,
+    lookout: Lookout<'_>,
     providers: &Providers,
     notify: &(dyn Fn(&str) + Sync),
 ) -> Result<Current, EngineError> {
     let mut cur = Current::unrefreshed(doc);
     cur.abandoned.clear();
-    if cur.doc.is_empty() {
-        // Nothing recorded and no create ever started for this lineage:
-        // nothing can exist that is ours, so there is nothing to ask.
+    let (groups, with_buckets) = groups_to_list(&cur.doc, lookout.desired);
+    let (in_state, _) = groups_to_list(&cur.doc, None);
+    if groups.is_empty() {
+        // Nothing recorded, nothing started, nothing wanted: nothing to ask.
         return Ok(cur);
     }
-    // Group what we know by (provider, region).
-    let groups: BTreeSet<(String, String)> = cur
-        .doc
-        .resources
-        .values()
-        .map(|r| (r.provider.clone(), r.region.clone()))
-        .chain(
-            cur.doc
-                .pending
-                .values()
-                .map(|p| (p.provider.clone(), p.region.clone())),
-        )
-        .collect();
-    // Object storage is asked only where the state has a bucket (recorded
-    // or being made): see `Provider::list_owned_kinds`.
-    let with_buckets: BTreeSet<(String, String)> = cur
-        .doc
-        .resources
-        .values()
-        .filter(|r| r.kind == ResourceKind::Bucket)
-        .map(|r| (r.provider.clone(), r.region.clone()))
-        .chain(
-            cur.doc
-                .pending
-                .values()
-                .filter(|p| p.kind == ResourceKind::Bucket)
-                .map(|p| (p.provider.clone(), p.region.clone())),
-        )
-        .collect();
+    // A new state (never applied) that is told to adopt a lost state's
+    // resources becomes that state: its lineage is the one on their tags.
+    if cur.doc.is_empty() && cur.doc.serial == 0 {
+        if let [lineage] = lookout.adopt_lineages {
+            cur.doc.lineage = lineage.clone();
+        }
+    }
     let project = cur.doc.project.clone();
     let lineage = cur.doc.lineage.clone();
     // Ask every group concurrently: refresh costs one round trip, not one per region.
@@ -141,10 +165,22 @@ pub async fn refresh(
     let results = futures_util::future::join_all(calls).await;
     for ((provider_key, region), provider, scope, found) in results {
         let context = || format!("refreshing {provider_key} {region}");
-        let mut found = found.map_err(|error| EngineError::Provider {
-            context: context(),
-            error,
-        })?;
+        let key = (provider_key.clone(), region.clone());
+        let mut found = match found {
+            Ok(found) => found,
+            Err(error) if lookout.preview && !in_state.contains(&key) => {
+                cur.unlooked.push(format!(
+                    "could not look in {provider_key} {region} for what this project already has there ({error}); this preview plans creates, and `gpuform apply` looks again and stops if it still cannot"
+                ));
+                continue;
+            }
+            Err(error) => {
+                return Err(EngineError::Provider {
+                    context: context(),
+                    error,
+                })
+            }
+        };
         // After a crash, a create started moments ago may not be visible yet
         // (eventual consistency, or a request still being processed after its
         // client died): wait out the provider's settle time once and look
@@ -188,16 +224,13 @@ pub async fn refresh(
             }
         }
         // Slots, so that what a record claims is moved out rather than cloned.
-        let mut ours: Vec<Option<ObservedResource>> = found
-            .into_iter()
-            .filter(|o| {
-                o.ownership
-                    .as_ref()
-                    .map(|t| t.lineage == lineage)
-                    .unwrap_or(false)
-            })
-            .map(Some)
-            .collect();
+        let (ours, others): (Vec<ObservedResource>, Vec<ObservedResource>) =
+            found.into_iter().partition(|o| {
+                o.ownership.as_ref().is_some_and(|t| {
+                    t.lineage == lineage || lookout.adopt_lineages.contains(&t.lineage)
+                })
+            });
+        let mut ours: Vec<Option<ObservedResource>> = ours.into_iter().map(Some).collect();
         let by_id: HashMap<String, usize> = ours
             .iter()
             .enumerate()
@@ -319,13 +352,20 @@ pub async fn refresh(
             if attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
                 attrs.remove("user_data");
             }
+            let wanted = lookout
+                .desired
+                .and_then(|d| d.get(&t.address))
+                .filter(|d| d.kind == o.kind);
             let record = Record {
                 kind: o.kind,
                 provider: provider_key.clone(),
                 region: region.clone(),
                 id: o.id.clone(),
-                attrs,
-                deps: BTreeMap::new(),
+                attrs: match wanted {
+                    Some(d) => adopted_attrs(&d.attrs, &attrs),
+                    None => attrs,
+                },
+                deps: wanted.map(|d| d.deps.clone()).unwrap_or_default(),
                 token: t.token.clone(),
             };
             if cur.doc.resources.contains_key(&t.address) {
@@ -337,6 +377,75 @@ pub async fn refresh(
                 cur.adopted.push(t.address.clone());
             }
         }
+        // Another state's resources where this one would create: refused
+        // by the plan, never silently doubled.
+        let recorded_ids: std::collections::HashSet<&str> =
+            cur.doc.resources.values().map(|r| r.id.as_str()).collect();
+        for o in &others {
+            let Some(t) = o.ownership.as_ref() else {
+                continue;
+            };
+            let wanted = lookout
+                .desired
+                .and_then(|d| d.get(&t.address))
+                .is_some_and(|d| d.kind == o.kind && d.target.key() == provider_key);
+            if wanted
+                && !recorded_ids.contains(o.id.as_str())
+                && !cur.doc.resources.contains_key(&t.address)
+            {
+                cur.foreign.push(Foreign {
+                    address: t.address.clone(),
+                    id: o.id.clone(),
+                    lineage: t.lineage.clone(),
+                    provider: provider_key.clone(),
+                    region: region.clone(),
+                });
+            }
+        }
     }
+    cur.foreign.sort_by(|a, b| a.address.cmp(&b.address));
+    cur.adopted.sort();
     Ok(cur)
+}
+
+/// The (provider, region)s a refresh lists: those the state records or has
+/// started something in, and those the spec wants; and which of them are
+/// asked for buckets too (see `Provider::list_owned_kinds`).
+type Groups = BTreeSet<(String, String)>;
+fn groups_to_list(doc: &StateDoc, desired: Option<&Desired>) -> (Groups, Groups) {
+    let recorded = doc
+        .resources
+        .values()
+        .map(|r| (r.provider.clone(), r.region.clone(), r.kind));
+    let pending = doc
+        .pending
+        .values()
+        .map(|p| (p.provider.clone(), p.region.clone(), p.kind));
+    let wanted = desired
+        .into_iter()
+        .flat_map(|d| d.resources.iter())
+        .map(|r| (r.target.key(), r.region.clone(), r.kind));
+    let mut groups = BTreeSet::new();
+    let mut with_buckets = BTreeSet::new();
+    for (provider, region, kind) in recorded.chain(pending).chain(wanted) {
+        if kind == ResourceKind::Bucket {
+            with_buckets.insert((provider.clone(), region.clone()));
+        }
+        groups.insert((provider, region));
+    }
+    (groups, with_buckets)
+}
+
+/// The attributes an adopted resource is recorded with: the spec's, with
+/// the cloud's value wherever the cloud reports one (so a real difference
+/// still shows in the plan), and nothing the spec does not have (a record
+/// holds desired attributes only, as after a create).
+fn adopted_attrs(
+    desired: &gpuform_provider::Attrs,
+    observed: &gpuform_provider::Attrs,
+) -> gpuform_provider::Attrs {
+    desired
+        .iter()
+        .map(|(k, v)| (k.clone(), observed.get(k).unwrap_or(v).clone()))
+        .collect()
 }

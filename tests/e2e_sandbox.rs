@@ -724,3 +724,137 @@ fn a_move_says_the_data_does_not_follow() {
     assert_eq!(action, "replace");
     assert!(reason.contains("does not follow"), "{reason}");
 }
+
+/// The lineage a state file records.
+fn lineage_of(path: &Path) -> String {
+    let st: Value = serde_json::from_slice(&std::fs::read(path).expect("state file")).unwrap();
+    st["lineage"].as_str().expect("lineage").to_string()
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A state moved away (lost) is not a reason to make a second copy of every
+/// node: a plan from the new, empty state lists the project's tagged
+/// resources, refuses to create where another state's resource sits, names
+/// that state's lineage, and `--adopt-lineage` takes them over, ids and all.
+#[test]
+fn a_lost_state_never_duplicates_and_is_adopted_by_its_lineage() {
+    let w = Work::new();
+    w.apply(&[]);
+    let made = w.cloud();
+    let state = w.path().join(".gpuform/e2e.state.json");
+    let lineage = lineage_of(&state);
+    std::fs::rename(&state, w.path().join("lost.state.json")).unwrap();
+    std::fs::remove_file(w.path().join(".gpuform/e2e.state.json.backup")).ok();
+
+    for args in [
+        &["plan", "spec.yaml", "--sandbox"][..],
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    ] {
+        let verb = args[0];
+        let out = w.run(args);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {}", stderr_of(&out));
+        let err = stderr_of(&out);
+        assert!(
+            err.contains(&format!("--adopt-lineage {lineage}"))
+                && err.contains("cluster.trainer.node[1]")
+                && err.contains("a second time"),
+            "{verb} must name what it found and the lineage to adopt:\n{err}"
+        );
+        assert_eq!(w.cloud(), made, "{verb} refused: nothing may be made");
+    }
+
+    let out = w.apply(&["--adopt-lineage", &lineage]);
+    assert!(out.contains("0 created"), "{out}");
+    assert_eq!(w.cloud(), made, "adoption makes and deletes nothing");
+    w.assert_exact(&desired_addresses(2), "after adopting the lost state");
+    assert_eq!(
+        lineage_of(&state),
+        lineage,
+        "a new state takes the lineage over"
+    );
+    assert_eq!(w.plan_exit(&[]), 0, "adopted: the plan is clean");
+}
+
+/// State lives beside the spec: a run from another directory finds the same
+/// state (and sandbox), and writes nothing where it was run.
+#[test]
+fn a_spec_run_from_another_directory_uses_the_state_beside_it() {
+    let w = Work::new();
+    w.apply(&[]);
+    let made = w.cloud();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let spec = w.path().join("spec.yaml");
+    let spec = spec.to_str().unwrap();
+    let out = support::gpuform_cmd(
+        elsewhere.path(),
+        &["plan", spec, "--sandbox", "--detailed-exitcode"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = support::gpuform_cmd(
+        elsewhere.path(),
+        &[
+            "apply",
+            spec,
+            "--sandbox",
+            "--auto-approve",
+            "--var",
+            "nodes=3",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(
+        !elsewhere.path().join(".gpuform").exists(),
+        "nothing is written in the working directory"
+    );
+    assert_eq!(
+        w.cloud().len(),
+        made.len() + 2,
+        "one node and its volume more"
+    );
+    w.assert_exact(&desired_addresses(3), "after a scale-up from elsewhere");
+}
+
+/// `state rm` forgets; the next plan finds the resource by its tags and
+/// records it as it is: no replacement, of it or of what depends on it
+/// (a forgotten firewall used to replace every node).
+#[test]
+fn state_rm_then_plan_adopts_without_replacing_anything() {
+    let w = Work::new();
+    w.apply(&[]);
+    let made = w.cloud();
+    w.ok(&[
+        "state",
+        "rm",
+        "cluster.trainer.node[0]",
+        "cluster.trainer.firewall",
+        "cluster.trainer.volume[1]",
+        "-f",
+        "spec.yaml",
+    ]);
+    let plan = w.plan_json(&[]);
+    let changed: Vec<&Value> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] != "no-op")
+        .collect();
+    assert!(changed.is_empty(), "forgotten, then adopted: {changed:?}");
+    assert!(
+        plan["warnings"]
+            .to_string()
+            .contains("cluster.trainer.firewall"),
+        "the plan says what it adopts: {}",
+        plan["warnings"]
+    );
+    assert_eq!(w.plan_exit(&[]), 0);
+    w.apply(&[]);
+    assert_eq!(w.cloud(), made, "nothing made or deleted");
+    w.assert_exact(&desired_addresses(2), "after adopting what state rm forgot");
+}

@@ -248,7 +248,7 @@ pub enum BootstrapCommand {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct StateArgs {
-    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
     #[arg(long, value_name = "PATH", global = true)]
     pub state: Option<PathBuf>,
     /// A remote state instead of the local file (needs -f SPEC to name the project).
@@ -281,7 +281,7 @@ pub struct PlanArgs {
     /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
     #[arg(long)]
     pub sandbox: bool,
-    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json).
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
     /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
@@ -321,6 +321,13 @@ pub struct PlanArgs {
     /// Ask the providers what exists (default true); false plans from state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
+    /// Adopt what a lost state made: resources the clouds hold under this
+    /// project's tags with the state lineage LINEAGE (which a plan names when
+    /// it finds them) are recorded in this state instead of refused; a new
+    /// state takes that lineage over. Without it, a plan stops rather than
+    /// make a second copy of another state's resource.
+    #[arg(long, value_name = "LINEAGE")]
+    pub adopt_lineage: Vec<String>,
     /// Plan the deletion of everything in state.
     #[arg(long)]
     pub destroy: bool,
@@ -368,6 +375,13 @@ pub struct ApplyArgs {
     pub replace: Vec<String>,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
+    /// Adopt what a lost state made: resources the clouds hold under this
+    /// project's tags with the state lineage LINEAGE (which a plan names when
+    /// it finds them) are recorded in this state instead of refused; a new
+    /// state takes that lineage over. Without it, a plan stops rather than
+    /// make a second copy of another state's resource.
+    #[arg(long, value_name = "LINEAGE")]
+    pub adopt_lineage: Vec<String>,
     /// The plan and the outcome as JSON on stdout.
     #[arg(long)]
     pub json: bool,

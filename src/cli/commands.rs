@@ -371,6 +371,8 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
             replace: a.replace.clone(),
         },
         refresh: a.refresh,
+        adopt_lineages: a.adopt_lineage.clone(),
+        preview: true,
         notify: &eprint_line,
     };
     let (mut plan, current) = engine::make_plan(&req, doc, existed, &providers)
@@ -602,6 +604,8 @@ pub(super) fn plan_request<'a>(
             replace: a.replace.clone(),
         },
         refresh: a.refresh,
+        adopt_lineages: a.adopt_lineage.clone(),
+        preview: false,
         notify: &eprint_line,
     }
 }

@@ -15,7 +15,7 @@ use super::{complete_plan, current_placements, desired, EngineError, PlanRequest
 use crate::address::Address;
 use crate::plan::{diff, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
-use crate::refresh::{refresh, Current};
+use crate::refresh::{refresh, Current, Lookout};
 use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
 use gpuform_provider::{ResourceKind, Scope};
@@ -61,7 +61,9 @@ pub async fn gc_plan(
     };
     let project = doc.project.clone();
     let lineage = doc.lineage.clone();
-    let mut current = refresh(doc, providers, req.notify).await?;
+    // Refresh looks where the state records things: what it adopts at the
+    // spec's addresses is recorded, and another lineage's is left to below.
+    let mut current = refresh(doc, Lookout::default(), providers, req.notify).await?;
 
     // Other lineages' resources of this project: not recorded here, not
     // adoptable (two states never adopt each other's resources).
@@ -135,6 +137,8 @@ pub async fn gc_plan(
         adopted: Vec::new(),
         abandoned: BTreeMap::new(),
         strays: current.strays.clone(),
+        foreign: Vec::new(),
+        unlooked: Vec::new(),
     };
     let diff_opts = DiffOptions {
         destroy: false,

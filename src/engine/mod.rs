@@ -16,7 +16,7 @@ use crate::address::{Address, Target};
 use crate::apply::{execute, ApplyOptions, ApplyReport, OpOutcome};
 use crate::plan::{diff, Action, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
-use crate::refresh::{refresh, Current};
+use crate::refresh::{refresh, Current, Lookout};
 use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
 use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateLock, StateStore};
@@ -26,17 +26,24 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Where a spec's state lives: `--state`, else the spec's `state.path`, else
-/// `.gpuform/<project>.state.json` in the working directory.
+/// Where a spec's state lives: `--state` (relative to the working
+/// directory, as every path flag), else the spec's `state.path`, else
+/// `.gpuform/<project>.state.json`; those two relative to the spec's own
+/// directory, so that `gpuform plan ../infra/spec.yaml` from anywhere finds
+/// the same state (one found relative to the working directory made a
+/// second, empty state, and with it a second copy of every resource).
 pub fn state_path(loaded: Option<&LoadedSpec>, flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
         return p.to_path_buf();
     }
     if let Some(l) = loaded {
+        let dir = l.path.parent().unwrap_or(Path::new(""));
         if let Some(crate::spec::StateSettings::Local { path: Some(p) }) = &l.spec.state {
-            return PathBuf::from(p);
+            return dir.join(p);
         }
-        return PathBuf::from(".gpuform").join(format!("{}.state.json", l.spec.project));
+        return dir
+            .join(".gpuform")
+            .join(format!("{}.state.json", l.spec.project));
     }
     PathBuf::from(".gpuform").join("state.json")
 }
@@ -188,6 +195,11 @@ pub struct PlanRequest<'a> {
     pub resolve: ResolveOptions,
     pub diff: DiffOptions,
     pub refresh: bool,
+    /// Lineages of lost states whose resources this plan may adopt
+    /// (`--adopt-lineage`); see [`Lookout::adopt_lineages`].
+    pub adopt_lineages: Vec<String>,
+    /// `gpuform plan` (a preview), not an apply: see [`Lookout::preview`].
+    pub preview: bool,
     /// Told what the user should know while planning runs (a wait for a
     /// cloud to settle); the engine prints nothing itself.
     pub notify: &'a (dyn Fn(&str) + Sync),
@@ -237,10 +249,17 @@ pub async fn make_plan(
         serial: doc.serial,
     };
     let current = if req.refresh {
-        refresh(doc, providers, req.notify).await?
+        let lookout = Lookout {
+            desired: Some(&desired),
+            adopt_lineages: &req.adopt_lineages,
+            preview: req.preview,
+        };
+        refresh(doc, lookout, providers, req.notify).await?
     } else {
         Current::unrefreshed(doc)
     };
+    refuse_foreign(&current)?;
+    let unlooked = current.unlooked.clone();
     for a in &req.diff.replace {
         if desired.get(a).is_none() || !current.doc.resources.contains_key(a) {
             return Err(EngineError::Plan(format!(
@@ -251,6 +270,7 @@ pub async fn make_plan(
     let mut plan = diff(desired, &current, req.catalog, &req.diff);
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
+    plan.warnings.extend(unlooked);
     complete_plan(
         &mut plan,
         req,
@@ -281,7 +301,7 @@ fn complete_plan(
     plan.state = state_ref;
     if !adopted.is_empty() {
         plan.warnings.push(format!(
-            "{} resource(s) made by an interrupted apply were found by their ownership tags and {adopted_fate}: {}",
+            "{} resource(s) the state did not record (made by an interrupted apply, or forgotten by a lost, moved or `state rm`-ed state) were found in the clouds by their ownership tags and {adopted_fate}, not made again: {}",
             adopted.len(),
             adopted.join(", ")
         ));
@@ -292,6 +312,41 @@ fn complete_plan(
         req.diff.cny_per_usd,
         crate::clock::today(),
     );
+}
+
+/// A resource another state made where this plan would create: the plan
+/// stops (nothing is made twice) and names the lineage to adopt.
+fn refuse_foreign(current: &Current) -> Result<(), EngineError> {
+    if current.foreign.is_empty() {
+        return Ok(());
+    }
+    let lineages: std::collections::BTreeSet<&str> =
+        current.foreign.iter().map(|f| f.lineage.as_str()).collect();
+    let lines: Vec<String> = current
+        .foreign
+        .iter()
+        .map(|f| {
+            format!(
+                "  {}: {} {} already holds {} under this project's tags, made by the state with lineage {}",
+                f.address, f.provider, f.region, f.id, f.lineage
+            )
+        })
+        .collect();
+    let flags: Vec<String> = lineages
+        .iter()
+        .map(|l| format!("--adopt-lineage {l}"))
+        .collect();
+    let this = if current.doc.is_empty() && current.doc.serial == 0 {
+        "this state is new and".to_string()
+    } else {
+        format!("this state (lineage {})", current.doc.lineage)
+    };
+    Err(EngineError::Plan(format!(
+        "{this} does not record resources that another state of project {} made where this plan would create; creating them would make each a second time, so nothing was planned:\n{}\n  hint: if that state is lost (moved away, deleted, corrupted), adopt what it made with `{}`; if it is another workspace's live state, give this spec another project name (or region) so the two never share addresses",
+        current.doc.project,
+        lines.join("\n"),
+        flags.join(" ")
+    )))
 }
 
 /// Deletions the clouds document as refused (a prepaid Huawei server): the
@@ -399,6 +454,11 @@ pub async fn apply_plan(
     cancel: Arc<AtomicBool>,
 ) -> Result<ApplyReport, EngineError> {
     if !locked.existed {
+        // A new state that adopts a lost state's resources takes its
+        // lineage (see `Lookout::adopt_lineages`), before anything is saved.
+        if let Some(cur) = current.as_ref().filter(|_| locked.doc.is_empty()) {
+            locked.doc.lineage = cur.doc.lineage.clone();
+        }
         locked.store.save(&locked.doc)?;
         locked.existed = true;
     }

@@ -64,7 +64,7 @@ pub enum StateError {
     },
     #[error("state {path} cannot be opened: {message}")]
     Encryption { path: PathBuf, message: String },
-    #[error("state file {path} is not valid gpuform state: {message}\n  hint: restore the previous version from {path}.backup, or move the file away to start from empty state (resources already made are re-adopted through their ownership tags)")]
+    #[error("state file {path} is not valid gpuform state: {message}\n  hint: restore the previous version from {path}.backup, or move the file away to start from empty state: the next plan finds what this state made by its ownership tags and names the `--adopt-lineage LINEAGE` that adopts it, so nothing is made twice")]
     Corrupt { path: PathBuf, message: String },
     #[error("state file {path} has format version {found}, newer than this gpuform understands ({supported})\n  hint: upgrade gpuform; never edit the file by hand")]
     TooNew {
