@@ -223,6 +223,13 @@ pub async fn refresh(
                 })?;
             }
         }
+        // Another workspace's resources are another state's, even at the
+        // same addresses: this state neither adopts, deletes nor refuses them.
+        let workspace = cur.doc.workspace.as_deref();
+        found.retain(|o| match &o.ownership {
+            Some(t) => t.in_workspace(workspace),
+            None => true,
+        });
         // Slots, so that what a record claims is moved out rather than cloned.
         let (ours, others): (Vec<ObservedResource>, Vec<ObservedResource>) =
             found.into_iter().partition(|o| {

@@ -40,6 +40,26 @@ const BUDGET: &str = "budget:
 const STATE: &str = ".gpuform/shop.state.json";
 const OTHER: &str = ".gpuform/other.state.json";
 
+/// Another state of the same project in the same sandbox (a lost state, or
+/// a copy of the spec applied elsewhere): its resources carry `shop`'s tags
+/// and another lineage, and `shop`'s state does not record them. Its
+/// clusters are named apart: where their addresses met, the second apply
+/// would refuse to make a second copy (see `e2e_sandbox`'s lost-state test).
+fn apply_other_state(w: &SandboxWork) {
+    let other = SPEC
+        .replace("  serve:", "  old-serve:")
+        .replace("  batch:", "  old-batch:");
+    std::fs::write(w.path().join("other.yaml"), other).unwrap();
+    w.ok(&[
+        "apply",
+        "other.yaml",
+        "--sandbox",
+        "--auto-approve",
+        "--state",
+        OTHER,
+    ]);
+}
+
 fn audit_json(w: &SandboxWork, extra: &[&str]) -> Value {
     let mut args = vec!["audit", "spec.yaml", "--json"];
     args.extend_from_slice(extra);
@@ -206,18 +226,9 @@ fn audit_reports_owners_costs_and_each_finding() {
 fn ownership_is_managed_orphaned_or_unknown_by_state() {
     let w = SandboxWork::new("shop", SPEC);
     w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
-    // Another state of the same project in the same sandbox: its resources
-    // carry `shop`'s tags but this state does not record them.
-    w.ok(&[
-        "apply",
-        "spec.yaml",
-        "--sandbox",
-        "--auto-approve",
-        "--state",
-        OTHER,
-    ]);
+    apply_other_state(&w);
     let mine = state_id(&w, STATE, "cluster.serve.node[0]");
-    let theirs = state_id(&w, OTHER, "cluster.serve.node[0]");
+    let theirs = state_id(&w, OTHER, "cluster.old-serve.node[0]");
     let r = audit_json(&w, &[]);
     assert_eq!(r["instances"].as_array().unwrap().len(), 6);
     assert_eq!(instance(&r, &mine)["owner"], "managed");
@@ -313,14 +324,7 @@ fn state_ids(w: &SandboxWork, state: &str) -> BTreeSet<String> {
 fn gc_deletes_the_projects_strays_and_survives_a_crash() {
     let w = SandboxWork::new("shop", SPEC);
     w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
-    w.ok(&[
-        "apply",
-        "spec.yaml",
-        "--sandbox",
-        "--auto-approve",
-        "--state",
-        OTHER,
-    ]);
+    apply_other_state(&w);
     let mine = state_ids(&w, STATE);
     let strays = state_ids(&w, OTHER);
     assert_eq!(live_ids(&w), &mine | &strays);

@@ -589,3 +589,89 @@ async fn k3s_agents_join_the_servers_private_address_on_moto() {
     );
     ok(d, &["destroy", "spec.yaml", "--auto-approve"]);
 }
+
+/// A lost state on AWS: after the state file is moved away, neither plan nor
+/// apply makes a second copy of anything; `--adopt-lineage` takes the
+/// resources over with their real ids; `state rm` then plan replaces
+/// nothing. moto is looked at through the SDK, as another client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_state_on_moto_is_adopted_never_duplicated() {
+    let p = provider().await;
+    let proj = project("lost");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(&proj, 2)).unwrap();
+    ok(dir.path(), &["apply", "spec.yaml", "--auto-approve"]);
+    let made: BTreeMap<String, String> = owned(&p, &proj)
+        .await
+        .into_iter()
+        .map(|(a, o)| (a, o.id))
+        .collect();
+    let state = dir.path().join(format!(".gpuform/{proj}.state.json"));
+    let st: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let lineage = st["lineage"].as_str().unwrap().to_string();
+    std::fs::rename(&state, dir.path().join("lost.json")).unwrap();
+
+    let out = run(dir.path(), &["apply", "spec.yaml", "--auto-approve"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("--adopt-lineage {lineage}")), "{err}");
+    let live = |o: BTreeMap<String, ObservedResource>| -> BTreeMap<String, String> {
+        o.into_iter().map(|(a, o)| (a, o.id)).collect()
+    };
+    assert_eq!(
+        live(owned(&p, &proj).await),
+        made,
+        "a refused apply makes nothing"
+    );
+
+    ok(
+        dir.path(),
+        &[
+            "apply",
+            "spec.yaml",
+            "--auto-approve",
+            "--adopt-lineage",
+            &lineage,
+        ],
+    );
+    assert_eq!(
+        live(owned(&p, &proj).await),
+        made,
+        "adopted, not made again"
+    );
+    assert_eq!(
+        state_ids(dir.path(), &proj),
+        made,
+        "state records the real ids"
+    );
+    let plan = run(dir.path(), &["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+
+    ok(
+        dir.path(),
+        &[
+            "state",
+            "rm",
+            "cluster.infer.firewall",
+            "cluster.infer.node[0]",
+            "-f",
+            "spec.yaml",
+        ],
+    );
+    let plan = run(dir.path(), &["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "state rm then plan: adopted, nothing replaced\n{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+    ok(dir.path(), &["apply", "spec.yaml", "--auto-approve"]);
+    assert_eq!(state_ids(dir.path(), &proj), made);
+    ok(dir.path(), &["destroy", "spec.yaml", "--auto-approve"]);
+    assert!(owned(&p, &proj).await.is_empty());
+}

@@ -454,3 +454,104 @@ fn huawei_k3s_agents_join_the_servers_private_address() {
     // Applied, the next plan is clean (the reported address is no drift).
     assert_eq!(plan_exit(d, &mock), 0);
 }
+
+/// A lost state on a cloud without an emulator: with the state file moved
+/// away, apply refuses (naming the lineage) and makes nothing; with
+/// `--adopt-lineage` it takes every resource over, ids unchanged; `state rm`
+/// of the firewall and a node, then plan: nothing replaced.
+fn lost_state(case: &Case, mock: &dyn MockCloud) {
+    let project = format!("lost-{}", case.cloud);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(case, &project, 2)).unwrap();
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
+    let ids = |m: &dyn MockCloud| -> BTreeSet<String> {
+        m.resources().into_iter().map(|r| r.id).collect()
+    };
+    let made = ids(mock);
+    let state = dir.path().join(format!(".gpuform/{project}.state.json"));
+    let st: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let lineage = st["lineage"].as_str().unwrap().to_string();
+    std::fs::rename(&state, dir.path().join("lost.json")).unwrap();
+
+    let out = gpuform(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}: {err}", case.cloud);
+    assert!(err.contains(&format!("--adopt-lineage {lineage}")), "{err}");
+    assert_eq!(
+        ids(mock),
+        made,
+        "{}: a refused apply makes nothing",
+        case.cloud
+    );
+
+    ok(
+        dir.path(),
+        mock,
+        &[
+            "apply",
+            "spec.yaml",
+            "--auto-approve",
+            "--adopt-lineage",
+            &lineage,
+        ],
+    );
+    assert_eq!(ids(mock), made, "{}: adopted, not made again", case.cloud);
+    assert_exact(
+        dir.path(),
+        mock,
+        &project,
+        &desired(case, 2),
+        "after adoption",
+    );
+    assert_eq!(
+        plan_exit(dir.path(), mock),
+        0,
+        "{}: adopted, clean",
+        case.cloud
+    );
+
+    ok(
+        dir.path(),
+        mock,
+        &[
+            "state",
+            "rm",
+            "cluster.infer.firewall",
+            "cluster.infer.node[1]",
+            "-f",
+            "spec.yaml",
+        ],
+    );
+    assert_eq!(
+        plan_exit(dir.path(), mock),
+        0,
+        "{}: state rm then plan replaces nothing",
+        case.cloud
+    );
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert_eq!(ids(mock), made);
+    assert_exact(
+        dir.path(),
+        mock,
+        &project,
+        &desired(case, 2),
+        "after state rm",
+    );
+}
+
+#[test]
+fn tencent_lost_state() {
+    lost_state(&TENCENT, &TencentMock::start());
+}
+
+#[test]
+fn alibaba_lost_state() {
+    lost_state(&ALIBABA, &AlibabaMock::start());
+}
+
+#[test]
+fn huawei_lost_state() {
+    lost_state(&HUAWEI, &HuaweiMock::start());
+}

@@ -858,3 +858,72 @@ fn state_rm_then_plan_adopts_without_replacing_anything() {
     assert_eq!(w.cloud(), made, "nothing made or deleted");
     w.assert_exact(&desired_addresses(2), "after adopting what state rm forgot");
 }
+
+/// Two workspaces of one project in one region of one cloud: each state
+/// makes and sees only its own resources (the workspace is an ownership
+/// tag), so neither refuses, adopts or deletes the other's, although their
+/// addresses are the same.
+#[test]
+fn two_workspaces_share_a_region_without_meeting() {
+    let w = Work::new();
+    // Bucket names are global, in every workspace: the clusters only.
+    let spec = SPEC.split("buckets:").next().unwrap();
+    std::fs::write(w.path().join("spec.yaml"), spec).unwrap();
+    let sandbox = w.path().join("shared-sandbox");
+    let sandbox = sandbox.to_str().unwrap();
+    let run = |ws: &str, args: &[&str]| -> Output {
+        w.cmd(args)
+            .env("GPUFORM_SANDBOX_DIR", sandbox)
+            .env("GPUFORM_WORKSPACE", ws)
+            .output()
+            .unwrap()
+    };
+    let apply = ["apply", "spec.yaml", "--sandbox", "--auto-approve"];
+    let plan = ["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"];
+    for ws in ["default", "staging"] {
+        let out = run(ws, &apply);
+        assert!(out.status.success(), "{ws}: {}", stderr_of(&out));
+    }
+    for ws in ["default", "staging"] {
+        assert_eq!(run(ws, &plan).status.code(), Some(0), "{ws}: clean");
+    }
+    let staging = w.path().join(".gpuform/workspaces/staging/e2e.state.json");
+    assert!(
+        staging.exists(),
+        "the staging workspace has its own state file"
+    );
+    let ls = |ws: &str| -> Vec<Value> {
+        let out = run(
+            ws,
+            &[
+                "sandbox",
+                "ls",
+                "--json",
+                "--state",
+                ".gpuform/e2e.state.json",
+            ],
+        );
+        serde_json::from_slice(&out.stdout).expect("sandbox ls json")
+    };
+    let all = ls("default");
+    let tagged = |ws: Option<&str>| {
+        all.iter()
+            .filter(|r| r["tags"]["gpuform:workspace"].as_str() == ws)
+            .count()
+    };
+    let per_workspace = desired_addresses(2).len() - 1; // no bucket
+    assert_eq!(tagged(None), per_workspace, "default's, untagged");
+    assert_eq!(tagged(Some("staging")), per_workspace, "staging's, tagged");
+
+    let out = run(
+        "staging",
+        &["destroy", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        ls("default").len(),
+        per_workspace,
+        "default's are untouched"
+    );
+    assert_eq!(run("default", &plan).status.code(), Some(0));
+}

@@ -372,9 +372,13 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
             refs.insert(role.clone(), id);
         }
     }
-    let (project, lineage) = {
+    let (project, lineage, workspace) = {
         let doc = shared.doc.lock().expect("state lock");
-        (doc.project.clone(), doc.lineage.clone())
+        (
+            doc.project.clone(),
+            doc.lineage.clone(),
+            doc.workspace.clone(),
+        )
     };
     let token = c.token.clone().unwrap_or_else(new_token);
     // A move: before the new copy is started, the old one is recorded under
@@ -440,6 +444,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
             address: c.address.clone(),
             token: token.clone(),
             lineage,
+            workspace,
         },
     };
     match call(shared, &c.provider, || p.create(&req)).await {

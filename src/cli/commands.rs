@@ -379,6 +379,7 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
         .await
         .map_err(engine_failure)?;
     plan.state_path = Some(store.location());
+    plan.workspace = store.workspace().map(str::to_string);
     if let Some(out) = &a.out {
         write_plan_file(out, &plan)?;
     }
@@ -494,7 +495,11 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
                         path.display()
                     )));
                 }
-                StateStore::new(path)
+                StateStore::new(path).with_workspace(
+                    plan.workspace
+                        .as_deref()
+                        .unwrap_or(crate::state::DEFAULT_WORKSPACE),
+                )
             };
             let locked =
                 engine::lock_state(&store, &plan.project, "apply").map_err(engine_failure)?;

@@ -61,6 +61,7 @@ pub async fn gc_plan(
     };
     let project = doc.project.clone();
     let lineage = doc.lineage.clone();
+    let workspace = doc.workspace.clone();
     // Refresh looks where the state records things: what it adopts at the
     // spec's addresses is recorded, and another lineage's is left to below.
     let mut current = refresh(doc, Lookout::default(), providers, req.notify).await?;
@@ -89,7 +90,13 @@ pub async fn gc_plan(
                 error,
             })?;
         for o in found {
-            let Some(own) = o.ownership.as_ref().filter(|t| t.project == project) else {
+            // Another workspace's resources are its own state's business,
+            // never this one's strays.
+            let Some(own) = o
+                .ownership
+                .as_ref()
+                .filter(|t| t.project == project && t.in_workspace(workspace.as_deref()))
+            else {
                 continue;
             };
             if recorded.contains(&o.id) || own.lineage == lineage {

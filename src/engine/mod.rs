@@ -96,9 +96,29 @@ pub fn state_store_for(
         }) => (Some(url.as_str()), None, workspace.clone(), *lease_seconds),
         _ => (None, None, None, None),
     };
+    let workspace = workspace
+        .or_else(|| {
+            std::env::var("GPUFORM_WORKSPACE")
+                .ok()
+                .filter(|w| !w.is_empty())
+        })
+        .unwrap_or_else(|| crate::state::DEFAULT_WORKSPACE.into());
+    // Another workspace's local files (its state, journal, sandbox) live in
+    // a folder of their own beside the default's, unless a path was given.
+    let spec_path = matches!(
+        settings,
+        Some(crate::spec::StateSettings::Local { path: Some(_) })
+    );
+    let local = if workspace == crate::state::DEFAULT_WORKSPACE || flag.is_some() || spec_path {
+        local
+    } else {
+        let dir = local.parent().map(Path::to_path_buf).unwrap_or_default();
+        let file = local.file_name().map(PathBuf::from).unwrap_or_default();
+        dir.join("workspaces").join(&workspace).join(file)
+    };
     let url = url.filter(|u| !u.trim().is_empty()).or(spec_url);
     let Some(url) = url else {
-        return Ok(StateStore::new(local));
+        return Ok(StateStore::new(local).with_workspace(&workspace));
     };
     if flag.is_some() {
         return Err(EngineError::Config(
@@ -123,7 +143,7 @@ pub fn state_store_for(
     };
     let choice = BackendChoice::from_url(url, schema.as_deref(), lease)?;
     let url = match &choice {
-        BackendChoice::Local => return Ok(StateStore::new(local)),
+        BackendChoice::Local => return Ok(StateStore::new(local).with_workspace(&workspace)),
         BackendChoice::Postgres { url, .. } | BackendChoice::S3 { url, .. } => url.clone(),
     };
     {
@@ -135,13 +155,6 @@ pub fn state_store_for(
                     hint: "pass the spec with -f SPEC".into(),
                 }));
             };
-            let workspace = workspace
-                .or_else(|| {
-                    std::env::var("GPUFORM_WORKSPACE")
-                        .ok()
-                        .filter(|w| !w.is_empty())
-                })
-                .unwrap_or_else(|| "default".into());
             let name = format!("{project}/{workspace}");
             let journal = crate::state::store::sibling(&local, ".journal");
             let backend: std::sync::Arc<dyn crate::state::StateBackend> = match choice {
@@ -160,9 +173,11 @@ pub fn state_store_for(
                         hint: "use a build with the default features, a postgres:// URL, or local state".into(),
                     }))
                 }
-                BackendChoice::Local => return Ok(StateStore::new(local)),
+                BackendChoice::Local => {
+                    return Ok(StateStore::new(local).with_workspace(&workspace))
+                }
             };
-            Ok(StateStore::with_backend(local, backend))
+            Ok(StateStore::with_backend(local, backend).with_workspace(&workspace))
         }
     }
 }
@@ -179,7 +194,7 @@ pub fn sandbox_dir(store: &StateStore) -> PathBuf {
 pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool), EngineError> {
     let (mut doc, existed) = match store.load()? {
         Some(d) => (d, true),
-        None => (StateDoc::new(project), false),
+        None => (store.new_doc(project), false),
     };
     if existed {
         store.backend().recover_journal(&mut doc)?;
@@ -399,7 +414,7 @@ pub fn lock_state(
     let lock = StateLock::acquire(store, operation)?;
     let (mut doc, existed) = match store.load()? {
         Some(d) => (d, true),
-        None => (StateDoc::new(project), false),
+        None => (store.new_doc(project), false),
     };
     // An interrupted apply's journal: what it pushed to a remote backend,
     // then what this disk kept (everything, when the backend failed first).

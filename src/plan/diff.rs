@@ -272,6 +272,7 @@ pub fn diff(
             })
             .collect(),
         state_path: None,
+        workspace: None,
         endpoints: BTreeMap::new(),
         documents,
     }

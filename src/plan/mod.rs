@@ -223,6 +223,10 @@ pub struct Plan {
     /// The state file the plan was made against (saved plans apply there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_path: Option<String>,
+    /// That state's workspace, when not `default`: a saved plan's creates
+    /// are tagged with it, as the spec's apply would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// API endpoint overrides from the spec, so a saved plan talks to the
     /// same endpoints it was made against.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]

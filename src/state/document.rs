@@ -39,6 +39,12 @@ pub struct StateDoc {
     /// it landed; `--retry-zones` forgets them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failovers: Vec<Failover>,
+    /// The workspace this state is of (`None`: `default`), from where it is
+    /// kept ([`crate::state::StateStore::workspace`]), never from the file:
+    /// its creates carry it as an ownership tag and its refreshes see only
+    /// its own workspace's resources.
+    #[serde(skip)]
+    pub workspace: Option<String>,
 }
 
 /// One capacity failure that moved a cluster on.
@@ -98,6 +104,7 @@ impl StateDoc {
             resources: BTreeMap::new(),
             pending: BTreeMap::new(),
             failovers: Vec::new(),
+            workspace: None,
         }
     }
 

@@ -23,7 +23,7 @@ pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBacke
 pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION, PRE_BOOTSTRAP};
 pub use journal::{Journal, JournalEntry};
 pub use lock::{LockInfo, StateLock};
-pub use store::{LocalBackend, StateStore};
+pub use store::{LocalBackend, StateStore, DEFAULT_WORKSPACE};
 
 use std::path::PathBuf;
 

@@ -8,6 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The workspace a state is of when none is named.
+pub const DEFAULT_WORKSPACE: &str = "default";
+
 /// Where a state lives, and the local files that go with it: the state file
 /// itself (local backend), the journal of an apply (every backend: results
 /// are durable on this disk first), and the sandbox beside them.
@@ -15,6 +18,8 @@ use std::sync::Arc;
 pub struct StateStore {
     path: PathBuf,
     backend: Arc<dyn StateBackend>,
+    /// `None`: the `default` workspace.
+    workspace: Option<String>,
 }
 
 impl StateStore {
@@ -24,6 +29,7 @@ impl StateStore {
         StateStore {
             backend: Arc::new(LocalBackend::new(path.clone())),
             path,
+            workspace: None,
         }
     }
 
@@ -33,7 +39,26 @@ impl StateStore {
         StateStore {
             path: local.into(),
             backend,
+            workspace: None,
         }
+    }
+
+    /// This store keeps the state of `workspace` (`default` is kept as `None`).
+    pub fn with_workspace(mut self, workspace: &str) -> StateStore {
+        self.workspace = (workspace != DEFAULT_WORKSPACE).then(|| workspace.to_string());
+        self
+    }
+
+    /// The workspace whose state this is: `None` for `default`.
+    pub fn workspace(&self) -> Option<&str> {
+        self.workspace.as_deref()
+    }
+
+    /// A new, empty state of `project` in this workspace.
+    pub fn new_doc(&self, project: &str) -> StateDoc {
+        let mut d = StateDoc::new(project);
+        d.workspace = self.workspace.clone();
+        d
     }
 
     pub fn backend(&self) -> &Arc<dyn StateBackend> {
@@ -76,9 +101,12 @@ impl StateStore {
         parent_dir(&self.path)
     }
 
-    /// Reads the state; `None` when there is none yet.
+    /// Reads the state, as this store's workspace's; `None` when there is none yet.
     pub fn load(&self) -> Result<Option<StateDoc>, StateError> {
-        self.backend.load()
+        Ok(self.backend.load()?.map(|mut d| {
+            d.workspace = self.workspace.clone();
+            d
+        }))
     }
 
     /// Records a change: bumps the serial (so plans made before it are

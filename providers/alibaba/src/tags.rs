@@ -247,13 +247,16 @@ pub(crate) fn naming<S>(
 /// characters): `gpuform-owned project=P address=A token=T lineage=L`, each
 /// value percent-encoded so spaces and `=` cannot confuse the parse.
 pub fn placement_description(own: &OwnershipTags) -> Result<String> {
-    let d = format!(
+    let mut d = format!(
         "{PLACEMENT_MARK} project={} address={} token={} lineage={}",
         pct(&own.project),
         pct(&own.address),
         pct(&own.token),
         pct(&own.lineage)
     );
+    if let Some(w) = &own.workspace {
+        d.push_str(&format!(" workspace={}", pct(w)));
+    }
     if d.len() > 256 {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
@@ -279,6 +282,7 @@ pub fn parse_placement_description(d: &str) -> Option<OwnershipTags> {
         address: fields.remove("address")?,
         token: fields.remove("token")?,
         lineage: fields.remove("lineage")?,
+        workspace: fields.remove("workspace"),
     })
 }
 
@@ -321,6 +325,7 @@ mod tests {
             address: "cluster.trainer.placement".into(),
             token: "gf-0123456789abcdef0123456789abcdef".into(),
             lineage: "5f0c2d3e-1111-2222-3333-444455556666".into(),
+            workspace: None,
         }
     }
 

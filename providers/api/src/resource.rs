@@ -168,6 +168,12 @@ pub struct OwnershipTags {
     /// The state lineage: two states with the same project never adopt each
     /// other's resources.
     pub lineage: String,
+    /// The state's workspace, when it is not `default` (no tag then, as
+    /// before workspaces were tagged). Two workspaces of one project may
+    /// hold the same addresses in one region: a refresh sees only its own
+    /// workspace's resources, so they never meet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 impl OwnershipTags {
@@ -175,15 +181,25 @@ impl OwnershipTags {
     pub const ADDRESS: &'static str = "gpuform:address";
     pub const TOKEN: &'static str = "gpuform:token";
     pub const LINEAGE: &'static str = "gpuform:lineage";
+    pub const WORKSPACE: &'static str = "gpuform:workspace";
 
     /// As cloud tags (key, value), in a fixed order.
     pub fn to_tags(&self) -> Vec<(&'static str, &str)> {
-        vec![
-            (Self::PROJECT, &self.project),
+        let mut tags = vec![
+            (Self::PROJECT, self.project.as_str()),
             (Self::ADDRESS, &self.address),
             (Self::TOKEN, &self.token),
             (Self::LINEAGE, &self.lineage),
-        ]
+        ];
+        if let Some(w) = &self.workspace {
+            tags.push((Self::WORKSPACE, w));
+        }
+        tags
+    }
+
+    /// Whether this resource belongs to `workspace` (`None`: `default`).
+    pub fn in_workspace(&self, workspace: Option<&str>) -> bool {
+        self.workspace.as_deref() == workspace
     }
 
     /// Reads the ownership tags back from a resource's tags, if all are there.
@@ -193,6 +209,7 @@ impl OwnershipTags {
             address: get(Self::ADDRESS)?.to_string(),
             token: get(Self::TOKEN)?.to_string(),
             lineage: get(Self::LINEAGE)?.to_string(),
+            workspace: get(Self::WORKSPACE).map(str::to_string),
         })
     }
 }

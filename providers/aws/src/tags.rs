@@ -221,6 +221,7 @@ mod tests {
             address: "cluster.trainer.node[3]".into(),
             token: "0123456789abcdef-xyz".into(),
             lineage: "lin-1".into(),
+            workspace: None,
         }
     }
 

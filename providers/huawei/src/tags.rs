@@ -30,6 +30,7 @@ pub const PROJECT: &str = "gpuform_project";
 pub const ADDRESS: &str = "gpuform_address";
 pub const TOKEN: &str = "gpuform_token";
 pub const LINEAGE: &str = "gpuform_lineage";
+pub const WORKSPACE: &str = "gpuform_workspace";
 /// Prefix of every tag key gpuform owns.
 pub const PREFIX: &str = "gpuform_";
 
@@ -71,12 +72,15 @@ pub fn decode(v: &str) -> String {
 
 /// The four ownership tags, encoded and checked against Huawei's limits.
 pub fn ownership_tags(o: &OwnershipTags) -> Result<Vec<(String, String)>> {
-    let pairs = [
+    let mut pairs = vec![
         (PROJECT, &o.project),
         (ADDRESS, &o.address),
         (TOKEN, &o.token),
         (LINEAGE, &o.lineage),
     ];
+    if let Some(w) = &o.workspace {
+        pairs.push((WORKSPACE, w));
+    }
     let mut out = Vec::new();
     for (k, v) in pairs {
         let e = encode(v);
@@ -134,6 +138,7 @@ pub fn ownership_from(tags: &[(String, String)]) -> Option<OwnershipTags> {
         address: get(ADDRESS)?,
         token: get(TOKEN)?,
         lineage: get(LINEAGE)?,
+        workspace: get(WORKSPACE),
     })
 }
 
@@ -356,6 +361,7 @@ mod tests {
             address: format!("cluster.{}.node[0]", "x".repeat(40)),
             token: "t".into(),
             lineage: "l".into(),
+            workspace: None,
         };
         assert_eq!(ownership_tags(&o).unwrap_err().kind, ErrorKind::Invalid);
     }

@@ -58,6 +58,7 @@ fn req(
             address: addr.to_string(),
             token: format!("7f3c2a10-{addr}-token"),
             lineage: "5b1e9d2c-lineage".into(),
+            workspace: None,
         },
     }
 }

@@ -153,6 +153,7 @@ pub(crate) fn create(
         address: req.ownership.address.clone(),
         token: token.to_string(),
         lineage: req.ownership.lineage.clone(),
+        workspace: req.ownership.workspace.clone(),
         refs: req.refs.clone(),
         attrs: None,
     };

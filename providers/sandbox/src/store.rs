@@ -89,6 +89,9 @@ pub(crate) struct CreateRec {
     pub address: String,
     pub token: String,
     pub lineage: String,
+    /// The ownership tags' workspace (absent: `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     #[serde(default)]
     pub refs: BTreeMap<String, String>,
     /// Kept as the log's text: replay stores it as is instead of building a
@@ -167,6 +170,7 @@ pub(crate) struct Entry {
     pub zone: Option<Arc<str>>,
     pub project: Arc<str>,
     pub lineage: Arc<str>,
+    pub workspace: Option<Arc<str>>,
     pub address: Box<str>,
     pub token: Box<str>,
     /// The attributes as a compact JSON object: a few hundred bytes instead
@@ -196,6 +200,7 @@ impl Entry {
             address: self.address.to_string(),
             token: self.token.to_string(),
             lineage: self.lineage.to_string(),
+            workspace: self.workspace.as_deref().map(str::to_string),
         }
     }
 
@@ -391,6 +396,7 @@ impl Store {
         let region = self.intern(&rec.region);
         let project = self.intern(&rec.project);
         let lineage = self.intern(&rec.lineage);
+        let workspace = rec.workspace.as_deref().map(|w| self.intern(w));
         let zone = rec.zone.as_deref().map(|z| self.intern(z));
         let id: Box<str> = rec.id.as_str().into();
         let cs = &mut self.clouds[ci];
@@ -415,6 +421,7 @@ impl Store {
                 zone,
                 project,
                 lineage,
+                workspace,
                 address: rec.address.as_str().into(),
                 token: rec.token.as_str().into(),
                 attrs: attrs_json,
@@ -531,6 +538,7 @@ impl Store {
                 address: e.address.to_string(),
                 token: e.token.to_string(),
                 lineage: e.lineage.to_string(),
+                workspace: e.workspace.as_deref().map(str::to_string),
                 refs: e
                     .refs
                     .iter()

@@ -206,6 +206,7 @@ mod tests {
             address: "cluster.a.node[0]".into(),
             token: "t".into(),
             lineage: "l".into(),
+            workspace: None,
         };
         let user = UserTags::from_map([("team".to_string(), "ml".to_string())].into());
         let list = tag_list(&own, &[(TAG_KIND, "instance")], &user);

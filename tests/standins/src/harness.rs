@@ -134,6 +134,7 @@ impl Owner<'_> {
             address: address.into(),
             token,
             lineage: self.lineage.into(),
+            workspace: None,
         }
     }
 }

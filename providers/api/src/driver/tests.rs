@@ -207,6 +207,7 @@ fn request(kind: ResourceKind, attrs: serde_json::Value) -> CreateRequest {
             address: "network.main".into(),
             token: "t".into(),
             lineage: "l".into(),
+            workspace: None,
         },
     }
 }

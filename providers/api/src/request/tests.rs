@@ -20,6 +20,7 @@ fn req(kind: ResourceKind, attrs: Value, refs: &[(&str, &str)]) -> CreateRequest
             address: "cluster.a.node[0]".into(),
             token: "t".into(),
             lineage: "l".into(),
+            workspace: None,
         },
     }
 }

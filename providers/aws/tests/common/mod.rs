@@ -105,6 +105,7 @@ pub fn own(project: &str, address: &str) -> OwnershipTags {
         address: address.to_string(),
         token: format!("tok-{}-{address}", std::process::id()).replace(['[', ']', '.'], "-"),
         lineage: format!("lineage-{project}"),
+        workspace: None,
     }
 }
 

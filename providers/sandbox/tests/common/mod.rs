@@ -110,6 +110,7 @@ pub fn ownership(project: &str, address: &str) -> OwnershipTags {
         address: address.to_string(),
         token: format!("tok-{project}-{address}"),
         lineage: "lineage-1".to_string(),
+        workspace: None,
     }
 }
 
