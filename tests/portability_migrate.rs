@@ -237,6 +237,54 @@ fn escape_hatches_are_replaced() {
     spec::load_str("raw.yaml", &m.new_text, &vars).unwrap();
 }
 
+/// Each cloud's own image ids are raw, not only `ami-`/`m-`/`img-`: a
+/// Huawei IMS UUID and an Alibaba public `.vhd` id are replaced by the
+/// logical image on the target cloud, never carried to it unchanged.
+#[test]
+fn every_clouds_raw_image_id_is_replaced_on_migrate() {
+    for (cloud, region, gpu, image) in [
+        (
+            "huawei",
+            "cn-north-4",
+            "T4",
+            "0a1b2c3d-0000-1111-2222-333344445555",
+        ),
+        (
+            "alibaba",
+            "cn-hangzhou",
+            "T4",
+            "ubuntu_22_04_x64_20G_alibase_20240130.vhd",
+        ),
+    ] {
+        let text = format!(
+            "project: p\nclusters:\n  t:\n    cloud: {cloud}\n    region: {region}\n    nodes: 1\n    gpu: {gpu}\n    image: {image}\n"
+        );
+        let vars = Vars::new();
+        let loaded = spec::load_str("raw.yaml", &text, &vars).unwrap();
+        let m = migrate::migrate(
+            &loaded,
+            &vars,
+            Catalog::builtin(),
+            "t",
+            Cloud::Aws,
+            None,
+            7.0,
+        )
+        .unwrap_or_else(|e| panic!("{cloud}: {e:?}"));
+        assert!(!m.new_text.contains(image), "{cloud}: {}", m.new_text);
+        assert!(
+            m.new_text.contains("image: ubuntu-22.04-cuda"),
+            "{cloud}: {}",
+            m.new_text
+        );
+        assert!(
+            m.caveats.iter().any(|c| c.contains(image)),
+            "{cloud}: {:?}",
+            m.caveats
+        );
+    }
+}
+
 #[test]
 fn a_spot_cap_changes_currency_with_the_cloud() {
     let text = "project: p\nclusters:\n  t:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: T4:1\n    pricing: spot\n    spot_max_price: 0.4\n";

@@ -300,9 +300,14 @@ fn dedup(mut v: Vec<&str>) -> Vec<&str> {
     v
 }
 
-/// A raw image id rather than a logical image name.
-pub fn is_raw_image(image: &str) -> bool {
-    image.starts_with("ami-") || image.starts_with("m-") || image.starts_with("img-")
+/// A raw image id rather than a logical image name: of `cloud`, or of any
+/// cloud when it is not known (`cloud: any`). Each cloud's own format
+/// answers (`gpuform_provider::is_raw_image_id`).
+pub fn is_raw_image(cloud: Option<Cloud>, image: &str) -> bool {
+    match cloud {
+        Some(c) => gpuform_provider::is_raw_image_id(c, image),
+        None => gpuform_provider::is_raw_image_id_on_any(image),
+    }
 }
 
 /// The cloud a spec's `cloud:` names (`sandbox` mirrors AWS), `None` for `any`.
@@ -451,7 +456,7 @@ fn cluster_row(
                     ),
                 ));
             }
-            if is_raw_image(&c.image) {
+            if is_raw_image(current, &c.image) {
                 reasons.push(Reason::new(
                     ReasonKind::RawImage,
                     format!(

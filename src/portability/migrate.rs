@@ -277,7 +277,7 @@ pub fn migrate(
             eq.instance_type
         ));
     }
-    if is_raw_image(&c.image) {
+    if is_raw_image(from_cloud, &c.image) {
         ed.replace_value("image", LOGICAL_IMAGE)?;
         changes.push(format!("image: `{}` → {LOGICAL_IMAGE}", c.image));
         caveats.push(format!(

@@ -32,7 +32,7 @@ pub fn image_name_prefix(logical: &str) -> Option<&'static str> {
 /// An Alibaba image id: a custom/shared image `m-…`, or a public image id
 /// (`…_alibase_….vhd`).
 pub fn is_image_id(s: &str) -> bool {
-    s.starts_with("m-") || s.ends_with(".vhd")
+    gpuform_provider::is_raw_image_id(gpuform_provider::Cloud::Alibaba, s)
 }
 
 impl AlibabaProvider {

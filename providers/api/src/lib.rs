@@ -34,7 +34,7 @@ pub use driver::{
 pub use error::{ok_if_gone, ErrorKind, ProviderError, Result};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;
-pub use images::ImageCache;
+pub use images::{is_raw_image_id, is_raw_image_id_on_any, ImageCache};
 pub use ingress::{IngressRule, ObservedIngress, Protocol};
 pub use inventory::{
     Inventory, InventoryApi, InventoryBucket, InventoryInstance, InventoryVolume, RunState,

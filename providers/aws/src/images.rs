@@ -36,9 +36,7 @@ pub const LOGICAL_NAMES: &[&str] = &[
 
 /// True when `image` is a raw AMI id rather than a logical name.
 pub fn is_ami_id(image: &str) -> bool {
-    image.starts_with("ami-")
-        && image.len() > 4
-        && image[4..].chars().all(|c| c.is_ascii_hexdigit())
+    gpuform_provider::is_raw_image_id(gpuform_provider::Cloud::Aws, image)
 }
 
 /// The query for a logical image name on an architecture (`x86_64` or

@@ -24,13 +24,7 @@ fn image_query(logical: &str) -> Option<(&'static str, &'static str, bool)> {
 
 /// IMS image ids are UUIDs: such a name is used as it is.
 pub fn looks_like_uuid(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 5
-        && [8, 4, 4, 4, 12]
-            .iter()
-            .zip(&parts)
-            .all(|(n, p)| p.len() == *n)
-        && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+    gpuform_provider::is_raw_image_id(gpuform_provider::Cloud::Huawei, s)
 }
 
 /// The image id for `logical` in `region`: the newest active public image

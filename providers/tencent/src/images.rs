@@ -49,7 +49,7 @@ pub fn public_names(logical: &str) -> Option<&'static [&'static str]> {
 }
 
 pub fn is_raw_id(image: &str) -> bool {
-    image.starts_with("img-")
+    gpuform_provider::is_raw_image_id(gpuform_provider::Cloud::Tencent, image)
 }
 
 pub fn known_names() -> String {
