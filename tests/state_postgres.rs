@@ -182,8 +182,8 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
         || journal_lines(format!("{project}/default").as_str()) >= 4,
     );
     let pid = first.id() as libc::pid_t;
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease
+    support::stop_process(pid);
+    std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease, once stopped
     let out = b.run(&["apply", "spec.yaml", "--auto-approve"]);
     unsafe { libc::kill(pid, libc::SIGCONT) };
     assert!(out.status.success(), "the takeover failed: {}", text(&out));

@@ -24,6 +24,11 @@ fn moto() -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
+        // Under CI a missing server is a failure, never a silent pass.
+        assert!(
+            std::env::var("CI").map_or(true, |v| v.is_empty() || v == "false"),
+            "GPUFORM_TEST_MOTO_URL is not set under CI: .ci/run (through scripts/test.sh) must start moto"
+        );
         eprintln!(
             "skipped: GPUFORM_TEST_MOTO_URL is not set (scripts/test.sh starts moto and sets it)"
         );
@@ -254,8 +259,8 @@ fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
         journal_objects(&moto, &r.bucket, &r.project) >= 3
     });
     let pid = first.id() as libc::pid_t;
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease
+    support::stop_process(pid);
+    std::thread::sleep(Duration::from_secs(3)); // past the 2 s lease, once stopped
     let out = r.b.run(&["apply", "spec.yaml", "--auto-approve"]);
     unsafe { libc::kill(pid, libc::SIGCONT) };
     assert!(out.status.success(), "the takeover failed: {}", text(&out));

@@ -463,3 +463,31 @@ pub fn at(e: &Diagnostic) -> (usize, usize, &str) {
         e.yaml_path.as_deref().unwrap_or(""),
     )
 }
+
+/// Stops process `pid` (SIGSTOP) and returns once it *is* stopped. A stop
+/// is asynchronous: it lands when each thread reaches a point where signals
+/// are taken, and a thread in an uninterruptible wait (an fsync on a loaded
+/// CI disk) delays it by as long. Timing from the `kill` call let such a
+/// process renew its lease after the "pause" began, so a rival that waited
+/// out one lease found it still running and was refused.
+pub fn stop_process(pid: i32) {
+    assert_eq!(
+        unsafe { libc::kill(pid, libc::SIGSTOP) },
+        0,
+        "SIGSTOP {pid}"
+    );
+    let stat = format!("/proc/{pid}/stat");
+    for _ in 0..2000 {
+        let text = std::fs::read_to_string(&stat).unwrap_or_default();
+        // pid (comm) STATE ...: the state follows the last ')'.
+        let state = text
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        if matches!(state, Some("T") | Some("t")) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("process {pid} did not stop within 10 s of SIGSTOP");
+}
