@@ -6,6 +6,7 @@
 pub mod diff;
 pub mod markdown;
 pub mod render;
+pub mod saved;
 
 pub use diff::{diff, DiffOptions};
 
