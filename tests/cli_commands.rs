@@ -212,6 +212,116 @@ fn a_plan_over_budget_fails_naming_the_cheapest_fit() {
     assert_eq!(plan["cost"]["clusters"][0]["nodes_after"], 4);
 }
 
+/// Budgets fail closed: a node without a price for its pricing (Huawei's
+/// A100s, AWS p3 reserved-3y, which no source prices) fails a plan with a
+/// budget, naming each and how to price it, unless `allow_unpriced`; and
+/// the plan says the cost after is unknown, never $0.
+#[test]
+fn a_budget_fails_closed_on_unpriced_nodes_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let spec = |extra: &str| {
+        format!(
+            "project: b\nclusters:\n  big:\n    cloud: huawei\n    region: cn-north-4\n    nodes: 3\n    gpu: A100-80GB:8\n  v:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: V100-16GB:8\n    pricing: reserved-3y\nbudget:\n  max_hourly_usd: 1\n{extra}"
+        )
+    };
+    std::fs::write(d.join("spec.yaml"), spec("")).unwrap();
+    let out = gpuform(d, &["plan", "spec.yaml", "--sandbox"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("spec.yaml:14:1"),
+        "located at `budget:`: {err}"
+    );
+    assert!(
+        err.contains("the budget cannot be checked: 4 resource(s) have no price"),
+        "{err}"
+    );
+    for node in [
+        "cluster.big.node[0]",
+        "cluster.big.node[2]",
+        "cluster.v.node[0]",
+    ] {
+        assert!(err.contains(node), "{node}: {err}");
+    }
+    assert!(
+        err.contains("aws us-east-1 p3.16xlarge reserved-3y"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gpuform prices refresh --cloud huawei --region cn-north-4 --type"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--prices FILE") && err.contains("allow_unpriced: true"),
+        "{err}"
+    );
+    assert!(!err.contains("over budget"), "{err}");
+
+    // Opting in: the plan passes, and says what counted as $0.
+    std::fs::write(d.join("spec.yaml"), spec("  allow_unpriced: true\n")).unwrap();
+    let text = ok(d, &["plan", "spec.yaml", "--sandbox"]);
+    assert!(
+        text.contains("note: budget.allow_unpriced: 4 resource(s) without a price count as $0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("→ unknown ($0.00/h priced + 4 unpriced instance(s))"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cluster big: 0 → 3 × p3.16xlarge.8 on-demand: $0.00/h → unknown"),
+        "{text}"
+    );
+
+    // Without a budget, unpriced stays a note.
+    std::fs::write(
+        d.join("spec.yaml"),
+        spec("").replace("budget:\n  max_hourly_usd: 1\n", ""),
+    )
+    .unwrap();
+    let text = ok(d, &["plan", "spec.yaml", "--sandbox"]);
+    assert!(text.contains("have no price in the catalog"), "{text}");
+
+    // The setting is validated like the rest of the spec.
+    std::fs::write(d.join("spec.yaml"), spec("  allow_unpriced: maybe\n")).unwrap();
+    let out = gpuform(d, &["validate", "spec.yaml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("spec.yaml:16:") && err.contains("budget.allow_unpriced"),
+        "{err}"
+    );
+}
+
+/// AWS reserved-3y has the price of the catalog's sourced snapshot row
+/// (read here from the CSV itself, not through the catalog code).
+#[test]
+fn an_aws_reserved_3y_plan_shows_its_sourced_price() {
+    let csv =
+        std::fs::read_to_string(root().join("providers/catalog/data/aws/prices.csv")).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("us-east-1,p4d.24xlarge,reserved-3y,"))
+        .expect("a sourced 3-year row");
+    let want: f64 = row.split(',').nth(3).unwrap().parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("spec.yaml"),
+        "project: r\nclusters:\n  t:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: A100-40GB:8\n    pricing: reserved-3y\nbudget:\n  max_hourly_usd: 100\n",
+    )
+    .unwrap();
+    let plan: Value =
+        serde_json::from_str(&ok(d, &["plan", "spec.yaml", "--sandbox", "--json"])).unwrap();
+    let got = plan["cost"]["hourly_usd_after"].as_f64().unwrap();
+    assert!((got - 2.0 * want).abs() < 1e-9, "{got} vs 2 × {want}");
+    let c = &plan["cost"]["clusters"][0];
+    assert_eq!(c["instance_type"], "p4d.24xlarge");
+    assert_eq!(c["price_basis"], "sourced, as of 2025-11", "{c}");
+    assert!(plan["cost"].get("unpriced").is_none(), "{plan:#}");
+}
+
 #[test]
 fn a_migrated_cluster_applies_on_the_sandbox_creating_before_destroying() {
     let dir = tempfile::tempdir().unwrap();
@@ -236,8 +346,33 @@ fn a_migrated_cluster_applies_on_the_sandbox_creating_before_destroying() {
             "--write",
         ],
     );
-    let plan: Value =
-        serde_json::from_str(&ok(d, &["plan", "spec.yaml", "--sandbox", "--json"])).unwrap();
+    // The target has no spot price, and the spec has a budget: the plan
+    // fails closed rather than counting the moved nodes as $0.
+    let out = gpuform(d, &["plan", "spec.yaml", "--sandbox"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the budget cannot be checked") && err.contains("cluster.serve.node[0]"),
+        "{err}"
+    );
+    // Priced (a negotiated price, as a user would pass it), it plans.
+    std::fs::write(
+        d.join("prices.csv"),
+        "cloud,region,instance_type,pricing,price,currency,source,as_of\ntencent,ap-guangzhou,GI3X.8XLARGE64,spot,0.5,USD,test quote,2026-11-01\n",
+    )
+    .unwrap();
+    let plan: Value = serde_json::from_str(&ok(
+        d,
+        &[
+            "plan",
+            "spec.yaml",
+            "--sandbox",
+            "--json",
+            "--prices",
+            "prices.csv",
+        ],
+    ))
+    .unwrap();
     let serve: Vec<&Value> = plan["changes"]
         .as_array()
         .unwrap()
@@ -257,12 +392,27 @@ fn a_migrated_cluster_applies_on_the_sandbox_creating_before_destroying() {
         .is_some_and(|r| r.contains("moves from sandbox:aws"))));
     ok(
         d,
-        &["apply", "spec.yaml", "--sandbox", "--auto-approve", "-q"],
+        &[
+            "apply",
+            "spec.yaml",
+            "--sandbox",
+            "--auto-approve",
+            "-q",
+            "--prices",
+            "prices.csv",
+        ],
     );
     assert_eq!(
         gpuform(
             d,
-            &["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"]
+            &[
+                "plan",
+                "spec.yaml",
+                "--sandbox",
+                "--detailed-exitcode",
+                "--prices",
+                "prices.csv"
+            ]
         )
         .status
         .code(),

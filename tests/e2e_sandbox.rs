@@ -496,6 +496,76 @@ fn a_saved_plan_applies_once_and_only_to_its_state() {
     );
 }
 
+/// A saved plan proves it is the plan that was shown: an edited action,
+/// a truncated file, a plan moved to another state's serial or (with a
+/// passphrase) an unsealed file are refused, and nothing is touched.
+#[test]
+fn a_saved_plan_that_was_changed_is_refused() {
+    let w = Work::new();
+    w.apply(&[]);
+    let before = w.cloud();
+    w.ok(&["plan", "spec.yaml", "--sandbox", "--out", "p.json"]);
+    let text = std::fs::read_to_string(w.path().join("p.json")).unwrap();
+    let refused = |name: &str, body: &str, needle: &str| {
+        std::fs::write(w.path().join(name), body).unwrap();
+        let out = w.run(&["apply", name]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(needle), "{name}: {err}");
+        assert!(!err.contains("YAML"), "{name}: {err}");
+        assert_eq!(w.cloud(), before, "{name}: nothing may change");
+    };
+    // One no-op edited into a delete of the bucket.
+    let edited = text.replacen("\"action\": \"no-op\"", "\"action\": \"delete\"", 1);
+    assert_ne!(edited, text);
+    refused(
+        "edited.json",
+        &edited,
+        "this plan file was changed after it was made",
+    );
+    // The serial edited to pass as a plan of another state.
+    let serial = w.plan_json(&[])["state"]["serial"].as_u64().unwrap();
+    let moved = text.replace(
+        &format!("\"serial\": {serial}"),
+        &format!("\"serial\": {}", serial + 1),
+    );
+    assert_ne!(moved, text);
+    refused(
+        "moved.json",
+        &moved,
+        "this plan file was changed after it was made",
+    );
+    // Truncated.
+    refused(
+        "cut.json",
+        &text[..text.len() / 2],
+        "is a damaged plan file",
+    );
+    // The checksum line removed: nothing proves it.
+    let bare: String = text
+        .lines()
+        .filter(|l| !l.contains("\"checksum\""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    refused("bare.json", &bare, "without a checksum");
+    // With a passphrase, a plain plan file (anyone can recompute its
+    // checksum) is refused; a sealed one made under it applies.
+    let out = w
+        .cmd(&["apply", "p.json"])
+        .env("GPUFORM_STATE_PASSPHRASE", "s3cret")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not encrypted, but GPUFORM_STATE_PASSPHRASE is set"),
+        "{err}"
+    );
+    // The untouched plan still applies (made against this state).
+    w.ok(&["apply", "p.json"]);
+    assert_eq!(w.cloud(), before);
+}
+
 #[test]
 fn bad_input_gets_a_clear_error_and_writes_nothing() {
     let w = Work::new();

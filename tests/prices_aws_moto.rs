@@ -1,5 +1,5 @@
 //! Issue 12, point 2, on AWS: `gpuform prices refresh --cloud aws` reads
-//! on-demand and 1-year reserved prices from the Price List Query API
+//! on-demand, 1-year and 3-year reserved prices from the Price List Query API
 //! (GetProducts, answered by the stand-in in `gpuform_standins::aws_pricing`,
 //! which checks SigV4 with its own verifier) and spot prices from EC2
 //! DescribeSpotPriceHistory (answered by moto: start it with
@@ -61,6 +61,7 @@ fn aws_refresh_reads_get_products_and_moto_spot_history() {
             month: 0.0,
             year: 0.3 * 8760.0,
             spot: None,
+            three_years: Some(0.2 * 3.0 * 8760.0),
         },
     );
     let dir = tempfile::tempdir().unwrap();
@@ -106,6 +107,7 @@ fn aws_refresh_reads_get_products_and_moto_spot_history() {
     for (model, want, api) in [
         ("on-demand", 0.5, "GetProducts"),
         ("reserved-1y", 0.3, "GetProducts"),
+        ("reserved-3y", 0.2, "Reserved 3yr standard No Upfront"),
         ("spot", MOTO_SPOT_PRICE, "DescribeSpotPriceHistory"),
     ] {
         let p = offers(model);

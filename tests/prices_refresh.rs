@@ -137,6 +137,7 @@ const T4_TENCENT: ListPrice = ListPrice {
     month: 3_900.0,
     year: 39_000.0,
     spot: Some(1.95),
+    three_years: None,
 };
 
 #[test]
@@ -317,6 +318,7 @@ fn an_interrupted_refresh_keeps_what_it_fetched_and_a_rerun_resumes() {
             month: 7_800.0,
             year: 78_000.0,
             spot: None,
+            three_years: None,
         },
     );
     // The first quote takes four price answers; the outage starts after them.
@@ -477,6 +479,7 @@ fn alibaba_refresh_reads_describe_price_and_every_page_of_spot_history() {
             month: 4_800.0,
             year: 48_000.0,
             spot: Some(2.5),
+            three_years: None,
         },
     );
     let dir = tempdir();
@@ -540,6 +543,7 @@ fn huawei_refresh_reads_the_bss_ratings() {
             month: 12_000.0,
             year: 117_734.4,
             spot: None,
+            three_years: None,
         },
     );
     let dir = tempdir();

@@ -419,49 +419,41 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
 }
 
 fn write_plan_file(out: &Path, plan: &Plan) -> Result<(), Failure> {
-    let json = serde_json::to_vec_pretty(plan).expect("plans serialise");
-    // A plan holds what the state holds: encrypted like it when a key is set.
-    let json = crate::state::crypto::seal(json)
+    let bytes = crate::plan::saved::encode(plan);
+    // A plan holds what the state holds: encrypted like it when a key is set
+    // (which also authenticates it: see `plan::saved`).
+    let bytes = crate::state::crypto::seal(bytes)
         .map_err(|e| Failure(format!("cannot encrypt plan file {}: {e}", out.display())))?;
-    write_atomically(out, &json)
+    write_atomically(out, &bytes)
         .map_err(|e| Failure(format!("cannot write plan file {}: {e}", out.display())))
 }
 
-/// A saved plan, if `file` is one (JSON with a plan format version).
+/// A saved plan, if `file` is one, proven to be the plan that was made
+/// (`plan::saved`); `None` when it is not a plan (a spec).
 fn read_plan_file(file: &Path) -> Result<Option<Plan>, Failure> {
     let bytes =
         std::fs::read(file).map_err(|e| Failure(format!("cannot read {}: {e}", file.display())))?;
     if !bytes.trim_ascii_start().starts_with(b"{") {
         return Ok(None);
     }
-    let bytes = crate::state::crypto::open(&bytes)
-        .map_err(|e| {
-            Failure(format!(
-                "plan file {} cannot be opened: {e}",
-                file.display()
-            ))
-        })?
-        .into_owned();
-    let v: serde_json::Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) => return Ok(None), // YAML flow mapping: a spec
-    };
-    if v.get("changes").is_none() || v.get("format_version").is_none() {
-        return Ok(None);
-    }
-    let version = v["format_version"].as_u64().unwrap_or(0);
-    if version > crate::plan::PLAN_FORMAT_VERSION as u64 {
-        return Err(Failure(format!(
-            "{} is a plan of format {version}, newer than this gpuform understands; upgrade gpuform",
-            file.display()
-        )));
-    }
-    serde_json::from_value(v).map(Some).map_err(|e| {
+    let sealed = crate::state::crypto::is_encrypted(&bytes);
+    let opened = crate::state::crypto::open(&bytes).map_err(|e| {
         Failure(format!(
-            "{} is not a valid gpuform plan file: {e}",
+            "plan file {} cannot be opened: {e}",
             file.display()
         ))
-    })
+    })?;
+    let label = file.display().to_string();
+    let plan = crate::plan::saved::decode(&opened).map_err(|e| Failure(e.message(&label)))?;
+    if plan.is_some() && !sealed && crate::state::crypto::enabled() {
+        // Anyone can recompute a plain checksum; only the passphrase's
+        // holder can seal. A plan made with the passphrase set is sealed.
+        return Err(Failure(format!(
+            "{label} is not encrypted, but {} is set: a plan made with the passphrase is always encrypted, which is what proves it was not replaced, so this one was made without it or swapped\n  hint: make a new plan with `gpuform plan SPEC --out FILE` and apply that",
+            crate::state::crypto::PASSPHRASE_VAR
+        )));
+    }
+    Ok(plan)
 }
 
 async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {

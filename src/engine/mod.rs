@@ -294,7 +294,7 @@ pub async fn make_plan(
         "will be recorded",
     );
     if !req.diff.destroy {
-        crate::portability::cost::budget_check(req.loaded, &plan, req.catalog)
+        crate::portability::cost::budget_check(req.loaded, &mut plan, req.catalog)
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))

@@ -6,6 +6,7 @@
 pub mod diff;
 pub mod markdown;
 pub mod render;
+pub mod saved;
 
 pub use diff::{diff, DiffOptions};
 
@@ -120,6 +121,10 @@ pub struct CostSummary {
     pub prices_in_cny: bool,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What one cluster's nodes cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterCost {
@@ -135,6 +140,10 @@ pub struct ClusterCost {
     pub hourly_usd_after: f64,
     pub monthly_usd_before: f64,
     pub monthly_usd_after: f64,
+    /// Nodes after the plan without a price (not in `hourly_usd_after`, so
+    /// the cost after is unknown, never $0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_after: usize,
     /// Where the price after the plan comes from: `sourced as of …`,
     /// `assumed (…) as of …`, `override …` or `live YYYY-MM-DD for REGION`
     /// (the price cache of `gpuform prices refresh`; see `PriceBasis`).

@@ -66,33 +66,58 @@ fn render_cost(out: &mut String, plan: &Plan) {
             format!("-${}", money(-d))
         }
     };
-    let _ = writeln!(
-        out,
-        "{} ${}/h → ${}/h ({}/h); ${}/month → ${}/month ({}/month, {} h/month)",
-        "Cost:".if_supports_color(Stream::Stdout, |t| t.bold()),
-        money(c.hourly_usd_before),
-        money(c.hourly_usd_after),
-        sign(c.hourly_usd_delta),
-        money(c.monthly_usd_before),
-        money(c.monthly_usd_after),
-        sign(c.monthly_usd_delta),
-        HOURS_PER_MONTH
-    );
+    if c.unpriced.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} ${}/h → ${}/h ({}/h); ${}/month → ${}/month ({}/month, {} h/month)",
+            "Cost:".if_supports_color(Stream::Stdout, |t| t.bold()),
+            money(c.hourly_usd_before),
+            money(c.hourly_usd_after),
+            sign(c.hourly_usd_delta),
+            money(c.monthly_usd_before),
+            money(c.monthly_usd_after),
+            sign(c.monthly_usd_delta),
+            HOURS_PER_MONTH
+        );
+    } else {
+        // Unpriced is unknown, not $0: the plan must not look cheaper.
+        let _ = writeln!(
+            out,
+            "{} ${}/h → unknown (${}/h priced + {} unpriced instance(s)); ${}/month → unknown (at least ${}/month, {} h/month)",
+            "Cost:".if_supports_color(Stream::Stdout, |t| t.bold()),
+            money(c.hourly_usd_before),
+            money(c.hourly_usd_after),
+            c.unpriced.len(),
+            money(c.monthly_usd_before),
+            money(c.monthly_usd_after),
+            HOURS_PER_MONTH
+        );
+    }
     for k in &c.clusters {
         let nodes = if k.nodes_before == k.nodes_after {
             format!("{}", k.nodes_after)
         } else {
             format!("{} → {}", k.nodes_before, k.nodes_after)
         };
+        let after = if k.unpriced_after == 0 {
+            format!(
+                "${}/h (${}/month)",
+                money(k.hourly_usd_after),
+                money(k.monthly_usd_after)
+            )
+        } else {
+            format!(
+                "unknown ({} of {} node(s) without a price)",
+                k.unpriced_after, k.nodes_after
+            )
+        };
         let _ = writeln!(
             out,
-            "      cluster {}: {nodes} × {} {}: ${}/h → ${}/h (${}/month){}",
+            "      cluster {}: {nodes} × {} {}: ${}/h → {after}{}",
             k.cluster,
             k.instance_type.as_deref().unwrap_or("-"),
             k.pricing.as_deref().unwrap_or(""),
             money(k.hourly_usd_before),
-            money(k.hourly_usd_after),
-            money(k.monthly_usd_after),
             k.price_basis
                 .as_deref()
                 .map_or(String::new(), |b| format!(" [price {b}]")),

@@ -181,7 +181,10 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         }
         let Some(after) = &c.after else { continue };
         e.nodes_after += 1;
-        e.hourly_usd_after += c.hourly_usd_after.unwrap_or(0.0);
+        match c.hourly_usd_after {
+            Some(h) => e.hourly_usd_after += h,
+            None => e.unpriced_after += 1,
+        }
         let pricing = after.get("pricing").and_then(|v| v.as_str());
         let itype = after.get("instance_type").and_then(|v| v.as_str());
         e.pricing = pricing.map(str::to_string);
@@ -256,12 +259,102 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
     }
 }
 
-/// A plan whose cost exceeds the spec's budget is an error that says by how
-/// much and names the cheapest single change that fits.
-pub fn budget_check(loaded: &LoadedSpec, plan: &Plan, catalog: &Catalog) -> Result<(), Diagnostic> {
+/// What the plan keeps that has no price, grouped by what would price it:
+/// `(what, addresses)`, `what` being `aws us-east-1 p3.2xlarge reserved-3y`
+/// for nodes or `bucket in huawei cn-north-4 (why)` for a bucket with a
+/// size estimate but no storage price. A bucket without `size_gb` is not
+/// here: its cost depends on the data, which no spec states.
+fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in plan.changes.iter().filter(|c| c.action != Action::Delete) {
+        let attr = |k: &str| {
+            c.after
+                .as_ref()
+                .and_then(|a| a.get(k))
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+        };
+        let cloud = Target::parse(&c.provider).map_or(c.provider.clone(), |t| t.cloud.to_string());
+        if c.kind == ResourceKind::Instance && c.hourly_usd_after.is_none() {
+            let what = format!(
+                "{cloud} {} {} {}",
+                c.region,
+                attr("instance_type"),
+                attr("pricing")
+            );
+            groups.entry(what).or_default().push(c.address.clone());
+        }
+    }
+    for b in &plan.cost.storage {
+        if let (Some(why), Some(_)) = (&b.unpriced, b.size_gb) {
+            groups
+                .entry(format!("bucket storage ({why})"))
+                .or_default()
+                .push(b.bucket.clone());
+        }
+    }
+    groups
+}
+
+/// A budget fails closed: a resource without a price makes its plan fail,
+/// naming each and how to price it, unless `budget.allow_unpriced` says to
+/// count it as $0 (then the plan says so in a note).
+fn unpriced_check(loaded: &LoadedSpec, plan: &mut Plan) -> Result<(), Diagnostic> {
     let Some(b) = &loaded.spec.budget else {
         return Ok(());
     };
+    let groups = unpriced_groups(plan);
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let count: usize = groups.values().map(Vec::len).sum();
+    let listed = groups
+        .iter()
+        .map(|(what, addrs)| format!("{} ({what})", addrs.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if b.allow_unpriced {
+        plan.notes.push(format!(
+            "budget.allow_unpriced: {count} resource(s) without a price count as $0 against the budget: {listed}"
+        ));
+        return Ok(());
+    }
+    let refresh: Vec<String> = groups
+        .keys()
+        .filter_map(|what| {
+            let mut w = what.split(' ');
+            let (cloud, region, itype) = (w.next()?, w.next()?, w.next()?);
+            (cloud != "bucket").then(|| {
+                format!("`gpuform prices refresh --cloud {cloud} --region {region} --type {itype}`")
+            })
+        })
+        .collect();
+    let mut hint = String::from("price them");
+    if !refresh.is_empty() {
+        hint.push_str(&format!(" with {}, or", refresh.join(", ")));
+    }
+    hint.push_str(" with `--prices FILE` (CSV: cloud,region,instance_type,pricing,price,currency), or choose a priced `pricing:`; to count them as $0 instead, write `budget: {..., allow_unpriced: true}`");
+    Err(loaded.diagnostic(
+        "budget",
+        format!(
+            "the budget cannot be checked: {count} resource(s) have no price, and a budget does not count them as $0: {listed}"
+        ),
+        Some(hint),
+    ))
+}
+
+/// A plan whose cost exceeds the spec's budget is an error that says by how
+/// much and names the cheapest single change that fits; so is one with
+/// unpriced resources (see [`unpriced_check`]).
+pub fn budget_check(
+    loaded: &LoadedSpec,
+    plan: &mut Plan,
+    catalog: &Catalog,
+) -> Result<(), Diagnostic> {
+    let Some(b) = &loaded.spec.budget else {
+        return Ok(());
+    };
+    unpriced_check(loaded, plan)?;
     let fits = |hourly: f64| {
         b.max_hourly_usd.is_none_or(|m| hourly <= m + 1e-9)
             && b.max_monthly_usd

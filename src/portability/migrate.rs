@@ -396,6 +396,17 @@ fn what_does_not_carry_over(
             req.pricing.as_str(),
             eq.region
         ));
+        if loaded
+            .spec
+            .budget
+            .as_ref()
+            .is_some_and(|b| !b.allow_unpriced)
+        {
+            out.push(format!(
+                "the spec has a `budget:`, which fails closed: plans fail until {to_type} is priced (`gpuform prices refresh --cloud {to} --region {} --type {to_type}`, or `--prices FILE`), or `budget.allow_unpriced: true` is set",
+                eq.region
+            ));
+        }
     }
     if matches!(
         req.pricing,

@@ -412,7 +412,9 @@ fn yes() -> bool {
     true
 }
 
-/// Spending limits in US dollars (each > 0); a plan above them fails.
+/// Spending limits in US dollars (each > 0); a plan above them fails, and
+/// so does a plan with a resource the catalog has no price for (its cost
+/// cannot be checked) unless `allow_unpriced` is true.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
@@ -420,6 +422,10 @@ pub struct Budget {
     pub max_hourly_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_monthly_usd: Option<f64>,
+    /// Count resources without a price as $0 instead of failing the plan
+    /// (default false: a budget fails closed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unpriced: bool,
 }
 
 /// Where state is kept, chosen by `backend`.

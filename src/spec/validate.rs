@@ -353,6 +353,7 @@ const DISK_FIELDS: &[Field] = &[
 const BUDGET_FIELDS: &[Field] = &[
     opt("max_hourly_usd", Validator::positive),
     opt("max_monthly_usd", Validator::positive),
+    opt("allow_unpriced", Validator::boolean),
 ];
 
 const STATE_LOCAL_FIELDS: &[Field] = &[

@@ -2,7 +2,7 @@
 //! - spot: EC2 `DescribeSpotPriceHistory` through `aws-sdk-ec2` (Linux/UNIX,
 //!   every page by `NextToken`); the spot price is the newest point of each
 //!   zone, and the cheapest of those (the zone a plan would pick first).
-//! - on-demand and 1-year reserved: the Price List Query API `GetProducts`
+//! - on-demand, 1-year and 3-year reserved: the Price List Query API `GetProducts`
 //!   (https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html),
 //!   JSON 1.1 at `https://api.pricing.us-east-1.amazonaws.com`, signed with
 //!   SigV4 by the SDK's own `aws-sigv4` (the `aws-sdk-pricing` crate would add
@@ -11,8 +11,9 @@
 //!   `operatingSystem=Linux`, `tenancy=Shared`, `preInstalledSw=NA`,
 //!   `capacitystatus=Used`; each `PriceList` item is a JSON document as a
 //!   string, whose `terms.OnDemand` hourly `pricePerUnit.USD` is on-demand
-//!   and whose `terms.Reserved` entry with `LeaseContractLength=1yr`,
-//!   `OfferingClass=standard`, `PurchaseOption=No Upfront` is reserved-1y.
+//!   and whose `terms.Reserved` entries with `OfferingClass=standard`,
+//!   `PurchaseOption=No Upfront` and `LeaseContractLength=1yr` / `3yr` are
+//!   reserved-1y / reserved-3y.
 //!   `NextToken` pages. `GPUFORM_AWS_PRICING_ENDPOINT` replaces the endpoint
 //!   (tests, a proxy).
 
@@ -296,6 +297,19 @@ fn hourly_usd(term: &Value) -> Option<f64> {
         .find(|p| *p > 0.0)
 }
 
+/// Whether a `terms.Reserved` offer is the standard, No Upfront
+/// reservation of `LeaseContractLength` `years` (`1yr`, `3yr`).
+fn standard_no_upfront(term: &Value, years: &str) -> bool {
+    let a = |k: &str| {
+        term.get("termAttributes")
+            .and_then(|x| x.get(k))
+            .and_then(Value::as_str)
+    };
+    a("LeaseContractLength") == Some(years)
+        && a("OfferingClass") == Some("standard")
+        && a("PurchaseOption") == Some("No Upfront")
+}
+
 fn terms<'a>(doc: &'a Value, kind: &str) -> impl Iterator<Item = &'a Value> {
     doc.get("terms")
         .and_then(|t| t.get(kind))
@@ -336,26 +350,22 @@ impl PriceApi for AwsProvider {
             positive_price(&what, "terms.OnDemand hourly USD", od)?,
             format!("pricing:{GET_PRODUCTS} (OnDemand)"),
         )];
-        let reserved = docs
-            .iter()
-            .flat_map(|d| terms(d, "Reserved"))
-            .filter(|t| {
-                let a = |k: &str| {
-                    t.get("termAttributes")
-                        .and_then(|x| x.get(k))
-                        .and_then(Value::as_str)
-                };
-                a("LeaseContractLength") == Some("1yr")
-                    && a("OfferingClass") == Some("standard")
-                    && a("PurchaseOption") == Some("No Upfront")
-            })
-            .find_map(hourly_usd);
-        if let Some(r) = reserved {
-            out.push(usd(
-                QuoteTerm::Reserved1y,
-                r,
-                format!("pricing:{GET_PRODUCTS} (Reserved 1yr standard No Upfront)"),
-            ));
+        for (years, term) in [
+            ("1yr", QuoteTerm::Reserved1y),
+            ("3yr", QuoteTerm::Reserved3y),
+        ] {
+            if let Some(r) = docs
+                .iter()
+                .flat_map(|d| terms(d, "Reserved"))
+                .filter(|t| standard_no_upfront(t, years))
+                .find_map(hourly_usd)
+            {
+                out.push(usd(
+                    term,
+                    r,
+                    format!("pricing:{GET_PRODUCTS} (Reserved {years} standard No Upfront)"),
+                ));
+            }
         }
         if let Some((price, zone)) = spot(self, region, instance_type).await? {
             out.push(usd(

@@ -31,6 +31,8 @@ pub enum QuoteTerm {
     Spot,
     /// An AWS-style one-year reservation's effective hourly rate (no upfront).
     Reserved1y,
+    /// An AWS-style three-year reservation's effective hourly rate (no upfront).
+    Reserved3y,
     /// A subscription (包年包月) of this many months, priced for the whole term.
     Subscription(u32),
 }
@@ -41,6 +43,7 @@ impl QuoteTerm {
             QuoteTerm::OnDemand => "on-demand".into(),
             QuoteTerm::Spot => "spot".into(),
             QuoteTerm::Reserved1y => "reserved-1y".into(),
+            QuoteTerm::Reserved3y => "reserved-3y".into(),
             QuoteTerm::Subscription(1) => "1-month subscription".into(),
             QuoteTerm::Subscription(m) => format!("{m}-month subscription"),
         }
@@ -237,6 +240,7 @@ impl Catalog {
                     QuoteTerm::OnDemand => (PricingModel::OnDemand, hourly(q.amount, source)),
                     QuoteTerm::Spot => (PricingModel::Spot, hourly(q.amount, source)),
                     QuoteTerm::Reserved1y => (PricingModel::Reserved1y, hourly(q.amount, source)),
+                    QuoteTerm::Reserved3y => (PricingModel::Reserved3y, hourly(q.amount, source)),
                     QuoteTerm::Subscription(months) => {
                         out.subscriptions.retain(|s| {
                             !(s.cloud == e.cloud

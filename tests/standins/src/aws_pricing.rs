@@ -19,7 +19,10 @@
 //! Errors: `{"__type", "message"}` with the HTTP status of the error.
 //!
 //! A type's [`ListPrice`]: `hourly` on demand; `year` the cost of a
-//! one-year standard No Upfront reservation (its hourly rate is year / 8760).
+//! one-year standard No Upfront reservation (its hourly rate is year / 8760);
+//! `three_years`, when set, the cost of a three-year one (`LeaseContractLength`
+//! `3yr`, hourly rate three_years / 26280), offered beside a dearer
+//! three-year `OfferingClass` `convertible` No Upfront term.
 //! A type has two documents, the price list's `capacitystatus` `Used` and
 //! `AllocatedCapacityReservation` rows (the second priced at zero, as
 //! capacity already paid for); answers carry one document per page, so a
@@ -256,12 +259,43 @@ fn document(instance_type: &str, region: &str, capacity: &str, list: &ListPrice)
             }
         })
     };
-    let (od, reserved) = if capacity == "Used" {
+    let used = capacity == "Used";
+    // Capacity already reserved costs nothing more per hour.
+    let (od, one_year) = if used {
         (list.hourly, list.year / 8760.0)
     } else {
-        // Capacity already reserved costs nothing more per hour.
         (0.0, 0.0)
     };
+    let reserved_term = |code: &str, usd: f64, years: &str, class: &str| {
+        (
+            format!("{sku}.{code}"),
+            json!({
+                "offerTermCode": code,
+                "sku": sku,
+                "priceDimensions": dim(code, "Hrs", usd),
+                "termAttributes": {
+                    "LeaseContractLength": years,
+                    "OfferingClass": class,
+                    "PurchaseOption": "No Upfront",
+                },
+            }),
+        )
+    };
+    let mut reserved = serde_json::Map::new();
+    // Three-year offers: a convertible one, dearer, whose key sorts before
+    // the standard one a client must pick.
+    if let Some(three) = list.three_years {
+        let hourly = if used { three / (3.0 * 8760.0) } else { 0.0 };
+        for (code, usd, class) in [
+            ("7NE97W5U4E", hourly * 1.25, "convertible"),
+            ("BPH4J8HBKS", hourly, "standard"),
+        ] {
+            let (k, v) = reserved_term(code, usd, "3yr", class);
+            reserved.insert(k, v);
+        }
+    }
+    let (k, v) = reserved_term("4NA7Y494T4", one_year, "1yr", "standard");
+    reserved.insert(k, v);
     json!({
         "product": {
             "productFamily": "Compute Instance",
@@ -285,18 +319,7 @@ fn document(instance_type: &str, region: &str, capacity: &str, list: &ListPrice)
                     "termAttributes": {},
                 }
             },
-            "Reserved": {
-                format!("{sku}.4NA7Y494T4"): {
-                    "offerTermCode": "4NA7Y494T4",
-                    "sku": sku,
-                    "priceDimensions": dim("4NA7Y494T4", "Hrs", reserved),
-                    "termAttributes": {
-                        "LeaseContractLength": "1yr",
-                        "OfferingClass": "standard",
-                        "PurchaseOption": "No Upfront",
-                    },
-                }
-            },
+            "Reserved": reserved,
         },
         "version": "20261101000000",
         "publicationDate": "2026-11-01T00:00:00Z",

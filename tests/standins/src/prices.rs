@@ -17,6 +17,9 @@ pub struct ListPrice {
     pub year: f64,
     /// Spot per hour; `None` when the type is not sold as spot.
     pub spot: Option<f64>,
+    /// A three-year reservation (AWS standard, No Upfront), for the three
+    /// years; `None` when the price list has no three-year term for it.
+    pub three_years: Option<f64>,
 }
 
 /// The stand-in's price list and its price faults.

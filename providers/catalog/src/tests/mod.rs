@@ -72,11 +72,31 @@ fn references_are_consistent() {
             assert!(z.iter().all(|z| r.zones.contains(z)));
         }
     }
-    // No invented 3-year prices.
-    assert!(c
-        .offerings()
-        .iter()
-        .all(|o| !o.prices.contains_key(&PricingModel::Reserved3y)));
+    // 3-year prices only where a source gave them (AWS's snapshot), each
+    // below the same offering's 1-year and on-demand prices.
+    for o in c.offerings() {
+        let Some(three) = o.prices.get(&PricingModel::Reserved3y) else {
+            continue;
+        };
+        assert_eq!(o.cloud, Cloud::Aws, "{} {}", o.region, o.instance_type);
+        assert!(
+            three.source.contains("yrTerm3Standard.noUpfront"),
+            "{}",
+            three.source
+        );
+        for shorter in [PricingModel::Reserved1y, PricingModel::OnDemand] {
+            if let Some(p) = o.prices.get(&shorter) {
+                assert!(
+                    three.hourly < p.hourly,
+                    "{} {}: 3y {} >= {}",
+                    o.region,
+                    o.instance_type,
+                    three.hourly,
+                    p.hourly
+                );
+            }
+        }
+    }
     // Offerings sorted and unique.
     let keys: Vec<_> = c
         .offerings()
