@@ -55,3 +55,89 @@ fn system_today() -> Day {
         .unwrap_or(0);
     Day(secs.div_euclid(86_400))
 }
+
+/// Seconds since the epoch of an RFC 3339 / ISO 8601 instant as the clouds
+/// write them: `2026-11-02T10:00:00Z`, `…T10:00:00.000Z`, `…T10:00Z`
+/// (Alibaba), `…+08:00`. `None` when it is not one.
+pub fn parse_instant(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let day = gpuform_catalog::Day::parse_iso(t.get(0..10)?)?;
+    let rest = t.get(10..)?;
+    let rest = rest.strip_prefix('T').or_else(|| rest.strip_prefix(' '))?;
+    let (clock, offset) = match rest.find(['Z', 'z', '+', '-']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "Z"),
+    };
+    let mut parts = clock.split(':');
+    let num = |s: Option<&str>| -> Option<i64> {
+        let s = s?;
+        (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+    };
+    let h = num(parts.next())?;
+    let m = num(parts.next())?;
+    let s = match parts.next() {
+        None => 0,
+        Some(sec) => num(Some(sec.split('.').next()?))?,
+    };
+    if parts.next().is_some() || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let off = match offset {
+        "Z" | "z" => 0,
+        o => {
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            let hm = o.get(1..)?.replace(':', "");
+            if hm.len() != 4 || !hm.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            sign * (hm[0..2].parse::<i64>().ok()? * 3600 + hm[2..4].parse::<i64>().ok()? * 60)
+        }
+    };
+    Some(day.0 * 86_400 + h * 3600 + m * 60 + s - off)
+}
+
+/// `now` as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn format_instant(secs: i64) -> String {
+    let (y, m, d) = Day(secs.div_euclid(86_400)).ymd();
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// 00:00 UTC on the first of the month of `now`.
+pub fn month_start(now: i64) -> i64 {
+    let (y, m, _) = Day(now.div_euclid(86_400)).ymd();
+    Day::from_ymd(y, m, 1).0 * 86_400
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_as_the_clouds_write_them() {
+        let base = parse_instant("2026-11-02T10:00:00Z").unwrap();
+        assert_eq!(format_instant(base), "2026-11-02T10:00:00Z");
+        assert_eq!(parse_instant("2026-11-02T10:00Z"), Some(base));
+        assert_eq!(parse_instant("2026-11-02T10:00:00.123Z"), Some(base));
+        assert_eq!(parse_instant("2026-11-02T18:00:00+08:00"), Some(base));
+        assert_eq!(parse_instant("2026-11-02T05:00:00-05:00"), Some(base));
+        assert_eq!(parse_instant("2026-11-02 10:00:00"), Some(base));
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00Z",
+            "2026-11-02T25:00Z",
+            "2026-11-02T10:00+8",
+        ] {
+            assert_eq!(parse_instant(bad), None, "{bad}");
+        }
+        assert_eq!(format_instant(month_start(base)), "2026-11-01T00:00:00Z");
+        let jan = parse_instant("2027-01-31T23:59:59Z").unwrap();
+        assert_eq!(format_instant(month_start(jan)), "2027-01-01T00:00:00Z");
+    }
+}

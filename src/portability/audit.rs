@@ -20,6 +20,7 @@
 use super::breakeven::for_offering;
 use super::offers::{new_table, right_align, usd};
 use crate::address::Address;
+use crate::clock::{format_instant, month_start, parse_instant};
 use gpuform_catalog::{Catalog, PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::{Cloud, Inventory, InventoryInstance, RunState};
 use serde::Serialize;
@@ -198,77 +199,6 @@ pub struct AuditReport {
     pub buckets: Vec<BucketRow>,
     pub findings: Vec<Finding>,
     pub notes: Vec<String>,
-}
-
-/// Seconds since the epoch of an RFC 3339 / ISO 8601 instant as the clouds
-/// write them: `2026-11-02T10:00:00Z`, `…T10:00:00.000Z`, `…T10:00Z`
-/// (Alibaba), `…+08:00`. `None` when it is not one.
-pub fn parse_instant(text: &str) -> Option<i64> {
-    let t = text.trim();
-    let day = gpuform_catalog::Day::parse_iso(t.get(0..10)?)?;
-    let rest = t.get(10..)?;
-    let rest = rest.strip_prefix('T').or_else(|| rest.strip_prefix(' '))?;
-    let (clock, offset) = match rest.find(['Z', 'z', '+', '-']) {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "Z"),
-    };
-    let mut parts = clock.split(':');
-    let num = |s: Option<&str>| -> Option<i64> {
-        let s = s?;
-        (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
-    };
-    let h = num(parts.next())?;
-    let m = num(parts.next())?;
-    let s = match parts.next() {
-        None => 0,
-        Some(sec) => num(Some(sec.split('.').next()?))?,
-    };
-    if parts.next().is_some() || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    let off = match offset {
-        "Z" | "z" => 0,
-        o => {
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            let hm = o.get(1..)?.replace(':', "");
-            if hm.len() != 4 || !hm.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            sign * (hm[0..2].parse::<i64>().ok()? * 3600 + hm[2..4].parse::<i64>().ok()? * 60)
-        }
-    };
-    Some(day.0 * 86_400 + h * 3600 + m * 60 + s - off)
-}
-
-/// `now` as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn format_instant(secs: i64) -> String {
-    let (y, m, d) = civil(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
-/// (year, month, day) of days since the epoch (Hinnant's `civil_from_days`).
-fn civil(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// 00:00 UTC on the first of the month of `now`.
-pub fn month_start(now: i64) -> i64 {
-    let (y, m, _) = civil(now.div_euclid(86_400));
-    gpuform_catalog::Day::from_ymd(y, m, 1).0 * 86_400
 }
 
 /// The pricing model a cloud's word means in the catalog.
@@ -1004,28 +934,5 @@ mod tests {
             .collect();
         assert_eq!(kinds, vec![(FindingKind::Orphaned, "ours")]);
         assert!(render_table(&r).contains("unmanaged"));
-    }
-
-    #[test]
-    fn instants_as_the_clouds_write_them() {
-        let base = parse_instant("2026-11-02T10:00:00Z").unwrap();
-        assert_eq!(format_instant(base), "2026-11-02T10:00:00Z");
-        assert_eq!(parse_instant("2026-11-02T10:00Z"), Some(base));
-        assert_eq!(parse_instant("2026-11-02T10:00:00.123Z"), Some(base));
-        assert_eq!(parse_instant("2026-11-02T18:00:00+08:00"), Some(base));
-        assert_eq!(parse_instant("2026-11-02T05:00:00-05:00"), Some(base));
-        assert_eq!(parse_instant("2026-11-02 10:00:00"), Some(base));
-        for bad in [
-            "",
-            "yesterday",
-            "2026-13-01T00:00Z",
-            "2026-11-02T25:00Z",
-            "2026-11-02T10:00+8",
-        ] {
-            assert_eq!(parse_instant(bad), None, "{bad}");
-        }
-        assert_eq!(format_instant(month_start(base)), "2026-11-01T00:00:00Z");
-        let jan = parse_instant("2027-01-31T23:59:59Z").unwrap();
-        assert_eq!(format_instant(month_start(jan)), "2027-01-01T00:00:00Z");
     }
 }
