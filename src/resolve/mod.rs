@@ -508,7 +508,7 @@ fn resolve_cluster(
     if !errors.is_empty() {
         return Err(errors);
     }
-    if c.image.starts_with("ami-") || c.image.starts_with("m-") || c.image.starts_with("img-") {
+    if gpuform_provider::is_raw_image_id(cloud, &c.image) {
         out.lockin.push(LockIn {
             yaml_path: format!("{path}.image"),
             reason: format!("raw image id `{}`", c.image),

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The "one home" rules of ARCHITECTURE.md as checks: each rule names a
+# concept, the one file allowed to hold it, and a pattern that finds a
+# second home. Production code only (tests and test support may spell
+# things out to check them).
+#
+#   scripts/arch-check.sh              check the tree; exit 1 naming each second home
+#   scripts/arch-check.sh --self-test  prove every rule fails on a second home
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# concept | the one home | extended regex of a second home
+RULES=(
+  'raw image id vs logical name|providers/api/src/images.rs|starts_with\("(ami|img|m)-"\)|ends_with\("\.vhd"\)'
+  'calendar arithmetic (days <-> civil date)|providers/catalog/src/date.rs|719_?468|146_?097'
+  'instants as the clouds write them (RFC 3339)|src/clock.rs|fn (parse|format)_instant'
+  'ownership tag keys|providers/api/src/resource.rs|"gpuform:(project|address|token|lineage|workspace)"'
+)
+
+# Production Rust files: not tests, not test support, not benches.
+production_files() {
+  find src providers -name '*.rs' \
+    -not -path '*/tests/*' -not -name 'tests.rs' -not -path '*/benches/*' \
+    -not -path '*/examples/*' | sort
+}
+
+# Lines of `file` outside its `#[cfg(test)]` module (by convention the last
+# item of a file), so unit tests may spell the forbidden forms out.
+without_tests() {
+  awk '/^#\[cfg\(test\)\]/ { exit } { print FILENAME ":" FNR ": " $0 }' "$1"
+}
+
+check() {
+  local failed=0 rule concept home pattern hits
+  for rule in "${RULES[@]}"; do
+    concept="${rule%%|*}"
+    rest="${rule#*|}"
+    home="${rest%%|*}"
+    pattern="${rest#*|}"
+    if [ ! -f "$home" ]; then
+      echo "arch-check: the home of \"$concept\", $home, does not exist" >&2
+      failed=1
+      continue
+    fi
+    hits="$(production_files | grep -vxF "$home" | while read -r f; do
+      without_tests "$f" | grep -E -- "$pattern" || true
+    done)"
+    if [ -n "$hits" ]; then
+      echo "arch-check: \"$concept\" has one home, $home; a second one here:" >&2
+      while IFS= read -r line; do echo "  $line" >&2; done <<<"$hits"
+      echo "  hint: call what $home offers (or move this there) instead of writing it again" >&2
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+
+self_test() {
+  # One probe file holding every second home; each rule must flag it.
+  local probe=src/arch_check_probe.rs
+  trap 'rm -f "$probe"' EXIT
+  cat >"$probe" <<'EOF'
+fn a(s: &str) -> bool { s.starts_with("ami-") }
+fn b(z: i64) -> i64 { z + 719_468 }
+fn parse_instant(s: &str) -> Option<i64> { None }
+const K: &str = "gpuform:lineage";
+EOF
+  local out
+  out="$(check 2>&1 || true)"
+  local missed=0 rule concept
+  for rule in "${RULES[@]}"; do
+    concept="${rule%%|*}"
+    if ! grep -qF "\"$concept\" has one home" <<<"$out"; then
+      echo "arch-check self-test: the rule \"$concept\" did not flag a second home" >&2
+      missed=1
+    fi
+  done
+  rm -f "$probe"
+  trap - EXIT
+  [ "$missed" = 0 ] || return 1
+  echo "arch-check self-test: each of ${#RULES[@]} rules fails on a second home"
+}
+
+case "${1:-}" in
+  --self-test) self_test ;;
+  "") check && echo "arch-check: ${#RULES[@]} one-home rules hold" ;;
+  *) echo "usage: scripts/arch-check.sh [--self-test]" >&2; exit 1 ;;
+esac
