@@ -997,3 +997,26 @@ fn two_workspaces_share_a_region_without_meeting() {
     );
     assert_eq!(run("default", &plan).status.code(), Some(0));
 }
+
+/// A plan that changes nothing says so briefly: one line and the cost
+/// totals, no per-cluster cost lines or notes unless `--verbose` asks.
+#[test]
+fn a_no_op_plan_is_brief_unless_verbose() {
+    let w = Work::new();
+    w.apply(&[]);
+    let brief = w.ok(&["plan", "spec.yaml", "--sandbox"]);
+    assert!(brief.contains("No changes."), "{brief}");
+    assert!(brief.contains("Cost:"), "the totals stay: {brief}");
+    assert!(
+        !brief.contains("cluster trainer:") && !brief.contains("note:"),
+        "{brief}"
+    );
+    let verbose = w.ok(&["plan", "spec.yaml", "--sandbox", "--verbose"]);
+    assert!(
+        verbose.contains("cluster trainer:") && verbose.contains("note:"),
+        "{verbose}"
+    );
+    // A plan with changes still shows its cost lines.
+    let changes = w.ok(&["plan", "spec.yaml", "--sandbox", "--var", "nodes=3"]);
+    assert!(changes.contains("cluster trainer:"), "{changes}");
+}

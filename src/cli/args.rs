@@ -331,6 +331,10 @@ pub struct PlanArgs {
     /// Plan the deletion of everything in state.
     #[arg(long)]
     pub destroy: bool,
+    /// Show each cluster's and bucket's cost line and the plan's notes even
+    /// when nothing changes (a plan without changes prints its totals only).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// CNY per USD for prices quoted in yuan.
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,

@@ -174,7 +174,7 @@ pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
             places.join(", ")
         );
         if plan.has_changes() {
-            print!("{}", render(&plan));
+            print!("{}", render(&plan, false));
         } else {
             for w in &plan.warnings {
                 println!("Warning: {w}");

@@ -394,9 +394,12 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
             crate::plan::markdown::render_markdown(&plan, loaded.spec.budget.as_ref())
         );
     } else if !quiet {
-        print!("{}", render(&plan));
-        for n in &plan.notes {
-            println!("  note: {n}");
+        print!("{}", render(&plan, a.verbose));
+        // Notes explain choices; a plan that changes nothing has none to explain.
+        if plan.has_changes() || a.verbose {
+            for n in &plan.notes {
+                println!("  note: {n}");
+            }
         }
         if let Some(out) = &a.out {
             println!(
@@ -527,7 +530,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }
     };
     if !a.json && !quiet {
-        print!("{}", render(&plan));
+        print!("{}", render(&plan, false));
     }
     if plan.has_changes() && !a.auto_approve && !reviewed {
         confirm(if destroy {
@@ -558,7 +561,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         ApplyEvent::Replanned { round, plan } => {
             if !json && !quiet {
                 println!("\nFailover round {round}:");
-                print!("{}", render(plan));
+                print!("{}", render(plan, false));
             }
         }
     };
@@ -772,7 +775,7 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
                 serde_json::to_string_pretty(&plan).expect("serialises")
             );
         } else {
-            print!("{}", render(&plan));
+            print!("{}", render(&plan, true));
         }
         return Ok(ExitCode::SUCCESS);
     }

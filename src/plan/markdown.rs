@@ -150,7 +150,7 @@ pub fn render_markdown(plan: &Plan, budget: Option<&Budget>) -> String {
     // The full diff, plain (no colour codes), collapsed.
     let text = {
         owo_colors::set_override(false);
-        let t = render(plan);
+        let t = render(plan, true);
         owo_colors::unset_override();
         t
     };

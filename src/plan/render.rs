@@ -9,7 +9,10 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-pub fn render(plan: &Plan) -> String {
+/// The plan for a person. A plan without changes says so in one line and
+/// its cost totals; its per-cluster cost lines come with `verbose` (at 5,000
+/// resources they were hundreds of lines saying nothing changes).
+pub fn render(plan: &Plan, verbose: bool) -> String {
     let mut out = String::new();
     let changed: Vec<&ResourceChange> = plan
         .changes
@@ -30,7 +33,7 @@ pub fn render(plan: &Plan) -> String {
             "No changes.".if_supports_color(Stream::Stdout, |t| t.bold()),
             plan.summary.no_op
         );
-        render_cost(&mut out, plan);
+        render_cost(&mut out, plan, verbose);
         return out;
     }
     let _ = writeln!(out, "gpuform will perform the following actions:\n");
@@ -47,7 +50,7 @@ pub fn render(plan: &Plan) -> String {
         s.replace,
         s.delete
     );
-    render_cost(&mut out, plan);
+    render_cost(&mut out, plan, true);
     if !plan.lockin.is_empty() {
         let _ = writeln!(out, "\nLock-in (provider-specific choices):");
         for l in &plan.lockin {
@@ -57,7 +60,9 @@ pub fn render(plan: &Plan) -> String {
     out
 }
 
-fn render_cost(out: &mut String, plan: &Plan) {
+/// The cost totals; with `detail`, a line per cluster and bucket and the
+/// notes on currency and unpriced instances.
+fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
     let c = &plan.cost;
     let sign = |d: f64| {
         if d >= 0.0 {
@@ -92,6 +97,9 @@ fn render_cost(out: &mut String, plan: &Plan) {
             money(c.monthly_usd_after),
             HOURS_PER_MONTH
         );
+    }
+    if !detail {
+        return;
     }
     for k in &c.clusters {
         let nodes = if k.nodes_before == k.nodes_after {
