@@ -266,3 +266,63 @@ fn diagnostic_for_later_layers() {
         "{text}"
     );
 }
+
+/// Validation reports every problem in one run, across clusters and across
+/// phases: a typo'd `cloud:` in one cluster does not hide the catalog's
+/// region check of another, and a bad port or CIDR does not hide `mig:` on
+/// a GPU without MIG (issue 30, point 7). Through the binary, where the
+/// loader's and the catalog's checks meet, for `validate` and `plan`.
+#[test]
+fn one_run_reports_the_catalog_problems_beside_the_structural_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    /// A file, its text, and the (location, message) of each error it must get.
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 2] = [
+        (
+            "clouds.yaml",
+            "project: v\nclusters:\n  a:\n    cloud: huwaei\n    region: cn-north-4\n    nodes: 1\n    gpu: A100-80GB:8\n  b:\n    cloud: tencent\n    region: us-east-1\n    nodes: 1\n    gpu: T4\n",
+            &[
+                ("clouds.yaml:4:12", "unknown cloud `huwaei`"),
+                (
+                    "clouds.yaml:10:13",
+                    "region `us-east-1` is not a tencent region gpuform knows",
+                ),
+            ],
+        ),
+        (
+            "mig.yaml",
+            "project: v\nclusters:\n  a:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: T4\n    mig: [1g.5gb]\n    ingress:\n      - ports: \"70000\"\n        cidr: 10.0.0.1/16\n      - ports: \"22\"\n        cidr: 10.1.0.0/16\n",
+            &[
+                ("mig.yaml:8:10", "T4 does not support MIG"),
+                ("mig.yaml:10:16", "port 70000 in `70000` is out of range"),
+                ("mig.yaml:11:15", "`10.0.0.1/16` has host bits set"),
+            ],
+        ),
+    ];
+    for (file, text, want) in cases {
+        std::fs::write(d.join(file), text).unwrap();
+        for args in [vec!["validate", file], vec!["plan", file, "--sandbox"]] {
+            let out = support::gpuform_cmd(d, &args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            for (at, message) in want {
+                assert!(
+                    err.contains(&format!("{at}: error: {message}")),
+                    "{args:?}: missing {at} {message}:\n{err}"
+                );
+            }
+            assert!(
+                err.contains(&format!("{} errors", want.len())),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    // The cluster whose cloud is unknown is not checked against a catalog
+    // (that check depends on the failed value): no guess at its region.
+    let out = support::gpuform_cmd(d, &["validate", "clouds.yaml"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("cn-north-4` is not"), "{err}");
+}

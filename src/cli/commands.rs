@@ -89,7 +89,26 @@ pub async fn run(cli: Cli) -> CmdResult {
 
 pub(super) fn load(file: &Path, vars: &VarArgs) -> Result<LoadedSpec, Failure> {
     let vars = Vars::parse_cli(&vars.vars, &vars.var_files).map_err(|d| Failure(d.to_string()))?;
-    spec::load(file, &vars).map_err(|d| Failure(d.to_string()))
+    load_spec(file, &vars).map_err(|d| Failure(d.to_string()))
+}
+
+/// Loads a spec. When it does not validate, the catalog's checks (resolve)
+/// still run on the parts that did (`spec::load_salvaging`), so one run
+/// reports every problem: another cluster's region, `mig:` on a GPU without
+/// MIG beside a bad port.
+pub(super) fn load_spec(file: &Path, vars: &Vars) -> Result<LoadedSpec, spec::Diagnostics> {
+    spec::load_salvaging(file, vars).map_err(|f| {
+        let mut diags = f.diagnostics;
+        if let Some(partial) = f.salvaged {
+            if let Err(EngineError::Spec(more)) =
+                engine::desired(&partial, Catalog::builtin(), &ResolveOptions::default())
+            {
+                diags.extend(more);
+            }
+        }
+        diags.sort();
+        diags
+    })
 }
 
 pub(super) fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
@@ -257,7 +276,7 @@ fn check_bootstraps(
 }
 
 fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult {
-    let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| spec::load(file, &v));
+    let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| load_spec(file, &v));
     let result = parsed.and_then(|loaded| {
         engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
             .map_err(|e| match e {
@@ -798,7 +817,10 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
     for (address, r) in &doc.resources {
         println!(
             "\n# {address}\n  {} {} ({} {})",
-            r.kind, r.id, r.provider, r.region
+            r.kind,
+            r.id,
+            r.provider,
+            r.region
         );
         for (k, v) in &r.attrs {
             println!("    {k} = {v}");
@@ -1087,7 +1109,10 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                         .unwrap_or_default();
                     println!(
                         "{:<24} {:<10} {:<9} {:<16} {address}",
-                        r.id, r.kind, r.cloud, r.region
+                        r.id,
+                        r.kind,
+                        r.cloud,
+                        r.region
                     );
                 }
             }

@@ -284,7 +284,7 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
 
 fn load(file: &std::path::Path, vars: &VarArgs) -> Result<(spec::LoadedSpec, Vars), Failure> {
     let vars = Vars::parse_cli(&vars.vars, &vars.var_files).map_err(|d| Failure(d.to_string()))?;
-    let loaded = spec::load(file, &vars).map_err(|d| Failure(d.to_string()))?;
+    let loaded = super::commands::load_spec(file, &vars).map_err(|d| Failure(d.to_string()))?;
     Ok((loaded, vars))
 }
 

@@ -121,8 +121,8 @@ impl LoadedSpec {
     }
 }
 
-/// Reads and loads a spec file.
-pub fn load(path: &Path, vars: &Vars) -> Result<LoadedSpec, Diagnostics> {
+/// A spec file's text, or why it cannot be read.
+fn read_spec(path: &Path) -> Result<String, Diagnostics> {
     let label = path.display().to_string();
     let read_err = |e: std::io::Error| {
         Diagnostics::from(
@@ -166,13 +166,51 @@ pub fn load(path: &Path, vars: &Vars) -> Result<LoadedSpec, Diagnostics> {
                 .into());
         }
     };
-    let mut loaded = load_str(&label, &text, vars)?;
-    loaded.path = path.to_path_buf();
-    Ok(loaded)
+    Ok(text)
+}
+
+/// Reads and loads a spec file.
+pub fn load(path: &Path, vars: &Vars) -> Result<LoadedSpec, Diagnostics> {
+    load_salvaging(path, vars).map_err(|f| f.diagnostics)
+}
+
+/// Why a spec did not load, and what of it did: `salvaged` is the spec
+/// without every part a diagnostic points at (a cluster with an unknown
+/// `cloud:`, an `ingress` list with a bad port…), when the rest validates.
+/// The checks that come after validation (the catalog's, in resolve) can
+/// run on it, so that one run reports their problems as well, in the parts
+/// that do not depend on what failed.
+#[derive(Debug)]
+pub struct LoadFailure {
+    pub diagnostics: Diagnostics,
+    pub salvaged: Option<LoadedSpec>,
+}
+
+/// [`load`], keeping what validated when it fails (see [`LoadFailure`]).
+pub fn load_salvaging(path: &Path, vars: &Vars) -> Result<LoadedSpec, LoadFailure> {
+    let text = read_spec(path).map_err(|diagnostics| LoadFailure {
+        diagnostics,
+        salvaged: None,
+    })?;
+    let label = path.display().to_string();
+    let mut result = load_text(&label, &text, vars);
+    match &mut result {
+        Ok(l) => l.path = path.to_path_buf(),
+        Err(f) => {
+            if let Some(l) = &mut f.salvaged {
+                l.path = path.to_path_buf();
+            }
+        }
+    }
+    result
 }
 
 /// Loads a spec from text; `name` labels it in diagnostics (and becomes `path`).
 pub fn load_str(name: &str, text: &str, vars: &Vars) -> Result<LoadedSpec, Diagnostics> {
+    load_text(name, text, vars).map_err(|f| f.diagnostics)
+}
+
+fn load_text(name: &str, text: &str, vars: &Vars) -> Result<LoadedSpec, LoadFailure> {
     register_source(name, text);
     let parsed = yaml::parse(text);
     let mut diags = Diagnostics::new();
@@ -183,6 +221,10 @@ pub fn load_str(name: &str, text: &str, vars: &Vars) -> Result<LoadedSpec, Diagn
                 .maybe_hint(issue.hint.clone()),
         );
     }
+    let failed = |diagnostics: Diagnostics| LoadFailure {
+        diagnostics,
+        salvaged: None,
+    };
     let Some(mut root) = parsed.root else {
         if diags.is_empty() {
             // No document at all: let the validator say what a spec needs.
@@ -191,7 +233,7 @@ pub fn load_str(name: &str, text: &str, vars: &Vars) -> Result<LoadedSpec, Diagn
             diags.extend(v.diags);
         }
         diags.sort();
-        return Err(diags);
+        return Err(failed(diags));
     };
     let index = PositionIndex::build(&root);
     let declared = declared_variables(&root);
@@ -201,21 +243,37 @@ pub fn load_str(name: &str, text: &str, vars: &Vars) -> Result<LoadedSpec, Diagn
     diags.extend(v.diags);
     if !diags.is_empty() {
         diags.sort();
-        return Err(diags);
+        // A tree the parser had to repair is not worth checking further.
+        let salvaged = if parsed.issues.is_empty() {
+            salvage(name, &root, &diags).map(|spec| LoadedSpec {
+                spec,
+                path: PathBuf::from(name),
+                text: text.to_string(),
+                index,
+            })
+        } else {
+            None
+        };
+        return Err(LoadFailure {
+            diagnostics: diags,
+            salvaged,
+        });
     }
     let Some(value) = value else {
-        return Err(Diagnostic::new(name, "the spec is invalid").at(1, 1).into());
+        return Err(failed(
+            Diagnostic::new(name, "the spec is invalid").at(1, 1).into(),
+        ));
     };
     let spec: Spec = serde_json::from_value(value).map_err(|e| {
         // The validator accepts only what the model accepts; reaching this is a bug.
-        Diagnostics::from(
+        failed(Diagnostics::from(
             Diagnostic::new(
                 name,
                 format!("internal error: validated spec did not deserialize: {e}"),
             )
             .at(1, 1)
             .hint("please report this with the spec file"),
-        )
+        ))
     })?;
     Ok(LoadedSpec {
         spec,
@@ -223,6 +281,97 @@ pub fn load_str(name: &str, text: &str, vars: &Vars) -> Result<LoadedSpec, Diagn
         text: text.to_string(),
         index,
     })
+}
+
+/// The spec `root` without what `diags` point at, when that validates:
+/// each round removes the node at each diagnostic's YAML path (a whole
+/// list when one of its items is at fault, so that no later path shifts),
+/// then validates again, whose new diagnostics (a cluster now missing its
+/// `cloud`) say what to remove next. `None` when a diagnostic has no path
+/// or points at the whole spec, or nothing validates within a few rounds.
+fn salvage(name: &str, root: &Node, diags: &Diagnostics) -> Option<Spec> {
+    let mut tree = root.clone();
+    let mut diags = diags.clone();
+    for _ in 0..8 {
+        let before = tree.clone();
+        // Whether `path` was in this round's tree (then, not found now, it
+        // went with a list or parent another diagnostic removed).
+        let existed = |path: &str| prune(&mut before.clone(), "", path).removed();
+        for d in &diags.0 {
+            let mut path = d.yaml_path.clone()?;
+            while !prune(&mut tree, "", &path).removed() && !existed(&path) {
+                if path.is_empty() {
+                    return None;
+                }
+                path = parent_path(&path);
+            }
+        }
+        let mut v = Validator::new(name);
+        let value = v.spec(Some(&tree));
+        if v.diags.is_empty() {
+            return serde_json::from_value(value?).ok();
+        }
+        diags = v.diags;
+    }
+    None
+}
+
+/// What [`prune`] did at one level.
+enum Pruned {
+    Removed,
+    /// An item of this list is at fault: remove the list.
+    RemoveList,
+    NotFound,
+}
+
+impl Pruned {
+    fn removed(&self) -> bool {
+        !matches!(self, Pruned::NotFound)
+    }
+}
+
+/// Removes the node at YAML path `target` under `node` (itself at `path`).
+fn prune(node: &mut Node, path: &str, target: &str) -> Pruned {
+    let under = |p: &str| {
+        target == p
+            || target
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+    };
+    match &mut node.kind {
+        Kind::Scalar { .. } => Pruned::NotFound,
+        Kind::Seq(items) => {
+            let hit = (0..items.len()).any(|i| under(&format!("{path}[{i}]")));
+            if hit {
+                Pruned::RemoveList
+            } else {
+                Pruned::NotFound
+            }
+        }
+        Kind::Map(entries) => {
+            for i in 0..entries.len() {
+                let p = if path.is_empty() {
+                    entries[i].key.clone()
+                } else {
+                    format!("{path}.{}", entries[i].key)
+                };
+                if p == target {
+                    entries.remove(i);
+                    return Pruned::Removed;
+                }
+                if under(&p) {
+                    match prune(&mut entries[i].value, &p, target) {
+                        Pruned::RemoveList => {
+                            entries.remove(i);
+                            return Pruned::Removed;
+                        }
+                        other => return other,
+                    }
+                }
+            }
+            Pruned::NotFound
+        }
+    }
 }
 
 /// `variables.NAME.default` of the document (defaults as written; the

@@ -6,7 +6,8 @@
 //! text ──yaml (positions)──▶ tree ──vars──▶ tree ──validate──▶ JSON ──serde──▶ Spec
 //! ```
 //!
-//! - [`load`] / [`load_str`]: a [`LoadedSpec`] or every problem found, as [`Diagnostics`].
+//! - [`load`] / [`load_str`]: a [`LoadedSpec`] or every problem found, as [`Diagnostics`];
+//!   [`load_salvaging`] also keeps what validated, for the later checks.
 //! - [`LoadedSpec::locate`] and [`LoadedSpec::diagnostic`]: later layers report
 //!   their own findings (unknown GPU model, region not offered...) at the right line.
 //! - [`Vars`]: `--var`, `--var-file`, `GPUFORM_VAR_*`, spec defaults.
@@ -26,7 +27,7 @@ mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
 pub use fmt::{format, format_diff, format_named};
-pub use load::{load, load_str, LoadedSpec};
+pub use load::{load, load_salvaging, load_str, LoadFailure, LoadedSpec};
 pub use model::*;
 pub use schema::{schema_json, schema_text, SCHEMA_PATH};
 pub use vars::Vars;
