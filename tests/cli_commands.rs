@@ -435,3 +435,125 @@ fn a_migrated_cluster_applies_on_the_sandbox_creating_before_destroying() {
         "nothing of serve is left on aws"
     );
 }
+
+/// A typo in what the user named on purpose is an error with a "did you
+/// mean", never a plan of "no changes": an undeclared `--var` (or var-file
+/// entry) and a `--target` that selects nothing.
+#[test]
+fn a_misspelt_variable_or_target_is_an_error_not_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "variables:\n  nodes:\n    default: \"1\"\nproject: typo\nclusters:\n  dev:\n    cloud: sandbox\n    region: us-east-1\n    nodes: ${var.nodes}\n    gpu: T4\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("prod.vars"), "nodez = 8\n").unwrap();
+    for (args, needles) in [
+        (
+            &[
+                "plan",
+                "spec.yaml",
+                "--var",
+                "nodez=8",
+                "--detailed-exitcode",
+            ][..],
+            &[
+                "variable `nodez` is not declared or used",
+                "did you mean `nodes`?",
+            ][..],
+        ),
+        (
+            &["plan", "spec.yaml", "--var-file", "prod.vars"],
+            &[
+                "prod.vars: error: variable `nodez`",
+                "did you mean `nodes`?",
+            ],
+        ),
+        (
+            &[
+                "plan",
+                "spec.yaml",
+                "--target",
+                "cluster.deb",
+                "--detailed-exitcode",
+            ],
+            &[
+                "--target cluster.deb matches nothing",
+                "did you mean `--target cluster.dev`?",
+            ],
+        ),
+        (
+            &[
+                "apply",
+                "spec.yaml",
+                "--target",
+                "cluster.zzzzzzzzzz",
+                "--auto-approve",
+            ],
+            &["matches nothing", "such as cluster.dev"],
+        ),
+    ] {
+        let out = gpuform(dir.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "gpuform {args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "gpuform {args:?}: want {n:?} in {err}");
+        }
+    }
+    // Nothing was made by the refused apply; the right names still work.
+    let plan = ok(
+        dir.path(),
+        &[
+            "plan",
+            "spec.yaml",
+            "--var",
+            "nodes=2",
+            "--target",
+            "cluster.dev.node[1]",
+        ],
+    );
+    assert!(plan.contains("cluster.dev.node[1]"), "{plan}");
+    assert!(!dir.path().join(".gpuform/typo.state.json").exists());
+}
+
+/// `gpuform init` writes a starter spec that validates, plans and applies on
+/// the sandbox under the directory's name; it never overwrites a file, and a
+/// project name the spec cannot take writes nothing.
+#[test]
+fn init_writes_a_starter_spec_that_applies_and_never_overwrites() {
+    let top = tempfile::tempdir().unwrap();
+    let dir = top.path().join("My Team_GPUs");
+    std::fs::create_dir(&dir).unwrap();
+    let said = ok(&dir, &["init"]);
+    assert!(
+        said.contains("Wrote gpuform.yaml (project my-team-gpus)"),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(dir.join("gpuform.yaml")).unwrap();
+    assert!(text.contains("project: my-team-gpus\n"), "{text}");
+    assert!(!text.contains("yaml-language-server"), "{text}");
+    ok(&dir, &["validate", "gpuform.yaml"]);
+    let applied = ok(&dir, &["apply", "gpuform.yaml", "--auto-approve"]);
+    assert!(applied.contains("Apply complete"), "{applied}");
+
+    // A second init refuses and leaves the file as it was.
+    std::fs::write(dir.join("gpuform.yaml"), "# mine\n").unwrap();
+    let out = gpuform(&dir, &["init"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("gpuform.yaml")).unwrap(),
+        "# mine\n"
+    );
+
+    // An invalid --project: exit 1, nothing written.
+    let out = gpuform(&dir, &["init", "other.yaml", "--project", "bad name!"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("invalid project name"), "{err}");
+    assert!(!dir.join("other.yaml").exists());
+    ok(&dir, &["init", "other.yaml", "--project", "team-b"]);
+    assert!(std::fs::read_to_string(dir.join("other.yaml"))
+        .unwrap()
+        .contains("project: team-b\n"));
+}

@@ -297,3 +297,158 @@ fn ctrl_c_stops_starting_work_saves_state_and_the_next_apply_finishes() {
     );
     assert_eq!(plan.status.code(), Some(0));
 }
+
+/// Every subcommand path gpuform has (`plan`, `state rm`, `prices refresh`…),
+/// read from the CLI's own definition so a new one is covered by default.
+fn every_subcommand() -> Vec<Vec<String>> {
+    fn walk(c: &clap::Command, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        for s in c.get_subcommands().filter(|s| s.get_name() != "help") {
+            path.push(s.get_name().to_string());
+            out.push(path.clone());
+            walk(s, path, out);
+            path.pop();
+        }
+    }
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    walk(&gpuform::cli::Cli::command(), &mut Vec::new(), &mut out);
+    out
+}
+
+/// A usage error exits 1, never 2: under `--detailed-exitcode` 2 means
+/// "changes present", and a CI job reading it would apply nothing and pass.
+#[test]
+fn a_usage_error_exits_1_on_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let commands = every_subcommand();
+    assert!(commands.len() > 25, "{commands:?}");
+    for cmd in &commands {
+        let mut args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        args.extend(["--detailed-exitcode", "--bogus"]);
+        let out = gpuform(dir.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "gpuform {args:?}: {err}");
+        assert!(
+            err.contains("error: unexpected argument"),
+            "{args:?}: {err}"
+        );
+        // Help is not an error.
+        let mut help: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        help.push("--help");
+        let out = gpuform(dir.path(), &help);
+        assert_eq!(out.status.code(), Some(0), "gpuform {help:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: gpuform"));
+    }
+    // A bad value, a missing argument, an unknown subcommand: 1 too.
+    for args in [
+        &[
+            "plan",
+            "spec.yaml",
+            "--detailed-exitcode",
+            "--parallelism",
+            "many",
+        ][..],
+        &["plan", "--detailed-exitcode"],
+        &["plna", "spec.yaml"],
+        &[],
+    ] {
+        let out = gpuform(dir.path(), args);
+        assert_eq!(out.status.code(), Some(1), "gpuform {args:?}");
+    }
+}
+
+/// Runs gpuform with a stdout whose reader is already gone: every write
+/// fails with EPIPE, deterministically (no race with a reader like `head`).
+fn to_a_closed_pipe(dir: &Path, args: &[&str]) -> Output {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors, each then owned once.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    support::gpuform_cmd(dir, args)
+        .env("GPUFORM_TODAY", support::TODAY)
+        .stdout(std::process::Stdio::from(write))
+        .output()
+        .expect("run gpuform")
+}
+
+/// `gpuform … | head -1` never panics: a closed stdout ends the printing
+/// quietly and the command keeps its own exit status.
+#[test]
+fn printing_into_a_closed_pipe_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.yaml"),
+        dir.path().join("spec.yaml"),
+    )
+    .unwrap();
+    let spec = "spec.yaml";
+    let cases: &[(&[&str], i32)] = &[
+        (&["completions", "bash"], 0),
+        (&["offers", "T4", "--json"], 0),
+        (&["offers", "T4"], 0),
+        (&["graph", spec, "--sandbox"], 0),
+        (&["plan", spec, "--sandbox", "--detailed-exitcode"], 2),
+        (&["breakeven", "T4:1", "--hours", "300"], 0),
+        (&["lockin", spec], 0),
+        (&["validate", spec, "--sandbox"], 0),
+        (&["--help"], 0),
+        (&["version"], 0),
+    ];
+    let check = |args: &[&str], code: i32| {
+        let out = to_a_closed_pipe(dir.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "gpuform {args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "gpuform {args:?}: {err}");
+    };
+    for (args, code) in cases {
+        check(args, *code);
+    }
+    // An apply into a closed pipe still finishes (nothing half-made), then
+    // what reads the state and the sandbox prints into one too.
+    check(&["apply", spec, "--auto-approve"], 0);
+    let out = gpuform(dir.path(), &["plan", spec, "--detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "the apply did not finish");
+    for args in [
+        &["sandbox", "ls", "-f", spec][..],
+        &["state", "list", "-f", spec],
+        &["show", "-f", spec],
+        &["output", "-f", spec],
+    ] {
+        check(args, 0);
+    }
+}
+
+/// `--help` teaches every flag: each option of each subcommand says what it
+/// does (read from the CLI's own definition, so a new flag is covered).
+#[test]
+fn every_flag_of_every_subcommand_has_help() {
+    use clap::CommandFactory;
+    let root = gpuform::cli::Cli::command();
+    let mut missing = Vec::new();
+    for path in every_subcommand() {
+        let mut c = &root;
+        for name in &path {
+            c = c.find_subcommand(name).expect("a listed subcommand");
+        }
+        for a in c.get_arguments() {
+            let id = a.get_id().as_str();
+            if a.is_positional() || matches!(id, "help" | "version") {
+                continue;
+            }
+            if a.get_help().is_none() && a.get_long_help().is_none() {
+                missing.push(format!(
+                    "gpuform {} --{}",
+                    path.join(" "),
+                    a.get_long().unwrap_or(id)
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "flags without help:\n{}",
+        missing.join("\n")
+    );
+}

@@ -49,6 +49,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a starter spec (two one-GPU nodes and a bucket on the offline sandbox cloud).
+    ///
+    /// Never overwrites a file. Next: `gpuform plan FILE`, then `gpuform apply FILE`; change
+    /// `cloud: sandbox` to `cloud: aws` (or alibaba, tencent, huawei) to run it on a real cloud.
+    Init {
+        /// Where to write the spec.
+        #[arg(default_value = "gpuform.yaml")]
+        file: PathBuf,
+        /// The project name, which tags every resource and names the state and the buckets
+        /// (default: the name of the spec's directory, made a valid project name).
+        #[arg(long, value_name = "NAME")]
+        project: Option<String>,
+    },
     /// Check a spec: syntax, types, unknown keys, GPU models, regions and offers. Writes nothing.
     #[command(after_help = EXIT_CODES)]
     Validate {
@@ -85,6 +98,7 @@ pub enum Command {
         plan: Option<PathBuf>,
         #[command(flatten)]
         state: StateArgs,
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -92,6 +106,7 @@ pub enum Command {
     Output {
         #[command(flatten)]
         state: StateArgs,
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -103,6 +118,7 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         vars: VarArgs,
+        /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
         #[arg(long)]
         sandbox: bool,
     },
@@ -199,10 +215,13 @@ pub struct AuditArgs {
     /// List the built-in sandbox cloud instead.
     #[arg(long)]
     pub sandbox: bool,
+    /// JSON on stdout instead of text.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// The report as Markdown, for a pull-request comment or a ticket.
     #[arg(long)]
     pub markdown: bool,
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,
     /// Price overrides: CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
@@ -349,8 +368,10 @@ pub struct ApplyArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub vars: VarArgs,
+    /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
     #[arg(long)]
     pub sandbox: bool,
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
     /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
@@ -371,12 +392,14 @@ pub struct ApplyArgs {
     /// whatever N is: each waits for its provider's token bucket.
     #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| n as usize))]
     pub parallelism: Option<usize>,
+    /// Limit to an address or prefix (`cluster.trainer`, `cluster.trainer.node[3]`) and its dependencies; repeatable. One that matches nothing is an error.
     #[arg(long = "target", value_name = "ADDR")]
     pub targets: Vec<String>,
     /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
     /// rendered node bootstraps, to give it its bootstrap). Repeatable.
     #[arg(long = "replace", value_name = "ADDR")]
     pub replace: Vec<String>,
+    /// Ask the providers what exists (default true); false works from state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
     /// Adopt what a lost state made: resources the clouds hold under this
@@ -389,6 +412,7 @@ pub struct ApplyArgs {
     /// The plan and the outcome as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,
     /// Price overrides (negotiated discounts, private offers): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
@@ -449,6 +473,7 @@ pub enum SandboxCommand {
     Ls {
         #[command(flatten)]
         state: StateArgs,
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },

@@ -8,6 +8,7 @@ use super::commands::{
     catalog_for, confirm, engine_failure, finish_apply, load, plan_request, project_mismatch,
     providers_for, watch_ctrl_c,
 };
+use super::out::{out, outln};
 use super::progress::terminal_apply;
 use super::{CmdResult, Failure};
 use crate::address::Target;
@@ -122,14 +123,14 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
         &views,
     );
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).map_err(|e| Failure(e.to_string()))?
         );
     } else if a.markdown {
-        print!("{}", paudit::render_markdown(&report));
+        out!("{}", paudit::render_markdown(&report));
     } else {
-        print!("{}", paudit::render_table(&report));
+        out!("{}", paudit::render_table(&report));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -168,25 +169,25 @@ pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
     let plan = gc.plan;
     if !a.json && !quiet {
         let places: Vec<String> = gc.scopes.iter().map(|(p, r)| format!("{p} {r}")).collect();
-        println!(
+        outln!(
             "Looked for resources tagged with project {} in: {}",
             loaded.spec.project,
             places.join(", ")
         );
         if plan.has_changes() {
-            print!("{}", render(&plan, false));
+            out!("{}", render(&plan, false));
         } else {
             for w in &plan.warnings {
-                println!("Warning: {w}");
+                outln!("Warning: {w}");
             }
-            println!(
+            outln!(
                 "Nothing to collect: everything tagged with this project is recorded in its state."
             );
         }
     }
     if !plan.has_changes() && gc.current.adopted.is_empty() {
         if a.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&serde_json::json!({"plan": plan, "outcomes": []}))
                     .map_err(|e| Failure(e.to_string()))?

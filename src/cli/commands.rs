@@ -1,6 +1,7 @@
 //! One function per command.
 
 use super::args::*;
+use super::out::{errln, out, outln};
 use super::progress::terminal_apply;
 use super::{CmdResult, Failure};
 use crate::apply::{ApplyReport, OpOutcome};
@@ -31,6 +32,7 @@ pub async fn run(cli: Cli) -> CmdResult {
             sandbox,
             json,
         } => validate(&file, &vars, sandbox, json),
+        Command::Init { file, project } => init(&file, project.as_deref()),
         Command::Fmt { files, check } => fmt(&files, check),
         Command::Plan(a) => plan(a, quiet).await,
         Command::Apply(a) => apply(a, false, quiet).await,
@@ -46,7 +48,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::ForceUnlock { id, state } => {
             let store = store_for(&state)?;
             let info = StateLock::force_unlock(&store, &id)?;
-            println!(
+            outln!(
                 "Unlocked {} (was held by {} pid {}).",
                 store.location(),
                 info.owner,
@@ -71,17 +73,15 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Gc(a) => super::audit::gc_cmd(a, quiet).await,
         Command::Prices(c) => super::prices::prices_cmd(c, quiet).await,
         Command::Version => {
-            println!("gpuform {}", env!("CARGO_PKG_VERSION"));
+            outln!("gpuform {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "gpuform",
-                &mut std::io::stdout(),
-            );
+            // Generated whole first: clap_complete panics on a write error.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "gpuform", &mut script);
+            super::out::stdout_bytes(&script);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -199,7 +199,7 @@ fn bootstrap_show(
             script
         }
     };
-    print!("{text}");
+    out!("{text}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -296,12 +296,12 @@ fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult
     match result {
         Ok((loaded, desired)) => {
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"valid": true, "file": file.display().to_string(), "resources": desired.resources.len(), "lockin": desired.lockin, "diagnostics": []})
                 );
             } else {
-                println!(
+                outln!(
                     "{} is valid: project {}, {} cluster(s), {} resource(s).",
                     file.display(),
                     loaded.spec.project,
@@ -309,14 +309,14 @@ fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult
                     desired.resources.len()
                 );
                 for l in &desired.lockin {
-                    println!("  lock-in: {}: {}", l.yaml_path, l.reason);
+                    outln!("  lock-in: {}: {}", l.yaml_path, l.reason);
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(d) => {
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"valid": false, "file": file.display().to_string(), "diagnostics": d.to_json()})
                 );
@@ -325,6 +325,81 @@ fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult
                 Err(Failure(d.to_string()))
             }
         }
+    }
+}
+
+/// The spec `gpuform init` writes: the README's quickstart, which CI applies.
+const STARTER_SPEC: &str = include_str!("../../examples/quickstart.yaml");
+
+/// `gpuform init`: the quickstart spec under the user's project name, checked
+/// by the same loader as every spec before it is written, never over a file.
+fn init(file: &Path, project: Option<&str>) -> CmdResult {
+    if file.exists() {
+        return Err(Failure(format!(
+            "{} already exists; nothing was written\n  hint: name another file (`gpuform init other.yaml`) or edit this one",
+            file.display()
+        )));
+    }
+    let dir = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let project = match project {
+        Some(p) => p.to_string(),
+        None => project_from_dir(&dir),
+    };
+    let text = STARTER_SPEC
+        .lines()
+        // The schema comment points into the repository's schemas/, which a
+        // spec written elsewhere cannot reach.
+        .filter(|l| !l.starts_with("# yaml-language-server:"))
+        .skip_while(|l| l.trim() == "#" || l.is_empty())
+        .map(|l| {
+            if l.starts_with("project:") {
+                format!("project: {project}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    // The starter must be a spec gpuform accepts, whatever name it was given.
+    if let Err(d) = spec::load_str(&file.display().to_string(), &text, &Vars::new()) {
+        return Err(Failure(format!(
+            "the starter spec with project `{project}` is not valid; nothing was written\n{d}\n  hint: pass --project NAME (letters, digits and `-`)"
+        )));
+    }
+    write_atomically(file, text.as_bytes())
+        .map_err(|e| Failure(format!("cannot write {}: {e}", file.display())))?;
+    outln!(
+        "Wrote {} (project {project}): two one-GPU nodes and a bucket on the offline sandbox cloud.\nNext: gpuform plan {0}, then gpuform apply {0}.",
+        file.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A project name from a directory's name: lower case, runs of anything but
+/// letters and digits made one `-` (bucket names derive from it), at most 40.
+fn project_from_dir(dir: &Path) -> String {
+    let name = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().to_lowercase()))
+        .unwrap_or_default();
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_end_matches('-').chars().take(40).collect();
+    let out = out.trim_end_matches('-');
+    if out.len() < 3 {
+        "gpu-project".to_string()
+    } else {
+        out.to_string()
     }
 }
 
@@ -339,7 +414,7 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
         }
         unformatted += 1;
         if check {
-            print!(
+            out!(
                 "{}",
                 spec::format_diff(&f.display().to_string(), &text, &formatted)
             );
@@ -347,7 +422,7 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
             // Atomic: a crash never leaves a half-written spec.
             write_atomically(f, formatted.as_bytes())
                 .map_err(|e| Failure(format!("cannot write {}: {e}", f.display())))?;
-            println!("{}", f.display());
+            outln!("{}", f.display());
         }
     }
     Ok(if check && unformatted > 0 {
@@ -403,25 +478,25 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
         write_plan_file(out, &plan)?;
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&plan).expect("plans serialise")
         );
     } else if a.markdown {
-        print!(
+        out!(
             "{}",
             crate::plan::markdown::render_markdown(&plan, loaded.spec.budget.as_ref())
         );
     } else if !quiet {
-        print!("{}", render(&plan, a.verbose));
+        out!("{}", render(&plan, a.verbose));
         // Notes explain choices; a plan that changes nothing has none to explain.
         if plan.has_changes() || a.verbose {
             for n in &plan.notes {
-                println!("  note: {n}");
+                outln!("  note: {n}");
             }
         }
         if let Some(out) = &a.out {
-            println!(
+            outln!(
                 "\nSaved the plan to {}. Apply exactly it with:\n  gpuform apply {}",
                 out.display(),
                 out.display()
@@ -549,7 +624,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }
     };
     if !a.json && !quiet {
-        print!("{}", render(&plan, false));
+        out!("{}", render(&plan, false));
     }
     if plan.has_changes() && !a.auto_approve && !reviewed {
         confirm(if destroy {
@@ -571,7 +646,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
     let mut on_event = |e: ApplyEvent<'_>| match e {
         ApplyEvent::CapacityLost(f) => {
             if !quiet {
-                eprintln!(
+                errln!(
                     "capacity: cluster {} has no capacity in {} {} {}: {}; trying the next zone or candidate",
                     f.cluster, f.cloud, f.region, f.zone, f.error
                 );
@@ -579,8 +654,8 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }
         ApplyEvent::Replanned { round, plan } => {
             if !json && !quiet {
-                println!("\nFailover round {round}:");
-                print!("{}", render(plan, false));
+                outln!("\nFailover round {round}:");
+                out!("{}", render(plan, false));
             }
         }
     };
@@ -631,7 +706,7 @@ pub(super) fn plan_request<'a>(
 
 /// What the engine reports while it works, for the user: one line on stderr.
 pub(super) fn eprint_line(line: &str) {
-    eprintln!("{line}");
+    errln!("{line}");
 }
 
 /// Ctrl-C sets `cancel`: the apply stops starting operations and saves. A
@@ -641,7 +716,7 @@ pub(super) fn watch_ctrl_c(cancel: Arc<AtomicBool>) -> tokio::task::JoinHandle<(
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.store(true, Ordering::SeqCst);
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("Stopped. Run apply again to finish: it picks up from the journal.");
+                errln!("Stopped. Run apply again to finish: it picks up from the journal.");
                 std::process::exit(130);
             }
         }
@@ -656,7 +731,7 @@ pub(super) fn finish_apply(
     quiet: bool,
 ) -> CmdResult {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "plan": plan,
@@ -671,7 +746,7 @@ pub(super) fn finish_apply(
         let created = report.count(|o| matches!(o, OpOutcome::Created { .. }));
         let updated = report.count(|o| matches!(o, OpOutcome::Updated { .. }));
         let deleted = report.count(|o| matches!(o, OpOutcome::Deleted));
-        println!(
+        outln!(
             "\nApply {}: {created} created, {updated} updated, {deleted} destroyed in {:.2}s. State serial {} ({} resources).",
             if report.ok() { "complete" } else { "INCOMPLETE" },
             report.elapsed_ms as f64 / 1000.0,
@@ -681,9 +756,9 @@ pub(super) fn finish_apply(
     }
     for (address, op, o) in &report.outcomes {
         match o {
-            OpOutcome::Failed { error, .. } => eprintln!("error: {op} {address}: {error}"),
+            OpOutcome::Failed { error, .. } => errln!("error: {op} {address}: {error}"),
             OpOutcome::Skipped { because } if !quiet => {
-                eprintln!("skipped: {op} {address}: {because}")
+                errln!("skipped: {op} {address}: {because}")
             }
             _ => {}
         }
@@ -709,7 +784,7 @@ pub(super) fn confirm(what: &str) -> Result<(), Failure> {
             "refusing to apply without confirmation: stdin is not a terminal\n  hint: review the plan, then pass --auto-approve (or apply a saved plan)".into(),
         ));
     }
-    print!("\nDo you want to {what}? Only 'yes' will be accepted: ");
+    out!("\nDo you want to {what}? Only 'yes' will be accepted: ");
     let _ = std::io::stdout().flush();
     let mut answer = String::new();
     std::io::stdin()
@@ -789,24 +864,24 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
         let plan = read_plan_file(p)?
             .ok_or_else(|| Failure(format!("{} is not a gpuform plan file", p.display())))?;
         if json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&plan).expect("serialises")
             );
         } else {
-            print!("{}", render(&plan, true));
+            out!("{}", render(&plan, true));
         }
         return Ok(ExitCode::SUCCESS);
     }
     let (store, doc) = load_state(s)?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&doc).expect("serialises")
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "State {} — project {}, lineage {}, serial {}, {} resource(s)",
         store.location(),
         doc.project,
@@ -815,7 +890,7 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
         doc.resources.len()
     );
     for (address, r) in &doc.resources {
-        println!(
+        outln!(
             "\n# {address}\n  {} {} ({} {})",
             r.kind,
             r.id,
@@ -823,11 +898,11 @@ fn show(plan: Option<&Path>, s: &StateArgs, json: bool) -> CmdResult {
             r.region
         );
         for (k, v) in &r.attrs {
-            println!("    {k} = {v}");
+            outln!("    {k} = {v}");
         }
     }
     if !doc.pending.is_empty() {
-        println!(
+        outln!(
             "\nInterrupted creates to be checked by the next refresh: {}",
             doc.pending.keys().cloned().collect::<Vec<_>>().join(", ")
         );
@@ -849,7 +924,7 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
         })
         .collect();
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&nodes).expect("serialises")
         );
@@ -867,7 +942,7 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
                 s("instance_type"),
             ]);
         }
-        println!("{table}");
+        outln!("{table}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -948,13 +1023,13 @@ fn state_push(s: &StateArgs) -> CmdResult {
         )));
     }
     if pushed.is_empty() {
-        println!(
+        outln!(
             "The remote state {} is up to date (serial {}).",
             remote.location(),
             locked.doc.serial
         );
     } else {
-        println!(
+        outln!(
             "Pushed {} to {} (serial {}).",
             pushed.join(" and "),
             remote.location(),
@@ -983,7 +1058,7 @@ fn state_pull(s: &StateArgs) -> CmdResult {
     let doc = locked_remote.doc.clone();
     local.save(&doc)?;
     locked_local.doc = doc;
-    println!(
+    outln!(
         "Pulled {} (serial {}) into {}.",
         remote.location(),
         locked_local.doc.serial,
@@ -999,7 +1074,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
         StateCommand::List { state } => {
             let (_, doc) = load_state(&state)?;
             for a in doc.resources.keys() {
-                println!("{a}");
+                outln!("{a}");
             }
         }
         StateCommand::Show { address, state } => {
@@ -1008,7 +1083,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                 .resources
                 .get(&address)
                 .ok_or_else(|| Failure(format!("no resource `{address}` in state")))?;
-            println!("{}", serde_json::to_string_pretty(r).expect("serialises"));
+            outln!("{}", serde_json::to_string_pretty(r).expect("serialises"));
         }
         StateCommand::Rm { addresses, state } => {
             let store = store_for(&state)?;
@@ -1021,7 +1096,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                 }
             }
             store.commit(&mut locked.doc)?;
-            println!(
+            outln!(
                 "Removed {} address(es) from state; the resources themselves were not touched.",
                 addresses.len()
             );
@@ -1041,7 +1116,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
                 .ok_or_else(|| Failure(format!("no resource `{from}` in state")))?;
             locked.doc.resources.insert(to.clone(), r);
             store.commit(&mut locked.doc)?;
-            println!("Moved {from} to {to}.");
+            outln!("Moved {from} to {to}.");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -1067,7 +1142,7 @@ fn graph(file: &Path, vars: &VarArgs, sandbox: bool) -> CmdResult {
     if petgraph::algo::is_cyclic_directed(&g) {
         return Err(Failure("the resource graph has a cycle".into()));
     }
-    println!("{}", petgraph::dot::Dot::new(&g));
+    outln!("{}", petgraph::dot::Dot::new(&g));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1091,12 +1166,12 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
     match c {
         SandboxCommand::Reset { .. } => {
             gpuform_sandbox::SandboxCloud::reset_dir(&dir).map_err(|e| Failure(e.to_string()))?;
-            println!("The sandbox cloud at {} is empty.", dir.display());
+            outln!("The sandbox cloud at {} is empty.", dir.display());
         }
         SandboxCommand::Ls { json, .. } => {
             let all = open()?.list_all();
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&all).map_err(|e| Failure(e.to_string()))?
                 );
@@ -1107,7 +1182,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                         .get(gpuform_provider::OwnershipTags::ADDRESS)
                         .cloned()
                         .unwrap_or_default();
-                    println!(
+                    outln!(
                         "{:<24} {:<10} {:<9} {:<16} {address}",
                         r.id,
                         r.kind,
@@ -1121,7 +1196,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
             let r = open()?
                 .delete_behind(&target)
                 .map_err(|e| Failure(e.to_string()))?;
-            println!("Deleted {} {} behind gpuform's back.", r.kind, r.id);
+            outln!("Deleted {} {} behind gpuform's back.", r.kind, r.id);
         }
         SandboxCommand::Set {
             target, assignment, ..
@@ -1134,7 +1209,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
             open()?
                 .set_attr_behind(&target, k, value)
                 .map_err(|e| Failure(e.to_string()))?;
-            println!("Set {k} on {target} behind gpuform's back.");
+            outln!("Set {k} on {target} behind gpuform's back.");
         }
     }
     Ok(ExitCode::SUCCESS)

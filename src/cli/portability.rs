@@ -4,6 +4,7 @@
 //! [`crate::portability::migrate`]).
 
 use super::args::VarArgs;
+use super::out::{out, outln};
 use super::{CmdResult, Failure};
 use crate::portability::offers::{self, InputError, DEFAULT_STALE_DAYS};
 use crate::portability::{breakeven, lockin, migrate, migrate_bucket};
@@ -77,8 +78,10 @@ pub struct BreakevenArgs {
     /// GPU model and optional count per instance, e.g. `A100-80GB:8`.
     #[arg(value_name = "GPU[:COUNT]")]
     pub gpu: String,
+    /// Only this cloud: aws, alibaba, tencent, huawei.
     #[arg(long)]
     pub cloud: Option<String>,
+    /// Only this region.
     #[arg(long)]
     pub region: Option<String>,
     /// Hours each instance is expected to run per month (730 = always on).
@@ -92,8 +95,10 @@ pub struct BreakevenArgs {
     /// Price overrides, as for `plan --prices`; they win over the catalog.
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
+    /// The result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -104,8 +109,10 @@ pub struct LockinArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub vars: VarArgs,
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
+    /// The result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -126,6 +133,7 @@ pub struct MigrateArgs {
     /// Write the re-targeted spec over FILE (atomically) instead of only printing the diff.
     #[arg(long)]
     pub write: bool,
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub cny_per_usd: Option<f64>,
     /// The migration as JSON on stdout (diff included).
@@ -148,7 +156,7 @@ fn rate(r: Option<f64>) -> Result<f64, Failure> {
 fn json_out<T: serde::Serialize>(v: &T) -> CmdResult {
     let text = serde_json::to_string_pretty(v)
         .map_err(|e| Failure(format!("cannot serialise the result: {e}")))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -235,7 +243,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         if a.json {
             return json_out(&c);
         }
-        print!("{}", offers::render_comparison(&c, a.markdown));
+        out!("{}", offers::render_comparison(&c, a.markdown));
         return Ok(ExitCode::SUCCESS);
     }
     let report =
@@ -243,7 +251,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
     if a.json {
         return json_out(&report);
     }
-    print!("{}", offers::render_table(&report));
+    out!("{}", offers::render_table(&report));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -278,7 +286,7 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
     if a.json {
         return json_out(&report);
     }
-    print!("{}", breakeven::render_table(&report));
+    out!("{}", breakeven::render_table(&report));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -295,7 +303,7 @@ pub fn lockin_cmd(a: LockinArgs) -> CmdResult {
     if a.json {
         return json_out(&report);
     }
-    print!("{}", lockin::render_table(&report));
+    out!("{}", lockin::render_table(&report));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -350,15 +358,15 @@ fn finish_migration<T: serde::Serialize>(
     if a.json {
         return json_out(m);
     }
-    print!("{rendered}");
+    out!("{rendered}");
     if a.write {
-        println!(
+        outln!(
             "Wrote {}. Next: `gpuform plan {}` shows the move.",
             a.file.display(),
             a.file.display()
         );
     } else {
-        println!(
+        outln!(
             "Nothing written; add --write to update {}.",
             a.file.display()
         );

@@ -1,6 +1,7 @@
 //! `gpuform prices refresh`: arguments and output; the work is
 //! [`crate::engine::prices`].
 
+use super::out::{errln, outln};
 use super::{CmdResult, Failure};
 use crate::engine::prices::{refresh_prices, targets, PriceEvent, PriceRefresh};
 use clap::{Args, Subcommand};
@@ -98,7 +99,7 @@ async fn refresh_cmd(a: RefreshArgs, quiet: bool) -> CmdResult {
             // Without --cloud, a cloud without credentials is skipped.
             Err(e) if !explicit && e.kind == ErrorKind::Auth => {
                 if !quiet {
-                    eprintln!("skipping {cloud}: {}", e.message);
+                    errln!("skipping {cloud}: {}", e.message);
                 }
             }
             Err(e) => return Err(Failure(format!("{cloud}: {e}"))),
@@ -116,27 +117,31 @@ async fn refresh_cmd(a: RefreshArgs, quiet: bool) -> CmdResult {
             return;
         }
         match ev {
-            PriceEvent::Cached(t) => println!(
+            PriceEvent::Cached(t) => outln!(
                 "{} {} {}: cached today, skipped",
-                t.cloud, t.region, t.instance_type
+                t.cloud,
+                t.region,
+                t.instance_type
             ),
-            PriceEvent::Quoted(t, terms) => println!(
+            PriceEvent::Quoted(t, terms) => outln!(
                 "{} {} {}: quoted {}",
                 t.cloud,
                 t.region,
                 t.instance_type,
                 terms.join(", ")
             ),
-            PriceEvent::Refused(t, why) => eprintln!(
+            PriceEvent::Refused(t, why) => errln!(
                 "{} {} {}: refused: {why}",
-                t.cloud, t.region, t.instance_type
+                t.cloud,
+                t.region,
+                t.instance_type
             ),
         }
     })
     .await
     .map_err(|e| Failure(e.to_string()))?;
     if !quiet {
-        println!(
+        outln!(
             "{} quoted, {} already cached today; price cache: {}",
             report.quoted,
             report.cached,

@@ -2,6 +2,7 @@
 //! operation otherwise (CI logs), nothing with `--quiet`. The command line's
 //! [`ApplyProgress`]; the engine only reports.
 
+use super::out::errln;
 use crate::apply::progress::ApplyProgress;
 use crate::apply::ApplyOptions;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -114,14 +115,14 @@ impl Progress {
             b.inc(1);
             b.set_message(format!("{address}: {what}"));
         } else if self.lines {
-            eprintln!("{address}: {what} [{:.2}s]", elapsed.as_secs_f64());
+            errln!("{address}: {what} [{:.2}s]", elapsed.as_secs_f64());
         }
     }
 
     pub fn note(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
-            None if self.lines => eprintln!("{line}"),
+            None if self.lines => errln!("{line}"),
             None => {}
         }
     }

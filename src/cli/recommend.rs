@@ -1,6 +1,7 @@
 //! `gpuform recommend`: arguments, the short prompt on a terminal, output.
 //! The work is in [`crate::portability::recommend`].
 
+use super::out::{errprint, out, outln};
 use super::{CmdResult, Failure};
 use crate::portability::offers::InputError;
 use crate::portability::recommend::{self as rec, Inputs};
@@ -91,7 +92,7 @@ fn ask(
             "error: {flag} is missing (stdin is not a terminal, so recommend does not ask)\n  hint: pass it, e.g. {flag} {example}"
         )));
     }
-    eprint!("{question} [e.g. {example}]: ");
+    errprint!("{question} [e.g. {example}]: ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     std::io::stdin()
@@ -185,11 +186,11 @@ pub fn recommend_cmd(a: RecommendArgs) -> CmdResult {
     if a.json {
         let text = serde_json::to_string_pretty(&r)
             .map_err(|e| Failure(format!("cannot serialise the result: {e}")))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!("{}", rec::render::render(&r));
+        out!("{}", rec::render::render(&r));
         if let Some(p) = &written {
-            println!(
+            outln!(
                 "Wrote {}. Next: `gpuform validate {0}` and `gpuform plan {0} --sandbox`.",
                 p.display()
             );

@@ -282,6 +282,7 @@ pub async fn make_plan(
             )));
         }
     }
+    check_targets(&req.diff.targets, &desired, &current)?;
     let mut plan = diff(desired, &current, req.catalog, &req.diff);
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
@@ -298,6 +299,68 @@ pub async fn make_plan(
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
+}
+
+/// Every `--target` must select something the spec, the state or the clouds
+/// hold: a typo that selects nothing would otherwise plan "no changes" and
+/// a CI job would report success having done nothing.
+fn check_targets(
+    targets: &[String],
+    desired: &Desired,
+    current: &Current,
+) -> Result<(), EngineError> {
+    let known: std::collections::BTreeSet<&str> = desired
+        .resources
+        .iter()
+        .map(|r| r.address.as_str())
+        .chain(current.doc.resources.keys().map(String::as_str))
+        .chain(current.strays.keys().map(String::as_str))
+        .collect();
+    let mut problems = Vec::new();
+    for t in targets {
+        if known
+            .iter()
+            .any(|a| crate::address::Address::new(a).selected_by(t))
+        {
+            continue;
+        }
+        // Suggest among the addresses and every prefix a target may name
+        // (`cluster.trainer`, `cluster.trainer.node`), the closest first.
+        let mut prefixes: std::collections::BTreeSet<&str> = known.clone();
+        for a in &known {
+            for (i, b) in a.char_indices() {
+                if b == '.' || b == '[' {
+                    prefixes.insert(&a[..i]);
+                }
+            }
+        }
+        let hint = match crate::spec::validate::suggest(t, prefixes.iter().copied()) {
+            Some(s) => format!("did you mean `--target {s}`?"),
+            None => {
+                let clusters: std::collections::BTreeSet<String> = known
+                    .iter()
+                    .filter_map(|a| crate::address::Address::new(a).cluster())
+                    .map(|c| format!("cluster.{c}"))
+                    .collect();
+                if clusters.is_empty() {
+                    "the spec and the state hold no resources".to_string()
+                } else {
+                    format!(
+                        "targets are addresses or their prefixes, such as {} (`gpuform state list` lists what the state records)",
+                        clusters.into_iter().take(5).collect::<Vec<_>>().join(", ")
+                    )
+                }
+            }
+        };
+        problems.push(format!(
+            "--target {t} matches nothing in the spec, the state or the clouds; {hint}"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(EngineError::Plan(problems.join("\n")))
+    }
 }
 
 /// What every plan carries besides its changes: the spec's project and

@@ -514,7 +514,10 @@ pub(crate) fn new_table(header: &[&str], row_lines: bool) -> comfy_table::Table 
         t.remove_style(comfy_table::TableComponent::LeftBorderIntersections);
         t.remove_style(comfy_table::TableComponent::RightBorderIntersections);
     }
-    t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+    // On a terminal, long cells wrap to its width so a table never runs off
+    // the screen; piped (a file, `less -S`, a script) rows stay whole, one
+    // line each. comfy-table measures only a terminal stdout.
+    t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
     t.set_header(header.iter().copied());
     t
 }

@@ -128,7 +128,7 @@ fn read_spec(path: &Path) -> Result<String, Diagnostics> {
         Diagnostics::from(
             Diagnostic::new(&label, format!("cannot read spec file: {e}")).hint(
                 if e.kind() == std::io::ErrorKind::NotFound {
-                    "check the path; `gpuform init` writes a starter spec".to_string()
+                    "check the path; `gpuform init FILE` writes a starter spec".to_string()
                 } else {
                     "check the file's permissions".to_string()
                 },

@@ -19,12 +19,22 @@ pub const ENV_PREFIX: &str = "GPUFORM_VAR_";
 
 /// Variable values given from outside the spec (merged, highest precedence wins).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Vars(BTreeMap<String, String>);
+pub struct Vars(BTreeMap<String, String>, BTreeMap<String, Given>);
+
+/// Where a value the user named on purpose came from: a `--var` or a
+/// `--var-file`. Such a name must be one the spec declares or uses (a typo
+/// would otherwise be ignored); the environment's `GPUFORM_VAR_*` may hold
+/// values for other specs, so it is not checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Given {
+    CommandLine,
+    File(PathBuf),
+}
 
 impl Vars {
     /// No variables.
     pub fn new() -> Vars {
-        Vars(BTreeMap::new())
+        Vars::default()
     }
 
     /// Merges, lowest precedence first: environment `GPUFORM_VAR_*`, each
@@ -46,6 +56,7 @@ impl Vars {
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Vars, Diagnostics> {
         let mut vars = BTreeMap::new();
+        let mut given = BTreeMap::new();
         let mut diags = Diagnostics::new();
         for (k, v) in env {
             if let Some(name) = k.strip_prefix(ENV_PREFIX) {
@@ -56,7 +67,12 @@ impl Vars {
         }
         for f in files {
             match read_var_file(f) {
-                Ok(found) => vars.extend(found),
+                Ok(found) => {
+                    for name in found.keys() {
+                        given.insert(name.clone(), Given::File(f.clone()));
+                    }
+                    vars.extend(found);
+                }
                 Err(d) => diags.extend(d),
             }
         }
@@ -65,6 +81,7 @@ impl Vars {
             match pair.split_once('=') {
                 Some((name, value)) if valid_name(name.trim()) => {
                     vars.insert(name.trim().to_string(), value.to_string());
+                    given.insert(name.trim().to_string(), Given::CommandLine);
                 }
                 Some((name, _)) => diags.push(
                     Diagnostic::new(
@@ -90,7 +107,7 @@ impl Vars {
                 ),
             }
         }
-        diags.into_result(Vars(vars))
+        diags.into_result(Vars(vars, given))
     }
 
     /// Sets a value (overriding any earlier one).
@@ -101,6 +118,11 @@ impl Vars {
     /// The value of `name`, if given.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
+    }
+
+    /// The names given by `--var` or `--var-file`, with where each came from.
+    pub fn given(&self) -> impl Iterator<Item = (&str, &Given)> {
+        self.1.iter().map(|(k, g)| (k.as_str(), g))
     }
 
     /// All values by name.
@@ -123,6 +145,7 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Vars {
             iter.into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            BTreeMap::new(),
         )
     }
 }
@@ -247,6 +270,9 @@ fn unquote(v: &str) -> &str {
 
 /// Substitutes `${var.NAME}` in every scalar value of `root` except under the
 /// top-level `variables` key. `defaults` are the spec's declared defaults.
+/// Also reports a `--var`/`--var-file` name the spec neither declares nor
+/// uses, and a default that refers to a variable (defaults are literal, as
+/// in Terraform: no order to evaluate them in, so no cycle to explain).
 pub(crate) fn substitute(
     root: &mut Node,
     file: &str,
@@ -258,10 +284,12 @@ pub(crate) fn substitute(
         file,
         vars,
         declared,
+        used: std::cell::RefCell::new(std::collections::BTreeSet::new()),
     };
     if let Kind::Map(entries) = &mut root.kind {
         for e in entries.iter_mut() {
             if e.key == "variables" {
+                computed_defaults(file, &e.value, diags);
                 continue;
             }
             let path = e.key.clone();
@@ -270,12 +298,85 @@ pub(crate) fn substitute(
     } else {
         ctx.walk(root, "", diags);
     }
+    let used = ctx.used.into_inner();
+    for (name, given) in vars.given() {
+        if declared.contains_key(name) || used.contains(name) {
+            continue;
+        }
+        let known: Vec<&str> = declared
+            .keys()
+            .map(String::as_str)
+            .chain(used.iter().map(String::as_str))
+            .collect();
+        let (label, how) = match given {
+            Given::CommandLine => ("<command line>".to_string(), format!("`--var {name}=…`")),
+            Given::File(f) => (
+                f.display().to_string(),
+                format!("`{name}` in the variable file"),
+            ),
+        };
+        let mut hint = if known.is_empty() {
+            format!("{file} declares and uses no variables; remove {how}")
+        } else {
+            format!(
+                "the spec's variables are {}; remove {how} or declare it under `variables:`",
+                known
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        if let Some(s) = super::validate::suggest(name, known.iter().copied()) {
+            hint = format!("did you mean `{s}`? {hint}");
+        }
+        diags.push(
+            Diagnostic::new(
+                &label,
+                format!("variable `{name}` is not declared or used in {file}"),
+            )
+            .hint(hint),
+        );
+    }
+}
+
+/// Reports each `variables.NAME.default` that refers to a variable.
+fn computed_defaults(file: &str, variables: &Node, diags: &mut Diagnostics) {
+    let Kind::Map(vars) = &variables.kind else {
+        return;
+    };
+    for v in vars {
+        let Kind::Map(fields) = &v.value.kind else {
+            continue;
+        };
+        for f in fields.iter().filter(|f| f.key == "default") {
+            if let Kind::Scalar { text, .. } = &f.value.kind {
+                if text.contains("${var.") {
+                    diags.push(
+                        Diagnostic::new(
+                            file,
+                            format!(
+                                "the default of variable `{}` refers to another variable (`{}`)",
+                                v.key,
+                                yaml::shorten(text)
+                            ),
+                        )
+                        .at(f.value.start.line, f.value.start.col)
+                        .path(format!("variables.{}.default", v.key))
+                        .hint("a default is a literal value: write the value itself, or give it with `--var`"),
+                    );
+                }
+            }
+        }
+    }
 }
 
 struct Ctx<'a> {
     file: &'a str,
     vars: &'a Vars,
     declared: &'a BTreeMap<String, Option<String>>,
+    /// Every name a `${var.NAME}` refers to.
+    used: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl Ctx<'_> {
@@ -381,6 +482,7 @@ impl Ctx<'_> {
                                 .hint(NAME_RULE),
                             );
                         } else {
+                            self.used.borrow_mut().insert(name.to_string());
                             match self.lookup(name) {
                                 Some(v) => out.push_str(v),
                                 None => diags.push(self.undefined(name, path, line, col)),
@@ -510,13 +612,51 @@ mod tests {
     }
 
     #[test]
-    fn variables_section_is_not_substituted() {
-        let n = run(
-            "variables:\n  a:\n    default: ${var.zzz}\n",
+    fn a_default_that_refers_to_a_variable_is_reported_where_it_is() {
+        // `a` and `b` defaulting to each other: a cycle, reported as such a
+        // default rather than as whatever type error the text would cause.
+        let err = run(
+            "variables:\n  a:\n    default: ${var.b}\n  b:\n    default: ${var.a}\nnodes: ${var.a}\n",
             &Vars::new(),
-            &[],
+            &[("a", Some("${var.b}")), ("b", Some("${var.a}"))],
+        )
+        .unwrap_err();
+        let paths: Vec<_> = err.0.iter().map(|d| d.yaml_path.clone()).collect();
+        assert!(paths.contains(&Some("variables.a.default".into())), "{err}");
+        assert!(paths.contains(&Some("variables.b.default".into())), "{err}");
+        let d = err
+            .0
+            .iter()
+            .find(|d| d.yaml_path.as_deref() == Some("variables.a.default"))
+            .unwrap();
+        assert_eq!((d.line, d.column), (Some(3), Some(14)));
+        assert!(d.message.contains("refers to another variable"), "{err}");
+    }
+
+    #[test]
+    fn a_given_variable_the_spec_neither_declares_nor_uses_is_an_error() {
+        let mut vars = Vars::parse_with_env(&["nodez=8".into()], &[], Vec::new()).unwrap();
+        let err = run("a: ${var.nodes}\n", &vars, &[("nodes", Some("2"))]).unwrap_err();
+        assert_eq!(err.len(), 1, "{err}");
+        let d = &err.0[0];
+        assert!(
+            d.message.contains("`nodez` is not declared or used"),
+            "{err}"
         );
-        assert!(n.is_ok());
+        assert!(
+            d.hint
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `nodes`?"),
+            "{err}"
+        );
+        // Used without being declared, or declared without being used: fine.
+        assert!(run("a: ${var.nodez}\n", &vars, &[]).is_ok());
+        assert!(run("a: 1\n", &vars, &[("nodez", None)]).is_ok());
+        // The environment may hold other specs' values: never an error.
+        vars =
+            Vars::parse_with_env(&[], &[], vec![("GPUFORM_VAR_nodez".into(), "8".into())]).unwrap();
+        assert!(run("a: 1\n", &vars, &[]).is_ok());
     }
 
     #[test]
