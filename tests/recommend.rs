@@ -925,3 +925,49 @@ fn a_terminal_is_asked_for_what_is_missing() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("--params is required"), "{text}");
 }
+
+/// A single-node pick is not held to the multi-node RDMA rule, even when
+/// smaller types would have needed several nodes: the rule does not apply,
+/// and its reason says what it still did.
+#[test]
+fn a_single_node_pick_is_not_under_the_multi_node_rule() {
+    // 7e9 × 17.6 B = 115 GiB: one 8-GPU node holds it, one 24 GiB GPU does not.
+    let r = recommend_json(&["--params", "7B", "--task", "fine-tuning"]);
+    assert_eq!(r["top"]["nodes"], 1, "{}", r["top"]);
+    let rule = rule(&r, "multi-node-rdma");
+    assert_eq!(rule["applies"], false, "{rule}");
+    let reason = rule["reason"].as_str().unwrap();
+    assert!(reason.contains("on one node"), "{reason}");
+    assert!(reason.contains("held to the rule"), "{reason}");
+}
+
+/// bf16 (the default) on a GPU without native bf16 is said, with the fix.
+#[test]
+fn bf16_on_a_gpu_without_it_is_flagged() {
+    let r = recommend_json(&["--params", "300M", "--task", "inference"]);
+    let mut flagged = 0;
+    for o in r["options"].as_array().unwrap() {
+        let model = o["gpu_model"].as_str().unwrap();
+        let note = o["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("no native bf16"));
+        let old = model.starts_with("T4") || model.starts_with("V100") || model == "P100";
+        assert_eq!(note, old, "{model}: {o}");
+        flagged += usize::from(note);
+    }
+    assert!(flagged > 0, "no T4/V100 among the options: {r}");
+    // fp16 asked for: nothing to flag.
+    let r = recommend_json(&[
+        "--params",
+        "300M",
+        "--task",
+        "inference",
+        "--precision",
+        "fp16",
+    ]);
+    for o in r["options"].as_array().unwrap() {
+        assert!(!o["notes"].to_string().contains("no native bf16"), "{o}");
+    }
+}

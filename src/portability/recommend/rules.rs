@@ -3,7 +3,7 @@
 //! and where a rule and the numbers disagree, both and the winner.
 
 use super::fit::{self, MemoryNeed};
-use super::{area, checkpoint_plan, Candidate, Inputs, Task, Users, MAX_NODES, MFU};
+use super::{area, checkpoint_plan, Candidate, Inputs, Precision, Task, Users, MAX_NODES, MFU};
 use crate::portability::breakeven;
 use crate::portability::offers::{usd, OfferRow};
 use gpuform_catalog::{Catalog, Offering, PricingModel, HOURS_PER_MONTH};
@@ -34,6 +34,18 @@ pub const SMALL_CLASS: [&str; 8] = [
     "L4",
     "A10",
     "A10G",
+];
+/// GPUs without native bf16: bf16 tensor cores start at compute capability
+/// 8.0 (Ampere); Turing (T4, 7.5), Volta (V100, 7.0) and Pascal (P100, 6.0)
+/// run bf16 only emulated (NVIDIA CUDA C++ Programming Guide, "Compute
+/// Capabilities"; developer.nvidia.com/cuda-gpus for each model's number).
+pub const NO_NATIVE_BF16: [&str; 6] = [
+    "T4",
+    "T4g",
+    "V100-16GB",
+    "V100-32GB",
+    "V100-32GB-PCIe",
+    "P100",
 ];
 pub const LARGE_PARAMS: f64 = 100e9;
 pub const SMALL_PARAMS: f64 = 1e9;
@@ -306,6 +318,12 @@ pub(crate) fn candidate(
             "spot inference: replicas are stateless, a reclaimed node is replaced; keep at least two, or one on-demand"
                 .into(),
         );
+    }
+    if inputs.precision == Precision::Bf16 && NO_NATIVE_BF16.contains(&row.gpu_model.as_str()) {
+        notes.push(format!(
+            "{} has no native bf16 (compute capability below 8.0): bf16 runs emulated, several times slower; use fp16 (same memory, `--precision fp16`)",
+            row.gpu_model
+        ));
     }
     if nodes > 1 && !inputs.task.trains() {
         notes.push(format!(
@@ -591,7 +609,11 @@ pub(crate) fn decide(
             String::new()
         },
     });
-    let multi = trains && left.multi_node_training > 0;
+    // The rule is about the configuration recommended: a single-node pick
+    // needs no fabric, even where smaller types would have needed several
+    // nodes (those were still held to it, and the reason says how many).
+    let top_nodes = top.as_ref().map_or(0, |t| t.nodes);
+    let multi = trains && left.multi_node_training > 0 && top_nodes != 1;
     rules.push(RuleOutcome {
         id: "multi-node-rdma",
         rule: "multi-node training → RDMA between the nodes (EFA, eRDMA, RoCE, InfiniBand)",
@@ -602,6 +624,11 @@ pub(crate) fn decide(
             format!(
                 "{:.0} GiB does not fit one node of {} instance type offering(s)",
                 need.total_gib, left.multi_node_training
+            )
+        } else if left.multi_node_training > 0 {
+            format!(
+                "the pick holds {:.0} GiB on one node; {} offering(s) that would need several nodes were held to the rule ({} without RDMA left out)",
+                need.total_gib, left.multi_node_training, left.no_rdma
             )
         } else {
             format!(
