@@ -104,15 +104,16 @@ fn plan_format_names_the_same_outputs_as_the_flags() {
     let textual = run(dir.path(), &["plan", "spec.yaml", "--format", "text"], &[]);
     let plain = run(dir.path(), &["plan", "spec.yaml"], &[]);
     assert_eq!(textual.stdout, plain.stdout);
-    // Two formats at once, or an unknown one: a usage error.
+    // Two formats at once, or an unknown one: a usage error, exit 1 (2 is
+    // only "changes present").
     let both = run(
         dir.path(),
         &["plan", "spec.yaml", "--json", "--format", "markdown"],
         &[],
     );
-    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    assert_eq!(both.status.code(), Some(1), "{}", text(&both));
     let bad = run(dir.path(), &["plan", "spec.yaml", "--format", "html"], &[]);
-    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("markdown"));
 }
 
