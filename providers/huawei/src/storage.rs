@@ -128,6 +128,9 @@ impl StorageApi for HuaweiProvider {
             }
         };
         let id = s(&vol, "id");
+        // A disk found after a crash may still be creating, or attaching to
+        // its server: that attach finishes by itself.
+        let vol = settled(self, region, pid, &id, vol).await?;
         if attachment(&vol).as_deref() != Some(server) {
             attach(self, region, pid, &id, server).await?;
         }
@@ -138,20 +141,12 @@ impl StorageApi for HuaweiProvider {
     }
 
     /// Attaches the disk to `to` (detaching it from any other server first) or
-    /// detaches it. A disk adopted after a crash may still be `creating`
-    /// (CreateVolume answers before it is usable): it is attached only once it
-    /// is not.
+    /// detaches it, once no operation is in flight on it (see [`settled`]).
     async fn attach_volume(&self, u: &Update<'_, Attachment>) -> Result<()> {
         let (region, id, to) = (u.region(), u.id(), u.want);
         let pid = self.project(region)?;
-        let mut vol = volume(self, region, pid, id).await?;
-        for _ in 0..120 {
-            if s(&vol, "status") != "creating" {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            vol = volume(self, region, pid, id).await?;
-        }
+        let vol = volume(self, region, pid, id).await?;
+        let vol = settled(self, region, pid, id, vol).await?;
         let want = to.instance();
         if attachment(&vol).as_deref() != want {
             detach(self, region, pid, id, &vol).await?;
@@ -192,6 +187,7 @@ impl StorageApi for HuaweiProvider {
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let vol = volume(self, region, pid, id).await?;
+        let vol = settled(self, region, pid, id, vol).await?;
         detach(self, region, pid, id, &vol).await?;
         let path = format!("/v2/{pid}/cloudvolumes/{id}");
         let v = self.client.delete(Service::Evs, region, path).await?;
@@ -203,6 +199,50 @@ impl StorageApi for HuaweiProvider {
         }
         Ok(())
     }
+}
+
+/// EVS disk statuses that end by themselves: an operation is in flight
+/// ("EVS Disk Status", support.huaweicloud.com/api-evs/evs_04_0040.html).
+/// A disk in one refuses a new attach or detach (an attach needs
+/// `available`: Ecs.0103), and its `attachments` list is empty while it is
+/// `attaching`; a run killed while the ECS attach job ran finds it so.
+const IN_FLIGHT: [&str; 9] = [
+    "creating",
+    "attaching",
+    "detaching",
+    "extending",
+    "downloading",
+    "uploading",
+    "backing-up",
+    "restoring-backup",
+    "rollbacking",
+];
+
+/// `vol` once no operation is in flight on it: read again every half
+/// second, for up to a minute (a stuck disk is a transient error, never
+/// a second attach that would fail).
+async fn settled(
+    p: &HuaweiProvider,
+    region: &str,
+    pid: &str,
+    id: &str,
+    vol: Value,
+) -> Result<Value> {
+    let mut vol = vol;
+    for _ in 0..120 {
+        if !IN_FLIGHT.contains(&s(&vol, "status").as_str()) {
+            return Ok(vol);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        vol = volume(p, region, pid, id).await?;
+    }
+    Err(ProviderError::new(
+        ErrorKind::Transient,
+        format!(
+            "EVS disk {id} is still {} after a minute",
+            s(&vol, "status")
+        ),
+    ))
 }
 
 /// "Attaching an EVS Disk to an ECS", POST

@@ -61,6 +61,11 @@ const JOB_TIME: Duration = Duration::from_millis(300);
 /// create stays invisible that long (see `creating`).
 const DISK_JOB_TIME: Duration = Duration::from_millis(600);
 
+/// How long an attach or detach job runs if nobody polls it twice: the
+/// disk stays `attaching` / `detaching` that long, so a run killed while
+/// it ran finds it still in flight (on Huawei Cloud it takes seconds).
+const ATTACH_JOB_TIME: Duration = Duration::from_millis(1500);
+
 /// The settle time the stand-in tells gpuform to use (`GPUFORM_HUAWEI_SETTLE_MS`):
 /// twice the longest a new disk stays invisible here.
 const SETTLE_MS: u64 = 2 * DISK_JOB_TIME.as_millis() as u64;
@@ -720,10 +725,10 @@ fn new_job(
     fail: Option<(String, String)>,
 ) -> String {
     let id = format!("ff80808{}", random_hex());
-    let duration = if job_type == "createVolume" {
-        DISK_JOB_TIME
-    } else {
-        JOB_TIME
+    let duration = match job_type {
+        "createVolume" => DISK_JOB_TIME,
+        "attachVolume" | "detachVolume" => ATTACH_JOB_TIME,
+        _ => JOB_TIME,
     };
     let body = json!({"job_id": id, "job_type": job_type, "status": "RUNNING", "entities": entities,
                       "begin_time": now_iso(), "end_time": "", "error_code": null, "fail_reason": null});
@@ -880,9 +885,8 @@ fn detach(st: &mut State, server: &str, volume: &str) {
     if let Some(v) = st.volumes.iter_mut().find(|v| v.id() == volume) {
         if let Some(a) = v.body["attachments"].as_array_mut() {
             a.retain(|x| str_of(x, "server_id") != server);
-            if a.is_empty() {
-                v.body["status"] = json!("available");
-            }
+            let left = if a.is_empty() { "available" } else { "in-use" };
+            v.body["status"] = json!(left);
         }
     }
     if let Some(s) = st.servers.iter_mut().find(|s| s.id() == server) {
@@ -2222,6 +2226,12 @@ fn attach(st: &mut State, server: &str, b: &Value) -> Answer {
             "the disk and the server are in different AZs",
         );
     }
+    // The disk is `attaching`, with no attachment listed yet, until the ECS
+    // job ends ("EVS Disk Status", support.huaweicloud.com/api-evs/evs_04_0040.html:
+    // no operation is allowed meanwhile).
+    if let Some(v) = st.volumes.iter_mut().find(|v| v.id() == vol) {
+        v.body["status"] = json!("attaching");
+    }
     let job = new_job(
         st,
         "attachVolume",
@@ -2252,6 +2262,10 @@ fn start_detach(st: &mut State, server: &str, vol: &str) -> Answer {
             "Ecs.0114",
             "the disk is not attached to this server (illustrative code)",
         );
+    }
+    // `detaching` until the job ends (the same status page).
+    if let Some(v) = st.volumes.iter_mut().find(|v| v.id() == vol) {
+        v.body["status"] = json!("detaching");
     }
     let job = new_job(
         st,
