@@ -27,13 +27,16 @@ pub struct Live {
     pub kind: String,
     /// A volume: the instance the cloud says it is attached to.
     pub attached_to: Option<String>,
-    /// A firewall: [`MEMBERS`] when members reach each other, then one
-    /// entry per CIDR rule (see [`rule`]).
+    /// A firewall: [`MEMBERS`] when members reach each other, [`EGRESS`]
+    /// when all traffic may leave, then one entry per CIDR rule (see [`rule`]).
     pub ingress: Vec<String>,
 }
 
 /// A firewall lets its members reach each other (the stand-ins' word too).
 pub const MEMBERS: &str = gpuform_standins::MEMBERS;
+
+/// A firewall lets all traffic out (the stand-ins' word too).
+pub const EGRESS: &str = gpuform_standins::EGRESS;
 
 /// A CIDR rule as [`Live::ingress`] lists it: `tcp 8000-8100 10.1.0.0/16`.
 pub fn rule(protocol: &str, from: u64, to: u64, cidr: &str) -> String {
@@ -121,6 +124,11 @@ pub fn assert_complete(
                 assert!(
                     l.ingress.iter().any(|r| r == MEMBERS),
                     "{context}: firewall {addr} ({id}) does not let its members in: {:?}",
+                    l.ingress
+                );
+                assert!(
+                    l.ingress.iter().any(|r| r == EGRESS),
+                    "{context}: firewall {addr} ({id}) does not let traffic out: {:?}",
                     l.ingress
                 );
                 for r in rules {
@@ -420,12 +428,17 @@ pub fn assert_sandbox_exact(dir: &Path, project: &str, expected: &BTreeSet<Strin
 }
 
 /// A sandbox firewall's reported `ingress` as [`Live::ingress`]: the
-/// members' rule unless the `missing` marker says otherwise, then the rules.
+/// members' rule and egress unless a `missing` marker says otherwise, then
+/// the rules.
 fn sandbox_ingress(v: &serde_json::Value) -> Vec<String> {
+    use gpuform_provider::resource::{egress_missing, member_rule_missing};
     let list = v.as_array().cloned().unwrap_or_default();
     let mut out = Vec::new();
-    if !list.iter().any(|r| r.get("missing").is_some()) {
+    if !list.contains(&member_rule_missing()) {
         out.push(MEMBERS.to_string());
+    }
+    if !list.contains(&egress_missing()) {
+        out.push(EGRESS.to_string());
     }
     for r in list.iter().filter(|r| r.get("cidr").is_some()) {
         let from = r["from_port"].as_u64().unwrap_or(0);

@@ -305,6 +305,12 @@ pub(crate) fn observe_group(
             .filter_map(|p| p.to_rule())
             .collect(),
         member_rule: inner_access_accepted(inner),
+        // A group allows all outbound traffic until an egress rule drops it
+        // (CreateSecurityGroup: a basic group's default egress is accept),
+        // and gpuform writes none: its create has no egress step for a kill
+        // to cut off. Egress rules are not read, so one added behind
+        // gpuform's back is not seen.
+        egress: true,
     };
     let mut a = Attrs::new();
     a.insert("ingress".into(), ingress.to_value());

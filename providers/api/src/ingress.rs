@@ -3,7 +3,8 @@
 //!
 //! The neutral `ingress` attribute is a list of `{protocol, from_port,
 //! to_port, cidr}` objects. Observed, it may also hold the
-//! [`crate::resource::MEMBER_RULE_MISSING`] marker (see [`ObservedIngress`]).
+//! [`crate::resource::MEMBER_RULE_MISSING`] and
+//! [`crate::resource::EGRESS_MISSING`] markers (see [`ObservedIngress`]).
 
 use crate::Result;
 use crate::{ErrorKind, ProviderError};
@@ -151,27 +152,36 @@ impl IngressRule {
     }
 }
 
-/// A firewall's rules as the cloud reports them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A firewall's rules as the cloud reports them. No `Default`: what is
+/// missing must be said (see [`ObservedIngress::complete`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObservedIngress {
     pub rules: BTreeSet<IngressRule>,
     /// Whether the rule letting members reach each other is there.
     pub member_rule: bool,
+    /// Whether all outbound traffic is allowed.
+    pub egress: bool,
 }
 
 impl ObservedIngress {
+    /// A group with `rules`, the members' rule and all egress: what every
+    /// complete firewall of gpuform's is.
+    pub fn complete(rules: BTreeSet<IngressRule>) -> ObservedIngress {
+        ObservedIngress {
+            rules,
+            member_rule: true,
+            egress: true,
+        }
+    }
+
     /// Reads an observed `ingress` attribute back (as written by
     /// [`ObservedIngress::to_value`]). Absent means "not reported": the
-    /// members' rule is then taken to be there.
+    /// members' rule and egress are then taken to be there.
     pub fn from_value(v: Option<&Value>) -> Result<ObservedIngress> {
         let marker = crate::resource::member_rule_missing();
+        let no_egress = crate::resource::egress_missing();
         let list = match v {
-            None | Some(Value::Null) => {
-                return Ok(ObservedIngress {
-                    rules: BTreeSet::new(),
-                    member_rule: true,
-                })
-            }
+            None | Some(Value::Null) => return Ok(ObservedIngress::complete(BTreeSet::new())),
             Some(Value::Array(l)) => l,
             Some(other) => {
                 return Err(ProviderError::new(
@@ -183,19 +193,23 @@ impl ObservedIngress {
         let mut out = ObservedIngress {
             rules: BTreeSet::new(),
             member_rule: !list.contains(&marker),
+            egress: !list.contains(&no_egress),
         };
-        for r in list.iter().filter(|r| **r != marker) {
+        for r in list.iter().filter(|r| **r != marker && **r != no_egress) {
             out.rules.insert(IngressRule::parse(r)?);
         }
         Ok(out)
     }
 
     /// As the observed `ingress` attribute: the rules in a stable order,
-    /// then the marker when the members' rule is missing.
+    /// then the marker of each missing part (the members' rule, egress).
     pub fn to_value(&self) -> Value {
         let mut list: Vec<Value> = self.rules.iter().map(IngressRule::to_json).collect();
         if !self.member_rule {
             list.push(crate::resource::member_rule_missing());
+        }
+        if !self.egress {
+            list.push(crate::resource::egress_missing());
         }
         Value::Array(list)
     }
@@ -266,13 +280,25 @@ mod tests {
     fn observed_round_trips_with_the_member_marker_and_plans_changes() {
         let ssh = IngressRule::parse(&json!({"from_port": 22, "cidr": "0.0.0.0/0"})).unwrap();
         let web = IngressRule::parse(&json!({"from_port": 443, "cidr": "0.0.0.0/0"})).unwrap();
+        for (member_rule, egress) in [(false, true), (true, false), (false, false)] {
+            let seen = ObservedIngress {
+                rules: [ssh.clone()].into(),
+                member_rule,
+                egress,
+            };
+            let back = ObservedIngress::from_value(Some(&seen.to_value())).unwrap();
+            assert_eq!(back, seen);
+        }
+        // Not reported: complete.
+        assert_eq!(
+            ObservedIngress::from_value(None).unwrap(),
+            ObservedIngress::complete(Default::default())
+        );
         let seen = ObservedIngress {
             rules: [ssh.clone()].into(),
             member_rule: false,
+            egress: false,
         };
-        let back = ObservedIngress::from_value(Some(&seen.to_value())).unwrap();
-        assert_eq!(back, seen);
-        assert!(ObservedIngress::from_value(None).unwrap().member_rule);
         let want = vec![web.clone()];
         let (add, remove) = seen.changes_to(&want);
         assert_eq!(add, vec![&web]);

@@ -155,6 +155,20 @@ pub fn member_rule_missing() -> serde_json::Value {
     serde_json::json!({ "missing": MEMBER_RULE_MISSING })
 }
 
+/// The entry a provider adds to a firewall's observed `ingress` when the
+/// group does not let all outbound traffic out. Every firewall gpuform
+/// makes allows all egress: most clouds' new groups do by default, a
+/// Tencent group denies everything until its Egress policy is written (a
+/// separate call, so a killed create can leave it without). Without this
+/// marker such a group would diff clean while its nodes reach nothing; an
+/// update of `ingress` always (re)opens egress.
+pub const EGRESS_MISSING: &str = "all egress";
+
+/// `EGRESS_MISSING` as the JSON entry of an observed `ingress`.
+pub fn egress_missing() -> serde_json::Value {
+    serde_json::json!({ "missing": EGRESS_MISSING })
+}
+
 /// The tags gpuform puts on everything it creates, atomically with the
 /// creation. They are how a crashed apply's work is found again (adoption),
 /// and how refresh finds everything of a project in a few paginated calls.

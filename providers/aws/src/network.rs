@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::{IpPermission, IpRange, Ipv6Range, ResourceType, UserIdGroupPair};
 use aws_sdk_ec2::Client;
-use gpuform_provider::resource::member_rule_missing;
+use gpuform_provider::resource::{egress_missing, member_rule_missing};
 use gpuform_provider::Result;
 use gpuform_provider::{
     Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
@@ -128,6 +128,18 @@ impl NetworkApi for AwsProvider {
         remove.extend(foreign);
         if !add.is_empty() {
             authorize(&c, id, add).await?;
+        }
+        if !have.egress {
+            let request = c
+                .authorize_security_group_egress()
+                .group_id(id)
+                .ip_permissions(all_egress());
+            match request.send().await {
+                Err(e) if e.code() != Some("InvalidPermission.Duplicate") => {
+                    return Err(map_sdk("AuthorizeSecurityGroupEgress", Op::Other, e))
+                }
+                _ => {}
+            }
         }
         if !remove.is_empty() {
             let request = c
@@ -276,7 +288,12 @@ fn seen(protocol: &str, from: Option<i32>, to: Option<i32>, cidr: &str) -> Seen 
 /// the members' rule, reported only by its absence, see
 /// [`gpuform_provider::resource::MEMBER_RULE_MISSING`]), then any rules in
 /// EC2's own words.
-pub(crate) fn observed_ingress(perms: &[IpPermission], group_id: Option<&str>) -> Value {
+/// `egress` says whether the group lets all traffic out ([`egress_open`]).
+pub(crate) fn observed_ingress(
+    perms: &[IpPermission],
+    group_id: Option<&str>,
+    egress: bool,
+) -> Value {
     let mut seen_rules = ObservedIngress {
         rules: BTreeSet::new(),
         member_rule: perms.iter().any(|p| {
@@ -284,6 +301,7 @@ pub(crate) fn observed_ingress(perms: &[IpPermission], group_id: Option<&str>) -
                 .iter()
                 .any(|pair| pair.group_id().is_some() && pair.group_id() == group_id)
         }),
+        egress,
     };
     // In a stable order: by their JSON text.
     let mut foreign = BTreeSet::new();
@@ -306,17 +324,39 @@ pub(crate) fn observed_ingress(perms: &[IpPermission], group_id: Option<&str>) -
         Value::Array(list) => list,
         _ => Vec::new(),
     };
-    // Foreign rules go before the members' marker, which stays last.
-    let at = out.len() - usize::from(!seen_rules.member_rule);
+    // Foreign rules go before the markers, which stay last.
+    let at = out.len() - usize::from(!seen_rules.member_rule) - usize::from(!seen_rules.egress);
     let foreign = foreign.iter().filter_map(|s| serde_json::from_str(s).ok());
     out.splice(at..at, foreign);
     Value::Array(out)
 }
 
+/// Whether a group's outbound permissions let all traffic out: EC2's
+/// default rule of a new VPC group (protocol `-1` to 0.0.0.0/0, "Default
+/// security group rules", EC2 User Guide), which gpuform keeps.
+pub(crate) fn egress_open(perms: &[IpPermission]) -> bool {
+    perms.iter().any(|p| {
+        p.ip_protocol() == Some("-1")
+            && p.ip_ranges()
+                .iter()
+                .any(|r| r.cidr_ip() == Some("0.0.0.0/0"))
+    })
+}
+
+/// EC2's default outbound rule, for a group that lost it.
+fn all_egress() -> IpPermission {
+    IpPermission::builder()
+        .ip_protocol("-1")
+        .ip_ranges(IpRange::builder().cidr_ip("0.0.0.0/0").build())
+        .build()
+}
+
 /// An observed `ingress` read back: the neutral rules (and whether the
-/// members' rule is there), and the foreign ones as permissions to revoke.
+/// members' rule and egress are there), and the foreign ones as
+/// permissions to revoke.
 fn read_observed(v: Option<&Value>) -> (ObservedIngress, Vec<IpPermission>) {
     let marker = member_rule_missing();
+    let no_egress = egress_missing();
     let list = match v {
         Some(Value::Array(l)) => l.as_slice(),
         _ => &[],
@@ -324,9 +364,10 @@ fn read_observed(v: Option<&Value>) -> (ObservedIngress, Vec<IpPermission>) {
     let mut have = ObservedIngress {
         rules: BTreeSet::new(),
         member_rule: !list.contains(&marker),
+        egress: !list.contains(&no_egress),
     };
     let mut foreign = Vec::new();
-    for entry in list.iter().filter(|e| **e != marker) {
+    for entry in list.iter().filter(|e| **e != marker && **e != no_egress) {
         match IngressRule::parse(entry) {
             Ok(r) => {
                 have.rules.insert(r);
@@ -365,6 +406,11 @@ mod tests {
         IngressRule::parse(&v).unwrap()
     }
 
+    /// An outbound permission to one port only: not all egress.
+    fn ssh_out() -> IpPermission {
+        to_permission(&rule(json!({"from_port": 22, "cidr": "0.0.0.0/0"})))
+    }
+
     #[test]
     fn ingress_rules_round_trip() {
         let v =
@@ -375,7 +421,7 @@ mod tests {
         assert_eq!(p.from_port(), Some(22));
         assert_eq!(p.ip_ranges()[0].cidr_ip(), Some("203.0.113.0/24"));
         assert_eq!(
-            observed_ingress(std::slice::from_ref(&p), None),
+            observed_ingress(std::slice::from_ref(&p), None, true),
             json!([v, member_rule_missing()])
         );
 
@@ -385,13 +431,13 @@ mod tests {
         assert_eq!(p.from_port(), None);
         assert_eq!(p.ipv6_ranges()[0].cidr_ipv6(), Some("::/0"));
         assert_eq!(
-            observed_ingress(&[p], Some("sg-9")),
+            observed_ingress(&[p], Some("sg-9"), true),
             json!([{"protocol": "all", "cidr": "::/0"}, member_rule_missing()])
         );
 
         let sp = self_permission("sg-9");
         assert_eq!(sp.user_id_group_pairs()[0].group_id(), Some("sg-9"));
-        assert_eq!(observed_ingress(&[sp], Some("sg-9")), json!([]));
+        assert_eq!(observed_ingress(&[sp], Some("sg-9"), true), json!([]));
     }
 
     #[test]
@@ -409,7 +455,9 @@ mod tests {
                 self_permission("sg-1"),
             ],
             Some("sg-1"),
+            false,
         );
+        // Foreign rules before the marker of the missing egress, last.
         assert_eq!(
             seen,
             json!([
@@ -417,10 +465,17 @@ mod tests {
                 {"protocol": "icmp", "cidr": "10.0.0.0/8"},
                 foreign("icmp", 8, -1, "10.0.0.0/8"),
                 foreign("58", -1, -1, "::/0"),
+                egress_missing(),
             ])
         );
         let (have, revoke) = read_observed(Some(&seen));
         assert!(have.member_rule);
+        assert!(
+            !have.egress,
+            "the marker is read back, not taken for a rule"
+        );
+        assert!(egress_open(&[all_egress()]));
+        assert!(!egress_open(&[ssh_out()]));
         assert_eq!(have.rules.len(), 2);
         assert_eq!(revoke.len(), 2);
         assert_eq!(

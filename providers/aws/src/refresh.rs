@@ -6,7 +6,7 @@ use crate::client::{
     describe_groups, describe_instances, describe_placement_groups, describe_subnets,
     describe_volumes, describe_vpcs, filter, FILTER_CHUNK,
 };
-use crate::network::observed_ingress;
+use crate::network::{self, observed_ingress};
 use crate::storage::attachment;
 use crate::tags::{
     observed_user_tags, ownership, tag_value, IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG,
@@ -238,7 +238,11 @@ pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
 pub(crate) fn observe_group(g: &SecurityGroup, region: &str) -> ObservedResource {
     let a = attrs([(
         "ingress",
-        Some(observed_ingress(g.ip_permissions(), g.group_id())),
+        Some(observed_ingress(
+            g.ip_permissions(),
+            g.group_id(),
+            network::egress_open(g.ip_permissions_egress()),
+        )),
     )]);
     observed(
         ResourceKind::Firewall,

@@ -346,6 +346,10 @@ async fn sync_rules(
     if !has_self {
         to_add.push(json!({"security_group_id": id, "direction": "ingress", "ethertype": "IPv4", "remote_group_id": id}));
     }
+    if !egress_open(sg) {
+        // The default egress rule a new group has, deleted behind gpuform's back.
+        to_add.push(json!({"security_group_id": id, "direction": "egress", "ethertype": "IPv4"}));
+    }
     to_add.extend(
         wanted
             .into_iter()
@@ -364,6 +368,24 @@ async fn sync_rules(
         .await?;
     }
     Ok(())
+}
+
+/// Whether a group lets all IPv4 traffic out: the egress rule every new
+/// group has ("Creating a Security Group", vpc_sg01_0001: all outbound
+/// traffic allowed), with no protocol and no remote (or 0.0.0.0/0).
+pub fn egress_open(sg: &Value) -> bool {
+    let empty = |r: &Value, k: &str| s(r, k).is_empty();
+    sg.get("security_group_rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            s(r, "direction") == "egress"
+                && s(r, "ethertype") == "IPv4"
+                && empty(r, "protocol")
+                && empty(r, "remote_group_id")
+                && (empty(r, "remote_ip_prefix") || s(r, "remote_ip_prefix") == "0.0.0.0/0")
+        })
 }
 
 /// A group's ingress rules (from CIDRs and from groups), in its order.

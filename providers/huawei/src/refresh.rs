@@ -7,7 +7,7 @@ use crate::client::{self, s, Call, Service, PAGE};
 use crate::{network, storage, tags, HuaweiProvider};
 use async_trait::async_trait;
 use base64::Engine as _;
-use gpuform_provider::resource::member_rule_missing;
+use gpuform_provider::resource::{egress_missing, member_rule_missing};
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, ErrorKind, IngressRule, Inventory, InventoryApi, InventoryInstance, InventoryVolume,
@@ -401,6 +401,9 @@ fn observe_ingress(sg: &Value) -> Value {
         .any(|r| !own.is_empty() && s(r, "remote_group_id") == own)
     {
         out.push(member_rule_missing());
+    }
+    if !network::egress_open(sg) {
+        out.push(egress_missing());
     }
     Value::Array(out)
 }

@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | `network` | vpc:CreateVpc (tags at creation) | `network` |
 //! | `subnet` | vpc:CreateSubnet | `network` |
-//! | `firewall` | vpc:CreateSecurityGroup + CreateSecurityGroupPolicies (members, `ingress`, all egress); rules read back by DescribeSecurityGroupPolicies | `network` |
+//! | `firewall` | vpc:CreateSecurityGroup + CreateSecurityGroupPolicies (members, `ingress`, all egress); rules (ingress and egress, a missing egress reported as such) read back by DescribeSecurityGroupPolicies | `network` |
 //! | `placement` | cvm:CreateDisasterRecoverGroup (see [`TencentProvider`] on why not an HPC cluster) | `compute` |
 //! | `instance` | cvm:RunInstances, one per node, ClientToken = the journaled token | `compute` |
 //! | `volume` | cbs:CreateDisks + AttachDisks | `storage` |

@@ -18,6 +18,7 @@ use gpuform_provider::{
     ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec, Update,
 };
 use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
 
 /// The resource of a create without ClientToken: the one already made with
 /// this token (by a call whose answer was lost), found by its token tag, or
@@ -287,22 +288,47 @@ pub(crate) async fn group_ingress(p: &TencentProvider, region: &str, sg: &str) -
         .client
         .call(VPC, ACTION, region, &json!({ "SecurityGroupId": sg }))
         .await?;
-    let ingress = resp
-        .get("SecurityGroupPolicySet")
-        .and_then(|set| set.get("Ingress"))
-        .and_then(Value::as_array)
-        .ok_or_else(|| undocumented(ACTION, "SecurityGroupPolicySet.Ingress"))?;
-    Ok(observed_ingress(sg, ingress))
+    let direction = |d: &str| {
+        resp.get("SecurityGroupPolicySet")
+            .and_then(|set| set.get(d))
+            .and_then(Value::as_array)
+            .ok_or_else(|| undocumented(ACTION, &format!("SecurityGroupPolicySet.{d}")))
+    };
+    Ok(observed_ingress(
+        sg,
+        direction("Ingress")?,
+        direction("Egress")?,
+    ))
+}
+
+/// Whether Egress `policies` let all traffic out: a policy that ACCEPTs
+/// every protocol to 0.0.0.0/0, as [`egress_policies`] writes, ahead of any
+/// DROP (policies apply in order, the first match wins: 215/20089).
+fn egress_open(policies: &[Value]) -> bool {
+    for p in policies {
+        let all = matches!(s(p, "Protocol").to_ascii_lowercase().as_str(), "all" | "");
+        let everywhere = s(p, "CidrBlock") == "0.0.0.0/0";
+        if all && everywhere {
+            return s(p, "Action").eq_ignore_ascii_case("ACCEPT");
+        }
+    }
+    false
 }
 
 /// The `ingress` attribute as a group's Ingress policies say it is: the
 /// CIDR rules that ACCEPT, as an [`ObservedIngress`] (a set, in the neutral
 /// rules' order), with the members' rule missing when no policy accepts all
-/// traffic from the group itself. A new group denies everything
-/// (CreateSecurityGroup, 215/15806): a create interrupted before
-/// CreateSecurityGroupPolicies leaves it so, and this is how refresh sees it.
-fn observed_ingress(sg: &str, policies: &[Value]) -> Value {
-    let mut seen = ObservedIngress::default();
+/// traffic from the group itself, and the egress marker when `egress`
+/// does not let all traffic out. A new group denies everything in both
+/// directions (CreateSecurityGroup, 215/15806): a create interrupted
+/// before either CreateSecurityGroupPolicies call leaves it so, and this is
+/// how refresh sees it.
+fn observed_ingress(sg: &str, policies: &[Value], egress: &[Value]) -> Value {
+    let mut seen = ObservedIngress {
+        rules: BTreeSet::new(),
+        member_rule: false,
+        egress: egress_open(egress),
+    };
     for p in policies {
         if !s(p, "Action").eq_ignore_ascii_case("ACCEPT") {
             continue;
@@ -324,7 +350,7 @@ fn observed_ingress(sg: &str, policies: &[Value]) -> Value {
 
 /// What a create or an update wrote, as refresh will read it back.
 fn written_ingress(sg: &str, rules: &[IngressRule]) -> Value {
-    observed_ingress(sg, &ingress_policies(sg, rules))
+    observed_ingress(sg, &ingress_policies(sg, rules), &egress_policies())
 }
 
 /// A CIDR policy as a neutral rule. Its ports: `Port` ("80", "8000-8010");
@@ -388,7 +414,6 @@ async fn delete_network_member(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     fn rule(v: Value) -> IngressRule {
         IngressRule::parse(&v).unwrap()
@@ -417,7 +442,28 @@ mod tests {
         ];
         let seen = ObservedIngress::from_value(Some(&written_ingress("sg-1", &rules))).unwrap();
         assert!(seen.member_rule);
+        assert!(seen.egress);
         assert_eq!(seen.rules, rules.iter().cloned().collect());
+    }
+
+    #[test]
+    fn a_group_without_its_egress_policy_reads_as_missing_egress() {
+        let ingress = ingress_policies("sg-1", &[]);
+        let read = |egress: &[Value]| {
+            ObservedIngress::from_value(Some(&observed_ingress("sg-1", &ingress, egress))).unwrap()
+        };
+        // Killed between the two CreateSecurityGroupPolicies calls.
+        assert!(!read(&[]).egress);
+        assert!(read(&egress_policies()).egress);
+        // The first match wins: a DROP of everything ahead of the ACCEPT.
+        let drop = json!({"Protocol": "ALL", "CidrBlock": "0.0.0.0/0", "Action": "DROP"});
+        let mut dropped = vec![drop];
+        dropped.extend(egress_policies());
+        assert!(!read(&dropped).egress);
+        // Egress to one port only is not all egress.
+        let one =
+            json!({"Protocol": "TCP", "Port": "443", "CidrBlock": "0.0.0.0/0", "Action": "ACCEPT"});
+        assert!(!read(&[one]).egress);
     }
 
     #[test]
@@ -430,7 +476,8 @@ mod tests {
             json!({"Protocol": "GRE", "CidrBlock": "10.0.0.0/8", "Action": "ACCEPT"}),
             json!({"Protocol": "ALL", "SecurityGroupId": "sg-other", "Action": "ACCEPT"}),
         ];
-        let seen = ObservedIngress::from_value(Some(&observed_ingress("sg-1", &policies))).unwrap();
+        let seen =
+            ObservedIngress::from_value(Some(&observed_ingress("sg-1", &policies, &[]))).unwrap();
         assert!(
             !seen.member_rule,
             "another group's policy is not the members' rule"

@@ -285,9 +285,23 @@ async fn firewall_rules_are_read_back() {
         ]),
     );
 
-    // An update writes the whole set back.
+    // ... and egress (a group with no Egress policy lets nothing out):
+    // its marker too, so the plan repairs what a clean diff would hide.
+    assert_eq!(mock.remove_egress_behind(&sg.id), 1);
+    assert_eq!(
+        read_ingress().await,
+        json!([
+            ingress[1],
+            ingress[2],
+            gpuform_provider::resource::member_rule_missing(),
+            gpuform_provider::resource::egress_missing()
+        ]),
+    );
+
+    // An update writes the whole set back, egress included.
     let changes = json!({ "ingress": ingress });
     let updated = update(&p, ResourceKind::Firewall, &sg.id, changes);
     let updated = updated.await.unwrap();
     assert_eq!(updated.attrs["ingress"], canonical);
+    assert_eq!(read_ingress().await, canonical, "egress is back");
 }

@@ -31,8 +31,9 @@ pub struct MockResource {
     /// A volume: the instance the cloud says it is attached to.
     pub attached_to: Option<String>,
     /// A firewall: what it lets in, as the cloud stores it, normalized:
-    /// [`MEMBERS`] when its members reach each other, then one
-    /// [`cidr_rule`] per rule from a CIDR block. Empty for other kinds.
+    /// [`MEMBERS`] when its members reach each other, [`EGRESS`] when it
+    /// lets all traffic out, then one [`cidr_rule`] per rule from a CIDR
+    /// block. Empty for other kinds.
     pub ingress: Vec<String>,
 }
 
@@ -56,6 +57,10 @@ impl MockResource {
 
 /// The [`MockResource::ingress`] entry saying members reach each other.
 pub const MEMBERS: &str = "members";
+
+/// The [`MockResource::ingress`] entry saying the group lets all outbound
+/// traffic out (nodes can download drivers and join Kubernetes).
+pub const EGRESS: &str = "all egress";
 
 /// The [`MockResource::ingress`] entry of a CIDR rule: `tcp 8000-8100
 /// 10.1.0.0/16`; `ports` is `FROM-TO` (a single port as `N-N`) or `all`.

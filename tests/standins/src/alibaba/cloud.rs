@@ -2337,6 +2337,9 @@ impl Cloud {
             if v.inner_policy.eq_ignore_ascii_case("accept") {
                 m.ingress.push(crate::MEMBERS.to_string());
             }
+            // A basic group lets all traffic out until an egress rule drops
+            // it; this stand-in keeps no egress rules.
+            m.ingress.push(crate::EGRESS.to_string());
             for p in v
                 .perms
                 .iter()

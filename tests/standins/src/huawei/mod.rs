@@ -2496,6 +2496,21 @@ fn sg_ingress_view(body: &Value) -> Vec<String> {
     if rules.iter().any(|r| str_of(r, "remote_group_id") == id) {
         out.push(crate::MEMBERS.to_string());
     }
+    // The default egress rule of a new group: IPv4, any protocol, anywhere.
+    let egress_all = body["security_group_rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            str_of(r, "direction") == "egress"
+                && str_of(r, "ethertype") == "IPv4"
+                && str_of(r, "protocol").is_empty()
+                && str_of(r, "remote_group_id").is_empty()
+                && matches!(str_of(r, "remote_ip_prefix").as_str(), "" | "0.0.0.0/0")
+        });
+    if egress_all {
+        out.push(crate::EGRESS.to_string());
+    }
     for r in rules
         .iter()
         .filter(|r| !str_of(r, "remote_ip_prefix").is_empty())

@@ -176,6 +176,22 @@ impl TencentMock {
         })
     }
 
+    /// Removes every Egress policy of a group, as another client would (or
+    /// as a create killed between its two CreateSecurityGroupPolicies calls
+    /// leaves it): the group then lets nothing out. Returns how many went.
+    pub fn remove_egress_behind(&self, id: &str) -> usize {
+        self.with_state(|s| match s.sgs.get_mut(id) {
+            Some(g) => {
+                let gone = std::mem::take(&mut g.egress).len();
+                if gone > 0 {
+                    g.version += 1;
+                }
+                gone
+            }
+            None => 0,
+        })
+    }
+
     /// Sets what InquiryPriceRunInstances quotes for a type (CNY); types
     /// without a price are refused as unknown.
     pub fn set_price(&self, instance_type: &str, price: crate::prices::ListPrice) {

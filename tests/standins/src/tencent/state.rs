@@ -428,6 +428,18 @@ fn ingress_view(g: &SecurityGroup) -> Vec<String> {
     if accept.iter().any(|p| text(p, "SecurityGroupId") == g.id) {
         out.push(crate::MEMBERS.to_string());
     }
+    // Policies apply in order, the first match wins (VPC security group
+    // overview, 215/20089): the first policy for every protocol to anywhere
+    // decides, and a group with none lets nothing out.
+    let first_all = g.egress.iter().find(|p| {
+        matches!(
+            text(p, "Protocol").to_ascii_uppercase().as_str(),
+            "ALL" | ""
+        ) && text(p, "CidrBlock") == "0.0.0.0/0"
+    });
+    if first_all.is_some_and(|p| text(p, "Action") == "ACCEPT") {
+        out.push(crate::EGRESS.to_string());
+    }
     for p in accept.iter().filter(|p| !text(p, "CidrBlock").is_empty()) {
         let port = text(p, "Port");
         let ports = match port.as_str() {
