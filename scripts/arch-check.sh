@@ -15,6 +15,7 @@ RULES=(
   'calendar arithmetic (days <-> civil date)|providers/catalog/src/date.rs|719_?468|146_?097'
   'instants as the clouds write them (RFC 3339)|src/clock.rs|fn (parse|format)_instant'
   'ownership tag keys|providers/api/src/resource.rs|"gpuform:(project|address|token|lineage|workspace)"'
+  'printing to the terminal (a closed pipe must not panic)|src/cli/out.rs|(^|[^_[:alnum:]])e?print(ln)?!\('
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -64,6 +65,7 @@ fn a(s: &str) -> bool { s.starts_with("ami-") }
 fn b(z: i64) -> i64 { z + 719_468 }
 fn parse_instant(s: &str) -> Option<i64> { None }
 const K: &str = "gpuform:lineage";
+fn c() { println!("x"); }
 EOF
   local out
   out="$(check 2>&1 || true)"

@@ -13,6 +13,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -232,7 +233,9 @@ impl SandboxCloud {
     /// after the effect and before the caller hears of it.
     pub(crate) fn end(&self, call: &Call) {
         if call.crash {
-            eprintln!(
+            // Not eprintln!: a closed stderr must not turn the crash into a panic.
+            let _ = writeln!(
+                std::io::stderr(),
                 "gpuform sandbox: crash_after={} reached; aborting the process",
                 self.faults.crash_after.unwrap_or_default()
             );
