@@ -20,6 +20,18 @@ pub(crate) const FILTER_CHUNK: usize = 200;
 const PAGE: i32 = 1000;
 const VOLUME_PAGE: i32 = 500;
 
+/// The HTTPS client of every AWS SDK client and of aws-config's credential
+/// providers: hyper with rustls on ring and the system's root certificates
+/// (see Cargo.toml on why not the SDK's default).
+pub(crate) fn https_client() -> aws_sdk_ec2::config::SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
+}
+
 /// The SDK configuration from aws-config's standard chain, with
 /// `endpoint_override` (checked to be an http(s) URL) winning over
 /// `AWS_ENDPOINT_URL`. Sends nothing.
@@ -45,6 +57,7 @@ pub(crate) async fn sdk_config(endpoint_override: Option<&str>) -> Result<aws_co
         .operation_timeout(Duration::from_secs(130))
         .build();
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https_client())
         .retry_config(retry)
         .timeout_config(timeouts);
     if let Some(url) = endpoint_override {

@@ -568,6 +568,7 @@ mod credential_tests {
             // Nothing listens there; the call fails before sending anyway.
             .endpoint_url("http://127.0.0.1:9")
             .credentials_provider(NoCredentials)
+            .http_client(crate::client::https_client())
             .build();
         let client = aws_sdk_ec2::Client::from_conf(conf);
         let err = client.describe_vpcs().send().await.unwrap_err();
