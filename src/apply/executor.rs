@@ -179,6 +179,7 @@ pub async fn execute(
         while !interrupted && in_flight.len() < parallelism {
             let Some(n) = ready.pop_front() else { break };
             let op = graph[n].clone();
+            progress.started(&shared.plan.changes[op.change].address, verb(op.kind));
             let shared = shared.clone();
             in_flight.spawn(async move {
                 let t = Instant::now();
@@ -189,8 +190,10 @@ pub async fn execute(
         if in_flight.is_empty() {
             break;
         }
-        // Wake up for a finished op, or every 50 ms to notice Ctrl-C.
+        // Wake up for a finished op, or every 50 ms to notice Ctrl-C (and
+        // let progress say what is still running).
         let next = tokio::time::timeout(Duration::from_millis(50), in_flight.join_next()).await;
+        progress.tick();
         let Ok(Some(joined)) = next else { continue };
         let (n, result, elapsed) = match joined {
             Ok(v) => v,
@@ -272,6 +275,16 @@ pub fn default_parallelism(budgets: &[RateLimit]) -> usize {
     usize::try_from(sum)
         .unwrap_or(usize::MAX)
         .clamp(1, MAX_DEFAULT_PARALLELISM)
+}
+
+/// What an operation is doing while it runs, for progress.
+fn verb(kind: OpKind) -> &'static str {
+    match kind {
+        OpKind::Create => "creating",
+        OpKind::Update => "updating",
+        OpKind::Delete => "deleting",
+        OpKind::Detach => "detaching",
+    }
 }
 
 fn describe(o: &OpOutcome) -> String {

@@ -11,6 +11,14 @@ pub trait ApplyProgress: Send + Sync + std::fmt::Debug {
     fn start(&self, total: usize) {
         let _ = total;
     }
+    /// An operation began; `what` says which (`creating`, `deleting`...).
+    fn started(&self, address: &str, what: &str) {
+        let _ = (address, what);
+    }
+    /// Operations are running: called every few tens of milliseconds while
+    /// the walk waits on them, so a reporter can say what is still running
+    /// (a cloud instance takes a minute or more).
+    fn tick(&self) {}
     /// One operation finished, `what` saying how (`created i-123`...).
     fn done(&self, address: &str, what: &str, elapsed: Duration);
     /// A line worth telling now (a failure, an interruption).

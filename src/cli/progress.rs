@@ -1,14 +1,21 @@
 //! Progress on long work: a bar on a terminal, one plain line per finished
-//! operation otherwise (CI logs), nothing with `--quiet`. The command line's
-//! [`ApplyProgress`]; the engine only reports.
+//! operation otherwise (CI logs), and there, every [`STILL_EVERY`], a line
+//! for each operation still running (as Terraform's "Still creating...
+//! [10s elapsed]"), so a log never goes quiet for the minute a GPU instance
+//! takes; nothing with `--quiet`. The command line's [`ApplyProgress`]; the
+//! engine only reports.
 
 use super::out::errln;
 use crate::apply::progress::ApplyProgress;
 use crate::apply::ApplyOptions;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How often a plain-lines log says what is still running.
+pub const STILL_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
@@ -32,6 +39,7 @@ impl TerminalProgress {
             current: Mutex::new(Progress {
                 bar: None,
                 lines: false,
+                running: BTreeMap::new(),
             }),
         }
     }
@@ -62,6 +70,16 @@ impl ApplyProgress for TerminalProgress {
         let p = Progress::new(self.mode, total);
         self.with(|cur| *cur = p);
     }
+    fn started(&self, address: &str, what: &str) {
+        self.with(|p| p.started(address, what, Instant::now()));
+    }
+    fn tick(&self) {
+        self.with(|p| {
+            for line in p.still_running(Instant::now()) {
+                errln!("{line}");
+            }
+        });
+    }
     fn done(&self, address: &str, what: &str, elapsed: Duration) {
         self.with(|p| p.done(address, what, elapsed));
     }
@@ -77,6 +95,9 @@ impl ApplyProgress for TerminalProgress {
 pub struct Progress {
     bar: Option<ProgressBar>,
     lines: bool,
+    /// In lines mode: each running operation's verb, when it started and
+    /// when it was last said to be running.
+    running: BTreeMap<String, (String, Instant, Instant)>,
 }
 
 impl Progress {
@@ -86,6 +107,7 @@ impl Progress {
             ProgressMode::Quiet => Progress {
                 bar: None,
                 lines: false,
+                running: BTreeMap::new(),
             },
             ProgressMode::Auto if terminal => {
                 let bar =
@@ -101,16 +123,46 @@ impl Progress {
                 Progress {
                     bar: Some(bar),
                     lines: false,
+                    running: BTreeMap::new(),
                 }
             }
             _ => Progress {
                 bar: None,
                 lines: true,
+                running: BTreeMap::new(),
             },
         }
     }
 
-    pub fn done(&self, address: &str, what: &str, elapsed: Duration) {
+    /// In lines mode, remembers that `address` is `what` (creating...) since `now`.
+    pub fn started(&mut self, address: &str, what: &str, now: Instant) {
+        if self.lines {
+            self.running
+                .insert(address.to_string(), (what.to_string(), now, now));
+        }
+    }
+
+    /// The "still running" lines due at `now`: one per operation that has
+    /// run for [`STILL_EVERY`] since it started or was last said, oldest
+    /// first.
+    pub fn still_running(&mut self, now: Instant) -> Vec<String> {
+        let mut due: Vec<(Instant, String)> = Vec::new();
+        for (address, (what, since, said)) in self.running.iter_mut() {
+            if now.saturating_duration_since(*said) >= STILL_EVERY {
+                *said = now;
+                let secs = now.saturating_duration_since(*since).as_secs();
+                due.push((
+                    *since,
+                    format!("{address}: still {what}... [{secs}s elapsed]"),
+                ));
+            }
+        }
+        due.sort();
+        due.into_iter().map(|(_, line)| line).collect()
+    }
+
+    pub fn done(&mut self, address: &str, what: &str, elapsed: Duration) {
+        self.running.remove(address);
         if let Some(b) = &self.bar {
             b.inc(1);
             b.set_message(format!("{address}: {what}"));
@@ -131,5 +183,51 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Instants are given, never read: what is due depends only on them.
+    #[test]
+    fn a_running_operation_is_said_every_interval_until_it_is_done() {
+        let mut p = Progress::new(ProgressMode::Lines, 3);
+        let t0 = Instant::now();
+        p.started("cluster.a.node[0]", "creating", t0);
+        p.started(
+            "cluster.a.volume[0]",
+            "creating",
+            t0 + Duration::from_secs(4),
+        );
+        assert!(p.still_running(t0 + Duration::from_secs(9)).is_empty());
+        assert_eq!(
+            p.still_running(t0 + Duration::from_secs(10)),
+            ["cluster.a.node[0]: still creating... [10s elapsed]"]
+        );
+        // Said once per interval, not at every tick.
+        assert!(p.still_running(t0 + Duration::from_secs(11)).is_empty());
+        assert_eq!(
+            p.still_running(t0 + Duration::from_secs(20)),
+            [
+                "cluster.a.node[0]: still creating... [20s elapsed]",
+                "cluster.a.volume[0]: still creating... [16s elapsed]"
+            ]
+        );
+        p.done("cluster.a.node[0]", "created i-1", Duration::from_secs(25));
+        assert_eq!(
+            p.still_running(t0 + Duration::from_secs(31)),
+            ["cluster.a.volume[0]: still creating... [27s elapsed]"]
+        );
+    }
+
+    /// A bar shows it is alive by itself, and --quiet says nothing.
+    #[test]
+    fn only_the_lines_mode_says_what_is_still_running() {
+        let mut p = Progress::new(ProgressMode::Quiet, 1);
+        let t0 = Instant::now();
+        p.started("cluster.a.node[0]", "creating", t0);
+        assert!(p.still_running(t0 + Duration::from_secs(60)).is_empty());
     }
 }
