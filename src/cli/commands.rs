@@ -394,8 +394,9 @@ fn project_from_dir(dir: &Path) -> String {
             out.push('-');
         }
     }
-    let out: String = out.trim_end_matches('-').chars().take(40).collect();
+    let out: String = out.chars().take(40).collect();
     let out = out.trim_end_matches('-');
+    // Bucket names (`<project>-<key>`) and the shortest sensible name.
     if out.len() < 3 {
         "gpu-project".to_string()
     } else {

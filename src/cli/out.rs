@@ -19,22 +19,21 @@ static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
 
 /// Writes to stdout (use [`outln!`] / [`out!`]).
 pub fn stdout(args: fmt::Arguments) {
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut o = io::stdout().lock();
-    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
-        note(e, &STDOUT_CLOSED);
-    }
+    write_stdout(|o| o.write_fmt(args));
 }
 
 /// Writes raw bytes to stdout (a generated completion script).
 pub fn stdout_bytes(bytes: &[u8]) {
+    write_stdout(|o| o.write_all(bytes));
+}
+
+/// Runs `write` on stdout and flushes, unless its reader has gone.
+fn write_stdout(write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
     let mut o = io::stdout().lock();
-    if let Err(e) = o.write_all(bytes).and_then(|()| o.flush()) {
+    if let Err(e) = write(&mut o).and_then(|()| o.flush()) {
         note(e, &STDOUT_CLOSED);
     }
 }
