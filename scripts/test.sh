@@ -8,13 +8,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# tests/bootstrap.rs checks rendered node bootstraps with the real
+# tests/suite/bootstrap.rs checks rendered node bootstraps with the real
 # `cloud-init schema` and `shellcheck` (Debian packages).
 if ! command -v cloud-init >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq cloud-init shellcheck >/dev/null
   else
-    echo "note: install cloud-init and shellcheck (apt-get install cloud-init shellcheck) for tests/bootstrap.rs" >&2
+    echo "note: install cloud-init and shellcheck (apt-get install cloud-init shellcheck) for tests/suite/bootstrap.rs" >&2
   fi
 fi
 
@@ -22,7 +22,7 @@ GPUFORM_TEST_MOTO_URL="$(scripts/moto.sh "${GPUFORM_MOTO_PORT:-5555}")"
 export GPUFORM_TEST_MOTO_URL
 echo "moto EC2 server: $GPUFORM_TEST_MOTO_URL" >&2
 
-# A throwaway PostgreSQL for the state backend tests (tests/state_postgres.rs).
+# A throwaway PostgreSQL for the state backend tests (tests/suite/state_postgres.rs).
 if [ -z "${GPUFORM_TEST_PG_URL:-}" ]; then
   GPUFORM_TEST_PG_URL="$(scripts/postgres.sh)"
 fi

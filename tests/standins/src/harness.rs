@@ -7,7 +7,7 @@
 //! How a cloud crate's tests use it (Alibaba, Huawei and Tencent do; a new
 //! cloud's adopts it the same way):
 //!
-//! 1. In `tests/common/mod.rs`, one [`Owner`] per test project (region,
+//! 1. In `tests/suite/common/mod.rs`, one [`Owner`] per test project (region,
 //!    project, lineage) and a `provider(&mock)` of the crate; requests are
 //!    `owner.request(kind, address, token, attrs, refs)`, with
 //!    [`token_of`] when the test does not care about the token, or the
@@ -16,7 +16,7 @@
 //!    calls, each naming what failed.
 //! 2. A network: [`create_net`] with a closure that names the three
 //!    requests (the crate's own addresses and tokens).
-//! 3. `tests/sdk_request_shape.rs`: start the stand-in, a
+//! 3. `tests/suite/sdk_request_shape.rs`: start the stand-in, a
 //!    [`Tap`](crate::tap::Tap) in front of it, the provider at
 //!    `tap.endpoint()` (or [`env_through`] for env-configured providers),
 //!    make the calls ([`launch_list_delete`] after the network), then

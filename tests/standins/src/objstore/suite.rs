@@ -1,7 +1,7 @@
 //! The bucket scenarios every object-storage cloud runs against this
 //! stand-in (create and read back, drift, updates, the non-empty refusal,
 //! strangers, a taken name, a cut create adopted, throttling and a wrong
-//! secret, the audit listing). Each cloud's `tests/buckets.rs` describes
+//! secret, the audit listing). Each cloud's `tests/suite/buckets.rs` describes
 //! itself with a [`Cloud`] (its flavor, how its provider is built, its
 //! names and codes) and calls these; what only one cloud does stays there.
 

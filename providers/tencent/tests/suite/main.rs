@@ -1,0 +1,10 @@
+//! The tencent crate's integration tests, as one test executable: a module per area (as cargo's own
+//! testsuite is laid out), so the suite links once instead of once per file. Run one area with
+//! `cargo test -p gpuform-tencent --test suite <module>::`.
+
+mod common;
+
+mod buckets;
+mod docs;
+mod mock;
+mod sdk_request_shape;
