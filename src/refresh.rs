@@ -325,6 +325,7 @@ pub async fn refresh(
                             attrs: p.attrs.clone(),
                             deps: p.deps.clone(),
                             token: p.token.clone(),
+                            reported: o.reported(),
                         },
                     );
                     cur.observed.insert(address.clone(), Some(o));
@@ -374,6 +375,7 @@ pub async fn refresh(
                 },
                 deps: wanted.map(|d| d.deps.clone()).unwrap_or_default(),
                 token: t.token.clone(),
+                reported: o.reported(),
             };
             if cur.doc.resources.contains_key(&t.address) {
                 cur.strays
@@ -412,6 +414,15 @@ pub async fn refresh(
     }
     cur.foreign.sort_by(|a, b| a.address.cmp(&b.address));
     cur.adopted.sort();
+    // What the clouds reported now (a node's address) replaces what was
+    // recorded: state then shows it (`gpuform output`) until the next refresh.
+    for (address, o) in &cur.observed {
+        if let (Some(o), Some(r)) = (o, cur.doc.resources.get_mut(address)) {
+            if r.id == o.id {
+                r.reported = o.reported();
+            }
+        }
+    }
     Ok(cur)
 }
 

@@ -470,6 +470,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
                 attrs,
                 deps: c.deps.clone(),
                 token,
+                reported: observed.reported(),
             };
             journal(
                 shared,

@@ -102,7 +102,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print each cluster's nodes (address, id, zone, instance type) from state.
+    /// Print each cluster's nodes (address, id, zone, instance type, private IP) from state,
+    /// as the clouds reported them at the last apply or refresh.
     Output {
         #[command(flatten)]
         state: StateArgs,

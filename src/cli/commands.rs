@@ -921,6 +921,7 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
             serde_json::json!({
                 "address": a, "id": r.id, "provider": r.provider, "region": r.region,
                 "zone": r.attrs.get("zone"), "instance_type": r.attrs.get("instance_type"),
+                "private_ip": r.reported.get("private_ip"),
             })
         })
         .collect();
@@ -932,7 +933,14 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
     } else {
         let mut table = comfy_table::Table::new();
         table.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
-        table.set_header(["address", "id", "provider", "zone", "instance type"]);
+        table.set_header([
+            "address",
+            "id",
+            "provider",
+            "zone",
+            "instance type",
+            "private ip",
+        ]);
         for n in &nodes {
             let s = |k: &str| n[k].as_str().unwrap_or("").to_string();
             table.add_row([
@@ -941,6 +949,7 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
                 s("provider"),
                 s("zone"),
                 s("instance_type"),
+                s("private_ip"),
             ]);
         }
         outln!("{table}");

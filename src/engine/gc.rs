@@ -127,6 +127,7 @@ pub async fn gc_plan(
                     attrs,
                     deps: BTreeMap::new(),
                     token: own.token.clone(),
+                    reported: o.reported(),
                 },
             );
         }

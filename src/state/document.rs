@@ -76,6 +76,11 @@ pub struct Record {
     pub deps: BTreeMap<String, String>,
     /// The idempotency token it was created with.
     pub token: String,
+    /// What the cloud chose and reported when it was last seen (an
+    /// instance's `private_ip`: [`ResourceKind::reported_attrs`]), for
+    /// `gpuform output`. Never desired and never compared by a plan.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reported: Attrs,
 }
 
 /// A create that was started and not (yet) known to have finished.

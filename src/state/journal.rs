@@ -378,6 +378,7 @@ mod tests {
             attrs: Default::default(),
             deps: Default::default(),
             token: "t".into(),
+            reported: Default::default(),
         }
     }
 

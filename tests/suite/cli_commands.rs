@@ -88,7 +88,25 @@ fn state_show_output_graph_and_plan_flags() {
     let nodes: Value =
         serde_json::from_str(&ok(d, &["output", "--json", "-f", "spec.yaml"])).unwrap();
     assert_eq!(nodes.as_array().unwrap().len(), 2);
-    assert!(ok(d, &["output", "-f", "spec.yaml"]).contains("g4dn.xlarge"));
+    let table = ok(d, &["output", "-f", "spec.yaml"]);
+    assert!(table.contains("g4dn.xlarge"), "{table}");
+    // Each node's private address is the one the cloud itself reports.
+    let live: Value =
+        serde_json::from_str(&ok(d, &["sandbox", "ls", "--json", "-f", "spec.yaml"])).unwrap();
+    for n in nodes.as_array().unwrap() {
+        let id = n["id"].as_str().unwrap();
+        let cloud = live
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id} is not in the sandbox: {live}"));
+        let ip = n["private_ip"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no private_ip: {n}"));
+        assert_eq!(ip, cloud["attrs"]["private_ip"], "{n}");
+        assert!(table.contains(ip), "{table}");
+    }
 
     // --refresh=false plans from state alone: drift is not seen.
     ok(
