@@ -6,7 +6,7 @@
 //! | ----------- | -------------------------------------------------------------------- |
 //! | `network`   | VPC `CreateVpc` (`cidr`)                                             |
 //! | `subnet`    | VPC `CreateVSwitch` in `refs.network` (`zone`, `cidr`)              |
-//! | `firewall`  | ECS `CreateSecurityGroup` in `refs.network` + `AuthorizeSecurityGroup` for `ingress`; members reach each other through the group's `InnerAccessPolicy=Accept` (a rule naming the group itself is refused) |
+//! | `firewall`  | ECS `CreateSecurityGroup` in `refs.network` + `AuthorizeSecurityGroup` for `ingress`; members reach each other through the group's `InnerAccessPolicy=Accept` (a rule naming the group itself is refused); all egress is the group's default, and an egress rule that drops traffic (someone else's) is missing egress, revoked by `RevokeSecurityGroupEgress` |
 //! | `placement` | ECS `CreateDeploymentSet`, `Strategy=LowLatency` for `cluster` (packed, for NVLink/RDMA), `Availability` for `spread` |
 //! | `instance`  | ECS `RunInstances`, `Amount=1`, one call per node, until Running (a failed launch is released and reported as capacity) |
 //! | `volume`    | ECS `CreateDisk` + `AttachDisk` to `refs.instance`                   |

@@ -38,6 +38,33 @@ impl AlibabaProvider {
             .await
     }
 
+    /// Lets all traffic out again: revokes the egress rules that drop
+    /// traffic (someone else's; gpuform writes none), by their
+    /// SecurityGroupRuleId — RevokeSecurityGroupEgress, ECS API reference
+    /// (help.aliyun.com/document_detail/25561): SecurityGroupId,
+    /// SecurityGroupRuleId.N. A rule already gone answers
+    /// InvalidSecurityGroupRule.RuleNotExist: what was wanted.
+    async fn open_egress(&self, region: &str, group: &str, egress: &[Value]) -> Result<()> {
+        let drops: Vec<String> = egress
+            .iter()
+            .filter(|r| drops_traffic(r))
+            .map(|r| text(r, "SecurityGroupRuleId"))
+            .collect();
+        for chunk in drops.chunks(100) {
+            let mut p = Params::one("SecurityGroupId", group);
+            for (n, id) in chunk.iter().enumerate() {
+                p.push(&format!("SecurityGroupRuleId.{}", n + 1), id.clone());
+            }
+            match self.ecs(region, "RevokeSecurityGroupEgress", &p).await {
+                Err(e) if e.code.as_deref() == Some("InvalidSecurityGroupRule.RuleNotExist") => {}
+                r => {
+                    r?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Makes the inbound rules of `group` exactly `rules`:
     /// AuthorizeSecurityGroup for what is missing, RevokeSecurityGroup for
     /// what is extra (`Permissions.N.*`, ≤ 100 per call).
@@ -62,14 +89,15 @@ impl AlibabaProvider {
         let current: Vec<Value> = if fresh {
             Vec::new()
         } else {
-            let (current, inner) = self.group_rules(region, group).await?;
-            if !inner_access_accepted(&inner) {
+            let current = self.group_rules(region, group).await?;
+            if !inner_access_accepted(&current.inner) {
                 // ModifySecurityGroupPolicy (ECS): SecurityGroupId, InnerAccessPolicy.
                 let mut p = Params::one("SecurityGroupId", group);
                 p.push("InnerAccessPolicy", "Accept");
                 self.ecs(region, "ModifySecurityGroupPolicy", &p).await?;
             }
-            current
+            self.open_egress(region, group, &current.egress).await?;
+            current.ingress
         };
         let want: Vec<Perm> = rules.iter().map(Perm::from_rule).collect();
         let have: Vec<Perm> = current.iter().filter_map(Perm::from_api).collect();
@@ -266,6 +294,20 @@ impl Perm {
     }
 }
 
+/// A group's rules as DescribeSecurityGroupAttribute lists them.
+pub(crate) struct GroupRules {
+    pub ingress: Vec<Value>,
+    pub egress: Vec<Value>,
+    /// `InnerAccessPolicy`.
+    pub inner: String,
+}
+
+/// Whether a rule drops the traffic it matches (`Policy` drop,
+/// case-insensitive; absent means accept).
+fn drops_traffic(rule: &Value) -> bool {
+    text(rule, "Policy").eq_ignore_ascii_case("drop")
+}
+
 /// Whether members of a group reach each other (`InnerAccessPolicy`,
 /// case-insensitive; absent means the documented default, Accept).
 pub(crate) fn inner_access_accepted(policy: &str) -> bool {
@@ -292,25 +334,21 @@ pub(crate) fn observe_vswitch(v: &Value, region: &str) -> ObservedResource {
 /// InnerAccessPolicy=Accept, not a rule (see `sync_rules`); when someone set
 /// it to Drop, `ingress` says the members' rule is missing, so the plan
 /// updates the group (which sets it back).
-pub(crate) fn observe_group(
-    g: &Value,
-    rules: &[Value],
-    inner: &str,
-    region: &str,
-) -> ObservedResource {
+pub(crate) fn observe_group(g: &Value, rules: &GroupRules, region: &str) -> ObservedResource {
     let ingress = ObservedIngress {
         rules: rules
+            .ingress
             .iter()
             .filter_map(Perm::from_api)
             .filter_map(|p| p.to_rule())
             .collect(),
-        member_rule: inner_access_accepted(inner),
+        member_rule: inner_access_accepted(&rules.inner),
         // A group allows all outbound traffic until an egress rule drops it
         // (CreateSecurityGroup: a basic group's default egress is accept),
         // and gpuform writes none: its create has no egress step for a kill
-        // to cut off. Egress rules are not read, so one added behind
-        // gpuform's back is not seen.
-        egress: true,
+        // to cut off. A drop rule added since (by someone else) is
+        // missing egress, which an update revokes (`open_egress`).
+        egress: !rules.egress.iter().any(drops_traffic),
     };
     let mut a = Attrs::new();
     a.insert("ingress".into(), ingress.to_value());
@@ -370,13 +408,31 @@ mod tests {
             json!({"IpProtocol": "TCP", "PortRange": "80/80", "SourceCidrIp": "0.0.0.0/0", "Policy": "Drop"}),
             json!({"IpProtocol": "ALL", "PortRange": "-1/-1", "SourceGroupId": "sg-2"}),
         ];
-        let o = observe_group(&group, &rules, "Accept", "r");
+        let of = |inner: &str, egress: Vec<Value>| GroupRules {
+            ingress: rules.to_vec(),
+            egress,
+            inner: inner.into(),
+        };
+        let o = observe_group(&group, &of("Accept", Vec::new()), "r");
         assert_eq!(
             o.attrs["ingress"],
             json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
         );
-        let dropped = observe_group(&group, &rules, "drop", "r");
+        let dropped = observe_group(&group, &of("drop", Vec::new()), "r");
         let seen = ObservedIngress::from_value(dropped.attrs.get("ingress")).unwrap();
         assert!(!seen.member_rule);
+        assert!(seen.egress);
+        // An egress rule that drops traffic: egress is missing; one that
+        // accepts changes nothing.
+        let accept = json!({"Direction": "egress", "IpProtocol": "ALL", "PortRange": "-1/-1", "DestCidrIp": "0.0.0.0/0", "Policy": "Accept"});
+        let drop = json!({"Direction": "egress", "IpProtocol": "ALL", "PortRange": "-1/-1", "DestCidrIp": "0.0.0.0/0", "Policy": "Drop"});
+        let read = |egress: Vec<Value>| {
+            let o = observe_group(&group, &of("Accept", egress), "r");
+            ObservedIngress::from_value(o.attrs.get("ingress"))
+                .unwrap()
+                .egress
+        };
+        assert!(read(vec![accept.clone()]));
+        assert!(!read(vec![accept, drop]));
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::client::{json_array, listed_items, text, Listing, Paging, Params};
 use crate::compute::{observe_deployment_set, observe_instance};
-use crate::network::{observe_group, observe_vpc, observe_vswitch};
+use crate::network::{observe_group, observe_vpc, observe_vswitch, GroupRules};
 use crate::storage::observe_disk;
 use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
 use crate::{AlibabaProvider, Product};
@@ -282,23 +282,24 @@ impl AlibabaProvider {
         Ok(out)
     }
 
-    /// Inbound rules of a group and its `InnerAccessPolicy`:
-    /// DescribeSecurityGroupAttribute, one call per group (the API has no
-    /// batched form). An answer without `Permissions` is an error, not "no rules".
-    pub(crate) async fn group_rules(
-        &self,
-        region: &str,
-        group_id: &str,
-    ) -> Result<(Vec<Value>, String)> {
+    /// Inbound and outbound rules of a group and its `InnerAccessPolicy`:
+    /// DescribeSecurityGroupAttribute with Direction=all, one call per group
+    /// (the API has no batched form); each permission says its `Direction`.
+    /// An answer without `Permissions` is an error, not "no rules".
+    pub(crate) async fn group_rules(&self, region: &str, group_id: &str) -> Result<GroupRules> {
         let mut p = Params::one("SecurityGroupId", group_id);
-        p.push("Direction", "ingress");
+        p.push("Direction", "all");
         let action = "DescribeSecurityGroupAttribute";
         let body = self.ecs(region, action, &p).await?;
-        let rules = listed_items(&body, "Permissions", "Permission", action)?
+        let (egress, ingress) = listed_items(&body, "Permissions", "Permission", action)?
             .into_iter()
             .cloned()
-            .collect();
-        Ok((rules, text(&body, "InnerAccessPolicy")))
+            .partition(|r| text(r, "Direction").eq_ignore_ascii_case("egress"));
+        Ok(GroupRules {
+            ingress,
+            egress,
+            inner: text(&body, "InnerAccessPolicy"),
+        })
     }
 
     async fn observe_groups(
@@ -310,7 +311,7 @@ impl AlibabaProvider {
         for g in groups {
             let id = text(&g, "SecurityGroupId");
             match self.group_rules(region, &id).await {
-                Ok((rules, inner)) => out.push(observe_group(&g, &rules, &inner, region)),
+                Ok(rules) => out.push(observe_group(&g, &rules, region)),
                 Err(e) if e.kind == ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }

@@ -119,6 +119,32 @@ async fn members_reach_each_other_without_a_self_rule() {
     .await
     .unwrap();
     assert_eq!(attr["InnerAccessPolicy"], "Accept");
+
+    // Someone drops all outbound traffic (an egress rule, Policy=drop): the
+    // nodes could no longer download a driver or join Kubernetes. Refresh
+    // says egress is missing; the update revokes the rule.
+    assert!(mock.drop_egress_behind(&net.sg));
+    let owned = OWNER.owned(&p).await;
+    let seen = find(&owned, &net.sg).attrs["ingress"].clone();
+    assert_eq!(
+        seen.as_array().unwrap().last(),
+        Some(&gpuform_provider::resource::egress_missing()),
+        "{seen}"
+    );
+    let fixed = p
+        .update(&scope(), ResourceKind::Firewall, &net.sg, &change)
+        .await
+        .unwrap();
+    assert_eq!(fixed.attrs["ingress"], ssh());
+    let egress = call(
+        &mock,
+        Product::Ecs,
+        "DescribeSecurityGroupAttribute",
+        &[("SecurityGroupId", &net.sg), ("Direction", "egress")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(egress["Permissions"]["Permission"], json!([]), "{egress}");
 }
 
 /// Point 6. RunInstances, `PeriodUnit`: Week | Month (no Year); `Period`

@@ -120,6 +120,22 @@ struct Group {
     perms: Vec<Perm>,
     /// Accept (members reach each other; the default of a basic group) or Drop.
     inner_policy: String,
+    /// Outbound rules. A basic group lets all traffic out until an egress
+    /// rule drops it (CreateSecurityGroup; AuthorizeSecurityGroupEgress).
+    egress: Vec<EgressRule>,
+}
+
+/// An outbound rule (AuthorizeSecurityGroupEgress `Permissions.N.*`).
+#[derive(Debug, Clone)]
+struct EgressRule {
+    /// `SecurityGroupRuleId`, as DescribeSecurityGroupAttribute lists it.
+    id: String,
+    protocol: String,
+    port_range: String,
+    dest_cidr: String,
+    /// accept | drop (the default: accept).
+    policy: String,
+    priority: String,
 }
 
 #[derive(Debug, Clone)]
@@ -765,6 +781,8 @@ impl Cloud {
             "CreateSecurityGroup",
             "AuthorizeSecurityGroup",
             "RevokeSecurityGroup",
+            "AuthorizeSecurityGroupEgress",
+            "RevokeSecurityGroupEgress",
             "DescribeSecurityGroups",
             "DescribeSecurityGroupAttribute",
             "ModifySecurityGroupPolicy",
@@ -871,6 +889,8 @@ impl Cloud {
             (_, "CreateSecurityGroup") => self.create_group(&region, q),
             (_, "AuthorizeSecurityGroup") => self.authorize(q, true),
             (_, "RevokeSecurityGroup") => self.authorize(q, false),
+            (_, "AuthorizeSecurityGroupEgress") => self.authorize_egress(q),
+            (_, "RevokeSecurityGroupEgress") => self.revoke_egress(q),
             (_, "DescribeSecurityGroups") => self.describe_groups(&region, q),
             (_, "DescribeSecurityGroupAttribute") => self.group_attribute(q),
             (_, "ModifySecurityGroupPolicy") => self.modify_group_policy(q),
@@ -1145,6 +1165,7 @@ impl Cloud {
             tags,
             perms: Vec::new(),
             inner_policy: "Accept".into(),
+            egress: Vec::new(),
         });
         Ok(json!({"SecurityGroupId": id}))
     }
@@ -1270,6 +1291,146 @@ impl Cloud {
         Ok(json!({}))
     }
 
+    /// AuthorizeSecurityGroupEgress — ECS API reference
+    /// (help.aliyun.com/document_detail/25560): SecurityGroupId,
+    /// Permissions.N.{IpProtocol, PortRange, DestCidrIp, Policy (accept |
+    /// drop, default accept), Priority (1-100, default 1)}. An identical
+    /// rule is not added twice.
+    fn authorize_egress(&mut self, q: &Q) -> R {
+        let id = need(q, "SecurityGroupId")?.to_string();
+        let rows = indexed(
+            q,
+            "Permissions",
+            &[
+                "IpProtocol",
+                "PortRange",
+                "DestCidrIp",
+                "Policy",
+                "Priority",
+            ],
+        );
+        if rows.is_empty()
+            || rows
+                .iter()
+                .any(|r| r[0].is_empty() || r[1].is_empty() || r[2].is_empty())
+        {
+            return Err(ApiError::new(
+                400,
+                "MissingParameter",
+                "Permissions.N.IpProtocol, Permissions.N.PortRange and Permissions.N.DestCidrIp are required.",
+            ));
+        }
+        let region = self
+            .groups
+            .iter()
+            .find(|g| g.id == id)
+            .ok_or_else(group_not_found)?
+            .region
+            .clone();
+        let mut rules = Vec::new();
+        for r in rows {
+            let policy = match r[3].to_ascii_lowercase().as_str() {
+                "" | "accept" => "accept",
+                "drop" => "drop",
+                _ => {
+                    return Err(ApiError::new(
+                        400,
+                        "InvalidPolicy.Malformed",
+                        "The specified Policy is not valid.",
+                    ))
+                }
+            };
+            rules.push(EgressRule {
+                id: new_id("sgr", &region),
+                protocol: r[0].to_ascii_uppercase(),
+                port_range: r[1].clone(),
+                dest_cidr: r[2].clone(),
+                policy: policy.into(),
+                priority: if r[4].is_empty() {
+                    "1".into()
+                } else {
+                    r[4].clone()
+                },
+            });
+        }
+        let g = self
+            .groups
+            .iter_mut()
+            .find(|g| g.id == id)
+            .expect("found above");
+        for r in rules {
+            let same = |e: &EgressRule| {
+                (
+                    &e.protocol,
+                    &e.port_range,
+                    &e.dest_cidr,
+                    &e.policy,
+                    &e.priority,
+                ) == (
+                    &r.protocol,
+                    &r.port_range,
+                    &r.dest_cidr,
+                    &r.policy,
+                    &r.priority,
+                )
+            };
+            if !g.egress.iter().any(same) {
+                g.egress.push(r);
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// RevokeSecurityGroupEgress — ECS API reference
+    /// (help.aliyun.com/document_detail/25561): SecurityGroupId and either
+    /// SecurityGroupRuleId.N (an id that does not exist:
+    /// InvalidSecurityGroupRule.RuleNotExist, since 2024-07-08) or
+    /// Permissions.N.{IpProtocol, PortRange, DestCidrIp, Policy} (no match:
+    /// success, nothing deleted); not both.
+    fn revoke_egress(&mut self, q: &Q) -> R {
+        let id = need(q, "SecurityGroupId")?.to_string();
+        let ids = listed(q, "SecurityGroupRuleId");
+        let rows = indexed(
+            q,
+            "Permissions",
+            &["IpProtocol", "PortRange", "DestCidrIp", "Policy"],
+        );
+        if !ids.is_empty() && !rows.is_empty() {
+            return Err(ApiError::new(
+                400,
+                "InvalidParam.Conflict",
+                "SecurityGroupRuleId and Permissions cannot be specified together.",
+            ));
+        }
+        let g = self
+            .groups
+            .iter_mut()
+            .find(|g| g.id == id)
+            .ok_or_else(group_not_found)?;
+        if ids.iter().any(|i| !g.egress.iter().any(|e| &e.id == i)) {
+            return Err(ApiError::new(
+                400,
+                "InvalidSecurityGroupRule.RuleNotExist",
+                "The specified security group rule does not exist.",
+            ));
+        }
+        g.egress.retain(|e| !ids.contains(&e.id));
+        for r in rows {
+            let policy = if r[3].is_empty() {
+                "accept".to_string()
+            } else {
+                r[3].to_ascii_lowercase()
+            };
+            g.egress.retain(|e| {
+                !(e.protocol.eq_ignore_ascii_case(&r[0])
+                    && e.port_range == r[1]
+                    && e.dest_cidr == r[2]
+                    && e.policy == policy)
+            });
+        }
+        Ok(json!({}))
+    }
+
     /// DescribeSecurityGroups — ECS API reference: SecurityGroupIds (JSON
     /// array, ≤ 100), VpcId, Tag.N, MaxResults/NextToken; answers
     /// SecurityGroups.SecurityGroup[] with Tags.Tag[].TagKey/TagValue.
@@ -1300,15 +1461,19 @@ impl Cloud {
             .find(|g| g.id == id)
             .ok_or_else(group_not_found)?;
         let direction = get(q, "Direction").unwrap_or("all");
-        let perms: Vec<Value> = if direction == "egress" {
-            Vec::new()
-        } else {
-            g.perms
-                .iter()
-                .map(|p| json!({"IpProtocol": p.protocol, "PortRange": p.port_range, "SourceCidrIp": p.source_cidr, "SourceGroupId": p.source_group,
-                                 "Policy": p.policy, "Direction": "ingress", "Description": p.description, "Priority": "1", "CreateTime": now_iso()}))
-                .collect()
-        };
+        let mut perms: Vec<Value> = Vec::new();
+        if direction != "egress" {
+            perms.extend(g.perms.iter().map(|p| {
+                json!({"IpProtocol": p.protocol, "PortRange": p.port_range, "SourceCidrIp": p.source_cidr, "SourceGroupId": p.source_group,
+                       "Policy": p.policy, "Direction": "ingress", "Description": p.description, "Priority": "1", "CreateTime": now_iso()})
+            }));
+        }
+        if direction != "ingress" {
+            perms.extend(g.egress.iter().map(|e| {
+                json!({"SecurityGroupRuleId": e.id, "IpProtocol": e.protocol, "PortRange": e.port_range, "DestCidrIp": e.dest_cidr,
+                       "Policy": e.policy, "Direction": "egress", "Priority": e.priority, "CreateTime": now_iso()})
+            }));
+        }
         Ok(
             json!({"SecurityGroupId": g.id, "SecurityGroupName": g.name, "VpcId": g.vpc, "RegionId": g.region, "InnerAccessPolicy": g.inner_policy,
                   "Permissions": {"Permission": perms}}),
@@ -2256,6 +2421,25 @@ impl Cloud {
     }
 
     /// Sets a group's InnerAccessPolicy behind gpuform's back (for tests).
+    /// Adds an egress rule dropping all traffic out, as another client would
+    /// (AuthorizeSecurityGroupEgress with Policy=drop); false if no such group.
+    pub fn drop_egress(&mut self, id: &str) -> bool {
+        match self.groups.iter_mut().find(|g| g.id == id) {
+            Some(g) => {
+                g.egress.push(EgressRule {
+                    id: new_id("sgr", &g.region.clone()),
+                    protocol: "ALL".into(),
+                    port_range: "-1/-1".into(),
+                    dest_cidr: "0.0.0.0/0".into(),
+                    policy: "drop".into(),
+                    priority: "1".into(),
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn set_inner_policy(&mut self, id: &str, policy: &str) -> bool {
         match self.groups.iter_mut().find(|g| g.id == id) {
             Some(g) => {
@@ -2337,9 +2521,10 @@ impl Cloud {
             if v.inner_policy.eq_ignore_ascii_case("accept") {
                 m.ingress.push(crate::MEMBERS.to_string());
             }
-            // A basic group lets all traffic out until an egress rule drops
-            // it; this stand-in keeps no egress rules.
-            m.ingress.push(crate::EGRESS.to_string());
+            // A basic group lets all traffic out until an egress rule drops it.
+            if !v.egress.iter().any(|e| e.policy == "drop") {
+                m.ingress.push(crate::EGRESS.to_string());
+            }
             for p in v
                 .perms
                 .iter()

@@ -146,6 +146,12 @@ impl AlibabaMock {
         self.cloud().expire(id)
     }
 
+    /// Drops all of a security group's outbound traffic behind gpuform's back
+    /// (an egress rule with Policy=drop); false if there is no such group.
+    pub fn drop_egress_behind(&self, id: &str) -> bool {
+        self.cloud().drop_egress(id)
+    }
+
     /// Sets a security group's InnerAccessPolicy (Accept | Drop) behind gpuform's back.
     pub fn set_inner_policy(&self, id: &str, policy: &str) -> bool {
         self.cloud().set_inner_policy(id, policy)
