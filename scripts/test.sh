@@ -29,6 +29,12 @@ fi
 export GPUFORM_TEST_PG_URL
 echo "PostgreSQL: ${GPUFORM_TEST_PG_URL%%:*}://…" >&2
 
+# One test executable per crate runs its tests on RUST_TEST_THREADS threads
+# (libtest's default is the number of cores). Most tests wait: on the child
+# gpuform processes they start, on moto, on stand-ins, on crash loops. More
+# threads than cores keep both cores busy while they do.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
+
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

@@ -841,10 +841,7 @@ fn a_k3s_cluster_joins_over_the_servers_private_address_on_the_sandbox() {
             "{address}"
         );
     }
-    assert!(
-        !state.contains(token) && !state.contains(&server_ip),
-        "{state}"
-    );
+    support::assert_k3s_state_clean(&st, "cluster.train.node[0]", &server_ip, token);
     // A second plan is clean: the reported address is no drift.
     let (ok, out) = gpuform_in(
         d,

@@ -577,8 +577,7 @@ async fn k3s_agents_join_the_servers_private_address_on_moto() {
             Some(sha.as_str())
         );
     }
-    let st = serde_json::to_string(&state).unwrap();
-    assert!(!st.contains(token) && !st.contains(&server_ip));
+    support::assert_k3s_state_clean(&state, "cluster.train.node[0]", &server_ip, token);
     let plan = run(d, &["plan", "spec.yaml", "--detailed-exitcode"]);
     assert_eq!(
         plan.status.code(),

@@ -449,8 +449,7 @@ fn huawei_k3s_agents_join_the_servers_private_address() {
             Some(sha.as_str())
         );
     }
-    let st = serde_json::to_string(&state).unwrap();
-    assert!(!st.contains(token) && !st.contains(&server_ip));
+    support::assert_k3s_state_clean(&state, "cluster.train.node[0]", &server_ip, token);
     // Applied, the next plan is clean (the reported address is no drift).
     assert_eq!(plan_exit(d, &mock), 0);
 }

@@ -582,3 +582,25 @@ pub fn output_with_input(cmd: &mut Command, input: &str, timeout: std::time::Dur
         }
     }
 }
+
+/// What a k3s apply leaves in `state` (the state document): never the join
+/// `token`; the server's address only where the server's record (at
+/// `server`) keeps what the cloud reported (`reported.private_ip`, for
+/// `gpuform output`), never in what was asked for (filled user data).
+pub fn assert_k3s_state_clean(
+    state: &serde_json::Value,
+    server: &str,
+    server_ip: &str,
+    token: &str,
+) {
+    let text = state.to_string();
+    assert!(!text.contains(token), "the join token is in state: {text}");
+    let mut rest = state.clone();
+    let reported = &mut rest["resources"][server]["reported"];
+    assert_eq!(reported["private_ip"], server_ip, "{text}");
+    *reported = serde_json::Value::Null;
+    assert!(
+        !rest.to_string().contains(server_ip),
+        "the server's address is in state beside its reported one: {text}"
+    );
+}

@@ -33,7 +33,13 @@ async fn crash_after_keeps_the_effect() {
     std::fs::create_dir_all(&dir).expect("mkdir");
     let exe = std::env::current_exe().expect("test binary");
     let out = Command::new(exe)
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        // The suite names each test by its module: `crash::crash_child`.
+        .args([
+            "--exact",
+            "crash::crash_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &dir)
         .output()
         .expect("spawn child");
