@@ -60,6 +60,8 @@ fn regions_cover_the_clouds_gpu_regions() {
         (Cloud::Aws, "us-east-2"),
         (Cloud::Aws, "ap-south-1"),
         (Cloud::Aws, "sa-east-1"),
+        (Cloud::Alibaba, "cn-guangzhou"),
+        (Cloud::Alibaba, "cn-zhangjiakou"),
     ] {
         let r = c
             .region(cloud, region)
@@ -79,6 +81,7 @@ fn regions_cover_the_clouds_gpu_regions() {
         }
     }
     assert!(c.regions(Cloud::Aws).len() >= 28);
+    assert!(c.regions(Cloud::Alibaba).len() >= 11);
     // eu-central-1 sells the catalog's H100 and L40S types (tsaol/aws-gpu).
     assert!(c
         .regions_offering(Cloud::Aws, "L40S")
