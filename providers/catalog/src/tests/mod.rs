@@ -82,7 +82,7 @@ fn regions_cover_the_clouds_gpu_regions() {
     }
     assert!(c.regions(Cloud::Aws).len() >= 28);
     assert!(c.regions(Cloud::Alibaba).len() >= 11);
-    // eu-central-1 sells the catalog's H100 and L40S types (tsaol/aws-gpu).
+    // eu-central-1 sells L40S (g6e) per tsaol/aws-gpu.
     assert!(c
         .regions_offering(Cloud::Aws, "L40S")
         .contains(&"eu-central-1"));
