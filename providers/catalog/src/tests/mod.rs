@@ -45,8 +45,71 @@ fn embedded_data_parses() {
             .iter()
             .filter(|o| o.cloud == Cloud::Aws)
             .count(),
-        118
+        387
     );
+}
+
+/// Every region of each GPU-selling cloud that a source names is in the
+/// catalog, with its zones (issue 30 item 8: `eu-central-1` was "not a aws
+/// region gpuform knows").
+#[test]
+fn regions_cover_the_clouds_gpu_regions() {
+    let c = cat();
+    for (cloud, region) in [
+        (Cloud::Aws, "eu-central-1"),
+        (Cloud::Aws, "us-east-2"),
+        (Cloud::Aws, "ap-south-1"),
+        (Cloud::Aws, "sa-east-1"),
+        (Cloud::Alibaba, "cn-guangzhou"),
+        (Cloud::Alibaba, "cn-zhangjiakou"),
+    ] {
+        let r = c
+            .region(cloud, region)
+            .unwrap_or_else(|| panic!("{cloud} region {region} is missing"));
+        assert!(!r.zones.is_empty(), "{cloud} {region} has no zones");
+    }
+    for cloud in Cloud::ALL {
+        for r in c.regions(cloud) {
+            assert!(!r.zones.is_empty(), "{cloud} {} has no zones", r.name);
+            for z in &r.zones {
+                assert!(
+                    z.starts_with(&r.name) && z.len() > r.name.len(),
+                    "{cloud} zone {z} is not in {}",
+                    r.name
+                );
+            }
+        }
+    }
+    assert!(c.regions(Cloud::Aws).len() >= 28);
+    assert!(c.regions(Cloud::Alibaba).len() >= 11);
+    // eu-central-1 sells L40S (g6e) per tsaol/aws-gpu.
+    assert!(c
+        .regions_offering(Cloud::Aws, "L40S")
+        .contains(&"eu-central-1"));
+}
+
+/// Every availability row names a region of its cloud's regions.csv, and its
+/// zones are that region's; nothing is offered in a region the catalog lacks.
+#[test]
+fn availability_rows_name_known_regions() {
+    let c = cat();
+    for o in c.offerings() {
+        let r = c.region(o.cloud, &o.region).unwrap_or_else(|| {
+            panic!(
+                "{} {} is offered in unknown region {}",
+                o.cloud, o.instance_type, o.region
+            )
+        });
+        if let Some(zones) = &c
+            .availability(o.cloud, &o.region, &o.instance_type)
+            .expect("availability")
+            .zones
+        {
+            for z in zones {
+                assert!(r.zones.contains(z), "{} {}: zone {z}", o.cloud, o.region);
+            }
+        }
+    }
 }
 
 #[test]
@@ -223,7 +286,7 @@ fn instance_and_region_lookups() {
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(
-        aws_regions,
+        aws_regions[..5],
         [
             "us-east-1",
             "us-west-2",
@@ -232,6 +295,7 @@ fn instance_and_region_lookups() {
             "eu-west-1"
         ]
     );
+    assert!(aws_regions.contains(&"eu-central-1"));
     assert!(c
         .regions_offering(Cloud::Aws, "H100")
         .contains(&"us-east-1"));

@@ -93,6 +93,11 @@ fn malformed_rows_name_file_and_line() {
     let e = Catalog::from_sources(&tiny_sources(G, T, R, &bad_region, P)).unwrap_err();
     assert_at(&e, "aws/availability.csv", 3);
 
+    let no_zones = R.replace("us-east-1a;us-east-1b", "");
+    let e = Catalog::from_sources(&tiny_sources(G, T, &no_zones, A, P)).unwrap_err();
+    assert_at(&e, "aws/regions.csv", 2);
+    assert!(e.message.contains("`zones` is empty"), "{e}");
+
     let bad_zone = R.replace("us-east-1b", "us-west-1b");
     let e = Catalog::from_sources(&tiny_sources(G, T, &bad_zone, A, P)).unwrap_err();
     assert_at(&e, "aws/regions.csv", 2);
