@@ -16,6 +16,8 @@ RULES=(
   'instants as the clouds write them (RFC 3339)|src/clock.rs|fn (parse|format)_instant'
   'ownership tag keys|providers/api/src/resource.rs|"gpuform:(project|address|token|lineage|workspace)"'
   'printing to the terminal (a closed pipe must not panic)|src/cli/out.rs|(^|[^_[:alnum:]])e?print(ln)?!\('
+  'the wall clock as time since the epoch|src/clock.rs|duration_since\((std::time::)?UNIX_EPOCH\)'
+  'an error worded for the user ({message, hint})|providers/api/src/error.rs|pub hint: String'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -66,6 +68,8 @@ fn b(z: i64) -> i64 { z + 719_468 }
 fn parse_instant(s: &str) -> Option<i64> { None }
 const K: &str = "gpuform:lineage";
 fn c() { println!("x"); }
+fn d() -> u64 { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() }
+pub struct E { pub message: String, pub hint: String }
 EOF
   local out
   out="$(check 2>&1 || true)"

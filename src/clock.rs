@@ -41,19 +41,34 @@ pub fn pinned() -> Result<Option<Day>, String> {
 pub fn now_secs() -> i64 {
     match pinned().ok().flatten() {
         Some(day) => day.0 * 86_400,
-        None => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0),
+        None => (wall_ms() / 1000) as i64,
     }
 }
 
 fn system_today() -> Day {
-    let secs = std::time::SystemTime::now()
+    Day((wall_ms() / 86_400_000) as i64)
+}
+
+/// The system clock, milliseconds since the Unix epoch, never pinned:
+/// leases and the age of an interrupted create are compared across
+/// processes (and hosts), which a pinned day would freeze.
+pub fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    Day(secs.div_euclid(86_400))
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// An instant of [`wall_ms`] as RFC 3339 in whole seconds (UTC).
+pub fn rfc3339_ms(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
+}
+
+/// The system clock as RFC 3339 in whole seconds (UTC), never pinned: when
+/// a lock was taken, when a create failed.
+pub fn wall_rfc3339() -> String {
+    rfc3339_ms(wall_ms())
 }
 
 /// Seconds since the epoch of an RFC 3339 / ISO 8601 instant as the clouds

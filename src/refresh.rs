@@ -201,7 +201,7 @@ pub async fn refresh(
                 .filter(|(a, p)| p.provider == provider_key && p.region == region && !seen(a))
                 .map(|(_, p)| p.started_ms)
                 .max();
-            let now = crate::state::document::now_ms();
+            let now = crate::clock::wall_ms();
             if let Some(ready_at) = youngest_unseen
                 .map(|t| t + settle.as_millis() as u64)
                 .filter(|t| *t > now)

@@ -430,7 +430,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         JournalEntry::Intent {
             address: c.address.clone(),
             intent: PendingIntent {
-                started_ms: crate::state::document::now_ms(),
+                started_ms: crate::clock::wall_ms(),
                 kind: c.kind,
                 provider: c.provider.clone(),
                 region: c.region.clone(),

@@ -6,11 +6,12 @@
 use super::args::VarArgs;
 use super::out::{out, outln};
 use super::{CmdResult, Failure};
-use crate::portability::offers::{self, InputError, DEFAULT_STALE_DAYS};
+use crate::portability::offers::{self, DEFAULT_STALE_DAYS};
 use crate::portability::{breakeven, lockin, migrate, migrate_bucket};
 use crate::spec::{self, Vars};
 use clap::{Args, ValueEnum};
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};
+use gpuform_provider::UserError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -145,7 +146,7 @@ pub struct MigrateArgs {
     pub bucket_name: Option<String>,
 }
 
-fn input(e: InputError) -> Failure {
+fn input(e: UserError) -> Failure {
     Failure(format!("error: {e}"))
 }
 
@@ -204,7 +205,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
     q.pricing = pricings[0];
     if let Some(m) = a.min_gpu_mem {
         if !(m.is_finite() && m >= 0.0) {
-            return Err(input(InputError::new(
+            return Err(input(UserError::new(
                 format!("--min-gpu-mem must be a number of GiB ≥ 0, found {m}"),
                 "e.g. --min-gpu-mem 40",
             )));
@@ -213,7 +214,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
     }
     if let Some(p) = a.max_price {
         if !(p.is_finite() && p > 0.0) {
-            return Err(input(InputError::new(
+            return Err(input(UserError::new(
                 format!("--max-price must be a positive USD amount per hour, found {p}"),
                 "e.g. --max-price 30",
             )));
@@ -221,7 +222,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
         q.max_hourly_usd = Some(p);
     }
     if a.stale_days < 0 {
-        return Err(input(InputError::new(
+        return Err(input(UserError::new(
             format!("--stale-days must be ≥ 0, found {}", a.stale_days),
             "e.g. --stale-days 180",
         )));
@@ -272,7 +273,7 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
             if j.is_finite() && j > 0.0 && j <= breakeven::MAX_HOURS_PER_MONTH {
                 Ok(j)
             } else {
-                Err(input(InputError::new(
+                Err(input(UserError::new(
                     format!(
                         "--job-hours must be a positive number of hours (at most {}), found {j}",
                         breakeven::MAX_HOURS_PER_MONTH

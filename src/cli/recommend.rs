@@ -3,10 +3,10 @@
 
 use super::out::{errprint, out, outln};
 use super::{CmdResult, Failure};
-use crate::portability::offers::InputError;
 use crate::portability::recommend::{self as rec, Inputs};
 use clap::Args;
 use gpuform_catalog::DEFAULT_CNY_PER_USD;
+use gpuform_provider::UserError;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,7 +73,7 @@ pub struct RecommendArgs {
     pub json: bool,
 }
 
-fn input(e: InputError) -> Failure {
+fn input(e: UserError) -> Failure {
     Failure(format!("error: {e}"))
 }
 

@@ -645,7 +645,7 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             region: c.region.clone(),
             zone: zone.to_string(),
             error: error.clone(),
-            at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            at: crate::clock::wall_rfc3339(),
         });
     }
     out

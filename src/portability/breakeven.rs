@@ -16,21 +16,22 @@
 //! reservation. A single job (`--job-hours`) is priced with each cloud's
 //! pay-as-you-go billing granularity and minimum ([`gpuform_catalog::billing`]).
 
-use super::offers::{new_table, right_align, usd, InputError};
+use super::offers::{new_table, right_align, usd};
 use gpuform_catalog::{billing, HOURS_PER_MONTH};
 use gpuform_catalog::{Catalog, OfferQuery, Offering, PriceBasis, PricingModel};
 use gpuform_provider::Cloud;
+use gpuform_provider::UserError;
 use serde::Serialize;
 
 /// The most hours a month can have (31 × 24).
 pub const MAX_HOURS_PER_MONTH: f64 = 744.0;
 
 /// Checks `--hours`.
-pub fn check_hours(hours: f64) -> Result<f64, InputError> {
+pub fn check_hours(hours: f64) -> Result<f64, UserError> {
     if hours.is_finite() && (0.0..=MAX_HOURS_PER_MONTH).contains(&hours) {
         Ok(hours)
     } else {
-        Err(InputError::new(
+        Err(UserError::new(
             format!("--hours must be between 0 and {MAX_HOURS_PER_MONTH} (hours used per month), found {hours}"),
             format!("{HOURS_PER_MONTH} is a whole month, 365 is about half"),
         ))

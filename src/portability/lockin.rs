@@ -9,11 +9,12 @@
 // `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
 #![allow(clippy::unnecessary_map_or)]
 
-use super::offers::{new_table, usd, InputError};
+use super::offers::{new_table, usd};
 use crate::spec::{CloudName, Cluster, Fabric, LoadedSpec};
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
 use gpuform_provider::Cloud;
+use gpuform_provider::UserError;
 use serde::Serialize;
 
 /// What a cluster needs from an instance type, in neutral words.
@@ -653,20 +654,20 @@ fn short_reason(k: &ReasonKind) -> &'static str {
 }
 
 /// Checks a `--to CLOUD[/REGION]` target.
-pub fn parse_target(catalog: &Catalog, text: &str) -> Result<(Cloud, Option<String>), InputError> {
+pub fn parse_target(catalog: &Catalog, text: &str) -> Result<(Cloud, Option<String>), UserError> {
     let (cloud, region) = match text.split_once('/') {
         Some((c, r)) => (c, Some(r.trim())),
         None => (text, None),
     };
     if cloud.trim().eq_ignore_ascii_case("sandbox") || cloud.trim().eq_ignore_ascii_case("any") {
-        return Err(InputError::new(
+        return Err(UserError::new(
             format!("cannot migrate to `{cloud}`"),
             "name a cloud: aws, alibaba, tencent or huawei (use --sandbox on plan/apply to simulate it)",
         ));
     }
     let cloud = super::offers::parse_cloud(cloud)?;
     match region {
-        Some("") => Err(InputError::new(
+        Some("") => Err(UserError::new(
             format!("`{text}` has an empty region"),
             format!("write {cloud} or {cloud}/REGION"),
         )),

@@ -17,10 +17,11 @@ use super::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requi
 use super::offers::usd;
 use crate::address::Address;
 use crate::resolve::{resolve, Desired, ResolveOptions};
-use crate::spec::edit::{BlockEditor, EditError};
+use crate::spec::edit::BlockEditor;
 use crate::spec::{self, CloudName, LoadedSpec, Vars};
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect};
+use gpuform_provider::UserError;
 use gpuform_provider::{Cloud, ResourceKind};
 use serde::Serialize;
 
@@ -59,28 +60,8 @@ impl Migration {
     }
 }
 
-/// Why a migration cannot be made, worded for the user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  hint: {hint}")]
-pub struct MigrateError {
-    pub message: String,
-    pub hint: String,
-}
-
-impl From<EditError> for MigrateError {
-    fn from(e: EditError) -> MigrateError {
-        MigrateError {
-            message: e.message,
-            hint: e.hint,
-        }
-    }
-}
-
-fn err(message: impl Into<String>, hint: impl Into<String>) -> MigrateError {
-    MigrateError {
-        message: message.into(),
-        hint: hint.into(),
-    }
+fn err(message: impl Into<String>, hint: impl Into<String>) -> UserError {
+    UserError::new(message, hint)
 }
 
 /// Re-targets `cluster` of `loaded` to `to` (and `region`, else the cheapest
@@ -94,7 +75,7 @@ pub fn migrate(
     to: Cloud,
     region: Option<&str>,
     cny_per_usd: f64,
-) -> Result<Migration, MigrateError> {
+) -> Result<Migration, UserError> {
     let c = loaded.spec.clusters.get(cluster).ok_or_else(|| {
         let names: Vec<&str> = loaded.spec.clusters.keys().map(String::as_str).collect();
         err(

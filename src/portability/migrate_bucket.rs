@@ -12,12 +12,12 @@
 //! (`provider=AWS`, `Alibaba`, `TencentCOS`, `HuaweiOBS`).
 
 use super::lockin::spec_cloud;
-use super::migrate::MigrateError;
 use crate::spec::edit::BlockEditor;
 use crate::spec::{self, CloudName, LoadedSpec, Vars};
 use gpuform_catalog::storage::StoragePrices;
 use gpuform_catalog::transfer::{TransferKind, TransferPrices};
 use gpuform_catalog::Catalog;
+use gpuform_provider::UserError;
 use gpuform_provider::{bucket_name, Cloud};
 use serde::Serialize;
 
@@ -48,8 +48,8 @@ pub struct BucketMigration {
     pub diff: String,
 }
 
-fn err(message: impl Into<String>, hint: impl Into<String>) -> MigrateError {
-    MigrateError {
+fn err(message: impl Into<String>, hint: impl Into<String>) -> UserError {
+    UserError {
         message: message.into(),
         hint: hint.into(),
     }
@@ -95,7 +95,7 @@ pub fn migrate_bucket(
     region: Option<&str>,
     new_name: Option<&str>,
     cny_per_usd: f64,
-) -> Result<BucketMigration, MigrateError> {
+) -> Result<BucketMigration, UserError> {
     let spec = &loaded.spec;
     let b = spec.buckets.get(key).ok_or_else(|| {
         let names: Vec<&str> = spec.buckets.keys().map(String::as_str).collect();

@@ -7,6 +7,7 @@
 
 use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
+use gpuform_provider::UserError;
 use serde::Serialize;
 
 /// Prices older than this many days are flagged.
@@ -121,30 +122,13 @@ impl OffersReport {
     }
 }
 
-/// Bad input to `offers`/`breakeven`, worded for the user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}\n  hint: {hint}")]
-pub struct InputError {
-    pub message: String,
-    pub hint: String,
-}
-
-impl InputError {
-    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> InputError {
-        InputError {
-            message: message.into(),
-            hint: hint.into(),
-        }
-    }
-}
-
 /// Parses `GPU[:COUNT]` against the catalog: the canonical model name and
 /// the count when one is given.
-pub fn parse_gpu_arg(catalog: &Catalog, text: &str) -> Result<(String, Option<u32>), InputError> {
+pub fn parse_gpu_arg(catalog: &Catalog, text: &str) -> Result<(String, Option<u32>), UserError> {
     let req = crate::spec::GpuRequest::parse(text)
-        .map_err(|(message, hint)| InputError::new(message, hint))?;
+        .map_err(|(message, hint)| UserError::new(message, hint))?;
     let model = catalog.gpu(&req.model).map_err(|e| {
-        InputError::new(
+        UserError::new(
             e.to_string(),
             format!(
                 "GPU models gpuform knows: {}",
@@ -167,12 +151,12 @@ pub fn parse_gpu_arg(catalog: &Catalog, text: &str) -> Result<(String, Option<u3
 pub fn parse_gpu_models(
     catalog: &Catalog,
     text: &str,
-) -> Result<(Vec<String>, Option<u32>), InputError> {
+) -> Result<(Vec<String>, Option<u32>), UserError> {
     match parse_gpu_arg(catalog, text) {
         Ok((m, n)) => Ok((vec![m], n)),
         Err(e) => {
             let req = crate::spec::GpuRequest::parse(text)
-                .map_err(|(message, hint)| InputError::new(message, hint))?;
+                .map_err(|(message, hint)| UserError::new(message, hint))?;
             match catalog.gpu(&req.model) {
                 Err(gpuform_catalog::GpuLookupError::Ambiguous { choices, .. }) => {
                     let mut models: Vec<String> = catalog
@@ -231,9 +215,9 @@ pub fn how_to_price(cloud: Cloud, instance_type: &str, pricing: PricingModel) ->
 }
 
 /// Parses a cloud name (`aws`, `alibaba`, `tencent`, `huawei`).
-pub fn parse_cloud(text: &str) -> Result<Cloud, InputError> {
+pub fn parse_cloud(text: &str) -> Result<Cloud, UserError> {
     text.trim().to_ascii_lowercase().parse().map_err(|_| {
-        InputError::new(
+        UserError::new(
             format!("unknown cloud `{text}`"),
             "write one of aws, alibaba, tencent, huawei",
         )
@@ -241,9 +225,9 @@ pub fn parse_cloud(text: &str) -> Result<Cloud, InputError> {
 }
 
 /// Parses a pricing model (`on-demand`, `spot`, `reserved-1y`, `reserved-3y`).
-pub fn parse_pricing(text: &str) -> Result<PricingModel, InputError> {
+pub fn parse_pricing(text: &str) -> Result<PricingModel, UserError> {
     PricingModel::parse(text).ok_or_else(|| {
-        InputError::new(
+        UserError::new(
             format!("unknown pricing model `{text}`"),
             "write one of on-demand, spot, reserved-1y, reserved-3y",
         )
@@ -255,7 +239,7 @@ pub fn check_region(
     catalog: &Catalog,
     cloud: Option<Cloud>,
     region: &str,
-) -> Result<(), InputError> {
+) -> Result<(), UserError> {
     let clouds: Vec<Cloud> = match cloud {
         Some(c) => vec![c],
         None => Cloud::ALL.to_vec(),
@@ -275,7 +259,7 @@ pub fn check_region(
         .collect();
     close.sort_by(|a, b| b.0.total_cmp(&a.0));
     let whose = cloud.map_or("any cloud's".to_string(), |c| format!("a {c}"));
-    Err(InputError::new(
+    Err(UserError::new(
         format!("`{region}` is not {whose} region gpuform knows"),
         match close.first() {
             Some((_, k)) => format!("did you mean `{k}`?"),
@@ -285,11 +269,11 @@ pub fn check_region(
 }
 
 /// Checks a CNY-per-USD rate.
-pub fn check_rate(rate: f64) -> Result<f64, InputError> {
+pub fn check_rate(rate: f64) -> Result<f64, UserError> {
     if rate.is_finite() && rate > 0.0 {
         Ok(rate)
     } else {
-        Err(InputError::new(
+        Err(UserError::new(
             format!("--cny-per-usd must be a positive number, found {rate}"),
             "e.g. --cny-per-usd 7.1",
         ))
@@ -752,7 +736,7 @@ pub struct Comparison {
 }
 
 /// Parses `--pricing on-demand,reserved-1y`.
-pub fn parse_pricings(text: &str) -> Result<Vec<PricingModel>, InputError> {
+pub fn parse_pricings(text: &str) -> Result<Vec<PricingModel>, UserError> {
     let mut out = Vec::new();
     for part in text.split(',') {
         let p = parse_pricing(part)?;

@@ -4,19 +4,10 @@
 //! layout survive. `gpuform migrate` re-targets a cluster with it.
 
 use super::LoadedSpec;
+use gpuform_provider::UserError;
 
-/// Why an edit cannot be made, worded for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EditError {
-    pub message: String,
-    pub hint: String,
-}
-
-fn err(message: impl Into<String>, hint: impl Into<String>) -> EditError {
-    EditError {
-        message: message.into(),
-        hint: hint.into(),
-    }
+fn err(message: impl Into<String>, hint: impl Into<String>) -> UserError {
+    UserError::new(message, hint)
 }
 
 /// Edits of one cluster's lines; applied bottom-up so earlier positions stay valid.
@@ -31,7 +22,7 @@ pub struct BlockEditor<'a> {
 }
 
 impl<'a> BlockEditor<'a> {
-    pub fn new(loaded: &'a LoadedSpec, base: &str) -> Result<BlockEditor<'a>, EditError> {
+    pub fn new(loaded: &'a LoadedSpec, base: &str) -> Result<BlockEditor<'a>, UserError> {
         let text = &loaded.text;
         let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
         let lines: Vec<String> = text
@@ -87,7 +78,7 @@ impl<'a> BlockEditor<'a> {
     }
 
     /// 0-based index of the line holding `key:` for the cluster's `key`.
-    fn key_line(&self, key: &str) -> Result<usize, EditError> {
+    fn key_line(&self, key: &str) -> Result<usize, UserError> {
         let path = format!("{}.{key}", self.base);
         let (line, col) = self
             .loaded
@@ -135,7 +126,7 @@ impl<'a> BlockEditor<'a> {
 
     /// Replaces `key`'s value with `new` (a plain scalar or flow list),
     /// keeping anything after it on the line (a comment).
-    pub fn replace_value(&mut self, key: &str, new: &str) -> Result<(), EditError> {
+    pub fn replace_value(&mut self, key: &str, new: &str) -> Result<(), UserError> {
         let kl = self.key_line(key)?;
         let (vl, col) = self
             .loaded
@@ -170,7 +161,7 @@ impl<'a> BlockEditor<'a> {
     }
 
     /// Removes `key` and its value lines.
-    pub fn remove(&mut self, key: &str) -> Result<(), EditError> {
+    pub fn remove(&mut self, key: &str) -> Result<(), UserError> {
         let kl = self.key_line(key)?;
         let (first, last) = self.extent(kl);
         self.edits.push((first, last, Vec::new()));
@@ -183,7 +174,7 @@ impl<'a> BlockEditor<'a> {
         after: &[&str],
         key: &str,
         value: &str,
-    ) -> Result<(), EditError> {
+    ) -> Result<(), UserError> {
         let anchor = after.iter().find(|k| self.has(k)).ok_or_else(|| {
             err(
                 format!("internal error: no anchor for `{key}`"),

@@ -141,11 +141,3 @@ impl StateDoc {
         self.resources.is_empty() && self.pending.is_empty()
     }
 }
-
-/// Now, in Unix milliseconds.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}

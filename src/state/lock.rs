@@ -97,7 +97,7 @@ pub fn new_info(operation: &str) -> LockInfo {
         ),
         host,
         pid: std::process::id(),
-        created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        created: crate::clock::wall_rfc3339(),
         operation: operation.to_string(),
         expires: None,
         generation: None,

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Folded journal objects a save deletes at once.
 const JOURNAL_DELETES_IN_FLIGHT: usize = 16;
@@ -56,17 +56,6 @@ struct LockObject {
     holder: Option<LockInfo>,
     /// Lease end, milliseconds since the Unix epoch.
     expires_ms: u64,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
 /// The lock this process holds.
@@ -272,7 +261,7 @@ impl Inner {
     async fn read_holder(&self) -> Result<Option<LockInfo>, StateError> {
         Ok(self.read_lock().await?.and_then(|(l, _)| {
             let mut info = l.holder?;
-            info.expires = Some(rfc3339(l.expires_ms));
+            info.expires = Some(crate::clock::rfc3339_ms(l.expires_ms));
             info.generation = Some(l.generation);
             Some(info)
         }))
@@ -305,9 +294,9 @@ impl Inner {
             return Err(self.fenced_error(0).await);
         };
         let sent = Instant::now();
-        let expires_ms = now_ms() + self.lease.as_millis() as u64;
+        let expires_ms = crate::clock::wall_ms() + self.lease.as_millis() as u64;
         let mut info = held.info.clone();
-        info.expires = Some(rfc3339(expires_ms));
+        info.expires = Some(crate::clock::rfc3339_ms(expires_ms));
         let body = serde_json::to_vec(&LockObject {
             generation: held.generation,
             holder: Some(info),
@@ -473,14 +462,14 @@ impl StateBackend for S3Backend {
                 // A lost race re-reads the lock: the winner is then named.
                 for _ in 0..3 {
                     let current = inner.read_lock().await?;
-                    let now = now_ms();
+                    let now = crate::clock::wall_ms();
                     let (condition, generation) = match &current {
                         None => (Condition::IfAbsent, 1),
                         Some((lock, etag)) => {
                             if let Some(holder) = &lock.holder {
                                 if lock.expires_ms > now {
                                     let mut h = holder.clone();
-                                    h.expires = Some(rfc3339(lock.expires_ms));
+                                    h.expires = Some(crate::clock::rfc3339_ms(lock.expires_ms));
                                     h.generation = Some(lock.generation);
                                     return Err(StateError::Locked {
                                         path: std::path::PathBuf::from(&inner.location),
@@ -495,7 +484,7 @@ impl StateBackend for S3Backend {
                     let sent = Instant::now();
                     let expires_ms = now + inner.lease.as_millis() as u64;
                     let mut info = info.clone();
-                    info.expires = Some(rfc3339(expires_ms));
+                    info.expires = Some(crate::clock::rfc3339_ms(expires_ms));
                     info.generation = Some(generation);
                     let body = serde_json::to_vec(&LockObject {
                         generation,
@@ -574,7 +563,7 @@ impl StateBackend for S3Backend {
                 let Some(mut holder) = lock.holder.clone() else {
                     return Err(not_locked());
                 };
-                holder.expires = Some(rfc3339(lock.expires_ms));
+                holder.expires = Some(crate::clock::rfc3339_ms(lock.expires_ms));
                 holder.generation = Some(lock.generation);
                 if holder.id != id {
                     return Err(StateError::WrongLockId {

@@ -100,6 +100,26 @@ pub fn ok_if_gone<T>(r: Result<T>) -> Result<()> {
     }
 }
 
+/// An error worded for the user: what is wrong, and how to fix it. The
+/// commands over the catalog and the spec editor (offers, breakeven,
+/// recommend, migrate, lockin) and the clouds' naming rules (a Tencent
+/// tag) fail with it; the CLI prints it as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}\n  hint: {hint}")]
+pub struct UserError {
+    pub message: String,
+    pub hint: String,
+}
+
+impl UserError {
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> UserError {
+        UserError {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ pub use change::{Attachment, BucketChange, ChangeSet, Update};
 pub use driver::{
     BucketApi, CloudDriver, ComputeApi, Lookup, NetworkApi, RefreshApi, StorageApi, TagApi,
 };
-pub use error::{ok_if_gone, ErrorKind, ProviderError, Result};
+pub use error::{ok_if_gone, ErrorKind, ProviderError, Result, UserError};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;
 pub use images::{is_raw_image_id, is_raw_image_id_on_any, ImageCache};

@@ -29,11 +29,7 @@ pub(crate) const TAG_KIND: &str = record_tags::KIND;
 pub(crate) const TAG_PRICING: &str = record_tags::PRICING;
 
 /// Why a tag breaks the rules, and what to write instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TagProblem {
-    pub message: String,
-    pub hint: String,
-}
+pub type TagProblem = gpuform_provider::UserError;
 
 const PUNCTUATION: &str = "+-=._:/@()[],;><【】：（）";
 const KEY_MAX: usize = 127;

@@ -2,9 +2,10 @@
 //! from the command line (each error names its flag and how to fix it), and
 //! where regions are relative to the users.
 
-use crate::portability::offers::{self, InputError};
+use crate::portability::offers;
 use gpuform_catalog::{DEFAULT_CNY_PER_USD, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
+use gpuform_provider::UserError;
 use serde::Serialize;
 
 /// What the model is used for.
@@ -284,8 +285,8 @@ impl Inputs {
     }
 }
 
-fn bad(flag: &str, text: &str, what: &str, hint: &str) -> InputError {
-    InputError::new(format!("{flag}: `{text}` is not {what}"), hint)
+fn bad(flag: &str, text: &str, what: &str, hint: &str) -> UserError {
+    UserError::new(format!("{flag}: `{text}` is not {what}"), hint)
 }
 
 /// A number with an optional unit suffix from `units` (case-insensitive),
@@ -311,7 +312,7 @@ fn number_with_unit(text: &str, units: &[(&str, f64)]) -> Option<f64> {
 }
 
 /// `--params 70B`: parameters, with K, M, B or T (or a plain number).
-pub fn parse_params(text: &str) -> Result<f64, InputError> {
+pub fn parse_params(text: &str) -> Result<f64, UserError> {
     let hint = "write a number with K, M, B (billion) or T: 70B, 1.5B, 350M, 1.2T";
     let v = number_with_unit(
         text,
@@ -319,7 +320,7 @@ pub fn parse_params(text: &str) -> Result<f64, InputError> {
     )
     .ok_or_else(|| bad("--params", text, "a parameter count", hint))?;
     if !(1e6..=1e14).contains(&v) {
-        return Err(InputError::new(
+        return Err(UserError::new(
             format!(
                 "--params: {} parameters is outside what recommend sizes (1M to 100T)",
                 super::fit::sci(v)
@@ -331,7 +332,7 @@ pub fn parse_params(text: &str) -> Result<f64, InputError> {
 }
 
 /// `--tokens 2T`: training tokens.
-pub fn parse_tokens(text: &str) -> Result<f64, InputError> {
+pub fn parse_tokens(text: &str) -> Result<f64, UserError> {
     number_with_unit(
         text,
         &[("", 1.0), ("k", 1e3), ("m", 1e6), ("b", 1e9), ("t", 1e12)],
@@ -347,10 +348,10 @@ pub fn parse_tokens(text: &str) -> Result<f64, InputError> {
 }
 
 /// `--duration 2w`: hours of calendar time (`h`, `d`, `w`, `mo` = 730 h, `y` = 8760 h).
-pub fn parse_duration(text: &str) -> Result<f64, InputError> {
+pub fn parse_duration(text: &str) -> Result<f64, UserError> {
     let hint = "a number and a unit: h, d, w, mo (month, 730 h) or y, e.g. 36h, 2w, 6mo, 1y";
     if text.trim().to_ascii_lowercase().ends_with("min") || text.trim().ends_with('m') {
-        return Err(InputError::new(
+        return Err(UserError::new(
             format!("--duration: `{text}` is ambiguous (minutes or months?)"),
             hint,
         ));
@@ -368,7 +369,7 @@ pub fn parse_duration(text: &str) -> Result<f64, InputError> {
     .ok_or_else(|| bad("--duration", text, "a duration", hint))
 }
 
-pub fn parse_task(text: &str) -> Result<Task, InputError> {
+pub fn parse_task(text: &str) -> Result<Task, UserError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "training" | "train" | "pretraining" | "pre-training" => Ok(Task::Training),
         "fine-tuning" | "finetuning" | "fine-tune" | "finetune" => Ok(Task::FineTuning),
@@ -382,7 +383,7 @@ pub fn parse_task(text: &str) -> Result<Task, InputError> {
     }
 }
 
-pub fn parse_precision(text: &str) -> Result<Precision, InputError> {
+pub fn parse_precision(text: &str) -> Result<Precision, UserError> {
     let p = match text.trim().to_ascii_lowercase().as_str() {
         "fp32" | "float32" => Precision::Fp32,
         "bf16" | "bfloat16" => Precision::Bf16,
@@ -402,7 +403,7 @@ pub fn parse_precision(text: &str) -> Result<Precision, InputError> {
     Ok(p)
 }
 
-pub fn parse_ops(text: &str) -> Result<Ops, InputError> {
+pub fn parse_ops(text: &str) -> Result<Ops, UserError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "none" | "no" => Ok(Ops::None),
         "devops" | "yes" | "team" => Ok(Ops::Devops),
@@ -415,7 +416,7 @@ pub fn parse_ops(text: &str) -> Result<Ops, InputError> {
     }
 }
 
-pub fn parse_users(text: &str) -> Result<Users, InputError> {
+pub fn parse_users(text: &str) -> Result<Users, UserError> {
     let t = text.trim().to_ascii_lowercase().replace('_', "-");
     let alias = match t.as_str() {
         "sea" | "asean" => "southeast-asia",
@@ -439,17 +440,17 @@ pub fn parse_users(text: &str) -> Result<Users, InputError> {
 }
 
 /// `--clouds aws,alibaba`.
-pub fn parse_clouds(text: &str) -> Result<Vec<Cloud>, InputError> {
+pub fn parse_clouds(text: &str) -> Result<Vec<Cloud>, UserError> {
     let mut out = Vec::new();
     for part in text.split(',').filter(|p| !p.trim().is_empty()) {
         let c = offers::parse_cloud(part)
-            .map_err(|e| InputError::new(format!("--clouds: {}", e.message), e.hint))?;
+            .map_err(|e| UserError::new(format!("--clouds: {}", e.message), e.hint))?;
         if !out.contains(&c) {
             out.push(c);
         }
     }
     if out.is_empty() {
-        return Err(InputError::new(
+        return Err(UserError::new(
             "--clouds: no cloud named",
             "write one or more of aws, alibaba, tencent, huawei, comma-separated",
         ));
@@ -458,12 +459,12 @@ pub fn parse_clouds(text: &str) -> Result<Vec<Cloud>, InputError> {
 }
 
 /// Checks the numeric inputs that are not parsed from text.
-pub fn check(inputs: &Inputs) -> Result<(), InputError> {
+pub fn check(inputs: &Inputs) -> Result<(), UserError> {
     if !(inputs.hours_per_month.is_finite()
         && inputs.hours_per_month > 0.0
         && inputs.hours_per_month <= crate::portability::breakeven::MAX_HOURS_PER_MONTH)
     {
-        return Err(InputError::new(
+        return Err(UserError::new(
             format!(
                 "--hours-per-month must be above 0 and at most {}, found {}",
                 crate::portability::breakeven::MAX_HOURS_PER_MONTH,
@@ -474,14 +475,14 @@ pub fn check(inputs: &Inputs) -> Result<(), InputError> {
     }
     if let Some(b) = inputs.budget_monthly_usd {
         if !(b.is_finite() && b > 0.0) {
-            return Err(InputError::new(
+            return Err(UserError::new(
                 format!("--budget must be a positive USD amount a month, found {b}"),
                 "e.g. --budget 20000",
             ));
         }
     }
     if inputs.context == 0 || inputs.batch == 0 {
-        return Err(InputError::new(
+        return Err(UserError::new(
             "--context and --batch must be at least 1",
             "e.g. --context 4096 --batch 8",
         ));
@@ -492,7 +493,7 @@ pub fn check(inputs: &Inputs) -> Result<(), InputError> {
             Precision::Fp8 | Precision::Int8 | Precision::Int4
         )
     {
-        return Err(InputError::new(
+        return Err(UserError::new(
             format!(
                 "--precision {} is for inference; {} is sized as mixed precision (bf16/fp16) or fp32 with Adam",
                 inputs.precision.as_str(),

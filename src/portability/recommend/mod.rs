@@ -22,9 +22,10 @@ pub mod render;
 pub mod rules;
 pub mod spec;
 
-use super::offers::{self, InputError, DEFAULT_STALE_DAYS};
+use super::offers::{self, DEFAULT_STALE_DAYS};
 use gpuform_catalog::{Catalog, Day, OfferQuery, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
+use gpuform_provider::UserError;
 use serde::Serialize;
 
 pub use fit::MemoryNeed;
@@ -223,7 +224,7 @@ pub fn recommend(
     catalog: &Catalog,
     inputs: &Inputs,
     today: Day,
-) -> Result<Recommendation, InputError> {
+) -> Result<Recommendation, UserError> {
     check(inputs)?;
     let need = fit::memory_need(
         inputs.params,

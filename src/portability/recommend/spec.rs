@@ -2,8 +2,9 @@
 //! reasons as comments, that `gpuform validate` and `gpuform plan` accept.
 
 use super::{fit, Candidate, Precision, Recommendation, Task};
-use crate::portability::offers::{usd, InputError};
+use crate::portability::offers::usd;
 use gpuform_catalog::{PricingModel, HOURS_PER_MONTH};
+use gpuform_provider::UserError;
 
 /// One comment line: no line breaks can escape it.
 fn comment(out: &mut String, indent: &str, text: &str) {
@@ -42,7 +43,7 @@ fn data_gb(r: &Recommendation, top: &Candidate) -> (u32, String) {
 }
 
 /// Checks a project name the way specs require (letters, digits, `-`, `_`).
-pub fn check_project(name: &str) -> Result<(), InputError> {
+pub fn check_project(name: &str) -> Result<(), UserError> {
     let ok = !name.is_empty()
         && name.len() <= 63
         && name
@@ -55,7 +56,7 @@ pub fn check_project(name: &str) -> Result<(), InputError> {
     if ok {
         Ok(())
     } else {
-        Err(InputError::new(
+        Err(UserError::new(
             format!("--project: `{name}` is not a project name"),
             "letters, digits, `-` and `_`, starting with a letter or digit, at most 63 characters",
         ))
@@ -63,10 +64,10 @@ pub fn check_project(name: &str) -> Result<(), InputError> {
 }
 
 /// The recommended configuration as a spec named `project`.
-pub fn spec_yaml(r: &Recommendation, project: &str) -> Result<String, InputError> {
+pub fn spec_yaml(r: &Recommendation, project: &str) -> Result<String, UserError> {
     check_project(project)?;
     let Some(top) = &r.top else {
-        return Err(InputError::new(
+        return Err(UserError::new(
             "nothing to write: no configuration fits",
             "allow more clouds (--clouds), raise --budget, or lower --precision",
         ));
