@@ -106,7 +106,7 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
     let store = specs
         .first()
         .map(|s| s.store.clone())
-        .unwrap_or_else(|| StateStore::new(std::path::PathBuf::from(".gpuform/state.json")));
+        .unwrap_or_else(|| StateStore::new(engine::default_state_path()));
     let mut endpoints = BTreeMap::new();
     for l in &loaded {
         endpoints.extend(l.spec.endpoints.clone());

@@ -829,7 +829,7 @@ fn store_for(s: &StateArgs) -> Result<StateStore, Failure> {
         let loaded = load(f, &VarArgs::default())?;
         return engine::state_store(Some(&loaded), None, None).map_err(engine_failure);
     }
-    let found: Vec<PathBuf> = std::fs::read_dir(".gpuform")
+    let found: Vec<PathBuf> = std::fs::read_dir(engine::STATE_DIR)
         .map(|d| {
             d.filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.to_string_lossy().ends_with(".state.json"))

@@ -26,6 +26,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// The folder of a project's local files (state, journal, sandbox), beside
+/// its spec unless `--state` or `state.path` says otherwise.
+pub const STATE_DIR: &str = ".gpuform";
+
+/// The local state file of `project` inside [`STATE_DIR`].
+fn state_file(project: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{project}.state.json"))
+}
+
+/// The state file of commands given neither a spec nor `--state`
+/// (`audit` of regions alone): `.gpuform/state.json`.
+pub fn default_state_path() -> PathBuf {
+    PathBuf::from(STATE_DIR).join("state.json")
+}
+
 /// Where a spec's state lives: `--state` (relative to the working
 /// directory, as every path flag), else the spec's `state.path`, else
 /// `.gpuform/<project>.state.json`; those two relative to the spec's own
@@ -41,11 +56,9 @@ pub fn state_path(loaded: Option<&LoadedSpec>, flag: Option<&Path>) -> PathBuf {
         if let Some(crate::spec::StateSettings::Local { path: Some(p) }) = &l.spec.state {
             return dir.join(p);
         }
-        return dir
-            .join(".gpuform")
-            .join(format!("{}.state.json", l.spec.project));
+        return dir.join(state_file(&l.spec.project));
     }
-    PathBuf::from(".gpuform").join("state.json")
+    default_state_path()
 }
 
 /// The state of a spec, on its backend: `--state-url` / `GPUFORM_STATE_URL`
@@ -73,7 +86,7 @@ pub fn state_store_for(
     use crate::state::{BackendChoice, StateError};
     let project = loaded.map(|l| l.spec.project.as_str()).or(project);
     let local = match (loaded, project, flag) {
-        (None, Some(p), None) => PathBuf::from(".gpuform").join(format!("{p}.state.json")),
+        (None, Some(p), None) => state_file(p),
         _ => state_path(loaded, flag),
     };
     let settings = loaded.and_then(|l| l.spec.state.as_ref());
