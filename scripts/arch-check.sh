@@ -18,6 +18,7 @@ RULES=(
   'printing to the terminal (a closed pipe must not panic)|src/cli/out.rs|(^|[^_[:alnum:]])e?print(ln)?!\('
   'the wall clock as time since the epoch|src/clock.rs|duration_since\((std::time::)?UNIX_EPOCH\)'
   'an error worded for the user ({message, hint})|providers/api/src/error.rs|pub hint: String'
+  'waiting between polls and retries (exponential backoff)|providers/api/src/backoff.rs|\* 2\)\.min\(|\* 2u32\.saturating_pow'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -70,6 +71,7 @@ const K: &str = "gpuform:lineage";
 fn c() { println!("x"); }
 fn d() -> u64 { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() }
 pub struct E { pub message: String, pub hint: String }
+fn f(d: std::time::Duration) -> std::time::Duration { (d * 2).min(d) }
 EOF
   local out
   out="$(check 2>&1 || true)"

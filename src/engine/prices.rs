@@ -154,14 +154,14 @@ async fn quote_with_retries(
     api: &dyn PriceApi,
     t: &PriceTarget,
 ) -> Result<Vec<gpuform_catalog::LiveQuote>, ProviderError> {
-    let mut delay = Duration::from_millis(200);
+    let mut wait =
+        gpuform_provider::Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
     let mut attempt = 0;
     loop {
         match api.quote_prices(&t.region, &t.instance_type).await {
             Err(e) if e.kind.is_retryable() && attempt < RETRIES => {
                 attempt += 1;
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                wait.sleep().await;
             }
             other => return other,
         }

@@ -37,11 +37,11 @@ impl AlibabaProvider {
     /// the create fails as a capacity failure, so the apply retries
     /// elsewhere through the zone failover, as for OperationDenied.NoStock.
     async fn await_launch(&self, region: &str, id: &str) -> Result<ObservedResource> {
-        let start = tokio::time::Instant::now();
-        let mut delay = self.poll;
+        let mut wait =
+            gpuform_provider::Backoff::new(self.poll, Duration::from_secs(5)).until(self.settle);
         let mut seen = false;
         loop {
-            let late = start.elapsed() >= self.settle;
+            let late = wait.expired();
             match self.read_one(region, ResourceKind::Instance, id).await {
                 Ok(o) if o.status == "running" => return Ok(o),
                 Ok(o) if o.status == "stopped" => {
@@ -66,8 +66,7 @@ impl AlibabaProvider {
                 Err(e) if e.kind == ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
+            wait.sleep().await;
         }
     }
 

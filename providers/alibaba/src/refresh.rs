@@ -12,6 +12,7 @@ use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
 use crate::{AlibabaProvider, Product};
 use async_trait::async_trait;
 use gpuform_provider::driver::unsupported;
+use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
@@ -401,12 +402,11 @@ impl AlibabaProvider {
         what: &str,
         done: impl Fn(&ObservedResource) -> bool,
     ) -> Result<ObservedResource> {
-        let start = tokio::time::Instant::now();
-        let mut delay = self.poll;
+        let mut wait = Backoff::new(self.poll, Duration::from_secs(5)).until(self.settle);
         loop {
             match self.read_one(region, kind, id).await {
                 Ok(o) if done(&o) => return Ok(o),
-                Ok(o) if start.elapsed() >= self.settle => {
+                Ok(o) if wait.expired() => {
                     return Err(ProviderError::new(
                         ErrorKind::Transient,
                         format!(
@@ -416,12 +416,11 @@ impl AlibabaProvider {
                     ))
                 }
                 // Eventually consistent reads: a fresh id may not show yet.
-                Err(e) if e.kind == ErrorKind::NotFound && start.elapsed() < self.settle => {}
+                Err(e) if e.kind == ErrorKind::NotFound && !wait.expired() => {}
                 Err(e) => return Err(e),
                 Ok(_) => {}
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
+            wait.sleep().await;
         }
     }
 }

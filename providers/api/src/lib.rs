@@ -12,6 +12,7 @@
 //! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
 //!   a driver receives, read once from the engine's attribute maps.
 
+pub mod backoff;
 pub mod bucket;
 pub mod bucket_name;
 pub mod change;
@@ -26,6 +27,7 @@ pub mod request;
 pub mod resource;
 pub mod tags;
 
+pub use backoff::Backoff;
 pub use bucket_name::BucketNameError;
 pub use change::{Attachment, BucketChange, ChangeSet, Update};
 pub use driver::{

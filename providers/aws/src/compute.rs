@@ -267,8 +267,9 @@ fn launch_wait() -> Duration {
 /// launch that ended is an error ([`launch_failure`]).
 async fn wait_launched(c: &Client, mut inst: Instance, wait: Duration) -> Result<Instance> {
     let id = inst.instance_id().unwrap_or_default().to_string();
-    let start = std::time::Instant::now();
-    let mut delay = Duration::from_millis(200);
+    let mut backoff =
+        gpuform_provider::Backoff::new(Duration::from_millis(200), Duration::from_secs(5))
+            .until(wait);
     loop {
         if let Some(e) = launch_failure(&inst) {
             return Err(e);
@@ -277,11 +278,9 @@ async fn wait_launched(c: &Client, mut inst: Instance, wait: Duration) -> Result
             inst.state().and_then(|s| s.name()),
             None | Some(InstanceStateName::Pending)
         );
-        if !pending || id.is_empty() || start.elapsed() >= wait {
+        if !pending || id.is_empty() || !backoff.sleep().await {
             return Ok(inst);
         }
-        tokio::time::sleep(delay.min(wait.saturating_sub(start.elapsed()))).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
         // Eventual consistency: a new instance may not be listed yet.
         if let Some(i) = describe_instances(c, by_id("instance-id", &id))
             .await?

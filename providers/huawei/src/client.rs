@@ -7,7 +7,7 @@ use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError, Scope};
 use gpuform_signing::{huawei, Credentials, Request};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Page size for list calls (ECS detail, VPC/subnet/security-group lists,
 /// EVS detail and the tag-filter calls all accept 1000).
@@ -55,6 +55,13 @@ pub struct JobPolling {
     pub initial: Duration,
     pub max: Duration,
     pub deadline: Duration,
+}
+
+impl JobPolling {
+    /// The waits between polls: `initial`, doubling up to `max`, until `deadline`.
+    pub fn backoff(&self) -> gpuform_provider::Backoff {
+        gpuform_provider::Backoff::new(self.initial, self.max).until(self.deadline)
+    }
 }
 
 impl Default for JobPolling {
@@ -257,7 +264,7 @@ impl Client {
         project_id: &str,
         job_id: &str,
     ) -> Result<Value> {
-        let mut backoff = Backoff::new(self.polling);
+        let mut backoff = self.polling.backoff();
         loop {
             let job = self
                 .send(Call::new(
@@ -298,7 +305,7 @@ impl Client {
         ready: &[&str],
         failed: &[&str],
     ) -> Result<Value> {
-        let mut backoff = Backoff::new(self.polling);
+        let mut backoff = self.polling.backoff();
         loop {
             let v = self.get(svc, region, path.clone()).await?;
             let obj = v.get(key).cloned().ok_or_else(|| {
@@ -347,33 +354,6 @@ impl Cursor {
     /// [`PAGE`] items on their last page.
     pub fn full(&self) -> bool {
         self.last_len >= PAGE
-    }
-}
-
-/// Exponential backoff up to the polling's deadline.
-struct Backoff {
-    polling: JobPolling,
-    start: Instant,
-    delay: Duration,
-}
-
-impl Backoff {
-    fn new(polling: JobPolling) -> Backoff {
-        Backoff {
-            polling,
-            start: Instant::now(),
-            delay: polling.initial,
-        }
-    }
-
-    /// Waits before the next poll; false once the deadline has passed.
-    async fn sleep(&mut self) -> bool {
-        if self.start.elapsed() >= self.polling.deadline {
-            return false;
-        }
-        tokio::time::sleep(self.delay).await;
-        self.delay = (self.delay * 2).min(self.polling.max);
-        true
     }
 }
 

@@ -229,11 +229,15 @@ async fn settled(
     vol: Value,
 ) -> Result<Value> {
     let mut vol = vol;
-    for _ in 0..120 {
+    let every = std::time::Duration::from_millis(500);
+    let mut wait = gpuform_provider::Backoff::new(every, every).until(every * 120);
+    loop {
         if !IN_FLIGHT.contains(&s(&vol, "status").as_str()) {
             return Ok(vol);
         }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        if !wait.sleep().await {
+            break;
+        }
         vol = volume(p, region, pid, id).await?;
     }
     Err(ProviderError::new(

@@ -202,6 +202,8 @@ impl ObjStore {
     /// up to [`ObjStore::with_retries`] times.
     pub(crate) async fn send(&self, region: &str, call: &Call) -> Result<Answer> {
         let mut attempt = 0u32;
+        let mut wait =
+            gpuform_provider::Backoff::new(self.backoff, std::time::Duration::from_secs(60));
         loop {
             match self.send_once(region, call).await {
                 Err(e)
@@ -210,7 +212,7 @@ impl ObjStore {
                 {
                     attempt += 1;
                     tracing::debug!(op = call.op, attempt, kind = %e.kind, "object storage call retried");
-                    tokio::time::sleep(self.backoff * 2u32.saturating_pow(attempt - 1)).await;
+                    wait.sleep().await;
                 }
                 other => return other,
             }

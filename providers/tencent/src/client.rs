@@ -12,7 +12,6 @@ use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{tc3, Credentials, Request};
 use serde_json::{json, Map, Value};
 use std::fmt;
-use std::time::Duration;
 
 /// The endpoint override's variable.
 pub const ENV_ENDPOINT: &str = "GPUFORM_TENCENT_ENDPOINT";
@@ -346,24 +345,6 @@ impl Client {
             }
         }
         Ok(out)
-    }
-}
-
-/// Waits between polls of an asynchronous operation: `first`, then twice as
-/// long each time, up to `cap`.
-pub(crate) struct Backoff {
-    delay: Duration,
-    cap: Duration,
-}
-
-impl Backoff {
-    pub(crate) fn new(first: Duration, cap: Duration) -> Backoff {
-        Backoff { delay: first, cap }
-    }
-
-    pub(crate) async fn sleep(&mut self) {
-        tokio::time::sleep(self.delay).await;
-        self.delay = (self.delay * 2).min(self.cap);
     }
 }
 

@@ -5,7 +5,7 @@
 //! until the instance leaves PENDING. TerminateInstances puts a pay-as-you-go
 //! instance in the recycle bin, so a delete terminates it again from there.
 
-use crate::client::{first_id, s, Backoff, CVM};
+use crate::client::{first_id, s, CVM};
 use crate::errors::{reference_gone_is_invalid, undocumented};
 use crate::images;
 use crate::network::vpc_of_subnet;
@@ -17,6 +17,7 @@ use crate::tags::{
 use crate::TencentProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,

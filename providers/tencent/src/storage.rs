@@ -4,12 +4,13 @@
 //! CBS operations are asynchronous: each step waits on DescribeDisks for its
 //! documented end state.
 
-use crate::client::{first_id, s, Backoff, CBS};
+use crate::client::{first_id, s, CBS};
 use crate::errors::reference_gone_is_invalid;
 use crate::refresh;
 use crate::tags::{resource_name, tag_list, TAG_KIND};
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Cloud, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
