@@ -17,6 +17,8 @@ mod bucket_cost;
 mod bucket_placement;
 #[cfg(feature = "aws")]
 mod buckets_aws_moto;
+#[cfg(feature = "aws")]
+mod catalog_aws_moto;
 mod ci_output;
 mod cli_commands;
 mod cli_output;

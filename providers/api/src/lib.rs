@@ -15,6 +15,7 @@
 pub mod bucket;
 pub mod bucket_name;
 pub mod change;
+pub mod discovery;
 pub mod driver;
 pub mod error;
 pub mod images;
@@ -28,6 +29,7 @@ pub mod tags;
 
 pub use bucket_name::BucketNameError;
 pub use change::{Attachment, BucketChange, ChangeSet, Update};
+pub use discovery::{CatalogApi, RegionOffers};
 pub use driver::{
     BucketApi, CloudDriver, ComputeApi, Lookup, NetworkApi, RefreshApi, StorageApi, TagApi,
 };

@@ -226,18 +226,27 @@ mod tests {
         let d = region(
             "eu-central-1",
             &["eu-central-1a", "eu-central-1b"],
-            &[("g4dn.xlarge", &["eu-central-1b"]), ("x9.huge", &["eu-central-1a"])],
+            &[
+                ("g4dn.xlarge", &["eu-central-1b"]),
+                ("x9.huge", &["eu-central-1a"]),
+            ],
         );
         let (c, skipped) = base.with_discovered(&[d]);
         assert_eq!(skipped, vec!["aws eu-central-1 x9.huge".to_string()]);
         let r = c.region(Cloud::Aws, "eu-central-1").unwrap();
         assert_eq!(r.zones, vec!["eu-central-1a", "eu-central-1b"]);
-        assert!(c.offering(Cloud::Aws, "eu-central-1", "g4dn.xlarge").is_some());
+        assert!(c
+            .offering(Cloud::Aws, "eu-central-1", "g4dn.xlarge")
+            .is_some());
         let a = c
             .availability(Cloud::Aws, "eu-central-1", "g4dn.xlarge")
             .unwrap();
         assert_eq!(a.zones.as_deref(), Some(&["eu-central-1b".to_string()][..]));
-        assert!(a.source.contains("DescribeInstanceTypeOfferings"), "{}", a.source);
+        assert!(
+            a.source.contains("DescribeInstanceTypeOfferings"),
+            "{}",
+            a.source
+        );
         assert!(a.source.contains("2026-11-29"), "{}", a.source);
         assert_eq!(a.discovered_on.as_deref(), Some("2026-11-29"));
         // Order and index still agree for every offering.
@@ -288,7 +297,11 @@ mod tests {
         live.upsert_region(region("eu-central-1", &["eu-central-1a"], &[]));
         live.save(&path).unwrap();
         assert_eq!(LivePrices::load(&path).unwrap(), live);
-        let mut bad = region("eu-central-1", &["eu-central-1a"], &[("g4dn.xlarge", &["eu-central-1z"])]);
+        let mut bad = region(
+            "eu-central-1",
+            &["eu-central-1a"],
+            &[("g4dn.xlarge", &["eu-central-1z"])],
+        );
         live.upsert_region(bad.clone());
         live.save(&path).unwrap();
         let e = LivePrices::load(&path).unwrap_err().to_string();

@@ -43,8 +43,8 @@ pub mod transfer;
 
 pub use billing::{billing, Billing};
 pub use cloud::Cloud;
-pub use discovered::{DiscoveredOffering, DiscoveredRegion, SkippedType};
 pub use date::{parse_as_of, price_age, Day, PriceAge, HOURS_PER_MONTH};
+pub use discovered::{DiscoveredOffering, DiscoveredRegion, SkippedType};
 pub use live::{LiveEntry, LivePrices, LiveQuote, QuoteTerm};
 pub use load::CatalogError;
 pub use query::{Match, OfferQuery, DEFAULT_CNY_PER_USD};
