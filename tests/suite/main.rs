@@ -19,6 +19,7 @@ mod bucket_placement;
 mod buckets_aws_moto;
 #[cfg(feature = "aws")]
 mod catalog_aws_moto;
+mod catalog_refresh;
 mod ci_output;
 mod cli_commands;
 mod cli_output;
