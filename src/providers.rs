@@ -2,7 +2,7 @@
 
 use crate::address::Target;
 use crate::EngineError;
-use gpuform_provider::{Cloud, InventoryApi, PriceApi, Provider, ProviderError};
+use gpuform_provider::{CatalogApi, Cloud, InventoryApi, PriceApi, Provider, ProviderError};
 use gpuform_sandbox::{Faults, SandboxCloud};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -95,15 +95,17 @@ struct RealCloud {
     provider: Arc<dyn Provider>,
     inventory: Arc<dyn InventoryApi>,
     prices: Arc<dyn PriceApi>,
+    catalog: Arc<dyn CatalogApi>,
 }
 
 impl RealCloud {
-    fn of<P: Provider + InventoryApi + PriceApi + 'static>(p: P) -> RealCloud {
+    fn of<P: Provider + InventoryApi + PriceApi + CatalogApi + 'static>(p: P) -> RealCloud {
         let p = Arc::new(p);
         RealCloud {
             provider: p.clone(),
             inventory: p.clone(),
-            prices: p,
+            prices: p.clone(),
+            catalog: p,
         }
     }
 }
@@ -172,4 +174,18 @@ pub async fn price_api(cloud: Cloud) -> Result<Arc<dyn PriceApi>, ProviderError>
         return Ok(Arc::new(p));
     }
     Ok(build_real_cloud(cloud, None).await?.prices)
+}
+
+/// The discovery API of a real cloud (`gpuform catalog refresh`), with the
+/// credentials and endpoint override its provider reads from the environment.
+pub async fn catalog_api(cloud: Cloud) -> Result<Arc<dyn CatalogApi>, ProviderError> {
+    #[cfg(feature = "aws")]
+    if cloud == Cloud::Aws {
+        // As for prices: ask for credentials first, so that a refresh of
+        // every cloud skips AWS without them.
+        let p = gpuform_aws::AwsProvider::from_env(None).await?;
+        p.check_credentials().await?;
+        return Ok(Arc::new(p));
+    }
+    Ok(build_real_cloud(cloud, None).await?.catalog)
 }

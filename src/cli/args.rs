@@ -187,6 +187,10 @@ pub enum Command {
     /// Live prices from each cloud's own price API, kept in a local dated cache.
     #[command(subcommand)]
     Prices(super::prices::PricesCommand),
+    /// Regions, zones and GPU instance type offerings from each cloud's own API, kept in the
+    /// same local dated cache.
+    #[command(subcommand)]
+    Catalog(super::catalog::CatalogCommand),
 }
 
 #[derive(Debug, Args, Clone)]

@@ -72,6 +72,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Audit(a) => super::audit::audit_cmd(a).await,
         Command::Gc(a) => super::audit::gc_cmd(a, quiet).await,
         Command::Prices(c) => super::prices::prices_cmd(c, quiet).await,
+        Command::Catalog(c) => super::catalog::catalog_cmd(c, quiet).await,
         Command::Version => {
             outln!("gpuform {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
@@ -100,8 +101,10 @@ pub(super) fn load_spec(file: &Path, vars: &Vars) -> Result<LoadedSpec, spec::Di
     spec::load_salvaging(file, vars).map_err(|f| {
         let mut diags = f.diagnostics;
         if let Some(partial) = f.salvaged {
+            let catalog =
+                catalog_for(None).unwrap_or(std::borrow::Cow::Borrowed(Catalog::builtin()));
             if let Err(EngineError::Spec(more)) =
-                engine::desired(&partial, Catalog::builtin(), &ResolveOptions::default())
+                engine::desired(&partial, &catalog, &ResolveOptions::default())
             {
                 diags.extend(more);
             }
@@ -119,18 +122,23 @@ pub(super) fn resolve_opts(sandbox: bool, cny: Option<f64>) -> ResolveOptions {
     }
 }
 
-/// The built-in catalog, with the live price cache (`gpuform prices
-/// refresh`) over its snapshot prices and the user's price overrides over both.
+/// The built-in catalog, with the discovered regions, zones and offerings
+/// of the live cache (`gpuform catalog refresh`) over its data, the live
+/// prices (`gpuform prices refresh`) over its snapshot prices, and the
+/// user's price overrides over all.
 pub(crate) fn catalog_for(
     prices: Option<&Path>,
 ) -> Result<std::borrow::Cow<'static, Catalog>, Failure> {
     let cache = gpuform_catalog::live::default_cache_path();
     let live = gpuform_catalog::LivePrices::load(&cache)?;
-    let base: std::borrow::Cow<'static, Catalog> = if live.entries.is_empty() {
-        std::borrow::Cow::Borrowed(Catalog::builtin())
-    } else {
-        std::borrow::Cow::Owned(Catalog::builtin().with_live_prices(&live).0)
-    };
+    warn_stale_discovery(&live.regions);
+    let mut base = std::borrow::Cow::Borrowed(Catalog::builtin());
+    if !live.regions.is_empty() {
+        base = std::borrow::Cow::Owned(base.with_discovered(&live.regions).0);
+    }
+    if !live.entries.is_empty() {
+        base = std::borrow::Cow::Owned(base.with_live_prices(&live).0);
+    }
     let Some(path) = prices else {
         return Ok(base);
     };
@@ -147,6 +155,40 @@ pub(crate) fn catalog_for(
         .map_err(|e| Failure(format!("{e}\n  hint: columns are cloud,region,instance_type,pricing,price,currency[,source,as_of]")))
 }
 
+/// Says once per run which discovered regions are older than prices are
+/// let be (`offers --stale-days`' default), as stale prices are flagged.
+fn warn_stale_discovery(regions: &[gpuform_catalog::DiscoveredRegion]) {
+    use gpuform_catalog::PriceAge;
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let today = crate::clock::today();
+    let stale: Vec<String> = regions
+        .iter()
+        .filter_map(|r| {
+            match gpuform_catalog::price_age(
+                &r.discovered_on,
+                today,
+                crate::portability::offers::DEFAULT_STALE_DAYS,
+            ) {
+                PriceAge::Dated { days, stale: true } => Some(format!(
+                    "{} {} (as of {}, {days} days ago)",
+                    r.cloud, r.region, r.discovered_on
+                )),
+                _ => None,
+            }
+        })
+        .collect();
+    if stale.is_empty() {
+        return;
+    }
+    ONCE.call_once(|| {
+        errln!(
+            "warning: the discovered catalog of {} is older than {} days\n  hint: run `gpuform catalog refresh` to read it again",
+            stale.join(", "),
+            crate::portability::offers::DEFAULT_STALE_DAYS
+        );
+    });
+}
+
 fn bootstrap_show(
     address: &str,
     file: &Path,
@@ -155,7 +197,7 @@ fn bootstrap_show(
     part: Option<&str>,
 ) -> CmdResult {
     let loaded = load(file, vars)?;
-    let desired = engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
+    let desired = engine::desired(&loaded, &*catalog_for(None)?, &resolve_opts(sandbox, None))
         .map_err(|e| Failure(e.to_string()))?;
     let Some(r) = desired.get(address) else {
         let nodes: Vec<&str> = desired
@@ -277,8 +319,9 @@ fn check_bootstraps(
 
 fn validate(file: &Path, vars: &VarArgs, sandbox: bool, json: bool) -> CmdResult {
     let parsed = Vars::parse_cli(&vars.vars, &vars.var_files).and_then(|v| load_spec(file, &v));
+    let catalog = catalog_for(None)?;
     let result = parsed.and_then(|loaded| {
-        engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
+        engine::desired(&loaded, &catalog, &resolve_opts(sandbox, None))
             .map_err(|e| match e {
                 EngineError::Spec(d) => d,
                 other => spec::Diagnostics(vec![spec::Diagnostic {
@@ -1134,7 +1177,7 @@ fn state_cmd(c: StateCommand) -> CmdResult {
 
 fn graph(file: &Path, vars: &VarArgs, sandbox: bool) -> CmdResult {
     let loaded = load(file, vars)?;
-    let desired = engine::desired(&loaded, Catalog::builtin(), &resolve_opts(sandbox, None))
+    let desired = engine::desired(&loaded, &*catalog_for(None)?, &resolve_opts(sandbox, None))
         .map_err(engine_failure)?;
     let mut g = petgraph::Graph::<String, String>::new();
     let mut idx = std::collections::HashMap::new();

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod audit;
+pub mod catalog;
 mod commands;
 pub(crate) mod out;
 pub mod portability;

@@ -5,7 +5,7 @@ use super::out::{errln, outln};
 use super::{CmdResult, Failure};
 use crate::engine::prices::{refresh_prices, targets, PriceEvent, PriceRefresh};
 use clap::{Args, Subcommand};
-use gpuform_catalog::{Catalog, Cloud};
+use gpuform_catalog::Cloud;
 use gpuform_provider::{ErrorKind, PriceApi};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -65,7 +65,8 @@ pub async fn prices_cmd(c: PricesCommand, quiet: bool) -> CmdResult {
 }
 
 async fn refresh_cmd(a: RefreshArgs, quiet: bool) -> CmdResult {
-    let catalog = Catalog::builtin();
+    // With what `catalog refresh` discovered: its new offerings can be quoted.
+    let catalog = &*super::commands::catalog_for(None)?;
     let explicit = a.cloud.is_some();
     let clouds: Vec<Cloud> = match &a.cloud {
         Some(c) => vec![c.parse().map_err(|e: String| {

@@ -3,6 +3,7 @@
 //! execute → save (apply).
 
 pub mod audit;
+pub mod catalog;
 mod error;
 mod failover;
 mod gc;

@@ -59,8 +59,13 @@ pub struct OfferRow {
     /// Caveats the catalog attaches to this offering.
     pub notes: Vec<String>,
     /// `sourced` when a document says the region offers the type,
-    /// `assumed` when no document backs it.
+    /// `assumed` when no document backs it, `discovered` when the cloud's
+    /// own API reported it (`gpuform catalog refresh`).
     pub availability: &'static str,
+    /// For a discovered offering: the API calls and the day, e.g.
+    /// `ec2:DescribeInstanceTypeOfferings for eu-central-1, discovered 2026-11-29`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub availability_source: Option<String>,
 }
 
 /// A cloud that offers the GPU but has no price for the pricing model, and
@@ -363,9 +368,9 @@ pub fn offers_of_models(
                     usd_per_fp16_pflop_hour: fp16.map(|f| per_gpu / (f / 1000.0)),
                 })
             });
-            let assumed = catalog
-                .availability(o.cloud, &o.region, &o.instance_type)
-                .is_some_and(|a| a.assumed);
+            let avail = catalog.availability(o.cloud, &o.region, &o.instance_type);
+            let assumed = avail.is_some_and(|a| a.assumed);
+            let discovered = avail.filter(|a| a.discovered_on.is_some());
             OfferRow {
                 cloud: o.cloud,
                 region: o.region.clone(),
@@ -384,7 +389,12 @@ pub fn offers_of_models(
                     .into_iter()
                     .map(str::to_string)
                     .collect(),
-                availability: if assumed { "assumed" } else { "sourced" },
+                availability: match (discovered, assumed) {
+                    (Some(_), _) => "discovered",
+                    (None, true) => "assumed",
+                    (None, false) => "sourced",
+                },
+                availability_source: discovered.map(|a| a.source.clone()),
             }
         }));
     }
@@ -525,7 +535,14 @@ fn basis_cell(row: &OfferRow) -> String {
         },
         None => "unpriced".to_string(),
     };
-    format!("{price}; availability {}", row.availability)
+    match &row.availability_source {
+        // The day the cloud's API reported it: `…, discovered 2026-11-29`.
+        Some(src) => format!(
+            "{price}; availability {}",
+            src.rsplit(", ").next().unwrap_or(row.availability)
+        ),
+        None => format!("{price}; availability {}", row.availability),
+    }
 }
 
 /// The offers as a table with footnotes: price sources, the CNY rate, stale

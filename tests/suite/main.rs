@@ -17,6 +17,9 @@ mod bucket_cost;
 mod bucket_placement;
 #[cfg(feature = "aws")]
 mod buckets_aws_moto;
+#[cfg(feature = "aws")]
+mod catalog_aws_moto;
+mod catalog_refresh;
 mod ci_output;
 mod cli_commands;
 mod cli_output;

@@ -57,6 +57,7 @@
 mod buckets;
 mod client;
 mod compute;
+mod discovery;
 mod errors;
 mod images;
 mod network;

@@ -16,6 +16,7 @@ pub mod backoff;
 pub mod bucket;
 pub mod bucket_name;
 pub mod change;
+pub mod discovery;
 pub mod driver;
 pub mod error;
 pub mod images;
@@ -30,6 +31,7 @@ pub mod tags;
 pub use backoff::Backoff;
 pub use bucket_name::BucketNameError;
 pub use change::{Attachment, BucketChange, ChangeSet, Update};
+pub use discovery::{CatalogApi, RegionOffers};
 pub use driver::{
     BucketApi, CloudDriver, ComputeApi, Lookup, NetworkApi, RefreshApi, StorageApi, TagApi,
 };

@@ -37,6 +37,7 @@
 mod buckets;
 mod client;
 mod compute;
+mod discovery;
 mod errors;
 mod images;
 mod network;

@@ -27,6 +27,7 @@
 mod billing;
 pub mod cloud;
 pub mod date;
+pub mod discovered;
 pub mod fsio;
 pub mod live;
 mod load;
@@ -43,6 +44,7 @@ pub mod transfer;
 pub use billing::{billing, Billing};
 pub use cloud::Cloud;
 pub use date::{parse_as_of, price_age, Day, PriceAge, HOURS_PER_MONTH};
+pub use discovered::{DiscoveredOffering, DiscoveredRegion, SkippedType};
 pub use live::{LiveEntry, LivePrices, LiveQuote, QuoteTerm};
 pub use load::CatalogError;
 pub use query::{Match, OfferQuery, DEFAULT_CNY_PER_USD};
@@ -323,6 +325,10 @@ pub struct Availability {
     pub source: String,
     /// True when no document backs the availability (source starts with `assumed`).
     pub assumed: bool,
+    /// The day the cloud's API reported it (`gpuform catalog refresh`);
+    /// `None` for the built-in data.
+    #[serde(default)]
+    pub discovered_on: Option<String>,
 }
 
 /// A subscription (monthly) price, which does not fit [`Price`]'s per-hour model.

@@ -1,6 +1,7 @@
 //! The live price cache: what `gpuform prices refresh` asked each cloud's own
 //! price API, kept in one JSON file so that plan, offers, breakeven and cost
-//! read it before the built-in snapshot.
+//! read it before the built-in snapshot. `gpuform catalog refresh` keeps its
+//! discovered regions in the same file ([`crate::discovered`]).
 //!
 //! One entry per (cloud, region, instance type) with the day it was quoted;
 //! the file is rewritten atomically ([`crate::fsio`]) after every entry a
@@ -79,6 +80,9 @@ pub struct LiveEntry {
 pub struct LivePrices {
     pub format: u32,
     pub entries: Vec<LiveEntry>,
+    /// What `gpuform catalog refresh` read ([`crate::discovered`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<crate::DiscoveredRegion>,
 }
 
 impl Default for LivePrices {
@@ -86,6 +90,7 @@ impl Default for LivePrices {
         LivePrices {
             format: LIVE_FORMAT,
             entries: Vec::new(),
+            regions: Vec::new(),
         }
     }
 }
@@ -98,7 +103,7 @@ pub enum LiveError {
         path: String,
         source: std::io::Error,
     },
-    #[error("the price cache {path} is not valid: {why}\n  hint: delete it and run `gpuform prices refresh` again")]
+    #[error("the price cache {path} is not valid: {why}\n  hint: delete it and run `gpuform prices refresh` (and `gpuform catalog refresh`) again")]
     Invalid { path: String, why: String },
     #[error("cannot write the price cache {path}: {source}")]
     Write {
@@ -172,6 +177,9 @@ impl LivePrices {
                     q.amount
                 )));
             }
+        }
+        if let Some(why) = doc.regions.iter().find_map(|r| r.problem()) {
+            return Err(invalid(why));
         }
         Ok(doc)
     }

@@ -469,6 +469,7 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                     zones: if zones.is_empty() { None } else { Some(zones) },
                     assumed: source.starts_with("assumed"),
                     source,
+                    discovered_on: None,
                 };
                 for n in names {
                     let key = (cloud, region_name.to_string(), n.clone());

@@ -34,6 +34,8 @@ pub enum Service {
     /// Business support (price inquiries): one global endpoint,
     /// `https://bss.myhuaweicloud.com` for every region of the China site.
     Bss,
+    /// Identity (KeystoneListRegions): `https://iam.{region}.myhuaweicloud.com`.
+    Iam,
 }
 
 impl Service {
@@ -45,6 +47,7 @@ impl Service {
             Service::Ims => "ims",
             Service::Dns => "dns",
             Service::Bss => "bss",
+            Service::Iam => "iam",
         }
     }
 }

@@ -12,6 +12,7 @@
 mod buckets;
 mod client;
 mod compute;
+mod discovery;
 mod errors;
 mod images;
 mod network;

@@ -28,6 +28,7 @@
 mod buckets;
 mod client;
 mod compute;
+mod discovery;
 pub mod errors;
 pub mod images;
 mod network;

@@ -89,6 +89,7 @@ pub trait MockCloud: Send + Sync {
 pub mod alibaba;
 pub mod aws_pricing;
 mod background;
+pub mod geography;
 pub mod harness;
 pub mod huawei;
 pub mod objstore;

@@ -240,6 +240,8 @@ pub struct Cloud {
     pub pending_for: Duration,
     /// What DescribePrice and DescribeSpotPriceHistory quote (CNY).
     pub prices: crate::prices::PriceBook,
+    /// What DescribeRegions, DescribeZones and DescribeAvailableResource answer.
+    pub geography: crate::geography::Geography,
 }
 
 type Q = [(String, String)];
@@ -599,6 +601,93 @@ impl Cloud {
 
     /// DescribePrice (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeprice):
     /// `ResourceType` (instance, the default), `InstanceType`, `PriceUnit`
+    /// DescribeRegions — https://www.alibabacloud.com/help/en/ecs/api-regions-describeregions:
+    /// `Regions.Region[]` {RegionId, LocalName, RegionEndpoint, Status}.
+    fn describe_regions(&self) -> Value {
+        let regions: Vec<Value> = self
+            .geography
+            .regions()
+            .map(|r| json!({"RegionId": r, "LocalName": r, "RegionEndpoint": "ecs.aliyuncs.com", "Status": "available"}))
+            .collect();
+        json!({"Regions": {"Region": regions}})
+    }
+
+    /// The zones of a region the stand-in lists; another is
+    /// `InvalidRegionId.NotFound` (ECS error center).
+    fn zones_of(&self, region: &str) -> Result<Vec<String>, ApiError> {
+        self.geography.zones(region).cloned().ok_or_else(|| {
+            ApiError::new(
+                404,
+                "InvalidRegionId.NotFound",
+                "The specified RegionId does not exist.",
+            )
+        })
+    }
+
+    /// DescribeZones — https://www.alibabacloud.com/help/en/ecs/api-describezones:
+    /// `Zones.Zone[]` {ZoneId, LocalName, ZoneType, AvailableInstanceTypes.InstanceTypes[]}.
+    fn describe_zones(&self, region: &str) -> R {
+        let offers = self.geography.offers_in(region);
+        let zones: Vec<Value> = self
+            .zones_of(region)?
+            .iter()
+            .map(|z| {
+                let types: Vec<&str> = offers
+                    .iter()
+                    .filter(|o| &o.zone == z && !o.sold_out)
+                    .map(|o| o.instance_type.as_str())
+                    .collect();
+                json!({"ZoneId": z, "LocalName": z, "ZoneType": "AvailabilityZone",
+                       "AvailableInstanceTypes": {"InstanceTypes": types}})
+            })
+            .collect();
+        Ok(json!({"Zones": {"Zone": zones}}))
+    }
+
+    /// DescribeAvailableResource —
+    /// https://www.alibabacloud.com/help/en/ecs/api-describeavailableresource:
+    /// `DestinationResource` (required; this stand-in answers `InstanceType`),
+    /// `ZoneId`, `InstanceType`; answers `AvailableZones.AvailableZone[]`
+    /// {RegionId, ZoneId, Status, StatusCategory,
+    /// `AvailableResources.AvailableResource[]` {Type,
+    /// `SupportedResources.SupportedResource[]` {Value, Status
+    /// (Available / SoldOut), StatusCategory (WithStock / WithoutStock)}}}.
+    fn describe_available_resource(&self, region: &str, q: &Q) -> R {
+        let dest = need(q, "DestinationResource")?;
+        if dest != "InstanceType" {
+            return Err(ApiError::new(
+                400,
+                "InvalidDestinationResource.NotSupported",
+                format!("The DestinationResource `{dest}` is not supported by this stand-in."),
+            ));
+        }
+        let only_zone = get(q, "ZoneId");
+        let only_type = get(q, "InstanceType");
+        let offers = self.geography.offers_in(region);
+        let zones: Vec<Value> = self
+            .zones_of(region)?
+            .iter()
+            .filter(|z| only_zone.is_none_or(|o| o == z.as_str()))
+            .filter_map(|z| {
+                let supported: Vec<Value> = offers
+                    .iter()
+                    .filter(|o| &o.zone == z && only_type.is_none_or(|t| t == o.instance_type))
+                    .map(|o| {
+                        json!({"Value": o.instance_type,
+                               "Status": if o.sold_out { "SoldOut" } else { "Available" },
+                               "StatusCategory": if o.sold_out { "WithoutStock" } else { "WithStock" }})
+                    })
+                    .collect();
+                (!supported.is_empty()).then(|| {
+                    json!({"RegionId": region, "ZoneId": z, "Status": "Available", "StatusCategory": "WithStock",
+                           "AvailableResources": {"AvailableResource": [
+                               {"Type": "InstanceType", "SupportedResources": {"SupportedResource": supported}}]}})
+                })
+            })
+            .collect();
+        Ok(json!({"AvailableZones": {"AvailableZone": zones}}))
+    }
+
     /// Hour | Month | Week | Year with `Period`, `SpotStrategy`; answers
     /// `PriceInfo.Price` {OriginalPrice, DiscountPrice, TradePrice, Currency}
     /// and `PriceInfo.Rules.Rule[]`. The stand-in gives no discount.
@@ -718,6 +807,7 @@ impl Cloud {
             quota: None,
             pending_for: Duration::from_millis(50),
             prices: Default::default(),
+            geography: Default::default(),
         }
     }
 
@@ -806,6 +896,9 @@ impl Cloud {
             "ModifyInstanceAutoRenewAttribute",
             "DescribePrice",
             "DescribeSpotPriceHistory",
+            "DescribeRegions",
+            "DescribeZones",
+            "DescribeAvailableResource",
         ];
         let vpc = [
             "CreateVpc",
@@ -910,6 +1003,11 @@ impl Cloud {
             (_, "ResizeDisk") => self.resize_disk(q),
             (ECS_VERSION, "DescribePrice") => self.describe_price(q),
             (ECS_VERSION, "DescribeSpotPriceHistory") => self.spot_price_history(q),
+            (ECS_VERSION, "DescribeRegions") => Ok(self.describe_regions()),
+            (ECS_VERSION, "DescribeZones") => self.describe_zones(&region),
+            (ECS_VERSION, "DescribeAvailableResource") => {
+                self.describe_available_resource(&region, q)
+            }
             _ => Err(ApiError::new(
                 404,
                 "InvalidAction.NotFound",

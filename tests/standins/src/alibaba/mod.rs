@@ -109,6 +109,16 @@ impl AlibabaMock {
         self.cloud().prices.set(instance_type, price);
     }
 
+    /// Adds a region and its zones to what DescribeRegions and DescribeZones list.
+    pub fn add_region(&self, region: &str, zones: &[&str]) {
+        self.cloud().geography.add_region(region, zones);
+    }
+
+    /// Adds a type on sale (or sold out) in a zone to what DescribeAvailableResource answers.
+    pub fn offer(&self, offer: crate::geography::ZoneOffer) {
+        self.cloud().geography.offer(offer);
+    }
+
     /// After `n` more price answers, the price actions fail with HTTP 500
     /// `InternalError` (an outage half-way through a refresh); `None` ends it.
     pub fn fail_prices_after(&self, n: Option<u32>) {

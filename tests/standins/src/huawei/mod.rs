@@ -122,6 +122,8 @@ struct State {
     log: CallLog,
     /// What the BSS ratings quote (CNY), by flavor.
     prices: crate::prices::PriceBook,
+    /// What KeystoneListRegions, NovaListAvailabilityZones and ListFlavors answer.
+    geography: crate::geography::Geography,
 }
 
 /// A resource body plus its tags (kept apart: each API shows tags its own way).
@@ -192,6 +194,38 @@ impl HuaweiMock {
 
     /// Sets what the BSS price inquiries quote for a flavor (CNY); flavors
     /// without a price are refused as unknown specs.
+    /// Adds a region and its zones to what KeystoneListRegions and
+    /// NovaListAvailabilityZones list. Its project id is
+    /// [`HuaweiMock::project_of`]: a region's calls are told apart by their
+    /// project, as on Huawei Cloud where each region has its own.
+    pub fn add_region(&self, region: &str, zones: &[&str]) {
+        self.lock().geography.add_region(region, zones);
+    }
+
+    /// The project id of a region added with [`HuaweiMock::add_region`].
+    pub fn project_of(region: &str) -> String {
+        let h = region
+            .bytes()
+            .fold(0u64, |a, b| a.wrapping_mul(131).wrapping_add(u64::from(b)));
+        format!("{h:016x}{:016x}", h ^ 0x5bd1_e995)
+    }
+
+    /// The variable that gives gpuform a region's project id.
+    pub fn project_env(region: &str) -> (String, String) {
+        (
+            format!(
+                "HUAWEICLOUD_SDK_PROJECT_ID_{}",
+                region.to_ascii_uppercase().replace('-', "_")
+            ),
+            Self::project_of(region),
+        )
+    }
+
+    /// Adds a flavor on sale (or sold out) in a zone to what ListFlavors answers.
+    pub fn offer(&self, offer: crate::geography::ZoneOffer) {
+        self.lock().geography.offer(offer);
+    }
+
     pub fn set_price(&self, flavor: &str, price: crate::prices::ListPrice) {
         self.lock().prices.set(flavor, price);
     }
@@ -1076,6 +1110,29 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
     // IMS has no project in its path.
     if let (&Method::GET, ["v2", "cloudimages"]) = (method, seg.as_slice()) {
         return list_images(st, &q);
+    }
+    // Nor IAM's KeystoneListRegions.
+    if let (&Method::GET, ["v3", "regions"]) = (method, seg.as_slice()) {
+        return keystone_list_regions(st);
+    }
+    // A region's own project (HuaweiMock::add_region): its zones and flavors.
+    if let [version, project, rest @ ..] = seg.as_slice() {
+        let region = st
+            .geography
+            .regions()
+            .find(|r| HuaweiMock::project_of(r) == *project)
+            .cloned();
+        if let Some(region) = region {
+            return match (method, *version, rest) {
+                (&Method::GET, "v2.1", ["os-availability-zone"]) => {
+                    nova_list_availability_zones(st, &region)
+                }
+                (&Method::GET, "v1", ["cloudservers", "flavors"]) => {
+                    list_flavors(st, &region, q("availability_zone"))
+                }
+                _ => no_api(),
+            };
+        }
     }
     // Neither has DNS's "Querying Name Servers".
     if let (&Method::GET, ["v2", "nameservers"]) = (method, seg.as_slice()) {
@@ -2383,6 +2440,89 @@ fn list_volumes(st: &State, q: &dyn Fn(&str) -> Option<String>) -> Answer {
 /// CreateVolume reference); that is what a settle time is for.
 fn creating(v: &Tagged) -> bool {
     str_of(&v.body, "status") == "creating"
+}
+
+/// KeystoneListRegions, GET /v3/regions
+/// (https://support.huaweicloud.com/intl/en-us/api-iam/iam_05_0001.html):
+/// `regions[]` {id, type, description, parent_region_id, links, locales}, `links`.
+fn keystone_list_regions(st: &State) -> Answer {
+    let regions: Vec<Value> = st
+        .geography
+        .regions()
+        .map(|r| {
+            json!({"id": r, "type": "public", "description": "", "parent_region_id": null,
+                   "links": {"self": format!("https://iam.myhuaweicloud.com/v3/regions/{r}")},
+                   "locales": {"en-us": r, "zh-cn": r}})
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        json!({"regions": regions, "links": {"self": "https://iam.myhuaweicloud.com/v3/regions", "previous": null, "next": null}}),
+    )
+}
+
+/// NovaListAvailabilityZones, GET /v2.1/{project_id}/os-availability-zone
+/// (https://support.huaweicloud.com/api-ecs/ecs_03_1801.html):
+/// `availabilityZoneInfo[]` {zoneState.available, hosts (null), zoneName}.
+fn nova_list_availability_zones(st: &State, region: &str) -> Answer {
+    let zones: Vec<Value> = st
+        .geography
+        .zones(region)
+        .into_iter()
+        .flatten()
+        .map(|z| json!({"zoneState": {"available": true}, "hosts": null, "zoneName": z}))
+        .collect();
+    (StatusCode::OK, json!({"availabilityZoneInfo": zones}))
+}
+
+/// ListFlavors, GET /v1/{project_id}/cloudservers/flavors[?availability_zone=]
+/// (https://support.huaweicloud.com/intl/en-us/api-ecs/en-us_topic_0020212656.html):
+/// `flavors[]` {id, name, vcpus (string), ram (MB), disk, os_extra_specs};
+/// `os_extra_specs` (…/api-ecs/ecs_05_0003.html): `ecs:performancetype`
+/// `gpu`, `cond:operation:status`, `cond:operation:az` (`az(status), …`
+/// for every zone of the region: normal, sellout, or abandon where it is
+/// not sold), `pci_passthrough:alias` (`nvidia-t4:<count>`). With
+/// `availability_zone`, only flavors sold there (normal) are listed.
+fn list_flavors(st: &State, region: &str, zone: Option<String>) -> Answer {
+    let zones = st.geography.zones(region).cloned().unwrap_or_default();
+    let offers = st.geography.offers_in(region);
+    let mut names: Vec<&str> = offers.iter().map(|o| o.instance_type.as_str()).collect();
+    names.sort();
+    names.dedup();
+    let flavors: Vec<Value> = names
+        .into_iter()
+        .filter_map(|n| {
+            let status = |z: &str| match offers.iter().find(|o| o.instance_type == n && o.zone == z)
+            {
+                Some(o) if o.sold_out => "sellout",
+                Some(_) => "normal",
+                None => "abandon",
+            };
+            if zone.as_deref().is_some_and(|z| status(z) != "normal") {
+                return None;
+            }
+            let gpus = offers
+                .iter()
+                .find(|o| o.instance_type == n)
+                .map_or(0, |o| o.gpus);
+            let by_zone: Vec<String> = zones
+                .iter()
+                .map(|z| format!("{z}({})", status(z)))
+                .collect();
+            Some(json!({
+                "id": n, "name": n, "vcpus": "8", "ram": 32768, "disk": "0", "swap": "",
+                "OS-FLV-EXT-DATA:ephemeral": 0, "OS-FLV-DISABLED:disabled": false,
+                "rxtx_factor": 1.0, "os-flavor-access:is_public": true, "links": [],
+                "os_extra_specs": {
+                    "ecs:performancetype": "gpu",
+                    "cond:operation:status": "normal",
+                    "cond:operation:az": by_zone.join(", "),
+                    "pci_passthrough:alias": format!("nvidia-t4:{gpus}"),
+                },
+            }))
+        })
+        .collect();
+    (StatusCode::OK, json!({"flavors": flavors}))
 }
 
 /// "Querying Name Servers", GET /v2/nameservers

@@ -48,6 +48,11 @@ fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -
         ("cvm", "DeleteDisasterRecoverGroups") => delete_disaster_recover_groups(st, region, p),
         ("cvm", "RunInstances") => run_instances(st, region, p),
         ("cvm", "InquiryPriceRunInstances") => inquiry_price_run_instances(st, region, p),
+        ("cvm", "DescribeRegions") => describe_regions(st),
+        ("cvm", "DescribeZones") => describe_zones(st, region),
+        ("cvm", "DescribeZoneInstanceConfigInfos") => {
+            describe_zone_instance_config_infos(st, region, p)
+        }
         ("cvm", "DescribeInstances") => describe_instances(st, region, p),
         ("cvm", "TerminateInstances") => terminate_instances(st, region, p),
         ("cbs", "CreateDisks") => create_disks(st, region, p),
@@ -1181,6 +1186,109 @@ fn inquiry_price_run_instances(st: &mut State, region: &str, p: &Value) -> R {
         }
     };
     Ok(json!({"Price": {"InstancePrice": instance_price, "BandwidthPrice": {}}}))
+}
+
+/// DescribeRegions, https://www.tencentcloud.com/document/api/213/32907:
+/// `TotalCount`, `RegionSet` of RegionInfo {Region, RegionName, RegionState}.
+fn describe_regions(st: &mut State) -> R {
+    let set: Vec<Value> = st
+        .geography
+        .regions()
+        .map(|r| json!({"Region": r, "RegionName": r, "RegionState": "AVAILABLE"}))
+        .collect();
+    Ok(json!({"TotalCount": set.len(), "RegionSet": set}))
+}
+
+/// The region of a call, which must be one the stand-in lists
+/// (common error code `UnsupportedRegion`, 213/15694).
+fn known_region<'g>(st: &'g State, region: &str) -> Result<&'g Vec<String>, ApiError> {
+    st.geography.zones(region).ok_or_else(|| {
+        ApiError::new(
+            "UnsupportedRegion",
+            format!("The region `{region}` is not supported by this API."),
+        )
+    })
+}
+
+/// DescribeZones, https://www.tencentcloud.com/document/api/213/35071:
+/// `TotalCount`, `ZoneSet` of ZoneInfo {Zone, ZoneName, ZoneId, ZoneState}.
+fn describe_zones(st: &mut State, region: &str) -> R {
+    let set: Vec<Value> = known_region(st, region)?
+        .iter()
+        .enumerate()
+        .map(|(i, z)| {
+            json!({"Zone": z, "ZoneName": z, "ZoneId": format!("{}", 100001 + i), "ZoneState": "AVAILABLE"})
+        })
+        .collect();
+    Ok(json!({"TotalCount": set.len(), "ZoneSet": set}))
+}
+
+/// DescribeZoneInstanceConfigInfos, https://www.tencentcloud.com/document/api/213/33254:
+/// Filters `zone`, `instance-family`, `instance-type`,
+/// `instance-charge-type` (POSTPAID_BY_HOUR, SPOTPAID...); answers
+/// `InstanceTypeQuotaSet` of InstanceTypeQuotaItem {Zone, InstanceType,
+/// InstanceChargeType, InstanceFamily, TypeName, Cpu, Memory, Gpu,
+/// GpuCount, Status (SELL / SOLD_OUT), StatusCategory, Price, Externals}.
+fn describe_zone_instance_config_infos(st: &mut State, region: &str, p: &Value) -> R {
+    known_region(st, region)?;
+    let filters = parse_filters(p)?;
+    let known = [
+        "zone",
+        "instance-family",
+        "instance-type",
+        "instance-charge-type",
+    ];
+    if let Some((n, _)) = filters.iter().find(|(n, _)| !known.contains(&n.as_str())) {
+        return Err(bad(
+            "Filters.Name",
+            &format!("`{n}` is not a filter of this action"),
+        ));
+    }
+    let want = |name: &str, v: &str| {
+        filters
+            .iter()
+            .filter(|(n, _)| n == name)
+            .all(|(_, vals)| vals.iter().any(|x| x == v))
+    };
+    let charge = filters
+        .iter()
+        .find(|(n, _)| n == "instance-charge-type")
+        .and_then(|(_, v)| v.first().cloned())
+        .unwrap_or_else(|| "POSTPAID_BY_HOUR".into());
+    let set: Vec<Value> = st
+        .geography
+        .offers_in(region)
+        .into_iter()
+        .filter(|o| {
+            let family = o.instance_type.split('.').next().unwrap_or("");
+            want("zone", &o.zone)
+                && want("instance-family", family)
+                && want("instance-type", &o.instance_type)
+        })
+        .map(|o| {
+            let family = o.instance_type.split('.').next().unwrap_or("");
+            json!({
+                "Zone": o.zone,
+                "InstanceType": o.instance_type,
+                "InstanceChargeType": charge,
+                "InstanceFamily": family,
+                "TypeName": family,
+                "Cpu": 8,
+                "Memory": 32,
+                "Gpu": o.gpus,
+                "GpuCount": f64::from(o.gpus),
+                "Fpga": 0,
+                "Status": if o.sold_out { "SOLD_OUT" } else { "SELL" },
+                "StatusCategory": if o.sold_out { "WithoutStock" } else { "EnoughStock" },
+                "SoldOutReason": "",
+                "Price": {},
+                "Externals": {},
+                "LocalDiskTypeList": [],
+                "Remark": "",
+            })
+        })
+        .collect();
+    Ok(json!({"InstanceTypeQuotaSet": set}))
 }
 
 /// RunInstances, https://www.tencentcloud.com/document/api/213/33237.

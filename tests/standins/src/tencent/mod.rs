@@ -198,6 +198,17 @@ impl TencentMock {
         self.with_state(|s| s.prices.set(instance_type, price));
     }
 
+    /// Adds a region and its zones to what DescribeRegions and DescribeZones list.
+    pub fn add_region(&self, region: &str, zones: &[&str]) {
+        self.with_state(|s| s.geography.add_region(region, zones));
+    }
+
+    /// Adds a type on sale (or sold out) in a zone to what
+    /// DescribeZoneInstanceConfigInfos answers.
+    pub fn offer(&self, offer: crate::geography::ZoneOffer) {
+        self.with_state(|s| s.geography.offer(offer));
+    }
+
     /// After `n` more price answers, InquiryPriceRunInstances fails with
     /// `InternalError` (an outage half-way through a refresh); `None` ends it.
     pub fn fail_prices_after(&self, n: Option<u32>) {

@@ -182,6 +182,8 @@ pub struct State {
     pub faults: Faults,
     /// What InquiryPriceRunInstances quotes (CNY).
     pub prices: crate::prices::PriceBook,
+    /// What DescribeRegions, DescribeZones and DescribeZoneInstanceConfigInfos answer.
+    pub geography: crate::geography::Geography,
 }
 
 impl State {
@@ -198,6 +200,7 @@ impl State {
             tokens: HashMap::new(),
             faults: Faults::default(),
             prices: Default::default(),
+            geography: Default::default(),
         }
     }
 
