@@ -1,8 +1,10 @@
 //! Issue 30 item 8: `gpuform catalog refresh --cloud aws` against moto
 //! (DescribeRegions, DescribeAvailabilityZones, DescribeInstanceTypeOfferings
-//! by availability zone, DescribeInstanceTypes). A region the built-in
-//! catalog lacks (eu-central-1) becomes known to validate, plan and offers,
-//! its offerings sourced to the API calls and the day; the cache is dated;
+//! by availability zone, DescribeInstanceTypes). An offering the built-in
+//! catalog lacks (g5.xlarge in eu-west-3, which moto offers) becomes known to
+//! validate, plan and offers, sourced to the API calls and the day; a region
+//! the catalog lacks (ap-southeast-4, no GPU type in moto) becomes known with
+//! its zones; the cache is dated;
 //! types the catalog has no GPU for are listed as skipped with what
 //! DescribeInstanceTypes says; a region AWS does not list, missing
 //! credentials and a discovery older than the stale threshold are clear.
@@ -54,25 +56,31 @@ fn ok(o: Output) -> Output {
     o
 }
 
+/// One A10G node in `region` (the built-in catalog sells g5.xlarge in
+/// us-east-1, us-east-2 and us-west-2, not in eu-west-3).
 fn spec(dir: &Path, moto: &str, region: &str) {
     std::fs::write(
         dir.join("spec.yaml"),
-        format!("project: fra\nendpoints:\n  aws: {moto}\nclusters:\n  infer:\n    cloud: aws\n    region: {region}\n    nodes: 1\n    gpu: T4:4\n    image: amazon-linux-2023\n"),
+        format!("project: fra\nendpoints:\n  aws: {moto}\nclusters:\n  infer:\n    cloud: aws\n    region: {region}\n    nodes: 1\n    gpu: A10G:1\n    image: amazon-linux-2023\n"),
     )
     .unwrap();
 }
 
 #[test]
-fn a_region_the_catalog_lacks_becomes_plannable_after_a_refresh() {
+fn an_offering_the_catalog_lacks_becomes_plannable_after_a_refresh() {
     let Some(moto) = moto() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    spec(d, &moto, "eu-central-1");
+    spec(d, &moto, "eu-west-3");
 
-    // Before: the built-in catalog does not know eu-central-1.
+    // Before: the built-in catalog sells no A10G in eu-west-3.
     let before = gpuform(d, &moto, &["validate", "spec.yaml"]);
     assert_eq!(before.status.code(), Some(1), "{}", text(&before));
-    assert!(text(&before).contains("eu-central-1"), "{}", text(&before));
+    assert!(
+        text(&before).contains("eu-west-3 offers no instance with 1 × A10G"),
+        "{}",
+        text(&before)
+    );
 
     let out = ok(gpuform(
         d,
@@ -83,15 +91,20 @@ fn a_region_the_catalog_lacks_becomes_plannable_after_a_refresh() {
             "--cloud",
             "aws",
             "--region",
-            "eu-central-1",
+            "eu-west-3",
         ],
     ));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("aws eu-central-1 (new region)"), "{stdout}");
-    // moto lists g4dn.2xlarge there; the catalog has no spec for it: listed
+    assert!(stdout.contains("aws eu-west-3: 3 zone(s)"), "{stdout}");
+    assert!(!stdout.contains("(new region)"), "{stdout}");
+    assert!(
+        stdout.contains("offering(s) new to the built-in catalog"),
+        "{stdout}"
+    );
+    // moto lists g5.2xlarge there; the catalog has no spec for it: listed
     // and skipped with what DescribeInstanceTypes says, never added.
     assert!(
-        stdout.contains("skipped g4dn.2xlarge: the catalog has no GPU specification for it (the API says: 1 x NVIDIA T4"),
+        stdout.contains("skipped g5.2xlarge: the catalog has no GPU specification for it (the API says: 1 x NVIDIA A10G"),
         "{stdout}"
     );
 
@@ -102,7 +115,7 @@ fn a_region_the_catalog_lacks_becomes_plannable_after_a_refresh() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["cloud"] == "aws" && r["region"] == "eu-central-1")
+        .find(|r| r["cloud"] == "aws" && r["region"] == "eu-west-3")
         .unwrap_or_else(|| panic!("{cache:#}"));
     assert_eq!(r["discovered_on"], support::TODAY);
     assert!(r["api"]
@@ -112,32 +125,32 @@ fn a_region_the_catalog_lacks_becomes_plannable_after_a_refresh() {
     assert!(r["zones"]
         .as_array()
         .unwrap()
-        .contains(&"eu-central-1a".into()));
-    let g4dn12 = r["offerings"]
+        .contains(&"eu-west-3a".into()));
+    let g5 = r["offerings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|o| o["instance_type"] == "g4dn.12xlarge")
+        .find(|o| o["instance_type"] == "g5.xlarge")
         .unwrap_or_else(|| panic!("{r:#}"));
-    assert!(!g4dn12["zones"].as_array().unwrap().is_empty());
+    assert!(!g5["zones"].as_array().unwrap().is_empty());
     assert!(r["skipped"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|s| s["instance_type"] == "g4dn.2xlarge"));
+        .any(|s| s["instance_type"] == "g5.2xlarge"));
     assert!(!r["offerings"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|o| o["instance_type"] == "g4dn.2xlarge"));
+        .any(|o| o["instance_type"] == "g5.2xlarge"));
 
-    // After: validate and plan know the region; plan places the node in one of its zones.
+    // After: validate and plan know the offering; plan places the node in one of its zones.
     ok(gpuform(d, &moto, &["validate", "spec.yaml"]));
     let plan = ok(gpuform(d, &moto, &["plan", "spec.yaml"]));
     let p = String::from_utf8_lossy(&plan.stdout);
-    assert!(p.contains("instance (aws eu-central-1)"), "{p}");
-    assert!(p.contains("g4dn.12xlarge"), "{p}");
-    assert!(p.contains("zone             = \"eu-central-1"), "{p}");
+    assert!(p.contains("instance (aws eu-west-3)"), "{p}");
+    assert!(p.contains("g5.xlarge"), "{p}");
+    assert!(p.contains("zone             = \"eu-west-3"), "{p}");
 
     // offers: the offering, sourced to the API calls and the day.
     let o = ok(gpuform(
@@ -145,11 +158,11 @@ fn a_region_the_catalog_lacks_becomes_plannable_after_a_refresh() {
         &moto,
         &[
             "offers",
-            "T4:4",
+            "A10G:1",
             "--cloud",
             "aws",
             "--region",
-            "eu-central-1",
+            "eu-west-3",
             "--json",
         ],
     ));
@@ -158,7 +171,7 @@ fn a_region_the_catalog_lacks_becomes_plannable_after_a_refresh() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["instance_type"] == "g4dn.12xlarge")
+        .find(|r| r["instance_type"] == "g5.xlarge")
         .unwrap_or_else(|| panic!("{v:#}"));
     assert_eq!(row["availability"], "discovered", "{row:#}");
     let src = row["availability_source"].as_str().unwrap();
@@ -185,7 +198,9 @@ fn json_output_a_region_aws_lacks_and_a_stale_discovery() {
             "--region",
             "us-west-2",
             "--region",
-            "eu-central-1",
+            "eu-west-3",
+            "--region",
+            "ap-southeast-4",
             "--json",
         ],
     ));
@@ -204,7 +219,14 @@ fn json_output_a_region_aws_lacks_and_a_stale_discovery() {
         })
         .collect();
     regions.sort();
-    assert_eq!(regions, vec![("eu-central-1", true), ("us-west-2", false)]);
+    assert_eq!(
+        regions,
+        vec![
+            ("ap-southeast-4", true),
+            ("eu-west-3", false),
+            ("us-west-2", false)
+        ]
+    );
 
     // A region AWS does not list: exit 1, named, nothing asked of it.
     let bad = gpuform(
@@ -226,7 +248,7 @@ fn json_output_a_region_aws_lacks_and_a_stale_discovery() {
     assert!(!t.contains(SECRET), "{t}");
 
     // A year later the discovery is stale: said, with the command that reads it again.
-    spec(d, &moto, "eu-central-1");
+    spec(d, &moto, "eu-west-3");
     let later = support::gpuform_cmd(d, &["validate", "spec.yaml"])
         .env("HOME", d)
         .env("GPUFORM_PRICE_CACHE", d.join("cache/prices.json"))
@@ -236,7 +258,8 @@ fn json_output_a_region_aws_lacks_and_a_stale_discovery() {
     assert!(later.status.success(), "{}", text(&later));
     let t = text(&later);
     assert!(
-        t.contains("the discovered catalog of aws eu-central-1 (as of 2026-11-29, 365 days ago)")
+        t.contains("aws eu-west-3 (as of 2026-11-29, 365 days ago)")
+            && t.contains("is older than 180 days")
             && t.contains("gpuform catalog refresh"),
         "{t}"
     );
