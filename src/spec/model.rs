@@ -285,9 +285,15 @@ pub struct Kubernetes {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// A taint for the GPU nodes, `KEY=VALUE:EFFECT`
-    /// (e.g. `nvidia.com/gpu=present:NoSchedule`).
+    /// (e.g. `nvidia.com/gpu=present:NoSchedule`), so that only pods that
+    /// tolerate it run there; the DaemonSets gpuform deploys tolerate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taint: Option<String>,
+    /// k3s: also deploy NVIDIA's DCGM exporter on every GPU node, so that
+    /// Prometheus can scrape utilisation per GPU and per MIG instance
+    /// (Service `kube-system/dcgm-exporter`, port 9400).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dcgm_exporter: bool,
 }
 
 /// Disks of each node.

@@ -321,6 +321,7 @@ const KUBERNETES_FIELDS: &[Field] = &[
             "`KEY=VALUE:EFFECT`, e.g. `nvidia.com/gpu=present:NoSchedule`",
         )
     }),
+    opt("dcgm_exporter", Validator::boolean),
 ];
 
 const STORAGE_CLASSES: &[&str] = &["standard", "infrequent", "archive"];
@@ -976,6 +977,24 @@ impl Validator {
             "`kubernetes`",
             &[],
         )?;
+        if obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join")
+            && obj.get("dcgm_exporter").and_then(Value::as_bool) == Some(true)
+        {
+            let at = match &node.kind {
+                Kind::Map(entries) => entries
+                    .iter()
+                    .find(|e| e.key == "dcgm_exporter")
+                    .map_or(node.start, |e| e.key_pos),
+                _ => node.start,
+            };
+            self.error(
+                at,
+                &join(path, "dcgm_exporter"),
+                "`dcgm_exporter` needs `mode: k3s`: gpuform deploys it from the k3s server it makes",
+                "on a cluster you join with kubeadm, deploy the exporter with that cluster's own tooling (NVIDIA's Helm chart), or drop the key",
+            );
+            return None;
+        }
         if obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join") {
             let mut ok = true;
             for key in ["endpoint", "ca_cert_hash"] {
