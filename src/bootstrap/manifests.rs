@@ -31,6 +31,21 @@ pub const DCGM_EXPORTER_IMAGE: &str = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.
 /// The port the exporter serves `/metrics` on.
 pub const DCGM_EXPORTER_PORT: u16 = 9400;
 
+/// Kubeflow's Training Operator, applied by the server from its pinned
+/// upstream kustomize overlay once the API answers, as Kubeflow's install
+/// guide does (https://www.kubeflow.org/docs/components/training/installation:
+/// "kubectl apply --server-side -k ...standalone?ref=v1.8.1", the stable
+/// release; needs Kubernetes 1.28 or later). Its CRDs are too large for
+/// user data, so they are fetched on the node (kubectl needs git for a
+/// remote overlay).
+pub const KUBEFLOW_TRAINING_OPERATOR: &str = "kubeflow-training-operator";
+pub const KUBEFLOW_TRAINING_OPERATOR_VERSION: &str = "v1.8.1";
+pub fn kubeflow_training_operator_overlay() -> String {
+    format!(
+        "github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref={KUBEFLOW_TRAINING_OPERATOR_VERSION}"
+    )
+}
+
 /// How the device plugin exposes MIG devices (k8s-device-plugin README,
 /// "MIG support"; NVIDIA's "MIG Support in Kubernetes"): `none` exposes
 /// whole GPUs; `single` exposes every MIG device as `nvidia.com/gpu`, for

@@ -152,6 +152,8 @@ pub struct NodePlan {
     pub taint: Option<String>,
     /// k3s: deploy NVIDIA's DCGM exporter too.
     pub dcgm_exporter: bool,
+    /// k3s: apply Kubeflow's Training Operator once the server is up.
+    pub kubeflow_training_operator: bool,
     pub user_data: Option<String>,
 }
 
@@ -364,10 +366,18 @@ impl NodePlan {
                 }
             };
             steps.push(format!("node labels: {}", labels.join(", ")));
-            if let Some(t) = &self.taint {
-                steps.push(format!("node taint: {t}"));
-            }
             let server = matches!(k, Kube::K3sServer { .. });
+            // The k3s server stays untainted: k3s's own pods (CoreDNS,
+            // metrics-server, the Kubeflow operator) tolerate no GPU taint
+            // and need a node.
+            let taint = self.taint.as_deref().filter(|_| !server);
+            match (&self.taint, taint) {
+                (Some(t), Some(_)) => steps.push(format!("node taint: {t}")),
+                (Some(t), None) => steps.push(format!(
+                    "node taint: none on the k3s server, so that k3s's own pods have a node ({t} on the agents)"
+                )),
+                _ => {}
+            }
             if server {
                 steps.push(
                     "credentials: the cluster's server CA and the certificate of your admin CA, \
@@ -388,6 +398,14 @@ impl NodePlan {
                     steps.push(format!("k3s deploys: {line}"));
                 }
             }
+            let kubeflow = server && self.kubeflow_training_operator;
+            if kubeflow {
+                steps.push(format!(
+                    "k3s applies once up: Kubeflow Training Operator {} (kubectl apply --server-side -k {})",
+                    manifests::KUBEFLOW_TRAINING_OPERATOR_VERSION,
+                    manifests::kubeflow_training_operator_overlay()
+                ));
+            }
             if self.nvidia && matches!(k, Kube::K3sServer { .. } | Kube::K3sAgent { .. }) {
                 for r in self.pod_resources() {
                     steps.push(format!("pods request {r}"));
@@ -403,7 +421,8 @@ impl NodePlan {
                         admin_ca_crt: placeholder::secret(SECRET_ADMIN_CA_CRT),
                     }),
                     labels: &labels,
-                    taint: self.taint.as_deref(),
+                    taint,
+                    kubeflow_overlay: kubeflow.then(manifests::kubeflow_training_operator_overlay),
                     token: &token,
                 }),
             ));
@@ -416,10 +435,11 @@ impl NodePlan {
         let mut cc = String::from("#cloud-config\n");
         cc.push_str("# gpuform bootstrap; `gpuform bootstrap show ADDRESS` prints this document\n");
         // What Kubernetes gets, readable at the top (the manifests follow).
-        for step in steps
-            .iter()
-            .filter(|s| s.starts_with("k3s deploys:") || s.starts_with("pods request"))
-        {
+        for step in steps.iter().filter(|s| {
+            s.starts_with("k3s deploys:")
+                || s.starts_with("k3s applies")
+                || s.starts_with("pods request")
+        }) {
             let _ = writeln!(cc, "# {step}");
         }
         cc.push_str("write_files:\n");

@@ -285,6 +285,8 @@ pub struct KubeJoin<'a> {
     /// `key=value` node labels.
     pub labels: &'a [String],
     pub taint: Option<&'a str>,
+    /// k3s server: a kustomize overlay to apply once the API answers.
+    pub kubeflow_overlay: Option<String>,
     pub token: &'a str,
 }
 
@@ -351,6 +353,23 @@ pub fn kubernetes(k: &KubeJoin<'_>) -> String {
             ));
             if k.server_secrets.is_some() {
                 s.push_str(ADMIN_CA_BUNDLE);
+            }
+            if let Some(overlay) = &k.kubeflow_overlay {
+                s.push_str(&format!(
+                    r#"for _ in $(seq 1 300); do
+  k3s kubectl get --raw /readyz >/dev/null 2>&1 && break
+  sleep 2
+done
+if ! command -v git >/dev/null 2>&1; then
+  apt-get install -y -q git || dnf -y install git
+fi
+for attempt in 1 2 3; do
+  k3s kubectl apply --server-side -k "{overlay}" && break
+  [ "$attempt" = 3 ] && exit 1
+  sleep 10
+done
+"#
+                ));
             }
         }
         KubeRole::Kubeadm {

@@ -882,6 +882,10 @@ fn bootstrap_base(
         token_env: c.kubernetes.as_ref().map(|k| k.token_env.clone()),
         taint: c.kubernetes.as_ref().and_then(|k| k.taint.clone()),
         dcgm_exporter: c.kubernetes.as_ref().is_some_and(|k| k.dcgm_exporter),
+        kubeflow_training_operator: c.kubernetes.as_ref().is_some_and(|k| {
+            k.addons
+                .contains(&crate::spec::KubeAddon::KubeflowTrainingOperator)
+        }),
         user_data: c.user_data.clone(),
     };
     // Only a document gpuform makes needs to know what user_data is.

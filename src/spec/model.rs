@@ -294,6 +294,20 @@ pub struct Kubernetes {
     /// (Service `kube-system/dcgm-exporter`, port 9400).
     #[serde(default, skip_serializing_if = "is_false")]
     pub dcgm_exporter: bool,
+    /// k3s: more to deploy from pinned upstream manifests once the cluster
+    /// is up: `kubeflow-training-operator` (Kubeflow's Training Operator,
+    /// for `PyTorchJob` and friends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addons: Vec<KubeAddon>,
+}
+
+/// An add-on a k3s server deploys (`kubernetes.addons`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KubeAddon {
+    /// Kubeflow Training Operator v1.8.1 (its `standalone` overlay):
+    /// `PyTorchJob`, `TFJob`, `MPIJob`, ...
+    KubeflowTrainingOperator,
 }
 
 /// Disks of each node.

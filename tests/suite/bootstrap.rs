@@ -66,7 +66,7 @@ fn documents(text: &str) -> Vec<(String, String)> {
 const MIG_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    local_nvme: /data\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
 const MIXED: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: H100:1\n    image: ubuntu-22.04\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    driver: 550\n";
 const K3S: &str = "project: p\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    nodes: 3\n    gpu: A100-40GB:8\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      version: v1.30.6+k3s1\n      taint: nvidia.com/gpu=present:NoSchedule\n";
-const K3S_MIXED: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: H100:1\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      taint: dedicated=gpu:NoSchedule\n      dcgm_exporter: true\n";
+const K3S_MIXED: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: H100:1\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      taint: dedicated=gpu:NoSchedule\n      dcgm_exporter: true\n      addons: [kubeflow-training-operator]\n";
 const KUBEADM: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: T4\n    image: amazon-linux-2023\n    local_nvme: true\n    kubernetes:\n      mode: kubeadm-join\n      token_env: GPUFORM_TEST_JOIN_TOKEN\n      endpoint: 10.1.0.10:6443\n      ca_cert_hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
 
 fn all_documents() -> Vec<(String, String)> {
@@ -96,6 +96,7 @@ fn all_documents() -> Vec<(String, String)> {
         token_env: None,
         taint: None,
         dcgm_exporter: false,
+        kubeflow_training_operator: false,
         user_data: Some("#cloud-config\npackages: [htop]\n".into()),
     };
     docs.push(("amd".into(), amd.render().document));
@@ -408,7 +409,9 @@ fn fill(doc: &str, token: &str, server: &str) -> String {
 fn k3s_server_and_agents_join_over_the_private_address_once() {
     let docs = documents(K3S);
     assert_eq!(docs.len(), 3);
-    let labels = "--node-label gpuform.io/cluster=train --node-label gpuform.io/gpu=A100-40GB --node-label nvidia.com/gpu.present=true --node-label nvidia.com/gpu.product=A100-40GB --node-label nvidia.com/gpu.count=8 --node-label nvidia.com/gpu.memory=40960 --node-taint nvidia.com/gpu=present:NoSchedule";
+    let labels = "--node-label gpuform.io/cluster=train --node-label gpuform.io/gpu=A100-40GB --node-label nvidia.com/gpu.present=true --node-label nvidia.com/gpu.product=A100-40GB --node-label nvidia.com/gpu.count=8 --node-label nvidia.com/gpu.memory=40960";
+    // The server stays untainted so that k3s's own pods have a node.
+    let taint = " --node-taint nvidia.com/gpu=present:NoSchedule";
     for (address, doc) in &docs {
         let server = address.ends_with("node[0]");
         assert_eq!(
@@ -440,7 +443,7 @@ fn k3s_server_and_agents_join_over_the_private_address_once() {
             want.push("systemctl restart k3s".into());
         } else {
             want.push("env K3S_URL=https://10.0.0.5:6443 K3S_TOKEN=K10token.canary K3S_AGENT_TOKEN= INSTALL_K3S_VERSION=v1.30.6+k3s1".into());
-            want.push(format!("k3s agent {labels}"));
+            want.push(format!("k3s agent {labels}{taint}"));
         }
         assert_eq!(calls, want, "{address}");
         if server {
@@ -622,6 +625,33 @@ fn bad_bootstrap_settings_fail_validation_at_their_line() {
     );
     assert_eq!(e.line, Some(15), "{e:?}");
     assert!(e.message.contains("needs `mode: k3s`"), "{e:?}");
+    let text = format!("{KUBEADM}      addons: [kubeflow-training-operator]\n");
+    let d = load_str("spec.yaml", &text, &Vars::default()).unwrap_err();
+    let e = d
+        .iter()
+        .find(|x| x.message.contains("`addons`"))
+        .expect("located");
+    assert_eq!(
+        e.yaml_path.as_deref(),
+        Some("clusters.infer.kubernetes.addons")
+    );
+    let text = K3S.replace("taint:", "addons: [kubeflow]\n      taint:");
+    let d = load_str("spec.yaml", &text, &Vars::default()).unwrap_err();
+    let e = d
+        .iter()
+        .find(|x| x.message.contains("kubeflow"))
+        .expect("located");
+    assert_eq!(
+        e.yaml_path.as_deref(),
+        Some("clusters.train.kubernetes.addons[0]")
+    );
+    assert!(
+        e.hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("kubeflow-training-operator"),
+        "{e:?}"
+    );
     let text = K3S.replace("taint:", "dcgm_exporter: yes\n      taint:");
     assert!(
         load_str("spec.yaml", &text, &Vars::default()).is_err(),
@@ -1425,4 +1455,34 @@ fn with_a_state_passphrase_the_credentials_are_sealed() {
     // Without the passphrase, the command says what to set.
     let (ok, out) = gpuform_in(d, &[], &["kubeconfig", "spec.yaml", "train", "-o", "-"]);
     assert!(!ok && out.contains("GPUFORM_STATE_PASSPHRASE"), "{out}");
+}
+
+#[test]
+fn the_kubeflow_training_operator_is_applied_from_its_pinned_overlay_once_the_api_answers() {
+    let docs = documents(K3S_MIXED);
+    let (address, doc) = &docs[0];
+    assert_eq!(address, "cluster.infer.node[0]");
+    let root = Root::new(&fill(doc, "K10token.canary", "10.0.0.5"), 0);
+    let calls = root.run();
+    let at = calls
+        .iter()
+        .position(|c| c == "systemctl restart k3s")
+        .expect("k3s restarted");
+    let tail: Vec<&str> = calls[at..at + 3].iter().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            "systemctl restart k3s",
+            "k3s kubectl get --raw /readyz",
+            "k3s kubectl apply --server-side -k github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.8.1",
+        ],
+        "{calls:?}"
+    );
+    // A second run: only the (idempotent) enabling of the MIG unit.
+    assert_eq!(root.run(), lines(&["systemctl enable gpuform-mig.service"]));
+    // Agents do not apply it.
+    assert!(!docs[1].1.contains("training-operator"));
+    // The plan says so.
+    let plan_steps = doc.contains("# k3s applies once up: Kubeflow Training Operator v1.8.1");
+    assert!(plan_steps, "{doc}");
 }
