@@ -1251,6 +1251,16 @@ fn every_manifest_validates_against_the_kubernetes_schema_of_its_k3s() {
             "{want} not checked: {checked:?}"
         );
     }
+    // The README's pod on a MIG slice is a valid Pod too.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let pod = readme
+        .split("```yaml\n")
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("kind: Pod\n"))
+        .expect("the README shows a pod spec");
+    assert!(pod.contains("nvidia.com/gpu: 1") && pod.contains("runtimeClassName: nvidia"));
+    validate_manifest(&tool, "1.30.0", pod).unwrap();
     // The check can fail: a misspelt field is refused.
     let (_, doc) = documents(K3S).remove(0);
     let (_, text) = manifests_of(&doc)
