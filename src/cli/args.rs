@@ -300,7 +300,8 @@ pub enum BootstrapCommand {
         #[arg(long)]
         sandbox: bool,
         /// Print one part: `cloud-config` (what `cloud-init schema --config-file` checks),
-        /// `user-data` (yours), or a step script by name (`mig.sh`, `nvme.sh`, ...).
+        /// `user-data` (yours), a step script by name (`mig.sh`, `nvme.sh`, ...) or a manifest a
+        /// k3s server deploys (`gpuform-nvidia-device-plugin.yaml`, ...).
         #[arg(long, value_name = "PART")]
         part: Option<String>,
     },

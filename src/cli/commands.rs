@@ -193,7 +193,7 @@ fn bootstrap_show(
         Some(name) => {
             let script = script_in(&parts[0].1, name).ok_or_else(|| {
                 Failure(format!(
-                    "{address} has no part `{name}`\n  hint: cloud-config, user-data, or a script: {}",
+                    "{address} has no part `{name}`\n  hint: cloud-config, user-data, or a script or manifest: {}",
                     scripts_in(&parts[0].1).join(", ")
                 ))
             })?;
@@ -204,12 +204,15 @@ fn bootstrap_show(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The scripts a cloud-config part writes, by file name.
+/// The scripts (and a k3s server's manifests) a cloud-config part writes,
+/// by file name.
 fn scripts_in(cloud_config: &str) -> Vec<String> {
     cloud_config
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- path: "))
-        .filter(|p| p.ends_with(".sh"))
+        .filter(|p| {
+            p.ends_with(".sh") || p.starts_with(crate::bootstrap::manifests::K3S_MANIFESTS_DIR)
+        })
         .filter_map(|p| p.rsplit('/').next())
         .map(str::to_string)
         .collect()

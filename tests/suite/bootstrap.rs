@@ -695,6 +695,20 @@ fn plan_shows_the_bootstrap_and_bootstrap_show_prints_it() {
             && shown.contains("{name: MIG_STRATEGY, value: single}"),
         "{shown}"
     );
+    // One manifest alone, by its file name.
+    let out = run(&[
+        "bootstrap",
+        "show",
+        "cluster.pool.node[0]",
+        spec.to_str().unwrap(),
+        "--part",
+        "gpuform-nvidia-device-plugin.yaml",
+    ]);
+    let part = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && part.starts_with("apiVersion: apps/v1\nkind: DaemonSet\n"),
+        "{part}"
+    );
     let docs = documents(&std::fs::read_to_string(&spec).unwrap());
     let out = run(&[
         "bootstrap",
