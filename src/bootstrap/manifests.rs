@@ -1,6 +1,7 @@
 //! The Kubernetes objects a k3s server deploys so that pods can ask for
-//! GPUs: the `nvidia` RuntimeClass, NVIDIA's device plugin with the MIG
-//! strategy of the cluster's layout, and (opt-in) NVIDIA's DCGM exporter.
+//! GPUs: the `nvidia` RuntimeClass (when k3s does not ship it), NVIDIA's
+//! device plugin with the MIG strategy of the cluster's layout, and
+//! (opt-in) NVIDIA's DCGM exporter.
 //!
 //! They are written to k3s's auto-deploy directory before k3s first starts:
 //! "On server nodes, any file found in /var/lib/rancher/k3s/server/manifests
@@ -106,14 +107,39 @@ pub struct Addons {
     /// The taint of the GPU nodes (`KEY=VALUE:EFFECT`), which the
     /// DaemonSets must tolerate.
     pub taint: Option<String>,
+    /// Write the `nvidia` RuntimeClass: only for a k3s that does not
+    /// ship it (see [`k3s_ships_runtime_class`]).
+    pub runtime_class: bool,
+}
+
+/// Whether a k3s release (`None`: the stable channel) deploys RuntimeClass
+/// `nvidia` itself: k3s pre-installs a RuntimeClass for every runtime it
+/// can detect, nvidia included, since v1.29 (k3s-io/k3s#8700, fixed by
+/// #8751; a plain install lists `nvidia`: NVIDIA/dcgm-exporter#291). A
+/// second manifest of the same object would have two k3s AddOns fight over
+/// it, so gpuform writes its own only for older releases.
+pub fn k3s_ships_runtime_class(version: Option<&str>) -> bool {
+    let Some(v) = version else { return true };
+    let mut it = v.trim_start_matches('v').split(['.', '+', '-']);
+    match (
+        it.next().and_then(|m| m.parse::<u32>().ok()),
+        it.next().and_then(|m| m.parse::<u32>().ok()),
+    ) {
+        (Some(major), Some(minor)) => (major, minor) >= (1, 29),
+        _ => true,
+    }
 }
 
 impl Addons {
     /// One line per object for the plan and `bootstrap show`.
     pub fn describe(&self) -> Vec<String> {
         let mut v = vec![
-            "RuntimeClass nvidia (handler nvidia: the NVIDIA container runtime k3s configures)"
-                .to_string(),
+            if self.runtime_class {
+                "RuntimeClass nvidia (handler nvidia: the NVIDIA container runtime k3s configures)"
+            } else {
+                "RuntimeClass nvidia: k3s's own (packaged since v1.29), for the NVIDIA container runtime it configures"
+            }
+            .to_string(),
             format!(
                 "NVIDIA device plugin {DEVICE_PLUGIN_VERSION} DaemonSet ({DEVICE_PLUGIN_IMAGE}), MIG strategy {}",
                 self.strategy.as_str()
@@ -129,16 +155,17 @@ impl Addons {
 
     /// The manifest files, by file name in [`K3S_MANIFESTS_DIR`].
     pub fn render(&self) -> Vec<(String, String)> {
-        let mut files = vec![
-            (
+        let mut files = Vec::new();
+        if self.runtime_class {
+            files.push((
                 "gpuform-nvidia-runtimeclass.yaml".to_string(),
                 runtime_class(),
-            ),
-            (
-                "gpuform-nvidia-device-plugin.yaml".to_string(),
-                device_plugin(self.strategy, self.taint.as_deref()),
-            ),
-        ];
+            ));
+        }
+        files.push((
+            "gpuform-nvidia-device-plugin.yaml".to_string(),
+            device_plugin(self.strategy, self.taint.as_deref()),
+        ));
         if self.dcgm_exporter {
             files.push((
                 "gpuform-dcgm-exporter.yaml".to_string(),
@@ -289,6 +316,14 @@ mod tests {
                 ("nvidia.com/mig-1g.10gb".into(), 4)
             ]
         );
+    }
+
+    #[test]
+    fn the_runtime_class_is_k3s_own_from_v1_29() {
+        assert!(k3s_ships_runtime_class(None));
+        assert!(k3s_ships_runtime_class(Some("v1.30.6+k3s1")));
+        assert!(k3s_ships_runtime_class(Some("v1.29.0+k3s1")));
+        assert!(!k3s_ships_runtime_class(Some("v1.28.15+k3s1")));
     }
 
     #[test]

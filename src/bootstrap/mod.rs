@@ -261,12 +261,14 @@ impl NodePlan {
     /// What a k3s server deploys for this cluster (`None`: not a k3s
     /// server, or not an NVIDIA GPU).
     pub fn addons(&self) -> Option<manifests::Addons> {
-        (matches!(self.kube, Some(Kube::K3sServer { .. })) && self.nvidia).then(|| {
-            manifests::Addons {
-                strategy: manifests::MigStrategy::of(self.mig.as_deref()),
-                dcgm_exporter: self.dcgm_exporter,
-                taint: self.taint.clone(),
-            }
+        let Some(Kube::K3sServer { version }) = &self.kube else {
+            return None;
+        };
+        self.nvidia.then(|| manifests::Addons {
+            strategy: manifests::MigStrategy::of(self.mig.as_deref()),
+            dcgm_exporter: self.dcgm_exporter,
+            taint: self.taint.clone(),
+            runtime_class: !manifests::k3s_ships_runtime_class(version.as_deref()),
         })
     }
 

@@ -66,7 +66,7 @@ fn documents(text: &str) -> Vec<(String, String)> {
 const MIG_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    local_nvme: /data\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
 const MIXED: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: H100:1\n    image: ubuntu-22.04\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    driver: 550\n";
 const K3S: &str = "project: p\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    nodes: 3\n    gpu: A100-40GB:8\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      version: v1.30.6+k3s1\n      taint: nvidia.com/gpu=present:NoSchedule\n";
-const K3S_MIXED: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: H100:1\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      taint: dedicated=gpu:NoSchedule\n      dcgm_exporter: true\n      addons: [kubeflow-training-operator]\n";
+const K3S_MIXED: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: H100:1\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      version: v1.28.15+k3s1\n      taint: dedicated=gpu:NoSchedule\n      dcgm_exporter: true\n      addons: [kubeflow-training-operator]\n";
 const KUBEADM: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: T4\n    image: amazon-linux-2023\n    local_nvme: true\n    kubernetes:\n      mode: kubeadm-join\n      token_env: GPUFORM_TEST_JOIN_TOKEN\n      endpoint: 10.1.0.10:6443\n      ca_cert_hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
 
 fn all_documents() -> Vec<(String, String)> {
@@ -478,9 +478,10 @@ fn k3s_server_and_agents_join_over_the_private_address_once() {
             assert_eq!(mode & 0o077, 0, "the key is the owner's only");
             // The manifests k3s deploys, before its first start.
             let m = "var/lib/rancher/k3s/server/manifests";
-            assert!(
-                read(&format!("{m}/gpuform-nvidia-runtimeclass.yaml")).contains("handler: nvidia")
-            );
+            // k3s v1.30 ships RuntimeClass nvidia itself.
+            assert!(!r
+                .join(format!("{m}/gpuform-nvidia-runtimeclass.yaml"))
+                .exists());
             let dp = read(&format!("{m}/gpuform-nvidia-device-plugin.yaml"));
             assert!(
                 dp.contains("{name: MIG_STRATEGY, value: none}")
@@ -1242,7 +1243,12 @@ fn every_manifest_validates_against_the_kubernetes_schema_of_its_k3s() {
         return;
     };
     let mut checked = Vec::new();
-    for (address, doc) in all_documents() {
+    // Every document, and a k3s of the stable channel (no version).
+    let mut docs = all_documents();
+    docs.extend(documents(
+        &K3S_MIXED.replace("      version: v1.28.15+k3s1\n", ""),
+    ));
+    for (address, doc) in docs {
         for (path, text) in manifests_of(&doc) {
             for v in schema_versions(&doc) {
                 if let Err(why) = validate_manifest(&tool, &v, &text) {
@@ -1255,8 +1261,10 @@ fn every_manifest_validates_against_the_kubernetes_schema_of_its_k3s() {
     // The server of each k3s spec: the RuntimeClass, the device plugin and,
     // where asked, the DCGM exporter.
     for want in [
-        "gpuform-nvidia-runtimeclass.yaml@1.30.0",
+        "gpuform-nvidia-runtimeclass.yaml@1.28.0",
+        "gpuform-nvidia-device-plugin.yaml@1.28.0",
         "gpuform-nvidia-device-plugin.yaml@1.30.0",
+        "gpuform-dcgm-exporter.yaml@1.28.0",
         "gpuform-dcgm-exporter.yaml@1.30.0",
         "gpuform-dcgm-exporter.yaml@1.37.0",
     ] {
