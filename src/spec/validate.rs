@@ -325,8 +325,8 @@ const KUBERNETES_FIELDS: &[Field] = &[
     opt("addons", Validator::kube_addons),
 ];
 
-/// `kubernetes.addons`: what a k3s server also deploys.
-const KUBE_ADDONS: &[&str] = &[crate::bootstrap::manifests::KUBEFLOW_TRAINING_OPERATOR];
+/// `kubernetes.addons`: what a k3s server also deploys (`KubeAddon`'s names).
+const KUBE_ADDONS: &[&str] = &["kubeflow-training-operator"];
 
 const STORAGE_CLASSES: &[&str] = &["standard", "infrequent", "archive"];
 
@@ -2030,5 +2030,10 @@ mod tests {
         assert_eq!(enum_of("StorageClass"), sorted(STORAGE_CLASSES));
         let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(enum_of("CloudName"), sorted(&clouds));
+        assert_eq!(enum_of("KubeAddon"), sorted(KUBE_ADDONS));
+        assert_eq!(
+            KUBE_ADDONS,
+            [crate::bootstrap::manifests::KUBEFLOW_TRAINING_OPERATOR]
+        );
     }
 }
