@@ -184,10 +184,7 @@ pub fn load_or_create(dir: &Path, cluster: &str, today: Day) -> Result<ClusterCa
     restrict(dir, 0o700)?;
     let plain = serde_json::to_vec_pretty(&cas).map_err(|e| e.to_string())?;
     let bytes = crate::state::crypto::seal(plain)?;
-    let path = file_of(dir, cluster);
-    let tmp = dir.join(format!(".{cluster}.k3s.json.tmp"));
-    write_private(&tmp, &bytes)?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    write_private(&file_of(dir, cluster), &bytes)?;
     Ok(cas)
 }
 
@@ -202,22 +199,11 @@ fn restrict(_: &Path, _: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes a file readable by its owner only (created 0600, never wider).
+/// Writes a file readable by its owner only (0600 from creation), atomically.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    let mut f = o
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    restrict(path, 0o600)?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
+    gpuform_catalog::fsio::AtomicWrite::new()
+        .private()
+        .write(path, bytes)
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
