@@ -220,8 +220,9 @@ pub struct KubeconfigArgs {
     /// <project>-<cluster>.kubeconfig in the working directory.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Which address of the server to use: `public` (fails if none is reported), `private`
-    /// (from inside the cluster's network), or `auto`: public when reported, else private.
+    /// Which address of the server to use, as state has it from the cloud: `public` (fails if
+    /// none is reported), `private` (from inside the network, a VPN or a tunnel), or `auto`:
+    /// public when reported, else private.
     #[arg(long, value_name = "WHICH", default_value = "auto", value_parser = ["auto", "public", "private"])]
     pub address: String,
     /// Days the admin client certificate is valid; run the command again for a new one.
