@@ -1518,3 +1518,50 @@ fn the_kubeflow_training_operator_is_applied_from_its_pinned_overlay_once_the_ap
     let plan_steps = doc.contains("# k3s applies once up: Kubeflow Training Operator v1.8.1");
     assert!(plan_steps, "{doc}");
 }
+
+#[test]
+fn kubeconfig_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), K3S).unwrap();
+    std::fs::write(d.join("kubeadm.yaml"), KUBEADM).unwrap();
+    let env = [("K3S_TOKEN", "K10canary.k3s")];
+    // Before apply: no server in state.
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "train"]);
+    assert!(
+        !ok && out.contains("cluster.train.node[0] (the k3s server) is not in state"),
+        "{out}"
+    );
+    assert!(out.contains("hint: `gpuform apply spec.yaml`"), "{out}");
+    // Not a cluster, or not one gpuform's k3s makes.
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "nope"]);
+    assert!(
+        !ok && out.contains("has no cluster `nope`") && out.contains("clusters: train"),
+        "{out}"
+    );
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "kubeadm.yaml", "infer"]);
+    assert!(
+        !ok && out.contains("is not a k3s cluster gpuform makes"),
+        "{out}"
+    );
+    // Applied elsewhere (no credentials here): says where it looked.
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(ok, "{out}");
+    std::fs::remove_dir_all(d.join(".gpuform/p.secrets")).unwrap();
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "train"]);
+    assert!(
+        !ok && out.contains("no credentials for cluster `train`") && out.contains("p.secrets"),
+        "{out}"
+    );
+    // Only private addresses are reported so far.
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["kubeconfig", "spec.yaml", "train", "--address", "public"],
+    );
+    assert!(!ok && out.contains("no public address"), "{out}");
+}
