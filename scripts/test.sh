@@ -18,6 +18,11 @@ if ! command -v cloud-init >/dev/null 2>&1 || ! command -v shellcheck >/dev/null
   fi
 fi
 
+# The manifests k3s servers deploy are checked against Kubernetes' schemas
+# (tests/suite/bootstrap.rs) with kubernetes-validate, from a venv.
+GPUFORM_TEST_KUBERNETES_VALIDATE="$(scripts/kubernetes-validate.sh)"
+export GPUFORM_TEST_KUBERNETES_VALIDATE
+
 GPUFORM_TEST_MOTO_URL="$(scripts/moto.sh "${GPUFORM_MOTO_PORT:-5555}")"
 export GPUFORM_TEST_MOTO_URL
 echo "moto EC2 server: $GPUFORM_TEST_MOTO_URL" >&2

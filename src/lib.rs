@@ -13,6 +13,7 @@ pub mod bootstrap;
 pub mod cli;
 pub mod clock;
 pub mod engine;
+pub mod k8s;
 pub mod plan;
 pub mod portability;
 pub mod providers;

@@ -34,6 +34,9 @@ pub struct ApplyOptions {
     pub progress: Arc<dyn ApplyProgress>,
     /// Ceiling on retries of throttled/transient calls.
     pub max_retries: usize,
+    /// Where the k3s clusters' credentials are kept (`crate::k8s`); set by
+    /// `engine::apply_plan` beside the state when `None`.
+    pub secrets_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ApplyOptions {
@@ -42,6 +45,7 @@ impl Default for ApplyOptions {
             parallelism: None,
             progress: Arc::new(Silent),
             max_retries: 8,
+            secrets_dir: None,
         }
     }
 }
@@ -106,6 +110,7 @@ struct Shared {
     doc: Mutex<StateDoc>,
     limiters: HashMap<String, DefaultDirectRateLimiter>,
     max_retries: usize,
+    secrets_dir: Option<std::path::PathBuf>,
 }
 
 /// Runs the plan against the providers, journaling as it goes, and returns
@@ -147,6 +152,7 @@ pub async fn execute(
         doc: Mutex::new(doc),
         limiters,
         max_retries: opts.max_retries,
+        secrets_dir: opts.secrets_dir.clone(),
     });
 
     let progress = opts.progress.clone();
@@ -505,8 +511,9 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
 
 /// Fills a bootstrap document's placeholders: environment variables (join
 /// tokens, read now and nowhere else) and attributes of dependencies as
-/// their provider reports them now (a k3s server's `private_ip`). Errors
-/// name what is missing, never a value.
+/// their provider reports them now (a k3s server's `private_ip`), and the
+/// cluster's credentials from the local secret store (made now on first
+/// use). Errors name what is missing, never a value.
 async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Result<String, OpError> {
     use crate::bootstrap::placeholder::{find, Placeholder};
     let mut values: BTreeMap<String, String> = BTreeMap::new();
@@ -518,6 +525,16 @@ async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Resul
                     c.address
                 ))
             })?,
+            Placeholder::Secret(name) => {
+                let cluster = c.address.split('.').nth(1).unwrap_or_default();
+                let dir = shared.secrets_dir.as_deref().ok_or_else(|| {
+                    format!("{}: no secret store to take `{name}` from", c.address)
+                })?;
+                let cas = crate::k8s::load_or_create(dir, cluster, crate::clock::today())
+                    .map_err(|e| format!("{}: cluster credentials: {e}", c.address))?;
+                cas.for_server(name)
+                    .ok_or_else(|| format!("{}: no credential named `{name}`", c.address))?
+            }
             Placeholder::DepAttr(role, attr) => {
                 let dep = c
                     .deps

@@ -10,6 +10,7 @@
 //! `apply` fills in just before the create call (`fill`); plans carry the
 //! template, state only its SHA-256 (`user_data_sha256`).
 
+pub mod manifests;
 pub mod scripts;
 
 use sha2::{Digest, Sha256};
@@ -17,10 +18,15 @@ use std::fmt::Write as _;
 
 /// Placeholders filled at apply time. `@@GPUFORM_ENV:NAME@@`: the value of
 /// the environment variable `NAME`; `@@GPUFORM_REF:ROLE.ATTR@@`: attribute
-/// `ATTR` of the dependency `ROLE` as its provider reports it.
+/// `ATTR` of the dependency `ROLE` as its provider reports it;
+/// `@@GPUFORM_SECRET:NAME@@`: the cluster's credential `NAME` (base64) from
+/// the user's local secret store (`crate::k8s`).
 pub mod placeholder {
     pub fn env(name: &str) -> String {
         format!("@@GPUFORM_ENV:{name}@@")
+    }
+    pub fn secret(name: &str) -> String {
+        format!("@@GPUFORM_SECRET:{name}@@")
     }
     pub fn dep_attr(role: &str, attr: &str) -> String {
         format!("@@GPUFORM_REF:{role}.{attr}@@")
@@ -35,6 +41,8 @@ pub mod placeholder {
             let body = &after[..end];
             let p = if let Some(n) = body.strip_prefix("GPUFORM_ENV:") {
                 Some(Placeholder::Env(n.to_string()))
+            } else if let Some(n) = body.strip_prefix("GPUFORM_SECRET:") {
+                Some(Placeholder::Secret(n.to_string()))
             } else if let Some(r) = body.strip_prefix("GPUFORM_REF:") {
                 r.split_once('.')
                     .map(|(role, attr)| Placeholder::DepAttr(role.to_string(), attr.to_string()))
@@ -54,12 +62,14 @@ pub mod placeholder {
     pub enum Placeholder {
         Env(String),
         DepAttr(String, String),
+        Secret(String),
     }
     impl Placeholder {
         pub fn text(&self) -> String {
             match self {
                 Placeholder::Env(n) => env(n),
                 Placeholder::DepAttr(r, a) => dep_attr(r, a),
+                Placeholder::Secret(n) => secret(n),
             }
         }
     }
@@ -68,6 +78,37 @@ pub mod placeholder {
 /// The dependency role of a k3s agent on its server (the graph orders the
 /// agents after the server; `apply` reads the server's `private_ip`).
 pub const K3S_SERVER_ROLE: &str = "k3s_server";
+
+/// The credentials a k3s server's document names (`@@GPUFORM_SECRET:…@@`),
+/// each the base64 of a PEM the user's side made (`crate::k8s`).
+pub const SECRET_SERVER_CA_CRT: &str = "server-ca.crt";
+pub const SECRET_SERVER_CA_KEY: &str = "server-ca.key";
+pub const SECRET_ADMIN_CA_CRT: &str = "admin-ca.crt";
+
+/// The most bytes a filled credential takes: the base64 of the DER of an
+/// ECDSA P-256 certificate (about 530 with gpuform's names; 700 with a
+/// 63-character cluster name, `crate::k8s` tests it) or PKCS#8 key (184).
+pub const SECRET_MAX_BYTES: usize = 720;
+pub const SECRET_KEY_MAX_BYTES: usize = 200;
+
+/// An upper bound of a document's length once its credentials are filled
+/// in (join tokens and addresses are short and not counted).
+pub fn max_filled_len(doc: &str) -> usize {
+    let secrets: usize = placeholder::find(doc)
+        .iter()
+        .filter(|p| matches!(p, placeholder::Placeholder::Secret(_)))
+        .map(|p| {
+            let max = match p {
+                placeholder::Placeholder::Secret(n) if n == SECRET_SERVER_CA_KEY => {
+                    SECRET_KEY_MAX_BYTES
+                }
+                _ => SECRET_MAX_BYTES,
+            };
+            doc.matches(&p.text()).count() * max.saturating_sub(p.text().len())
+        })
+        .sum();
+    doc.len() + secrets
+}
 
 /// GPU software to install.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +138,10 @@ pub struct NodePlan {
     pub cluster: String,
     pub gpu_model: String,
     pub gpu_count: u32,
+    /// Memory of one GPU, MiB (the `nvidia.com/gpu.memory` label).
+    pub gpu_memory_mib: u32,
+    /// An NVIDIA GPU: device plugin, RuntimeClass, `nvidia.com/*` labels.
+    pub nvidia: bool,
     pub driver: Option<Driver>,
     /// Per-GPU MIG layout.
     pub mig: Option<Vec<String>>,
@@ -105,6 +150,10 @@ pub struct NodePlan {
     pub kube: Option<Kube>,
     pub token_env: Option<String>,
     pub taint: Option<String>,
+    /// k3s: deploy NVIDIA's DCGM exporter too.
+    pub dcgm_exporter: bool,
+    /// k3s: apply Kubeflow's Training Operator once the server is up.
+    pub kubeflow_training_operator: bool,
     pub user_data: Option<String>,
 }
 
@@ -146,7 +195,12 @@ impl NodePlan {
         }
     }
 
-    fn labels(&self) -> Vec<String> {
+    /// The node's labels: gpuform's own, and GPU feature discovery's names
+    /// for what gpuform knows before boot (NVIDIA k8s-device-plugin,
+    /// docs/gpu-feature-discovery/README.md, "Generated Labels"): product,
+    /// count, memory, MIG strategy, and per profile with `mixed`. GFD, if
+    /// deployed later, overwrites them with what NVML reports.
+    pub fn labels(&self) -> Vec<String> {
         let clean = |s: &str| -> String {
             s.chars()
                 .map(|c| {
@@ -167,13 +221,70 @@ impl NodePlan {
             let name = Self::mig_config_name(layout);
             l.push(format!("gpuform.io/mig-layout={}", clean(&name)));
             l.push(format!("nvidia.com/mig.config={}", clean(&name)));
-            let uniform = layout.iter().all(|p| p == &layout[0]);
-            l.push(format!(
-                "nvidia.com/mig.strategy={}",
-                if uniform { "single" } else { "mixed" }
-            ));
+        }
+        if !self.nvidia {
+            return l;
+        }
+        let strategy = manifests::MigStrategy::of(self.mig.as_deref());
+        l.push("nvidia.com/gpu.present=true".into());
+        match (&self.mig, strategy) {
+            (Some(layout), manifests::MigStrategy::Single) => {
+                l.push(format!(
+                    "nvidia.com/gpu.product={}",
+                    clean(&format!("{}-MIG-{}", self.gpu_model, layout[0]))
+                ));
+                l.push(format!(
+                    "nvidia.com/gpu.count={}",
+                    self.gpu_count * layout.len() as u32
+                ));
+            }
+            (Some(layout), _) => {
+                l.push(format!("nvidia.com/gpu.product={}", clean(&self.gpu_model)));
+                l.push(format!("nvidia.com/gpu.count={}", self.gpu_count));
+                for (res, n) in manifests::resources(Some(layout), self.gpu_count) {
+                    let p = res.trim_start_matches("nvidia.com/mig-");
+                    l.push(format!("nvidia.com/mig-{}.count={n}", clean(p)));
+                }
+            }
+            (None, _) => {
+                l.push(format!("nvidia.com/gpu.product={}", clean(&self.gpu_model)));
+                l.push(format!("nvidia.com/gpu.count={}", self.gpu_count));
+                l.push(format!("nvidia.com/gpu.memory={}", self.gpu_memory_mib));
+            }
+        }
+        if self.mig.is_some() {
+            l.push(format!("nvidia.com/mig.strategy={}", strategy.as_str()));
         }
         l
+    }
+
+    /// What a k3s server deploys for this cluster (`None`: not a k3s
+    /// server, or not an NVIDIA GPU).
+    pub fn addons(&self) -> Option<manifests::Addons> {
+        let Some(Kube::K3sServer { version }) = &self.kube else {
+            return None;
+        };
+        self.nvidia.then(|| manifests::Addons {
+            strategy: manifests::MigStrategy::of(self.mig.as_deref()),
+            dcgm_exporter: self.dcgm_exporter,
+            taint: self.taint.clone(),
+            runtime_class: !manifests::k3s_ships_runtime_class(version.as_deref()),
+        })
+    }
+
+    /// What a pod asks for on these nodes, for the plan: `nvidia.com/gpu:
+    /// 1 (16 per node)` or one line per MIG profile.
+    pub fn pod_resources(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for (name, n) in manifests::resources(self.mig.as_deref(), self.gpu_count) {
+            let what = match (&self.mig, name.strip_prefix("nvidia.com/mig-")) {
+                (Some(_), Some(p)) => format!("one {p} MIG instance"),
+                (Some(layout), None) => format!("one {} MIG instance", layout[0]),
+                (None, _) => format!("one {}", self.gpu_model),
+            };
+            v.push(format!("{name}: 1 = {what}; {n} per node"));
+        }
+        v
     }
 
     pub fn render(&self) -> Rendered {
@@ -257,15 +368,63 @@ impl NodePlan {
                 }
             };
             steps.push(format!("node labels: {}", labels.join(", ")));
-            if let Some(t) = &self.taint {
-                steps.push(format!("node taint: {t}"));
+            let server = matches!(k, Kube::K3sServer { .. });
+            // The k3s server stays untainted: k3s's own pods (CoreDNS,
+            // metrics-server, the Kubeflow operator) tolerate no GPU taint
+            // and need a node.
+            let taint = self.taint.as_deref().filter(|_| !server);
+            match (&self.taint, taint) {
+                (Some(t), Some(_)) => steps.push(format!("node taint: {t}")),
+                (Some(t), None) => steps.push(format!(
+                    "node taint: none on the k3s server, so that k3s's own pods have a node ({t} on the agents)"
+                )),
+                _ => {}
+            }
+            if server {
+                steps.push(
+                    "credentials: the cluster's server CA and the certificate of your admin CA, \
+                     filled in at apply from your local secret store (`gpuform kubeconfig`); \
+                     agents join with the agent token only"
+                        .into(),
+                );
+            }
+            if let Some(addons) = self.addons() {
+                for (file, text) in addons.render() {
+                    files.push((
+                        format!("{}/{file}", manifests::K3S_MANIFESTS_DIR),
+                        text,
+                        "0600",
+                    ));
+                }
+                for line in addons.describe() {
+                    steps.push(format!("k3s deploys: {line}"));
+                }
+            }
+            let kubeflow = server && self.kubeflow_training_operator;
+            if kubeflow {
+                steps.push(format!(
+                    "k3s applies once up: Kubeflow Training Operator {} (kubectl apply --server-side -k {})",
+                    manifests::KUBEFLOW_TRAINING_OPERATOR_VERSION,
+                    manifests::kubeflow_training_operator_overlay()
+                ));
+            }
+            if self.nvidia && matches!(k, Kube::K3sServer { .. } | Kube::K3sAgent { .. }) {
+                for r in self.pod_resources() {
+                    steps.push(format!("pods request {r}"));
+                }
             }
             scripts.push((
                 "kubernetes.sh".into(),
                 scripts::kubernetes(&scripts::KubeJoin {
                     role,
+                    server_secrets: server.then(|| scripts::ServerSecrets {
+                        server_ca_crt: placeholder::secret(SECRET_SERVER_CA_CRT),
+                        server_ca_key: placeholder::secret(SECRET_SERVER_CA_KEY),
+                        admin_ca_crt: placeholder::secret(SECRET_ADMIN_CA_CRT),
+                    }),
                     labels: &labels,
-                    taint: self.taint.as_deref(),
+                    taint,
+                    kubeflow_overlay: kubeflow.then(manifests::kubeflow_training_operator_overlay),
                     token: &token,
                 }),
             ));
@@ -277,6 +436,14 @@ impl NodePlan {
         }
         let mut cc = String::from("#cloud-config\n");
         cc.push_str("# gpuform bootstrap; `gpuform bootstrap show ADDRESS` prints this document\n");
+        // What Kubernetes gets, readable at the top (the manifests follow).
+        for step in steps.iter().filter(|s| {
+            s.starts_with("k3s deploys:")
+                || s.starts_with("k3s applies")
+                || s.starts_with("pods request")
+        }) {
+            let _ = writeln!(cc, "# {step}");
+        }
         cc.push_str("write_files:\n");
         let mut all: Vec<(String, String, &str)> = scripts
             .iter()
@@ -514,6 +681,7 @@ pub fn fill(
             let what = match &p {
                 placeholder::Placeholder::Env(n) => format!("environment variable {n}"),
                 placeholder::Placeholder::DepAttr(r, a) => format!("{a} of the {r}"),
+                placeholder::Placeholder::Secret(n) => format!("the credential {n}"),
             };
             return Err(format!(
                 "{what} is empty or has characters a join token or address cannot have (allowed: letters, digits, . _ : - + / =)"

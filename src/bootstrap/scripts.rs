@@ -279,9 +279,14 @@ log "${{#disks[@]}} disk(s) mounted at $mount_at"
 /// placeholders the apply fills in (see `super::placeholder`).
 pub struct KubeJoin<'a> {
     pub role: KubeRole<'a>,
+    /// k3s server: the placeholders of what it is given from the user's
+    /// side (see [`ServerSecrets`]).
+    pub server_secrets: Option<ServerSecrets>,
     /// `key=value` node labels.
     pub labels: &'a [String],
     pub taint: Option<&'a str>,
+    /// k3s server: a kustomize overlay to apply once the API answers.
+    pub kubeflow_overlay: Option<String>,
     pub token: &'a str,
 }
 
@@ -322,23 +327,50 @@ pub fn kubernetes(k: &KubeJoin<'_>) -> String {
     }
     match &k.role {
         KubeRole::K3sServer { version } | KubeRole::K3sAgent { version, .. } => {
-            let (exec, url) = match &k.role {
+            let (exec, url, token_var) = match &k.role {
                 KubeRole::K3sAgent { server, .. } => (
                     "agent",
                     format!("export K3S_URL=\"https://{server}:6443\"\n"),
+                    "K3S_TOKEN",
                 ),
-                _ => ("server", String::new()),
+                // The server is given the agent token only: k3s makes its
+                // own server token, which never leaves the node (it
+                // encrypts the CA keys in the datastore).
+                _ => ("server", String::new(), "K3S_AGENT_TOKEN"),
             };
+            if let Some(sec) = &k.server_secrets {
+                s.push_str(&server_ca(sec));
+            }
             s.push_str(&format!(
                 "installer=\"$state/k3s-install.sh\"\n\
                  curl -fsSL -o \"$installer\" https://get.k3s.io\n\
-                 export K3S_TOKEN=\"$token\"\n{url}{version}\
+                 export {token_var}=\"$token\"\n{url}{version}\
                  INSTALL_K3S_EXEC=\"{exec}\" sh \"$installer\" {args}\n",
                 version = version
                     .map(|v| format!("export INSTALL_K3S_VERSION=\"{v}\"\n"))
                     .unwrap_or_default(),
                 args = args.join(" "),
             ));
+            if k.server_secrets.is_some() {
+                s.push_str(ADMIN_CA_BUNDLE);
+            }
+            if let Some(overlay) = &k.kubeflow_overlay {
+                s.push_str(&format!(
+                    r#"for _ in $(seq 1 300); do
+  k3s kubectl get --raw /readyz >/dev/null 2>&1 && break
+  sleep 2
+done
+if ! command -v git >/dev/null 2>&1; then
+  apt-get install -y -q git || dnf -y install git
+fi
+for attempt in 1 2 3; do
+  k3s kubectl apply --server-side -k "{overlay}" && break
+  [ "$attempt" = 3 ] && exit 1
+  sleep 10
+done
+"#
+                ));
+            }
         }
         KubeRole::Kubeadm {
             endpoint,
@@ -373,3 +405,62 @@ pub fn main_script(steps: &[&str]) -> String {
     }
     s
 }
+
+/// What a k3s server is given from the user's side, as placeholders the
+/// apply fills with the base64 of each DER: the cluster's server CA (so that a
+/// kubeconfig can pin it before the server exists) and the certificate,
+/// only, of the admin CA whose key never leaves the user's machine.
+pub struct ServerSecrets {
+    pub server_ca_crt: String,
+    pub server_ca_key: String,
+    pub admin_ca_crt: String,
+}
+
+/// k3s uses the CA files it finds in /var/lib/rancher/k3s/server/tls at
+/// first start instead of making its own (https://docs.k3s.io/cli/certificate,
+/// "Using Custom CA Certificates"; k3s-io/k3s#1868), one CA at a time: one
+/// whose key is missing is made (rancher/rke2 discussion #7150, same code).
+/// So the server CA comes from the user's side, and the client,
+/// request-header and etcd CAs are made on the node and never leave it.
+fn server_ca(sec: &ServerSecrets) -> String {
+    format!(
+        r#"tls="$root/var/lib/rancher/k3s/server/tls"
+mkdir -p "$tls" "$state/k3s"
+# PEM file $3 of type $1 from the base64 of its DER, $2.
+pem() {{
+  {{
+    echo "-----BEGIN $1-----"
+    printf '%s\n' "$2" | fold -w 64
+    echo "-----END $1-----"
+  }} > "$3"
+}}
+umask 077
+if [ ! -e "$tls/server-ca.key" ]; then
+  pem CERTIFICATE '{crt}' "$tls/server-ca.crt"
+  pem "PRIVATE KEY" '{key}' "$tls/server-ca.key"
+fi
+pem CERTIFICATE '{admin}' "$state/k3s/admin-ca.crt"
+umask 022
+"#,
+        crt = sec.server_ca_crt,
+        key = sec.server_ca_key,
+        admin = sec.admin_ca_crt,
+    )
+}
+
+/// After k3s's first start made its client CA: the API server trusts it
+/// and the user's admin CA (one `--client-ca-file` bundle), then restarts.
+const ADMIN_CA_BUNDLE: &str = r#"for _ in $(seq 1 300); do
+  [ -s "$tls/client-ca.crt" ] && break
+  sleep 1
+done
+if [ ! -s "$tls/client-ca.crt" ]; then
+  log "k3s made no client CA in 300 s; the admin kubeconfig will not authenticate"
+  exit 1
+fi
+cat "$tls/client-ca.crt" "$state/k3s/admin-ca.crt" > "$state/k3s/client-ca-bundle.crt"
+mkdir -p "$root/etc/rancher/k3s/config.yaml.d"
+echo 'kube-apiserver-arg: ["client-ca-file=/var/lib/gpuform/k3s/client-ca-bundle.crt"]' \
+  > "$root/etc/rancher/k3s/config.yaml.d/50-gpuform-admin-ca.yaml"
+systemctl restart k3s
+"#;

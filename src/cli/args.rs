@@ -111,6 +111,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a kubeconfig for a k3s cluster gpuform made: the server's address from state, the
+    /// cluster's server CA and a fresh admin client certificate from your local secret store.
+    ///
+    /// The credentials are made on your side by the apply that creates the server (see
+    /// docs/kubernetes.md); they are never in state, plans or logs. The kubeconfig file is
+    /// written owner-only (0600).
+    #[command(after_help = EXIT_CODES)]
+    Kubeconfig(KubeconfigArgs),
     /// Inspect or edit state: list, show, rm (forget), mv (rename).
     #[command(subcommand)]
     State(StateCommand),
@@ -194,6 +202,39 @@ pub enum Command {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct KubeconfigArgs {
+    /// The spec.
+    pub file: PathBuf,
+    /// The cluster (its key under `clusters:`), made with `kubernetes: { mode: k3s }`.
+    pub cluster: String,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json beside the spec).
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// A remote state instead of the local file.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true
+    )]
+    pub state_url: Option<String>,
+    /// Where to write the kubeconfig (0600); `-` prints it on stdout. Default:
+    /// <project>-<cluster>.kubeconfig in the working directory.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Which address of the server to use, as state has it from the cloud: `public` (fails if
+    /// none is reported), `private` (from inside the network, a VPN or a tunnel), or `auto`:
+    /// public when reported, else private.
+    #[arg(long, value_name = "WHICH", default_value = "auto", value_parser = ["auto", "public", "private"])]
+    pub address: String,
+    /// Days the admin client certificate is valid; run the command again for a new one.
+    #[arg(long, value_name = "DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub valid_days: u32,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct GcArgs {
     #[command(flatten)]
     pub apply: ApplyArgs,
@@ -264,7 +305,8 @@ pub enum BootstrapCommand {
         #[arg(long)]
         sandbox: bool,
         /// Print one part: `cloud-config` (what `cloud-init schema --config-file` checks),
-        /// `user-data` (yours), or a step script by name (`mig.sh`, `nvme.sh`, ...).
+        /// `user-data` (yours), a step script by name (`mig.sh`, `nvme.sh`, ...) or a manifest a
+        /// k3s server deploys (`gpuform-nvidia-device-plugin.yaml`, ...).
         #[arg(long, value_name = "PART")]
         part: Option<String>,
     },

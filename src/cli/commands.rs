@@ -39,6 +39,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Destroy(a) => apply(a, true, quiet).await,
         Command::Show { plan, state, json } => show(plan.as_deref(), &state, json),
         Command::Output { state, json } => output(&state, json),
+        Command::Kubeconfig(a) => kubeconfig(&a),
         Command::State(c) => state_cmd(c),
         Command::Graph {
             file,
@@ -234,7 +235,7 @@ fn bootstrap_show(
         Some(name) => {
             let script = script_in(&parts[0].1, name).ok_or_else(|| {
                 Failure(format!(
-                    "{address} has no part `{name}`\n  hint: cloud-config, user-data, or a script: {}",
+                    "{address} has no part `{name}`\n  hint: cloud-config, user-data, or a script or manifest: {}",
                     scripts_in(&parts[0].1).join(", ")
                 ))
             })?;
@@ -245,12 +246,15 @@ fn bootstrap_show(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The scripts a cloud-config part writes, by file name.
+/// The scripts (and a k3s server's manifests) a cloud-config part writes,
+/// by file name.
 fn scripts_in(cloud_config: &str) -> Vec<String> {
     cloud_config
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- path: "))
-        .filter(|p| p.ends_with(".sh"))
+        .filter(|p| {
+            p.ends_with(".sh") || p.starts_with(crate::bootstrap::manifests::K3S_MANIFESTS_DIR)
+        })
         .filter_map(|p| p.rsplit('/').next())
         .map(str::to_string)
         .collect()
@@ -996,6 +1000,100 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
             ]);
         }
         outln!("{table}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gpuform kubeconfig`: the server's reported address from state, the
+/// pinned server CA and a new admin client certificate (crate::k8s).
+fn kubeconfig(a: &KubeconfigArgs) -> CmdResult {
+    use crate::spec::KubernetesMode;
+    let loaded = load(&a.file, &a.vars)?;
+    let Some(c) = loaded.spec.clusters.get(&a.cluster) else {
+        let names: Vec<&str> = loaded.spec.clusters.keys().map(String::as_str).collect();
+        return Err(Failure(format!(
+            "{} has no cluster `{}`\n  hint: clusters: {}",
+            a.file.display(),
+            a.cluster,
+            names.join(", ")
+        )));
+    };
+    if c.kubernetes.as_ref().map(|k| k.mode) != Some(KubernetesMode::K3s) {
+        return Err(Failure(format!(
+            "cluster `{}` is not a k3s cluster gpuform makes\n  hint: add `kubernetes: {{ mode: k3s, token_env: K3S_TOKEN }}` to it (a kubeadm-join cluster's kubeconfig comes from that cluster)",
+            a.cluster
+        )));
+    }
+    let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
+        .map_err(engine_failure)?;
+    let (doc, existed) = engine::read_state(&store, "")?;
+    let server = format!("cluster.{}.node[0]", a.cluster);
+    let record = doc
+        .resources
+        .get(&server)
+        .filter(|_| existed)
+        .ok_or_else(|| {
+            Failure(format!(
+            "{server} (the k3s server) is not in state {}\n  hint: `gpuform apply {}` creates it",
+            store.location(),
+            a.file.display()
+        ))
+        })?;
+    let ip = |k: &str| {
+        record
+            .reported
+            .get(k)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let address = match a.address.as_str() {
+        "public" => ip("public_ip"),
+        "private" => ip("private_ip"),
+        _ => ip("public_ip").or_else(|| ip("private_ip")),
+    }
+    .ok_or_else(|| {
+        Failure(format!(
+            "state has no {} address of {server}\n  hint: `gpuform apply` (or `gpuform plan`, which refreshes) records what the cloud reports",
+            if a.address == "auto" { "reported" } else { a.address.as_str() }
+        ))
+    })?;
+    let dir = crate::k8s::secrets_dir(store.path());
+    let cas = crate::k8s::load(&dir, &a.cluster)
+        .map_err(Failure)?
+        .ok_or_else(|| {
+            Failure(format!(
+                "no credentials for cluster `{}` in {}\n  hint: they are made on this machine by the apply that creates the server; a server made elsewhere or before gpuform made them: copy that machine's {} here, or replace the server (`gpuform apply --replace {server}`)",
+                a.cluster,
+                dir.display(),
+                dir.display()
+            ))
+        })?;
+    let (crt, key) = cas
+        .issue_admin(crate::clock::today(), a.valid_days)
+        .map_err(Failure)?;
+    let name = format!("{}-{}", loaded.spec.project, a.cluster);
+    let text = crate::k8s::kubeconfig(
+        &name,
+        &format!("https://{address}:6443"),
+        &cas.server_ca_crt,
+        &crt,
+        &key,
+    );
+    match a.out.as_deref() {
+        Some(p) if p == Path::new("-") => out!("{text}"),
+        other => {
+            let path = other
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(format!("{name}.kubeconfig")));
+            crate::k8s::write_private(&path, text.as_bytes()).map_err(Failure)?;
+            outln!(
+                "Wrote {} (server https://{address}:6443, admin certificate valid {} days).\n  export KUBECONFIG={}",
+                path.display(),
+                a.valid_days,
+                path.display()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

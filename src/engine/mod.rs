@@ -591,7 +591,11 @@ pub async fn apply_plan(
             crate::state::journal::fold(&mut doc, e);
         }
     }
-    let (mut doc, report) = execute(plan, doc, journal, providers, opts, cancel).await?;
+    let mut opts = opts.clone();
+    if opts.secrets_dir.is_none() {
+        opts.secrets_dir = Some(crate::k8s::secrets_dir(locked.store.path()));
+    }
+    let (mut doc, report) = execute(plan, doc, journal, providers, &opts, cancel).await?;
     if locked.store.is_remote() {
         // Entries whose push to the backend failed were not folded in by the
         // executor, but they are in the local journal (written first): fold

@@ -681,7 +681,8 @@ fn resolve_cluster(
                     // Nodes share a document but for their Kubernetes role:
                     // render once each, and keep one copy of each document.
                     let r = node_boot.render();
-                    if r.document.len() > MAX_USER_DATA_BYTES {
+                    let len = bootstrap::max_filled_len(&r.document);
+                    if len > MAX_USER_DATA_BYTES {
                         return Err(vec![loaded.diagnostic(
                             &if c.user_data.is_some() {
                                 format!("{path}.user_data")
@@ -689,9 +690,9 @@ fn resolve_cluster(
                                 path.clone()
                             },
                             format!(
-                                "the boot document of {} is {} bytes; clouds take at most {MAX_USER_DATA_BYTES} (16 KiB once base64-encoded: EC2, Tencent CVM)",
+                                "the boot document of {} is up to {} bytes once its credentials are filled in; clouds take at most {MAX_USER_DATA_BYTES} (16 KiB once base64-encoded: EC2, Tencent CVM)",
                                 at(&format!("node[{i}]")),
-                                r.document.len()
+                                len
                             ),
                             Some("shorten user_data, or fetch a larger script from it (`#include URL`)".into()),
                         )]);
@@ -872,12 +873,19 @@ fn bootstrap_base(
         cluster: path.trim_start_matches("clusters.").to_string(),
         gpu_model: gpu.name.clone(),
         gpu_count: c.gpu.count,
+        gpu_memory_mib: (gpu.mem_gib * 1024.0).round() as u32,
+        nvidia: gpu.vendor.eq_ignore_ascii_case("NVIDIA"),
         driver,
         mig,
         nvme,
         kube: None,
         token_env: c.kubernetes.as_ref().map(|k| k.token_env.clone()),
         taint: c.kubernetes.as_ref().and_then(|k| k.taint.clone()),
+        dcgm_exporter: c.kubernetes.as_ref().is_some_and(|k| k.dcgm_exporter),
+        kubeflow_training_operator: c.kubernetes.as_ref().is_some_and(|k| {
+            k.addons
+                .contains(&crate::spec::KubeAddon::KubeflowTrainingOperator)
+        }),
         user_data: c.user_data.clone(),
     };
     // Only a document gpuform makes needs to know what user_data is.

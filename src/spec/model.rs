@@ -285,9 +285,29 @@ pub struct Kubernetes {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// A taint for the GPU nodes, `KEY=VALUE:EFFECT`
-    /// (e.g. `nvidia.com/gpu=present:NoSchedule`).
+    /// (e.g. `nvidia.com/gpu=present:NoSchedule`), so that only pods that
+    /// tolerate it run there; the DaemonSets gpuform deploys tolerate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taint: Option<String>,
+    /// k3s: also deploy NVIDIA's DCGM exporter on every GPU node, so that
+    /// Prometheus can scrape utilisation per GPU and per MIG instance
+    /// (Service `kube-system/dcgm-exporter`, port 9400).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dcgm_exporter: bool,
+    /// k3s: more to deploy from pinned upstream manifests once the cluster
+    /// is up: `kubeflow-training-operator` (Kubeflow's Training Operator,
+    /// for `PyTorchJob` and friends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addons: Vec<KubeAddon>,
+}
+
+/// An add-on a k3s server deploys (`kubernetes.addons`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KubeAddon {
+    /// Kubeflow Training Operator v1.8.1 (its `standalone` overlay):
+    /// `PyTorchJob`, `TFJob`, `MPIJob`, ...
+    KubeflowTrainingOperator,
 }
 
 /// Disks of each node.

@@ -321,7 +321,12 @@ const KUBERNETES_FIELDS: &[Field] = &[
             "`KEY=VALUE:EFFECT`, e.g. `nvidia.com/gpu=present:NoSchedule`",
         )
     }),
+    opt("dcgm_exporter", Validator::boolean),
+    opt("addons", Validator::kube_addons),
 ];
+
+/// `kubernetes.addons`: what a k3s server also deploys (`KubeAddon`'s names).
+const KUBE_ADDONS: &[&str] = &["kubeflow-training-operator"];
 
 const STORAGE_CLASSES: &[&str] = &["standard", "infrequent", "archive"];
 
@@ -976,6 +981,34 @@ impl Validator {
             "`kubernetes`",
             &[],
         )?;
+        let kubeadm = obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join");
+        let asked = |k: &str| match obj.get(k) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Array(a)) => !a.is_empty(),
+            _ => false,
+        };
+        let server_only: Vec<&str> = ["dcgm_exporter", "addons"]
+            .into_iter()
+            .filter(|k| kubeadm && asked(k))
+            .collect();
+        for key in &server_only {
+            let at = match &node.kind {
+                Kind::Map(entries) => entries
+                    .iter()
+                    .find(|e| e.key == *key)
+                    .map_or(node.start, |e| e.key_pos),
+                _ => node.start,
+            };
+            self.error(
+                at,
+                &join(path, key),
+                format!("`{key}` needs `mode: k3s`: gpuform deploys it from the k3s server it makes"),
+                "on a cluster you join with kubeadm, deploy it with that cluster's own tooling (NVIDIA's or Kubeflow's manifests), or drop the key",
+            );
+        }
+        if !server_only.is_empty() {
+            return None;
+        }
         if obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join") {
             let mut ok = true;
             for key in ["endpoint", "ca_cert_hash"] {
@@ -994,6 +1027,28 @@ impl Validator {
             }
         }
         Some(Value::Object(obj))
+    }
+
+    fn kube_addons(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let Kind::Seq(items) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!("expected `addons` as a list, found {}", node.describe()),
+                format!("write `addons: [{}]`", KUBE_ADDONS[0]),
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match self.choice(item, &format!("{path}[{i}]"), KUBE_ADDONS, "add-on") {
+                Some(v) if !out.contains(&v) => out.push(v),
+                Some(_) => {}
+                None => ok = false,
+            }
+        }
+        ok.then_some(Value::Array(out))
     }
 
     fn disk(&mut self, node: &Node, path: &str) -> Option<Value> {
@@ -1975,5 +2030,10 @@ mod tests {
         assert_eq!(enum_of("StorageClass"), sorted(STORAGE_CLASSES));
         let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(enum_of("CloudName"), sorted(&clouds));
+        assert_eq!(enum_of("KubeAddon"), sorted(KUBE_ADDONS));
+        assert_eq!(
+            KUBE_ADDONS,
+            [crate::bootstrap::manifests::KUBEFLOW_TRAINING_OPERATOR]
+        );
     }
 }

@@ -66,11 +66,12 @@ fn documents(text: &str) -> Vec<(String, String)> {
 const MIG_POOL: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: A100-80GB:8\n    mig: 3g.40gb\n    local_nvme: /data\n    user_data: |\n      #!/bin/bash\n      echo hello from the user\n";
 const MIXED: &str = "project: p\nclusters:\n  pool:\n    cloud: aws\n    region: us-east-1\n    nodes: 1\n    gpu: H100:1\n    image: ubuntu-22.04\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    driver: 550\n";
 const K3S: &str = "project: p\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    nodes: 3\n    gpu: A100-40GB:8\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      version: v1.30.6+k3s1\n      taint: nvidia.com/gpu=present:NoSchedule\n";
+const K3S_MIXED: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: H100:1\n    mig: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]\n    kubernetes:\n      mode: k3s\n      token_env: K3S_TOKEN\n      version: v1.28.15+k3s1\n      taint: dedicated=gpu:NoSchedule\n      dcgm_exporter: true\n      addons: [kubeflow-training-operator]\n";
 const KUBEADM: &str = "project: p\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: T4\n    image: amazon-linux-2023\n    local_nvme: true\n    kubernetes:\n      mode: kubeadm-join\n      token_env: GPUFORM_TEST_JOIN_TOKEN\n      endpoint: 10.1.0.10:6443\n      ca_cert_hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
 
 fn all_documents() -> Vec<(String, String)> {
     let mut docs = Vec::new();
-    for spec in [MIG_POOL, MIXED, K3S, KUBEADM] {
+    for spec in [MIG_POOL, MIXED, K3S, K3S_MIXED, KUBEADM] {
         docs.extend(documents(spec));
     }
     for example in [
@@ -86,12 +87,16 @@ fn all_documents() -> Vec<(String, String)> {
         cluster: "amd".into(),
         gpu_model: "MI300X".into(),
         gpu_count: 8,
+        gpu_memory_mib: 192 * 1024,
+        nvidia: false,
         driver: Some(Driver::Rocm("6.2".into())),
         mig: None,
         nvme: Some((1, "/scratch".into())),
         kube: None,
         token_env: None,
         taint: None,
+        dcgm_exporter: false,
+        kubeflow_training_operator: false,
         user_data: Some("#cloud-config\npackages: [htop]\n".into()),
     };
     docs.push(("amd".into(), amd.render().document));
@@ -393,6 +398,8 @@ fn fill(doc: &str, token: &str, server: &str) -> String {
     bootstrap::fill(doc, |p| match p {
         Placeholder::Env(_) => Ok(token.to_string()),
         Placeholder::DepAttr(_, attr) if attr == "private_ip" => Ok(server.to_string()),
+        // A credential (base64 of a DER): a stand-in named after it.
+        Placeholder::Secret(name) => Ok(format!("DER{}", name.replace(['.', '-'], ""))),
         other => Err(format!("{other:?}")),
     })
     .unwrap()
@@ -402,7 +409,9 @@ fn fill(doc: &str, token: &str, server: &str) -> String {
 fn k3s_server_and_agents_join_over_the_private_address_once() {
     let docs = documents(K3S);
     assert_eq!(docs.len(), 3);
-    let labels = "--node-label gpuform.io/cluster=train --node-label gpuform.io/gpu=A100-40GB --node-taint nvidia.com/gpu=present:NoSchedule";
+    let labels = "--node-label gpuform.io/cluster=train --node-label gpuform.io/gpu=A100-40GB --node-label nvidia.com/gpu.present=true --node-label nvidia.com/gpu.product=A100-40GB --node-label nvidia.com/gpu.count=8 --node-label nvidia.com/gpu.memory=40960";
+    // The server stays untainted so that k3s's own pods have a node.
+    let taint = " --node-taint nvidia.com/gpu=present:NoSchedule";
     for (address, doc) in &docs {
         let server = address.ends_with("node[0]");
         assert_eq!(
@@ -410,6 +419,9 @@ fn k3s_server_and_agents_join_over_the_private_address_once() {
             !server,
             "{address}"
         );
+        // Only the server is given credentials, and never the admin CA's key.
+        assert_eq!(doc.contains("@@GPUFORM_SECRET:"), server, "{address}");
+        assert!(!doc.contains("admin-ca.key"), "{address}");
         let root = Root::new(&fill(doc, "K10token.canary", "10.0.0.5"), 8);
         let calls: Vec<String> = root
             .run()
@@ -418,22 +430,65 @@ fn k3s_server_and_agents_join_over_the_private_address_once() {
                 !c.starts_with("mdadm") && !c.starts_with("mkfs") && !c.starts_with("mount")
             })
             .collect();
-        let (url, role) = if server {
-            ("", "server")
+        let mut want = vec![
+            "curl -fsSL -o $ROOT/var/lib/gpuform/k3s-install.sh https://get.k3s.io".to_string(),
+        ];
+        if server {
+            // The server gets the agent token only; k3s makes its own server token.
+            want.push(
+                "env K3S_URL= K3S_TOKEN= K3S_AGENT_TOKEN=K10token.canary INSTALL_K3S_VERSION=v1.30.6+k3s1"
+                    .into(),
+            );
+            want.push(format!("k3s server {labels}"));
+            want.push("systemctl restart k3s".into());
         } else {
-            ("https://10.0.0.5:6443", "agent")
-        };
-        assert_eq!(
-            calls,
-            vec![
-                "curl -fsSL -o $ROOT/var/lib/gpuform/k3s-install.sh https://get.k3s.io".to_string(),
-                format!(
-                    "env K3S_URL={url} K3S_TOKEN=K10token.canary INSTALL_K3S_VERSION=v1.30.6+k3s1"
-                ),
-                format!("k3s {role} {labels}"),
-            ],
-            "{address}"
-        );
+            want.push("env K3S_URL=https://10.0.0.5:6443 K3S_TOKEN=K10token.canary K3S_AGENT_TOKEN= INSTALL_K3S_VERSION=v1.30.6+k3s1".into());
+            want.push(format!("k3s agent {labels}{taint}"));
+        }
+        assert_eq!(calls, want, "{address}");
+        if server {
+            let r = root.path();
+            let read = |p: &str| std::fs::read_to_string(r.join(p)).unwrap();
+            let tls = "var/lib/rancher/k3s/server/tls";
+            let pem = |kind: &str, body: &str| {
+                format!("-----BEGIN {kind}-----\n{body}\n-----END {kind}-----\n")
+            };
+            assert_eq!(
+                read(&format!("{tls}/server-ca.crt")),
+                pem("CERTIFICATE", "DERservercacrt")
+            );
+            assert_eq!(
+                read(&format!("{tls}/server-ca.key")),
+                pem("PRIVATE KEY", "DERservercakey")
+            );
+            // The API server trusts k3s's own client CA and the admin CA.
+            assert_eq!(
+                read("var/lib/gpuform/k3s/client-ca-bundle.crt"),
+                format!("PEM k3s-client-ca\n{}", pem("CERTIFICATE", "DERadmincacrt"))
+            );
+            assert!(
+                read("etc/rancher/k3s/config.yaml.d/50-gpuform-admin-ca.yaml")
+                    .contains("client-ca-file=/var/lib/gpuform/k3s/client-ca-bundle.crt")
+            );
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(r.join(format!("{tls}/server-ca.key")))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "the key is the owner's only");
+            // The manifests k3s deploys, before its first start.
+            let m = "var/lib/rancher/k3s/server/manifests";
+            // k3s v1.30 ships RuntimeClass nvidia itself.
+            assert!(!r
+                .join(format!("{m}/gpuform-nvidia-runtimeclass.yaml"))
+                .exists());
+            let dp = read(&format!("{m}/gpuform-nvidia-device-plugin.yaml"));
+            assert!(
+                dp.contains("{name: MIG_STRATEGY, value: none}")
+                    && dp.contains("k8s-device-plugin:v0.17.1"),
+                "{dp}"
+            );
+        }
         assert!(root.run().is_empty(), "{address}: second run not a no-op");
     }
 }
@@ -472,7 +527,7 @@ fn kubeadm_join_uses_the_endpoint_hash_and_token() {
     let kubelet = std::fs::read_to_string(root.path().join("etc/default/kubelet")).unwrap();
     assert_eq!(
         kubelet,
-        "KUBELET_EXTRA_ARGS=--node-labels=gpuform.io/cluster=infer,gpuform.io/gpu=T4\n"
+        "KUBELET_EXTRA_ARGS=--node-labels=gpuform.io/cluster=infer,gpuform.io/gpu=T4,nvidia.com/gpu.present=true,nvidia.com/gpu.product=T4,nvidia.com/gpu.count=1,nvidia.com/gpu.memory=16384\n"
     );
     assert!(root.run().is_empty());
 }
@@ -558,6 +613,51 @@ fn bad_bootstrap_settings_fail_validation_at_their_line() {
         err.contains("spec.yaml:9:") && err.contains("needs `endpoint`"),
         "{err}"
     );
+    // The DCGM exporter is deployed by a k3s server gpuform makes.
+    let text = format!("{KUBEADM}      dcgm_exporter: true\n");
+    let d = load_str("spec.yaml", &text, &Vars::default()).unwrap_err();
+    let e = d
+        .iter()
+        .find(|x| x.message.contains("dcgm_exporter"))
+        .expect("located");
+    assert_eq!(
+        e.yaml_path.as_deref(),
+        Some("clusters.infer.kubernetes.dcgm_exporter")
+    );
+    assert_eq!(e.line, Some(15), "{e:?}");
+    assert!(e.message.contains("needs `mode: k3s`"), "{e:?}");
+    let text = format!("{KUBEADM}      addons: [kubeflow-training-operator]\n");
+    let d = load_str("spec.yaml", &text, &Vars::default()).unwrap_err();
+    let e = d
+        .iter()
+        .find(|x| x.message.contains("`addons`"))
+        .expect("located");
+    assert_eq!(
+        e.yaml_path.as_deref(),
+        Some("clusters.infer.kubernetes.addons")
+    );
+    let text = K3S.replace("taint:", "addons: [kubeflow]\n      taint:");
+    let d = load_str("spec.yaml", &text, &Vars::default()).unwrap_err();
+    let e = d
+        .iter()
+        .find(|x| x.message.contains("kubeflow"))
+        .expect("located");
+    assert_eq!(
+        e.yaml_path.as_deref(),
+        Some("clusters.train.kubernetes.addons[0]")
+    );
+    assert!(
+        e.hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("kubeflow-training-operator"),
+        "{e:?}"
+    );
+    let text = K3S.replace("taint:", "dcgm_exporter: yes\n      taint:");
+    assert!(
+        load_str("spec.yaml", &text, &Vars::default()).is_err(),
+        "not a boolean"
+    );
 }
 
 #[test]
@@ -574,6 +674,42 @@ fn plan_shows_the_bootstrap_and_bootstrap_show_prints_it() {
         "{plan}"
     );
     assert!(plan.contains("+ user_data_sha256 = \""), "{plan}");
+    // What Kubernetes gets, and what a pod asks for.
+    for want in [
+        "k3s deploys: NVIDIA device plugin v0.17.1 DaemonSet (nvcr.io/nvidia/k8s-device-plugin:v0.17.1), MIG strategy single",
+        "k3s deploys: NVIDIA DCGM exporter 4.2.3-4.1.3",
+        "pods request nvidia.com/gpu: 1 = one 3g.40gb MIG instance; 16 per node",
+    ] {
+        assert!(plan.contains(want), "{want}\n{plan}");
+    }
+    let out = run(&[
+        "bootstrap",
+        "show",
+        "cluster.pool.node[0]",
+        spec.to_str().unwrap(),
+    ]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains("# k3s deploys: NVIDIA device plugin v0.17.1 DaemonSet (nvcr.io/nvidia/k8s-device-plugin:v0.17.1), MIG strategy single")
+            && shown.contains("# pods request nvidia.com/gpu: 1 = one 3g.40gb MIG instance; 16 per node")
+            && shown.contains("{name: MIG_STRATEGY, value: single}"),
+        "{shown}"
+    );
+    // One manifest alone, by its file name.
+    let out = run(&[
+        "bootstrap",
+        "show",
+        "cluster.pool.node[0]",
+        spec.to_str().unwrap(),
+        "--part",
+        "gpuform-nvidia-device-plugin.yaml",
+    ]);
+    let part = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && part.starts_with("apiVersion: apps/v1\nkind: DaemonSet\n"),
+        "{part}"
+    );
     let docs = documents(&std::fs::read_to_string(&spec).unwrap());
     let out = run(&[
         "bootstrap",
@@ -1017,4 +1153,401 @@ fn upgrading_does_not_replace_nodes_made_before_bootstraps() {
             && plan.contains("~ user_data_sha256 = (none) -> \""),
         "{plan}"
     );
+}
+
+/// kubernetes-validate (PyPI), from the venv `scripts/kubernetes-validate.sh`
+/// makes (its path in GPUFORM_TEST_KUBERNETES_VALIDATE, set by
+/// scripts/test.sh), else on PATH. Missing under CI: a failure.
+fn kubernetes_validate() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-k8s/bin/kubernetes-validate");
+    let found = std::env::var_os("GPUFORM_TEST_KUBERNETES_VALIDATE")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .or_else(|| venv.exists().then_some(venv));
+    if found.is_some() {
+        return found;
+    }
+    support::tool_present(
+        "kubernetes-validate",
+        "the Kubernetes schema check of the manifests; scripts/kubernetes-validate.sh installs it",
+    )
+    .then(|| PathBuf::from("kubernetes-validate"))
+}
+
+/// The Kubernetes versions whose schema a document's manifests must pass:
+/// the minor of the k3s it pins, else (the channel's stable release) the
+/// oldest and newest minors kubernetes-validate knows that k3s ships.
+fn schema_versions(doc: &str) -> Vec<String> {
+    let pinned = doc
+        .split("INSTALL_K3S_VERSION=\"v")
+        .nth(1)
+        .and_then(|r| r.split('+').next())
+        .and_then(|v| {
+            let mut it = v.split('.');
+            Some(format!("{}.{}.0", it.next()?, it.next()?))
+        });
+    match pinned {
+        Some(v) => vec![v],
+        None => vec!["1.30.0".into(), "1.37.0".into()],
+    }
+}
+
+/// The manifests a document writes to k3s's auto-deploy directory.
+fn manifests_of(doc: &str) -> Vec<(String, String)> {
+    let parts = split_multipart(doc);
+    write_files(&parts[0].1)
+        .into_iter()
+        .filter(|(p, _, _)| p.starts_with(bootstrap::manifests::K3S_MANIFESTS_DIR))
+        .map(|(p, c, _)| (p, c))
+        .collect()
+}
+
+fn validate_manifest(tool: &Path, version: &str, text: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("manifest.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(tool)
+        .args(["--strict", "--quiet", "-k", version])
+        .arg(&file)
+        .output()
+        .expect("kubernetes-validate runs");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && !said.contains("INVALID") {
+        Ok(())
+    } else {
+        Err(said)
+    }
+}
+
+#[test]
+fn every_manifest_validates_against_the_kubernetes_schema_of_its_k3s() {
+    let Some(tool) = kubernetes_validate() else {
+        return;
+    };
+    let mut checked = Vec::new();
+    // Every document, and a k3s of the stable channel (no version).
+    let mut docs = all_documents();
+    docs.extend(documents(
+        &K3S_MIXED.replace("      version: v1.28.15+k3s1\n", ""),
+    ));
+    for (address, doc) in docs {
+        for (path, text) in manifests_of(&doc) {
+            for v in schema_versions(&doc) {
+                if let Err(why) = validate_manifest(&tool, &v, &text) {
+                    panic!("{address} {path}: not valid for Kubernetes {v}:\n{why}\n{text}");
+                }
+                checked.push(format!("{path}@{v}"));
+            }
+        }
+    }
+    // The server of each k3s spec: the RuntimeClass, the device plugin and,
+    // where asked, the DCGM exporter.
+    for want in [
+        "gpuform-nvidia-runtimeclass.yaml@1.28.0",
+        "gpuform-nvidia-device-plugin.yaml@1.28.0",
+        "gpuform-nvidia-device-plugin.yaml@1.30.0",
+        "gpuform-dcgm-exporter.yaml@1.28.0",
+        "gpuform-dcgm-exporter.yaml@1.30.0",
+        "gpuform-dcgm-exporter.yaml@1.37.0",
+    ] {
+        assert!(
+            checked.iter().any(|c| c.ends_with(want)),
+            "{want} not checked: {checked:?}"
+        );
+    }
+    // The README's pod on a MIG slice is a valid Pod too.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let pod = readme
+        .split("```yaml\n")
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("kind: Pod\n"))
+        .expect("the README shows a pod spec");
+    assert!(pod.contains("nvidia.com/gpu: 1") && pod.contains("runtimeClassName: nvidia"));
+    validate_manifest(&tool, "1.30.0", pod).unwrap();
+    // The check can fail: a misspelt field is refused.
+    let (_, doc) = documents(K3S).remove(0);
+    let (_, text) = manifests_of(&doc)
+        .into_iter()
+        .find(|(p, _)| p.ends_with("device-plugin.yaml"))
+        .unwrap();
+    let broken = text.replace("nodeSelector:", "nodeSelecter:");
+    assert_ne!(broken, text);
+    assert!(validate_manifest(&tool, "1.30.0", &broken).is_err());
+}
+
+#[test]
+fn the_mig_strategy_and_resource_follow_the_layout() {
+    // One profile on every GPU: `single`, and a MIG slice is a nvidia.com/gpu.
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mig-inference.yaml"),
+    )
+    .unwrap();
+    let docs = documents(&text);
+    let (_, server) = docs
+        .iter()
+        .find(|(a, _)| a == "cluster.pool.node[0]")
+        .unwrap();
+    let m = manifests_of(server);
+    let dp = &m
+        .iter()
+        .find(|(p, _)| p.ends_with("device-plugin.yaml"))
+        .unwrap()
+        .1;
+    assert!(dp.contains("{name: MIG_STRATEGY, value: single}"), "{dp}");
+    assert!(m.iter().any(|(p, _)| p.ends_with("dcgm-exporter.yaml")));
+    // A mixed layout: `mixed`, one resource per profile, the spec's taint tolerated.
+    let docs = documents(K3S_MIXED);
+    let m = manifests_of(&docs[0].1);
+    let dp = &m
+        .iter()
+        .find(|(p, _)| p.ends_with("device-plugin.yaml"))
+        .unwrap()
+        .1;
+    assert!(
+        dp.contains("{name: MIG_STRATEGY, value: mixed}") && dp.contains("key: dedicated,"),
+        "{dp}"
+    );
+    assert!(
+        docs[1].1.contains("nvidia.com/mig-1g.10gb.count=2"),
+        "agents are labelled too"
+    );
+    assert!(
+        manifests_of(&docs[1].1).is_empty(),
+        "only the server deploys"
+    );
+}
+
+/// A distinctive piece of a PEM: 40 characters from the middle of its first
+/// body line, found both in the PEM and in the one-line base64 of its DER.
+fn canary_of(pem: &str) -> String {
+    let line = pem.lines().nth(1).expect("a PEM body");
+    line[12..52].to_string()
+}
+
+#[test]
+fn k3s_credentials_reach_the_server_and_the_kubeconfig_but_never_state_plans_or_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), K3S).unwrap();
+    let env = [("K3S_TOKEN", "K10canary.k3s"), ("GPUFORM_LOG", "trace")];
+    let mut output = String::new();
+    let mut run = |args: &[&str]| {
+        let (ok, out) = gpuform_in(d, &env, args);
+        assert!(ok, "{args:?}: {out}");
+        output.push_str(&out);
+    };
+    run(&["plan", "spec.yaml", "--sandbox", "--out", "saved.plan"]);
+    run(&["apply", "saved.plan", "--auto-approve"]);
+    run(&["plan", "spec.yaml", "--sandbox", "--detailed-exitcode"]);
+    run(&["output", "-f", "spec.yaml", "--json"]);
+    run(&[
+        "kubeconfig",
+        "spec.yaml",
+        "train",
+        "--out",
+        "admin.kubeconfig",
+    ]);
+    let secrets = d.join(".gpuform/p.secrets");
+    let cas: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(secrets.join("train.k3s.json")).unwrap()).unwrap();
+    let pem = |k: &str| cas[k].as_str().unwrap().to_string();
+    let kubeconfig = std::fs::read_to_string(d.join("admin.kubeconfig")).unwrap();
+    let kc: serde_yaml::Value = serde_yaml::from_str(&kubeconfig).unwrap();
+    let b64 = |v: &serde_yaml::Value| {
+        use base64::Engine as _;
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(v.as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let user = &kc["users"][0]["user"];
+    let admin_key = b64(&user["client-key-data"]);
+    assert!(admin_key.contains("PRIVATE KEY"));
+    // The kubeconfig pins the cluster's server CA and names the server by
+    // the address the cloud reported.
+    assert_eq!(
+        b64(&kc["clusters"][0]["cluster"]["certificate-authority-data"]),
+        pem("server_ca_crt")
+    );
+    let server = kc["clusters"][0]["cluster"]["server"].as_str().unwrap();
+    assert!(
+        server.starts_with("https://10.") && server.ends_with(":6443"),
+        "{server}"
+    );
+    assert_eq!(kc["current-context"].as_str(), Some("p-train"));
+
+    let sandbox = d.join(".gpuform/sandbox");
+    let sent: String = sandbox_creates(&sandbox)
+        .into_iter()
+        .filter(|c| c.0 == "cluster.train.node[0]")
+        .map(|c| c.2)
+        .collect();
+    let skip_secrets = |found: Vec<PathBuf>| -> Vec<PathBuf> {
+        found
+            .into_iter()
+            .filter(|p| !p.starts_with(&secrets) && !p.starts_with(&sandbox))
+            .collect()
+    };
+    // What the server needs reaches it (the cloud), and nothing else does:
+    // the admin CA's key and the admin's key never leave this machine.
+    for (what, text, on_server) in [
+        ("server CA key", pem("server_ca_key"), true),
+        ("server CA certificate", pem("server_ca_crt"), true),
+        ("admin CA certificate", pem("admin_ca_crt"), true),
+        ("admin CA key", pem("admin_ca_key"), false),
+        ("admin client key", admin_key.clone(), false),
+    ] {
+        let canary = canary_of(&text);
+        assert_eq!(
+            sent.contains(&canary),
+            on_server,
+            "{what} in the server's user data"
+        );
+        assert!(!output.contains(&canary), "{what} in the output:\n{output}");
+        let found = skip_secrets(files_containing(d, &canary, Path::new("/nonexistent")));
+        let found: Vec<PathBuf> = found
+            .into_iter()
+            .filter(|p| !p.ends_with("admin.kubeconfig"))
+            .collect();
+        assert_eq!(
+            found,
+            Vec::<PathBuf>::new(),
+            "{what}: in state, journal or plan"
+        );
+        if !on_server {
+            assert!(
+                files_containing(&sandbox, &canary, Path::new("/nonexistent")).is_empty(),
+                "{what} reached the cloud"
+            );
+        }
+    }
+    // Owner-only files.
+    use std::os::unix::fs::PermissionsExt;
+    for p in [secrets.join("train.k3s.json"), d.join("admin.kubeconfig")] {
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{}", p.display());
+    }
+    // A second kubeconfig is a new admin certificate from the same CAs.
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "train", "-o", "-"]);
+    assert!(ok, "{out}");
+    let again: serde_yaml::Value = serde_yaml::from_str(&out).unwrap();
+    assert_ne!(
+        again["users"][0]["user"]["client-key-data"],
+        user["client-key-data"]
+    );
+    assert_eq!(
+        again["clusters"][0]["cluster"]["certificate-authority-data"],
+        kc["clusters"][0]["cluster"]["certificate-authority-data"]
+    );
+}
+
+#[test]
+fn with_a_state_passphrase_the_credentials_are_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), K3S).unwrap();
+    let env = [
+        ("K3S_TOKEN", "K10canary.k3s"),
+        ("GPUFORM_STATE_PASSPHRASE", "correct horse battery staple"),
+    ];
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(ok, "{out}");
+    let file = std::fs::read_to_string(d.join(".gpuform/p.secrets/train.k3s.json")).unwrap();
+    assert!(
+        file.contains("gpuform_encrypted") && !file.contains("PRIVATE KEY"),
+        "{file}"
+    );
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "train", "-o", "-"]);
+    assert!(ok && out.contains("client-key-data"), "{out}");
+    // Without the passphrase, the command says what to set.
+    let (ok, out) = gpuform_in(d, &[], &["kubeconfig", "spec.yaml", "train", "-o", "-"]);
+    assert!(!ok && out.contains("GPUFORM_STATE_PASSPHRASE"), "{out}");
+}
+
+#[test]
+fn the_kubeflow_training_operator_is_applied_from_its_pinned_overlay_once_the_api_answers() {
+    let docs = documents(K3S_MIXED);
+    let (address, doc) = &docs[0];
+    assert_eq!(address, "cluster.infer.node[0]");
+    let root = Root::new(&fill(doc, "K10token.canary", "10.0.0.5"), 0);
+    let calls = root.run();
+    let at = calls
+        .iter()
+        .position(|c| c == "systemctl restart k3s")
+        .expect("k3s restarted");
+    let tail: Vec<&str> = calls[at..at + 3].iter().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            "systemctl restart k3s",
+            "k3s kubectl get --raw /readyz",
+            "k3s kubectl apply --server-side -k github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.8.1",
+        ],
+        "{calls:?}"
+    );
+    // A second run: only the (idempotent) enabling of the MIG unit.
+    assert_eq!(root.run(), lines(&["systemctl enable gpuform-mig.service"]));
+    // Agents do not apply it.
+    assert!(!docs[1].1.contains("training-operator"));
+    // The plan says so.
+    let plan_steps = doc.contains("# k3s applies once up: Kubeflow Training Operator v1.8.1");
+    assert!(plan_steps, "{doc}");
+}
+
+#[test]
+fn kubeconfig_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spec.yaml"), K3S).unwrap();
+    std::fs::write(d.join("kubeadm.yaml"), KUBEADM).unwrap();
+    let env = [("K3S_TOKEN", "K10canary.k3s")];
+    // Before apply: no server in state.
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "train"]);
+    assert!(
+        !ok && out.contains("cluster.train.node[0] (the k3s server) is not in state"),
+        "{out}"
+    );
+    assert!(out.contains("hint: `gpuform apply spec.yaml`"), "{out}");
+    // Not a cluster, or not one gpuform's k3s makes.
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "nope"]);
+    assert!(
+        !ok && out.contains("has no cluster `nope`") && out.contains("clusters: train"),
+        "{out}"
+    );
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "kubeadm.yaml", "infer"]);
+    assert!(
+        !ok && out.contains("is not a k3s cluster gpuform makes"),
+        "{out}"
+    );
+    // Applied elsewhere (no credentials here): says where it looked.
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["apply", "spec.yaml", "--sandbox", "--auto-approve"],
+    );
+    assert!(ok, "{out}");
+    std::fs::remove_dir_all(d.join(".gpuform/p.secrets")).unwrap();
+    let (ok, out) = gpuform_in(d, &env, &["kubeconfig", "spec.yaml", "train"]);
+    assert!(
+        !ok && out.contains("no credentials for cluster `train`") && out.contains("p.secrets"),
+        "{out}"
+    );
+    // Only private addresses are reported so far.
+    let (ok, out) = gpuform_in(
+        d,
+        &env,
+        &["kubeconfig", "spec.yaml", "train", "--address", "public"],
+    );
+    assert!(!ok && out.contains("no public address"), "{out}");
 }

@@ -53,7 +53,7 @@ impl AlibabaProvider {
         for chunk in drops.chunks(100) {
             let mut p = Params::one("SecurityGroupId", group);
             for (n, id) in chunk.iter().enumerate() {
-                p.push(&format!("SecurityGroupRuleId.{}", n + 1), id.clone());
+                p.push(format!("SecurityGroupRuleId.{}", n + 1), id.clone());
             }
             match self.ecs(region, "RevokeSecurityGroupEgress", &p).await {
                 Err(e) if e.code.as_deref() == Some("InvalidSecurityGroupRule.RuleNotExist") => {}

@@ -75,13 +75,20 @@ case "$me" in
     done
     if [ -n "$out" ]; then
       # The k3s installer stand-in: runs `k3s` with what the real one passes on.
-      printf '#!/bin/sh\necho "env K3S_URL=${K3S_URL:-} K3S_TOKEN=${K3S_TOKEN:-} INSTALL_K3S_VERSION=${INSTALL_K3S_VERSION:-}" >> "$GPUFORM_ROOT/calls.log"\nexec k3s "$INSTALL_K3S_EXEC" "$@"\n' > "$out"
+      printf '#!/bin/sh\necho "env K3S_URL=${K3S_URL:-} K3S_TOKEN=${K3S_TOKEN:-} K3S_AGENT_TOKEN=${K3S_AGENT_TOKEN:-} INSTALL_K3S_VERSION=${INSTALL_K3S_VERSION:-}" >> "$GPUFORM_ROOT/calls.log"\nexec k3s "$INSTALL_K3S_EXEC" "$@"\n' > "$out"
     else
       echo "deb https://nvidia.github.io/libnvidia-container/stable/deb/\$(ARCH) /"
     fi
     ;;
   gpg)
     cat > /dev/null
+    ;;
+  k3s)
+    # A first server start makes the CAs it was not given.
+    if [ "${1:-}" = server ]; then
+      mkdir -p "$root/var/lib/rancher/k3s/server/tls"
+      echo "PEM k3s-client-ca" > "$root/var/lib/rancher/k3s/server/tls/client-ca.crt"
+    fi
     ;;
   *) ;;
 esac
