@@ -222,26 +222,29 @@ mod tests {
     #[test]
     fn a_discovered_region_and_its_offerings_become_known_with_their_source() {
         let base = Catalog::builtin();
-        assert!(base.region(Cloud::Aws, "eu-central-1").is_none());
+        assert!(base.region(Cloud::Aws, "ap-southeast-4").is_none());
         let d = region(
-            "eu-central-1",
-            &["eu-central-1a", "eu-central-1b"],
+            "ap-southeast-4",
+            &["ap-southeast-4a", "ap-southeast-4b"],
             &[
-                ("g4dn.xlarge", &["eu-central-1b"]),
-                ("x9.huge", &["eu-central-1a"]),
+                ("g4dn.xlarge", &["ap-southeast-4b"]),
+                ("x9.huge", &["ap-southeast-4a"]),
             ],
         );
         let (c, skipped) = base.with_discovered(&[d]);
-        assert_eq!(skipped, vec!["aws eu-central-1 x9.huge".to_string()]);
-        let r = c.region(Cloud::Aws, "eu-central-1").unwrap();
-        assert_eq!(r.zones, vec!["eu-central-1a", "eu-central-1b"]);
+        assert_eq!(skipped, vec!["aws ap-southeast-4 x9.huge".to_string()]);
+        let r = c.region(Cloud::Aws, "ap-southeast-4").unwrap();
+        assert_eq!(r.zones, vec!["ap-southeast-4a", "ap-southeast-4b"]);
         assert!(c
-            .offering(Cloud::Aws, "eu-central-1", "g4dn.xlarge")
+            .offering(Cloud::Aws, "ap-southeast-4", "g4dn.xlarge")
             .is_some());
         let a = c
-            .availability(Cloud::Aws, "eu-central-1", "g4dn.xlarge")
+            .availability(Cloud::Aws, "ap-southeast-4", "g4dn.xlarge")
             .unwrap();
-        assert_eq!(a.zones.as_deref(), Some(&["eu-central-1b".to_string()][..]));
+        assert_eq!(
+            a.zones.as_deref(),
+            Some(&["ap-southeast-4b".to_string()][..])
+        );
         assert!(
             a.source.contains("DescribeInstanceTypeOfferings"),
             "{}",
@@ -262,7 +265,7 @@ mod tests {
             .all(|w| (w[0].cloud, &w[0].region, &w[0].instance_type)
                 < (w[1].cloud, &w[1].region, &w[1].instance_type)));
         // The built-in catalog is untouched.
-        assert!(base.region(Cloud::Aws, "eu-central-1").is_none());
+        assert!(base.region(Cloud::Aws, "ap-southeast-4").is_none());
     }
 
     #[test]
@@ -294,18 +297,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("gpuform-disc-{}", std::process::id()));
         let path = dir.join("prices.json");
         let mut live = LivePrices::default();
-        live.upsert_region(region("eu-central-1", &["eu-central-1a"], &[]));
+        live.upsert_region(region("ap-southeast-4", &["ap-southeast-4a"], &[]));
         live.save(&path).unwrap();
         assert_eq!(LivePrices::load(&path).unwrap(), live);
         let mut bad = region(
-            "eu-central-1",
-            &["eu-central-1a"],
-            &[("g4dn.xlarge", &["eu-central-1z"])],
+            "ap-southeast-4",
+            &["ap-southeast-4a"],
+            &[("g4dn.xlarge", &["ap-southeast-4z"])],
         );
         live.upsert_region(bad.clone());
         live.save(&path).unwrap();
         let e = LivePrices::load(&path).unwrap_err().to_string();
-        assert!(e.contains("eu-central-1z") && e.contains("hint"), "{e}");
+        assert!(e.contains("ap-southeast-4z") && e.contains("hint"), "{e}");
         bad.offerings.clear();
         bad.discovered_on = "today".into();
         live.upsert_region(bad);
