@@ -325,7 +325,7 @@ pub async fn refresh(
                             attrs: p.attrs.clone(),
                             deps: p.deps.clone(),
                             token: p.token.clone(),
-                            reported: o.reported(),
+                            reported: crate::state::document::Reported::of(&o),
                         },
                     );
                     cur.observed.insert(address.clone(), Some(o));
@@ -375,7 +375,7 @@ pub async fn refresh(
                 },
                 deps: wanted.map(|d| d.deps.clone()).unwrap_or_default(),
                 token: t.token.clone(),
-                reported: o.reported(),
+                reported: crate::state::document::Reported::of(o),
             };
             if cur.doc.resources.contains_key(&t.address) {
                 cur.strays
@@ -419,7 +419,7 @@ pub async fn refresh(
     for (address, o) in &cur.observed {
         if let (Some(o), Some(r)) = (o, cur.doc.resources.get_mut(address)) {
             if r.id == o.id {
-                r.reported = o.reported();
+                r.reported = crate::state::document::Reported::of(o);
             }
         }
     }

@@ -476,7 +476,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
                 attrs,
                 deps: c.deps.clone(),
                 token,
-                reported: observed.reported(),
+                reported: crate::state::document::Reported::of(&observed),
             };
             journal(
                 shared,

@@ -968,7 +968,7 @@ fn output(s: &StateArgs, json: bool) -> CmdResult {
             serde_json::json!({
                 "address": a, "id": r.id, "provider": r.provider, "region": r.region,
                 "zone": r.attrs.get("zone"), "instance_type": r.attrs.get("instance_type"),
-                "private_ip": r.reported.get("private_ip"),
+                "private_ip": r.reported.private_ip,
             })
         })
         .collect();
@@ -1043,7 +1043,6 @@ fn kubeconfig(a: &KubeconfigArgs) -> CmdResult {
         record
             .reported
             .get(k)
-            .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     };

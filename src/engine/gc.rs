@@ -127,7 +127,7 @@ pub async fn gc_plan(
                     attrs,
                     deps: BTreeMap::new(),
                     token: own.token.clone(),
-                    reported: o.reported(),
+                    reported: crate::state::document::Reported::of(&o),
                 },
             );
         }

@@ -76,11 +76,44 @@ pub struct Record {
     pub deps: BTreeMap<String, String>,
     /// The idempotency token it was created with.
     pub token: String,
-    /// What the cloud chose and reported when it was last seen (an
-    /// instance's `private_ip`: [`ResourceKind::reported_attrs`]), for
-    /// `gpuform output`. Never desired and never compared by a plan.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub reported: Attrs,
+    /// What the cloud chose and reported when it was last seen, for
+    /// `gpuform output` and `kubeconfig`. Never desired and never compared
+    /// by a plan.
+    #[serde(default, skip_serializing_if = "Reported::is_empty")]
+    pub reported: Reported,
+}
+
+/// The attributes of [`ResourceKind::reported_attrs`] a record keeps: typed
+/// fields, not a map, because every record of a 50k-resource state carries
+/// one (a map's first entry allocates a whole B-tree node, ~0.6 KB).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reported {
+    /// An instance's primary private IPv4 address in its subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_ip: Option<String>,
+}
+
+impl Reported {
+    /// What `o` reports of them.
+    pub fn of(o: &gpuform_provider::ObservedResource) -> Reported {
+        let text = |k: &str| o.attrs.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        Reported {
+            private_ip: text("private_ip"),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self == &Reported::default()
+    }
+
+    /// One by its attribute name (`private_ip`); `None` when not reported
+    /// or not one of them.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "private_ip" => self.private_ip.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// A create that was started and not (yet) known to have finished.

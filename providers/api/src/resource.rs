@@ -258,14 +258,3 @@ pub struct ObservedResource {
     /// Providers never return resources that are gone (terminated/deleted).
     pub status: String,
 }
-
-impl ObservedResource {
-    /// The attributes of [`ResourceKind::reported_attrs`] this observation has.
-    pub fn reported(&self) -> Attrs {
-        self.kind
-            .reported_attrs()
-            .iter()
-            .filter_map(|k| self.attrs.get(*k).map(|v| (k.to_string(), v.clone())))
-            .collect()
-    }
-}
