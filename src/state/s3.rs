@@ -704,9 +704,30 @@ async fn release(inner: Arc<Inner>) -> Result<(), StateError> {
         })
         .expect("lock serialises");
         let objects = inner.objects().await?;
-        let _ = objects
-            .put(&inner.lock_key, body, &Condition::IfMatch(held.etag))
-            .await;
+        // A renewal aborted while its PUT was in flight may have landed
+        // without this process hearing its new ETag: the release is then
+        // refused, and the lock would stay held until its lease ran out
+        // (a run right after this one was refused by a dead holder). So a
+        // refused release re-reads the lock and, while it is still ours
+        // (same generation, same holder), releases it under its ETag now.
+        let mut etag = held.etag;
+        for _ in 0..3 {
+            match objects
+                .put(&inner.lock_key, body.clone(), &Condition::IfMatch(etag))
+                .await
+            {
+                Ok(Put::Refused) => match inner.read_lock().await {
+                    Ok(Some((lock, now)))
+                        if lock.generation == held.generation
+                            && lock.holder.as_ref().is_some_and(|h| h.id == held.info.id) =>
+                    {
+                        etag = now
+                    }
+                    _ => break, // another run's now, or gone: nothing of ours
+                },
+                _ => break,
+            }
+        }
         Ok(())
     })
     .await;

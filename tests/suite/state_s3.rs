@@ -240,6 +240,41 @@ fn kill_9_of_the_holder_frees_the_state_after_its_lease_and_what_it_made_is_adop
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
 }
 
+/// A renewal whose PUT landed but whose answer never arrived (aborted as
+/// the apply ended) leaves the holder with an old ETag: its release must
+/// still free the lock, not leave it held for a whole lease (the next run
+/// was refused by a dead holder). The lock object is rewritten mid-apply,
+/// same holder and generation, as that renewal would have.
+#[test]
+fn a_release_after_a_renewal_whose_answer_was_lost_still_frees_the_lock() {
+    let Some(moto) = moto() else { return };
+    let r = rivals(&moto, "s3-release", 4, None);
+    let first = r.first_apply("latency=300ms", "the first apply's lock", || {
+        lock_holder_pid(&moto, &r.bucket, &r.project).is_some()
+    });
+    let key = format!("{}.lock.json", prefix(&r.project));
+    let mut lock: Value =
+        serde_json::from_slice(&object(&moto, &r.bucket, &key).expect("the lock")).unwrap();
+    lock["expires_ms"] = Value::from(lock["expires_ms"].as_u64().unwrap() + 1);
+    let st = curl()
+        .args(["-fsS", "-o", "/dev/null", "-X", "PUT"])
+        // (curl's default form type makes moto store an empty object)
+        .args(["-H", "Content-Type: application/json", "--data-binary"])
+        .arg(lock.to_string())
+        .arg(format!("{moto}/{}/{key}", r.bucket))
+        .status()
+        .unwrap();
+    assert!(st.success(), "rewrite the lock");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let body = object(&moto, &r.bucket, &key).expect("the lock");
+    let after: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&body)));
+    assert!(after["holder"].is_null(), "the lock is still held: {after}");
+    let next = r.b.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(next.status.code(), Some(0), "{}", text(&next));
+}
+
 #[test]
 fn a_holder_paused_past_its_lease_is_fenced_when_it_resumes() {
     let Some(moto) = moto() else { return };
