@@ -135,23 +135,6 @@ impl ClusterCas {
     }
 }
 
-/// Where a state's cluster credentials live: `.gpuform/p.state.json` →
-/// `.gpuform/p.secrets/`.
-pub fn secrets_dir(state_path: &Path) -> PathBuf {
-    let name = state_path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "state.json".into());
-    let stem = name
-        .strip_suffix(".state.json")
-        .or_else(|| name.strip_suffix(".json"))
-        .unwrap_or(&name);
-    state_path
-        .parent()
-        .unwrap_or(Path::new(""))
-        .join(format!("{stem}.secrets"))
-}
-
 fn file_of(dir: &Path, cluster: &str) -> PathBuf {
     dir.join(format!("{cluster}.k3s.json"))
 }
@@ -272,7 +255,7 @@ mod tests {
     #[test]
     fn secrets_sit_beside_the_state_privately() {
         assert_eq!(
-            secrets_dir(Path::new(".gpuform/p.state.json")),
+            crate::state::StateStore::new(".gpuform/p.state.json").secrets_dir(),
             Path::new(".gpuform/p.secrets")
         );
         let dir = tempfile::tempdir().unwrap();

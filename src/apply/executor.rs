@@ -526,7 +526,9 @@ async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Resul
                 ))
             })?,
             Placeholder::Secret(name) => {
-                let cluster = c.address.split('.').nth(1).unwrap_or_default();
+                let cluster = crate::address::Address::new(&c.address)
+                    .cluster()
+                    .unwrap_or_default();
                 let dir = shared.secrets_dir.as_deref().ok_or_else(|| {
                     format!("{}: no secret store to take `{name}` from", c.address)
                 })?;

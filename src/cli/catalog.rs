@@ -1,7 +1,8 @@
 //! `gpuform catalog refresh`: arguments and output; the work is
 //! [`crate::engine::catalog`].
 
-use super::out::{errln, outln};
+use super::credentials::{apis_with_credentials, credentials_hint};
+use super::out::outln;
 use super::{CmdResult, Failure};
 use crate::engine::catalog::{refresh_catalog, CatalogRefresh};
 use clap::{Args, Subcommand};
@@ -64,20 +65,6 @@ pub async fn catalog_cmd(c: CatalogCommand, quiet: bool) -> CmdResult {
     }
 }
 
-/// What to set for a cloud's credentials, when its provider says they are missing.
-fn credentials_hint(cloud: Cloud) -> &'static str {
-    match cloud {
-        Cloud::Aws => {
-            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), as for the aws CLI"
-        }
-        Cloud::Alibaba => "set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET",
-        Cloud::Tencent => "set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY",
-        Cloud::Huawei => {
-            "set HUAWEICLOUD_SDK_AK, HUAWEICLOUD_SDK_SK and HUAWEICLOUD_SDK_PROJECT_ID"
-        }
-    }
-}
-
 async fn refresh_cmd(a: CatalogRefreshArgs, quiet: bool) -> CmdResult {
     let explicit = !a.clouds.is_empty();
     let mut clouds: Vec<Cloud> = Vec::new();
@@ -92,29 +79,11 @@ async fn refresh_cmd(a: CatalogRefreshArgs, quiet: bool) -> CmdResult {
     if clouds.is_empty() {
         clouds = Cloud::ALL.to_vec();
     }
-    let mut apis: Vec<(Cloud, Arc<dyn CatalogApi>)> = Vec::new();
-    for cloud in clouds {
-        match crate::providers::catalog_api(cloud).await {
-            Ok(api) => apis.push((cloud, api)),
-            Err(e) if e.kind == ErrorKind::Auth && !explicit => {
-                if !quiet {
-                    errln!("skipping {cloud}: {}", e.message);
-                }
-            }
-            Err(e) if e.kind == ErrorKind::Auth => {
-                return Err(Failure(format!(
-                    "{cloud}: {e}\n  hint: {}",
-                    credentials_hint(cloud)
-                )))
-            }
-            Err(e) => return Err(Failure(format!("{cloud}: {e}"))),
-        }
-    }
-    if apis.is_empty() {
-        return Err(Failure(
-            "no cloud has credentials set: nothing to refresh\n  hint: set a cloud's credentials (see `gpuform catalog refresh --help`) or name one with --cloud".into(),
-        ));
-    }
+    let apis: Vec<(Cloud, Arc<dyn CatalogApi>)> =
+        apis_with_credentials(clouds, explicit, quiet, "catalog refresh", |cloud| {
+            crate::providers::catalog_api(cloud)
+        })
+        .await?;
     let req = CatalogRefresh {
         regions: a.regions.clone(),
         today: crate::clock::today(),

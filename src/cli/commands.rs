@@ -1057,7 +1057,7 @@ fn kubeconfig(a: &KubeconfigArgs) -> CmdResult {
             if a.address == "auto" { "reported" } else { a.address.as_str() }
         ))
     })?;
-    let dir = crate::k8s::secrets_dir(store.path());
+    let dir = store.secrets_dir();
     let cas = crate::k8s::load(&dir, &a.cluster)
         .map_err(Failure)?
         .ok_or_else(|| {

@@ -5,6 +5,7 @@ pub mod args;
 mod audit;
 pub mod catalog;
 mod commands;
+mod credentials;
 pub(crate) mod out;
 pub mod portability;
 pub mod prices;

@@ -1,12 +1,13 @@
 //! `gpuform prices refresh`: arguments and output; the work is
 //! [`crate::engine::prices`].
 
+use super::credentials::apis_with_credentials;
 use super::out::{errln, outln};
 use super::{CmdResult, Failure};
 use crate::engine::prices::{refresh_prices, targets, PriceEvent, PriceRefresh};
 use clap::{Args, Subcommand};
 use gpuform_catalog::Cloud;
-use gpuform_provider::{ErrorKind, PriceApi};
+use gpuform_provider::PriceApi;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -93,24 +94,11 @@ async fn refresh_cmd(a: RefreshArgs, quiet: bool) -> CmdResult {
     };
     // Check the whole request against the catalog before any call.
     targets(catalog, &req).map_err(|e| Failure(e.to_string()))?;
-    let mut apis: Vec<(Cloud, Arc<dyn PriceApi>)> = Vec::new();
-    for cloud in clouds {
-        match crate::providers::price_api(cloud).await {
-            Ok(api) => apis.push((cloud, api)),
-            // Without --cloud, a cloud without credentials is skipped.
-            Err(e) if !explicit && e.kind == ErrorKind::Auth => {
-                if !quiet {
-                    errln!("skipping {cloud}: {}", e.message);
-                }
-            }
-            Err(e) => return Err(Failure(format!("{cloud}: {e}"))),
-        }
-    }
-    if apis.is_empty() {
-        return Err(Failure(
-            "no cloud has credentials set: nothing to refresh\n  hint: set a cloud's credentials (see `gpuform prices refresh --help`) or name one with --cloud".into(),
-        ));
-    }
+    let apis: Vec<(Cloud, Arc<dyn PriceApi>)> =
+        apis_with_credentials(clouds, explicit, quiet, "prices refresh", |cloud| {
+            crate::providers::price_api(cloud)
+        })
+        .await?;
     req.clouds = apis.iter().map(|(c, _)| *c).collect();
     let todo = targets(catalog, &req).map_err(|e| Failure(e.to_string()))?;
     let report = refresh_prices(&apis, &todo, &req, |ev| {

@@ -593,7 +593,7 @@ pub async fn apply_plan(
     }
     let mut opts = opts.clone();
     if opts.secrets_dir.is_none() {
-        opts.secrets_dir = Some(crate::k8s::secrets_dir(locked.store.path()));
+        opts.secrets_dir = Some(locked.store.secrets_dir());
     }
     let (mut doc, report) = execute(plan, doc, journal, providers, &opts, cancel).await?;
     if locked.store.is_remote() {

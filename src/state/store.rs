@@ -96,6 +96,21 @@ impl StateStore {
         self.sibling(".backup")
     }
 
+    /// Where the k3s clusters' credentials of this state live (`crate::k8s`):
+    /// `.gpuform/p.state.json` → `.gpuform/p.secrets/`, beside it, never in it.
+    pub fn secrets_dir(&self) -> PathBuf {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "state.json".into());
+        let stem = name
+            .strip_suffix(".state.json")
+            .or_else(|| name.strip_suffix(".json"))
+            .unwrap_or(&name);
+        self.path.with_file_name(format!("{stem}.secrets"))
+    }
+
     /// The directory holding the local files (and, by default, the sandbox cloud).
     pub fn dir(&self) -> PathBuf {
         parent_dir(&self.path)
