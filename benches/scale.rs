@@ -196,59 +196,149 @@ fn print_size(target: usize, s: &Size) {
     );
 }
 
-/// The plan's critical path in calls: the longest chain of dependent
-/// operations, computed from the plan's own `deps` (address → addresses),
-/// independently of the engine's graph code. Each operation weighs the calls
-/// the sandbox makes for it: creating a volume or a firewall takes two, as on
-/// the clouds (create, then attach / authorize), everything else one.
-fn critical_path_calls(plan: &serde_json::Value) -> usize {
+/// How long the sandbox takes for each step of an apply: every API call
+/// `call`; an instance's create also `boot` (its time to running), a new
+/// volume's also `disk` (its time to available).
+#[derive(Clone, Copy)]
+struct Profile {
+    call: Duration,
+    boot: Duration,
+    disk: Duration,
+}
+
+impl Profile {
+    fn faults(&self) -> String {
+        format!(
+            "latency={}ms,boot={}ms,disk={}ms",
+            self.call.as_millis(),
+            self.boot.as_millis(),
+            self.disk.as_millis()
+        )
+    }
+}
+
+/// The plan's physical critical path: the longest chain of steps that must
+/// follow one another, computed from the plan's own `deps` (address →
+/// addresses), independently of the engine's graph code, with the steps the
+/// clouds allow: a volume is created in its zone (its instance not needed)
+/// and attached once both exist; a firewall's group is created, then its
+/// rules, while instances need only the group. Each step weighs its calls,
+/// plus the instance's boot and the disk's wait for creates.
+fn critical_path(plan: &serde_json::Value, p: Profile) -> Duration {
     let changes = plan["changes"].as_array().expect("changes");
-    let ops: HashMap<&str, (usize, Vec<&str>)> = changes
-        .iter()
-        .filter(|c| c["action"] != "no-op")
-        .map(|c| {
-            let ds = c["deps"]
-                .as_object()
-                .map(|m| m.values().filter_map(|v| v.as_str()).collect())
-                .unwrap_or_default();
-            let two_step = c["action"] == "create"
-                && matches!(c["kind"].as_str(), Some("volume" | "firewall"));
-            let calls = if two_step { 2 } else { 1 };
-            (c["address"].as_str().expect("address"), (calls, ds))
-        })
-        .collect();
-    fn longest<'a>(
-        a: &'a str,
-        ops: &HashMap<&'a str, (usize, Vec<&'a str>)>,
-        memo: &mut HashMap<&'a str, usize>,
-    ) -> usize {
-        if let Some(&d) = memo.get(a) {
+    // (address, step) → (duration, steps it waits for); `ready` is what a
+    // dependent of an address waits for.
+    let mut steps: HashMap<(String, &str), (Duration, Vec<(String, &str)>)> = HashMap::new();
+    let mut ready: HashMap<String, (String, &str)> = HashMap::new();
+    for c in changes.iter().filter(|c| c["action"] != "no-op") {
+        let a = c["address"].as_str().expect("address").to_string();
+        let deps: Vec<(&str, String)> = c["deps"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(r, v)| Some((r.as_str(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let creates = matches!(c["action"].as_str(), Some("create" | "replace"));
+        let kind = c["kind"].as_str().unwrap_or_default();
+        let rules = c["after"]["ingress"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty());
+        let dep_steps = |skip: Option<&str>| -> Vec<(String, &str)> {
+            deps.iter()
+                .filter(|(r, _)| Some(*r) != skip)
+                .map(|(_, d)| (d.clone(), "ready"))
+                .collect()
+        };
+        let first = (a.clone(), "create");
+        match (creates, kind) {
+            (true, "volume") if deps.iter().any(|(r, _)| *r == "instance") => {
+                steps.insert(
+                    first.clone(),
+                    (p.call + p.disk, dep_steps(Some("instance"))),
+                );
+                let instance = deps
+                    .iter()
+                    .find(|(r, _)| *r == "instance")
+                    .expect("instance");
+                let attach = (a.clone(), "attach");
+                steps.insert(
+                    attach.clone(),
+                    (p.call, vec![first, (instance.1.clone(), "ready")]),
+                );
+                ready.insert(a, attach);
+            }
+            (true, "firewall") if rules => {
+                steps.insert(first.clone(), (p.call, dep_steps(None)));
+                steps.insert((a.clone(), "rules"), (p.call, vec![first.clone()]));
+                ready.insert(a, first);
+            }
+            _ => {
+                let took = match (creates, kind) {
+                    (true, "instance") => p.call + p.boot,
+                    (true, "volume") => p.call + p.disk,
+                    _ => p.call,
+                };
+                steps.insert(first.clone(), (took, dep_steps(None)));
+                ready.insert(a, first);
+            }
+        }
+    }
+    fn longest(
+        s: &(String, &'static str),
+        steps: &HashMap<(String, &'static str), (Duration, Vec<(String, &'static str)>)>,
+        ready: &HashMap<String, (String, &'static str)>,
+        memo: &mut HashMap<(String, &'static str), Duration>,
+    ) -> Duration {
+        if let Some(&d) = memo.get(s) {
             return d;
         }
-        let (calls, deps) = &ops[a];
-        let d = calls
-            + deps
-                .iter()
-                .filter(|d| ops.contains_key(*d))
-                .map(|d| longest(d, ops, memo))
-                .max()
-                .unwrap_or(0);
-        memo.insert(a, d);
+        let (took, deps) = &steps[s];
+        let before = deps
+            .iter()
+            .filter_map(|d| match d.1 {
+                // A dependency's "ready" step, if it changes in this plan.
+                "ready" => ready.get(&d.0).cloned(),
+                _ => Some(d.clone()),
+            })
+            .map(|d| longest(&d, steps, ready, memo))
+            .max()
+            .unwrap_or_default();
+        let d = *took + before;
+        memo.insert(s.clone(), d);
         d
     }
     let mut memo = HashMap::new();
-    ops.keys()
-        .map(|a| longest(a, &ops, &mut memo))
+    steps
+        .keys()
+        .map(|s| longest(s, &steps, &ready, &mut memo))
         .max()
-        .unwrap_or(0)
+        .unwrap_or_default()
 }
 
-/// Latency scenario: 0.5 s per API call, ~500 resources, default settings.
+/// The fixed-latency scenario: 0.5 s per API call, nothing else.
+const FIXED: Profile = Profile {
+    call: CALL_LATENCY,
+    boot: Duration::ZERO,
+    disk: Duration::ZERO,
+};
+
+/// The shape of an apply on AWS at a tenth of its time: the sandbox's
+/// `profile=aws` (an instance 16 s from its create call to running, a new
+/// disk 5 s to available) and ~150 ms API calls, all divided by 10 so the
+/// benchmark takes seconds.
+const AWS_TENTH: Profile = Profile {
+    call: Duration::from_millis(15),
+    boot: Duration::from_millis(1600),
+    disk: Duration::from_millis(500),
+};
+
+/// An apply of ~500 resources at default settings under `profile`.
 /// Returns (DAG walk, critical path, resources).
-fn latency_scenario() -> (Duration, Duration, usize) {
+fn latency_scenario(profile: Profile) -> (Duration, Duration, usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("spec.yaml"), spec(5, 48)).expect("write spec");
-    let faults = format!("latency={}ms", CALL_LATENCY.as_millis());
     let apply = gpuform(
         dir.path(),
         &[
@@ -258,13 +348,29 @@ fn latency_scenario() -> (Duration, Duration, usize) {
             "--auto-approve",
             "--json",
         ],
-        Some(&faults),
+        Some(&profile.faults()),
     );
     let v: serde_json::Value = serde_json::from_str(&apply.stdout).expect("apply json");
     let n = v["plan"]["changes"].as_array().map_or(0, Vec::len);
-    let calls = critical_path_calls(&v["plan"]);
+    let critical = critical_path(&v["plan"], profile);
     let walk = Duration::from_millis(v["elapsed_ms"].as_u64().expect("elapsed_ms"));
-    (walk, CALL_LATENCY * calls as u32, n)
+    (walk, critical, n)
+}
+
+/// The latency scenarios, named as printed.
+fn scenarios() -> [(String, Profile); 2] {
+    [
+        (format!("{} ms per call", CALL_LATENCY.as_millis()), FIXED),
+        (
+            format!(
+                "AWS at 1/10 time ({} ms per call, boot {} ms, disk {} ms)",
+                AWS_TENTH.call.as_millis(),
+                AWS_TENTH.boot.as_millis(),
+                AWS_TENTH.disk.as_millis()
+            ),
+            AWS_TENTH,
+        ),
+    ]
 }
 
 fn main() {
@@ -317,14 +423,15 @@ fn main() {
         );
     }
     if only.is_none() || only == Some(500) {
-        let (walk, critical, n) = latency_scenario();
-        println!(
-            "latency {} ms/call, {n} resources, default parallelism: DAG walk {:.0} ms = {:.2} × the critical path ({:.0} ms) (target ≤ {LATENCY_TARGET_RATIO})",
-            CALL_LATENCY.as_millis(),
-            ms(walk),
-            walk.as_secs_f64() / critical.as_secs_f64(),
-            ms(critical)
-        );
+        for (name, profile) in scenarios() {
+            let (walk, critical, n) = latency_scenario(profile);
+            println!(
+                "latency, {name}, {n} resources, default parallelism: apply {:.0} ms = {:.2} × the physical critical path ({:.0} ms) (target ≤ {LATENCY_TARGET_RATIO})",
+                ms(walk),
+                walk.as_secs_f64() / critical.as_secs_f64(),
+                ms(critical)
+            );
+        }
     }
 }
 
@@ -416,16 +523,17 @@ fn check() -> i32 {
         large.apply.max_rss_kib as f64 * 1024.0 / 1e6,
         APPLY_10K_MAX_RSS_BYTES / 1e6,
     );
-    let (walk, critical, n) = latency_scenario();
-    bound(
-        format!(
-            "latency scenario ({n} resources, {} ms/call, default parallelism): DAG walk / critical path of {:.0} ms",
-            CALL_LATENCY.as_millis(),
-            ms(critical)
-        ),
-        walk.as_secs_f64() / critical.as_secs_f64(),
-        LATENCY_MAX_RATIO,
-    );
+    for (name, profile) in scenarios() {
+        let (walk, critical, n) = latency_scenario(profile);
+        bound(
+            format!(
+                "latency, {name} ({n} resources, default parallelism): apply / physical critical path of {:.0} ms",
+                ms(critical)
+            ),
+            walk.as_secs_f64() / critical.as_secs_f64(),
+            LATENCY_MAX_RATIO,
+        );
+    }
     println!(
         "(absolute targets on the project's 2-core machine, not checked here: no-op plan 5k ≤ {NOOP_PLAN_5K_TARGET_MS} ms, re-plan 50k ≤ {REPLAN_50K_TARGET_MS} ms, latency ≤ {LATENCY_TARGET_RATIO} × critical path; see `cargo bench --bench scale`)"
     );

@@ -1,6 +1,6 @@
 //! The concurrent DAG walk.
 
-use super::graph::{build_graph, Op, OpKind};
+use super::graph::{build_graph, finish_step, Finish, Op, OpKind};
 use super::progress::{ApplyProgress, Silent};
 use crate::plan::{Plan, ResourceChange};
 use crate::providers::Providers;
@@ -60,6 +60,13 @@ pub enum OpOutcome {
         id: String,
     },
     Deleted,
+    /// The second step of a split create (a volume attached, a firewall's
+    /// rules authorized): the resource was counted when it was created.
+    Completed {
+        id: String,
+        /// What the step did: "attached to i-…", "rules authorized".
+        done: String,
+    },
     Failed {
         error: String,
         /// The neutral kind when a provider refused (capacity drives failover).
@@ -97,7 +104,10 @@ impl ApplyReport {
             && self.outcomes.iter().all(|(_, _, o)| {
                 matches!(
                     o,
-                    OpOutcome::Created { .. } | OpOutcome::Updated { .. } | OpOutcome::Deleted
+                    OpOutcome::Created { .. }
+                        | OpOutcome::Updated { .. }
+                        | OpOutcome::Completed { .. }
+                        | OpOutcome::Deleted
                 )
             })
     }
@@ -252,6 +262,8 @@ pub async fn execute(
             OpKind::Update => "update",
             OpKind::Delete => "delete",
             OpKind::Detach => "detach",
+            OpKind::Finish(Finish::Attach) => "attach",
+            OpKind::Finish(Finish::Authorize) => "authorize",
         };
         report
             .outcomes
@@ -290,6 +302,8 @@ fn verb(kind: OpKind) -> &'static str {
         OpKind::Update => "updating",
         OpKind::Delete => "deleting",
         OpKind::Detach => "detaching",
+        OpKind::Finish(Finish::Attach) => "attaching",
+        OpKind::Finish(Finish::Authorize) => "authorizing rules of",
     }
 }
 
@@ -298,6 +312,7 @@ fn describe(o: &OpOutcome) -> String {
         OpOutcome::Created { id } => format!("created {id}"),
         OpOutcome::Updated { id } => format!("updated {id}"),
         OpOutcome::Deleted => "deleted".into(),
+        OpOutcome::Completed { id, done } => format!("{done} ({id})"),
         OpOutcome::Failed { error, .. } => format!("failed: {error}"),
         OpOutcome::Skipped { because } => format!("skipped ({because})"),
         OpOutcome::NotStarted => "not started".into(),
@@ -311,6 +326,7 @@ async fn run_op(shared: &Shared, op: &Op) -> Result<OpOutcome, OpError> {
         OpKind::Update => update(shared, change).await,
         OpKind::Delete => delete(shared, change).await,
         OpKind::Detach => detach(shared, change).await,
+        OpKind::Finish(f) => finish(shared, change, f).await,
     }
 }
 
@@ -362,7 +378,15 @@ async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
 
 async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, &c.provider).await?;
-    let attrs = c.after.clone().unwrap_or_default();
+    let mut attrs = c.after.clone().unwrap_or_default();
+    // A split create's first step (`graph::finish_step`): a firewall
+    // without its rules, a volume without its instance. What is recorded is
+    // what was asked for, so a kill before the second step leaves a diff.
+    let finish = finish_step(c);
+    if finish == Some(Finish::Authorize) {
+        attrs.insert("ingress".into(), serde_json::Value::Array(Vec::new()));
+    }
+    let deferred = finish.and_then(Finish::deferred_role);
     // A rendered bootstrap is sent, never kept: the plan carries it once by
     // its hash, the journal and state get the hash only, and its
     // placeholders (join token, server address) are filled for this call alone.
@@ -382,7 +406,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let mut refs = BTreeMap::new();
     {
         let doc = shared.doc.lock().expect("state lock");
-        for (role, dep) in &c.deps {
+        for (role, dep) in c.deps.iter().filter(|(r, _)| Some(r.as_str()) != deferred) {
             let id = doc
                 .resources
                 .get(dep)
@@ -448,6 +472,12 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     )
     .await?;
     let mut sent = attrs.clone();
+    if finish == Some(Finish::Authorize) {
+        sent.insert(
+            gpuform_provider::request::BARE.into(),
+            serde_json::Value::Bool(true),
+        );
+    }
     if let Some(doc) = user_data {
         sent.insert("user_data".into(), serde_json::Value::String(doc));
     }
@@ -665,6 +695,66 @@ async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let address = super::graph::moved_address(c).unwrap_or_else(|| c.address.clone());
     journal(shared, JournalEntry::Removed { address }).await?;
     Ok(OpOutcome::Deleted)
+}
+
+/// The second step of a split create: the attribute its first step left
+/// out, set by an update of the resource just made (its id is in state by
+/// now). An attachment is observed, never recorded; rules are recorded.
+async fn finish(shared: &Shared, c: &ResourceChange, f: Finish) -> Result<OpOutcome, OpError> {
+    let p = provider(shared, &c.provider).await?;
+    let (mut record, value) = {
+        let doc = shared.doc.lock().expect("state lock");
+        let record = doc
+            .resources
+            .get(&c.address)
+            .cloned()
+            .ok_or_else(|| format!("{} has no id yet", c.address))?;
+        let value = match f {
+            Finish::Attach => {
+                let instance = c.deps.get("instance").ok_or("attach without an instance")?;
+                let r = doc
+                    .resources
+                    .get(instance)
+                    .ok_or_else(|| format!("{instance} has no id yet"))?;
+                serde_json::Value::String(r.id.clone())
+            }
+            Finish::Authorize => c
+                .after
+                .as_ref()
+                .and_then(|a| a.get("ingress"))
+                .cloned()
+                .unwrap_or(serde_json::Value::Array(Vec::new())),
+        };
+        (record, value)
+    };
+    let changes: gpuform_provider::Attrs = [(f.attr().to_string(), value.clone())]
+        .into_iter()
+        .collect();
+    let scope = Scope {
+        region: c.region.clone(),
+    };
+    call(shared, &c.provider, || {
+        p.update(&scope, c.kind, &record.id, &changes)
+    })
+    .await
+    .map_err(OpError::from)?;
+    let id = record.id.clone();
+    let done = match (f, value.as_str()) {
+        (Finish::Attach, Some(instance)) => format!("attached to {instance}"),
+        _ => "rules authorized".to_string(),
+    };
+    if f == Finish::Authorize {
+        record.attrs.insert(f.attr().into(), value);
+        journal(
+            shared,
+            JournalEntry::Recorded {
+                address: c.address.clone(),
+                record,
+            },
+        )
+        .await?;
+    }
+    Ok(OpOutcome::Completed { id, done })
 }
 
 /// Detaches a kept volume before its instance is replaced (its update

@@ -656,9 +656,14 @@ fn a_failed_resource_stops_only_its_dependents() {
         .collect();
     assert_eq!(nodes.len(), 1, "one trainer node fits the quota: {nodes:?}");
     let failed = if nodes[0].ends_with("[0]") { 1 } else { 0 };
+    // The volume needs only its zone to be made; attaching it needs the node.
     assert!(
-        err.contains(&format!("skipped: create cluster.trainer.volume[{failed}]")),
-        "its dependent is skipped:\n{err}"
+        err.contains(&format!("skipped: attach cluster.trainer.volume[{failed}]")),
+        "its dependent step is skipped:\n{err}"
+    );
+    assert!(
+        !err.contains("skipped: create cluster.trainer.volume"),
+        "a volume's create does not wait for its node:\n{err}"
     );
     assert!(
         recorded.contains_key("cluster.inference.node[0]"),

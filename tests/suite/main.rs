@@ -8,6 +8,7 @@ mod remote_state;
 mod support;
 
 mod alibaba_docs;
+mod apply_steps;
 mod audit_buckets;
 mod audit_gc;
 #[cfg(feature = "aws")]

@@ -166,8 +166,11 @@ impl NetworkApi for AlibabaProvider {
         // these two calls leaves a tagged group without the spec's rules:
         // adoption finds it, its observed `ingress` differs from the
         // desired one, and the next plan updates it in place.
-        self.sync_rules(region, &id, &req.spec.ingress, true)
-            .await?;
+        // Bare: the rules come by update_ingress (the engine's split create).
+        if !req.spec.bare {
+            self.sync_rules(region, &id, &req.spec.ingress, true)
+                .await?;
+        }
         self.read_one(region, ResourceKind::Firewall, &id).await
     }
 

@@ -82,7 +82,16 @@ pub struct FirewallSpec {
     /// Provider id of the network.
     pub network: String,
     pub ingress: Vec<IngressRule>,
+    /// The group only, with no rule at all (not even the members' rule):
+    /// its rules come with an update of `ingress`, so that instances, which
+    /// need only the group, are not kept waiting for them (the create
+    /// attribute [`BARE`], set by the engine's split create).
+    pub bare: bool,
 }
+
+/// A firewall create attribute: `true` makes the group without its rules
+/// (see [`FirewallSpec::bare`]). Sent, never recorded.
+pub const BARE: &str = "bare";
 
 /// How a placement group places its members.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,6 +333,7 @@ impl Desired {
                 FirewallSpec {
                     network: r.required_ref("network")?,
                     ingress: IngressRule::parse_list(req.attrs.get("ingress"))?,
+                    bare: r.bool(BARE)?.unwrap_or(false),
                 },
             )),
             ResourceKind::Placement => Desired::Placement(create(

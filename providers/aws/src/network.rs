@@ -59,6 +59,7 @@ impl NetworkApi for AwsProvider {
         let FirewallSpec {
             network: vpc,
             ingress,
+            bare,
         } = &req.spec;
         let own = &req.ownership;
         let name = derived_name(own);
@@ -101,9 +102,12 @@ impl NetworkApi for AwsProvider {
             }
             Err(e) => return Err(map_sdk("CreateSecurityGroup", Op::Create, e)),
         };
-        let mut perms = vec![self_permission(&group_id)];
-        perms.extend(ingress.iter().map(to_permission));
-        authorize(&c, &group_id, perms).await?;
+        // Bare: the rules, the members' one included, come by update_ingress.
+        if !bare {
+            let mut perms = vec![self_permission(&group_id)];
+            perms.extend(ingress.iter().map(to_permission));
+            authorize(&c, &group_id, perms).await?;
+        }
         let g = describe_groups(&c, by_id("group-id", &group_id)).await?;
         let g = g
             .first()

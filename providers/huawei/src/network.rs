@@ -152,6 +152,7 @@ impl NetworkApi for HuaweiProvider {
         let FirewallSpec {
             network: vpc,
             ingress,
+            bare,
         } = &req.spec;
         let (region, pid, name, tag_list) = creating(self, req)?;
         let in_vpc = [("vpc_id", vpc.as_str())];
@@ -163,7 +164,10 @@ impl NetworkApi for HuaweiProvider {
         let id = s(&sg, "id");
         let base = format!("/v2.0/{pid}/security-groups/{id}");
         tags::tag_action(self, Service::Vpc, region, &base, "create", &tag_list).await?;
-        sync_rules(self, region, pid, &sg, ingress).await?;
+        // Bare: the rules come by update_ingress (the engine's split create).
+        if !bare {
+            sync_rules(self, region, pid, &sg, ingress).await?;
+        }
         read_one(self, region, ResourceKind::Firewall, &id).await
     }
 

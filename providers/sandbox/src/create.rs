@@ -98,15 +98,31 @@ pub(crate) fn create(
             gpus = ty.gpu_count;
             zone = Some(z.to_string());
         }
+        // CreateVolume takes a zone; an instance only says where to attach
+        // it afterwards (and gives the zone when none is named).
         Desired::Volume(c) => {
-            let instance_id = required_ref(cloud, kind, c.spec.instance.as_deref(), "instance")?;
-            let instance = refer("instance", instance_id)?;
-            if let Some(z) = c.spec.zone.as_deref() {
-                checks::in_zone(cloud, Code::Zone, instance, z, |theirs| {
-                    format!("the volume's zone {z} is not its instance's zone {theirs}")
-                })?;
+            match (c.spec.instance.as_deref(), c.spec.zone.as_deref()) {
+                (Some(instance_id), z) => {
+                    let instance = refer("instance", instance_id)?;
+                    if let Some(z) = z {
+                        checks::in_zone(cloud, Code::Zone, instance, z, |theirs| {
+                            format!("the volume's zone {z} is not its instance's zone {theirs}")
+                        })?;
+                    }
+                    zone = instance.zone.as_deref().map(str::to_string);
+                }
+                (None, Some(z)) => {
+                    checks::zone(cloud, reg, z)?;
+                    zone = Some(z.to_string());
+                }
+                (None, None) => {
+                    return Err(invalid(
+                        cloud,
+                        Code::Missing,
+                        "a volume needs `zone`, or an `instance` ref to take it from",
+                    ))
+                }
             }
-            zone = instance.zone.as_deref().map(str::to_string);
             checks::volume_size(cloud, c.spec.size_gb, None)?;
         }
         Desired::Bucket(c) => checks::bucket_name(view, cloud, &c.spec.name)?,
@@ -131,6 +147,7 @@ pub(crate) fn create(
         }
         ResourceKind::Firewall => {
             stored.remove("ingress");
+            stored.remove(gpuform_provider::request::BARE);
             stored.insert(MEMBERS_KEY.into(), Value::Bool(false));
         }
         // The size is the spec's estimate: a cloud never reports it.

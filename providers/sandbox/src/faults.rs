@@ -10,7 +10,21 @@ pub const FAULTS_ENV: &str = "GPUFORM_SANDBOX_FAULTS";
 const ACCEPTED: &str = "latency=<duration: 50ms, 1s, 250us, 0>, throttle=<probability 0..1>, \
 fail=<probability 0..1>, capacity=<instance type or *>@<zone or *> (repeatable), \
 crash_after=<call number >= 1>, seed=<unsigned integer>, quota_gpus=<unsigned integer>, \
-rate=<calls per second > 0>";
+rate=<calls per second > 0>, boot=<duration>, disk=<duration>, profile=aws";
+
+/// Named latency profiles: how long a cloud takes, after its create call,
+/// to make an instance running (`boot`) and a new disk usable (`disk`).
+/// Only AWS has sourced figures so far; a profile is never made up.
+///
+/// - `aws`, boot 16 s: EC2 pending → running measured at 16.4–16.6 s across
+///   t3/m6i/m7i/c7i/r7i families (brevdev/ec2-coldboot-research, 2025; the
+///   API call itself 19% and pending → running 69% of a 25.8 s launch);
+///   Colin Percival's ec2-boot-bench measured 4.9 s on c5.xlarge in 2021
+///   (daemonology.net, 2021-08-12). Disk 5 s: an empty EBS volume is
+///   `creating` for a few seconds before `available` (gpuform's AWS
+///   provider polls it every second for up to a minute).
+const PROFILES: [(&str, Duration, Duration); 1] =
+    [("aws", Duration::from_secs(16), Duration::from_secs(5))];
 
 /// Faults the sandbox injects. `Default` injects none.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -34,6 +48,11 @@ pub struct Faults {
     /// API rate limit: advertised to the engine and enforced (calls beyond it
     /// are throttled). `None`: effectively unlimited.
     pub rate_per_second: Option<f64>,
+    /// How long an instance takes from its create call to running: every
+    /// provider waits for that before its create returns (`profile=`).
+    pub boot: Duration,
+    /// How long a new disk takes to become usable (`available`).
+    pub disk: Duration,
 }
 
 impl Faults {
@@ -60,6 +79,8 @@ impl Faults {
     pub fn parse(s: &str) -> Result<Faults, SandboxError> {
         let mut f = Faults::default();
         let mut seen: Vec<&str> = Vec::new();
+        // A profile's figures, unless `boot=` or `disk=` says otherwise.
+        let (mut boot, mut disk, mut profile) = (None, None, None);
         for raw in s.split(',') {
             let item = raw.trim();
             if item.is_empty() {
@@ -83,6 +104,18 @@ impl Faults {
             }
             match key {
                 "latency" => f.latency = parse_duration(value).map_err(err)?,
+                "boot" => boot = Some(parse_duration(value).map_err(err)?),
+                "disk" => disk = Some(parse_duration(value).map_err(err)?),
+                "profile" => {
+                    let found = PROFILES.iter().find(|(name, _, _)| *name == value);
+                    profile = Some(found.ok_or_else(|| {
+                        let names: Vec<&str> = PROFILES.iter().map(|p| p.0).collect();
+                        err(format!(
+                            "unknown profile `{value}`; profiles: {}",
+                            names.join(", ")
+                        ))
+                    })?);
+                }
                 "throttle" => f.throttle_rate = parse_probability(value).map_err(err)?,
                 "fail" => f.fail_rate = parse_probability(value).map_err(err)?,
                 "capacity" => {
@@ -136,6 +169,8 @@ impl Faults {
                 }
             }
         }
+        f.boot = boot.or(profile.map(|p| p.1)).unwrap_or_default();
+        f.disk = disk.or(profile.map(|p| p.2)).unwrap_or_default();
         Ok(f)
     }
 
@@ -226,13 +261,31 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_sets_boot_and_disk_unless_they_are_given() {
+        let f = Faults::parse("profile=aws").expect("parses");
+        assert_eq!(
+            (f.boot, f.disk),
+            (Duration::from_secs(16), Duration::from_secs(5))
+        );
+        let f = Faults::parse("boot=2s,profile=aws").expect("parses");
+        assert_eq!(
+            (f.boot, f.disk),
+            (Duration::from_secs(2), Duration::from_secs(5))
+        );
+        let f = Faults::parse("disk=1s").expect("parses");
+        assert_eq!((f.boot, f.disk), (Duration::ZERO, Duration::from_secs(1)));
+    }
+
+    #[test]
     fn capacity_without_zone_means_every_zone() {
         let f = Faults::parse("capacity=p5.48xlarge").expect("parses");
         assert!(f.no_capacity("p5.48xlarge", "us-west-2b"));
     }
 
     /// Each bad spec and what its error must say.
-    const BAD: [(&str, &[&str]); 13] = [
+    const BAD: [(&str, &[&str]); 15] = [
+        ("profile=gcp", &["profile=gcp", "unknown profile", "aws"]),
+        ("boot=soon", &["boot=soon", "50ms"]),
         (
             "latency=50ms,bogus=1",
             &["bogus=1", "unknown fault", "throttle="],

@@ -18,6 +18,9 @@
 //! | `seed=N` | seed of the RNG behind `throttle` and `fail` |
 //! | `quota_gpus=N` | GPUs per region and mirrored cloud; beyond it `Quota` |
 //! | `rate=R` | calls per second: advertised by `rate_limit()` and enforced (`Throttled`) |
+//! | `boot=16s` | an instance's create returns this long after its call: the time to `running`, which every provider waits out |
+//! | `disk=5s` | a volume's create returns this long after its call: the time a new disk takes to be `available` |
+//! | `profile=aws` | `boot` and `disk` as measured on that cloud (sources in `faults.rs`); `boot=`/`disk=` override |
 //!
 //! Requests are read with the typed parsers every cloud's provider uses
 //! (`UserTags`, `Desired`, `ChangeSet` of `gpuform_provider`), before any

@@ -112,6 +112,7 @@ fn second_call(
             };
             ("attached_to", Value::String(instance.clone()), set)
         }
+        Desired::Firewall(c) if c.spec.bare => return None,
         Desired::Firewall(c) => {
             let rules = req.attrs.get("ingress").cloned().unwrap_or(json!([]));
             let set = ChangeSet {
@@ -167,6 +168,16 @@ impl Provider for SandboxProvider {
                 create(inner, self.cloud, faults, req, (&want, &tags))
             })
             .await?;
+        // What the provider then waits out on the cloud (`boot=`, `disk=`):
+        // an instance going to running, a new disk becoming available.
+        let ready = match &want {
+            Desired::Instance(_) => faults.boot,
+            Desired::Volume(_) => faults.disk,
+            _ => std::time::Duration::ZERO,
+        };
+        if !ready.is_zero() {
+            tokio::time::sleep(ready).await;
+        }
         let Some((changes, set)) = second_call(req, &want, &made) else {
             return Ok(made);
         };

@@ -122,8 +122,11 @@ impl NetworkApi for TencentProvider {
             // (CreateSecurityGroup takes none).
             network: _,
             ingress: rules,
+            bare,
         } = &req.spec;
         let sg = match create_once(self, l, region, token, action, body).await? {
+            // Bare: the policies come by update_ingress, which sets them whole.
+            Made::Found(v) | Made::New(v) if *bare => v,
             Made::Found(v) => {
                 // The group exists; its rules may not (the answer to an earlier
                 // call was lost): set them whole, which is idempotent.

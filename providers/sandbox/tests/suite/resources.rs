@@ -209,7 +209,20 @@ async fn refs_must_exist() {
         .expect_err("zone mismatch");
     assert_eq!(e.kind, ErrorKind::Invalid);
     says(&e, &[&format!("zone {} is not", o.other_zone), &o.zone]);
-    // A volume needs its instance.
+    // A volume needs a zone or an instance to take it from.
+    let e = p
+        .create(&request(
+            ResourceKind::Volume,
+            &o.region,
+            json!({"size_gb": 10}),
+            &[],
+            ownership("p", "v"),
+        ))
+        .await
+        .expect_err("no zone, no instance");
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    says(&e, &["`zone`", "`instance`"]);
+    // A volume's instance must exist.
     let e = p
         .create(&request(
             ResourceKind::Volume,
@@ -391,6 +404,70 @@ async fn update_changes_only_updatable_attrs() {
         .expect("ingress");
     let read = read_one(&*p, &o.region, ResourceKind::Firewall, &s.firewall).await;
     assert_eq!(read[0].attrs["ingress"], json!([]));
+}
+
+/// The two steps of the engine's split creates, as the clouds allow them:
+/// a volume made in its zone, attached afterwards to an instance of that
+/// zone; a firewall made bare (no rule, not even the members'), its rules
+/// written by an update. Each step is one call.
+#[tokio::test]
+async fn a_volume_made_alone_is_attached_and_a_bare_firewall_gets_its_rules() {
+    let World { sb, p, o, s, .. } = world("split", "p", "s").await;
+    let sc = scope(&o.region);
+    let calls = sb.api_calls();
+    let v = create(
+        &*p,
+        &request(
+            ResourceKind::Volume,
+            &o.region,
+            json!({"size_gb": 10, "zone": o.zone}),
+            &[],
+            ownership("p", "s.volume[0]"),
+        ),
+    )
+    .await;
+    assert_eq!(v.attrs["attached_to"], json!(null), "made detached");
+    assert_eq!(v.attrs["zone"], json!(o.zone));
+    let attach = attrs(json!({"attached_to": s.instance}));
+    p.update(&sc, ResourceKind::Volume, &v.id, &attach)
+        .await
+        .expect("attach");
+    let read = read_one(&*p, &o.region, ResourceKind::Volume, &v.id).await;
+    assert_eq!(read[0].attrs["attached_to"], json!(s.instance));
+
+    let fw = create(
+        &*p,
+        &request(
+            ResourceKind::Firewall,
+            &o.region,
+            json!({"ingress": [{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "10.0.0.0/8"}], "bare": true}),
+            &[("network", s.network.as_str())],
+            ownership("p", "s.other-firewall"),
+        ),
+    )
+    .await;
+    assert_eq!(
+        fw.attrs["ingress"],
+        json!([gpuform_provider::resource::member_rule_missing()]),
+        "a bare group has no rule, the members' included"
+    );
+    assert!(
+        !fw.attrs.contains_key("bare"),
+        "`bare` is a request, not an attribute"
+    );
+    let rules = json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "10.0.0.0/8"}]);
+    p.update(
+        &sc,
+        ResourceKind::Firewall,
+        &fw.id,
+        &attrs(json!({"ingress": rules})),
+    )
+    .await
+    .expect("rules");
+    let read = read_one(&*p, &o.region, ResourceKind::Firewall, &fw.id).await;
+    assert_eq!(read[0].attrs["ingress"], rules);
+    // create, attach, create, authorize; and the reads.
+    assert_eq!(sb.api_calls() - calls, 4 + 2);
 }
 
 /// A request refused before it reaches any cloud is refused by the sandbox
