@@ -480,6 +480,17 @@ fn fmt(files: &[PathBuf], check: bool) -> CmdResult {
     })
 }
 
+/// Starts what a plan needs and the state read does not: the built-in
+/// catalog's parse and, for a sandbox run, the sandbox cloud's replay.
+pub(super) fn warm_up(providers: &Providers, sandbox: bool) {
+    std::thread::spawn(|| {
+        Catalog::builtin();
+    });
+    if sandbox {
+        providers.warm_sandbox();
+    }
+}
+
 pub(super) fn providers_for(
     store: &StateStore,
     endpoints: &BTreeMap<String, String>,
@@ -496,11 +507,13 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
     let loaded = load(&a.file, &a.vars)?;
     let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
         .map_err(engine_failure)?;
+    let providers = providers_for(&store, &loaded.spec.endpoints);
+    // Work the state read does not wait for, on the second core meanwhile.
+    warm_up(&providers, a.sandbox && a.refresh);
     let (doc, existed) = engine::read_state(&store, &loaded.spec.project)?;
     if existed && doc.project != loaded.spec.project {
         return Err(project_mismatch(&store, &doc, &loaded));
     }
-    let providers = providers_for(&store, &loaded.spec.endpoints);
     let catalog = catalog_for(a.prices.as_deref())?;
     let req = PlanRequest {
         loaded: &loaded,

@@ -554,3 +554,61 @@ fn alibaba_lost_state() {
 fn huawei_lost_state() {
     lost_state(&HUAWEI, &HuaweiMock::start());
 }
+
+/// Issue 31: the chosen A10 type sold out in the first zone
+/// (`OperationDenied.NoStock`), the apply fails over to the next zone. Its
+/// vSwitch reuses the first one's CIDR block, and DeleteVSwitch is
+/// asynchronous (the stand-in keeps a deleted vSwitch `Pending`, holding its
+/// range, as the VPC reference documents): the provider waits for the delete
+/// to finish, so the next zone's CreateVSwitch is not refused as overlapped.
+#[test]
+fn alibaba_a_sold_out_zone_fails_over_to_the_next_zone() {
+    use gpuform_standins::alibaba::Fault;
+    let mock = AlibabaMock::start();
+    // Long enough that a create racing the delete would hit the pending vSwitch.
+    mock.set_vswitch_deleting_time(std::time::Duration::from_millis(400));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(&ALIBABA, "failover", 1)).unwrap();
+    let plan = ok(dir.path(), &mock, &["plan", "spec.yaml", "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let node = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "cluster.infer.node[0]")
+        .expect("a node");
+    let first = node["after"]["zone"].as_str().unwrap().to_string();
+    mock.inject(Fault::NoStock {
+        zone: first.clone(),
+        instance_type: node["after"]["instance_type"].as_str().unwrap().into(),
+    });
+    let out = ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve"]);
+    assert!(
+        out.contains(&first),
+        "the apply says which zone it left:\n{out}"
+    );
+    let live = mock.resources();
+    let zones: Vec<&str> = live
+        .iter()
+        .filter(|r| {
+            r.address
+                .as_deref()
+                .is_some_and(|a| a.starts_with("cluster.infer.subnet["))
+        })
+        .map(|r| r.address.as_deref().unwrap())
+        .collect();
+    assert_eq!(zones.len(), 1, "one vSwitch, in the next zone: {zones:?}");
+    assert!(!zones[0].contains(&first), "{zones:?}");
+    assert_exact(
+        dir.path(),
+        &mock,
+        "failover",
+        &desired(&ALIBABA, 1),
+        "after failover",
+    );
+    assert_eq!(
+        plan_exit(dir.path(), &mock),
+        0,
+        "a clean plan after the failover"
+    );
+}

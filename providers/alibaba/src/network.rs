@@ -190,9 +190,22 @@ impl NetworkApi for AlibabaProvider {
         ok_if_gone(self.vpc(&scope.region, "DeleteVpc", &p).await)
     }
 
+    /// DeleteVSwitch, then waits until the vSwitch is gone: the delete is
+    /// asynchronous (VPC API reference "DeleteVSwitch": `Pending` while it
+    /// is deleted, gone once deleted), and until then it holds its CIDR
+    /// block and its VPC — a failover's next-zone vSwitch with the same
+    /// range would be refused (InvalidCidrBlock.Overlapped), and so would
+    /// DeleteVpc. A vSwitch already being deleted (IncorrectVSwitchStatus)
+    /// is waited for the same way.
     async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
+        let region = scope.region.as_str();
         let p = Params::one("VSwitchId", id);
-        ok_if_gone(self.vpc(&scope.region, "DeleteVSwitch", &p).await)
+        match self.vpc(region, "DeleteVSwitch", &p).await {
+            Ok(_) => {}
+            Err(e) if e.code.as_deref() == Some("IncorrectVSwitchStatus") => {}
+            Err(e) => return ok_if_gone::<()>(Err(e)),
+        }
+        self.wait_gone(region, ResourceKind::Subnet, id).await
     }
 }
 

@@ -425,6 +425,29 @@ impl AlibabaProvider {
     }
 }
 
+impl AlibabaProvider {
+    /// Polls until `id` is no longer found (an asynchronous delete's end),
+    /// or the settle time runs out.
+    pub(crate) async fn wait_gone(&self, region: &str, kind: ResourceKind, id: &str) -> Result<()> {
+        let mut wait = Backoff::new(self.poll, Duration::from_secs(5)).until(self.settle);
+        loop {
+            let found = self.read_kind(region, kind, &[id.to_string()]).await?;
+            let Some(o) = found.first() else {
+                return Ok(());
+            };
+            if !wait.sleep().await {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!(
+                        "{kind} {id} is still {} after {:?}, waiting for its delete to finish",
+                        o.status, self.settle
+                    ),
+                ));
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl RefreshApi for AlibabaProvider {
     async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>> {

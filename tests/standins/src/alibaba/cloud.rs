@@ -98,6 +98,9 @@ struct VSwitch {
     cidr: String,
     name: String,
     tags: Vec<(String, String)>,
+    /// Set by DeleteVSwitch, which is asynchronous: the vSwitch is
+    /// `Pending` (and keeps its CIDR block) until `deleting_for` has passed.
+    deleting_since: Option<std::time::Instant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +241,8 @@ pub struct Cloud {
     launch_fails: Vec<(String, String)>,
     quota: Option<usize>,
     pub pending_for: Duration,
+    /// How long a deleted vSwitch stays `Pending` before it is gone.
+    pub deleting_for: Duration,
     /// What DescribePrice and DescribeSpotPriceHistory quote (CNY).
     pub prices: crate::prices::PriceBook,
     /// What DescribeRegions, DescribeZones and DescribeAvailableResource answer.
@@ -806,6 +811,7 @@ impl Cloud {
             launch_fails: Vec::new(),
             quota: None,
             pending_for: Duration::from_millis(50),
+            deleting_for: Duration::from_millis(50),
             prices: Default::default(),
             geography: Default::default(),
         }
@@ -850,6 +856,13 @@ impl Cloud {
         } else {
             "Running"
         }
+    }
+
+    /// DeleteVSwitch's background task ends: the vSwitch is gone.
+    fn finish_vswitch_deletes(&mut self) {
+        let after = self.deleting_for;
+        self.vswitches
+            .retain(|s| s.deleting_since.is_none_or(|t| t.elapsed() < after));
     }
 
     /// The system releases instances whose creation failed (SystemFailure.Delete).
@@ -932,6 +945,7 @@ impl Cloud {
         }
         let region = need(q, "RegionId")?.to_string();
         self.release_failed_launches();
+        self.finish_vswitch_deletes();
         if let Some(pos) = self.faults.iter().position(|f| {
             matches!(f, Fault::Once { action: a, .. } | Fault::BareOnce { action: a } if a == action)
         }) {
@@ -1193,6 +1207,7 @@ impl Cloud {
             cidr,
             name: get(q, "VSwitchName").unwrap_or_default().into(),
             tags,
+            deleting_since: None,
         });
         Ok(json!({"VSwitchId": id}))
     }
@@ -1211,21 +1226,50 @@ impl Cloud {
                     && get(q, "ZoneId").map_or(true, |z| z == s.zone)
                     && matches_tags(&s.tags, &tags)
             })
-            .map(|s| json!({"VSwitchId": s.id, "VpcId": s.vpc, "ZoneId": s.zone, "CidrBlock": s.cidr, "Status": "Available",
+            .map(|s| json!({"VSwitchId": s.id, "VpcId": s.vpc, "ZoneId": s.zone, "CidrBlock": s.cidr,
+                             "Status": if s.deleting_since.is_some() { "Pending" } else { "Available" },
                              "VSwitchName": s.name, "Tags": vpc_tags(&s.tags)}))
             .collect();
         page_by_number(q, cap_tagged(all, &tags), ("VSwitches", "VSwitch"))
     }
 
-    /// DeleteVSwitch — VPC API reference "DeleteVSwitch": 400
-    /// DependencyViolation while instances use it, 404 InvalidVSwitchId.NotFound.
+    /// DeleteVSwitch — VPC API reference "DeleteVSwitch"
+    /// (https://www.alibabacloud.com/help/en/vpc/developer-reference/api-vpc-2016-04-28-deletevswitch):
+    /// 400 DependencyViolation while instances use it, 404
+    /// InvalidVSwitchId.NotFound. It is asynchronous: the vSwitch is
+    /// `Pending` while it is deleted and gone after; only an `Available`
+    /// vSwitch can be deleted (400 IncorrectVSwitchStatus "vpc subnet is in
+    /// middle status"), and not while another vSwitch of its VPC is being
+    /// deleted (400 OperationDenied.OtherSubnetProcessing). Until it is gone
+    /// it keeps its CIDR block (CreateVSwitch answers
+    /// InvalidCidrBlock.Overlapped) and its VPC (DeleteVpc answers
+    /// DependencyViolation).
     fn delete_vswitch(&mut self, q: &Q) -> R {
         let id = need(q, "VSwitchId")?;
-        if !self.vswitches.iter().any(|s| s.id == id) {
+        let Some(vsw) = self.vswitches.iter().find(|s| s.id == id) else {
             return Err(ApiError::new(
                 404,
                 "InvalidVSwitchId.NotFound",
                 "Specified virtual switch does not exist.",
+            ));
+        };
+        if vsw.deleting_since.is_some() {
+            return Err(ApiError::new(
+                400,
+                "IncorrectVSwitchStatus",
+                "vpc subnet is in middle status.",
+            ));
+        }
+        let vpc = vsw.vpc.clone();
+        if self
+            .vswitches
+            .iter()
+            .any(|s| s.vpc == vpc && s.deleting_since.is_some())
+        {
+            return Err(ApiError::new(
+                400,
+                "OperationDenied.OtherSubnetProcessing",
+                "other subnet is processing.",
             ));
         }
         if self.instances.iter().any(|i| i.vswitch == id) {
@@ -1235,7 +1279,10 @@ impl Cloud {
                 "Specified object has dependent resources.",
             ));
         }
-        self.vswitches.retain(|s| s.id != id);
+        let now = std::time::Instant::now();
+        for s in self.vswitches.iter_mut().filter(|s| s.id == id) {
+            s.deleting_since = Some(now);
+        }
         Ok(json!({}))
     }
 

@@ -141,6 +141,11 @@ impl AlibabaMock {
         self.cloud().pending_for = d;
     }
 
+    /// How long a deleted vSwitch stays `Pending` before it is gone (default 50 ms).
+    pub fn set_vswitch_deleting_time(&self, d: Duration) {
+        self.cloud().deleting_for = d;
+    }
+
     /// Tag keys and values of a live resource (for tests).
     pub fn tags(&self, id: &str) -> Option<Vec<(String, String)>> {
         self.cloud().tags_of(id)
