@@ -1,5 +1,6 @@
-//! Volumes (ECS cloud disks): `CreateDisk` + `AttachDisk`, resizing,
-//! detaching and deleting. Buckets are not supported (OSS is another API).
+//! Volumes (ECS cloud disks): `CreateDisk` in a zone, `AttachDisk` (at
+//! create when the request names the instance, else as an update),
+//! resizing, detaching and deleting. Buckets are not supported (OSS is another API).
 
 use crate::client::{json_array, required, text, Params};
 use crate::refresh::{observed, Api};
@@ -22,6 +23,29 @@ impl AlibabaProvider {
         .await
     }
 
+    /// Waits for a disk CreateDisk made to leave Creating ("Disk states",
+    /// alibabacloud.com/help/en/ecs/developer-reference/disk-states): a new
+    /// disk is then Available; one a retried create (same ClientToken)
+    /// finds may be In_use already.
+    async fn wait_created(&self, region: &str, disk: &str) -> Result<ObservedResource> {
+        self.wait_for(region, ResourceKind::Volume, disk, "created", |o| {
+            o.status != "creating"
+        })
+        .await
+    }
+
+    /// Waits for `instance` to be Running or Stopped, the states AttachDisk
+    /// takes a data disk in (AttachDisk,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-attachdisk):
+    /// RunInstances answers while it is still Pending, and an instance
+    /// adopted after a crash may be too.
+    async fn wait_attachable(&self, region: &str, instance: &str) -> Result<ObservedResource> {
+        self.wait_for(region, ResourceKind::Instance, instance, "running", |o| {
+            o.status == "running" || o.status == "stopped"
+        })
+        .await
+    }
+
     /// AttachDisk (ECS): InstanceId, DiskId, DeleteWithInstance=false (the
     /// disk outlives its instance: DeleteInstances retains it).
     async fn attach_disk(&self, region: &str, disk: &str, instance: &str) -> Result<()> {
@@ -30,6 +54,27 @@ impl AlibabaProvider {
         p.push("DeleteWithInstance", "false");
         self.ecs(region, "AttachDisk", &p).await?;
         Ok(())
+    }
+
+    /// Puts `disk` on `instance` and waits until it is In_use there: once the
+    /// instance takes disks and the disk has left Creating (AttachDisk wants
+    /// it Available), detaching it first from any other instance.
+    async fn attach_to(
+        &self,
+        region: &str,
+        disk: &str,
+        instance: &str,
+    ) -> Result<ObservedResource> {
+        self.wait_attachable(region, instance).await?;
+        self.wait_created(region, disk).await?;
+        let d = self.disk(region, disk).await?.ok_or_else(|| {
+            ProviderError::new(ErrorKind::NotFound, format!("disk {disk} does not exist"))
+        })?;
+        if text(&d, "InstanceId") != instance {
+            self.detach_disk(region, &d).await?;
+            self.attach_disk(region, disk, instance).await?;
+        }
+        self.wait_in_use(region, disk).await
     }
 
     /// DetachDisk (ECS) from the instance DescribeDisks names, then waits
@@ -62,6 +107,13 @@ impl AlibabaProvider {
 
 #[async_trait]
 impl StorageApi for AlibabaProvider {
+    /// CreateDisk (ECS,
+    /// alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-createdisk):
+    /// ZoneId (required without InstanceId), Size, DiskCategory, DiskName,
+    /// ClientToken, Tag.N; answers DiskId. Without an instance the disk is
+    /// made unattached in its zone and returned once it has left Creating,
+    /// ready for the attach that follows ([`StorageApi::attach_volume`]);
+    /// with one it is attached to it too.
     async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let region = req.region();
         let VolumeSpec {
@@ -70,40 +122,28 @@ impl StorageApi for AlibabaProvider {
             volume_type,
             instance,
         } = &req.spec;
-        let instance = req.needs(Cloud::Alibaba, "instance", instance)?;
         let category = disk_category(volume_type.as_deref().unwrap_or("ssd"));
-        // AttachDisk needs the instance Running (or Stopped): RunInstances
-        // answers while it is still Pending.
-        let inst = self
-            .wait_for(region, ResourceKind::Instance, instance, "running", |o| {
-                o.status == "running" || o.status == "stopped"
-            })
-            .await?;
-        // No zone in the spec: the instance's own.
-        let zone = zone.clone().or_else(|| {
-            let of_instance = inst.attrs.get("zone").and_then(Value::as_str);
-            of_instance.map(str::to_string)
-        });
-        let zone = req.needs(Cloud::Alibaba, "zone", &zone)?;
-        // CreateDisk (ECS): ZoneId, Size, DiskCategory, DiskName,
-        // ClientToken, Tag.N; answers DiskId.
+        let zone = match (zone, instance) {
+            (Some(zone), _) => zone.clone(),
+            // No zone in the spec: the instance's own.
+            (None, Some(instance)) => {
+                let inst = self.wait_attachable(region, instance).await?;
+                let of_instance = inst.attrs.get("zone").and_then(Value::as_str);
+                let zone = of_instance.map(str::to_string);
+                req.needs(Cloud::Alibaba, "zone", &zone)?.to_string()
+            }
+            (None, None) => req.needs(Cloud::Alibaba, "zone", zone)?.to_string(),
+        };
         let mut p = Params::one("ZoneId", zone);
         p.push("Size", size_gb.to_string());
         p.push("DiskCategory", category);
         naming(&mut p, "DiskName", req, ResourceKind::Volume, &[])?;
         let body = self.ecs(region, "CreateDisk", &p).await?;
         let disk = required(&body, "DiskId", "CreateDisk")?;
-        // A retried create (same ClientToken) gets the same disk back, which
-        // may already be attached.
-        let d = self
-            .wait_for(region, ResourceKind::Volume, &disk, "available", |o| {
-                o.status != "creating"
-            })
-            .await?;
-        if d.status != "in_use" {
-            self.attach_disk(region, &disk, instance).await?;
+        match instance {
+            Some(instance) => self.attach_to(region, &disk, instance).await,
+            None => self.wait_created(region, &disk).await,
         }
-        self.wait_in_use(region, &disk).await
     }
 
     /// Detaches the disk when attached, then DeleteDisk.
@@ -134,10 +174,10 @@ impl StorageApi for AlibabaProvider {
         })?;
         match to {
             Attachment::Detached => self.detach_disk(region, &d).await,
+            // Right after its create the instance may still be Pending and
+            // the disk Creating: attach_to waits for both.
             Attachment::To(instance) if text(&d, "InstanceId") != *instance => {
-                self.detach_disk(region, &d).await?;
-                self.attach_disk(region, id, instance).await?;
-                self.wait_in_use(region, id).await.map(|_| ())
+                self.attach_to(region, id, instance).await.map(|_| ())
             }
             Attachment::To(_) => Ok(()),
         }

@@ -255,7 +255,7 @@ impl ComputeApi for AwsProvider {
 /// bound the instance is recorded as it is; if it ends terminated later,
 /// refresh sees it gone and the plan re-creates it. `GPUFORM_AWS_LAUNCH_WAIT_MS`
 /// overrides it (0: do not wait).
-fn launch_wait() -> Duration {
+pub(crate) fn launch_wait() -> Duration {
     std::env::var("GPUFORM_AWS_LAUNCH_WAIT_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -265,7 +265,11 @@ fn launch_wait() -> Duration {
 
 /// Polls a new instance until it leaves `pending` or `wait` has passed; a
 /// launch that ended is an error ([`launch_failure`]).
-async fn wait_launched(c: &Client, mut inst: Instance, wait: Duration) -> Result<Instance> {
+pub(crate) async fn wait_launched(
+    c: &Client,
+    mut inst: Instance,
+    wait: Duration,
+) -> Result<Instance> {
     let id = inst.instance_id().unwrap_or_default().to_string();
     let mut backoff =
         gpuform_provider::Backoff::new(Duration::from_millis(200), Duration::from_secs(5))

@@ -2,7 +2,7 @@
 //! are not EC2 and not supported yet.
 
 use crate::client::{by_id, describe_volumes, empty_answer};
-use crate::compute::existing_instance;
+use crate::compute::{existing_instance, launch_wait, wait_launched};
 use crate::errors::{done, sent, Op};
 use crate::refresh::{observe_volume, volume_gone};
 use crate::tags::{client_token, new_tag_spec};
@@ -12,8 +12,8 @@ use aws_sdk_ec2::types::{ResourceType, Volume, VolumeState, VolumeType};
 use aws_sdk_ec2::Client;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi, Update,
-    VolumeSpec,
+    Attachment, Backoff, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi,
+    Update, VolumeSpec,
 };
 use std::time::Duration;
 
@@ -58,22 +58,12 @@ impl StorageApi for AwsProvider {
             .volume_id()
             .ok_or_else(|| empty_answer("CreateVolume"))?
             .to_string();
+        // Out of `creating` before answering, attached or not: the attach
+        // that follows (now, or as an update) needs it `available`.
+        let v = wait_created(&c, &volume_id).await?;
         if let Some(instance_id) = instance {
-            // A new volume is `creating` for a few seconds on AWS.
-            let mut state = out.state().cloned();
-            for _ in 0..60 {
-                if state != Some(VolumeState::Creating) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                state = describe_volumes(&c, by_id("volume-id", &volume_id))
-                    .await?
-                    .first()
-                    .and_then(|v| v.state().cloned());
-            }
             // A retried create (same ClientToken) may find it attached already.
-            let v = describe_volumes(&c, by_id("volume-id", &volume_id)).await?;
-            if v.first().and_then(attachment).as_deref() != Some(instance_id.as_str()) {
+            if attachment(&v).as_deref() != Some(instance_id.as_str()) {
                 attach(&c, &volume_id, instance_id).await?;
             }
         }
@@ -98,6 +88,10 @@ impl StorageApi for AwsProvider {
             None => detach_volume(&c, v).await,
             Some(instance) if attachment(v).as_deref() != Some(instance) => {
                 detach_volume(&c, v).await?;
+                // Adopted after a crash, it may still be `creating`.
+                if v.state() == Some(&VolumeState::Creating) {
+                    wait_created(&c, id).await?;
+                }
                 attach(&c, id, instance).await
             }
             Some(_) => Ok(()),
@@ -150,9 +144,35 @@ fn live_attachments(v: &Volume) -> impl Iterator<Item = &aws_sdk_ec2::types::Vol
     })
 }
 
-/// AttachVolume at the instance's first free device name.
+/// The volume once DescribeVolumes shows it out of `creating`: AttachVolume
+/// refuses a volume that is not `available` (IncorrectState). A new volume
+/// is `creating` for a few seconds on AWS, and may not be listed at once
+/// (eventual consistency); past two minutes this is a transient error.
+async fn wait_created(c: &Client, volume_id: &str) -> Result<Volume> {
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(5))
+        .until(Duration::from_secs(120));
+    loop {
+        let listed = describe_volumes(c, by_id("volume-id", volume_id)).await?;
+        match listed.into_iter().next() {
+            Some(v) if v.state() != Some(&VolumeState::Creating) => return Ok(v),
+            _ if !backoff.sleep().await => {
+                return Err(ProviderError::new(
+                    ErrorKind::Transient,
+                    format!("volume {volume_id} is still creating after two minutes"),
+                ))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// AttachVolume at the instance's first free device name, once the instance
+/// has left `pending` ("Attaches an EBS volume to a running or stopped
+/// instance", AttachVolume, EC2 API reference): an instance adopted after a
+/// crash may still be launching.
 async fn attach(c: &Client, volume_id: &str, instance_id: &str) -> Result<()> {
     let inst = existing_instance(c, instance_id).await?;
+    let inst = wait_launched(c, inst, launch_wait()).await?;
     let used: Vec<String> = inst
         .block_device_mappings()
         .iter()

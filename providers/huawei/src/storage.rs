@@ -49,9 +49,14 @@ pub fn attachment(v: &Value) -> Option<String> {
 impl StorageApi for HuaweiProvider {
     /// "Creating EVS Disks", POST /v2.1/{project_id}/cloudvolumes
     /// (support.huaweicloud.com/api-evs/evs_04_2003.html, asynchronous: job on
-    /// the EVS endpoint), then "Attaching an EVS Disk to an ECS", POST
-    /// /v1/{project_id}/cloudservers/{server_id}/attachvolume
+    /// the EVS endpoint; `availability_zone` is required, a server is not),
+    /// then, when the request names a server, "Attaching an EVS Disk to an
+    /// ECS", POST /v1/{project_id}/cloudservers/{server_id}/attachvolume
     /// (support.huaweicloud.com/api-ecs/ecs_02_0605.html, an ECS job).
+    /// Without a server the disk is returned once it has left `creating`
+    /// (`available`: "can be attached", "EVS Disk Status",
+    /// support.huaweicloud.com/api-evs/evs_04_0040.html), ready for the
+    /// attach that follows ([`StorageApi::attach_volume`]).
     async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let VolumeSpec {
             size_gb,
@@ -62,7 +67,6 @@ impl StorageApi for HuaweiProvider {
         let region = req.region();
         let pid = self.project(region)?;
         let zone = req.needs(Cloud::Huawei, "zone", zone)?;
-        let server = req.needs(Cloud::Huawei, "instance", instance)?;
         let vtype = volume_type_to_huawei(volume_type.as_deref().unwrap_or("ssd"));
         let name = tags::name_for(&req.ownership.token);
         let tag_list = tags::for_create(req)?;
@@ -131,8 +135,10 @@ impl StorageApi for HuaweiProvider {
         // A disk found after a crash may still be creating, or attaching to
         // its server: that attach finishes by itself.
         let vol = settled(self, region, pid, &id, vol).await?;
-        if attachment(&vol).as_deref() != Some(server) {
-            attach(self, region, pid, &id, server).await?;
+        if let Some(server) = instance {
+            if attachment(&vol).as_deref() != Some(server.as_str()) {
+                attach(self, region, pid, &id, server).await?;
+            }
         }
         Ok(observe_volume(
             &volume(self, region, pid, &id).await?,
@@ -250,12 +256,31 @@ async fn settled(
 }
 
 /// "Attaching an EVS Disk to an ECS", POST
-/// /v1/{project_id}/cloudservers/{server_id}/attachvolume: a job.
+/// /v1/{project_id}/cloudservers/{server_id}/attachvolume: a job, sent once
+/// the server is ACTIVE or SHUTOFF ([`server_settled`]).
 async fn attach(p: &HuaweiProvider, region: &str, pid: &str, id: &str, server: &str) -> Result<()> {
+    server_settled(p, region, pid, server).await?;
     let path = format!("/v1/{pid}/cloudservers/{server}/attachvolume");
     let call = Call::new(Service::Ecs, region, "POST", path)
         .body(json!({"volumeAttachment": {"volumeId": id}}));
     p.client.run_job(call, pid).await?;
+    Ok(())
+}
+
+/// Waits for `server` to be ACTIVE or SHUTOFF ("Querying ECS Details", GET
+/// /v1/{project_id}/cloudservers/{server_id}), its steady states ("ECS
+/// Statuses", support.huaweicloud.com/api-ecs/ecs_08_0002.html): a server
+/// adopted after a crash may still be BUILD, "created but not running",
+/// which the attach page does not promise to take (it refuses SUSPENDED
+/// and PAUSED servers, support.huaweicloud.com/api-ecs/ecs_03_0903.html).
+/// ERROR or DELETED never gets there and fails at once.
+async fn server_settled(p: &HuaweiProvider, region: &str, pid: &str, server: &str) -> Result<()> {
+    let path = format!("/v1/{pid}/cloudservers/{server}");
+    let ready = ["ACTIVE", "SHUTOFF"];
+    let failed = ["ERROR", "DELETED"];
+    p.client
+        .wait_status(Service::Ecs, region, path, "server", &ready, &failed)
+        .await?;
     Ok(())
 }
 

@@ -47,8 +47,11 @@ pub(crate) fn volume_type_from_api(t: &str) -> &str {
 
 #[async_trait]
 impl StorageApi for TencentProvider {
-    /// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks), then
-    /// AttachDisks to its instance.
+    /// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks): an
+    /// elastic disk in its zone; when the request names an instance, then
+    /// AttachDisks to it. Without one the disk is returned once DescribeDisks
+    /// shows it created (UNATTACHED), ready for the attach that follows
+    /// ([`StorageApi::attach_volume`]).
     async fn create_volume(&self, req: &Create<VolumeSpec>) -> Result<ObservedResource> {
         let region = req.region();
         // Every field, named: a new one is a compile error here until it is sent.
@@ -58,8 +61,7 @@ impl StorageApi for TencentProvider {
             volume_type,
             instance,
         } = &req.spec;
-        // CreateDisks makes the disk in one zone, attached to one instance.
-        let instance = req.needs(Cloud::Tencent, "instance", instance)?;
+        // CreateDisks makes the disk in one zone (Placement.Zone, required).
         let zone = req.needs(Cloud::Tencent, "zone", zone)?;
         let tags = tag_list(
             &req.ownership,
@@ -78,14 +80,24 @@ impl StorageApi for TencentProvider {
         });
         let resp = self.client.call(CBS, "CreateDisks", region, &body).await?;
         let id = first_id(&resp, "CreateDisks", "DiskIdSet")?;
+        // CreateDisks is asynchronous: "If a new cloud disk can be found and
+        // its status is UNATTACHED or ATTACHED, the cloud disk has been
+        // created successfully" (a retried create, same ClientToken, may find
+        // it attached already).
         let disk = wait_disk(self, region, &id, "it exists", |d| {
             d.is_some_and(|d| matches!(s(d, "DiskState"), "UNATTACHED" | "ATTACHED" | "ATTACHING"))
         })
         .await?;
-        if disk.as_ref().is_none_or(|d| s(d, "InstanceId") != instance) {
-            attach_disk(self, region, &id, instance).await?;
-        }
-        match wait_attached(self, region, &id).await? {
+        let disk = match instance {
+            Some(instance) if disk.as_ref().is_none_or(|d| s(d, "InstanceId") != instance) => {
+                wait_attachable(self, region, instance).await?;
+                attach_disk(self, region, &id, instance).await?;
+                wait_attached(self, region, &id).await?
+            }
+            Some(_) => wait_attached(self, region, &id).await?,
+            None => disk,
+        };
+        match disk {
             Some(d) => Ok(refresh::observe(&refresh::VOLUME, &d, region)),
             None => Err(ProviderError::new(
                 ErrorKind::Transient,
@@ -108,6 +120,8 @@ impl StorageApi for TencentProvider {
         let state = current.status.to_ascii_uppercase();
         detach_disk(self, region, id, &state, now).await?;
         if let Some(instance) = want {
+            // Right after its create the instance may still be PENDING.
+            wait_attachable(self, region, instance).await?;
             attach_disk(self, region, id, instance).await?;
             wait_attached(self, region, id).await?;
         }
@@ -165,9 +179,22 @@ async fn wait_disk(
     what: &str,
     done: impl Fn(Option<&Value>) -> bool,
 ) -> Result<Option<Value>> {
+    wait_on(p, &refresh::VOLUME, region, id, what, done).await
+}
+
+/// Polls `l`'s Describe call for `id` until `done` holds of what it answers
+/// (`None`: not listed).
+async fn wait_on(
+    p: &TencentProvider,
+    l: &refresh::Listing,
+    region: &str,
+    id: &str,
+    what: &str,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Result<Option<Value>> {
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(3));
     for _ in 0..60 {
-        let d = refresh::describe_one(p, &refresh::VOLUME, region, id).await?;
+        let d = refresh::describe_one(p, l, region, id).await?;
         if done(d.as_ref()) {
             return Ok(d);
         }
@@ -175,8 +202,37 @@ async fn wait_disk(
     }
     Err(ProviderError::new(
         ErrorKind::Transient,
-        format!("disk {id}: timed out waiting until {what}"),
+        format!("{} {id}: timed out waiting until {what}", l.kind),
     ))
+}
+
+/// Waits for `instance` to be RUNNING or STOPPED, its steady states
+/// (InstanceState, https://www.tencentcloud.com/document/api/213/15753):
+/// RunInstances answers while it is still PENDING, and an instance adopted
+/// after a crash may be too. The AttachDisks page
+/// (https://www.tencentcloud.com/document/api/362/16313) names no instance
+/// states; a busy instance answers ResourceBusy, which [`attach_disk`]
+/// still retries. One that will never run (LAUNCH_FAILED, terminated) is an
+/// error at once.
+async fn wait_attachable(p: &TencentProvider, region: &str, instance: &str) -> Result<()> {
+    const NEVER: [&str; 3] = ["LAUNCH_FAILED", "SHUTDOWN", "TERMINATING"];
+    let found = wait_on(p, &refresh::INSTANCE, region, instance, "it runs", |i| {
+        i.is_some_and(|i| {
+            let state = s(i, "InstanceState");
+            matches!(state, "RUNNING" | "STOPPED") || NEVER.contains(&state)
+        })
+    })
+    .await?;
+    match found.as_ref().map(|i| s(i, "InstanceState")) {
+        Some("RUNNING" | "STOPPED") => Ok(()),
+        state => Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!(
+                "instance {instance} is {}: a disk cannot be attached to it",
+                state.unwrap_or("not listed")
+            ),
+        )),
+    }
 }
 
 async fn wait_attached(p: &TencentProvider, region: &str, id: &str) -> Result<Option<Value>> {

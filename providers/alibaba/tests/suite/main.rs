@@ -9,3 +9,4 @@ mod docs;
 mod inventory;
 mod mock;
 mod sdk_request_shape;
+mod volumes;

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::*;
-use gpuform_provider::ResourceKind;
+use gpuform_provider::{Provider, ResourceKind};
 use serde_json::json;
 
 #[tokio::test]
@@ -50,6 +50,50 @@ async fn data_volume_created_attached_listed_and_deleted() {
     delete(&p, ResourceKind::Volume, &vol.id).await;
     let gone = read_back(&p, ResourceKind::Volume, std::slice::from_ref(&vol.id)).await;
     assert!(gone.is_empty(), "{gone:#?}");
+    delete_all(&p, &[(ResourceKind::Instance, &inst.id)]).await;
+    delete_network(&p, &net).await;
+    assert!(owned_by(&p, &project).await.is_empty());
+}
+
+/// A data volume in two steps, as apply makes it on the critical path:
+/// created in its zone while its instance launches, then attached by an
+/// update once both exist.
+#[tokio::test]
+async fn data_volume_made_in_its_zone_then_attached_by_an_update() {
+    let p = provider().await;
+    let project = unique_project("volume-steps");
+    let net = network(&p, &project).await;
+    let a = json!({"size_gb": 100, "volume_type": "gp3", "zone": ZONE});
+    let data = req(ResourceKind::Volume, &project, "cluster.a.data", a, &[]);
+    let a = json!({"instance_type": "g5.xlarge", "image": "amazon-linux-2023", "root_gb": 100});
+    let node = node(&net, &project, "cluster.a.node[0]", a);
+    let (vol, inst) = tokio::join!(create(&p, &data), create(&p, &node));
+    assert!(vol.id.starts_with("vol-"));
+    assert_eq!(
+        vol.status, "available",
+        "out of `creating`, ready to attach"
+    );
+    assert_eq!(vol.attrs["attached_to"], json!(null));
+    assert_eq!(vol.attrs["zone"], json!(ZONE));
+
+    let to = serde_json::from_value(json!({ "attached_to": inst.id })).unwrap();
+    let v = p.update(&scope(), ResourceKind::Volume, &vol.id, &to).await;
+    let v = v.unwrap_or_else(|e| panic!("attach: {e}"));
+    assert_eq!(v.attrs["attached_to"], json!(inst.id));
+    assert_eq!(v.status, "in-use");
+
+    let no_zone = req(
+        ResourceKind::Volume,
+        &project,
+        "cluster.a.data2",
+        json!({"size_gb": 10}),
+        &[],
+    );
+    let e = refused(&p, no_zone).await;
+    assert_eq!(e.kind, gpuform_provider::ErrorKind::Invalid, "{e}");
+    assert!(e.message.contains("`zone`"), "{e}");
+
+    delete(&p, ResourceKind::Volume, &vol.id).await;
     delete_all(&p, &[(ResourceKind::Instance, &inst.id)]).await;
     delete_network(&p, &net).await;
     assert!(owned_by(&p, &project).await.is_empty());

@@ -8,3 +8,4 @@ mod buckets;
 mod docs;
 mod mock;
 mod sdk_request_shape;
+mod volumes;

@@ -188,6 +188,8 @@ struct Disk {
     delete_with_instance: bool,
     name: String,
     tags: Vec<(String, String)>,
+    /// When CreateDisk (or RunInstances, for a system disk) made it.
+    created: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -243,6 +245,9 @@ pub struct Cloud {
     pub pending_for: Duration,
     /// How long a deleted vSwitch stays `Pending` before it is gone.
     pub deleting_for: Duration,
+    /// How long a data disk made by CreateDisk stays Creating before it is
+    /// Available (see [`Cloud::disk_status`]).
+    pub disk_creating_for: Duration,
     /// What DescribePrice and DescribeSpotPriceHistory quote (CNY).
     pub prices: crate::prices::PriceBook,
     /// What DescribeRegions, DescribeZones and DescribeAvailableResource answer.
@@ -812,6 +817,7 @@ impl Cloud {
             quota: None,
             pending_for: Duration::from_millis(50),
             deleting_for: Duration::from_millis(50),
+            disk_creating_for: Duration::from_millis(50),
             prices: Default::default(),
             geography: Default::default(),
         }
@@ -863,6 +869,21 @@ impl Cloud {
         let after = self.deleting_for;
         self.vswitches
             .retain(|s| s.deleting_since.is_none_or(|t| t.elapsed() < after));
+    }
+
+    /// Disk states ("Disk states", ECS API reference,
+    /// alibabacloud.com/help/en/ecs/developer-reference/disk-states):
+    /// a data disk CreateDisk made is Creating, then Available (unattached)
+    /// or In_use once AttachDisk put it on an instance. System disks are
+    /// made In_use with their instance.
+    fn disk_status(&self, d: &Disk) -> &'static str {
+        if !d.system && d.created.elapsed() < self.disk_creating_for {
+            "Creating"
+        } else if d.instance.is_empty() {
+            "Available"
+        } else {
+            "In_use"
+        }
     }
 
     /// The system releases instances whose creation failed (SystemFailure.Delete).
@@ -1978,6 +1999,7 @@ impl Cloud {
                 delete_with_instance: true,
                 name: String::new(),
                 tags: tags.clone(),
+                created: Instant::now(),
             });
             ids.push(id);
         }
@@ -2260,8 +2282,12 @@ impl Cloud {
 
     // ------------------------------------------------------------------ disks
 
-    /// CreateDisk — ECS API reference: ZoneId, Size, DiskCategory, DiskName,
-    /// ClientToken, Tag.N; answers DiskId.
+    /// CreateDisk — ECS API reference
+    /// (alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-createdisk):
+    /// ZoneId (required when no InstanceId is given, as here: the disk is
+    /// made unattached in that zone), Size, DiskCategory, DiskName,
+    /// ClientToken, Tag.N; answers DiskId. The disk is Creating, then
+    /// Available ([`Cloud::disk_status`]).
     fn create_disk(&mut self, region: &str, q: &Q) -> R {
         let zone = need(q, "ZoneId")?.to_string();
         let size: u64 = need(q, "Size")?
@@ -2288,14 +2314,18 @@ impl Cloud {
             delete_with_instance: false,
             name: get(q, "DiskName").unwrap_or_default().into(),
             tags,
+            created: Instant::now(),
         });
         Ok(json!({"DiskId": id, "OrderId": ""}))
     }
 
-    /// AttachDisk — ECS API reference: InstanceId, DiskId,
-    /// DeleteWithInstance; 403 IncorrectInstanceStatus unless the instance
-    /// is Running or Stopped, 403 IncorrectDiskStatus unless the disk is
-    /// Available, 404 InvalidInstanceId.NotFound / InvalidDiskId.NotFound.
+    /// AttachDisk — ECS API reference
+    /// (alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-attachdisk):
+    /// InstanceId, DiskId, DeleteWithInstance; 403 IncorrectInstanceStatus
+    /// unless the instance is Running or Stopped, 403 IncorrectDiskStatus
+    /// unless the disk is Available ("The disk must be in the Unattached
+    /// (Available) state": not while still Creating), 404
+    /// InvalidInstanceId.NotFound / InvalidDiskId.NotFound.
     fn attach_disk(&mut self, q: &Q) -> R {
         let iid = need(q, "InstanceId")?.to_string();
         let did = need(q, "DiskId")?.to_string();
@@ -2314,12 +2344,18 @@ impl Cloud {
             ));
         }
         let zone = inst.zone.clone();
+        let status = self
+            .disks
+            .iter()
+            .find(|d| d.id == did)
+            .map(|d| self.disk_status(d))
+            .ok_or_else(disk_not_found)?;
         let d = self
             .disks
             .iter_mut()
             .find(|d| d.id == did)
             .ok_or_else(disk_not_found)?;
-        if !d.instance.is_empty() {
+        if status != "Available" {
             return Err(ApiError::new(
                 403,
                 "IncorrectDiskStatus",
@@ -2362,7 +2398,7 @@ impl Cloud {
     /// DescribeDisks — ECS API reference: DiskIds (JSON array, ≤ 100),
     /// InstanceId, DiskType (all | system | data), Tag.N,
     /// MaxResults/NextToken; answers Disks.Disk[] (Type, Status
-    /// Available/In_use, InstanceId, Tags.Tag[].TagKey/TagValue).
+    /// Creating/Available/In_use, InstanceId, Tags.Tag[].TagKey/TagValue).
     fn describe_disks(&self, region: &str, q: &Q) -> R {
         let ids = id_array(q, "DiskIds", 100)?;
         let tags = tags_param(q)?;
@@ -2379,7 +2415,7 @@ impl Cloud {
             })
             .map(|d| {
                 json!({"DiskId": d.id, "DiskName": d.name, "RegionId": d.region, "ZoneId": d.zone, "Size": d.size, "Category": d.category,
-                       "Type": if d.system { "system" } else { "data" }, "Status": if d.instance.is_empty() { "Available" } else { "In_use" },
+                       "Type": if d.system { "system" } else { "data" }, "Status": self.disk_status(d),
                        "InstanceId": d.instance, "DeleteWithInstance": d.delete_with_instance, "Tags": ecs_tags(&d.tags)})
             })
             .collect();
@@ -2625,14 +2661,7 @@ impl Cloud {
             return Some(self.instance_status(i).to_string());
         }
         if let Some(d) = self.disks.iter().find(|d| d.id == id) {
-            return Some(
-                if d.instance.is_empty() {
-                    "Available"
-                } else {
-                    "In_use"
-                }
-                .to_string(),
-            );
+            return Some(self.disk_status(d).to_string());
         }
         let known = self.vpcs.iter().any(|v| v.id == id)
             || self.vswitches.iter().any(|v| v.id == id)

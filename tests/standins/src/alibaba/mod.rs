@@ -18,7 +18,8 @@
 //! - ids in Alibaba's formats (`vpc-`, `vsw-`, `sg-`, `ds-`, `i-`, `d-`),
 //!   `ClientToken` idempotency, `Tag.N` filters, both pagination styles
 //!   (`PageNumber`/`PageSize`/`TotalCount` and `MaxResults`/`NextToken`),
-//!   instance states (Pending → Running; `DeleteInstances` → gone), and
+//!   instance states (Pending → Running; `DeleteInstances` → gone), disk
+//!   states (Creating → Available → In_use; AttachDisk only when Available), and
 //!   `DependencyViolation.*` when deleting something still in use;
 //! - the lifecycle rules gpuform once got wrong (issue 15): no rule whose
 //!   `SourceGroupId` is its own group (403 `InvalidParamter.Conflict`; members
@@ -144,6 +145,12 @@ impl AlibabaMock {
     /// How long a deleted vSwitch stays `Pending` before it is gone (default 50 ms).
     pub fn set_vswitch_deleting_time(&self, d: Duration) {
         self.cloud().deleting_for = d;
+    }
+
+    /// How long a new data disk stays Creating before it is Available
+    /// (default 50 ms).
+    pub fn set_disk_creating_time(&self, d: Duration) {
+        self.cloud().disk_creating_for = d;
     }
 
     /// Tag keys and values of a live resource (for tests).
