@@ -612,3 +612,61 @@ fn alibaba_a_sold_out_zone_fails_over_to_the_next_zone() {
         "a clean plan after the failover"
     );
 }
+
+/// Issue 31: a Tencent zone whose DescribeZoneInstanceConfigInfos answers
+/// `SOLD_OUT` for the chosen type is skipped by placement before anything
+/// is created, and the plan says why.
+#[test]
+fn tencent_a_sold_out_zone_is_skipped_by_placement_and_the_plan_says_why() {
+    use gpuform_standins::geography::ZoneOffer;
+    let mock = TencentMock::start();
+    let region = gpuform_catalog::Catalog::builtin()
+        .region(gpuform_catalog::Cloud::Tencent, TENCENT.region)
+        .expect("catalog region");
+    let zones: Vec<&str> = region.zones.iter().map(String::as_str).collect();
+    mock.add_region(TENCENT.region, &zones);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(&TENCENT, "soldout", 1)).unwrap();
+    // Where placement goes when every zone sells: as on the sandbox, which
+    // mirrors the same catalog.
+    let plan = support::stdout_of(dir.path(), &["plan", "spec.yaml", "--sandbox", "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let node = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "cluster.infer.node[0]")
+        .expect("a node")
+        .clone();
+    let (itype, first) = (
+        node["after"]["instance_type"].as_str().unwrap().to_string(),
+        node["after"]["zone"].as_str().unwrap().to_string(),
+    );
+    for z in &zones {
+        mock.offer(ZoneOffer {
+            zone: z.to_string(),
+            instance_type: itype.clone(),
+            sold_out: *z == first,
+            gpus: 1,
+        });
+    }
+    let text = ok(dir.path(), &mock, &["plan", "spec.yaml"]);
+    assert!(
+        text.contains(&format!("does not sell {itype} in {first} right now")),
+        "the plan says why the zone was skipped:\n{text}"
+    );
+    assert!(
+        !text.contains(&format!("zone = \"{first}\"")),
+        "nothing is placed in the sold-out zone:\n{text}"
+    );
+    ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve"]);
+    let placed: Vec<String> = mock
+        .resources()
+        .iter()
+        .filter_map(|r| r.address.clone())
+        .filter(|a| a.starts_with("cluster.infer.subnet["))
+        .collect();
+    assert_eq!(placed.len(), 1, "{placed:?}");
+    assert!(!placed[0].contains(&first), "{placed:?}");
+    assert_eq!(plan_exit(dir.path(), &mock), 0);
+}

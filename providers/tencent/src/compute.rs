@@ -28,6 +28,24 @@ use std::time::Duration;
 
 #[async_trait]
 impl ComputeApi for TencentProvider {
+    /// Whether `itype` is on sale in `zone` now: DescribeZoneInstanceConfigInfos
+    /// (https://www.tencentcloud.com/document/api/213/33254) filtered by
+    /// `zone` and `instance-type`; an item with `Status` `SELL` is on sale,
+    /// `SOLD_OUT` is not (no stock now), and no item means the zone does not
+    /// offer the type at all. Placement skips such a zone before any create.
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        const CONFIGS: &str = "DescribeZoneInstanceConfigInfos";
+        let body = json!({"Filters": [
+            {"Name": "zone", "Values": [zone]},
+            {"Name": "instance-type", "Values": [itype]},
+        ]});
+        let resp = self.client.call(CVM, CONFIGS, &scope.region, &body).await?;
+        let items = crate::client::documented_set(&resp, CONFIGS, "InstanceTypeQuotaSet")?;
+        Ok(Some(items.iter().any(|i| {
+            s(i, "Zone") == zone && s(i, "InstanceType") == itype && s(i, "Status") == "SELL"
+        })))
+    }
+
     /// https://www.tencentcloud.com/document/api/213/33264 (CreateDisasterRecoverGroup):
     /// a HOST spread group (see [`TencentProvider`] on why not an HPC cluster).
     async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {
