@@ -613,20 +613,18 @@ fn alibaba_a_sold_out_zone_fails_over_to_the_next_zone() {
     );
 }
 
-/// Issue 31: a Tencent zone whose DescribeZoneInstanceConfigInfos answers
-/// `SOLD_OUT` for the chosen type is skipped by placement before anything
-/// is created, and the plan says why.
-#[test]
-fn tencent_a_sold_out_zone_is_skipped_by_placement_and_the_plan_says_why() {
-    use gpuform_standins::geography::ZoneOffer;
-    let mock = TencentMock::start();
+/// Issue 31: a zone where the chosen type is sold out — Tencent
+/// DescribeZoneInstanceConfigInfos `Status` `SOLD_OUT`, Alibaba
+/// DescribeAvailableResource `SoldOut` — is skipped by placement before
+/// anything is created, and the plan says why. (Huawei's ListFlavors answer
+/// is checked in its crate, `stock`: its stand-in serves flavors under a
+/// region's own project only.)
+fn a_sold_out_zone_is_skipped(case: &Case, mock: &dyn MockCloud, sell: &dyn Fn(&str, &str, bool)) {
     let region = gpuform_catalog::Catalog::builtin()
-        .region(gpuform_catalog::Cloud::Tencent, TENCENT.region)
+        .region(case.cloud.parse().expect("a cloud"), case.region)
         .expect("catalog region");
-    let zones: Vec<&str> = region.zones.iter().map(String::as_str).collect();
-    mock.add_region(TENCENT.region, &zones);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("spec.yaml"), spec(&TENCENT, "soldout", 1)).unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec(case, "soldout", 1)).unwrap();
     // Where placement goes when every zone sells: as on the sandbox, which
     // mirrors the same catalog.
     let plan = support::stdout_of(dir.path(), &["plan", "spec.yaml", "--sandbox", "--json"]);
@@ -642,31 +640,71 @@ fn tencent_a_sold_out_zone_is_skipped_by_placement_and_the_plan_says_why() {
         node["after"]["instance_type"].as_str().unwrap().to_string(),
         node["after"]["zone"].as_str().unwrap().to_string(),
     );
-    for z in &zones {
-        mock.offer(ZoneOffer {
-            zone: z.to_string(),
-            instance_type: itype.clone(),
-            sold_out: *z == first,
-            gpus: 1,
-        });
+    for z in &region.zones {
+        sell(z, &itype, *z != first);
     }
-    let text = ok(dir.path(), &mock, &["plan", "spec.yaml"]);
+    let text = ok(dir.path(), mock, &["plan", "spec.yaml"]);
     assert!(
         text.contains(&format!("does not sell {itype} in {first} right now")),
-        "the plan says why the zone was skipped:\n{text}"
+        "{}: the plan says why the zone was skipped:\n{text}",
+        case.cloud
     );
     assert!(
         !text.contains(&format!("zone = \"{first}\"")),
-        "nothing is placed in the sold-out zone:\n{text}"
+        "{}: nothing is placed in the sold-out zone:\n{text}",
+        case.cloud
     );
-    ok(dir.path(), &mock, &["apply", "spec.yaml", "--auto-approve"]);
+    ok(dir.path(), mock, &["apply", "spec.yaml", "--auto-approve"]);
     let placed: Vec<String> = mock
         .resources()
         .iter()
         .filter_map(|r| r.address.clone())
         .filter(|a| a.starts_with("cluster.infer.subnet["))
         .collect();
-    assert_eq!(placed.len(), 1, "{placed:?}");
-    assert!(!placed[0].contains(&first), "{placed:?}");
-    assert_eq!(plan_exit(dir.path(), &mock), 0);
+    assert_eq!(placed.len(), 1, "{}: {placed:?}", case.cloud);
+    assert!(!placed[0].contains(&first), "{}: {placed:?}", case.cloud);
+    assert_eq!(plan_exit(dir.path(), mock), 0, "{}", case.cloud);
+}
+
+fn zone_offer(zone: &str, itype: &str, on_sale: bool) -> gpuform_standins::geography::ZoneOffer {
+    gpuform_standins::geography::ZoneOffer {
+        zone: zone.into(),
+        instance_type: itype.into(),
+        sold_out: !on_sale,
+        gpus: 1,
+    }
+}
+
+fn catalog_zones(case: &Case) -> Vec<String> {
+    gpuform_catalog::Catalog::builtin()
+        .region(case.cloud.parse().expect("a cloud"), case.region)
+        .expect("catalog region")
+        .zones
+        .clone()
+}
+
+#[test]
+fn tencent_a_sold_out_zone_is_skipped_by_placement_and_the_plan_says_why() {
+    let mock = TencentMock::start();
+    let zones = catalog_zones(&TENCENT);
+    mock.add_region(
+        TENCENT.region,
+        &zones.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    a_sold_out_zone_is_skipped(&TENCENT, &mock, &|z, t, on| {
+        mock.offer(zone_offer(z, t, on))
+    });
+}
+
+#[test]
+fn alibaba_a_sold_out_zone_is_skipped_by_placement_and_the_plan_says_why() {
+    let mock = AlibabaMock::start();
+    let zones = catalog_zones(&ALIBABA);
+    mock.add_region(
+        ALIBABA.region,
+        &zones.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    a_sold_out_zone_is_skipped(&ALIBABA, &mock, &|z, t, on| {
+        mock.offer(zone_offer(z, t, on))
+    });
 }

@@ -94,6 +94,11 @@ impl AlibabaProvider {
 
 #[async_trait]
 impl ComputeApi for AlibabaProvider {
+    /// See [`AlibabaProvider::on_sale`].
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        self.on_sale(&scope.region, zone, itype).await.map(Some)
+    }
+
     async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {
         // CreateDeploymentSet (ECS): Strategy Availability | AvailabilityGroup
         // | LowLatency ("网络低时延策略"): LowLatency packs the instances

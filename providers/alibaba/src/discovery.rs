@@ -41,6 +41,42 @@ fn s<'v>(v: &'v Value, k: &str) -> &'v str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
+impl AlibabaProvider {
+    /// Whether `itype` is on sale in `zone` now: DescribeAvailableResource
+    /// for that zone and type; the zone's and the type's `Status`
+    /// `Available` is on sale, `SoldOut` is not, and no entry means the
+    /// zone does not offer it (`Provider::offered`, placement's check).
+    pub(crate) async fn on_sale(&self, region: &str, zone: &str, itype: &str) -> Result<bool> {
+        let mut params = Params::default();
+        params.push("DestinationResource", "InstanceType");
+        params.push("IoOptimized", "optimized");
+        params.push("ZoneId", zone);
+        params.push("InstanceType", itype);
+        let body = self
+            .client
+            .call(Product::Ecs, region, RESOURCES, &params.0)
+            .await?;
+        let empty = Vec::new();
+        let zones = list(&body, RESOURCES, "AvailableZones", "AvailableZone").unwrap_or(&empty);
+        for z in zones
+            .iter()
+            .filter(|z| s(z, "ZoneId") == zone && s(z, "Status") == "Available")
+        {
+            let resources = list(z, RESOURCES, "AvailableResources", "AvailableResource")?;
+            for r in resources.iter().filter(|r| s(r, "Type") == "InstanceType") {
+                let types = list(r, RESOURCES, "SupportedResources", "SupportedResource")?;
+                if types
+                    .iter()
+                    .any(|t| s(t, "Value") == itype && s(t, "Status") == "Available")
+                {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
 #[async_trait]
 impl CatalogApi for AlibabaProvider {
     async fn list_regions(&self) -> Result<Vec<String>> {

@@ -27,6 +27,11 @@ pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value
 
 #[async_trait]
 impl ComputeApi for HuaweiProvider {
+    /// See [`HuaweiProvider::on_sale`].
+    async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
+        self.on_sale(&scope.region, zone, itype).await.map(Some)
+    }
+
     /// "Creating an ECS Group", POST /v1/{project_id}/cloudservers/os-server-groups
     /// (support.huaweicloud.com/api-ecs/ecs_03_1301.html). Huawei's ECS
     /// groups know only `anti-affinity`: they spread members over physical

@@ -44,6 +44,32 @@ fn status_in(specs: &Value, zone: &str) -> String {
     }
 }
 
+impl HuaweiProvider {
+    /// Whether `flavor` is on sale in `zone` now: ListFlavors, the flavor's
+    /// `os_extra_specs` sale status in that zone ([`status_in`]): `normal`
+    /// and `promotion` are on sale, `sellout` (and `abandon`, `obt`) are
+    /// not, and a flavor the region does not list is not offered
+    /// (`Provider::offered`, placement's check).
+    pub(crate) async fn on_sale(&self, region: &str, zone: &str, flavor: &str) -> Result<bool> {
+        let project = self.project(region)?.to_string();
+        let v = self
+            .send(Call::new(
+                Service::Ecs,
+                region,
+                "GET",
+                format!("/v1/{project}/cloudservers/flavors"),
+            ))
+            .await?;
+        Ok(list_field(&v, "flavors", "ListFlavors")?
+            .iter()
+            .filter(|f| s(f, "name") == flavor)
+            .any(|f| {
+                let specs = f.get("os_extra_specs").cloned().unwrap_or(Value::Null);
+                matches!(status_in(&specs, zone).as_str(), "normal" | "promotion")
+            }))
+    }
+}
+
 #[async_trait]
 impl CatalogApi for HuaweiProvider {
     async fn list_regions(&self) -> Result<Vec<String>> {

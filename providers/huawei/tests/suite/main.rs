@@ -8,4 +8,5 @@ mod buckets;
 mod docs;
 mod mock;
 mod sdk_request_shape;
+mod stock;
 mod volumes;
