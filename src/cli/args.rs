@@ -209,17 +209,8 @@ pub struct KubeconfigArgs {
     pub cluster: String,
     #[command(flatten)]
     pub vars: VarArgs,
-    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json beside the spec).
-    #[arg(long, value_name = "PATH")]
-    pub state: Option<PathBuf>,
-    /// A remote state instead of the local file.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GPUFORM_STATE_URL",
-        hide_env_values = true
-    )]
-    pub state_url: Option<String>,
+    #[command(flatten)]
+    pub location: StateLocation,
     /// Where to write the kubeconfig (0600); `-` prints it on stdout. Default:
     /// <project>-<cluster>.kubeconfig in the working directory.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -312,6 +303,38 @@ pub enum BootstrapCommand {
     },
 }
 
+/// Where a command's state is: the one declaration of `--state` and
+/// `--state-url` for the commands that take a spec (plan, apply, destroy,
+/// gc, kubeconfig). `state` subcommands declare theirs in [`StateArgs`],
+/// global to the subcommand, which a flattened group cannot be.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StateLocation {
+    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
+    /// (password from PGPASSWORD or ~/.pgpass) or `s3://bucket/prefix?region=…`
+    /// (credentials from the AWS chain). Overrides the spec's `state:`.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GPUFORM_STATE_URL",
+        hide_env_values = true
+    )]
+    pub state_url: Option<String>,
+}
+
+impl StateLocation {
+    /// The state store this names for `loaded` (the spec's own `state:`
+    /// when neither flag is given).
+    pub fn store(
+        &self,
+        loaded: Option<&crate::spec::LoadedSpec>,
+    ) -> Result<crate::state::StateStore, crate::EngineError> {
+        crate::engine::state_store(loaded, self.state.as_deref(), self.state_url.as_deref())
+    }
+}
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct StateArgs {
     /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
@@ -347,18 +370,8 @@ pub struct PlanArgs {
     /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
     #[arg(long)]
     pub sandbox: bool,
-    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
-    #[arg(long, value_name = "PATH")]
-    pub state: Option<PathBuf>,
-    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
-    /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GPUFORM_STATE_URL",
-        hide_env_values = true
-    )]
-    pub state_url: Option<String>,
+    #[command(flatten)]
+    pub location: StateLocation,
     /// Save the plan; `gpuform apply FILE` applies exactly it, once, to this state.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -418,18 +431,8 @@ pub struct ApplyArgs {
     /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
     #[arg(long)]
     pub sandbox: bool,
-    /// State file (default: the spec's `state.path`, else .gpuform/<project>.state.json, both relative to the spec's directory, not the working directory).
-    #[arg(long, value_name = "PATH")]
-    pub state: Option<PathBuf>,
-    /// A remote state instead of the local file: `postgres://[user@]host[:port]/db`
-    /// (password from PGPASSWORD or ~/.pgpass). Overrides the spec's `state:`.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GPUFORM_STATE_URL",
-        hide_env_values = true
-    )]
-    pub state_url: Option<String>,
+    #[command(flatten)]
+    pub location: StateLocation,
     /// Skip the interactive confirmation (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,

@@ -148,8 +148,7 @@ pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
         ));
     }
     let loaded = load(&a.file, &a.vars)?;
-    let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
-        .map_err(engine_failure)?;
+    let store = a.location.store(Some(&loaded)).map_err(engine_failure)?;
     let mut locked =
         engine::lock_state(&store, &loaded.spec.project, "gc").map_err(engine_failure)?;
     if locked.existed && locked.doc.project != loaded.spec.project {

@@ -505,8 +505,7 @@ async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
         Some(PlanFormat::Text) | None => {}
     }
     let loaded = load(&a.file, &a.vars)?;
-    let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
-        .map_err(engine_failure)?;
+    let store = a.location.store(Some(&loaded)).map_err(engine_failure)?;
     let providers = providers_for(&store, &loaded.spec.endpoints);
     // Work the state read does not wait for, on the second core meanwhile.
     warm_up(&providers, a.sandbox && a.refresh);
@@ -625,21 +624,22 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
             if destroy {
                 return Err(Failure("`gpuform destroy` takes a spec; to apply a saved destroy plan use `gpuform apply PLANFILE`".into()));
             }
-            let store = if a.state_url.is_some() {
+            let store = if a.location.state_url.is_some() {
                 engine::state_store_for(
                     None,
                     Some(&plan.project),
-                    a.state.as_deref(),
-                    a.state_url.as_deref(),
+                    a.location.state.as_deref(),
+                    a.location.state_url.as_deref(),
                 )
                 .map_err(engine_failure)?
             } else {
                 let path = a
+                    .location
                     .state
                     .clone()
                     .or_else(|| plan.state_path.as_ref().map(PathBuf::from))
                     .ok_or_else(|| Failure("the plan file names no state; pass --state".into()))?;
-                if a.state.is_none() && path.to_string_lossy().contains("://") {
+                if a.location.state.is_none() && path.to_string_lossy().contains("://") {
                     return Err(Failure(format!(
                         "this plan was made against the remote state {}\n  hint: pass --state-url URL (or set GPUFORM_STATE_URL) to apply it",
                         path.display()
@@ -658,9 +658,7 @@ async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult {
         }
         None => {
             let loaded = load(&a.file, &a.vars)?;
-            let store =
-                engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
-                    .map_err(engine_failure)?;
+            let store = a.location.store(Some(&loaded)).map_err(engine_failure)?;
             let locked = engine::lock_state(
                 &store,
                 &loaded.spec.project,
@@ -1037,8 +1035,7 @@ fn kubeconfig(a: &KubeconfigArgs) -> CmdResult {
             a.cluster
         )));
     }
-    let store = engine::state_store(Some(&loaded), a.state.as_deref(), a.state_url.as_deref())
-        .map_err(engine_failure)?;
+    let store = a.location.store(Some(&loaded)).map_err(engine_failure)?;
     let (doc, existed) = engine::read_state(&store, "")?;
     let server = format!("cluster.{}.node[0]", a.cluster);
     let record = doc
