@@ -217,6 +217,12 @@ impl Profile {
     }
 }
 
+/// A step of the critical path: (address, "create" / "attach" / "rules"),
+/// or (address, "ready") for what a dependent of that address waits for.
+type Step = (String, &'static str);
+/// Each step's duration and the steps it waits for.
+type Steps = HashMap<Step, (Duration, Vec<Step>)>;
+
 /// The plan's physical critical path: the longest chain of steps that must
 /// follow one another, computed from the plan's own `deps` (address →
 /// addresses), independently of the engine's graph code, with the steps the
@@ -228,8 +234,8 @@ fn critical_path(plan: &serde_json::Value, p: Profile) -> Duration {
     let changes = plan["changes"].as_array().expect("changes");
     // (address, step) → (duration, steps it waits for); `ready` is what a
     // dependent of an address waits for.
-    let mut steps: HashMap<(String, &str), (Duration, Vec<(String, &str)>)> = HashMap::new();
-    let mut ready: HashMap<String, (String, &str)> = HashMap::new();
+    let mut steps: Steps = HashMap::new();
+    let mut ready: HashMap<String, Step> = HashMap::new();
     for c in changes.iter().filter(|c| c["action"] != "no-op") {
         let a = c["address"].as_str().expect("address").to_string();
         let deps: Vec<(&str, String)> = c["deps"]
@@ -245,7 +251,7 @@ fn critical_path(plan: &serde_json::Value, p: Profile) -> Duration {
         let rules = c["after"]["ingress"]
             .as_array()
             .is_some_and(|r| !r.is_empty());
-        let dep_steps = |skip: Option<&str>| -> Vec<(String, &str)> {
+        let dep_steps = |skip: Option<&str>| -> Vec<Step> {
             deps.iter()
                 .filter(|(r, _)| Some(*r) != skip)
                 .map(|(_, d)| (d.clone(), "ready"))
@@ -286,10 +292,10 @@ fn critical_path(plan: &serde_json::Value, p: Profile) -> Duration {
         }
     }
     fn longest(
-        s: &(String, &'static str),
-        steps: &HashMap<(String, &'static str), (Duration, Vec<(String, &'static str)>)>,
-        ready: &HashMap<String, (String, &'static str)>,
-        memo: &mut HashMap<(String, &'static str), Duration>,
+        s: &Step,
+        steps: &Steps,
+        ready: &HashMap<String, Step>,
+        memo: &mut HashMap<Step, Duration>,
     ) -> Duration {
         if let Some(&d) = memo.get(s) {
             return d;

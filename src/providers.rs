@@ -14,9 +14,12 @@ pub struct Providers {
     endpoints: BTreeMap<String, String>,
     sandbox: Mutex<Option<Arc<SandboxCloud>>>,
     /// The sandbox being opened on another thread ([`Providers::warm_sandbox`]).
-    opening: Mutex<Option<std::thread::JoinHandle<Result<Arc<SandboxCloud>, EngineError>>>>,
+    opening: Mutex<Option<Opening>>,
     cache: tokio::sync::Mutex<HashMap<String, Arc<dyn Provider>>>,
 }
+
+/// A sandbox cloud being opened on another thread.
+type Opening = std::thread::JoinHandle<Result<Arc<SandboxCloud>, EngineError>>;
 
 fn open_sandbox(dir: &std::path::Path) -> Result<Arc<SandboxCloud>, EngineError> {
     let faults = Faults::from_env()
