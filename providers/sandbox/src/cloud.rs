@@ -48,6 +48,9 @@ pub(crate) struct Inner {
     rng: StdRng,
     bucket: Option<TokenBucket>,
     calls: u64,
+    /// Spot instances given their interruption notice (fault `reclaim`),
+    /// by the call at which they are reclaimed.
+    notices: BTreeMap<(Cloud, Box<str>), u64>,
     /// Reused for log lines.
     pub scratch: Vec<u8>,
 }
@@ -134,6 +137,7 @@ impl SandboxCloud {
                 rng: StdRng::seed_from_u64(faults.seed),
                 bucket,
                 calls: 0,
+                notices: BTreeMap::new(),
                 scratch: Vec::with_capacity(4096),
             }),
             faults,
@@ -192,6 +196,7 @@ impl SandboxCloud {
                 };
                 return Err(ProviderError::new(kind, e.to_string()));
             }
+            self.reclaims(inner, first, pages);
             for _ in 0..pages {
                 if self.faults.throttle_rate > 0.0
                     && inner.rng.gen::<f64>() < self.faults.throttle_rate
@@ -227,6 +232,82 @@ impl SandboxCloud {
             Ok(())
         })();
         (call, check)
+    }
+
+    /// Spot reclaims (faults `reclaim`, `reclaim_at`): calls `first..first +
+    /// pages` may give running spot instances their notice, and reclaim
+    /// those whose notice is due. Time in the sandbox is its call count.
+    fn reclaims(&self, inner: &mut Inner, first: u64, pages: u64) {
+        let f = &self.faults;
+        if f.reclaim_rate <= 0.0 && f.reclaim_at.is_empty() && inner.notices.is_empty() {
+            return;
+        }
+        for call in first..first + pages {
+            let noticed = f.reclaim_at.contains(&call)
+                || (f.reclaim_rate > 0.0 && inner.rng.gen::<f64>() < f.reclaim_rate);
+            if !noticed {
+                continue;
+            }
+            let spot: Vec<(Cloud, Box<str>)> = Cloud::ALL
+                .into_iter()
+                .flat_map(|c| {
+                    inner
+                        .store
+                        .cloud(c)
+                        .by_id
+                        .iter()
+                        .filter_map(move |(id, e)| {
+                            (e.kind == ResourceKind::Instance && e.attrs.contains(SPOT))
+                                .then(|| (c, id.clone()))
+                        })
+                })
+                .filter(|k| !inner.notices.contains_key(k))
+                .collect();
+            // By id, so that a seed picks the same instances every run.
+            let mut spot = spot;
+            spot.sort();
+            if !spot.is_empty() {
+                let pick = spot[inner.rng.gen_range(0..spot.len())].clone();
+                inner
+                    .notices
+                    .insert(pick, call + crate::faults::RECLAIM_NOTICE_CALLS);
+            }
+        }
+        let now = first + pages - 1;
+        let due: Vec<(Cloud, Box<str>)> = inner
+            .notices
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (cloud, id) in due {
+            inner.notices.remove(&(cloud, id.clone()));
+            if let Err(e) = reclaim(inner, cloud, &id) {
+                tracing::warn!("sandbox: reclaiming {id}: {e}");
+            }
+        }
+    }
+
+    /// Reclaims a spot instance behind gpuform's back, as the cloud does
+    /// when it takes spot capacity back: its data volumes are released
+    /// (detached) and the instance is gone.
+    pub fn reclaim_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
+        let mut inner = self.lock();
+        inner.sync()?;
+        let (cloud, id) = inner.resolve(id_or_address)?;
+        let Some(res) = inner.resource(cloud, &id) else {
+            return Err(SandboxError::NotFound(id_or_address.to_string()));
+        };
+        if res.kind != ResourceKind::Instance
+            || res.attrs.get("pricing").and_then(|p| p.as_str()) != Some("spot")
+        {
+            return Err(SandboxError::DependencyViolation(format!(
+                "{} {id} is not a spot instance: only spot capacity is reclaimed (use `gpuform sandbox delete` to delete it)",
+                res.kind
+            )));
+        }
+        reclaim(&mut inner, cloud, &id)?;
+        Ok(res)
     }
 
     /// Ends an operation: with `crash_after` reached, the process dies now,
@@ -339,6 +420,37 @@ impl std::fmt::Debug for SandboxCloud {
             .field("api_calls", &self.api_calls())
             .finish()
     }
+}
+
+/// How a spot instance's stored attributes say so (compact JSON).
+const SPOT: &str = "\"pricing\":\"spot\"";
+
+/// Detaches the volumes attached to instance `id`, then deletes it: what a
+/// cloud's spot reclaim leaves (the volumes are kept, available).
+fn reclaim(inner: &mut Inner, cloud: Cloud, id: &str) -> Result<(), SandboxError> {
+    let attached: Vec<(Box<str>, Attrs)> = inner
+        .store
+        .cloud(cloud)
+        .by_id
+        .iter()
+        .filter(|(_, e)| e.kind == ResourceKind::Volume)
+        .filter_map(|(vid, e)| {
+            let attrs = e.attrs();
+            (attrs.get("attached_to").and_then(|a| a.as_str()) == Some(id))
+                .then(|| (vid.clone(), attrs))
+        })
+        .collect();
+    for (vid, mut attrs) in attached {
+        attrs.insert("attached_to".into(), serde_json::Value::Null);
+        let json = attrs_json(&attrs);
+        inner.inv.append(&set_line(cloud, &vid, &json))?;
+        inner.store.records += 1;
+        inner.store.apply_set(cloud, &vid, json.into_boxed_str());
+    }
+    inner.inv.append(&delete_line(cloud, id))?;
+    inner.store.records += 1;
+    inner.store.apply_delete(cloud, id);
+    Ok(())
 }
 
 pub(crate) fn attrs_json(attrs: &Attrs) -> String {

@@ -10,7 +10,13 @@ pub const FAULTS_ENV: &str = "GPUFORM_SANDBOX_FAULTS";
 const ACCEPTED: &str = "latency=<duration: 50ms, 1s, 250us, 0>, throttle=<probability 0..1>, \
 fail=<probability 0..1>, capacity=<instance type or *>@<zone or *> (repeatable), \
 crash_after=<call number >= 1>, seed=<unsigned integer>, quota_gpus=<unsigned integer>, \
-rate=<calls per second > 0>, boot=<duration>, disk=<duration>, profile=aws";
+rate=<calls per second > 0>, boot=<duration>, disk=<duration>, profile=aws, \
+reclaim=<probability per call 0..1>, reclaim_at=<call number >= 1> (repeatable)";
+
+/// How many API calls after its notice a spot instance is reclaimed: the
+/// clouds warn first (AWS and Tencent about two minutes, Alibaba about
+/// five), so a poller may see the notice, a fast one acts on it.
+pub const RECLAIM_NOTICE_CALLS: u64 = 5;
 
 /// Named latency profiles: how long a cloud takes, after its create call,
 /// to make an instance running (`boot`) and a new disk usable (`disk`).
@@ -53,6 +59,13 @@ pub struct Faults {
     pub boot: Duration,
     /// How long a new disk takes to become usable (`available`).
     pub disk: Duration,
+    /// Probability, at each API call, that a running spot instance gets its
+    /// interruption notice; it is reclaimed [`RECLAIM_NOTICE_CALLS`] calls
+    /// later (its data volume detached, the instance gone), as a cloud
+    /// reclaiming spot capacity does.
+    pub reclaim_rate: f64,
+    /// Calls at which a spot instance gets its notice, whatever the rate.
+    pub reclaim_at: Vec<u64>,
 }
 
 impl Faults {
@@ -96,7 +109,7 @@ impl Faults {
                 )));
             };
             let (key, value) = (key.trim(), value.trim());
-            if key != "capacity" {
+            if key != "capacity" && key != "reclaim_at" {
                 if seen.contains(&key) {
                     return Err(err(format!("`{key}` is given more than once")));
                 }
@@ -118,6 +131,13 @@ impl Faults {
                 }
                 "throttle" => f.throttle_rate = parse_probability(value).map_err(err)?,
                 "fail" => f.fail_rate = parse_probability(value).map_err(err)?,
+                "reclaim" => f.reclaim_rate = parse_probability(value).map_err(err)?,
+                "reclaim_at" => {
+                    let n: u64 = value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        err("expected reclaim_at=<call number >= 1>, e.g. reclaim_at=12".into())
+                    })?;
+                    f.reclaim_at.push(n);
+                }
                 "capacity" => {
                     let (ty, zone) = value.split_once('@').unwrap_or((value, "*"));
                     let (ty, zone) = (ty.trim(), zone.trim());
@@ -277,13 +297,22 @@ mod tests {
     }
 
     #[test]
+    fn reclaims_at_a_rate_and_at_given_calls() {
+        let f = Faults::parse("reclaim=0.3,reclaim_at=4,reclaim_at=9").expect("parses");
+        assert_eq!(f.reclaim_rate, 0.3);
+        assert_eq!(f.reclaim_at, vec![4, 9]);
+    }
+
+    #[test]
     fn capacity_without_zone_means_every_zone() {
         let f = Faults::parse("capacity=p5.48xlarge").expect("parses");
         assert!(f.no_capacity("p5.48xlarge", "us-west-2b"));
     }
 
     /// Each bad spec and what its error must say.
-    const BAD: [(&str, &[&str]); 15] = [
+    const BAD: [(&str, &[&str]); 17] = [
+        ("reclaim=2", &["reclaim=2", "between 0 and 1"]),
+        ("reclaim_at=0", &["reclaim_at=0", "call number >= 1"]),
         ("profile=gcp", &["profile=gcp", "unknown profile", "aws"]),
         ("boot=soon", &["boot=soon", "50ms"]),
         (
