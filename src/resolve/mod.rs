@@ -98,6 +98,8 @@ pub struct Desired {
     pub lockin: Vec<LockIn>,
     /// Why each cluster got its instance type, and what the catalog lacks.
     pub notes: Vec<String>,
+    /// What the user must know even when nothing changes (a lifetime ending soon).
+    pub warnings: Vec<String>,
     /// Node bootstrap documents by SHA-256 (an instance's `user_data_sha256`):
     /// one per distinct document, not one per node.
     pub documents: BTreeMap<String, String>,
@@ -155,7 +157,24 @@ pub fn resolve(
     let spec = &loaded.spec;
     let mut out = Desired::default();
     let mut errors: Vec<Diagnostic> = Vec::new();
+    let expired = expired_clusters(spec, crate::clock::now_secs());
+    for (name, at) in &expired {
+        out.notes.push(format!(
+            "cluster {name}'s lifetime ended at {} (expires_at): it is deleted",
+            crate::clock::format_instant(*at)
+        ));
+    }
+    let now = crate::clock::now_secs();
     for (name, cluster) in &spec.clusters {
+        if expired.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        if let Some(at) = cluster.expires_at_secs().filter(|at| at - now <= 86_400) {
+            out.warnings.push(format!(
+                "cluster {name}'s lifetime ends at {} (expires_at), within 24 h: plans from then on delete it",
+                crate::clock::format_instant(at)
+            ));
+        }
         if let Err(d) = resolve_cluster(loaded, catalog, opts, name, cluster, &mut out) {
             errors.extend(d);
         }
@@ -196,6 +215,16 @@ pub fn resolve(
     out.resources.sort_by(|a, b| a.address.cmp(&b.address));
     link_reads(spec, &mut out);
     Ok(out)
+}
+
+/// The clusters whose `expires_at` is at or before `now`, with that instant:
+/// nothing of theirs is desired any more.
+pub fn expired_clusters(spec: &crate::spec::Spec, now: i64) -> Vec<(String, i64)> {
+    spec.clusters
+        .iter()
+        .filter_map(|(name, c)| Some((name.clone(), c.expires_at_secs()?)))
+        .filter(|(_, at)| *at <= now)
+        .collect()
 }
 
 /// Each cluster's `reads`: its nodes wait for the bucket (an ordering-only

@@ -215,6 +215,30 @@ pub struct Cluster {
     pub reads: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
+    /// When the cluster's lifetime ends (a time-boxed experiment, the end of
+    /// a Capacity Block): an instant such as `2026-12-24T18:00:00Z` or a date
+    /// (`2026-12-24`: its start, UTC). From then on plans delete the cluster,
+    /// and `gpuform reconcile` does so on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+impl Cluster {
+    /// [`Cluster::expires_at`] in seconds since the epoch (validated at load).
+    pub fn expires_at_secs(&self) -> Option<i64> {
+        self.expires_at.as_deref().and_then(lifetime_end)
+    }
+}
+
+/// An `expires_at` value: an RFC 3339 instant, or a date meaning its start (UTC).
+pub fn lifetime_end(text: &str) -> Option<i64> {
+    let t = text.trim();
+    crate::clock::parse_instant(t).or_else(|| {
+        (t.len() == 10)
+            .then(|| crate::clock::Day::parse_iso(t))
+            .flatten()
+            .map(|d| d.0 * 86_400)
+    })
 }
 
 /// `MODEL[:COUNT]`, written as a string in YAML: `A100-80GB:8`, `T4` (count 1).

@@ -283,6 +283,14 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("cidr", |v, n, p| v.cidr(n, p, false)),
     opt("reads", Validator::reads),
     opt("tags", Validator::tags),
+    opt("expires_at", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            |t| super::model::lifetime_end(t).is_some(),
+            "an instant like `2026-12-24T18:00:00Z` or a date like `2026-12-24`",
+        )
+    }),
 ];
 
 const KUBE_MODES: &[&str] = &["k3s", "kubeadm-join"];
