@@ -8,6 +8,7 @@ mod error;
 mod failover;
 mod gc;
 pub mod prices;
+pub mod reconcile;
 
 pub use error::EngineError;
 pub use failover::{apply_with_failover, ApplyEvent, Replan, FAILOVER_LOG, MAX_FAILOVER_ROUNDS};

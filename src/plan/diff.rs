@@ -211,32 +211,12 @@ pub fn diff(
     }
     changes.sort_by(|a, b| a.address.cmp(&b.address));
 
-    let mut summary = Summary::default();
-    let mut cost = CostSummary::default();
-    for c in &changes {
-        match c.action {
-            Action::Create => summary.create += 1,
-            Action::Update => summary.update += 1,
-            Action::Replace => summary.replace += 1,
-            Action::Delete => summary.delete += 1,
-            Action::NoOp => summary.no_op += 1,
-        }
-        cost.hourly_usd_before += c.hourly_usd_before.unwrap_or(0.0);
-        if c.action != Action::Delete {
-            cost.hourly_usd_after += c.hourly_usd_after.unwrap_or(0.0);
-            if c.kind == ResourceKind::Instance && c.hourly_usd_after.is_none() {
-                cost.unpriced.push(c.address.clone());
-            }
-        }
-    }
-    cost.hourly_usd_delta = cost.hourly_usd_after - cost.hourly_usd_before;
-    cost.monthly_usd_before = cost.hourly_usd_before * HOURS_PER_MONTH;
-    cost.monthly_usd_after = cost.hourly_usd_after * HOURS_PER_MONTH;
-    cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
+    let (summary, cost) = totals(&changes);
 
     let documents = changes_documents(&changes, &desired);
-    let warnings = not_bootstrapped_warning(&not_bootstrapped, &changes)
+    let warnings = std::mem::take(&mut desired.warnings)
         .into_iter()
+        .chain(not_bootstrapped_warning(&not_bootstrapped, &changes))
         .collect();
     Plan {
         format_version: PLAN_FORMAT_VERSION,
@@ -276,6 +256,35 @@ pub fn diff(
         endpoints: BTreeMap::new(),
         documents,
     }
+}
+
+/// A plan's counts by action and its cost before and after: computed once
+/// by [`diff`], again for a plan narrowed to part of its changes
+/// (`engine::reconcile` keeps only the repairs).
+pub fn totals(changes: &[ResourceChange]) -> (Summary, CostSummary) {
+    let mut summary = Summary::default();
+    let mut cost = CostSummary::default();
+    for c in changes {
+        match c.action {
+            Action::Create => summary.create += 1,
+            Action::Update => summary.update += 1,
+            Action::Replace => summary.replace += 1,
+            Action::Delete => summary.delete += 1,
+            Action::NoOp => summary.no_op += 1,
+        }
+        cost.hourly_usd_before += c.hourly_usd_before.unwrap_or(0.0);
+        if c.action != Action::Delete {
+            cost.hourly_usd_after += c.hourly_usd_after.unwrap_or(0.0);
+            if c.kind == ResourceKind::Instance && c.hourly_usd_after.is_none() {
+                cost.unpriced.push(c.address.clone());
+            }
+        }
+    }
+    cost.hourly_usd_delta = cost.hourly_usd_after - cost.hourly_usd_before;
+    cost.monthly_usd_before = cost.hourly_usd_before * HOURS_PER_MONTH;
+    cost.monthly_usd_after = cost.hourly_usd_after * HOURS_PER_MONTH;
+    cost.monthly_usd_delta = cost.hourly_usd_delta * HOURS_PER_MONTH;
+    (summary, cost)
 }
 
 /// A running node made before gpuform rendered node bootstraps (its
@@ -494,7 +503,7 @@ pub(crate) fn unrecorded(desired: &Attrs, key: &str) -> bool {
     key == "user_data" && desired.contains_key(crate::resolve::USER_DATA_SHA256)
 }
 
-fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
+pub(crate) fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     let mut changed: Vec<String> = actual
         .iter()
         .filter(|(k, _)| !unrecorded(desired, k))
