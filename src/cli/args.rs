@@ -17,6 +17,11 @@ Exit codes:
 
 const EXIT_CODES: &str = exit_codes!();
 
+const RECONCILE_EXIT_CODES: &str = "Exit codes:
+  0  stopped by SIGINT/SIGTERM; with --once: the pass succeeded
+  1  an error (with --once: any error; without it, only one before the first pass)
+  2  with --once --detailed-exitcode: the pass repaired something";
+
 const TOP_LONG_HELP: &str = concat!(
     exit_codes!(),
     "
@@ -92,6 +97,22 @@ pub enum Command {
     /// Delete everything a spec's state records, in reverse dependency order.
     #[command(after_help = EXIT_CODES)]
     Destroy(ApplyArgs),
+    /// Keep a spec true after apply: repair what the clouds or people undid.
+    ///
+    /// Each pass (every --interval, or once with --once) takes the state lock,
+    /// refreshes, plans, and applies only the changes that restore what an
+    /// apply already made: a reclaimed spot node or a deleted instance made
+    /// again (its volume re-attached), a detached volume, a removed rule or
+    /// tag, a duplicate an interrupted run left, a cluster past its
+    /// `expires_at` deleted. Changes that need review (a spec edit, a
+    /// replacement, a deletion) are reported as pending: run `gpuform apply`.
+    /// Repairs go through apply's journal: a reconciler killed at any instant
+    /// leaves what the next pass finishes. While another run holds the lock,
+    /// a reconciler waits as a standby and takes over when it is released (a
+    /// killed holder's local lock at once, a remote one when its lease ends).
+    /// SIGINT/SIGTERM let the running pass finish its calls and save.
+    #[command(after_help = RECONCILE_EXIT_CODES)]
+    Reconcile(ReconcileArgs),
     /// Show the state (or a saved plan file) in human form or as JSON.
     Show {
         /// A saved plan file; without it, the state of --state or the spec.
@@ -470,6 +491,51 @@ pub struct ApplyArgs {
     pub prices: Option<PathBuf>,
 }
 
+#[derive(Debug, Args, Clone)]
+pub struct ReconcileArgs {
+    /// The spec to keep true (read again at every pass, so edits are seen).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// Run every cluster on the built-in sandbox cloud, mirroring its own cloud's catalog.
+    #[arg(long)]
+    pub sandbox: bool,
+    #[command(flatten)]
+    pub location: StateLocation,
+    /// One pass, then exit (for cron and CI).
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: exit 2 when the pass repaired something (0: nothing to do, 1: error).
+    #[arg(long, requires = "once")]
+    pub detailed_exitcode: bool,
+    /// Time between passes: `30s`, `5m`, `1h`.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Also apply the changes that need review (spec edits, replacements,
+    /// deletions): reconcile then keeps the spec true as a continuous
+    /// `gpuform apply --auto-approve` would.
+    #[arg(long)]
+    pub apply_all: bool,
+    /// `text`: one line per action; `json`: one JSON object per line
+    /// (what, why, result, how long the pass planned before its first call).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Serve Prometheus metrics (text format) on this address, e.g.
+    /// `127.0.0.1:9464`: passes, errors, repairs by cause, pending review,
+    /// nodes desired and running per cluster, the last success's time.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Operations in flight at once within a pass (as `apply --parallelism`).
+    #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| n as usize))]
+    pub parallelism: Option<usize>,
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
+    #[arg(long, value_name = "RATE")]
+    pub cny_per_usd: Option<f64>,
+    /// Price overrides: CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
+    #[arg(long, value_name = "FILE", env = "GPUFORM_PRICES")]
+    pub prices: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {
     /// List recorded addresses.
@@ -529,6 +595,14 @@ pub enum SandboxCommand {
     },
     /// Delete a resource behind gpuform's back (by id or address).
     Delete {
+        target: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Reclaim a spot instance behind gpuform's back (by id or address), as
+    /// the cloud does when it takes spot capacity back: its data volumes are
+    /// detached and kept, the instance is gone. `gpuform reconcile` repairs it.
+    Reclaim {
         target: String,
         #[command(flatten)]
         state: StateArgs,

@@ -37,6 +37,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Plan(a) => plan(a, quiet).await,
         Command::Apply(a) => apply(a, false, quiet).await,
         Command::Destroy(a) => apply(a, true, quiet).await,
+        Command::Reconcile(a) => super::reconcile::reconcile_cmd(a).await,
         Command::Show { plan, state, json } => show(plan.as_deref(), &state, json),
         Command::Output { state, json } => output(&state, json),
         Command::Kubeconfig(a) => kubeconfig(&a),
@@ -1310,6 +1311,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
     let state = match &c {
         SandboxCommand::Ls { state, .. }
         | SandboxCommand::Delete { state, .. }
+        | SandboxCommand::Reclaim { state, .. }
         | SandboxCommand::Set { state, .. }
         | SandboxCommand::Reset { state } => state.clone(),
     };
@@ -1357,6 +1359,15 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                 .delete_behind(&target)
                 .map_err(|e| Failure(e.to_string()))?;
             outln!("Deleted {} {} behind gpuform's back.", r.kind, r.id);
+        }
+        SandboxCommand::Reclaim { target, .. } => {
+            let r = open()?
+                .reclaim_behind(&target)
+                .map_err(|e| Failure(e.to_string()))?;
+            outln!(
+                "Reclaimed spot instance {} behind gpuform's back (its volumes are detached).",
+                r.id
+            );
         }
         SandboxCommand::Set {
             target, assignment, ..

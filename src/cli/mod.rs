@@ -6,11 +6,13 @@ mod audit;
 pub mod catalog;
 mod commands;
 mod credentials;
+mod metrics;
 pub(crate) mod out;
 pub mod portability;
 pub mod prices;
 pub mod progress;
 pub mod recommend;
+mod reconcile;
 
 pub use args::Cli;
 

@@ -1,0 +1,398 @@
+//! `gpuform reconcile`: the loop around [`crate::engine::reconcile::pass`],
+//! its waits (interval, standby on a held lock, signals) and its log lines.
+//!
+//! The lock is held while a pass acts, not for the reconciler's lifetime: a
+//! person's `apply` between passes runs at once (and the next pass starts
+//! from its result), one during a pass is refused naming the reconciler, and
+//! two reconcilers on one state take turns — the second pass plans from the
+//! state the first one saved, so it never repairs the same node twice. A
+//! killed holder's lock is released by the kernel (local `flock`) or by its
+//! lease (PostgreSQL, S3), so a standby takes over within one lease.
+
+use super::args::ReconcileArgs;
+use super::commands::{
+    catalog_for, engine_failure, load, project_mismatch, providers_for, resolve_opts,
+};
+use super::out::{errln, outln};
+use super::{CmdResult, Failure};
+use crate::apply::{ApplyOptions, OpOutcome};
+use crate::engine::reconcile::{self, Pass, PassOptions};
+use crate::engine::{self, EngineError, PlanRequest};
+use crate::plan::DiffOptions;
+use crate::state::StateError;
+use gpuform_catalog::DEFAULT_CNY_PER_USD;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a standby asks for a held lock again.
+const STANDBY_POLL: Duration = Duration::from_secs(2);
+
+pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
+    let json = a.log_format == "json";
+    let cancel = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::new(tokio::sync::Notify::new());
+    let signals = watch_signals(cancel.clone(), stopped.clone())?;
+    let mut log = Log {
+        json,
+        last_pending: None,
+        standby: false,
+    };
+    let metrics = super::metrics::Shared::default();
+    if let Some(addr) = a.metrics_listen {
+        super::metrics::serve(addr, metrics.clone())
+            .await
+            .map_err(|e| Failure(format!("--metrics-listen {addr}: {e}")))?;
+    }
+    let record = |pass: Option<&Pass>, ok: bool| {
+        let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
+        match pass {
+            Some(p) => m.record_pass(p, ok, crate::clock::wall_ms() / 1000),
+            None => m.record_error(),
+        }
+    };
+    let mut passes = 0u64;
+    let mut clients = Clients::default();
+    let result = loop {
+        if cancel.load(Ordering::SeqCst) {
+            break Ok(ExitCode::SUCCESS);
+        }
+        match one_pass(&a, &cancel, &mut log, &mut clients).await {
+            Ok(Some(pass)) => {
+                passes += 1;
+                let repaired = pass.report.is_some();
+                let failed = pass.report.as_ref().map(|r| r.failed()).unwrap_or(0);
+                record(Some(&pass), failed == 0);
+                if a.once {
+                    break if failed > 0 {
+                        Err(Failure(format!(
+                            "{failed} repair(s) failed; everything that succeeded is recorded in state"
+                        )))
+                    } else if repaired && a.detailed_exitcode {
+                        Ok(ExitCode::from(2))
+                    } else {
+                        Ok(ExitCode::SUCCESS)
+                    };
+                }
+            }
+            // The lock is held by another run: wait as a standby.
+            Ok(None) => {
+                wait(STANDBY_POLL.min(a.interval), &stopped).await;
+                continue;
+            }
+            Err(e) if a.once || (passes == 0 && e.setup) => break Err(e.failure),
+            Err(e) => {
+                record(None, false);
+                log.error(&e.failure.0);
+            }
+        }
+        wait(a.interval, &stopped).await;
+    };
+    signals.abort();
+    result
+}
+
+/// Why a pass failed. A `setup` failure (the spec, its state settings or
+/// the price file is wrong) ends a reconciler that never ran a pass: it would
+/// fail the same way forever. After that, every failure — a spec edit that
+/// does not validate, a cloud or database that does not answer — is logged
+/// and the next pass tries again.
+struct PassFailure {
+    failure: Failure,
+    setup: bool,
+}
+
+fn setup(failure: Failure) -> PassFailure {
+    PassFailure {
+        failure,
+        setup: true,
+    }
+}
+
+fn transient(failure: Failure) -> PassFailure {
+    PassFailure {
+        failure,
+        setup: false,
+    }
+}
+
+/// Loads the spec, takes the lock and runs one pass. `None`: the lock is
+/// held by another run (this reconciler is a standby).
+async fn one_pass(
+    a: &ReconcileArgs,
+    cancel: &Arc<AtomicBool>,
+    log: &mut Log,
+    clients: &mut Clients,
+) -> Result<Option<Pass>, PassFailure> {
+    let loaded = load(&a.file, &a.vars).map_err(setup)?;
+    let store = a
+        .location
+        .store(Some(&loaded))
+        .map_err(|e| setup(engine_failure(e)))?;
+    let mut locked = match engine::lock_state(&store, &loaded.spec.project, "reconcile") {
+        Ok(l) => l,
+        Err(EngineError::State(StateError::Locked { holder, .. })) => {
+            log.standby(&holder);
+            return Ok(None);
+        }
+        Err(e) => return Err(transient(engine_failure(e))),
+    };
+    log.standby = false;
+    if locked.existed && locked.doc.project != loaded.spec.project {
+        return Err(setup(project_mismatch(&store, &locked.doc, &loaded)));
+    }
+    let catalog = catalog_for(a.prices.as_deref()).map_err(setup)?;
+    let providers = clients.get(&store, &loaded.spec.endpoints);
+    let req = PlanRequest {
+        loaded: &loaded,
+        catalog: &catalog,
+        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+        diff: DiffOptions {
+            destroy: false,
+            targets: Vec::new(),
+            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
+            replace: Vec::new(),
+        },
+        refresh: true,
+        adopt_lineages: Vec::new(),
+        preview: false,
+        notify: &|line: &str| errln!("{line}"),
+    };
+    let apply = ApplyOptions {
+        parallelism: a.parallelism,
+        ..ApplyOptions::default()
+    };
+    let opts = PassOptions {
+        apply_all: a.apply_all,
+        apply: &apply,
+    };
+    let pass = reconcile::pass(&mut locked, &req, providers, &opts, cancel.clone())
+        .await
+        .map_err(|e| match e {
+            // The spec does not resolve (a region, a budget): as a load error.
+            EngineError::Spec(_) => setup(engine_failure(e)),
+            e => transient(engine_failure(e)),
+        })?;
+    drop(locked);
+    log.pass(&pass);
+    Ok(Some(pass))
+}
+
+/// The providers, kept from pass to pass while the state and the spec's
+/// endpoints stay the same: clients, their connections and credentials are
+/// made once, and a cloud's view of time (the sandbox counts calls) runs on.
+#[derive(Default)]
+struct Clients {
+    key: String,
+    providers: Option<Arc<crate::providers::Providers>>,
+}
+
+impl Clients {
+    fn get(
+        &mut self,
+        store: &crate::state::StateStore,
+        endpoints: &std::collections::BTreeMap<String, String>,
+    ) -> Arc<crate::providers::Providers> {
+        let key = format!("{}\n{endpoints:?}", store.location());
+        match &self.providers {
+            Some(p) if self.key == key => p.clone(),
+            _ => {
+                let p = providers_for(store, endpoints);
+                self.key = key;
+                self.providers = Some(p.clone());
+                p
+            }
+        }
+    }
+}
+
+/// Sleeps `d`, or until a signal asks to stop.
+async fn wait(d: Duration, stopped: &tokio::sync::Notify) {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => {}
+        _ = stopped.notified() => {}
+    }
+}
+
+/// SIGINT and SIGTERM (what systemd and Kubernetes send) set `cancel`: the
+/// running pass starts nothing new, saves, and the loop ends. A second
+/// signal exits at once; the journal holds every result.
+fn watch_signals(
+    cancel: Arc<AtomicBool>,
+    stopped: Arc<tokio::sync::Notify>,
+) -> Result<tokio::task::JoinHandle<()>, Failure> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| Failure(e.to_string()))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| Failure(e.to_string()))?;
+    Ok(tokio::spawn(async move {
+        let mut seen = 0;
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            seen += 1;
+            if seen > 1 {
+                errln!(
+                    "Stopped. The journal holds every result; the next pass or apply finishes it."
+                );
+                std::process::exit(130);
+            }
+            cancel.store(true, Ordering::SeqCst);
+            // notify_one keeps a permit: a wait that starts later returns at once.
+            stopped.notify_one();
+        }
+    }))
+}
+
+/// The reconciler's log: one line (or JSON object) per action, on stdout.
+struct Log {
+    json: bool,
+    /// What the previous pass left for review, so that an unchanged list is
+    /// not printed again every interval.
+    last_pending: Option<Vec<String>>,
+    /// Whether the standby line was printed for the current wait.
+    standby: bool,
+}
+
+impl Log {
+    fn emit(&self, event: &str, fields: serde_json::Value, text: String) {
+        if self.json {
+            let mut obj = serde_json::json!({
+                "time": crate::clock::wall_rfc3339(),
+                "event": event,
+            });
+            if let (Some(o), serde_json::Value::Object(f)) = (obj.as_object_mut(), fields) {
+                o.extend(f);
+            }
+            outln!("{obj}");
+        } else {
+            outln!("{} {text}", crate::clock::wall_rfc3339());
+        }
+    }
+
+    fn standby(&mut self, holder: &str) {
+        if !self.standby {
+            self.emit(
+                "standby",
+                serde_json::json!({ "holder": holder }),
+                format!(
+                    "standby: the state is locked by {holder}; taking over when it is released"
+                ),
+            );
+            self.standby = true;
+        }
+    }
+
+    fn error(&self, message: &str) {
+        self.emit(
+            "error",
+            serde_json::json!({ "error": message }),
+            format!("error: {message}; trying again at the next pass"),
+        );
+    }
+
+    fn pass(&mut self, pass: &Pass) {
+        let outcomes = pass.report.as_ref().map(|r| &r.outcomes[..]).unwrap_or(&[]);
+        for r in &pass.repairs {
+            // A split create has two outcomes (made, then attached): the first
+            // says what was made, a failure anywhere says it failed.
+            let mine: Vec<&OpOutcome> = outcomes
+                .iter()
+                .filter(|(a, _, _)| *a == r.address)
+                .map(|(_, _, o)| o)
+                .collect();
+            let result = mine
+                .iter()
+                .find(|o| matches!(o, OpOutcome::Failed { .. } | OpOutcome::Skipped { .. }))
+                .or(mine.first())
+                .map(|o| describe(o))
+                .unwrap_or_else(|| "not started".into());
+            self.emit(
+                "repair",
+                serde_json::json!({
+                    "address": r.address,
+                    "action": r.action,
+                    "cause": r.cause,
+                    "why": r.why,
+                    "result": result,
+                    "plan_ms": pass.plan_ms,
+                }),
+                format!(
+                    "repair: {} {} ({}): {result}",
+                    r.action.as_str(),
+                    r.address,
+                    r.why
+                ),
+            );
+        }
+        let pending: Vec<String> = pass
+            .pending
+            .iter()
+            .map(|p| format!("{} {}: {}", p.action.as_str(), p.address, p.why))
+            .collect();
+        if self.last_pending.as_ref() != Some(&pending) && !pending.is_empty() {
+            for p in &pass.pending {
+                self.emit(
+                    "pending",
+                    serde_json::json!({ "address": p.address, "action": p.action, "why": p.why }),
+                    format!(
+                        "pending review: {} {} ({}): run `gpuform apply`",
+                        p.action.as_str(),
+                        p.address,
+                        p.why
+                    ),
+                );
+            }
+        }
+        self.last_pending = Some(pending);
+        let nodes: serde_json::Map<String, serde_json::Value> = pass
+            .nodes
+            .iter()
+            .map(|(c, n)| {
+                (
+                    c.clone(),
+                    serde_json::json!({"desired": n.desired, "running": n.running}),
+                )
+            })
+            .collect();
+        let summary = pass
+            .nodes
+            .iter()
+            .map(|(c, n)| format!("{c} {}/{}", n.running, n.desired))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.emit(
+            "pass",
+            serde_json::json!({
+                "repairs": pass.repairs.len(),
+                "pending": pass.pending.len(),
+                "nodes": nodes,
+                "plan_ms": pass.plan_ms,
+            }),
+            format!(
+                "pass: {} repair(s), {} pending review; nodes running/desired: {}",
+                pass.repairs.len(),
+                pass.pending.len(),
+                if summary.is_empty() {
+                    "none".into()
+                } else {
+                    summary
+                }
+            ),
+        );
+    }
+}
+
+fn describe(o: &OpOutcome) -> String {
+    match o {
+        OpOutcome::Created { id } => format!("created {id}"),
+        OpOutcome::Updated { id } => format!("updated {id}"),
+        OpOutcome::Deleted => "deleted".into(),
+        OpOutcome::Completed { done, .. } => done.clone(),
+        OpOutcome::Failed { error, .. } => format!("failed: {error}"),
+        OpOutcome::Skipped { because } => format!("skipped: {because}"),
+        OpOutcome::NotStarted => "not started (interrupted)".into(),
+    }
+}
