@@ -42,6 +42,7 @@ mod portability_prices;
 mod prices_aws_moto;
 mod prices_refresh;
 mod recommend;
+mod reconcile;
 mod spec_buckets;
 mod spec_errors;
 mod spec_fmt;

@@ -546,3 +546,116 @@ fn a_crash_at_any_api_call_with_postgres_state_then_apply_leaves_exactly_the_des
         assert!(n < 100, "no end to the calls");
     }
 }
+
+/// Addresses of `remote_state::spec(_, nodes)`: one cluster, a data volume per node.
+fn trainer_addresses(nodes: u32) -> std::collections::BTreeSet<String> {
+    let mut out: std::collections::BTreeSet<String> = [
+        "cluster.trainer.network",
+        "cluster.trainer.subnet[us-east-1a]",
+        "cluster.trainer.firewall",
+    ]
+    .map(String::from)
+    .into();
+    for i in 0..nodes {
+        out.insert(format!("cluster.trainer.node[{i}]"));
+        out.insert(format!("cluster.trainer.volume[{i}]"));
+    }
+    out
+}
+
+#[test]
+fn two_reconcilers_on_one_postgres_state_never_repair_a_node_twice() {
+    let project = unique("pg-rec");
+    let sandbox = tempfile::tempdir().unwrap();
+    let a = runner(&project, 3, sandbox.path());
+    let b = runner(&project, 3, sandbox.path());
+    let out = a.run(&["apply", "spec.yaml", "--auto-approve"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for node in ["cluster.trainer.node[0]", "cluster.trainer.node[2]"] {
+        let out = a.run(&["sandbox", "delete", node, "-f", "spec.yaml"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    // Both at once, each a different runner (working directory).
+    let once = ["reconcile", "spec.yaml", "--once", "--detailed-exitcode"];
+    let spawn = |r: &Runner| {
+        r.cmd(&once, "latency=20ms")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (ca, cb) = (spawn(&a), spawn(&b));
+    let (oa, ob) = (
+        ca.wait_with_output().unwrap(),
+        cb.wait_with_output().unwrap(),
+    );
+    let codes = (oa.status.code(), ob.status.code());
+    assert!(
+        matches!(codes, (Some(2), Some(0)) | (Some(0), Some(2))),
+        "exactly one of them repairs:\n{}\n{}",
+        text(&oa),
+        text(&ob)
+    );
+    let repairs = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .matches("repair: create")
+            .count()
+    };
+    assert_eq!(
+        repairs(&oa) + repairs(&ob),
+        2,
+        "{}\n{}",
+        text(&oa),
+        text(&ob)
+    );
+    // One resource per address in the cloud (sandbox_addresses panics on a
+    // duplicate), and the state records exactly those.
+    assert_eq!(sandbox_addresses(&a), trainer_addresses(3));
+    assert_eq!(state_addresses(&a.state()), trainer_addresses(3));
+    let plan = a.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+}
+
+#[test]
+fn a_standby_reconciler_finishes_what_a_killed_one_started() {
+    let project = unique("pg-standby");
+    let sandbox = tempfile::tempdir().unwrap();
+    let mut a = runner(&project, 4, sandbox.path());
+    let mut b = runner(&project, 4, sandbox.path());
+    a.lease = Some(2);
+    b.lease = Some(2);
+    let out = a.run(&["apply", "spec.yaml", "--auto-approve"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for i in 0..4 {
+        let node = format!("cluster.trainer.node[{i}]");
+        let out = a.run(&["sandbox", "delete", &node, "-f", "spec.yaml"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    // The first reconciler repairs slowly (400 ms a call) and is killed -9
+    // while it holds the lock, mid-repair.
+    let mut first = a
+        .cmd(
+            &["reconcile", "spec.yaml", "--interval", "1s"],
+            "latency=400ms",
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let name = format!("{project}/default");
+    wait_while_running(
+        &mut first,
+        "the reconciler's journal in the database",
+        Duration::from_secs(60),
+        || journal_lines(&name) >= 1 && lock_holder_pid(&name).is_some(),
+    );
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+    // The second finishes the repair: exactly the spec, nothing twice.
+    let out = b.run(&["reconcile", "spec.yaml", "--once"]);
+    assert!(out.status.success(), "the standby failed: {}", text(&out));
+    assert_eq!(sandbox_addresses(&b), trainer_addresses(4));
+    assert_eq!(state_addresses(&b.state()), trainer_addresses(4));
+    let plan = b.run(&["plan", "spec.yaml", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+}
