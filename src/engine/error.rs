@@ -22,6 +22,10 @@ pub enum EngineError {
     Plan(String),
     #[error("{0}")]
     StalePlan(String),
+    /// The account's quota cannot fit what the plan creates, anywhere the
+    /// spec allows (`engine::quota`).
+    #[error("{0}")]
+    Quota(gpuform_provider::UserError),
     #[error("internal error: {0}")]
     Internal(String),
     /// Capacity failover found nowhere left to go: why the last re-plan

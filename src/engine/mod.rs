@@ -8,6 +8,7 @@ mod error;
 mod failover;
 mod gc;
 pub mod prices;
+mod quota;
 pub mod reconcile;
 
 pub use error::EngineError;
@@ -254,24 +255,41 @@ pub async fn make_plan(
     let mut resolve_opts = req.resolve.clone();
     resolve_opts.current = current_placements(&doc);
     let mut offering_notes = Vec::new();
+    let mut quotas = quota::QuotaCheck::default();
+    let mut quota_findings = Vec::new();
     let desired = if req.diff.destroy {
         Desired::default()
     } else {
         // Ask the clouds (when reachable) whether each zone sells the type
-        // about to be created there; a zone that does not is skipped like a
-        // zone out of capacity, before anything is made.
+        // about to be created there, and whether the account's quota has
+        // room for it; a zone that does not is skipped like a zone out of
+        // capacity, before anything is made.
         let mut checked = std::collections::HashSet::new();
         loop {
-            let d = desired(req.loaded, req.catalog, &resolve_opts)?;
+            let d = match desired(req.loaded, req.catalog, &resolve_opts) {
+                Ok(d) => d,
+                // Every candidate left was short of quota: say which quota.
+                Err(e) => return Err(quotas.into_error(Some(e), providers, req.catalog).await),
+            };
             if !req.refresh {
                 break d;
             }
             let unsold =
                 check_offerings(&d, &doc, providers, &mut checked, &mut offering_notes).await;
-            if unsold.is_empty() {
+            if !unsold.is_empty() {
+                resolve_opts.exhausted.extend(unsold);
+                continue;
+            }
+            let findings = quotas.check(&d, &doc, providers, req.catalog).await;
+            if findings.iter().all(|f| f.fits) {
+                quota_findings = findings;
                 break d;
             }
-            resolve_opts.exhausted.extend(unsold);
+            let avoid = quotas.avoid(&findings, &resolve_opts, req.catalog);
+            if avoid.is_empty() {
+                return Err(quotas.into_error(None, providers, req.catalog).await);
+            }
+            resolve_opts.exhausted.extend(avoid);
         }
     };
     let state_ref = StateRef {
@@ -301,6 +319,10 @@ pub async fn make_plan(
     let mut plan = diff(desired, &current, req.catalog, &req.diff);
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
+    plan.notes.extend(std::mem::take(&mut quotas.notes));
+    plan.notes.extend(quota_findings.iter().map(quota::ok_note));
+    plan.quotas = quota_findings;
+    plan.warnings.extend(std::mem::take(&mut quotas.warnings));
     plan.warnings.extend(unlooked);
     complete_plan(
         &mut plan,

@@ -233,6 +233,7 @@ pub fn diff(
         lockin: std::mem::take(&mut desired.lockin),
         notes: std::mem::take(&mut desired.notes),
         warnings,
+        quotas: Vec::new(),
         transfers: desired
             .reads
             .iter()

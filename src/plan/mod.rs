@@ -200,6 +200,57 @@ pub struct DataTransfer {
     pub price_basis: String,
 }
 
+/// One account quota the plan's new instances count against, as the cloud
+/// reported it at plan time (`quota ok` notes, and the error when it does
+/// not fit).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaFinding {
+    /// The provider key (`aws`, `sandbox:aws`).
+    pub provider: String,
+    pub region: String,
+    /// Set for a cloud whose quotas are per zone (Tencent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    pub name: String,
+    /// The cloud's quota code, where it has one (`L-417A185B`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    pub unit: gpuform_provider::QuotaUnit,
+    /// What this plan's new instances need of it.
+    pub need: u64,
+    pub used: u64,
+    /// `None`: no limit.
+    pub limit: Option<u64>,
+    /// How to raise it.
+    pub raise: String,
+    /// The clusters whose new nodes count against it.
+    pub clusters: Vec<String>,
+    pub fits: bool,
+}
+
+impl QuotaFinding {
+    /// `P instances (L-417A185B) in us-east-1`: which quota, where.
+    pub fn label(&self) -> String {
+        format!(
+            "{}{} in {}",
+            self.name,
+            self.code
+                .as_deref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default(),
+            self.zone.as_deref().unwrap_or(&self.region)
+        )
+    }
+
+    /// `used 0 of 384`, or `used 12, no limit`.
+    pub fn usage(&self) -> String {
+        match self.limit {
+            Some(l) => format!("used {} of {l}", self.used),
+            None => format!("used {}, no limit", self.used),
+        }
+    }
+}
+
 /// The state a plan was made against: a saved plan applies only there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateRef {
@@ -229,6 +280,10 @@ pub struct Plan {
     /// (each also a warning line).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transfers: Vec<DataTransfer>,
+    /// The account quotas the instances this plan creates count against,
+    /// read from the clouds at plan time (each also a `quota ok` note).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<QuotaFinding>,
     /// The state file the plan was made against (saved plans apply there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_path: Option<String>,

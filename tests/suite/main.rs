@@ -41,6 +41,7 @@ mod portability_offers;
 mod portability_prices;
 mod prices_aws_moto;
 mod prices_refresh;
+mod quota;
 mod recommend;
 mod reconcile;
 mod spec_buckets;

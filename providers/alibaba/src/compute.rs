@@ -14,7 +14,8 @@ use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
-    PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
+    PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, ResourceKind,
+    Scope,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -97,6 +98,64 @@ impl ComputeApi for AlibabaProvider {
     /// See [`AlibabaProvider::on_sale`].
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         self.on_sale(&scope.region, zone, itype).await.map(Some)
+    }
+
+    /// DescribeAccountAttributes (ECS,
+    /// https://help.aliyun.com/document_detail/73772.html): the region's
+    /// vCPU quota of pay-as-you-go instances (`max-` and
+    /// `used-postpaid-instance-vcpu-count`) or of spot instances (`max-` and
+    /// `used-spot-instance-vcpu-count`); every type counts its vCPUs.
+    /// Subscriptions have no vCPU attribute: the cloud cannot tell.
+    async fn quota(
+        &self,
+        scope: &Scope,
+        _itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        const ACTION: &str = "DescribeAccountAttributes";
+        let (kind, name) = match market {
+            QuotaMarket::OnDemand => ("postpaid", "pay-as-you-go instance vCPUs"),
+            QuotaMarket::Spot => ("spot", "spot instance vCPUs"),
+            QuotaMarket::Reserved => return Ok(None),
+        };
+        let (max, used) = (
+            format!("max-{kind}-instance-vcpu-count"),
+            format!("used-{kind}-instance-vcpu-count"),
+        );
+        let mut p = Params::one("AttributeName.1", &max);
+        p.push("AttributeName.2", &used);
+        let body = self.ecs(&scope.region, ACTION, &p).await?;
+        let value = |attr: &str| -> Result<u64> {
+            let found = items(&body, "AccountAttributeItems", "AccountAttributeItem")
+                .into_iter()
+                .find(|i| text(i, "AttributeName") == attr)
+                .and_then(|i| {
+                    items(i, "AttributeValues", "ValueItem")
+                        .first()
+                        .map(|v| text(v, "Value"))
+                });
+            found
+                .as_deref()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    ProviderError::new(
+                        ErrorKind::Transient,
+                        format!("{ACTION}: the answer has no numeric `{attr}`"),
+                    )
+                })
+        };
+        Ok(Some(QuotaReading {
+            code: Some(max.clone()),
+            name: name.to_string(),
+            unit: QuotaUnit::Vcpus,
+            limit: Some(value(&max)?),
+            used: value(&used)?,
+            raise: format!(
+                "request an increase of `{max}` in {} in the Quota Center \
+                 (https://quotas.console.aliyun.com/products/ecs/quotas)",
+                scope.region
+            ),
+        }))
     }
 
     async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource> {

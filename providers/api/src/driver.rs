@@ -14,6 +14,7 @@ use crate::change::{Attachment, BucketChange, ChangeSet, Update};
 use crate::error::ok_if_gone;
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
+use crate::quota::{QuotaMarket, QuotaReading};
 use crate::request::{
     BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
     SubnetSpec, VolumeSpec,
@@ -61,6 +62,34 @@ pub trait ComputeApi: Send + Sync {
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         let _ = (scope, zone, itype);
         Ok(None)
+    }
+
+    /// See [`Provider::quota`].
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let _ = (scope, itype, market);
+        Ok(None)
+    }
+
+    /// See [`Provider::quota_per_zone`].
+    fn quota_per_zone(&self) -> bool {
+        false
+    }
+
+    /// See [`Provider::zone_quota`].
+    async fn zone_quota(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let _ = zone;
+        ComputeApi::quota(self, scope, itype, market).await
     }
 
     async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource>;
@@ -290,6 +319,29 @@ impl<D: CloudDriver> Provider for D {
 
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         ComputeApi::offered(self, scope, zone, itype).await
+    }
+
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        ComputeApi::quota(self, scope, itype, market).await
+    }
+
+    fn quota_per_zone(&self) -> bool {
+        ComputeApi::quota_per_zone(self)
+    }
+
+    async fn zone_quota(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        ComputeApi::zone_quota(self, scope, zone, itype, market).await
     }
 
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {

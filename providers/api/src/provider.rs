@@ -1,5 +1,6 @@
 //! The provider trait: the small set of questions every cloud answers.
 
+use crate::quota::{QuotaMarket, QuotaReading};
 use crate::Result;
 use crate::{Attrs, Cloud, ObservedResource, OwnershipTags, ResourceKind};
 use async_trait::async_trait;
@@ -130,6 +131,41 @@ pub trait Provider: Send + Sync {
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         let _ = (scope, zone, itype);
         Ok(None)
+    }
+
+    /// The account quota an instance of `itype` bought in `market` counts
+    /// against in `scope`'s region, with its limit and usage, when the cloud
+    /// can say (`None`: it cannot). Checked at plan time so that a plan that
+    /// cannot fit fails before anything is created. No permission to read it
+    /// is an error of kind [`crate::ErrorKind::Auth`].
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let _ = (scope, itype, market);
+        Ok(None)
+    }
+
+    /// Whether this cloud's instance quotas are per zone (Tencent's
+    /// `DescribeAccountQuota`) rather than per region: the engine then asks
+    /// [`Provider::zone_quota`] for each zone and fails over zone by zone.
+    fn quota_per_zone(&self) -> bool {
+        false
+    }
+
+    /// [`Provider::quota`] in one zone: the same unless
+    /// [`Provider::quota_per_zone`].
+    async fn zone_quota(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let _ = zone;
+        self.quota(scope, itype, market).await
     }
 
     /// How long after a create call its resource may still be missing from

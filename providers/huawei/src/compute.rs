@@ -10,7 +10,8 @@ use base64::Engine as _;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
-    PlacementStrategy, Pricing, ProviderError, ResourceKind, Scope,
+    PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, ResourceKind,
+    Scope,
 };
 use serde_json::{json, Value};
 
@@ -25,11 +26,64 @@ pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value
     list_field(&v, "server_groups", "listing ECS groups")
 }
 
+/// ShowServerLimits ("Querying Tenant Quotas", GET
+/// /v1/{project_id}/cloudservers/limits,
+/// support.huaweicloud.com/en-us/api-ecs/ecs_02_0801.html): `absolute`
+/// holds `maxTotalCores` / `totalCoresUsed` and, for spot ECSs,
+/// `maxTotalSpotCores` / `totalSpotCoresUsed`; -1 means no limit. The
+/// project's quota is the region's: every flavor counts its vCPUs there.
+pub(crate) fn cores_quota(v: &Value, market: QuotaMarket, region: &str) -> Result<QuotaReading> {
+    let absolute = v.get("absolute").ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::Transient,
+            "ShowServerLimits: the answer has no `absolute` quotas",
+        )
+    })?;
+    let (max, used, name) = match market {
+        QuotaMarket::Spot => ("maxTotalSpotCores", "totalSpotCoresUsed", "spot ECS vCPUs"),
+        _ => ("maxTotalCores", "totalCoresUsed", "ECS vCPUs"),
+    };
+    let int = |k: &str| absolute.get(k).and_then(Value::as_i64);
+    let limit = int(max).ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::Transient,
+            format!("ShowServerLimits: the answer has no `{max}`"),
+        )
+    })?;
+    Ok(QuotaReading {
+        code: Some(max.to_string()),
+        name: name.to_string(),
+        unit: QuotaUnit::Vcpus,
+        limit: u64::try_from(limit).ok(),
+        used: int(used).and_then(|u| u64::try_from(u).ok()).unwrap_or(0),
+        raise: format!(
+            "apply for a higher ECS vCPU quota in {region} on the console's My Quotas page \
+             (https://console.huaweicloud.com/quotacenter/)"
+        ),
+    })
+}
+
 #[async_trait]
 impl ComputeApi for HuaweiProvider {
     /// See [`HuaweiProvider::on_sale`].
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         self.on_sale(&scope.region, zone, itype).await.map(Some)
+    }
+
+    /// The project's vCPU cores ([`cores_quota`]): every flavor counts
+    /// against it, spot ECSs against the spot cores.
+    async fn quota(
+        &self,
+        scope: &Scope,
+        _itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let pid = self.project(&scope.region)?.to_string();
+        let path = format!("/v1/{pid}/cloudservers/limits");
+        let v = self
+            .send(Call::new(Service::Ecs, &scope.region, "GET", path))
+            .await?;
+        cores_quota(&v, market, &scope.region).map(Some)
     }
 
     /// "Creating an ECS Group", POST /v1/{project_id}/cloudservers/os-server-groups

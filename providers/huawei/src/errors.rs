@@ -189,6 +189,11 @@ pub fn classify(status: u16, code: Option<&str>, msg: &str) -> ErrorKind {
     if code.starts_with("APIGW.03") || status == 401 || code == "Ecs.0003" {
         return ErrorKind::Auth;
     }
+    // IAM's refusal names the action, which may mention quotas
+    // (`ecs:cloudServerQuotas:get`): it is a permission, not a full quota.
+    if status == 403 && (m.contains("policy doesn't allow") || m.contains("not authorized")) {
+        return ErrorKind::Auth;
+    }
     let capacity = [
         "sold out",
         "insufficient resource",
@@ -256,6 +261,12 @@ mod tests {
             (401, Some("APIGW.0301"), "verify aksk signature fail", Auth),
             (404, Some("APIGW.0101"), "The API does not exist", Invalid),
             (400, Some("Ecs.0001"), "Insufficient ECS quota", Quota),
+            (
+                403,
+                Some("Ecs.0319"),
+                "Policy doesn't allow ecs:cloudServerQuotas:get to be performed.",
+                Auth,
+            ),
             (
                 400,
                 Some("Ecs.0000"),

@@ -94,6 +94,7 @@ pub(crate) fn create(
                 (subnet_id, refer("subnet", subnet_id)?),
                 (firewall_id, refer("firewall", firewall_id)?),
             )?;
+            crate::quota::check_create(view, cloud, faults, region, ty)?;
             checks::quota_and_capacity(view, cloud, faults, (region, z), ty)?;
             gpus = ty.gpu_count;
             zone = Some(z.to_string());

@@ -10,7 +10,8 @@ pub const FAULTS_ENV: &str = "GPUFORM_SANDBOX_FAULTS";
 const ACCEPTED: &str = "latency=<duration: 50ms, 1s, 250us, 0>, throttle=<probability 0..1>, \
 fail=<probability 0..1>, capacity=<instance type or *>@<zone or *> (repeatable), \
 crash_after=<call number >= 1>, seed=<unsigned integer>, quota_gpus=<unsigned integer>, \
-rate=<calls per second > 0>, boot=<duration>, disk=<duration>, profile=aws, \
+quota=<group>:<limit>[@<region>] (repeatable; groups: aws P, G, F, X, Inf, Trn, DL, Standard in vCPUs; \
+alibaba vcpu; tencent instances; huawei cores), quota_read=denied, rate=<calls per second > 0>, boot=<duration>, disk=<duration>, profile=aws, \
 reclaim=<probability per call 0..1>, reclaim_at=<call number >= 1> (repeatable)";
 
 /// How many API calls after its notice a spot instance is reclaimed: the
@@ -51,6 +52,13 @@ pub struct Faults {
     pub seed: u64,
     /// GPUs allowed per region (per mirrored cloud); `None`: unlimited.
     pub quota_gpus: Option<u32>,
+    /// Per-family quotas of the mirrored cloud (`quota=P:0`, `quota=P:384@us-west-2`):
+    /// (group, region or every region, limit in the group's unit); see the
+    /// `quota` module for the groups.
+    pub quota: Vec<(String, Option<String>, u64)>,
+    /// Reading a quota is refused as unauthorized (`quota_read=denied`);
+    /// creates are still checked against it.
+    pub quota_unreadable: bool,
     /// API rate limit: advertised to the engine and enforced (calls beyond it
     /// are throttled). `None`: effectively unlimited.
     pub rate_per_second: Option<f64>,
@@ -109,7 +117,7 @@ impl Faults {
                 )));
             };
             let (key, value) = (key.trim(), value.trim());
-            if key != "capacity" && key != "reclaim_at" {
+            if !matches!(key, "capacity" | "quota" | "reclaim_at") {
                 if seen.contains(&key) {
                     return Err(err(format!("`{key}` is given more than once")));
                 }
@@ -171,6 +179,32 @@ impl Faults {
                         err("expected quota_gpus=<unsigned integer>, e.g. quota_gpus=64".into())
                     })?)
                 }
+                "quota" => {
+                    let bad = || {
+                        err(
+                            "expected quota=<group>:<limit>[@<region>], e.g. quota=P:0 or \
+                             quota=P:384@us-west-2 (groups: aws P, G, F, X, Inf, Trn, DL, \
+                             Standard; alibaba vcpu; tencent instances; huawei cores)"
+                                .into(),
+                        )
+                    };
+                    let (group, rest) = value.split_once(':').ok_or_else(bad)?;
+                    let (limit, region) = match rest.split_once('@') {
+                        Some((l, r)) => (l.trim(), Some(r.trim().to_string())),
+                        None => (rest.trim(), None),
+                    };
+                    let limit: u64 = limit.parse().map_err(|_| bad())?;
+                    if group.trim().is_empty() || region.as_deref() == Some("") {
+                        return Err(bad());
+                    }
+                    f.quota.push((group.trim().to_string(), region, limit));
+                }
+                "quota_read" => {
+                    if value != "denied" {
+                        return Err(err(format!("expected quota_read=denied, got `{value}`")));
+                    }
+                    f.quota_unreadable = true;
+                }
                 "rate" => {
                     let r: f64 = value.parse().map_err(|_| {
                         err("expected rate=<calls per second>, e.g. rate=200".into())
@@ -192,6 +226,19 @@ impl Faults {
         f.boot = boot.or(profile.map(|p| p.1)).unwrap_or_default();
         f.disk = disk.or(profile.map(|p| p.2)).unwrap_or_default();
         Ok(f)
+    }
+
+    /// The limit of quota `group` in `region`: the region's own, else the
+    /// one for every region; `None` when no `quota=` names the group.
+    pub fn quota_for(&self, group: &str, region: &str) -> Option<u64> {
+        let of = |want_region: Option<&str>| {
+            self.quota
+                .iter()
+                .rev()
+                .find(|(g, r, _)| g.eq_ignore_ascii_case(group) && r.as_deref() == want_region)
+                .map(|q| q.2)
+        };
+        of(Some(region)).or_else(|| of(None))
     }
 
     /// Whether creating `instance_type` in `zone` hits a capacity fault.
@@ -294,6 +341,26 @@ mod tests {
         );
         let f = Faults::parse("disk=1s").expect("parses");
         assert_eq!((f.boot, f.disk), (Duration::ZERO, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_region_quota_overrides_the_every_region_one() {
+        let f = Faults::parse("quota=P:0,quota=p:384@us-west-2,quota=G:64,quota_read=denied")
+            .expect("parses");
+        assert_eq!(f.quota_for("P", "us-east-1"), Some(0));
+        assert_eq!(f.quota_for("P", "us-west-2"), Some(384));
+        assert_eq!(f.quota_for("G", "us-west-2"), Some(64));
+        assert_eq!(f.quota_for("Standard", "us-west-2"), None);
+        assert!(f.quota_unreadable);
+        for bad in [
+            "quota=P",
+            "quota=P:lots",
+            "quota=:4",
+            "quota=P:4@",
+            "quota_read=yes",
+        ] {
+            assert!(Faults::parse(bad).is_err(), "{bad} must be refused");
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@
 //! | `crash_after=N` | the N-th API call of the process takes effect, then the process aborts |
 //! | `seed=N` | seed of the RNG behind `throttle` and `fail` |
 //! | `quota_gpus=N` | GPUs per region and mirrored cloud; beyond it `Quota` |
+//! | `quota=GROUP:N[@REGION]` | repeatable: the mirrored cloud's per-family quota (AWS `P`, `G`, `Standard`, … in vCPUs; Alibaba `vcpu`; Tencent `instances`; Huawei `cores`), in every region or one; enforced at create (`Quota`) and answered by `quota()` with usage from the inventory |
+//! | `quota_read=denied` | reading a quota fails as unauthorized (`Auth`); creates are still checked |
 //! | `rate=R` | calls per second: advertised by `rate_limit()` and enforced (`Throttled`) |
 //! | `boot=16s` | an instance's create returns this long after its call: the time to `running`, which every provider waits out |
 //! | `disk=5s` | a volume's create returns this long after its call: the time a new disk takes to be `available` |
@@ -49,6 +51,7 @@ mod faults;
 mod ids;
 mod inventory;
 mod provider;
+mod quota;
 mod store;
 
 pub use cloud::{SandboxCloud, SandboxResource};

@@ -19,7 +19,8 @@ use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, Inventory, InventoryApi,
-    InventoryInstance, InventoryVolume, ObservedResource, Provider, ResourceKind, Scope, UserTags,
+    InventoryInstance, InventoryVolume, ObservedResource, Provider, QuotaMarket, QuotaReading,
+    ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -189,6 +190,30 @@ impl Provider for SandboxProvider {
                 (req.kind, &made.id),
                 (&set, &changes),
             )
+        })
+        .await
+    }
+
+    /// The `quota=` fault of the instance type's group, usage counted from
+    /// the inventory; one call, as the clouds' quota reads are. A group
+    /// without a `quota=` is not asked about (`None`), so plans without
+    /// quota faults make no extra call (crash tests count calls).
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let faults = &self.sandbox.faults;
+        let ty = crate::checks::instance_type(self.cloud, itype)?;
+        if faults
+            .quota_for(crate::quota::group(self.cloud, ty), &scope.region)
+            .is_none()
+        {
+            return Ok(None);
+        }
+        self.call(1, |inner| {
+            crate::quota::reading(inner, self.cloud, faults, &scope.region, ty, market)
         })
         .await
     }

@@ -21,7 +21,7 @@ use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
-    Pricing, ProviderError, ResourceKind, Scope,
+    Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -44,6 +44,58 @@ impl ComputeApi for TencentProvider {
         Ok(Some(items.iter().any(|i| {
             s(i, "Zone") == zone && s(i, "InstanceType") == itype && s(i, "Status") == "SELL"
         })))
+    }
+
+    /// Tencent's instance quotas are per zone (DescribeAccountQuota).
+    fn quota_per_zone(&self) -> bool {
+        true
+    }
+
+    /// DescribeAccountQuota (https://cloud.tencent.com/document/api/213/55628),
+    /// filtered to the zone and the market's set: `PostPaidQuotaSet`
+    /// (pay-as-you-go), `SpotPaidQuotaSet` (spot) or `PrePaidQuotaSet`
+    /// (monthly), each item {UsedQuota, RemainingQuota, TotalQuota, Zone}
+    /// counting instances, whatever their type.
+    async fn zone_quota(
+        &self,
+        scope: &Scope,
+        zone: &str,
+        _itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        const QUOTA: &str = "DescribeAccountQuota";
+        let (set, what) = match market {
+            QuotaMarket::OnDemand => ("PostPaidQuotaSet", "pay-as-you-go"),
+            QuotaMarket::Spot => ("SpotPaidQuotaSet", "spot"),
+            QuotaMarket::Reserved => ("PrePaidQuotaSet", "monthly subscription"),
+        };
+        let body = json!({"Filters": [
+            {"Name": "zone", "Values": [zone]},
+            {"Name": "quota-type", "Values": [set]},
+        ]});
+        let resp = self.client.call(CVM, QUOTA, &scope.region, &body).await?;
+        let quota = resp
+            .get("AccountQuotaOverview")
+            .and_then(|o| o.get("AccountQuota"))
+            .ok_or_else(|| undocumented(QUOTA, "AccountQuotaOverview.AccountQuota"))?;
+        let items = crate::client::documented_set(quota, QUOTA, set)?;
+        // A zone the answer does not list has no quota to report.
+        let Some(item) = items.iter().find(|i| s(i, "Zone") == zone) else {
+            return Ok(None);
+        };
+        let n = |k: &str| item.get(k).and_then(Value::as_u64);
+        let total =
+            n("TotalQuota").ok_or_else(|| undocumented(QUOTA, &format!("{set}.TotalQuota")))?;
+        Ok(Some(QuotaReading {
+            code: Some(set.to_string()),
+            name: format!("{what} instances"),
+            unit: QuotaUnit::Instances,
+            limit: Some(total),
+            used: n("UsedQuota").unwrap_or(0),
+            raise: "ask for a higher CVM instance quota in the console \
+                    (https://console.cloud.tencent.com/cvm/quota, or a ticket)"
+                .to_string(),
+        }))
     }
 
     /// https://www.tencentcloud.com/document/api/213/33264 (CreateDisasterRecoverGroup):

@@ -8,5 +8,6 @@ mod buckets;
 mod docs;
 mod inventory;
 mod mock;
+mod quota;
 mod sdk_request_shape;
 mod volumes;

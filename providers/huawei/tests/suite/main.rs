@@ -7,6 +7,7 @@ mod common;
 mod buckets;
 mod docs;
 mod mock;
+mod quota;
 mod sdk_request_shape;
 mod stock;
 mod volumes;

@@ -7,5 +7,6 @@ mod common;
 mod buckets;
 mod docs;
 mod mock;
+mod quota;
 mod sdk_request_shape;
 mod volumes;

@@ -252,6 +252,32 @@ pub struct Cloud {
     pub prices: crate::prices::PriceBook,
     /// What DescribeRegions, DescribeZones and DescribeAvailableResource answer.
     pub geography: crate::geography::Geography,
+    /// What DescribeAccountAttributes answers for the vCPU quotas.
+    pub vcpu_quota: VcpuQuota,
+    /// DescribeAccountAttributes is refused (`Forbidden.RAM`).
+    pub deny_account_attributes: bool,
+}
+
+/// The vCPU attributes DescribeAccountAttributes reports (per region, the
+/// same in every region of the stand-in), set by tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VcpuQuota {
+    pub max_postpaid: u64,
+    pub used_postpaid: u64,
+    pub max_spot: u64,
+    pub used_spot: u64,
+}
+
+impl Default for VcpuQuota {
+    /// An assumption, not a documented default: room for a few GPU nodes.
+    fn default() -> Self {
+        VcpuQuota {
+            max_postpaid: 1000,
+            used_postpaid: 0,
+            max_spot: 1000,
+            used_spot: 0,
+        }
+    }
 }
 
 type Q = [(String, String)];
@@ -820,7 +846,58 @@ impl Cloud {
             disk_creating_for: Duration::from_millis(50),
             prices: Default::default(),
             geography: Default::default(),
+            vcpu_quota: VcpuQuota::default(),
+            deny_account_attributes: false,
         }
+    }
+
+    /// DescribeAccountAttributes — https://help.aliyun.com/document_detail/73772.html
+    /// (https://www.alibabacloud.com/help/en/ecs/api-describeaccountattributes):
+    /// `RegionId`, `AttributeName.N` (1-8; none: all); answers
+    /// `AccountAttributeItems.AccountAttributeItem[]` {AttributeName,
+    /// `AttributeValues.ValueItem[]` {Value, ExpiredTime, ZoneId,
+    /// InstanceChargeType, InstanceType, Count, DiskCategory}}. This stand-in
+    /// knows the four vCPU attributes and `max-security-groups`.
+    fn describe_account_attributes(&self, q: &Q) -> R {
+        if self.deny_account_attributes {
+            return Err(ApiError::new(
+                403,
+                "Forbidden.RAM",
+                "User not authorized to operate on the specified resource, or this API doesn't support RAM.",
+            ));
+        }
+        let v = self.vcpu_quota;
+        let known: [(&str, String); 5] = [
+            (
+                "max-postpaid-instance-vcpu-count",
+                v.max_postpaid.to_string(),
+            ),
+            (
+                "used-postpaid-instance-vcpu-count",
+                v.used_postpaid.to_string(),
+            ),
+            ("max-spot-instance-vcpu-count", v.max_spot.to_string()),
+            ("used-spot-instance-vcpu-count", v.used_spot.to_string()),
+            ("max-security-groups", "800".to_string()),
+        ];
+        let asked = listed(q, "AttributeName");
+        if asked.len() > 8 {
+            return Err(ApiError::new(
+                400,
+                "InvalidParameter",
+                "AttributeName.N accepts at most 8 names.",
+            ));
+        }
+        let items: Vec<Value> = known
+            .iter()
+            .filter(|(name, _)| asked.is_empty() || asked.iter().any(|a| a == name))
+            .map(|(name, value)| {
+                json!({"AttributeName": name,
+                       "AttributeValues": {"ValueItem": [
+                           {"Value": value, "ExpiredTime": 0, "Count": 0}]}})
+            })
+            .collect();
+        Ok(json!({"AccountAttributeItems": {"AccountAttributeItem": items}}))
     }
 
     pub fn inject(&mut self, f: Fault) {
@@ -933,6 +1010,7 @@ impl Cloud {
             "DescribeRegions",
             "DescribeZones",
             "DescribeAvailableResource",
+            "DescribeAccountAttributes",
         ];
         let vpc = [
             "CreateVpc",
@@ -1043,6 +1121,7 @@ impl Cloud {
             (ECS_VERSION, "DescribeAvailableResource") => {
                 self.describe_available_resource(&region, q)
             }
+            (ECS_VERSION, "DescribeAccountAttributes") => self.describe_account_attributes(q),
             _ => Err(ApiError::new(
                 404,
                 "InvalidAction.NotFound",

@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
 
-pub use cloud::{Fault, TAG_FILTER_CAP};
+pub use cloud::{Fault, VcpuQuota, TAG_FILTER_CAP};
 
 /// Test credentials the stand-in accepts (and [`AlibabaMock::env`] hands out).
 pub const ACCESS_KEY_ID: &str = "LTAI5tGpuformMockKeyId01";
@@ -135,6 +135,16 @@ impl AlibabaMock {
     /// Drops the one-shot faults ([`Fault::Once`], [`Fault::BareOnce`]) not consumed yet.
     pub fn clear_faults(&self) {
         self.cloud().clear_faults();
+    }
+
+    /// Sets the vCPU quotas DescribeAccountAttributes reports.
+    pub fn set_vcpu_quota(&self, q: VcpuQuota) {
+        self.cloud().vcpu_quota = q;
+    }
+
+    /// Refuses DescribeAccountAttributes as a RAM user without the permission.
+    pub fn deny_account_attributes(&self, deny: bool) {
+        self.cloud().deny_account_attributes = deny;
     }
 
     /// How long a new instance stays Pending before it is Running (default 50 ms).

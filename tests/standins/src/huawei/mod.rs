@@ -107,6 +107,10 @@ struct State {
     sold_out: HashSet<String>,
     /// At most this many servers (quota tests).
     server_quota: Option<usize>,
+    /// What ShowServerLimits answers (quota tests).
+    limits: ServerLimits,
+    /// ShowServerLimits is refused as unauthorized (a role without it).
+    deny_limits: bool,
     /// The next N ECS requests are answered with flow control.
     throttle_ecs: u64,
     /// Flavors and AZs whose servers come up in ERROR.
@@ -124,6 +128,28 @@ struct State {
     prices: crate::prices::PriceBook,
     /// What KeystoneListRegions, NovaListAvailabilityZones and ListFlavors answer.
     geography: crate::geography::Geography,
+}
+
+/// The vCPU quotas ShowServerLimits reports (`absolute`), set by tests;
+/// -1 is "no limit", as the reference says. Defaults are the reference's
+/// example answer (support.huaweicloud.com/en-us/api-ecs/ecs_02_0801.html).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    pub max_total_cores: i64,
+    pub total_cores_used: i64,
+    pub max_total_spot_cores: i64,
+    pub total_spot_cores_used: i64,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_total_cores: 20480,
+            total_cores_used: 40,
+            max_total_spot_cores: 320,
+            total_spot_cores_used: 0,
+        }
+    }
 }
 
 /// A resource body plus its tags (kept apart: each API shows tags its own way).
@@ -246,6 +272,17 @@ impl HuaweiMock {
     /// Limits how many servers the account may have (`Ecs.0001` beyond it).
     pub fn set_server_quota(&self, n: Option<usize>) {
         self.lock().server_quota = n;
+    }
+
+    /// Sets what ShowServerLimits answers.
+    pub fn set_server_limits(&self, limits: ServerLimits) {
+        self.lock().limits = limits;
+    }
+
+    /// Refuses ShowServerLimits with 403, as for a role without
+    /// `ecs:cloudServerQuotas:get`.
+    pub fn deny_server_limits(&self, deny: bool) {
+        self.lock().deny_limits = deny;
     }
 
     /// The next `n` ECS requests get the documented flow-control answer,
@@ -1130,6 +1167,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
                 (&Method::GET, "v1", ["cloudservers", "flavors"]) => {
                     list_flavors(st, &region, q("availability_zone"))
                 }
+                (&Method::GET, "v1", ["cloudservers", "limits"]) => server_limits(st),
                 _ => no_api(),
             };
         }
@@ -1156,6 +1194,7 @@ fn route(st: &mut State, method: &Method, uri: &Uri, body: &[u8], token: Option<
         // --- ECS
         (Method::POST, "v1.1", ["cloudservers"]) => create_servers(st, &json_body, token),
         (Method::GET, "v1", ["cloudservers", "detail"]) => list_servers(st, &q),
+        (Method::GET, "v1", ["cloudservers", "limits"]) => server_limits(st),
         (Method::POST, "v1", ["cloudservers", "delete"]) => delete_servers(st, &json_body),
         (Method::GET, "v1", ["cloudservers", "os-server-groups"]) => {
             ok(json!({"server_groups": st.groups.clone()}))
@@ -2473,6 +2512,40 @@ fn nova_list_availability_zones(st: &State, region: &str) -> Answer {
         .map(|z| json!({"zoneState": {"available": true}, "hosts": null, "zoneName": z}))
         .collect();
     (StatusCode::OK, json!({"availabilityZoneInfo": zones}))
+}
+
+/// ShowServerLimits ("Querying Tenant Quotas"), GET
+/// /v1/{project_id}/cloudservers/limits
+/// (support.huaweicloud.com/en-us/api-ecs/ecs_02_0801.html): `absolute`
+/// with the tenant's limits and usage; the cores are what tests set, the
+/// instance count is the servers that exist.
+fn server_limits(st: &State) -> Answer {
+    if st.deny_limits {
+        return ecs_err(
+            StatusCode::FORBIDDEN,
+            "Ecs.0319",
+            "Policy doesn't allow ecs:cloudServerQuotas:get to be performed.",
+        );
+    }
+    let l = st.limits;
+    ok(json!({"absolute": {
+        "maxTotalInstances": st.server_quota.map(|q| q as i64).unwrap_or(-1),
+        "totalInstancesUsed": st.servers.len(),
+        "maxTotalCores": l.max_total_cores,
+        "totalCoresUsed": l.total_cores_used,
+        "maxTotalRAMSize": -1,
+        "totalRAMUsed": 0,
+        "maxTotalSpotInstances": -1,
+        "maxTotalSpotCores": l.max_total_spot_cores,
+        "maxTotalSpotRAMSize": -1,
+        "totalSpotInstancesUsed": 0,
+        "totalSpotCoresUsed": l.total_spot_cores_used,
+        "totalSpotRAMUsed": 0,
+        "maxServerGroups": 10,
+        "maxServerGroupMembers": 16,
+        "totalServerGroupsUsed": st.groups.len(),
+        "limit_by_flavor": []
+    }}))
 }
 
 /// ListFlavors, GET /v1/{project_id}/cloudservers/flavors[?availability_zone=]

@@ -54,6 +54,7 @@ fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -
             describe_zone_instance_config_infos(st, region, p)
         }
         ("cvm", "DescribeInstances") => describe_instances(st, region, p),
+        ("cvm", "DescribeAccountQuota") => describe_account_quota(st, region, p),
         ("cvm", "TerminateInstances") => terminate_instances(st, region, p),
         ("cbs", "CreateDisks") => create_disks(st, region, p),
         ("cbs", "DescribeDisks") => describe_disks(st, region, p),
@@ -1289,6 +1290,102 @@ fn describe_zone_instance_config_infos(st: &mut State, region: &str, p: &Value) 
         })
         .collect();
     Ok(json!({"InstanceTypeQuotaSet": set}))
+}
+
+/// DescribeAccountQuota, https://cloud.tencent.com/document/api/213/55628:
+/// Filters `zone` and `quota-type` (PostPaidQuotaSet, PrePaidQuotaSet,
+/// SpotPaidQuotaSet, ImageQuotaSet, DisasterRecoverGroupQuotaSet); answers
+/// `AppId` and `AccountQuotaOverview` {Region, AccountQuota {PostPaidQuotaSet
+/// and SpotPaidQuotaSet of {UsedQuota, RemainingQuota, TotalQuota, Zone},
+/// PrePaidQuotaSet of the same plus ReleaseQuota and OnceQuota, ...}}: instance
+/// counts per zone of the region.
+fn describe_account_quota(st: &mut State, region: &str, p: &Value) -> R {
+    if st.faults.deny_quota {
+        return Err(ApiError::new(
+            "UnauthorizedOperation",
+            "The CAM policy does not allow cvm:DescribeAccountQuota.",
+        ));
+    }
+    let filters = parse_filters(p)?;
+    let known = ["zone", "quota-type"];
+    if let Some((n, _)) = filters.iter().find(|(n, _)| !known.contains(&n.as_str())) {
+        return Err(bad(
+            "Filters.Name",
+            &format!("`{n}` is not a filter of this action"),
+        ));
+    }
+    let want = |name: &str, v: &str| {
+        filters
+            .iter()
+            .filter(|(n, _)| n == name)
+            .all(|(_, vals)| vals.iter().any(|x| x == v))
+    };
+    // The region's zones: its geography, the zones a test set quotas in
+    // (a Tencent zone is named `<region>-<n>`), and where instances run.
+    let prefix = format!("{region}-");
+    let mut zones: std::collections::BTreeSet<String> = st
+        .geography
+        .zones(region)
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    zones.extend(
+        st.faults
+            .zone_quotas
+            .keys()
+            .map(|(_, z)| z.clone())
+            .filter(|z| z.starts_with(&prefix)),
+    );
+    zones.extend(
+        st.instances
+            .values()
+            .filter(|i| i.region == region)
+            .map(|i| i.zone.clone()),
+    );
+    let mut quota = Map::new();
+    for (set, charge) in [
+        ("PostPaidQuotaSet", "POSTPAID_BY_HOUR"),
+        ("PrePaidQuotaSet", "PREPAID"),
+        ("SpotPaidQuotaSet", "SPOTPAID"),
+    ] {
+        if !want("quota-type", set) {
+            continue;
+        }
+        let items: Vec<Value> = zones
+            .iter()
+            .filter(|z| want("zone", z))
+            .map(|z| {
+                let total = st
+                    .faults
+                    .zone_quotas
+                    .get(&(set.to_string(), z.clone()))
+                    .copied()
+                    .unwrap_or(super::state::DEFAULT_ZONE_QUOTA);
+                let used = st
+                    .instances
+                    .values()
+                    .filter(|i| i.region == region && &i.zone == z && i.charge == charge)
+                    .count() as u64;
+                let mut item = json!({
+                    "UsedQuota": used,
+                    "RemainingQuota": total.saturating_sub(used),
+                    "TotalQuota": total,
+                    "Zone": z,
+                });
+                if set == "PrePaidQuotaSet" {
+                    item["ReleaseQuota"] = json!(0);
+                    item["OnceQuota"] = json!(total);
+                }
+                item
+            })
+            .collect();
+        quota.insert(set.to_string(), Value::Array(items));
+    }
+    Ok(json!({
+        "AppId": 1251783334u64,
+        "AccountQuotaOverview": {"Region": region, "AccountQuota": quota},
+    }))
 }
 
 /// RunInstances, https://www.tencentcloud.com/document/api/213/33237.

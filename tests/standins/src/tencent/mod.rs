@@ -142,6 +142,22 @@ impl TencentMock {
         self.with_state(|s| s.faults.instance_quota = max);
     }
 
+    /// Sets DescribeAccountQuota's `TotalQuota` of `set` (`PostPaidQuotaSet`,
+    /// `SpotPaidQuotaSet`, `PrePaidQuotaSet`) in `zone`; `UsedQuota` is the
+    /// instances of that charge type the stand-in holds there.
+    pub fn set_zone_quota(&self, set: &str, zone: &str, total: u64) {
+        self.with_state(|s| {
+            s.faults
+                .zone_quotas
+                .insert((set.to_string(), zone.to_string()), total)
+        });
+    }
+
+    /// Refuses DescribeAccountQuota as a key without the CAM permission.
+    pub fn deny_quota(&self, deny: bool) {
+        self.with_state(|s| s.faults.deny_quota = deny);
+    }
+
     /// The next `n` requests are refused with `RequestLimitExceeded`.
     pub fn throttle_next(&self, n: u32) {
         self.with_state(|s| s.faults.throttle_next = n);

@@ -166,7 +166,17 @@ pub struct Faults {
     pub strip_after: Option<u32>,
     /// Public image names as the China site writes them ("… 64位").
     pub china_site_images: bool,
+    /// DescribeAccountQuota's `TotalQuota` by (quota set, zone), e.g.
+    /// (`PostPaidQuotaSet`, `ap-guangzhou-3`); unset zones have
+    /// [`DEFAULT_ZONE_QUOTA`].
+    pub zone_quotas: BTreeMap<(String, String), u64>,
+    /// DescribeAccountQuota is refused (`UnauthorizedOperation`).
+    pub deny_quota: bool,
 }
+
+/// The stand-in's instances per zone and quota set when a test sets none
+/// (an assumption: the reference documents the fields, not the defaults).
+pub const DEFAULT_ZONE_QUOTA: u64 = 100;
 
 pub struct State {
     pub tick: u64,
