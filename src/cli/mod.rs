@@ -6,6 +6,7 @@ mod audit;
 pub mod catalog;
 mod commands;
 mod credentials;
+mod import;
 pub(crate) mod out;
 pub mod portability;
 pub mod prices;

@@ -453,7 +453,7 @@ pub const ATTACH_TO_NEW: &str = "(the new instance, known after apply)";
 /// Attributes as they are: the provider's observation where it reports a
 /// key, the recorded request otherwise (so keys a cloud does not echo back
 /// never show as perpetual changes).
-fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource>) -> Attrs {
+pub(crate) fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource>) -> Attrs {
     let mut a = r.attrs.clone();
     if let Some(o) = observed {
         for (k, v) in &o.attrs {
@@ -464,6 +464,10 @@ fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource
             }
             // Reported attributes (a node's private address) are never compared.
             if r.kind.reported_attrs().contains(&k.as_str()) {
+                continue;
+            }
+            // What an import kept as the cloud has it: the record speaks.
+            if r.kept.iter().any(|kept| kept == k) {
                 continue;
             }
             // Updatable attributes (tags...) count even when gpuform never set them.
@@ -494,7 +498,7 @@ pub(crate) fn unrecorded(desired: &Attrs, key: &str) -> bool {
     key == "user_data" && desired.contains_key(crate::resolve::USER_DATA_SHA256)
 }
 
-fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
+pub(crate) fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     let mut changed: Vec<String> = actual
         .iter()
         .filter(|(k, _)| !unrecorded(desired, k))
