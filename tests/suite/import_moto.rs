@@ -77,7 +77,11 @@ fn strs(a: &[String]) -> Vec<&str> {
 fn normalized(dir: &Path, ids: &Value) -> (String, String) {
     let mut spec = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
     let state = std::fs::read_to_string(dir.join(".gpuform/legacyml.state.json")).unwrap();
-    let state: Value = serde_json::from_str(&state).unwrap();
+    let mut state: Value = serde_json::from_str(&state).unwrap();
+    // The private addresses moto hands out differ from account to account.
+    for r in state["resources"].as_object_mut().unwrap().values_mut() {
+        r.as_object_mut().unwrap().remove("reported");
+    }
     let mut records = serde_json::to_string_pretty(&state["resources"]).unwrap();
     let mut names: Vec<(String, String)> = ["ami", "vpc", "subnet", "sg"]
         .iter()
