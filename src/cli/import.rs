@@ -1,7 +1,9 @@
 //! `gpuform import`: drives [`crate::engine::import`] and renders its plan.
 
 use super::args::ImportArgs;
-use super::commands::{confirm, engine_failure, eprint_line, load, project_from_dir, providers_for};
+use super::commands::{
+    confirm, engine_failure, eprint_line, load, project_from_dir, providers_for,
+};
 use super::credentials::credentials_hint;
 use super::out::{errln, out, outln};
 use super::{CmdResult, Failure};
@@ -53,8 +55,8 @@ pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
             "nothing chosen to import\n  hint: name instances with --id ID, --tag KEY=VALUE, or take every unmanaged one with --from-audit".into(),
         ));
     }
-    let vars = Vars::parse_cli(&a.vars.vars, &a.vars.var_files)
-        .map_err(|d| Failure(d.to_string()))?;
+    let vars =
+        Vars::parse_cli(&a.vars.vars, &a.vars.var_files).map_err(|d| Failure(d.to_string()))?;
     let loaded = if a.file.exists() {
         Some(load(&a.file, &a.vars)?)
     } else {
@@ -113,9 +115,15 @@ pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
                 pending.spec_path.display()
             );
         }
-        import::run_import(&store, &mut locked.doc, &pending, &providers, &notify(quiet || a.json))
-            .await
-            .map_err(failure)?;
+        import::run_import(
+            &store,
+            &mut locked.doc,
+            &pending,
+            &providers,
+            &notify(quiet || a.json),
+        )
+        .await
+        .map_err(failure)?;
         return finish(&pending, &store, a.json, quiet, true);
     }
 
@@ -156,9 +164,15 @@ pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
     if !a.auto_approve {
         confirm("import these resources")?;
     }
-    import::run_import(&store, &mut locked.doc, &plan, &providers, &notify(quiet || a.json))
-        .await
-        .map_err(failure)?;
+    import::run_import(
+        &store,
+        &mut locked.doc,
+        &plan,
+        &providers,
+        &notify(quiet || a.json),
+    )
+    .await
+    .map_err(failure)?;
     finish(&plan, &store, a.json, quiet, false)
 }
 

@@ -333,7 +333,10 @@ pub async fn plan_import(
 
     // A cloud whose inventory does not say what its instances use cannot
     // import yet (its driver has no `TagApi::set_ownership` either).
-    if chosen.iter().all(|i| i.uses.is_empty() && i.firewalls.is_empty()) {
+    if chosen
+        .iter()
+        .all(|i| i.uses.is_empty() && i.firewalls.is_empty())
+    {
         return Err(refuse(
             format!("importing from {} is not supported yet", req.provider),
             "gpuform imports from aws and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
@@ -345,7 +348,10 @@ pub async fn plan_import(
         let what = |role: &str| i.uses.get(role).cloned();
         let subnet = what("subnet").ok_or_else(|| {
             refuse(
-                format!("instance {} is in no subnet that the {} inventory reports", i.id, req.provider),
+                format!(
+                    "instance {} is in no subnet that the {} inventory reports",
+                    i.id, req.provider
+                ),
                 "gpuform imports instances in a VPC subnet; import another instance",
             )
         })?;
@@ -390,20 +396,27 @@ pub async fn plan_import(
     let mut seen: Seen = BTreeMap::new();
     for (kind, want) in &ids {
         let want: Vec<String> = want.iter().cloned().collect();
-        let got = provider
-            .read(&scope, *kind, &want)
-            .await
-            .map_err(|error| EngineError::Provider {
-                context: format!("reading the {kind}s to import in {} {}", req.provider, req.region),
-                error,
-            })?;
+        let got =
+            provider
+                .read(&scope, *kind, &want)
+                .await
+                .map_err(|error| EngineError::Provider {
+                    context: format!(
+                        "reading the {kind}s to import in {} {}",
+                        req.provider, req.region
+                    ),
+                    error,
+                })?;
         for o in got {
             seen.insert(o.id.clone(), o);
         }
         for id in &want {
             if !seen.contains_key(id) {
                 return Err(refuse(
-                    format!("{kind} {id} is gone from {} {} (it was listed a moment ago)", req.provider, req.region),
+                    format!(
+                        "{kind} {id} is gone from {} {} (it was listed a moment ago)",
+                        req.provider, req.region
+                    ),
                     "run import again",
                 ));
             }
@@ -533,7 +546,19 @@ pub async fn plan_import(
     let mut blocks: Vec<Vec<String>> = groups
         .iter()
         .zip(&names)
-        .map(|((_, g), name)| cluster_block(name, g, &seen, &req.provider, &req.region, cloud, target.sandbox, req.catalog, &mut plan.notes))
+        .map(|((_, g), name)| {
+            cluster_block(
+                name,
+                g,
+                &seen,
+                &req.provider,
+                &req.region,
+                cloud,
+                target.sandbox,
+                req.catalog,
+                &mut plan.notes,
+            )
+        })
         .collect();
     let base_text = match req.spec {
         Some(l) => l.text.clone(),
@@ -561,7 +586,11 @@ pub async fn plan_import(
             if node.attrs.get("instance_type").and_then(Value::as_str) != Some(running.as_str())
                 && !blocks[n].iter().any(|l| l.starts_with("  instance_type:"))
             {
-                insert_key(&mut blocks[n], "  gpu:", format!("  instance_type: {}", quote(running)));
+                insert_key(
+                    &mut blocks[n],
+                    "  gpu:",
+                    format!("  instance_type: {}", quote(running)),
+                );
                 again = true;
             }
             if node.attrs.contains_key("bootstrap")
@@ -602,8 +631,9 @@ pub async fn plan_import(
                 ResourceKind::Instance => index_of(local, "node")
                     .and_then(|n| g.instances.get(n))
                     .map(|i| i.id.clone()),
-                ResourceKind::Volume => index_of(local, "volume")
-                    .and_then(|n| g.volumes.get(n).cloned().flatten()),
+                ResourceKind::Volume => {
+                    index_of(local, "volume").and_then(|n| g.volumes.get(n).cloned().flatten())
+                }
                 ResourceKind::Bucket => None,
             };
             let Some(id) = id else {
@@ -645,7 +675,13 @@ pub async fn plan_import(
             };
             let differs = changed_keys(&actual_attrs(&record, Some(&o)), &d.attrs);
             for k in &differs {
-                plan.notes.push(kept_note(&d.address, &id, k, o.attrs.get(k), d.attrs.get(k)));
+                plan.notes.push(kept_note(
+                    &d.address,
+                    &id,
+                    k,
+                    o.attrs.get(k),
+                    d.attrs.get(k),
+                ));
             }
             record.kept = differs;
             plan.tags.push(TagStep {
@@ -683,7 +719,8 @@ pub async fn plan_import(
     }
     // Tag what others depend on last: a kill leaves dependents tagged first,
     // which changes nothing while the import is pending anyway.
-    plan.tags.sort_by_key(|t| std::cmp::Reverse(kind_rank(t.kind)));
+    plan.tags
+        .sort_by_key(|t| std::cmp::Reverse(kind_rank(t.kind)));
     Ok(plan)
 }
 
@@ -711,7 +748,10 @@ pub async fn run_import(
         let scope = Scope {
             region: step.region.clone(),
         };
-        notify(&format!("Tagging {} {} as {}...", step.kind, step.id, step.address));
+        notify(&format!(
+            "Tagging {} {} as {}...",
+            step.kind, step.id, step.address
+        ));
         provider
             .set_ownership(&scope, step.kind, &step.id, &step.ownership)
             .await
@@ -750,7 +790,11 @@ pub async fn run_import(
 
 /// Checks that an interrupted import may resume on `doc`: the state it was
 /// made against, at its serial (or just committed by it).
-pub fn check_resumable(plan: &ImportPlan, doc: &StateDoc, existed: bool) -> Result<(), EngineError> {
+pub fn check_resumable(
+    plan: &ImportPlan,
+    doc: &StateDoc,
+    existed: bool,
+) -> Result<(), EngineError> {
     let same_state = (!existed && doc.serial == 0) || doc.lineage == plan.lineage;
     let at = doc.serial == plan.serial
         || (doc.serial == plan.serial + 1
@@ -853,7 +897,11 @@ fn shared_error(id: &str, kind: ResourceKind, users: &[String], instances: &[&st
 }
 
 /// What makes two instances one cluster.
-fn group_key(i: &InventoryInstance, o: &ObservedResource, volume: Option<&ObservedResource>) -> String {
+fn group_key(
+    i: &InventoryInstance,
+    o: &ObservedResource,
+    volume: Option<&ObservedResource>,
+) -> String {
     let a = |k: &str| o.attrs.get(k).cloned().unwrap_or(Value::Null);
     let v = |k: &str| {
         volume
@@ -993,7 +1041,12 @@ fn cluster_block(
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -1038,7 +1091,13 @@ fn spec_rule(r: &Value) -> Option<String> {
     ))
 }
 
-fn kept_note(address: &str, id: &str, key: &str, cloud: Option<&Value>, spec: Option<&Value>) -> String {
+fn kept_note(
+    address: &str,
+    id: &str,
+    key: &str,
+    cloud: Option<&Value>,
+    spec: Option<&Value>,
+) -> String {
     let show = |v: Option<&Value>| match v {
         None | Some(Value::Null) => "none".to_string(),
         Some(Value::String(s)) => s.clone(),

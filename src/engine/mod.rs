@@ -4,10 +4,10 @@
 
 pub mod audit;
 pub mod catalog;
-pub mod import;
 mod error;
 mod failover;
 mod gc;
+pub mod import;
 pub mod prices;
 
 pub use error::EngineError;

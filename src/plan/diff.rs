@@ -453,7 +453,10 @@ pub const ATTACH_TO_NEW: &str = "(the new instance, known after apply)";
 /// Attributes as they are: the provider's observation where it reports a
 /// key, the recorded request otherwise (so keys a cloud does not echo back
 /// never show as perpetual changes).
-pub(crate) fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource>) -> Attrs {
+pub(crate) fn actual_attrs(
+    r: &Record,
+    observed: Option<&gpuform_provider::ObservedResource>,
+) -> Attrs {
     let mut a = r.attrs.clone();
     if let Some(o) = observed {
         for (k, v) in &o.attrs {

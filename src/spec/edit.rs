@@ -264,45 +264,47 @@ pub fn add_clusters(text: &str, blocks: &[Vec<String>]) -> Result<String, UserEr
     let top = lines.iter().position(|l| {
         l.starts_with("clusters:") || l.starts_with("\"clusters\":") || l.starts_with("'clusters':")
     });
-    let (at, indent, separate) = match top {
-        None => {
-            lines.push("clusters:".to_string());
-            (lines.len(), 2, false)
-        }
-        Some(i) => {
-            let value = lines[i].split_once(':').map_or("", |(_, v)| v);
-            let value = value.split(" #").next().unwrap_or("").trim();
-            match value {
-                "" => {}
-                "{}" => lines[i] = "clusters:".to_string(),
-                _ => {
-                    return Err(err(
-                        format!("line {}: `clusters:` is written in flow style ({{...}})", i + 1),
-                        "write it as a block mapping (one cluster per key) and run import again",
-                    ))
-                }
+    let (at, indent, separate) =
+        match top {
+            None => {
+                lines.push("clusters:".to_string());
+                (lines.len(), 2, false)
             }
-            // The clusters end at the next line at column 0 that is not a comment.
-            let mut last = i;
-            let mut indent = None;
-            for (j, l) in lines.iter().enumerate().skip(i + 1) {
-                let t = l.trim_start();
-                if t.is_empty() {
-                    continue;
+            Some(i) => {
+                let value = lines[i].split_once(':').map_or("", |(_, v)| v);
+                let value = value.split(" #").next().unwrap_or("").trim();
+                match value {
+                    "" => {}
+                    "{}" => lines[i] = "clusters:".to_string(),
+                    _ => return Err(err(
+                        format!(
+                            "line {}: `clusters:` is written in flow style ({{...}})",
+                            i + 1
+                        ),
+                        "write it as a block mapping (one cluster per key) and run import again",
+                    )),
                 }
-                if indent_of(l) == 0 && !t.starts_with('#') {
-                    break;
-                }
-                if indent_of(l) > 0 {
-                    last = j;
-                    if !t.starts_with('#') && indent.is_none() {
-                        indent = Some(indent_of(l));
+                // The clusters end at the next line at column 0 that is not a comment.
+                let mut last = i;
+                let mut indent = None;
+                for (j, l) in lines.iter().enumerate().skip(i + 1) {
+                    let t = l.trim_start();
+                    if t.is_empty() {
+                        continue;
+                    }
+                    if indent_of(l) == 0 && !t.starts_with('#') {
+                        break;
+                    }
+                    if indent_of(l) > 0 {
+                        last = j;
+                        if !t.starts_with('#') && indent.is_none() {
+                            indent = Some(indent_of(l));
+                        }
                     }
                 }
+                (last + 1, indent.unwrap_or(2), last > i)
             }
-            (last + 1, indent.unwrap_or(2), last > i)
-        }
-    };
+        };
     let pad = " ".repeat(indent);
     let mut added: Vec<String> = Vec::new();
     for (k, block) in blocks.iter().enumerate() {

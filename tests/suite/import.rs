@@ -77,7 +77,14 @@ fn legacy(dir: &Path) -> BTreeMap<String, String> {
     std::fs::write(dir.join("legacy.yaml"), LEGACY).unwrap();
     ok(
         dir,
-        &["apply", "legacy.yaml", "--auto-approve", "-q", "--state", LEGACY_STATE],
+        &[
+            "apply",
+            "legacy.yaml",
+            "--auto-approve",
+            "-q",
+            "--state",
+            LEGACY_STATE,
+        ],
     );
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join(LEGACY_STATE)).unwrap()).unwrap();
@@ -88,7 +95,11 @@ fn legacy(dir: &Path) -> BTreeMap<String, String> {
         ids.insert(id, address.clone());
     }
     std::fs::remove_file(dir.join(LEGACY_STATE)).unwrap();
-    assert_eq!(ids.len(), 7, "network, subnet, firewall, 2 nodes, 2 volumes");
+    assert_eq!(
+        ids.len(),
+        7,
+        "network, subnet, firewall, 2 nodes, 2 volumes"
+    );
     ids
 }
 
@@ -124,14 +135,27 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
     let dir = w.path();
     let ids = legacy(dir);
     // The audit says they are unmanaged, and points to import.
-    let audit = ok(dir, &["audit", "--sandbox", "--cloud", "aws", "--region", "us-east-1"]);
+    let audit = ok(
+        dir,
+        &[
+            "audit",
+            "--sandbox",
+            "--cloud",
+            "aws",
+            "--region",
+            "us-east-1",
+        ],
+    );
     assert!(
         audit.contains("2 unmanaged instance(s) in sandbox:aws us-east-1: `gpuform import SPEC --cloud sandbox --region us-east-1 --id"),
         "{audit}"
     );
 
     let out = ok(dir, &import_args(&["--from-audit"]));
-    assert!(out.contains("Cluster `trainers` from sandbox:aws us-east-1 (2 instance(s))"), "{out}");
+    assert!(
+        out.contains("Cluster `trainers` from sandbox:aws us-east-1 (2 instance(s))"),
+        "{out}"
+    );
     assert!(out.contains("gpuform:lineage="), "{out}");
     let spec = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
     for line in [
@@ -164,7 +188,12 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
         ("firewall", "firewall"),
     ]
     .into_iter()
-    .map(|(new, old)| (format!("cluster.trainers.{new}"), format!("cluster.old.{old}")))
+    .map(|(new, old)| {
+        (
+            format!("cluster.trainers.{new}"),
+            format!("cluster.old.{old}"),
+        )
+    })
     .collect();
     for (k, (_, old)) in nodes.iter().enumerate() {
         want.insert(format!("cluster.trainers.node[{k}]"), old.to_string());
@@ -179,10 +208,18 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
     let live = support::sandbox_live(dir, "shop");
     assert_eq!(live.len(), 7);
     for l in &live {
-        assert!(l.address.as_deref().is_some_and(|a| a.starts_with("cluster.trainers.")), "{l:?}");
+        assert!(
+            l.address
+                .as_deref()
+                .is_some_and(|a| a.starts_with("cluster.trainers.")),
+            "{l:?}"
+        );
     }
-    let ls: Vec<Value> = serde_json::from_str(&ok(dir, &["sandbox", "ls", "--json", "--state", STATE])).unwrap();
-    assert!(ls.iter().all(|r| r["tags"]["gpuform:lineage"] == lineage.as_str()));
+    let ls: Vec<Value> =
+        serde_json::from_str(&ok(dir, &["sandbox", "ls", "--json", "--state", STATE])).unwrap();
+    assert!(ls
+        .iter()
+        .all(|r| r["tags"]["gpuform:lineage"] == lineage.as_str()));
 
     let (code, out) = plan_exit(dir);
     assert_eq!(code, 0, "the plan after an import is clean:\n{out}");
@@ -190,28 +227,41 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
     let before = std::fs::read(dir.join(STATE)).unwrap();
     let again = ok(dir, &import_args(&["--from-audit"]));
     assert!(again.contains("Nothing to import"), "{again}");
-    assert!(
-        ok(dir, &import_args(&["--id", &live_id(&ids, "cluster.old.node[0]")])).contains("Nothing to import")
-    );
+    assert!(ok(
+        dir,
+        &import_args(&["--id", &live_id(&ids, "cluster.old.node[0]")])
+    )
+    .contains("Nothing to import"));
     assert_eq!(std::fs::read(dir.join(STATE)).unwrap(), before);
 
     // Scale up from the imported spec: exactly one node (and its volume).
     let spec = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
-    std::fs::write(dir.join("spec.yaml"), spec.replace("    nodes: 2", "    nodes: 3")).unwrap();
-    let plan: Value =
-        serde_json::from_str(&ok(dir, &["plan", "spec.yaml", "--json"])).unwrap();
+    std::fs::write(
+        dir.join("spec.yaml"),
+        spec.replace("    nodes: 2", "    nodes: 3"),
+    )
+    .unwrap();
+    let plan: Value = serde_json::from_str(&ok(dir, &["plan", "spec.yaml", "--json"])).unwrap();
     let changes: Vec<(String, String)> = plan["changes"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["action"] != "no-op")
-        .map(|c| (c["action"].as_str().unwrap().to_string(), c["address"].as_str().unwrap().to_string()))
+        .map(|c| {
+            (
+                c["action"].as_str().unwrap().to_string(),
+                c["address"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         changes,
         vec![
             ("create".to_string(), "cluster.trainers.node[2]".to_string()),
-            ("create".to_string(), "cluster.trainers.volume[2]".to_string()),
+            (
+                "create".to_string(),
+                "cluster.trainers.volume[2]".to_string()
+            ),
         ]
     );
     ok(dir, &["apply", "spec.yaml", "--auto-approve", "-q"]);
@@ -219,7 +269,8 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
     assert_eq!(support::sandbox_live(dir, "shop").len(), 9);
 
     ok(dir, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
-    let left: Vec<Value> = serde_json::from_str(&ok(dir, &["sandbox", "ls", "--json", "--state", STATE])).unwrap();
+    let left: Vec<Value> =
+        serde_json::from_str(&ok(dir, &["sandbox", "ls", "--json", "--state", STATE])).unwrap();
     assert!(left.is_empty(), "destroy leaves nothing: {left:#?}");
 }
 
@@ -263,7 +314,11 @@ fn a_kill_after_any_import_call_then_import_again_gives_the_same_spec_and_state(
     let template = tempfile::tempdir().unwrap();
     legacy(template.path());
     // A spec there already, so that a plan can be asked in the middle.
-    std::fs::write(template.path().join("spec.yaml"), "# the shop\nproject: shop\n").unwrap();
+    std::fs::write(
+        template.path().join("spec.yaml"),
+        "# the shop\nproject: shop\n",
+    )
+    .unwrap();
     let reference = tempfile::tempdir().unwrap();
     copy_dir(template.path(), reference.path());
     ok(reference.path(), &import_args(&["--from-audit"]));
@@ -286,9 +341,15 @@ fn a_kill_after_any_import_call_then_import_again_gives_the_same_spec_and_state(
         let pending = dir.join(".gpuform/shop.state.json.import");
         if pending.exists() {
             let (code, text) = plan_exit(dir);
-            assert_eq!(code, 1, "{crash}: plan during an interrupted import must refuse:\n{text}");
+            assert_eq!(
+                code, 1,
+                "{crash}: plan during an interrupted import must refuse:\n{text}"
+            );
             assert!(text.contains("an import into"), "{text}");
-            assert!(text.contains("run the same `gpuform import` command again"), "{text}");
+            assert!(
+                text.contains("run the same `gpuform import` command again"),
+                "{text}"
+            );
         }
         ok(dir, &import_args(&["--from-audit", "-q"]));
         assert!(!pending.exists(), "{crash}");
@@ -312,11 +373,19 @@ fn refused(dir: &Path, args: &[&str], env: &[(&str, &str)], needles: &[&str]) {
     }
     let out = c.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{args:?} must be refused:\n{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{args:?} must be refused:\n{err}"
+    );
     for n in needles {
         assert!(err.contains(n), "`{n}` not in:\n{err}");
     }
-    assert_eq!((read("spec.yaml"), read(STATE)), before, "{args:?} changed spec or state");
+    assert_eq!(
+        (read("spec.yaml"), read(STATE)),
+        before,
+        "{args:?} changed spec or state"
+    );
     assert!(!dir.join(".gpuform/shop.state.json.import").exists());
 }
 
@@ -352,13 +421,32 @@ fn every_refusal_says_why_and_leaves_spec_and_state_as_they_were() {
         .as_str()
         .unwrap()
         .to_string();
-    std::fs::write(dir.join("other.yaml"), LEGACY.replace("legacy", "other").replace("  old:", "  keep:")).unwrap();
-    ok(dir, &["apply", "other.yaml", "--auto-approve", "-q", "--state", ".gpuform/other.state.json"]);
+    std::fs::write(
+        dir.join("other.yaml"),
+        LEGACY
+            .replace("legacy", "other")
+            .replace("  old:", "  keep:"),
+    )
+    .unwrap();
+    ok(
+        dir,
+        &[
+            "apply",
+            "other.yaml",
+            "--auto-approve",
+            "-q",
+            "--state",
+            ".gpuform/other.state.json",
+        ],
+    );
     let other: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join(".gpuform/other.state.json")).unwrap(),
     )
     .unwrap();
-    let other_node = other["resources"]["cluster.keep.node[0]"]["id"].as_str().unwrap().to_string();
+    let other_node = other["resources"]["cluster.keep.node[0]"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     refused(
         dir,
         &import_args(&["--id", &other_node]),
@@ -372,7 +460,17 @@ fn every_refusal_says_why_and_leaves_spec_and_state_as_they_were() {
     assert!(ok(dir, &import_args(&["--id", &web])).contains("Nothing to import"));
 
     // A type the catalog does not know.
-    ok(dir, &["sandbox", "set", &node0, "instance_type=g9.mega", "--state", STATE]);
+    ok(
+        dir,
+        &[
+            "sandbox",
+            "set",
+            &node0,
+            "instance_type=g9.mega",
+            "--state",
+            STATE,
+        ],
+    );
     refused(
         dir,
         &import_args(&["--id", &node0]),
@@ -385,7 +483,17 @@ fn every_refusal_says_why_and_leaves_spec_and_state_as_they_were() {
     );
 
     // Two clusters (different types) in one network, subnet and firewall.
-    ok(dir, &["sandbox", "set", &node0, "instance_type=g4dn.8xlarge", "--state", STATE]);
+    ok(
+        dir,
+        &[
+            "sandbox",
+            "set",
+            &node0,
+            "instance_type=g4dn.8xlarge",
+            "--state",
+            STATE,
+        ],
+    );
     refused(
         dir,
         &import_args(&["--id", &node0, "--id", &node1]),
@@ -402,14 +510,29 @@ fn every_refusal_says_why_and_leaves_spec_and_state_as_they_were() {
     refused(
         dir,
         &[
-            "import", "spec.yaml", "--cloud", "tencent", "--region", "ap-guangzhou", "--id", "ins-1",
+            "import",
+            "spec.yaml",
+            "--cloud",
+            "tencent",
+            "--region",
+            "ap-guangzhou",
+            "--id",
+            "ins-1",
             "--auto-approve",
         ],
         &[],
-        &["tencent", "hint: set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY"],
+        &[
+            "tencent",
+            "hint: set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY",
+        ],
     );
 
     // Without approval on a terminal-less stdin: asked, refused, nothing written.
-    let no_approve: Vec<&str> = IMPORT.iter().copied().filter(|a| *a != "--auto-approve").chain(["--id", node1.as_str()]).collect();
+    let no_approve: Vec<&str> = IMPORT
+        .iter()
+        .copied()
+        .filter(|a| *a != "--auto-approve")
+        .chain(["--id", node1.as_str()])
+        .collect();
     refused(dir, &no_approve, &[], &["without confirmation"]);
 }

@@ -58,7 +58,16 @@ fn ok(dir: &Path, account: &Account, args: &[&str]) -> String {
 
 fn import_args(ids: &Value) -> Vec<String> {
     let mut a: Vec<String> = [
-        "import", "spec.yaml", "--cloud", "aws", "--region", REGION, "--name", "ml", "--auto-approve", "-q",
+        "import",
+        "spec.yaml",
+        "--cloud",
+        "aws",
+        "--region",
+        REGION,
+        "--name",
+        "ml",
+        "--auto-approve",
+        "-q",
     ]
     .map(String::from)
     .to_vec();
@@ -102,7 +111,10 @@ fn normalized(dir: &Path, ids: &Value) -> (String, String) {
         names.push((volume, format!("volume{k}")));
     }
     // The proxy's port differs from run to run.
-    let endpoint = spec.lines().find(|l| l.trim_start().starts_with("aws: http")).map(str::to_string);
+    let endpoint = spec
+        .lines()
+        .find(|l| l.trim_start().starts_with("aws: http"))
+        .map(str::to_string);
     if let Some(e) = endpoint {
         spec = spec.replace(&e, "  aws: <endpoint>");
     }
@@ -131,7 +143,10 @@ fn import_boto3_made_instances_then_plan_clean_scale_up_and_destroy() {
 
     ok(dir, account, &strs(&import_args(&ids)));
     let text = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
-    assert!(text.starts_with("# the ML team's machines\nproject: legacyml\n"), "{text}");
+    assert!(
+        text.starts_with("# the ML team's machines\nproject: legacyml\n"),
+        "{text}"
+    );
     for line in [
         "  ml:",
         "    cloud: aws",
@@ -146,7 +161,10 @@ fn import_boto3_made_instances_then_plan_clean_scale_up_and_destroy() {
     ] {
         assert!(text.lines().any(|l| l == line), "`{line}` not in:\n{text}");
     }
-    assert!(text.contains(&format!("    image: \"{}\"", ids["ami"].as_str().unwrap())), "{text}");
+    assert!(
+        text.contains(&format!("    image: \"{}\"", ids["ami"].as_str().unwrap())),
+        "{text}"
+    );
     let state: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join(".gpuform/legacyml.state.json")).unwrap(),
     )
@@ -156,22 +174,38 @@ fn import_boto3_made_instances_then_plan_clean_scale_up_and_destroy() {
     assert_eq!(r["cluster.ml.subnet[us-east-1a]"]["id"], ids["subnet"]);
     assert_eq!(r["cluster.ml.firewall"]["id"], ids["sg"]);
     // Nodes in the order of their ids, each with its own volume.
-    let first = if ids["nodes"][0].as_str() < ids["nodes"][1].as_str() { 0 } else { 1 };
+    let first = if ids["nodes"][0].as_str() < ids["nodes"][1].as_str() {
+        0
+    } else {
+        1
+    };
     assert_eq!(r["cluster.ml.node[0]"]["id"], ids["nodes"][first]);
     assert_eq!(r["cluster.ml.node[1]"]["id"], ids["nodes"][1 - first]);
     assert_eq!(r["cluster.ml.volume[0]"]["id"], ids["volumes"][first]);
     // What the spec cannot say is kept, not fought: the subnet's range,
     // the volume type, the group without the members' rule.
-    assert_eq!(r["cluster.ml.subnet[us-east-1a]"]["kept"], serde_json::json!(["cidr"]));
-    assert_eq!(r["cluster.ml.volume[0]"]["kept"], serde_json::json!(["volume_type"]));
-    assert_eq!(r["cluster.ml.firewall"]["kept"], serde_json::json!(["ingress"]));
+    assert_eq!(
+        r["cluster.ml.subnet[us-east-1a]"]["kept"],
+        serde_json::json!(["cidr"])
+    );
+    assert_eq!(
+        r["cluster.ml.volume[0]"]["kept"],
+        serde_json::json!(["volume_type"])
+    );
+    assert_eq!(
+        r["cluster.ml.firewall"]["kept"],
+        serde_json::json!(["ingress"])
+    );
     // The ownership tags, seen by boto3.
     let tags = boto3_in(
         account,
         REGION,
         "print(json.dumps({t['ResourceId']: t['Value'] for t in ec2.describe_tags(Filters=[{'Name':'key','Values':['gpuform:address']}])['Tags']}))",
     );
-    assert_eq!(tags[ids["nodes"][0].as_str().unwrap()], "cluster.ml.node[0]");
+    assert_eq!(
+        tags[ids["nodes"][0].as_str().unwrap()],
+        "cluster.ml.node[0]"
+    );
     assert_eq!(tags[ids["vpc"].as_str().unwrap()], "cluster.ml.network");
     assert_eq!(tags.as_object().unwrap().len(), 7, "{tags:#}");
 
@@ -184,24 +218,48 @@ fn import_boto3_made_instances_then_plan_clean_scale_up_and_destroy() {
     );
 
     // Scale up: one node and its volume, nothing else.
-    std::fs::write(dir.join("spec.yaml"), text.replace("    nodes: 2", "    nodes: 3")).unwrap();
-    let p: Value = serde_json::from_str(&ok(dir, account, &["plan", "spec.yaml", "--json"])).unwrap();
+    std::fs::write(
+        dir.join("spec.yaml"),
+        text.replace("    nodes: 2", "    nodes: 3"),
+    )
+    .unwrap();
+    let p: Value =
+        serde_json::from_str(&ok(dir, account, &["plan", "spec.yaml", "--json"])).unwrap();
     let changed: Vec<String> = p["changes"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["action"] != "no-op")
-        .map(|c| format!("{} {}", c["action"].as_str().unwrap(), c["address"].as_str().unwrap()))
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["action"].as_str().unwrap(),
+                c["address"].as_str().unwrap()
+            )
+        })
         .collect();
     assert_eq!(
         changed,
         vec!["create cluster.ml.node[2]", "create cluster.ml.volume[2]"]
     );
-    ok(dir, account, &["apply", "spec.yaml", "--auto-approve", "-q"]);
+    ok(
+        dir,
+        account,
+        &["apply", "spec.yaml", "--auto-approve", "-q"],
+    );
     let plan = run(dir, account, &["plan", "spec.yaml", "--detailed-exitcode"]);
-    assert_eq!(plan.status.code(), Some(0), "{}", String::from_utf8_lossy(&plan.stdout));
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
 
-    ok(dir, account, &["destroy", "spec.yaml", "--auto-approve", "-q"]);
+    ok(
+        dir,
+        account,
+        &["destroy", "spec.yaml", "--auto-approve", "-q"],
+    );
     let left = boto3_in(
         account,
         REGION,
@@ -249,9 +307,18 @@ fn a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state
             break;
         }
         ok(dir, &account, &strs(&args));
-        assert_eq!(normalized(dir, &ids), want, "killed after call {n}, then run again");
+        assert_eq!(
+            normalized(dir, &ids),
+            want,
+            "killed after call {n}, then run again"
+        );
         let plan = run(dir, &account, &["plan", "spec.yaml", "--detailed-exitcode"]);
-        assert_eq!(plan.status.code(), Some(0), "after kill at {n}: {}", String::from_utf8_lossy(&plan.stdout));
+        assert_eq!(
+            plan.status.code(),
+            Some(0),
+            "after kill at {n}: {}",
+            String::from_utf8_lossy(&plan.stdout)
+        );
         n += 1;
     }
 }

@@ -204,7 +204,11 @@ impl TagApi for AwsProvider {
 
 /// The EC2 id CreateTags takes for a resource: a placement group's id, not
 /// its name (the neutral id); the id otherwise.
-fn taggable_id<'a>(kind: ResourceKind, id: &'a str, current: Option<&'a ObservedResource>) -> &'a str {
+fn taggable_id<'a>(
+    kind: ResourceKind,
+    id: &'a str,
+    current: Option<&'a ObservedResource>,
+) -> &'a str {
     match kind {
         ResourceKind::Placement => current
             .and_then(|c| c.attrs.get("group_id"))

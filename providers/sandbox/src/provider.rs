@@ -331,7 +331,10 @@ impl InventoryApi for SandboxProvider {
                 Default::default();
             for v in &volumes {
                 if let Some(Value::String(i)) = v.attrs.get("attached_to") {
-                    data_volumes.entry(i.clone()).or_default().push(v.id.clone());
+                    data_volumes
+                        .entry(i.clone())
+                        .or_default()
+                        .push(v.id.clone());
                 }
             }
             for mut o in instances {
@@ -355,7 +358,8 @@ impl InventoryApi for SandboxProvider {
                     if let Some(n) = network {
                         inst.uses.insert("network".to_string(), n.to_string());
                     }
-                    inst.firewalls.extend(e.ref_of("firewall").map(str::to_string));
+                    inst.firewalls
+                        .extend(e.ref_of("firewall").map(str::to_string));
                 }
                 inst.data_volumes = data_volumes.remove(&o.id).unwrap_or_default();
                 out.instances.push(inst);
