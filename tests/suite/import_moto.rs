@@ -203,7 +203,7 @@ fn import_boto3_made_instances_then_plan_clean_scale_up_and_destroy() {
         "print(json.dumps({t['ResourceId']: t['Value'] for t in ec2.describe_tags(Filters=[{'Name':'key','Values':['gpuform:address']}])['Tags']}))",
     );
     assert_eq!(
-        tags[ids["nodes"][0].as_str().unwrap()],
+        tags[ids["nodes"][first].as_str().unwrap()],
         "cluster.ml.node[0]"
     );
     assert_eq!(tags[ids["vpc"].as_str().unwrap()], "cluster.ml.network");
