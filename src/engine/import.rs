@@ -573,8 +573,9 @@ pub async fn plan_import(
     // is not what runs gets `instance_type:` / `driver: none`, and again.
     let mut round = 0;
     let (text, desired) = loop {
-        let text =
-            crate::spec::edit::add_clusters(&base_text, &blocks).map_err(EngineError::User)?;
+        let text = crate::spec::edit::add_clusters(&base_text, &blocks).map_err(|e| {
+            EngineError::User(UserError::new(format!("{label}: {}", e.message), e.hint))
+        })?;
         let loaded = crate::spec::load_str(&label, &text, req.vars).map_err(EngineError::Spec)?;
         let desired: Desired = resolve(&loaded, req.catalog, &opts).map_err(EngineError::Spec)?;
         let mut again = false;

@@ -151,9 +151,44 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
         "{audit}"
     );
 
+    // What the spec cannot say: a subnet range other than the one gpuform
+    // carves from the network's, and tags on the network.
+    let subnet = live_id(&ids, "cluster.old.subnet[us-east-1a]");
+    let network = live_id(&ids, "cluster.old.network");
+    ok(
+        dir,
+        &[
+            "sandbox",
+            "set",
+            &subnet,
+            "cidr=10.8.16.0/20",
+            "--state",
+            STATE,
+        ],
+    );
+    ok(
+        dir,
+        &[
+            "sandbox",
+            "set",
+            &network,
+            r#"tags={"owner":"infra"}"#,
+            "--state",
+            STATE,
+        ],
+    );
+
     let out = ok(dir, &import_args(&["--from-audit"]));
     assert!(
         out.contains("Cluster `trainers` from sandbox:aws us-east-1 (2 instance(s))"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("cluster.trainers.subnet[us-east-1a] ({subnet}): `cidr` is 10.8.16.0/20 on the cloud where the spec says 10.8.0.0/20; kept as it is")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("cluster.trainers.network ({network}): `tags` is {{\"owner\":\"infra\"}} on the cloud where the spec says none; kept as it is")),
         "{out}"
     );
     assert!(out.contains("gpuform:lineage="), "{out}");
@@ -204,6 +239,16 @@ fn import_then_plan_clean_scale_up_one_node_and_destroy_all() {
     }
     assert_eq!(imported(dir, &ids), want);
     // Tagged as this state's, nothing else changed in the cloud.
+    let records = &state(dir)["resources"];
+    assert_eq!(
+        records["cluster.trainers.subnet[us-east-1a]"]["kept"],
+        serde_json::json!(["cidr"])
+    );
+    assert_eq!(
+        records["cluster.trainers.network"]["kept"],
+        serde_json::json!(["tags"])
+    );
+    assert!(records["cluster.trainers.node[0]"].get("kept").is_none());
     let lineage = state(dir)["lineage"].as_str().unwrap().to_string();
     let live = support::sandbox_live(dir, "shop");
     assert_eq!(live.len(), 7);
