@@ -581,3 +581,117 @@ fn every_refusal_says_why_and_leaves_spec_and_state_as_they_were() {
         .collect();
     refused(dir, &no_approve, &[], &["without confirmation"]);
 }
+
+/// The same on the Alibaba stand-in: what a gpuform apply of another
+/// project made there, its `gpuform:` tags removed behind its back (every
+/// disk's too), is imported with TagResources alone; the plan is clean; a
+/// scale-up adds one node and its disk; destroy removes everything.
+#[test]
+fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
+    use gpuform_standins::{alibaba::AlibabaMock, MockCloud};
+    let mock = AlibabaMock::start();
+    let w = tempfile::tempdir().unwrap();
+    let dir = w.path();
+    let at = |args: &[&str]| {
+        let out = support::gpuform_at(dir, &[&mock], args).output().unwrap();
+        support::succeeded(&out, args)
+    };
+    std::fs::write(
+        dir.join("legacy.yaml"),
+        "project: legacy\nclusters:\n  old:\n    cloud: alibaba\n    region: cn-hangzhou\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n    ingress:\n      - {protocol: tcp, ports: \"22\", cidr: 0.0.0.0/0}\n",
+    )
+    .unwrap();
+    at(&[
+        "apply",
+        "legacy.yaml",
+        "--auto-approve",
+        "-q",
+        "--state",
+        LEGACY_STATE,
+    ]);
+    let made = mock.resources();
+    for r in &made {
+        assert!(mock.disown_behind(&r.id), "{}", r.id);
+    }
+    for d in mock.disk_ids() {
+        mock.disown_behind(&d);
+    }
+    std::fs::remove_file(dir.join(LEGACY_STATE)).unwrap();
+
+    let out = at(&[
+        "import",
+        "spec.yaml",
+        "--cloud",
+        "alibaba",
+        "--region",
+        "cn-hangzhou",
+        "--from-audit",
+        "--name",
+        "trainers",
+        "--project",
+        "shop",
+        "--auto-approve",
+    ]);
+    assert!(
+        out.contains("Cluster `trainers` from alibaba cn-hangzhou (2 instance(s))"),
+        "{out}"
+    );
+    let records = state(dir)["resources"].as_object().unwrap().clone();
+    let mut ids: Vec<&str> = records
+        .values()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    let mut want: Vec<&str> = made.iter().map(|r| r.id.as_str()).collect();
+    want.sort();
+    assert_eq!(ids, want, "every resource made, recorded with its id");
+    let live = mock.resources();
+    assert!(
+        live.iter().all(|r| r
+            .address
+            .as_deref()
+            .is_some_and(|a| a.starts_with("cluster.trainers."))),
+        "{live:#?}"
+    );
+
+    let plan = support::gpuform_at(dir, &[&mock], &["plan", "spec.yaml", "--detailed-exitcode"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+
+    let spec = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
+    std::fs::write(
+        dir.join("spec.yaml"),
+        spec.replace("    nodes: 2", "    nodes: 3"),
+    )
+    .unwrap();
+    let p: Value = serde_json::from_str(&at(&["plan", "spec.yaml", "--json"])).unwrap();
+    let changed: Vec<String> = p["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] != "no-op")
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["action"].as_str().unwrap(),
+                c["address"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        vec![
+            "create cluster.trainers.node[2]",
+            "create cluster.trainers.volume[2]"
+        ]
+    );
+    at(&["apply", "spec.yaml", "--auto-approve", "-q"]);
+    at(&["destroy", "spec.yaml", "--auto-approve", "-q"]);
+    assert!(mock.resources().is_empty(), "{:#?}", mock.resources());
+}
