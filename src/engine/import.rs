@@ -339,7 +339,7 @@ pub async fn plan_import(
     {
         return Err(refuse(
             format!("importing from {} is not supported yet", req.provider),
-            "gpuform imports from aws and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
+            "gpuform imports from aws, alibaba and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
         ));
     }
     // What they use, read by id (a few batched calls).

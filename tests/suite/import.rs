@@ -695,3 +695,178 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
     at(&["destroy", "spec.yaml", "--auto-approve", "-q"]);
     assert!(mock.resources().is_empty(), "{:#?}", mock.resources());
 }
+
+/// Makes `legacy` on `mock` with gpuform and removes every `gpuform:` tag:
+/// returns the made ids by a label that does not depend on the ids' order
+/// (network, subnet, firewall; nodes in the order of their ids, each
+/// volume by its node's).
+fn alibaba_legacy(
+    dir: &Path,
+    mock: &gpuform_standins::alibaba::AlibabaMock,
+    project: &str,
+) -> BTreeMap<String, String> {
+    std::fs::write(
+        dir.join("legacy.yaml"),
+        format!("project: {project}\nclusters:\n  old:\n    cloud: alibaba\n    region: cn-hangzhou\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n"),
+    )
+    .unwrap();
+    let out = support::gpuform_at(
+        dir,
+        &[mock],
+        &[
+            "apply",
+            "legacy.yaml",
+            "--auto-approve",
+            "-q",
+            "--state",
+            LEGACY_STATE,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_success(&out, "legacy apply");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(LEGACY_STATE)).unwrap()).unwrap();
+    std::fs::remove_file(dir.join(LEGACY_STATE)).unwrap();
+    let id = |a: &str| doc["resources"][a]["id"].as_str().unwrap().to_string();
+    let mut labels = BTreeMap::new();
+    for a in ["network", "subnet[cn-hangzhou-i]", "firewall"] {
+        if doc["resources"][format!("cluster.old.{a}")].is_object() {
+            labels.insert(id(&format!("cluster.old.{a}")), a.to_string());
+        }
+    }
+    let mut nodes: Vec<(String, String)> = (0..2)
+        .map(|i| {
+            (
+                id(&format!("cluster.old.node[{i}]")),
+                id(&format!("cluster.old.volume[{i}]")),
+            )
+        })
+        .collect();
+    nodes.sort();
+    for (k, (n, v)) in nodes.into_iter().enumerate() {
+        labels.insert(n, format!("node{k}"));
+        labels.insert(v, format!("volume{k}"));
+    }
+    for (address, r) in doc["resources"].as_object().unwrap() {
+        let i = r["id"].as_str().unwrap();
+        labels
+            .entry(i.to_string())
+            .or_insert_with(|| address.clone());
+    }
+    for i in labels
+        .keys()
+        .cloned()
+        .collect::<Vec<_>>()
+        .iter()
+        .chain(&mock.disk_ids())
+    {
+        mock.disown_behind(i);
+    }
+    labels
+}
+
+/// An import's spec and records, ids replaced by their labels, the project
+/// by `<project>`, and without what the cloud chose (private addresses).
+fn labelled(dir: &Path, project: &str, labels: &BTreeMap<String, String>) -> (String, String) {
+    let mut spec = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
+    let mut doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!(".gpuform/{project}.state.json"))).unwrap(),
+    )
+    .unwrap();
+    for r in doc["resources"].as_object_mut().unwrap().values_mut() {
+        r.as_object_mut().unwrap().remove("reported");
+    }
+    let mut records = serde_json::to_string_pretty(&doc["resources"]).unwrap();
+    spec = spec.replace(&format!("project: {project}"), "project: <project>");
+    for (id, label) in labels {
+        spec = spec.replace(id.as_str(), &format!("<{label}>"));
+        records = records.replace(id.as_str(), &format!("<{label}>"));
+    }
+    (spec, records)
+}
+
+/// Killed right after the Alibaba stand-in served each call of the import
+/// (the `Killer`), the import run again gives what an uninterrupted one
+/// gives, and a clean plan.
+#[test]
+fn alibaba_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state() {
+    use gpuform_standins::{alibaba::AlibabaMock, Killer};
+    let mock = AlibabaMock::start();
+    let import = |project: &str, labels: &BTreeMap<String, String>| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "import",
+            "spec.yaml",
+            "--cloud",
+            "alibaba",
+            "--region",
+            "cn-hangzhou",
+            "--name",
+            "trainers",
+            "--auto-approve",
+            "-q",
+            "--project",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.push(project.to_string());
+        for (id, label) in labels {
+            if label.starts_with("node") {
+                a.push("--id".into());
+                a.push(id.clone());
+            }
+        }
+        a
+    };
+    let run_at = |dir: &Path, args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        support::gpuform_at(dir, &[&mock], &args)
+    };
+    let reference = tempfile::tempdir().unwrap();
+    let labels = alibaba_legacy(reference.path(), &mock, "legacy0");
+    let out = run_at(reference.path(), &import("shop0", &labels))
+        .output()
+        .unwrap();
+    assert_success(&out, "reference import");
+    let want = labelled(reference.path(), "shop0", &labels);
+
+    let killer = Killer::install(&mock);
+    for n in 1u64.. {
+        let w = tempfile::tempdir().unwrap();
+        let dir = w.path();
+        let labels = alibaba_legacy(dir, &mock, &format!("legacy{n}"));
+        let project = format!("shop{n}");
+        let args = import(&project, &labels);
+        let mut cmd = run_at(dir, &args);
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let out = killer.run(&mock, &mut cmd, Some(n));
+        if out.status.success() {
+            assert!(n > 10, "the kill fired {} times", n - 1);
+            assert_eq!(labelled(dir, &project, &labels), want);
+            break;
+        }
+        assert!(
+            out.status.code().is_none(),
+            "N={n}: expected a kill: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let again = run_at(dir, &args).output().unwrap();
+        assert_success(&again, &format!("import again after a kill at call {n}"));
+        assert_eq!(
+            labelled(dir, &project, &labels),
+            want,
+            "killed after call {n}"
+        );
+        let plan =
+            support::gpuform_at(dir, &[&mock], &["plan", "spec.yaml", "--detailed-exitcode"])
+                .output()
+                .unwrap();
+        assert_eq!(
+            plan.status.code(),
+            Some(0),
+            "N={n}: {}",
+            String::from_utf8_lossy(&plan.stdout)
+        );
+    }
+}
