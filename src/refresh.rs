@@ -326,6 +326,7 @@ pub async fn refresh(
                             deps: p.deps.clone(),
                             token: p.token.clone(),
                             reported: crate::state::document::Reported::of(&o),
+                            kept: Vec::new(),
                         },
                     );
                     cur.observed.insert(address.clone(), Some(o));
@@ -376,6 +377,7 @@ pub async fn refresh(
                 deps: wanted.map(|d| d.deps.clone()).unwrap_or_default(),
                 token: t.token.clone(),
                 reported: crate::state::document::Reported::of(o),
+                kept: Vec::new(),
             };
             if cur.doc.resources.contains_key(&t.address) {
                 cur.strays

@@ -507,6 +507,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
                 deps: c.deps.clone(),
                 token,
                 reported: crate::state::document::Reported::of(&observed),
+                kept: Vec::new(),
             };
             journal(
                 shared,
@@ -661,6 +662,8 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         .cloned()
         .ok_or("updated resource missing from state")?;
     record.attrs = after;
+    // What this update set is the spec's now, no longer kept as imported.
+    record.kept.retain(|k| !changes.contains_key(k));
     if record.attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
         record.attrs.remove("user_data");
     }

@@ -208,6 +208,20 @@ pub enum Command {
     /// `unknown` when no state of that project was given; `unmanaged` without gpuform tags.
     #[command(after_help = EXIT_CODES)]
     Audit(AuditArgs),
+    /// Adopt GPU instances gpuform did not make (a console, a script, Terraform) into a spec and
+    /// its state, without stopping them: with their data volumes, VPC/network, subnet and security
+    /// group, written as clusters in the spec's words (GPU from the catalog, nodes, zone, pricing,
+    /// image, disks) and recorded with their ids, so that `gpuform plan` is clean afterwards.
+    ///
+    /// Shows what it will write into the spec and state and which tags it adds, then asks (or
+    /// --auto-approve). The only change in the cloud: gpuform's ownership tags on each resource.
+    /// Refuses, changing nothing, an instance another gpuform state owns, a type the catalog does
+    /// not know, a network/subnet/firewall shared by several clusters, an id that does not exist,
+    /// a region without credentials. Interrupted, it finishes when run again.
+    ///
+    /// Example: gpuform import gpuform.yaml --cloud aws --region us-east-1 --id i-0abc --id i-0def
+    #[command(after_help = EXIT_CODES)]
+    Import(ImportArgs),
     /// Delete what is tagged with a spec's project but not recorded in its state (strays of
     /// interrupted applies and lost states), as a plan confirmed first. Never touches untagged
     /// resources.
@@ -244,6 +258,44 @@ pub struct KubeconfigArgs {
     /// Days the admin client certificate is valid; run the command again for a new one.
     #[arg(long, value_name = "DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub valid_days: u32,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ImportArgs {
+    /// The spec to write the clusters into; made (with --project) when it does not exist.
+    pub file: PathBuf,
+    /// Where the instances run: aws, alibaba, tencent, huawei, or sandbox (the offline cloud).
+    #[arg(long, value_name = "CLOUD")]
+    pub cloud: String,
+    /// The region they run in.
+    #[arg(long, value_name = "REGION")]
+    pub region: String,
+    /// An instance to import (repeatable); each must exist.
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Import every instance with this tag (repeatable: all must match).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Import every instance `gpuform audit` lists as unmanaged in the region.
+    #[arg(long)]
+    pub from_audit: bool,
+    /// The cluster's name in the spec (`NAME-2`, `NAME-3`... when the instances make several
+    /// clusters). Default: `imported`.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The project of a spec made by this import (default: the directory's name).
+    #[arg(long, value_name = "NAME")]
+    pub project: Option<String>,
+    /// Import without asking.
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// JSON on stdout instead of text: the import plan, and what was done.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    #[command(flatten)]
+    pub location: StateLocation,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -611,6 +663,13 @@ pub enum SandboxCommand {
     Set {
         target: String,
         assignment: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Remove gpuform's ownership tags from a resource behind its back (by id or address): it
+    /// is then what a console or another tool made, unmanaged (`gpuform import` adopts it).
+    Disown {
+        target: String,
         #[command(flatten)]
         state: StateArgs,
     },

@@ -72,6 +72,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Migrate(a) => super::portability::migrate_cmd(a),
         Command::Recommend(a) => super::recommend::recommend_cmd(a),
         Command::Audit(a) => super::audit::audit_cmd(a).await,
+        Command::Import(a) => super::import::import_cmd(a, cli.quiet).await,
         Command::Gc(a) => super::audit::gc_cmd(a, quiet).await,
         Command::Prices(c) => super::prices::prices_cmd(c, quiet).await,
         Command::Catalog(c) => super::catalog::catalog_cmd(c, quiet).await,
@@ -429,7 +430,7 @@ fn init(file: &Path, project: Option<&str>) -> CmdResult {
 
 /// A project name from a directory's name: lower case, runs of anything but
 /// letters and digits made one `-` (bucket names derive from it), at most 40.
-fn project_from_dir(dir: &Path) -> String {
+pub(super) fn project_from_dir(dir: &Path) -> String {
     let name = std::fs::canonicalize(dir)
         .ok()
         .and_then(|d| d.file_name().map(|n| n.to_string_lossy().to_lowercase()))
@@ -1313,6 +1314,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
         | SandboxCommand::Delete { state, .. }
         | SandboxCommand::Reclaim { state, .. }
         | SandboxCommand::Set { state, .. }
+        | SandboxCommand::Disown { state, .. }
         | SandboxCommand::Reset { state } => state.clone(),
     };
     let dir = match std::env::var_os("GPUFORM_SANDBOX_DIR") {
@@ -1366,6 +1368,16 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                 .map_err(|e| Failure(e.to_string()))?;
             outln!(
                 "Reclaimed spot instance {} behind gpuform's back (its volumes are detached).",
+                r.id
+            );
+        }
+        SandboxCommand::Disown { target, .. } => {
+            let r = open()?
+                .disown_behind(&target)
+                .map_err(|e| Failure(e.to_string()))?;
+            outln!(
+                "Removed gpuform's tags from {} {} behind its back.",
+                r.kind,
                 r.id
             );
         }

@@ -6,6 +6,7 @@ mod audit;
 pub mod catalog;
 mod commands;
 mod credentials;
+mod import;
 mod metrics;
 pub(crate) mod out;
 pub mod portability;

@@ -18,6 +18,9 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Config(String),
+    /// Refused input, worded for the user (what is wrong, how to fix it).
+    #[error("{0}")]
+    User(#[from] gpuform_provider::UserError),
     #[error("invalid plan: {0}")]
     Plan(String),
     #[error("{0}")]

@@ -128,6 +128,7 @@ pub async fn gc_plan(
                     deps: BTreeMap::new(),
                     token: own.token.clone(),
                     reported: crate::state::document::Reported::of(&o),
+                    kept: Vec::new(),
                 },
             );
         }

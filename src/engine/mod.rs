@@ -7,6 +7,7 @@ pub mod catalog;
 mod error;
 mod failover;
 mod gc;
+pub mod import;
 pub mod prices;
 mod quota;
 pub mod reconcile;
@@ -208,6 +209,7 @@ pub fn sandbox_dir(store: &StateStore) -> PathBuf {
 /// Reads state for a read-only command: a leftover journal is folded in
 /// memory (nothing is written).
 pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool), EngineError> {
+    import::refuse_if_pending(store)?;
     let (mut doc, existed) = match store.load()? {
         Some(d) => (d, true),
         None => (store.new_doc(project), false),
@@ -511,6 +513,9 @@ pub fn lock_state(
     project: &str,
     operation: &str,
 ) -> Result<LockedState, EngineError> {
+    if operation != "import" {
+        import::refuse_if_pending(store)?;
+    }
     let lock = StateLock::acquire(store, operation)?;
     let (mut doc, existed) = match store.load()? {
         Some(d) => (d, true),

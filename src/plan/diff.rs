@@ -463,7 +463,10 @@ pub const ATTACH_TO_NEW: &str = "(the new instance, known after apply)";
 /// Attributes as they are: the provider's observation where it reports a
 /// key, the recorded request otherwise (so keys a cloud does not echo back
 /// never show as perpetual changes).
-fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource>) -> Attrs {
+pub(crate) fn actual_attrs(
+    r: &Record,
+    observed: Option<&gpuform_provider::ObservedResource>,
+) -> Attrs {
     let mut a = r.attrs.clone();
     if let Some(o) = observed {
         for (k, v) in &o.attrs {
@@ -474,6 +477,10 @@ fn actual_attrs(r: &Record, observed: Option<&gpuform_provider::ObservedResource
             }
             // Reported attributes (a node's private address) are never compared.
             if r.kind.reported_attrs().contains(&k.as_str()) {
+                continue;
+            }
+            // What an import kept as the cloud has it: the record speaks.
+            if r.kept.iter().any(|kept| kept == k) {
                 continue;
             }
             // Updatable attributes (tags...) count even when gpuform never set them.
@@ -590,4 +597,51 @@ fn restrict_to_targets(changes: Vec<ResourceChange>, targets: &[String]) -> Vec<
         .into_iter()
         .filter(|c| keep.contains(&c.address))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuform_provider::ObservedResource;
+    use serde_json::json;
+
+    fn subnet(kept: &[&str]) -> Record {
+        Record {
+            kind: ResourceKind::Subnet,
+            provider: "aws".into(),
+            region: "us-east-1".into(),
+            id: "subnet-1".into(),
+            attrs: [("cidr".to_string(), json!("10.0.0.0/20"))]
+                .into_iter()
+                .collect(),
+            deps: BTreeMap::new(),
+            token: "import-subnet-1".into(),
+            reported: Default::default(),
+            kept: kept.iter().map(|k| k.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_kept_attribute_is_left_alone_until_the_spec_changes_it() {
+        let observed = ObservedResource {
+            kind: ResourceKind::Subnet,
+            id: "subnet-1".into(),
+            region: "us-east-1".into(),
+            ownership: None,
+            attrs: [("cidr".to_string(), json!("10.0.5.0/24"))]
+                .into_iter()
+                .collect(),
+            status: "available".into(),
+        };
+        let spec =
+            |cidr: &str| -> Attrs { [("cidr".to_string(), json!(cidr))].into_iter().collect() };
+        // Not kept: the cloud's range differs from the spec's, a change.
+        let plain = actual_attrs(&subnet(&[]), Some(&observed));
+        assert_eq!(changed_keys(&plain, &spec("10.0.0.0/20")), vec!["cidr"]);
+        // Kept: the record speaks, and it is what the spec says.
+        let kept = actual_attrs(&subnet(&["cidr"]), Some(&observed));
+        assert!(changed_keys(&kept, &spec("10.0.0.0/20")).is_empty());
+        // Until the spec asks for another range.
+        assert_eq!(changed_keys(&kept, &spec("10.0.32.0/20")), vec!["cidr"]);
+    }
 }

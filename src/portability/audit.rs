@@ -256,10 +256,18 @@ pub fn audit(
                 _ => Owner::Unknown,
             }
         };
+    let mut import_notes = Vec::new();
     for r in regions {
+        let mut unmanaged = Vec::new();
         for i in &r.inventory.instances {
             let row = instance_row(catalog, cny_per_usd, now, month0, r, i, &owner_of);
+            if row.owner == Owner::Unmanaged {
+                unmanaged.push(row.id.clone());
+            }
             report.instances.push(row);
+        }
+        if !unmanaged.is_empty() {
+            import_notes.push(import_note(&r.provider, &r.region, &unmanaged));
         }
         for v in &r.inventory.volumes {
             let own = OwnershipView::of(&v.tags);
@@ -288,8 +296,26 @@ pub fn audit(
             ));
         }
     }
+    report.notes.extend(import_notes);
     report.findings = findings(catalog, cny_per_usd, &report, projects);
     report
+}
+
+/// Where the audit points for unmanaged instances: `gpuform import` adopts
+/// them into a spec without stopping them.
+fn import_note(provider: &str, region: &str, ids: &[String]) -> String {
+    let cloud = if provider.starts_with("sandbox") {
+        "sandbox"
+    } else {
+        provider
+    };
+    let shown: Vec<String> = ids.iter().take(3).map(|i| format!("--id {i}")).collect();
+    format!(
+        "{} unmanaged instance(s) in {provider} {region}: `gpuform import SPEC --cloud {cloud} --region {region} {}{}` (or `--from-audit` for all) adopts them into a spec and its state without stopping them",
+        ids.len(),
+        shown.join(" "),
+        if ids.len() > 3 { " …" } else { "" }
+    )
 }
 
 /// The ownership tags of a resource, each as far as present.

@@ -244,6 +244,87 @@ impl<'a> BlockEditor<'a> {
     }
 }
 
+/// Adds clusters under the top-level `clusters:` of a spec's text (made
+/// when there is none), after the clusters already there: every other
+/// byte stays as it was, comments included. Each block is one cluster's
+/// lines as written at column 0 (`name:`, then its keys indented); they are
+/// moved to the indentation the spec's clusters use. `gpuform import`
+/// writes what it adopts with it.
+pub fn add_clusters(text: &str, blocks: &[Vec<String>]) -> Result<String, UserError> {
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut lines: Vec<String> = text
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+        .collect();
+    // `split` leaves one empty piece after a final newline.
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let indent_of = |l: &str| l.len() - l.trim_start().len();
+    let top = lines.iter().position(|l| {
+        l.starts_with("clusters:") || l.starts_with("\"clusters\":") || l.starts_with("'clusters':")
+    });
+    let (at, indent, separate) =
+        match top {
+            None => {
+                lines.push("clusters:".to_string());
+                (lines.len(), 2, false)
+            }
+            Some(i) => {
+                let value = lines[i].split_once(':').map_or("", |(_, v)| v);
+                let value = value.split(" #").next().unwrap_or("").trim();
+                match value {
+                    "" => {}
+                    "{}" => lines[i] = "clusters:".to_string(),
+                    _ => return Err(err(
+                        format!(
+                            "line {}: `clusters:` is written in flow style ({{...}})",
+                            i + 1
+                        ),
+                        "write it as a block mapping (one cluster per key) and run import again",
+                    )),
+                }
+                // The clusters end at the next line at column 0 that is not a comment.
+                let mut last = i;
+                let mut indent = None;
+                for (j, l) in lines.iter().enumerate().skip(i + 1) {
+                    let t = l.trim_start();
+                    if t.is_empty() {
+                        continue;
+                    }
+                    if indent_of(l) == 0 && !t.starts_with('#') {
+                        break;
+                    }
+                    if indent_of(l) > 0 {
+                        last = j;
+                        if !t.starts_with('#') && indent.is_none() {
+                            indent = Some(indent_of(l));
+                        }
+                    }
+                }
+                (last + 1, indent.unwrap_or(2), last > i)
+            }
+        };
+    let pad = " ".repeat(indent);
+    let mut added: Vec<String> = Vec::new();
+    for (k, block) in blocks.iter().enumerate() {
+        if separate || k > 0 {
+            added.push(String::new());
+        }
+        added.extend(block.iter().map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{pad}{l}")
+            }
+        }));
+    }
+    lines.splice(at..at, added);
+    let mut out = lines.join(newline);
+    out.push_str(newline);
+    Ok(out)
+}
+
 fn byte_of_char(s: &str, chars: usize) -> Option<usize> {
     if chars == s.chars().count() {
         return Some(s.len());
@@ -314,6 +395,27 @@ fn value_extent(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clusters_are_added_after_the_others_keeping_every_other_byte() {
+        let block = vec![vec!["new:".to_string(), "  nodes: 1".to_string()]];
+        let text = "# top\nproject: p\nclusters:\n    a:   # keep\n        nodes: 2\n\n# about budget\nbudget:\n  max_hourly_usd: 3\n";
+        let out = add_clusters(text, &block).unwrap();
+        assert_eq!(
+            out,
+            "# top\nproject: p\nclusters:\n    a:   # keep\n        nodes: 2\n\n    new:\n      nodes: 1\n\n# about budget\nbudget:\n  max_hourly_usd: 3\n"
+        );
+        // No `clusters:` yet, no final newline, `{}`.
+        assert_eq!(
+            add_clusters("project: p", &block).unwrap(),
+            "project: p\nclusters:\n  new:\n    nodes: 1\n"
+        );
+        assert_eq!(
+            add_clusters("project: p\nclusters: {}\n", &block).unwrap(),
+            "project: p\nclusters:\n  new:\n    nodes: 1\n"
+        );
+        assert!(add_clusters("clusters: {a: {nodes: 1}}\n", &block).is_err());
+    }
 
     #[test]
     fn extents() {

@@ -81,6 +81,13 @@ pub struct Record {
     /// by a plan.
     #[serde(default, skip_serializing_if = "Reported::is_empty")]
     pub reported: Reported,
+    /// Attributes `gpuform import` found the cloud holding otherwise than
+    /// the spec can say (a subnet's range, a security group's rules from
+    /// other groups, a volume type): the cloud's value is kept, and the
+    /// diff compares the recorded value with the spec's instead, so the
+    /// plan never fights it, until the spec asks for something else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
 }
 
 /// The attributes of [`ResourceKind::reported_attrs`] a record keeps: typed

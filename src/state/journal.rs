@@ -379,6 +379,7 @@ mod tests {
             deps: Default::default(),
             token: "t".into(),
             reported: Default::default(),
+            kept: Vec::new(),
         }
     }
 

@@ -33,6 +33,9 @@ mod e2e_clouds;
 mod e2e_sandbox;
 mod failover;
 mod huawei_docs;
+mod import;
+#[cfg(feature = "aws")]
+mod import_moto;
 mod placement;
 mod portability_breakeven;
 mod portability_lockin;

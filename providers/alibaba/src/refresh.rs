@@ -520,6 +520,14 @@ impl InventoryApi for AlibabaProvider {
             }
         }
         let sizes = system_sizes(&disks);
+        // Each instance's data disks (what `gpuform import` takes along).
+        let mut data: HashMap<String, Vec<String>> = HashMap::new();
+        for d in &disks {
+            let owner = text(d, "InstanceId");
+            if !owner.is_empty() && text(d, "Type") != "system" {
+                data.entry(owner).or_default().push(text(d, "DiskId"));
+            }
+        }
         let mut out = Inventory::default();
         for i in &instances {
             let id = text(i, "InstanceId");
@@ -530,6 +538,37 @@ impl InventoryApi for AlibabaProvider {
                 disk_gb.get(&id).copied(),
             );
             row.tags.extend(tags_of(i));
+            // DescribeInstances' VpcAttributes, SecurityGroupIds and
+            // DeploymentSetId: what the instance is built on.
+            let vpc = i.get("VpcAttributes");
+            let field = |v: Option<&Value>, k: &str| {
+                v.and_then(|v| v.get(k))
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+            };
+            for (role, value) in [
+                ("network", field(vpc, "VpcId")),
+                ("subnet", field(vpc, "VSwitchId")),
+                ("placement", field(Some(i), "DeploymentSetId")),
+            ] {
+                if let Some(v) = value {
+                    row.uses.insert(role.to_string(), v);
+                }
+            }
+            row.firewalls = i
+                .get("SecurityGroupIds")
+                .and_then(|g| g.get("SecurityGroupId"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            row.data_volumes = data.remove(&id).unwrap_or_default();
+            row.data_volumes.sort();
             out.instances.push(row);
         }
         for d in disks

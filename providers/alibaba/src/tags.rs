@@ -12,7 +12,8 @@ use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, TagApi, Update, UserTags,
+    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update,
+    UserTags,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -179,6 +180,37 @@ impl TagApi for AlibabaProvider {
                 .call(product, region, "TagResources", &p.0)
                 .await?;
         }
+        Ok(())
+    }
+
+    /// One TagResources of the ownership tags (ECS or VPC, by kind): tags
+    /// already there stay, the same call again changes nothing
+    /// (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-tagresources).
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let api = Api::of(kind)?;
+        let Some(rtype) = api.resource_type() else {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                "Alibaba deployment sets carry no tags, so gpuform cannot import one",
+            ));
+        };
+        let mut p = Params::one("ResourceType", rtype);
+        p.push("ResourceId.1", id.to_string());
+        let tags: Vec<(String, String)> = ownership
+            .to_tags()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        p.tags(&tags);
+        self.client
+            .call(api.listing().product, &scope.region, "TagResources", &p.0)
+            .await?;
         Ok(())
     }
 }

@@ -22,8 +22,8 @@ use crate::request::{
 use crate::tags::UserTags;
 use crate::Result;
 use crate::{
-    Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, Provider, ProviderError,
-    ResourceKind, Scope,
+    Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider,
+    ProviderError, ResourceKind, Scope,
 };
 use async_trait::async_trait;
 use std::time::Duration;
@@ -205,6 +205,29 @@ pub trait TagApi: Send + Sync {
 
     /// Makes the user tags of `current` exactly `want` (ownership tags stay).
     async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()>;
+
+    /// See [`Provider::set_ownership`]: adds the ownership tags to a
+    /// resource gpuform did not make (never called for buckets). A cloud
+    /// that does not implement it refuses imports with one message.
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let _ = (scope, id, ownership);
+        Err(not_imported(kind))
+    }
+}
+
+/// What a cloud that cannot import answers (the engine names the cloud
+/// and region it asked).
+fn not_imported(kind: ResourceKind) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Invalid,
+        format!("importing a {kind} is not supported on this cloud yet"),
+    )
 }
 
 /// One cloud's API. Implement this and its five parts (each in the module
@@ -342,6 +365,23 @@ impl<D: CloudDriver> Provider for D {
         market: QuotaMarket,
     ) -> Result<Option<QuotaReading>> {
         ComputeApi::zone_quota(self, scope, zone, itype, market).await
+    }
+
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let cloud = CloudDriver::cloud(self);
+        if !self.kinds().contains(&kind) || kind == ResourceKind::Bucket {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!("importing a {kind} is not supported on {cloud} yet"),
+            ));
+        }
+        TagApi::set_ownership(self, scope, kind, id, ownership).await
     }
 
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {

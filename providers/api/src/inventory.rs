@@ -69,6 +69,17 @@ pub struct InventoryInstance {
     /// Its data and system disks in GB, where the listing says (for what a
     /// stopped instance still pays).
     pub disk_gb: Option<u64>,
+    /// What it is built on, by dependency role (`network`, `subnet`,
+    /// `placement`), where the listing says: what `gpuform import` takes
+    /// with it. Empty on a cloud whose inventory does not say.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub uses: BTreeMap<String, String>,
+    /// The firewalls (security groups) it is in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub firewalls: Vec<String>,
+    /// Its attached data volumes (never its boot disk), by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_volumes: Vec<String>,
 }
 
 impl InventoryInstance {
@@ -102,6 +113,9 @@ impl InventoryInstance {
             pricing: text("pricing").filter(|p| !p.is_empty()),
             tags: observed_tags(o),
             disk_gb,
+            uses: BTreeMap::new(),
+            firewalls: Vec::new(),
+            data_volumes: Vec::new(),
         }
     }
 }

@@ -178,6 +178,27 @@ pub trait Provider: Send + Sync {
         std::time::Duration::ZERO
     }
 
+    /// Puts gpuform's ownership tags on a resource that exists but was not
+    /// made by gpuform (`gpuform import`), leaving every other tag as it is:
+    /// the only change an import makes in a cloud. Setting the same tags
+    /// again succeeds, so an interrupted import is simply run again.
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let _ = (scope, id, ownership);
+        Err(crate::ProviderError::new(
+            crate::ErrorKind::Invalid,
+            format!(
+                "importing a {kind} is not supported on {} yet",
+                self.label()
+            ),
+        ))
+    }
+
     /// Every bucket of `scope`'s region, of every owner (`gpuform audit`):
     /// empty for a cloud whose object storage gpuform does not speak.
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {

@@ -430,6 +430,7 @@ impl InventoryApi for AwsProvider {
                     row.tags.insert(k.to_string(), v.to_string());
                 }
             }
+            uses(i, &mut row);
             out.instances.push(row);
         }
         for v in volumes
@@ -446,4 +447,31 @@ impl InventoryApi for AwsProvider {
         }
         Ok(out)
     }
+}
+
+/// What an instance is built on, for `gpuform import`: its VPC, subnet and
+/// placement group, its security groups, and its EBS volumes other than the
+/// root device (DescribeInstances' `VpcId`, `SubnetId`, `Placement.GroupName`,
+/// `SecurityGroups`, `BlockDeviceMappings`).
+fn uses(i: &Instance, row: &mut InventoryInstance) {
+    let mut put = |role: &str, id: Option<&str>| {
+        if let Some(id) = id.filter(|s| !s.is_empty()) {
+            row.uses.insert(role.to_string(), id.to_string());
+        }
+    };
+    put("network", i.vpc_id());
+    put("subnet", i.subnet_id());
+    put("placement", i.placement().and_then(|p| p.group_name()));
+    row.firewalls = i
+        .security_groups()
+        .iter()
+        .filter_map(|g| g.group_id().map(str::to_string))
+        .collect();
+    let root = i.root_device_name();
+    row.data_volumes = i
+        .block_device_mappings()
+        .iter()
+        .filter(|m| m.device_name() != root)
+        .filter_map(|m| m.ebs()?.volume_id().map(str::to_string))
+        .collect();
 }

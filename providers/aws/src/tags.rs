@@ -9,7 +9,7 @@ use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ObservedResource, OwnershipTags, ResourceKind, TagApi, Update, UserTags,
+    Cloud, Create, ObservedResource, OwnershipTags, ResourceKind, Scope, TagApi, Update, UserTags,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -143,14 +143,7 @@ impl TagApi for AwsProvider {
         let (scope, current, want) = (u.scope, u.current, u.want);
         let c = self.client(scope)?;
         // Placement groups are tagged by id, not by name.
-        let target = match current.kind {
-            ResourceKind::Placement => current
-                .attrs
-                .get("group_id")
-                .and_then(Value::as_str)
-                .unwrap_or(&current.id),
-            _ => &current.id,
-        };
+        let target = taggable_id(current.kind, &current.id, Some(current));
         let diff = want.diff_from(&tags_of(current));
         let set: Vec<Tag> = diff
             .set
@@ -171,6 +164,57 @@ impl TagApi for AwsProvider {
             done("DeleteTags", Op::Other, request.send()).await?;
         }
         Ok(())
+    }
+
+    /// One CreateTags of the ownership tags: EC2 adds them beside the
+    /// resource's own tags (a `Name` included) and overwrites nothing else;
+    /// the same call again changes nothing. A placement group, tagged by
+    /// its id, is read first for it.
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let c = self.client(scope)?;
+        let group = match kind {
+            ResourceKind::Placement => {
+                let ids = [id.to_string()];
+                let q = gpuform_provider::Lookup {
+                    scope,
+                    kind,
+                    ids: &ids,
+                };
+                gpuform_provider::RefreshApi::read(self, &q).await?.pop()
+            }
+            _ => None,
+        };
+        let target = taggable_id(kind, id, group.as_ref());
+        let tags: Vec<Tag> = ownership
+            .to_tags()
+            .into_iter()
+            .map(|(k, v)| Tag::builder().key(k).value(v).build())
+            .collect();
+        let request = c.create_tags().resources(target).set_tags(Some(tags));
+        done("CreateTags", Op::Other, request.send()).await?;
+        Ok(())
+    }
+}
+
+/// The EC2 id CreateTags takes for a resource: a placement group's id, not
+/// its name (the neutral id); the id otherwise.
+fn taggable_id<'a>(
+    kind: ResourceKind,
+    id: &'a str,
+    current: Option<&'a ObservedResource>,
+) -> &'a str {
+    match kind {
+        ResourceKind::Placement => current
+            .and_then(|c| c.attrs.get("group_id"))
+            .and_then(Value::as_str)
+            .unwrap_or(id),
+        _ => id,
     }
 }
 

@@ -5,7 +5,7 @@ use crate::errors::{perr, Code};
 use crate::faults::Faults;
 use crate::inventory::Inventory;
 use crate::provider::SandboxProvider;
-use crate::store::{delete_line, set_line, Store};
+use crate::store::{delete_line, own_line, set_line, Store};
 use crate::SandboxError;
 use gpuform_provider::Result;
 use gpuform_provider::{Attrs, Cloud, ErrorKind, Provider, ProviderError, ResourceKind};
@@ -362,6 +362,22 @@ impl SandboxCloud {
         inner.inv.append(&delete_line(cloud, &id))?;
         inner.store.records += 1;
         inner.store.apply_delete(cloud, &id);
+        Ok(res)
+    }
+
+    /// Removes a resource's ownership tags behind gpuform's back: it is then
+    /// what a console, a script or another tool made (`gpuform import`'s
+    /// starting point). Returns it as it was.
+    pub fn disown_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
+        let mut inner = self.lock();
+        inner.sync()?;
+        let (cloud, id) = inner.resolve(id_or_address)?;
+        let Some(res) = inner.resource(cloud, &id) else {
+            return Err(SandboxError::NotFound(id_or_address.to_string()));
+        };
+        inner.inv.append(&own_line(cloud, &id, None))?;
+        inner.store.records += 1;
+        inner.store.apply_own(cloud, &id, None);
         Ok(res)
     }
 

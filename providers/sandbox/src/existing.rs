@@ -6,15 +6,16 @@ use crate::checks::{self, lookup_ref};
 use crate::cloud::{attrs_json, Inner};
 use crate::create::neutral_attrs;
 use crate::errors::{internal, invalid, perr, Code};
-use crate::store::{delete_line, set_line, Entry, MEMBERS_KEY, OBJECT_COUNT};
+use crate::store::{delete_line, own_line, set_line, Entry, MEMBERS_KEY, OBJECT_COUNT};
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, ResourceKind, Scope,
+    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, OwnershipTags, ResourceKind,
+    Scope,
 };
 
 /// The resource `id` if it is alive; an error if it is another kind or in
 /// another region.
-fn existing<'a>(
+pub(crate) fn existing<'a>(
     inner: &'a Inner,
     cloud: Cloud,
     scope: &Scope,
@@ -115,6 +116,35 @@ pub(crate) fn update(
         .get(id)
         .ok_or_else(|| internal("an updated resource vanished"))?;
     Ok(cs.observe(id, e))
+}
+
+/// Puts ownership tags on `id` (`gpuform import`), as CreateTags would:
+/// every other tag stays.
+pub(crate) fn own(
+    inner: &mut Inner,
+    cloud: Cloud,
+    scope: &Scope,
+    (kind, id): (ResourceKind, &str),
+    ownership: &OwnershipTags,
+) -> Result<()> {
+    if existing(inner, cloud, scope, kind, id)?.is_none() {
+        return Err(perr(
+            cloud,
+            ErrorKind::NotFound,
+            Code::NotFound(kind),
+            format!(
+                "the {kind} `{id}` does not exist in region {}",
+                scope.region
+            ),
+        ));
+    }
+    inner
+        .inv
+        .append(&own_line(cloud, id, Some(ownership)))
+        .map_err(internal)?;
+    inner.store.records += 1;
+    inner.store.apply_own(cloud, id, Some(ownership));
+    Ok(())
 }
 
 /// Deletes `id`; one that is gone already is done.

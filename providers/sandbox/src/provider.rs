@@ -14,13 +14,13 @@
 
 use crate::cloud::{burst_of, Inner, SandboxCloud};
 use crate::create::create;
-use crate::existing::{delete, update};
+use crate::existing::{delete, own, update};
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, Inventory, InventoryApi,
-    InventoryInstance, InventoryVolume, ObservedResource, Provider, QuotaMarket, QuotaReading,
-    ResourceKind, Scope, UserTags,
+    InventoryInstance, InventoryVolume, ObservedResource, OwnershipTags, Provider, QuotaMarket,
+    QuotaReading, ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -293,6 +293,19 @@ impl Provider for SandboxProvider {
         self.call(1, |inner| delete(inner, self.cloud, scope, kind, id))
             .await
     }
+
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        self.call(1, |inner| {
+            own(inner, self.cloud, scope, (kind, id), ownership)
+        })
+        .await
+    }
 }
 
 fn owned_ids<'a>(
@@ -335,6 +348,19 @@ impl InventoryApi for SandboxProvider {
             }
             let pages = pages_for(instances.len()) + pages_for(volumes.len());
             let mut out = Inventory::default();
+            // What each instance uses, from its references (as
+            // DescribeInstances' SubnetId, VpcId, SecurityGroups, Placement
+            // and BlockDeviceMappings say).
+            let mut data_volumes: std::collections::BTreeMap<String, Vec<String>> =
+                Default::default();
+            for v in &volumes {
+                if let Some(Value::String(i)) = v.attrs.get("attached_to") {
+                    data_volumes
+                        .entry(i.clone())
+                        .or_default()
+                        .push(v.id.clone());
+                }
+            }
             for mut o in instances {
                 let text = |k: &str| o.attrs.get(k).and_then(Value::as_str).map(String::from);
                 if let Some(s) = text("status") {
@@ -342,8 +368,25 @@ impl InventoryApi for SandboxProvider {
                 }
                 let launch = text("launch_time");
                 let disk = o.attrs.get("root_gb").and_then(Value::as_u64);
-                out.instances
-                    .push(InventoryInstance::from_observed(&o, launch, disk));
+                let mut inst = InventoryInstance::from_observed(&o, launch, disk);
+                if let Some(e) = cs.by_id.get(o.id.as_str()) {
+                    for role in ["subnet", "placement"] {
+                        if let Some(id) = e.ref_of(role) {
+                            inst.uses.insert(role.to_string(), id.to_string());
+                        }
+                    }
+                    let network = e
+                        .ref_of("subnet")
+                        .and_then(|s| cs.by_id.get(s))
+                        .and_then(|s| s.ref_of("network"));
+                    if let Some(n) = network {
+                        inst.uses.insert("network".to_string(), n.to_string());
+                    }
+                    inst.firewalls
+                        .extend(e.ref_of("firewall").map(str::to_string));
+                }
+                inst.data_volumes = data_volumes.remove(&o.id).unwrap_or_default();
+                out.instances.push(inst);
             }
             out.volumes.extend(
                 volumes

@@ -70,6 +70,15 @@ pub(crate) enum Record {
         cloud: Cloud,
         id: String,
     },
+    /// A resource's ownership tags changed: set by `gpuform import`, or
+    /// removed behind gpuform's back (`None`: it is nobody's, as what a
+    /// console or another tool made).
+    Own {
+        cloud: Cloud,
+        id: String,
+        #[serde(default)]
+        ownership: Option<OwnershipTags>,
+    },
 }
 
 /// The fields of a create record other than `attrs` (written separately, as
@@ -140,6 +149,15 @@ pub(crate) fn set_line(cloud: Cloud, id: &str, attrs_json: &str) -> String {
     )
 }
 
+pub(crate) fn own_line(cloud: Cloud, id: &str, ownership: Option<&OwnershipTags>) -> String {
+    let own = serde_json::to_string(&ownership).unwrap_or_else(|_| String::from("null"));
+    format!(
+        "{{\"op\":\"own\",\"cloud\":\"{}\",\"id\":{},\"ownership\":{own}}}\n",
+        cloud.as_str(),
+        json_str(id)
+    )
+}
+
 pub(crate) fn delete_line(cloud: Cloud, id: &str) -> String {
     format!(
         "{{\"op\":\"delete\",\"cloud\":\"{}\",\"id\":{}}}\n",
@@ -194,14 +212,16 @@ impl Entry {
             .map(|(_, id)| &**id)
     }
 
-    pub fn ownership(&self) -> OwnershipTags {
-        OwnershipTags {
+    /// Its ownership tags; `None` for a resource nobody's tags claim (an
+    /// empty project: made or left untagged behind gpuform's back).
+    pub fn ownership(&self) -> Option<OwnershipTags> {
+        (!self.project.is_empty()).then(|| OwnershipTags {
             project: self.project.to_string(),
             address: self.address.to_string(),
             token: self.token.to_string(),
             lineage: self.lineage.to_string(),
             workspace: self.workspace.as_deref().map(str::to_string),
-        }
+        })
     }
 
     pub fn observed_with(&self, id: &str, attrs: Attrs) -> ObservedResource {
@@ -209,7 +229,7 @@ impl Entry {
             kind: self.kind,
             id: id.to_string(),
             region: self.region.to_string(),
-            ownership: Some(self.ownership()),
+            ownership: self.ownership(),
             attrs,
             status: if self.kind == ResourceKind::Instance {
                 "running"
@@ -230,8 +250,10 @@ impl Entry {
                 }
             }
         }
-        for (k, v) in self.ownership().to_tags() {
-            tags.insert(k.to_string(), v.to_string());
+        if let Some(own) = self.ownership() {
+            for (k, v) in own.to_tags() {
+                tags.insert(k.to_string(), v.to_string());
+            }
         }
         tags
     }
@@ -486,6 +508,70 @@ impl Store {
         }
     }
 
+    /// Changes a resource's ownership tags, keeping every index in step
+    /// (project, address, token); a missing id is ignored.
+    pub fn apply_own(&mut self, cloud: Cloud, id: &str, own: Option<&OwnershipTags>) {
+        let ci = cloud_index(cloud);
+        let Some((key, e)) = self.clouds[ci].by_id.get_key_value(id) else {
+            return;
+        };
+        let key = key.clone();
+        let (region, old_project, old_address, old_token) = (
+            e.region.clone(),
+            e.project.clone(),
+            e.address.clone(),
+            e.token.clone(),
+        );
+        let empty = String::new();
+        let project = self.intern(own.map_or(&empty, |o| &o.project));
+        let lineage = self.intern(own.map_or(&empty, |o| &o.lineage));
+        let workspace = own
+            .and_then(|o| o.workspace.as_deref())
+            .map(|w| self.intern(w));
+        let address: Box<str> = own.map_or("", |o| o.address.as_str()).into();
+        let token: Box<str> = own.map_or("", |o| o.token.as_str()).into();
+        let cs = &mut self.clouds[ci];
+        if let Some(projects) = cs.owned.get_mut(&*region) {
+            if let Some(ids) = projects.get_mut(&*old_project) {
+                ids.remove(&key);
+                if ids.is_empty() {
+                    projects.remove(&*old_project);
+                }
+            }
+        }
+        cs.owned
+            .entry(region)
+            .or_default()
+            .entry(project.clone())
+            .or_default()
+            .insert(key.clone());
+        if !old_token.is_empty() && cs.by_token.get(&*old_token) == Some(&key) {
+            cs.by_token.remove(&*old_token);
+        }
+        if !token.is_empty() {
+            cs.by_token.insert(token.clone(), key.clone());
+        }
+        if let Some(e) = cs.by_id.get_mut(&key) {
+            e.project = project;
+            e.lineage = lineage;
+            e.workspace = workspace;
+            e.address = address.clone();
+            e.token = token;
+        }
+        if let Some(list) = self.by_address.get_mut(&*old_address) {
+            list.retain(|(c, i)| !(*c == cloud && *i == key));
+            if list.is_empty() {
+                self.by_address.remove(&*old_address);
+            }
+        }
+        if !address.is_empty() {
+            self.by_address
+                .entry(address)
+                .or_default()
+                .push((cloud, key));
+        }
+    }
+
     /// Applies one parsed log record (replay).
     pub fn apply(&mut self, rec: Record) -> Result<(), String> {
         match rec {
@@ -507,6 +593,14 @@ impl Store {
             }
             Record::Delete { cloud, id } => {
                 self.apply_delete(cloud, &id);
+                Ok(())
+            }
+            Record::Own {
+                cloud,
+                id,
+                ownership,
+            } => {
+                self.apply_own(cloud, &id, ownership.as_ref());
                 Ok(())
             }
         }

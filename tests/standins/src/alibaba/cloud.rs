@@ -2638,6 +2638,30 @@ impl Cloud {
 
     // ------------------------------------------------------------------ test hooks
 
+    pub fn disk_ids(&self) -> Vec<String> {
+        self.disks.iter().map(|d| d.id.clone()).collect()
+    }
+
+    /// Removes gpuform's tags (`gpuform:*`) from a resource, as if a console
+    /// or another tool had made it; false if there is no such resource.
+    pub fn disown_behind(&mut self, id: &str) -> bool {
+        let strip = |t: &mut Vec<(String, String)>| t.retain(|(k, _)| !k.starts_with("gpuform:"));
+        if let Some(v) = self.vpcs.iter_mut().find(|v| v.id == id) {
+            strip(&mut v.tags);
+        } else if let Some(v) = self.vswitches.iter_mut().find(|v| v.id == id) {
+            strip(&mut v.tags);
+        } else if let Some(v) = self.groups.iter_mut().find(|v| v.id == id) {
+            strip(&mut v.tags);
+        } else if let Some(v) = self.instances.iter_mut().find(|v| v.id == id) {
+            strip(&mut v.tags);
+        } else if let Some(v) = self.disks.iter_mut().find(|v| v.id == id) {
+            strip(&mut v.tags);
+        } else {
+            return false;
+        }
+        true
+    }
+
     pub fn tags_of(&self, id: &str) -> Option<Vec<(String, String)>> {
         self.vpcs
             .iter()

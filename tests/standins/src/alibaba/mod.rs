@@ -168,6 +168,17 @@ impl AlibabaMock {
         self.cloud().tags_of(id)
     }
 
+    /// Removes gpuform's tags from a resource behind its back: it is then
+    /// unmanaged, what `gpuform import` adopts. False if there is none.
+    pub fn disown_behind(&self, id: &str) -> bool {
+        self.cloud().disown_behind(id)
+    }
+
+    /// Every disk id, system disks included (for tests).
+    pub fn disk_ids(&self) -> Vec<String> {
+        self.cloud().disk_ids()
+    }
+
     /// A resource's current state as the API would describe it (for tests).
     pub fn status(&self, id: &str) -> Option<String> {
         self.cloud().status_of(id)
