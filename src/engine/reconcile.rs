@@ -201,12 +201,9 @@ pub fn sort_changes(
         let before = repairs.len();
         let mut kept = Vec::with_capacity(repairs.len());
         for r in repairs {
-            let blocked = by_address.get(r.address.as_str()).and_then(|c| {
-                c.deps
-                    .values()
-                    .find(|d| waiting.contains(*d))
-                    .map(String::clone)
-            });
+            let blocked = by_address
+                .get(r.address.as_str())
+                .and_then(|c| c.deps.values().find(|d| waiting.contains(*d)).cloned());
             match blocked {
                 Some(dep) => pending.push(Pending {
                     address: r.address,

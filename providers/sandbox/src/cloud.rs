@@ -256,10 +256,8 @@ impl SandboxCloud {
                         .cloud(c)
                         .by_id
                         .iter()
-                        .filter_map(move |(id, e)| {
-                            (e.kind == ResourceKind::Instance && e.attrs.contains(SPOT))
-                                .then(|| (c, id.clone()))
-                        })
+                        .filter(|(_, e)| e.kind == ResourceKind::Instance && e.attrs.contains(SPOT))
+                        .map(move |(id, _)| (c, id.clone()))
                 })
                 .filter(|k| !inner.notices.contains_key(k))
                 .collect();
