@@ -221,6 +221,7 @@ pub fn read_state(store: &StateStore, project: &str) -> Result<(StateDoc, bool),
     Ok((doc, existed))
 }
 
+#[derive(Clone)]
 pub struct PlanRequest<'a> {
     pub loaded: &'a LoadedSpec,
     /// The built-in catalog, or one with the user's price overrides.
@@ -256,6 +257,8 @@ pub async fn make_plan(
 ) -> Result<(Plan, Current), EngineError> {
     let mut resolve_opts = req.resolve.clone();
     resolve_opts.current = current_placements(&doc);
+    (resolve_opts.node_pricing, resolve_opts.spot_fallback) =
+        reconcile::spot_pools(&doc, &req.loaded.spec, crate::clock::now_secs());
     let mut offering_notes = Vec::new();
     let mut quotas = quota::QuotaCheck::default();
     let mut quota_findings = Vec::new();

@@ -110,14 +110,27 @@ pub async fn pass(
     cancel: Arc<AtomicBool>,
 ) -> Result<Pass, EngineError> {
     let started = std::time::Instant::now();
-    let (plan, current) = make_plan(req, locked.doc.clone(), locked.existed, &providers).await?;
+    let (mut plan, mut current) =
+        make_plan(req, locked.doc.clone(), locked.existed, &providers).await?;
     let expired = expired_clusters(req);
+    let nodes = node_counts(&plan, &current);
+    let none = BTreeSet::new();
+    let (mut repairs, mut pending) = sort_changes(&plan, &current, &expired, &none, opts.apply_all);
+    // Reclaims are counted (in state, before anything is made) for the
+    // clusters' spot fallback; when it is on, the reclaimed nodes come back
+    // on-demand: plan again with them so.
+    let fallen = record_reclaims(locked, req, &repairs, &current)?;
+    if !fallen.is_empty() {
+        let mut again = req.clone();
+        again.resolve.on_demand_nodes = fallen.clone();
+        (plan, current) = make_plan(&again, locked.doc.clone(), locked.existed, &providers).await?;
+        (repairs, pending) = sort_changes(&plan, &current, &expired, &fallen, opts.apply_all);
+    }
     let mut out = Pass {
-        nodes: node_counts(&plan, &current),
+        nodes,
         plan_ms: started.elapsed().as_millis() as u64,
         ..Pass::default()
     };
-    let (repairs, pending) = sort_changes(&plan, &current, &expired, opts.apply_all);
     out.pending = pending;
     if repairs.is_empty() {
         return Ok(out);
@@ -142,6 +155,55 @@ pub async fn pass(
     Ok(out)
 }
 
+/// Records this pass's reclaims in state (each reclaimed instance once,
+/// whatever number of passes see it), and returns the reclaimed nodes whose
+/// cluster's spot fallback is on now.
+fn record_reclaims(
+    locked: &mut LockedState,
+    req: &PlanRequest,
+    repairs: &[Repair],
+    current: &Current,
+) -> Result<BTreeSet<String>, EngineError> {
+    let now = crate::clock::now_secs();
+    let mut changed = false;
+    let mut reclaimed: BTreeSet<String> = BTreeSet::new();
+    for r in repairs.iter().filter(|r| r.cause == Cause::Reclaimed) {
+        let (Some(cluster), Some(record)) = (
+            Address::new(&r.address).cluster(),
+            current.doc.resources.get(&r.address),
+        ) else {
+            continue;
+        };
+        let log = locked.doc.reclaims.entry(cluster.to_string()).or_default();
+        if !log
+            .iter()
+            .any(|e| e.split_whitespace().nth(1) == Some(record.id.as_str()))
+        {
+            log.push(format!(
+                "{} {}",
+                crate::clock::format_instant(now),
+                record.id
+            ));
+            let excess = log.len().saturating_sub(crate::state::RECLAIM_LOG);
+            log.drain(..excess);
+            changed = true;
+        }
+        reclaimed.insert(r.address.clone());
+    }
+    if changed {
+        locked.store.commit(&mut locked.doc)?;
+    }
+    let (_, fallback) = spot_pools(&locked.doc, &req.loaded.spec, now);
+    Ok(reclaimed
+        .into_iter()
+        .filter(|a| {
+            Address::new(a)
+                .cluster()
+                .is_some_and(|c| fallback.contains(c))
+        })
+        .collect())
+}
+
 /// The clusters of the spec whose `expires_at` has passed: resolve leaves
 /// them out, so the plan deletes them, and those deletions are repairs.
 fn expired_clusters(req: &PlanRequest) -> BTreeSet<String> {
@@ -157,6 +219,7 @@ pub fn sort_changes(
     plan: &Plan,
     current: &Current,
     expired: &BTreeSet<String>,
+    on_demand: &BTreeSet<String>,
     apply_all: bool,
 ) -> (Vec<Repair>, Vec<Pending>) {
     let mut repairs: Vec<Repair> = Vec::new();
@@ -165,7 +228,7 @@ pub fn sort_changes(
         if c.action == Action::NoOp {
             continue;
         }
-        match classify(c, current, expired) {
+        match classify(c, current, expired, on_demand) {
             Ok((cause, why)) => repairs.push(Repair {
                 address: c.address.clone(),
                 action: c.action,
@@ -227,6 +290,7 @@ fn classify(
     c: &ResourceChange,
     current: &Current,
     expired: &BTreeSet<String>,
+    on_demand: &BTreeSet<String>,
 ) -> Result<(Cause, String), String> {
     let record = current.doc.resources.get(&c.address);
     let gone = matches!(current.observed.get(&c.address), Some(None));
@@ -234,7 +298,12 @@ fn classify(
         Action::Create => match record {
             Some(r) if gone => {
                 let wanted = c.after.clone().unwrap_or_default();
-                let edited = changed_keys(&r.attrs, &wanted);
+                // A spot fallback's market is the policy's choice, not an edit.
+                let fallback = on_demand.contains(&c.address);
+                let edited: Vec<String> = changed_keys(&r.attrs, &wanted)
+                    .into_iter()
+                    .filter(|k| !(fallback && k == "pricing"))
+                    .collect();
                 if !edited.is_empty() {
                     return Err(format!(
                         "{} is gone and the spec changed since it was made ({}): the new one is the spec's edit",
@@ -246,7 +315,14 @@ fn classify(
                 Ok(if spot {
                     (
                         Cause::Reclaimed,
-                        format!("spot instance {} was reclaimed", r.id),
+                        if fallback {
+                            format!(
+                                "spot instance {} was reclaimed; back on-demand (spot_policy.fallback)",
+                                r.id
+                            )
+                        } else {
+                            format!("spot instance {} was reclaimed", r.id)
+                        },
                     )
                 } else {
                     (
@@ -313,6 +389,47 @@ fn classify(
         }
         Action::NoOp => Err("nothing to do".into()),
     }
+}
+
+/// For the clusters with a `spot_policy`: the market each recorded node
+/// runs in, and which clusters' fallback is on at `now` (their reclaims).
+pub(super) fn spot_pools(
+    doc: &crate::state::StateDoc,
+    spec: &crate::spec::Spec,
+    now: i64,
+) -> (BTreeMap<String, String>, BTreeSet<String>) {
+    let mut pricing = BTreeMap::new();
+    let mut fallback = BTreeSet::new();
+    for (name, c) in &spec.clusters {
+        let Some(policy) = &c.spot_policy else {
+            continue;
+        };
+        for (address, r) in doc.resources.range(format!("cluster.{name}.")..) {
+            if !Address::new(address).belongs_to(name) {
+                break;
+            }
+            if let Some(p) = r.attrs.get("pricing").and_then(|p| p.as_str()) {
+                pricing.insert(address.clone(), p.to_string());
+            }
+        }
+        let reclaims: Vec<i64> = doc
+            .reclaims
+            .get(name)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|e| crate::clock::parse_instant(e.split_whitespace().next()?))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if policy
+            .fallback
+            .as_ref()
+            .is_some_and(|f| f.active(&reclaims, now))
+        {
+            fallback.insert(name.clone());
+        }
+    }
+    (pricing, fallback)
 }
 
 /// Nodes per cluster: what the spec asks for and what runs now.

@@ -27,6 +27,15 @@ pub struct ResolveOptions {
     pub exhausted: BTreeSet<Exhausted>,
     /// Where each cluster runs now (from state), kept while it still fits.
     pub current: BTreeMap<String, Placement>,
+    /// Nodes of clusters with a `spot_policy`: the market each runs in now
+    /// (from state), kept so that a fallback's on-demand node is not
+    /// replaced while the fallback lasts.
+    pub node_pricing: BTreeMap<String, String>,
+    /// Clusters whose spot fallback is on now (their reclaims, from state).
+    pub spot_fallback: BTreeSet<String>,
+    /// Nodes to make on-demand whatever state says: reclaimed nodes of a
+    /// cluster whose fallback is on (`engine::reconcile`).
+    pub on_demand_nodes: BTreeSet<String>,
 }
 
 /// Where a cluster's nodes run.
@@ -44,6 +53,9 @@ impl Default for ResolveOptions {
             cny_per_usd: DEFAULT_CNY_PER_USD,
             exhausted: BTreeSet::new(),
             current: BTreeMap::new(),
+            node_pricing: BTreeMap::new(),
+            spot_fallback: BTreeSet::new(),
+            on_demand_nodes: BTreeSet::new(),
         }
     }
 }
@@ -641,6 +653,13 @@ fn resolve_cluster(
             None,
         );
     }
+    // A spot pool's on-demand nodes (its base, a fallback) are priced as such.
+    let on_demand_usd = c
+        .spot_policy
+        .as_ref()
+        .and_then(|_| catalog.offering(cloud, region, &instance_type))
+        .and_then(|o| o.prices.get(&gpuform_catalog::PricingModel::OnDemand))
+        .map(|p| p.hourly_usd(opts.cny_per_usd));
     let (boot, boot_note) =
         bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
             .map_err(|d| vec![d])?;
@@ -751,7 +770,15 @@ fn resolve_cluster(
             }
         }
         let node = format!("node[{i}]");
-        push(&node, ResourceKind::Instance, a, &deps, hourly_usd);
+        let mut price = hourly_usd;
+        if let Some(policy) = &c.spot_policy {
+            let market = node_market(policy, i, &at(&node), name, opts);
+            if market != "spot" {
+                a.insert("pricing".into(), json!(market));
+                price = on_demand_usd;
+            }
+        }
+        push(&node, ResourceKind::Instance, a, &deps, price);
         if let Some(volume_attrs) = &volume_attrs {
             push(
                 &format!("volume[{i}]"),
@@ -765,6 +792,27 @@ fn resolve_cluster(
     out.documents.extend(docs);
     out.notes.extend(boot_note);
     Ok(())
+}
+
+/// The market node `i` of a spot cluster with a policy runs in: its base is
+/// on-demand; a node made on-demand by a fallback stays so while the
+/// fallback is on (then the plan replaces it with a spot node, for review);
+/// a reclaimed node of a cluster in fallback comes back on-demand.
+fn node_market(
+    policy: &crate::spec::SpotPolicy,
+    i: u32,
+    address: &str,
+    cluster: &str,
+    opts: &ResolveOptions,
+) -> &'static str {
+    let fallback = opts.spot_fallback.contains(cluster);
+    if i < policy.on_demand_base || opts.on_demand_nodes.contains(address) {
+        return "on-demand";
+    }
+    match opts.node_pricing.get(address).map(String::as_str) {
+        Some("on-demand") if fallback => "on-demand",
+        _ => "spot",
+    }
 }
 
 /// The attribute that stands for a rendered `user_data` in state: the

@@ -221,6 +221,63 @@ pub struct Cluster {
     /// and `gpuform reconcile` does so on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// With `pricing: spot`: how the pool stays alive when the cloud takes
+    /// spot capacity back (`gpuform reconcile` acts on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spot_policy: Option<SpotPolicy>,
+}
+
+/// `spot_policy:` of a spot cluster.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpotPolicy {
+    /// The first N nodes (`node[0]`…) run on-demand: a base no reclaim takes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub on_demand_base: u32,
+    /// After `after` reclaims within `within`, a reclaimed node comes back
+    /// on-demand; once `hold` passes without a reclaim, spot again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<SpotFallback>,
+}
+
+/// `spot_policy.fallback`, e.g. `{after: 3, within: 1h, hold: 6h}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpotFallback {
+    pub after: u32,
+    /// A duration: `30m`, `1h`, `2d`.
+    pub within: String,
+    /// A duration: `6h`.
+    pub hold: String,
+}
+
+impl SpotFallback {
+    /// `(within, hold)` in seconds (validated at load).
+    pub fn windows(&self) -> (i64, i64) {
+        let secs = |t: &str| {
+            humantime::parse_duration(t.trim())
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0)
+        };
+        (secs(&self.within), secs(&self.hold))
+    }
+
+    /// Whether reclaims at `reclaims` (seconds, any order) put the pool on
+    /// on-demand at `now`: some `after` of them came within `within`, the
+    /// last of those less than `hold` ago.
+    pub fn active(&self, reclaims: &[i64], now: i64) -> bool {
+        let (within, hold) = self.windows();
+        let mut at: Vec<i64> = reclaims.iter().copied().filter(|t| *t <= now).collect();
+        at.sort_unstable();
+        let n = self.after.max(1) as usize;
+        at.windows(n)
+            .filter(|w| w[n - 1] - w[0] <= within)
+            .any(|w| now - w[n - 1] < hold)
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Cluster {

@@ -283,6 +283,10 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("cidr", |v, n, p| v.cidr(n, p, false)),
     opt("reads", Validator::reads),
     opt("tags", Validator::tags),
+    opt("spot_policy", |v, n, p| {
+        v.object(n, p, n.start, SPOT_POLICY_FIELDS, "`spot_policy`", &[])
+            .map(Value::Object)
+    }),
     opt("expires_at", |v, n, p| {
         v.shaped(
             n,
@@ -356,6 +360,20 @@ const BUCKET_FIELDS: &[Field] = &[
 const LIFECYCLE_FIELDS: &[Field] = &[
     opt("archive_after_days", Validator::count),
     opt("expire_noncurrent_after_days", Validator::count),
+];
+
+const SPOT_POLICY_FIELDS: &[Field] = &[
+    opt("on_demand_base", Validator::count),
+    opt("fallback", |v, n, p| {
+        v.object(n, p, n.start, SPOT_FALLBACK_FIELDS, "`fallback`", &[])
+            .map(Value::Object)
+    }),
+];
+
+const SPOT_FALLBACK_FIELDS: &[Field] = &[
+    req("after", Validator::count),
+    req("within", Validator::duration),
+    req("hold", Validator::duration),
 ];
 
 const DISK_FIELDS: &[Field] = &[
@@ -669,23 +687,26 @@ impl Validator {
                 ok = false;
             }
         }
-        // A spot cap means nothing on another pricing model (on-demand by default).
-        if let Some(e) = entry("spot_max_price") {
-            let pricing = entry("pricing").and_then(|e| match &e.value.kind {
-                Kind::Scalar { text, .. } => Some(text.as_str()),
-                _ => None,
-            });
-            if pricing != Some("spot") {
-                self.error(
-                    e.key_pos,
-                    &join(path, "spot_max_price"),
-                    format!(
-                        "`spot_max_price` only applies with `pricing: spot`, not `{}`",
-                        pricing.unwrap_or("on-demand")
-                    ),
-                    "write `pricing: spot`, or remove `spot_max_price`",
-                );
-                ok = false;
+        // A spot cap or policy means nothing on another pricing model (on-demand by default).
+        for key in ["spot_max_price", "spot_policy"] {
+            let Some(e) = entry(key) else { continue };
+            {
+                let pricing = entry("pricing").and_then(|e| match &e.value.kind {
+                    Kind::Scalar { text, .. } => Some(text.as_str()),
+                    _ => None,
+                });
+                if pricing != Some("spot") {
+                    self.error(
+                        e.key_pos,
+                        &join(path, key),
+                        format!(
+                            "`{key}` only applies with `pricing: spot`, not `{}`",
+                            pricing.unwrap_or("on-demand")
+                        ),
+                        format!("write `pricing: spot`, or remove `{key}`"),
+                    );
+                    ok = false;
+                }
             }
         }
         // Tencent refuses a tag that breaks its naming rules at the first
@@ -1391,6 +1412,16 @@ impl Validator {
     }
 
     /// An integer ≥ 1 (plain, or quoted only when it came from a variable).
+    /// A duration such as `30m`, `1h`, `2d`.
+    fn duration(&mut self, node: &Node, path: &str) -> Option<Value> {
+        self.shaped(
+            node,
+            path,
+            |t| humantime::parse_duration(t.trim()).is_ok_and(|d| !d.is_zero()),
+            "a duration like `30m`, `1h` or `2d`",
+        )
+    }
+
     fn count(&mut self, node: &Node, path: &str) -> Option<Value> {
         let key = path.rsplit('.').next().unwrap_or(path);
         let Kind::Scalar {

@@ -39,6 +39,11 @@ pub struct StateDoc {
     /// it landed; `--retry-zones` forgets them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failovers: Vec<Failover>,
+    /// Spot reclaims `gpuform reconcile` repaired, per cluster: instants
+    /// (RFC 3339), the latest [`RECLAIM_LOG`]; a cluster's
+    /// `spot_policy.fallback` counts them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reclaims: BTreeMap<String, Vec<String>>,
     /// The workspace this state is of (`None`: `default`), from where it is
     /// kept ([`crate::state::StateStore::workspace`]), never from the file:
     /// its creates carry it as an ownership tag and its refreshes see only
@@ -46,6 +51,9 @@ pub struct StateDoc {
     #[serde(skip)]
     pub workspace: Option<String>,
 }
+
+/// State keeps this many reclaims per cluster.
+pub const RECLAIM_LOG: usize = 64;
 
 /// One capacity failure that moved a cluster on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,6 +157,7 @@ impl StateDoc {
             resources: BTreeMap::new(),
             pending: BTreeMap::new(),
             failovers: Vec::new(),
+            reclaims: BTreeMap::new(),
             workspace: None,
         }
     }

@@ -20,7 +20,9 @@ pub mod s3;
 pub mod store;
 
 pub use backend::{redact_url, BackendChoice, HeldLock, JournalMirror, StateBackend};
-pub use document::{Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION, PRE_BOOTSTRAP};
+pub use document::{
+    Failover, PendingIntent, Record, StateDoc, FORMAT_VERSION, PRE_BOOTSTRAP, RECLAIM_LOG,
+};
 pub use journal::{Journal, JournalEntry};
 pub use lock::{LockInfo, StateLock};
 pub use store::{LocalBackend, StateStore, DEFAULT_WORKSPACE};

@@ -404,3 +404,90 @@ fn reconcile_without_state_or_with_a_bad_spec_fails_clearly() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--once"));
 }
+
+fn pricing_of_nodes(w: &SandboxWork) -> Vec<String> {
+    let path = w.path().join(format!(".gpuform/{PROJECT}.state.json"));
+    let st: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("state")).expect("state json");
+    (0..)
+        .map_while(|i| {
+            st["resources"][format!("cluster.pool.node[{i}]")]["attrs"]["pricing"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+const POLICY: &str = r#"    spot_policy:
+      on_demand_base: 1
+      fallback: {after: 2, within: 1h, hold: 6h}
+"#;
+
+#[test]
+fn a_spot_pool_falls_back_to_on_demand_after_reclaims_and_back_after_its_hold() {
+    let w = applied(4, POLICY);
+    // The base is on-demand from the start.
+    assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "spot", "spot"]);
+    // One reclaim: below the fallback's threshold, the node comes back spot.
+    w.ok(&["sandbox", "reclaim", "cluster.pool.node[1]", "-f", "spec.yaml"]);
+    let out = reconcile_once(&w, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("back on-demand"));
+    assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "spot", "spot"]);
+    // The second within the hour turns the fallback on: back on-demand, reported.
+    w.ok(&["sandbox", "reclaim", "cluster.pool.node[2]", "-f", "spec.yaml"]);
+    let out = reconcile_once(&w, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.contains("repair: create cluster.pool.node[2]") && log.contains("back on-demand"),
+        "{log}"
+    );
+    assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "on-demand", "spot"]);
+    w.assert_exact(&expected(4, false), "after the fallback");
+    support::assert_sandbox_complete(w.path(), PROJECT, &rules(), "after the fallback");
+    // While the fallback lasts the on-demand node is what the spec wants.
+    assert_eq!(w.plan_exit(&[]), 0);
+    // A day later the hold is over: going back to spot is a replacement,
+    // left for review, never made by reconcile on its own.
+    let later = support::gpuform_cmd(
+        w.path(),
+        &["reconcile", "spec.yaml", "--sandbox", "--once", "--detailed-exitcode"],
+    )
+    .env("GPUFORM_TODAY", "2026-11-30")
+    .output()
+    .expect("run gpuform");
+    assert_eq!(later.status.code(), Some(0), "{}", text(&later));
+    let log = String::from_utf8_lossy(&later.stdout);
+    assert!(
+        log.contains("pending review: replace cluster.pool.node[2]"),
+        "{log}"
+    );
+    assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "on-demand", "spot"]);
+}
+
+#[test]
+fn a_spot_policy_is_checked_where_it_is_written() {
+    let w = SandboxWork::new(
+        PROJECT,
+        &spec(2, POLICY).replace("pricing: spot", "pricing: on-demand"),
+    );
+    let out = w.run(&["plan", "spec.yaml", "--sandbox"], None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`spot_policy` only applies with `pricing: spot`"),
+        "{err}"
+    );
+    let w = SandboxWork::new(
+        PROJECT,
+        &spec(2, &POLICY.replace("within: 1h", "within: soon")),
+    );
+    let out = w.run(&["plan", "spec.yaml", "--sandbox"], None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.yaml:17:") && err.contains("a duration like `30m`"),
+        "{err}"
+    );
+}
