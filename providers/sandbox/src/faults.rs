@@ -14,9 +14,16 @@ quota=<group>:<limit>[@<region>] (repeatable; groups: aws P, G, F, X, Inf, Trn, 
 alibaba vcpu; tencent instances; huawei cores), quota_read=denied, rate=<calls per second > 0>, boot=<duration>, disk=<duration>, profile=aws, \
 reclaim=<probability per call 0..1>, reclaim_at=<call number >= 1> (repeatable)";
 
-/// How many API calls after its notice a spot instance is reclaimed: the
-/// clouds warn first (AWS and Tencent about two minutes, Alibaba about
-/// five), so a poller may see the notice, a fast one acts on it.
+/// How many API calls after its notice a spot instance is reclaimed (time in
+/// the sandbox is its call count). The clouds warn first: EC2 "two minutes
+/// before" (EC2 User Guide, Spot Instance interruption notices,
+/// docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html);
+/// Alibaba locks a preemptible instance with `LockReason: Recycling` before
+/// it releases it (ECS, "Query the interruption events of a preemptible
+/// instance", alibabacloud.com/help/doc-detail/169971.htm); Tencent gives
+/// the time in the instance's metadata, `spot/termination-time`
+/// (tencentcloud.com/document/product/213/32487). Neither of the last two
+/// pages states the length of the warning.
 pub const RECLAIM_NOTICE_CALLS: u64 = 5;
 
 /// Named latency profiles: how long a cloud takes, after its create call,
