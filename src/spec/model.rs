@@ -443,6 +443,7 @@ pub struct Bucket {
     pub name: Option<String>,
     /// The storage class new objects get.
     #[serde(default, skip_serializing_if = "is_default")]
+    #[schemars(with = "StorageClassSchema")]
     pub storage_class: StorageClass,
     /// Keep every version of an object.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -462,12 +463,17 @@ pub struct Bucket {
     pub tags: BTreeMap<String, String>,
 }
 
-/// The storage class of a bucket, mapped to each cloud's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+/// The storage class of a bucket (one type for spec, requests and prices).
+pub use gpuform_catalog::storage::StorageClass;
+
+/// Schema stand-in for [`StorageClass`], which lives in the catalog crate
+/// and has no `JsonSchema` (its serde names are mirrored here and checked
+/// against the catalog's by `validate`'s tests).
+#[allow(dead_code)]
+#[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum StorageClass {
+enum StorageClassSchema {
     /// Frequently read data (default).
-    #[default]
     Standard,
     /// Read about once a month or less (S3 Standard-IA, OSS IA, COS
     /// STANDARD_IA, OBS WARM).
@@ -475,16 +481,6 @@ pub enum StorageClass {
     /// Kept for years, read rarely, restored before reading (S3 Glacier
     /// Flexible Retrieval, OSS Archive, COS ARCHIVE, OBS COLD).
     Archive,
-}
-
-impl StorageClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StorageClass::Standard => "standard",
-            StorageClass::Infrequent => "infrequent",
-            StorageClass::Archive => "archive",
-        }
-    }
 }
 
 /// Lifecycle rules of a bucket, each applying to every object.

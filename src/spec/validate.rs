@@ -2066,7 +2066,7 @@ mod tests {
         assert_eq!(enum_of("PricingModelSchema"), sorted(PRICING));
         assert_eq!(enum_of("InterconnectReq"), sorted(INTERCONNECT));
         assert_eq!(enum_of("Fabric"), sorted(FABRIC));
-        assert_eq!(enum_of("StorageClass"), sorted(STORAGE_CLASSES));
+        assert_eq!(enum_of("StorageClassSchema"), sorted(STORAGE_CLASSES));
         let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(enum_of("CloudName"), sorted(&clouds));
         assert_eq!(enum_of("KubeAddon"), sorted(KUBE_ADDONS));

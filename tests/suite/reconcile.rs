@@ -429,13 +429,25 @@ fn a_spot_pool_falls_back_to_on_demand_after_reclaims_and_back_after_its_hold() 
     // The base is on-demand from the start.
     assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "spot", "spot"]);
     // One reclaim: below the fallback's threshold, the node comes back spot.
-    w.ok(&["sandbox", "reclaim", "cluster.pool.node[1]", "-f", "spec.yaml"]);
+    w.ok(&[
+        "sandbox",
+        "reclaim",
+        "cluster.pool.node[1]",
+        "-f",
+        "spec.yaml",
+    ]);
     let out = reconcile_once(&w, None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("back on-demand"));
     assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "spot", "spot"]);
     // The second within the hour turns the fallback on: back on-demand, reported.
-    w.ok(&["sandbox", "reclaim", "cluster.pool.node[2]", "-f", "spec.yaml"]);
+    w.ok(&[
+        "sandbox",
+        "reclaim",
+        "cluster.pool.node[2]",
+        "-f",
+        "spec.yaml",
+    ]);
     let out = reconcile_once(&w, None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let log = String::from_utf8_lossy(&out.stdout);
@@ -443,7 +455,10 @@ fn a_spot_pool_falls_back_to_on_demand_after_reclaims_and_back_after_its_hold() 
         log.contains("repair: create cluster.pool.node[2]") && log.contains("back on-demand"),
         "{log}"
     );
-    assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "on-demand", "spot"]);
+    assert_eq!(
+        pricing_of_nodes(&w),
+        ["on-demand", "spot", "on-demand", "spot"]
+    );
     w.assert_exact(&expected(4, false), "after the fallback");
     support::assert_sandbox_complete(w.path(), PROJECT, &rules(), "after the fallback");
     // While the fallback lasts the on-demand node is what the spec wants.
@@ -452,7 +467,13 @@ fn a_spot_pool_falls_back_to_on_demand_after_reclaims_and_back_after_its_hold() 
     // left for review, never made by reconcile on its own.
     let later = support::gpuform_cmd(
         w.path(),
-        &["reconcile", "spec.yaml", "--sandbox", "--once", "--detailed-exitcode"],
+        &[
+            "reconcile",
+            "spec.yaml",
+            "--sandbox",
+            "--once",
+            "--detailed-exitcode",
+        ],
     )
     .env("GPUFORM_TODAY", "2026-11-30")
     .output()
@@ -463,7 +484,10 @@ fn a_spot_pool_falls_back_to_on_demand_after_reclaims_and_back_after_its_hold() 
         log.contains("pending review: replace cluster.pool.node[2]"),
         "{log}"
     );
-    assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "on-demand", "spot"]);
+    assert_eq!(
+        pricing_of_nodes(&w),
+        ["on-demand", "spot", "on-demand", "spot"]
+    );
 }
 
 #[test]

@@ -177,34 +177,9 @@ pub struct BucketSpec {
     pub force_destroy: bool,
 }
 
-/// The storage class of a bucket's objects, mapped to each cloud's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StorageClass {
-    #[default]
-    Standard,
-    Infrequent,
-    Archive,
-}
-
-impl StorageClass {
-    pub const ALL: [StorageClass; 3] = [
-        StorageClass::Standard,
-        StorageClass::Infrequent,
-        StorageClass::Archive,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StorageClass::Standard => "standard",
-            StorageClass::Infrequent => "infrequent",
-            StorageClass::Archive => "archive",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<StorageClass> {
-        Self::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
+/// The storage class of a bucket's objects: the catalog's, mapped to each
+/// cloud's own by its crate.
+pub use gpuform_catalog::storage::StorageClass;
 
 /// A bucket's lifecycle rules; `None` is no rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,12 +13,44 @@ use std::sync::OnceLock;
 /// The storage classes a price can be for (the spec's names).
 pub const STORAGE_CLASSES: [&str; 3] = ["standard", "infrequent", "archive"];
 
-/// The key of a storage price: one of [`STORAGE_CLASSES`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The storage class of a bucket's objects, in gpuform's neutral words:
+/// the one type the spec, the typed requests and the storage prices use
+/// (each cloud maps it to its own names). Also the key of a storage price.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum StorageClass {
+    /// Frequently read data (default).
+    #[default]
     Standard,
+    /// Read about once a month or less (S3 Standard-IA, OSS IA, COS
+    /// STANDARD_IA, OBS WARM).
     Infrequent,
+    /// Kept for years, read rarely, restored before reading (S3 Glacier
+    /// Flexible Retrieval, OSS Archive, COS ARCHIVE, OBS COLD).
     Archive,
+}
+
+impl StorageClass {
+    pub const ALL: [StorageClass; 3] = [
+        StorageClass::Standard,
+        StorageClass::Infrequent,
+        StorageClass::Archive,
+    ];
+
+    /// The spec's name: one of [`STORAGE_CLASSES`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageClass::Standard => STORAGE_CLASSES[0],
+            StorageClass::Infrequent => STORAGE_CLASSES[1],
+            StorageClass::Archive => STORAGE_CLASSES[2],
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StorageClass> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
 }
 
 impl PriceKey for StorageClass {
