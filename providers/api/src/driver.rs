@@ -14,6 +14,7 @@ use crate::change::{Attachment, BucketChange, ChangeSet, Update};
 use crate::error::ok_if_gone;
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
+use crate::quota::{QuotaMarket, QuotaReading};
 use crate::request::{
     BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
     SubnetSpec, VolumeSpec,
@@ -60,6 +61,17 @@ pub trait ComputeApi: Send + Sync {
     /// See [`Provider::offered`].
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         let _ = (scope, zone, itype);
+        Ok(None)
+    }
+
+    /// See [`Provider::quota`].
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        let _ = (scope, itype, market);
         Ok(None)
     }
 
@@ -290,6 +302,15 @@ impl<D: CloudDriver> Provider for D {
 
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         ComputeApi::offered(self, scope, zone, itype).await
+    }
+
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        ComputeApi::quota(self, scope, itype, market).await
     }
 
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {

@@ -24,6 +24,7 @@ pub mod ingress;
 pub mod inventory;
 pub mod prices;
 pub mod provider;
+pub mod quota;
 pub mod request;
 pub mod resource;
 pub mod tags;
@@ -45,6 +46,7 @@ pub use inventory::{
 };
 pub use prices::{LiveQuote, PriceApi, QuoteTerm};
 pub use provider::{CreateRequest, Provider, Scope};
+pub use quota::{QuotaMarket, QuotaReading, QuotaUnit};
 pub use request::{
     BucketLifecycle, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec,
     PlacementSpec, PlacementStrategy, Pricing, StorageClass, SubnetSpec, VolumeSpec,

@@ -132,6 +132,21 @@ pub trait Provider: Send + Sync {
         Ok(None)
     }
 
+    /// The account's quota that launching `itype` in `market` counts
+    /// against in `scope`'s region, with its limit and current use, when
+    /// the cloud can say (`None`: it cannot, or no quota applies to the
+    /// type). Read at plan time so that a plan that cannot fit fails
+    /// before any create.
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: crate::quota::QuotaMarket,
+    ) -> Result<Option<crate::quota::QuotaReading>> {
+        let _ = (scope, itype, market);
+        Ok(None)
+    }
+
     /// How long after a create call its resource may still be missing from
     /// `list_owned` (eventually consistent reads, a request still being
     /// processed after its client died). After a crash, a create younger than
