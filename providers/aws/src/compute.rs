@@ -27,7 +27,7 @@ use base64::Engine as _;
 use gpuform_provider::Result;
 use gpuform_provider::{
     ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, OwnershipTags, PlacementSpec,
-    PlacementStrategy, Pricing, ProviderError, Scope,
+    PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, Scope,
 };
 use std::time::Duration;
 
@@ -38,6 +38,8 @@ pub struct TypeInfo {
     pub efa_interfaces: u32,
     /// `x86_64` or `arm64`.
     pub architecture: String,
+    /// Default vCPUs (`VCpuInfo.DefaultVCpus`): what EC2's vCPU quotas count.
+    pub vcpus: u32,
 }
 
 impl AwsProvider {
@@ -94,9 +96,15 @@ impl AwsProvider {
         } else {
             "arm64"
         };
+        let vcpus = info
+            .v_cpu_info()
+            .and_then(|v| v.default_v_cpus())
+            .unwrap_or(0)
+            .max(0) as u32;
         let t = TypeInfo {
             efa_interfaces,
             architecture: architecture.to_string(),
+            vcpus,
         };
         self.types
             .lock()
@@ -126,6 +134,17 @@ impl ComputeApi for AwsProvider {
         Ok(Some(out.instance_type_offerings().iter().any(|o| {
             o.instance_type().map(|t| t.as_str()) == Some(itype)
         })))
+    }
+
+    /// The EC2 vCPU quota of the type's family and market, through Service
+    /// Quotas, with this account's use (see [`crate::quotas`]).
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        self.gpu_quota(scope, itype, market).await
     }
 
     async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
