@@ -41,6 +41,8 @@ mod portability_offers;
 mod portability_prices;
 mod prices_aws_moto;
 mod prices_refresh;
+#[cfg(feature = "aws")]
+mod quota_aws;
 mod recommend;
 mod spec_buckets;
 mod spec_errors;
