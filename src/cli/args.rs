@@ -540,6 +540,28 @@ pub enum SandboxCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Make a capacity reservation in the sandbox's AWS account, as one is
+    /// bought outside gpuform; prints its id for a cluster's
+    /// `capacity: [{reservation: ID}, ...]`.
+    Reserve {
+        /// The instance type it holds (e.g. `p4d.24xlarge`).
+        instance_type: String,
+        #[arg(long)]
+        region: String,
+        #[arg(long)]
+        zone: String,
+        /// How many instances it holds.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// The day it ends (`YYYY-MM-DD`, 00:00 UTC); open-ended without.
+        #[arg(long)]
+        until: Option<String>,
+        /// A tag `KEY=VALUE` (repeatable), to name it by tags.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Empty the sandbox cloud.
     Reset {
         #[command(flatten)]

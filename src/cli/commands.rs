@@ -1311,6 +1311,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
         SandboxCommand::Ls { state, .. }
         | SandboxCommand::Delete { state, .. }
         | SandboxCommand::Set { state, .. }
+        | SandboxCommand::Reserve { state, .. }
         | SandboxCommand::Reset { state } => state.clone(),
     };
     let dir = match std::env::var_os("GPUFORM_SANDBOX_DIR") {
@@ -1357,6 +1358,41 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                 .delete_behind(&target)
                 .map_err(|e| Failure(e.to_string()))?;
             outln!("Deleted {} {} behind gpuform's back.", r.kind, r.id);
+        }
+        SandboxCommand::Reserve {
+            instance_type,
+            region,
+            zone,
+            count,
+            until,
+            tags,
+            ..
+        } => {
+            let end = match until {
+                None => None,
+                Some(d) => Some(gpuform_catalog::Day::parse_iso(&d).ok_or_else(|| {
+                    Failure(format!("--until {d}: not a date; write YYYY-MM-DD"))
+                })?),
+            };
+            let mut tag_map = std::collections::BTreeMap::new();
+            for t in tags {
+                let (k, v) = t
+                    .split_once('=')
+                    .ok_or_else(|| Failure(format!("--tag {t}: write KEY=VALUE")))?;
+                tag_map.insert(k.to_string(), v.to_string());
+            }
+            let r = open()?
+                .reserve(&gpuform_sandbox::ReserveRequest {
+                    cloud: gpuform_provider::Cloud::Aws,
+                    region,
+                    zone,
+                    instance_type,
+                    count,
+                    end,
+                    tags: tag_map,
+                })
+                .map_err(|e| Failure(e.to_string()))?;
+            outln!("{}", r.id);
         }
         SandboxCommand::Set {
             target, assignment, ..

@@ -49,11 +49,13 @@ mod faults;
 mod ids;
 mod inventory;
 mod provider;
+mod reservations;
 mod store;
 
 pub use cloud::{SandboxCloud, SandboxResource};
 pub use faults::{Faults, FAULTS_ENV};
 pub use inventory::LOG_NAME as INVENTORY_FILE;
+pub use reservations::{ReserveRequest, SandboxReservation, RESERVATIONS_FILE};
 
 use std::path::PathBuf;
 
@@ -86,6 +88,9 @@ pub enum SandboxError {
     Ambiguous { what: String, matches: Vec<String> },
     #[error("{0}")]
     DependencyViolation(String),
+    /// A behind-the-back request the mirrored cloud would refuse.
+    #[error("{0}")]
+    Invalid(String),
     #[error(
         "the sandbox inventory {} is already open in this process with other faults; \
          drop the other SandboxCloud first",
