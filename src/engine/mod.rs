@@ -3,6 +3,7 @@
 //! execute → save (apply).
 
 pub mod audit;
+mod capacity;
 pub mod catalog;
 mod error;
 mod failover;
@@ -252,6 +253,10 @@ pub async fn make_plan(
 ) -> Result<(Plan, Current), EngineError> {
     let mut resolve_opts = req.resolve.clone();
     resolve_opts.current = current_placements(&doc);
+    if !req.diff.destroy {
+        resolve_opts.capacity =
+            capacity::read(req.loaded, &resolve_opts, &doc, providers, req.refresh).await;
+    }
     let mut offering_notes = Vec::new();
     let desired = if req.diff.destroy {
         Desired::default()
