@@ -38,6 +38,9 @@ pub fn classify(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
         | "InsufficientCapacity"
         | "InsufficientCapacityOnHost"
         | "InsufficientFreeAddressesInSubnet"
+        // A targeted capacity reservation without room (errors overview,
+        // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+        | "ReservationCapacityExceeded"
         | "SpotMaxPriceTooLow"
         | "Unsupported" => return ErrorKind::Capacity,
         // Throttling: back off within the shared rate budget.

@@ -42,6 +42,21 @@ impl Upstream {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Response {
+        match self.exchange(method, uri, headers, body).await {
+            Ok(answer) => answer.into_response(),
+            Err(failed) => failed,
+        }
+    }
+
+    /// The request forwarded, moto's answer read whole (for the actions
+    /// whose answer the stand-in reads), or the failure as an answer.
+    pub(super) async fn exchange(
+        &self,
+        method: Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<(StatusCode, HeaderMap, Bytes), Response> {
         let target = uri.path_and_query().map(|pq| pq.as_str()).unwrap_or("/");
         let mut out = reqwest::header::HeaderMap::new();
         for (name, value) in headers {
@@ -59,11 +74,11 @@ impl Upstream {
         let answer = match sent {
             Ok(a) => a,
             Err(e) => {
-                return (
+                return Err((
                     StatusCode::BAD_GATEWAY,
                     format!("the stand-in could not reach moto: {e}"),
                 )
-                    .into_response()
+                    .into_response())
             }
         };
         let status = answer.status();
@@ -74,12 +89,12 @@ impl Upstream {
             }
         }
         match answer.bytes().await {
-            Ok(bytes) => (status, back, bytes).into_response(),
-            Err(e) => (
+            Ok(bytes) => Ok((status, back, bytes)),
+            Err(e) => Err((
                 StatusCode::BAD_GATEWAY,
                 format!("moto's answer broke off: {e}"),
             )
-                .into_response(),
+                .into_response()),
         }
     }
 }

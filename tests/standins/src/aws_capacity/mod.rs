@@ -19,12 +19,18 @@
 //!   ([`AwsCapacity::set_quota`]) and a mode that denies
 //!   ([`AwsCapacity::deny_quotas`]).
 //!
+//! - EC2 `CreateCapacityReservation` and `DescribeCapacityReservations`,
+//!   and `RunInstances` with a `CapacityReservationTarget`: checked against
+//!   the reservation, forwarded to moto without the target and counted
+//!   against it until `TerminateInstances` ([`reservations`]).
+//!
 //! Actions of the EC2 query protocol (`Action=…` in a form body) that moto
-//! lacks go in a module of their own beside `quotas`, picked in
-//! [`AwsCapacity::start`]'s dispatch before the request is forwarded.
+//! lacks go in a module of their own beside `quotas`, picked in `ec2`'s
+//! dispatch before the request is forwarded.
 
 mod forward;
 pub mod quotas;
+pub mod reservations;
 mod wire_errors;
 
 use crate::background::Background;
@@ -61,6 +67,7 @@ struct Shared {
     /// Access key id → secret.
     keys: Mutex<HashMap<String, String>>,
     quotas: Mutex<quotas::Book>,
+    reservations: Mutex<reservations::Book>,
     counts: Mutex<Counts>,
     upstream: forward::Upstream,
 }
@@ -86,6 +93,7 @@ impl AwsCapacity {
                 SECRET_ACCESS_KEY.to_string(),
             )])),
             quotas: Mutex::new(quotas::Book::default()),
+            reservations: Mutex::new(reservations::Book::default()),
             counts: Mutex::new(Counts::default()),
             upstream: forward::Upstream::new(moto_url),
         });
@@ -123,6 +131,16 @@ impl AwsCapacity {
     /// a caller without `servicequotas:GetServiceQuota`.
     pub fn deny_quotas(&self, deny: bool) {
         lock(&self.shared.quotas).deny = deny;
+    }
+
+    /// The capacity reservations the account holds now (with the
+    /// instances counted against each).
+    pub fn reservations(&self) -> Vec<reservations::CapacityReservation> {
+        lock(&self.shared.reservations)
+            .by_id
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Requests received, refused ones included.
@@ -173,8 +191,104 @@ async fn handle(
         let book = lock(&sh.quotas);
         return quotas::answer(&book, op, &verified.region, &body);
     }
+    if protocol == Protocol::Ec2 {
+        if let Some(answer) = ec2(sh, &verified.region, (&method, &uri, &headers), &body).await {
+            return answer;
+        }
+    }
     lock(&sh.counts).forwarded += 1;
     sh.upstream.send(method, &uri, &headers, body).await
+}
+
+/// The EC2 query actions answered or checked here (see `reservations`);
+/// `None`: forward the request unchanged.
+async fn ec2(
+    sh: &Shared,
+    region: &str,
+    (method, uri, headers): (&Method, &Uri, &HeaderMap),
+    body: &Bytes,
+) -> Option<Response> {
+    let raw = std::str::from_utf8(body).ok()?;
+    let params = crate::verify::text::query_pairs(raw)?;
+    let action = params.iter().find(|(k, _)| k == "Action")?.1.clone();
+    let count = |sh: &Shared| *lock(&sh.counts).answered.entry(action.clone()).or_default() += 1;
+    let answer = |r: Result<String, reservations::Ec2Error>| match r {
+        Ok(xml) => {
+            use axum::response::IntoResponse;
+            (
+                StatusCode::OK,
+                [("content-type", "text/xml;charset=UTF-8")],
+                xml,
+            )
+                .into_response()
+        }
+        Err((status, code, message)) => Protocol::Ec2.error(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+            code,
+            &message,
+        ),
+    };
+    match action.as_str() {
+        "CreateCapacityReservation" => {
+            count(sh);
+            Some(answer(lock(&sh.reservations).create(region, &params)))
+        }
+        "DescribeCapacityReservations" => {
+            count(sh);
+            Some(answer(lock(&sh.reservations).describe(region, &params)))
+        }
+        "RunInstances" => {
+            let target = match lock(&sh.reservations).admit(region, &params) {
+                Ok(None) => return None,
+                Ok(Some(id)) => id,
+                Err(e) => {
+                    count(sh);
+                    return Some(answer(Err(e)));
+                }
+            };
+            count(sh);
+            lock(&sh.counts).forwarded += 1;
+            let stripped = Bytes::from(reservations::without_target(raw));
+            Some(
+                match sh
+                    .upstream
+                    .exchange(method.clone(), uri, headers, stripped)
+                    .await
+                {
+                    Ok((status, back, bytes)) => {
+                        if status.is_success() {
+                            let made = reservations::instance_ids(&String::from_utf8_lossy(&bytes));
+                            lock(&sh.reservations).launched(&target, made);
+                        }
+                        use axum::response::IntoResponse;
+                        (status, back, bytes).into_response()
+                    }
+                    Err(failed) => failed,
+                },
+            )
+        }
+        "TerminateInstances" => {
+            lock(&sh.counts).forwarded += 1;
+            Some(
+                match sh
+                    .upstream
+                    .exchange(method.clone(), uri, headers, body.clone())
+                    .await
+                {
+                    Ok((status, back, bytes)) => {
+                        if status.is_success() {
+                            lock(&sh.reservations)
+                                .terminated(&reservations::named_instances(&params));
+                        }
+                        use axum::response::IntoResponse;
+                        (status, back, bytes).into_response()
+                    }
+                    Err(failed) => failed,
+                },
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Checks the signature with the secret of the key the credential names.
