@@ -225,7 +225,7 @@ impl Book {
             .flat_map(|v| v.iter().map(|(_, id)| *id))
             .collect();
         for id in &ids {
-            if !self.by_id.get(*id).is_some_and(|r| r.region == region) {
+            if self.by_id.get(*id).is_none_or(|r| r.region != region) {
                 return Err((
                     400,
                     "InvalidCapacityReservationId.NotFound",
