@@ -561,6 +561,20 @@ fn resolve_cluster(
         .as_ref()
         .and_then(|f| f.pinned.as_ref())
         .map(|(z, _)| z.clone());
+    // Failover cannot move a cluster off its reservations' zone: when that
+    // zone ran out during this apply, say so instead of trying it again.
+    if let Some(z) = &pinned_zone {
+        if opts
+            .exhausted
+            .contains(&Exhausted::zone(name, cloud, region, z))
+        {
+            return Err(vec![loaded.diagnostic(
+                &format!("{path}.capacity"),
+                format!("{z}, the zone of cluster {name}'s reservations, has no capacity left for its nodes during this apply"),
+                Some("add reservations with room, lower `nodes`, or try again later".into()),
+            )]);
+        }
+    }
     let zone = match (&staying, &sold_in) {
         _ if pinned_zone.is_some() => pinned_zone.clone().unwrap_or_default(),
         (Some(z), _) => z.clone(),

@@ -271,3 +271,23 @@ fn an_expired_reservation_keeps_its_nodes_and_takes_no_new_one() {
     support::assert_success(&out, "apply after expiry");
     assert_eq!(node_attr(&w, 1, "capacity_reservation"), None);
 }
+
+#[test]
+fn failover_does_not_loop_on_the_reservations_zone() {
+    let w = SandboxWork::new("cap", &SPEC.replace("NODES", "3"));
+    reserve(&w, "2", "2027-01-01");
+    // The zone runs out: failover cannot move the cluster off its
+    // reservations' zone, and says so instead of retrying it.
+    let out = w.run(
+        &["apply", "spec.yaml", "--auto-approve"],
+        Some("capacity=p4d.24xlarge@us-east-1b"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "us-east-1b, the zone of cluster trainer's reservations, has no capacity left"
+        ),
+        "{err}"
+    );
+}
