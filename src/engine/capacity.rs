@@ -14,14 +14,18 @@ use gpuform_provider::request::CAPACITY_RESERVATION;
 use gpuform_provider::{ReservationFilter, ResourceKind, Scope};
 
 /// Reads what the spec's capacity lists name. `refresh: false` reads
-/// nothing from the clouds (the state's record only).
+/// nothing from the clouds (the state's record only). In a `preview`
+/// (`gpuform plan`), a reservation that cannot be read is a warning, as an
+/// unreachable cloud is there: the plan then places only the nodes the
+/// state records in it; an apply stops at it (resolve's error).
 pub async fn read(
     loaded: &LoadedSpec,
     opts: &ResolveOptions,
     doc: &StateDoc,
     providers: &Providers,
-    refresh: bool,
-) -> CapacityFacts {
+    (refresh, preview): (bool, bool),
+) -> (CapacityFacts, Vec<String>) {
+    let mut warnings = Vec::new();
     let mut facts = CapacityFacts::default();
     for (address, r) in &doc.resources {
         if r.kind != ResourceKind::Instance || Address::new(address).is_duplicate() {
@@ -36,7 +40,7 @@ pub async fn read(
         }
     }
     if !refresh {
-        return facts;
+        return (facts, warnings);
     }
     for (name, c) in &loaded.spec.clusters {
         // Reservations are the account's in one region of AWS (validated).
@@ -68,8 +72,15 @@ pub async fn read(
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
             };
-            facts.read.insert((name.clone(), i), found);
+            match found {
+                Err(why) if preview => warnings.push(format!(
+                    "cluster.{name}: reservation {r} could not be read ({why}); this plan places in it only the nodes the state records there, and an apply stops until it can be read"
+                )),
+                found => {
+                    facts.read.insert((name.clone(), i), found);
+                }
+            }
         }
     }
-    facts
+    (facts, warnings)
 }

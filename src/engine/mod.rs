@@ -253,9 +253,13 @@ pub async fn make_plan(
 ) -> Result<(Plan, Current), EngineError> {
     let mut resolve_opts = req.resolve.clone();
     resolve_opts.current = current_placements(&doc);
+    let mut capacity_warnings = Vec::new();
     if !req.diff.destroy {
-        resolve_opts.capacity =
-            capacity::read(req.loaded, &resolve_opts, &doc, providers, req.refresh).await;
+        let read = (req.refresh, req.preview);
+        let (facts, warnings) =
+            capacity::read(req.loaded, &resolve_opts, &doc, providers, read).await;
+        resolve_opts.capacity = facts;
+        capacity_warnings = warnings;
     }
     let mut offering_notes = Vec::new();
     let desired = if req.diff.destroy {
@@ -306,6 +310,7 @@ pub async fn make_plan(
     refuse_undeletable(&plan, &current, providers).await?;
     plan.notes.extend(offering_notes);
     plan.warnings.extend(unlooked);
+    plan.warnings.extend(capacity_warnings);
     complete_plan(
         &mut plan,
         req,

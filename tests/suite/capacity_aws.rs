@@ -130,3 +130,51 @@ fn a_cluster_fills_its_reservation_then_goes_on_demand() {
     support::succeeded(&gpuform(dir.path(), &account, &args), &args);
     assert_eq!(standin.reservations()[0].instances.len(), 0);
 }
+
+/// A reservation that cannot be read is a warning in `gpuform plan` (as an
+/// unreachable cloud is) and an error in `gpuform apply`, which creates
+/// nothing. No server: the endpoint refuses connections.
+#[test]
+fn an_unreadable_reservation_warns_in_plan_and_stops_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "project: odcr\nendpoints:\n  aws: http://127.0.0.1:9\nclusters:\n  train:\n    cloud: aws\n    region: us-east-1\n    nodes: 2\n    gpu: A100-40GB:8\n    capacity: [{reservation: cr-0123456789abcdef0}, on-demand]\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        support::gpuform_cmd(dir.path(), args)
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_MAX_ATTEMPTS", "1")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_ENDPOINT_URL")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run gpuform")
+    };
+    let plan = run(&["plan", "spec.yaml"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&plan.stdout),
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert_eq!(plan.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("reservation cr-0123456789abcdef0 could not be read"),
+        "{text}"
+    );
+    assert!(text.contains("node[0..1] on-demand"), "{text}");
+
+    let apply = run(&["apply", "spec.yaml", "--auto-approve"]);
+    let err = String::from_utf8_lossy(&apply.stderr);
+    assert_eq!(apply.status.code(), Some(1), "{err}");
+    assert!(err.contains("clusters.train.capacity[0]"), "{err}");
+    assert!(
+        !dir.path().join(".gpuform/odcr.state.json").exists()
+            || !std::fs::read_to_string(dir.path().join(".gpuform/odcr.state.json"))
+                .unwrap()
+                .contains("node[0]")
+    );
+}
