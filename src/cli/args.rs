@@ -553,6 +553,9 @@ pub enum SandboxCommand {
         /// How many instances it holds.
         #[arg(long, default_value_t = 1)]
         count: u32,
+        /// The day it starts (`YYYY-MM-DD`, 00:00 UTC); now without.
+        #[arg(long)]
+        from: Option<String>,
         /// The day it ends (`YYYY-MM-DD`, 00:00 UTC); open-ended without.
         #[arg(long)]
         until: Option<String>,

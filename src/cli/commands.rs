@@ -1364,16 +1364,19 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
             region,
             zone,
             count,
+            from,
             until,
             tags,
             ..
         } => {
-            let end = match until {
-                None => None,
-                Some(d) => Some(gpuform_catalog::Day::parse_iso(&d).ok_or_else(|| {
-                    Failure(format!("--until {d}: not a date; write YYYY-MM-DD"))
-                })?),
+            let day = |flag: &str, d: Option<String>| match d {
+                None => Ok(None),
+                Some(d) => gpuform_catalog::Day::parse_iso(&d)
+                    .map(Some)
+                    .ok_or_else(|| Failure(format!("--{flag} {d}: not a date; write YYYY-MM-DD"))),
             };
+            let start = day("from", from)?;
+            let end = day("until", until)?;
             let mut tag_map = std::collections::BTreeMap::new();
             for t in tags {
                 let (k, v) = t
@@ -1388,6 +1391,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                     zone,
                     instance_type,
                     count,
+                    start,
                     end,
                     tags: tag_map,
                 })

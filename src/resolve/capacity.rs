@@ -141,13 +141,15 @@ pub fn fill(
                 }
                 for res in found {
                     if !res.is_active() {
+                        // Not yet started (`scheduled`) or over: no launch now.
                         // Nodes already launched into it keep running (EC2
                         // bills them as on-demand): they stay; new ones go on.
                         let ours = facts.ours.get(&res.id).cloned().unwrap_or_default();
                         notes.push(format!(
-                            "cluster.{name}: reservation {} is {}{}; new nodes go to the next source{}",
+                            "cluster.{name}: reservation {} is {}{}{}; new nodes go to the next source{}",
                             res.id,
                             res.state,
+                            res.start.as_deref().map(|s| format!(" (start {s})")).unwrap_or_default(),
                             res.end.as_deref().map(|e| format!(" (end {e})")).unwrap_or_default(),
                             if ours.is_empty() { String::new() } else { format!(", the {} in it stay", ours.len()) }
                         ));
@@ -237,6 +239,7 @@ pub fn fill(
                     r.id,
                     r.instance_type,
                     r.zone,
+                    // Active: it has started; what matters is its end.
                     match &r.end {
                         Some(e) => format!("until {e}"),
                         None => "open-ended".into(),

@@ -291,3 +291,45 @@ fn failover_does_not_loop_on_the_reservations_zone() {
         "{err}"
     );
 }
+
+#[test]
+fn a_reservation_not_started_yet_takes_no_node_until_its_day() {
+    let w = SandboxWork::new("cap", &SPEC.replace("NODES", "1"));
+    let id = w
+        .ok(&[
+            "sandbox",
+            "reserve",
+            "-f",
+            "spec.yaml",
+            "p4d.24xlarge",
+            "--region",
+            "us-east-1",
+            "--zone",
+            "us-east-1b",
+            "--count",
+            "1",
+            "--from",
+            "2026-12-10",
+            "--tag",
+            "team=ml",
+        ])
+        .trim()
+        .to_string();
+    // Before its start (the suite's pinned day is 2026-11-29): on-demand.
+    let plan = w.ok(&["plan", "spec.yaml"]);
+    assert!(
+        plan.contains(&format!("reservation {id} is scheduled (start 2026-12-10T00:00:00Z); new nodes go to the next source")),
+        "{plan}"
+    );
+    assert!(plan.contains("node[0] on-demand"), "{plan}");
+    // On its day: the node lands in it.
+    let out = support::gpuform_cmd(w.path(), &["plan", "spec.yaml"])
+        .env("GPUFORM_TODAY", "2026-12-10")
+        .output()
+        .unwrap();
+    let plan = support::succeeded(&out, &["plan"]);
+    assert!(
+        plan.contains(&format!("node[0] in reservation {id}")),
+        "{plan}"
+    );
+}

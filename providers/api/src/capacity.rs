@@ -28,6 +28,9 @@ pub struct Reservation {
     /// `active`, `expired`, `cancelled`, `pending`, `failed`, `scheduled`
     /// (EC2's `State`); only an active one takes launches.
     pub state: String,
+    /// When it starts taking launches (`YYYY-MM-DDTHH:MM:SSZ`), when the
+    /// cloud says.
+    pub start: Option<String>,
     /// When it ends (`YYYY-MM-DDTHH:MM:SSZ`), `None` when open-ended.
     pub end: Option<String>,
     /// Whether it takes only launches that name it (`targeted`) or any

@@ -173,6 +173,10 @@ impl ComputeApi for AwsProvider {
                     .state()
                     .map(|s| s.as_str().to_string())
                     .unwrap_or_default(),
+                start: r.start_date().map(|d| {
+                    d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+                        .unwrap_or_default()
+                }),
                 end: r.end_date().map(|d| {
                     d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
                         .unwrap_or_default()

@@ -31,6 +31,9 @@ pub struct SandboxReservation {
     pub zone: String,
     pub instance_type: String,
     pub count: u32,
+    /// The day it starts (at 00:00 UTC): before it, it is `scheduled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
     /// The day it ends (at 00:00 UTC): from that day on it is `expired`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
@@ -46,6 +49,7 @@ pub struct ReserveRequest {
     pub zone: String,
     pub instance_type: String,
     pub count: u32,
+    pub start: Option<Day>,
     pub end: Option<Day>,
     pub tags: BTreeMap<String, String>,
 }
@@ -92,16 +96,14 @@ pub(crate) fn reset(dir: &Path) -> std::result::Result<(), SandboxError> {
 }
 
 impl SandboxReservation {
-    /// EC2's `State` on `today`: `active` until its end day, then `expired`.
+    /// EC2's `State` on `today`: `scheduled` before its start day,
+    /// `active` until its end day, then `expired`.
     pub fn state(&self, today: Option<Day>) -> &'static str {
-        let ended = match (&self.end, today) {
-            (Some(end), Some(today)) => Day::parse_iso(end).is_some_and(|e| today >= e),
-            _ => false,
-        };
-        if ended {
-            "expired"
-        } else {
-            "active"
+        let day = |d: &Option<String>| d.as_deref().and_then(Day::parse_iso);
+        match today {
+            Some(t) if day(&self.end).is_some_and(|e| t >= e) => "expired",
+            Some(t) if day(&self.start).is_some_and(|s| t < s) => "scheduled",
+            _ => "active",
         }
     }
 
@@ -130,6 +132,7 @@ impl SandboxReservation {
             total: self.count,
             available: self.count.saturating_sub(self.used(inner)),
             state: self.state(today).to_string(),
+            start: self.start.as_ref().map(|d| format!("{d}T00:00:00Z")),
             end: self.end.as_ref().map(|d| format!("{d}T00:00:00Z")),
             targeted: true,
             tags: self.tags.clone(),
@@ -180,9 +183,10 @@ pub(crate) fn admit(
     };
     if r.state(today) != "active" {
         return refuse(format!(
-            "capacity reservation {id} is {} (it ended on {})",
+            "capacity reservation {id} is {} (its window: {} to {})",
             r.state(today),
-            r.end.as_deref().unwrap_or("?")
+            r.start.as_deref().unwrap_or("now"),
+            r.end.as_deref().unwrap_or("open-ended")
         ));
     }
     if r.instance_type != itype || r.zone != zone {
@@ -234,6 +238,7 @@ impl SandboxCloud {
             zone: req.zone.clone(),
             instance_type: ty.name.clone(),
             count: req.count,
+            start: req.start.map(|d| d.to_string()),
             end: req.end.map(|d| d.to_string()),
             tags: req.tags.clone(),
         };
