@@ -546,8 +546,10 @@ pub enum SandboxCommand {
     Reserve {
         /// The instance type it holds (e.g. `p4d.24xlarge`).
         instance_type: String,
+        /// The region it is in (e.g. `us-east-1`).
         #[arg(long)]
         region: String,
+        /// The zone it holds the instances in (e.g. `us-east-1b`).
         #[arg(long)]
         zone: String,
         /// How many instances it holds.
