@@ -24,8 +24,11 @@ type Opening = std::thread::JoinHandle<Result<Arc<SandboxCloud>, EngineError>>;
 fn open_sandbox(dir: &std::path::Path) -> Result<Arc<SandboxCloud>, EngineError> {
     let faults = Faults::from_env()
         .map_err(|e| EngineError::Config(format!("GPUFORM_SANDBOX_FAULTS: {e}")))?;
-    SandboxCloud::open(dir, faults)
-        .map_err(|e| EngineError::Config(format!("sandbox cloud at {}: {e}", dir.display())))
+    let cloud = SandboxCloud::open(dir, faults)
+        .map_err(|e| EngineError::Config(format!("sandbox cloud at {}: {e}", dir.display())))?;
+    // The sandbox reads no clock: its reservations expire on gpuform's day.
+    cloud.set_today(crate::clock::today());
+    Ok(cloud)
 }
 
 impl Providers {

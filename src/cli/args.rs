@@ -673,6 +673,33 @@ pub enum SandboxCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Make a capacity reservation in the sandbox's AWS account, as one is
+    /// bought outside gpuform; prints its id for a cluster's
+    /// `capacity: [{reservation: ID}, ...]`.
+    Reserve {
+        /// The instance type it holds (e.g. `p4d.24xlarge`).
+        instance_type: String,
+        /// The region it is in (e.g. `us-east-1`).
+        #[arg(long)]
+        region: String,
+        /// The zone it holds the instances in (e.g. `us-east-1b`).
+        #[arg(long)]
+        zone: String,
+        /// How many instances it holds.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// The day it starts (`YYYY-MM-DD`, 00:00 UTC); now without.
+        #[arg(long)]
+        from: Option<String>,
+        /// The day it ends (`YYYY-MM-DD`, 00:00 UTC); open-ended without.
+        #[arg(long)]
+        until: Option<String>,
+        /// A tag `KEY=VALUE` (repeatable), to name it by tags.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Empty the sandbox cloud.
     Reset {
         #[command(flatten)]

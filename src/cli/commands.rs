@@ -1315,6 +1315,7 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
         | SandboxCommand::Reclaim { state, .. }
         | SandboxCommand::Set { state, .. }
         | SandboxCommand::Disown { state, .. }
+        | SandboxCommand::Reserve { state, .. }
         | SandboxCommand::Reset { state } => state.clone(),
     };
     let dir = match std::env::var_os("GPUFORM_SANDBOX_DIR") {
@@ -1380,6 +1381,45 @@ fn sandbox_cmd(c: SandboxCommand) -> CmdResult {
                 r.kind,
                 r.id
             );
+        }
+        SandboxCommand::Reserve {
+            instance_type,
+            region,
+            zone,
+            count,
+            from,
+            until,
+            tags,
+            ..
+        } => {
+            let day = |flag: &str, d: Option<String>| match d {
+                None => Ok(None),
+                Some(d) => gpuform_catalog::Day::parse_iso(&d)
+                    .map(Some)
+                    .ok_or_else(|| Failure(format!("--{flag} {d}: not a date; write YYYY-MM-DD"))),
+            };
+            let start = day("from", from)?;
+            let end = day("until", until)?;
+            let mut tag_map = std::collections::BTreeMap::new();
+            for t in tags {
+                let (k, v) = t
+                    .split_once('=')
+                    .ok_or_else(|| Failure(format!("--tag {t}: write KEY=VALUE")))?;
+                tag_map.insert(k.to_string(), v.to_string());
+            }
+            let r = open()?
+                .reserve(&gpuform_sandbox::ReserveRequest {
+                    cloud: gpuform_provider::Cloud::Aws,
+                    region,
+                    zone,
+                    instance_type,
+                    count,
+                    start,
+                    end,
+                    tags: tag_map,
+                })
+                .map_err(|e| Failure(e.to_string()))?;
+            outln!("{}", r.id);
         }
         SandboxCommand::Set {
             target, assignment, ..

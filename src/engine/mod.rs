@@ -3,6 +3,7 @@
 //! execute → save (apply).
 
 pub mod audit;
+mod capacity;
 pub mod catalog;
 mod error;
 mod failover;
@@ -259,6 +260,14 @@ pub async fn make_plan(
     resolve_opts.current = current_placements(&doc);
     (resolve_opts.node_pricing, resolve_opts.spot_fallback) =
         reconcile::spot_pools(&doc, &req.loaded.spec, crate::clock::now_secs());
+    let mut capacity_warnings = Vec::new();
+    if !req.diff.destroy {
+        let read = (req.refresh, req.preview);
+        let (facts, warnings) =
+            capacity::read(req.loaded, &resolve_opts, &doc, providers, read).await;
+        resolve_opts.capacity = facts;
+        capacity_warnings = warnings;
+    }
     let mut offering_notes = Vec::new();
     let mut quotas = quota::QuotaCheck::default();
     let mut quota_findings = Vec::new();
@@ -329,6 +338,7 @@ pub async fn make_plan(
     plan.quotas = quota_findings;
     plan.warnings.extend(std::mem::take(&mut quotas.warnings));
     plan.warnings.extend(unlooked);
+    plan.warnings.extend(capacity_warnings);
     complete_plan(
         &mut plan,
         req,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod capacity;
 pub mod placement;
 
 use crate::address::Address;
@@ -36,6 +37,8 @@ pub struct ResolveOptions {
     /// Nodes to make on-demand whatever state says: reclaimed nodes of a
     /// cluster whose fallback is on (`engine::reconcile`).
     pub on_demand_nodes: BTreeSet<String>,
+    /// The reservations clusters' `capacity:` lists name, read at plan time.
+    pub capacity: capacity::CapacityFacts,
 }
 
 /// Where a cluster's nodes run.
@@ -56,6 +59,7 @@ impl Default for ResolveOptions {
             node_pricing: BTreeMap::new(),
             spot_fallback: BTreeSet::new(),
             on_demand_nodes: BTreeSet::new(),
+            capacity: capacity::CapacityFacts::default(),
         }
     }
 }
@@ -399,7 +403,7 @@ fn resolve_cluster(
             None
         }
     };
-    let template = node_query(c, &gpu.name, c.pricing, opts.cny_per_usd);
+    let template = node_query(c, &gpu.name, capacity::market(c), opts.cny_per_usd);
     let (target, region) = if c.cloud == CloudName::Any {
         let chosen = placement::choose(catalog, name, c, &template, opts)
             .map_err(|why| vec![loaded.diagnostic(&format!("{path}.cloud"), why.0, Some(why.1))])?;
@@ -556,6 +560,32 @@ fn resolve_cluster(
         });
     }
 
+    // A `capacity:` list: which node goes where; reservations pin the zone
+    // and must hold the type chosen.
+    let filled = if c.capacity.is_empty() {
+        None
+    } else {
+        let f = capacity::fill(name, &path, c, &opts.capacity)
+            .map_err(|(at, m, h)| vec![loaded.diagnostic(&at, m, Some(h))])?;
+        if let Some((zone, itype)) = &f.pinned {
+            if *itype != instance_type {
+                return Err(vec![loaded.diagnostic(
+                    &format!("{path}.capacity"),
+                    format!("the reservations hold {itype}, but cluster {name} resolves to {instance_type}"),
+                    Some(format!("write `instance_type: {itype}` (it must carry the cluster's GPUs), or list reservations of {instance_type}")),
+                )]);
+            }
+            if !zones.contains(zone) {
+                return Err(vec![loaded.diagnostic(
+                    &format!("{path}.capacity"),
+                    format!("the reservations are in {zone}, which cluster {name} does not use (zones: {})", zones.join(", ")),
+                    Some(format!("add {zone} to `zones`, or leave `zones` out")),
+                )]);
+            }
+        }
+        out.notes.extend(f.notes.iter().cloned());
+        Some(f)
+    };
     // Prefer zones where the catalog says this type is sold (when it knows).
     let sold_in = catalog
         .availability(cloud, region, &instance_type)
@@ -568,7 +598,26 @@ fn resolve_cluster(
         .filter(|p| p.cloud == cloud && p.region == region)
         .and_then(|p| usable.iter().find(|z| ***z == p.zone && sold_here(z)))
         .map(|z| (*z).clone());
+    let pinned_zone = filled
+        .as_ref()
+        .and_then(|f| f.pinned.as_ref())
+        .map(|(z, _)| z.clone());
+    // Failover cannot move a cluster off its reservations' zone: when that
+    // zone ran out during this apply, say so instead of trying it again.
+    if let Some(z) = &pinned_zone {
+        if opts
+            .exhausted
+            .contains(&Exhausted::zone(name, cloud, region, z))
+        {
+            return Err(vec![loaded.diagnostic(
+                &format!("{path}.capacity"),
+                format!("{z}, the zone of cluster {name}'s reservations, has no capacity left for its nodes during this apply"),
+                Some("add reservations with room, lower `nodes`, or try again later".into()),
+            )]);
+        }
+    }
     let zone = match (&staying, &sold_in) {
+        _ if pinned_zone.is_some() => pinned_zone.clone().unwrap_or_default(),
         (Some(z), _) => z.clone(),
         (None, Some(sold)) => match usable.iter().find(|z| sold.contains(z)) {
             Some(z) => (*z).clone(),
@@ -653,13 +702,6 @@ fn resolve_cluster(
             None,
         );
     }
-    // A spot pool's on-demand nodes (its base, a fallback) are priced as such.
-    let on_demand_usd = c
-        .spot_policy
-        .as_ref()
-        .and_then(|_| catalog.offering(cloud, region, &instance_type))
-        .and_then(|o| o.prices.get(&gpuform_catalog::PricingModel::OnDemand))
-        .map(|p| p.hourly_usd(opts.cny_per_usd));
     let (boot, boot_note) =
         bootstrap_base(loaded, &path, gpu, c, cloud, &instance_type, mig_layout)
             .map_err(|d| vec![d])?;
@@ -681,9 +723,15 @@ fn resolve_cluster(
     if let Some(m) = &c.mig {
         node_attrs.insert("mig".into(), json!(m.to_string()));
     }
-    if let Some(cap) = c.spot_max_price {
+    if let Some(cap) = c.spot_max_price.filter(|_| filled.is_none()) {
         node_attrs.insert("spot_max_price".into(), json!(cap));
     }
+    let price_of = |p: PricingModel| {
+        catalog
+            .offering(cloud, region, &instance_type)
+            .and_then(|o| o.prices.get(&p))
+            .map(|q| q.hourly_usd(opts.cny_per_usd))
+    };
     if !c.tags.is_empty() {
         node_attrs.insert("tags".into(), json!(c.tags));
     }
@@ -696,6 +744,23 @@ fn resolve_cluster(
     });
     for i in 0..c.nodes {
         let mut a = node_attrs.clone();
+        let mut node_hourly = hourly_usd;
+        if let Some(source) = filled.as_ref().map(|f| &f.nodes[i as usize]) {
+            a.insert("pricing".into(), json!(source.pricing.as_str()));
+            node_hourly = price_of(source.pricing);
+            if let Some(id) = &source.reservation {
+                a.insert(
+                    gpuform_provider::request::CAPACITY_RESERVATION.into(),
+                    json!(id),
+                );
+            }
+            if let Some(cap) = c
+                .spot_max_price
+                .filter(|_| source.pricing == PricingModel::Spot)
+            {
+                a.insert("spot_max_price".into(), json!(cap));
+            }
+        }
         let mut deps = vec![("subnet", subnet.clone()), ("firewall", firewall.clone())];
         if let Some(p) = &placement {
             deps.push(("placement", p.clone()));
@@ -770,15 +835,14 @@ fn resolve_cluster(
             }
         }
         let node = format!("node[{i}]");
-        let mut price = hourly_usd;
         if let Some(policy) = &c.spot_policy {
             let market = node_market(policy, i, &at(&node), name, opts);
             if market != "spot" {
                 a.insert("pricing".into(), json!(market));
-                price = on_demand_usd;
+                node_hourly = price_of(PricingModel::OnDemand);
             }
         }
-        push(&node, ResourceKind::Instance, a, &deps, price);
+        push(&node, ResourceKind::Instance, a, &deps, node_hourly);
         if let Some(volume_attrs) = &volume_attrs {
             push(
                 &format!("volume[{i}]"),

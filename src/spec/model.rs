@@ -158,6 +158,14 @@ pub struct Cluster {
     #[serde(default = "default_pricing")]
     #[schemars(with = "PricingModelSchema")]
     pub pricing: PricingModel,
+    /// Where the nodes run, in order: each source takes nodes until it is
+    /// full, then the next one does, e.g. `[{reservation: cr-0abc…},
+    /// on-demand]`. A reservation is named by id or `{tags: {KEY: VALUE}}`
+    /// (every active reservation with those tags, in id order); `on-demand`
+    /// or `spot` last takes the rest. Replaces `pricing:` (absent, `pricing`
+    /// alone says how every node is paid for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<CapacitySource>,
     /// With `pricing: spot` only: the most to pay per node-hour, in the
     /// currency the catalog quotes the cluster's cloud in (USD on AWS, CNY on
     /// Alibaba, Tencent and Huawei), e.g. `12.5`. Absent, the cloud's own cap
@@ -296,6 +304,64 @@ pub fn lifetime_end(text: &str) -> Option<i64> {
             .flatten()
             .map(|d| d.0 * 86_400)
     })
+}
+
+/// One entry of a cluster's `capacity:` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum CapacitySource {
+    /// An On-Demand Capacity Reservation the account holds: nodes launched
+    /// into it are billed at the on-demand rate, which the reservation
+    /// already pays while it is unused.
+    Reservation(ReservationRef),
+    /// An EC2 Capacity Block for ML to buy: `{start: YYYY-MM-DD, hours: N}`.
+    Block(BlockRequest),
+    /// Pay per hour, no commitment.
+    OnDemand,
+    /// Spare capacity at a discount; may be reclaimed.
+    Spot,
+}
+
+impl CapacitySource {
+    /// Whether the source takes every node left (nothing after it is reached).
+    pub fn unbounded(&self) -> bool {
+        matches!(self, CapacitySource::OnDemand | CapacitySource::Spot)
+    }
+}
+
+/// A reservation by its id (`cr-` and 17 hex digits on AWS) or by tags.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReservationRef {
+    Id(String),
+    Tags {
+        /// Every active reservation carrying all these tags.
+        tags: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Display for ReservationRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReservationRef::Id(id) => f.write_str(id),
+            ReservationRef::Tags { tags } => {
+                let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(f, "tagged {}", pairs.join(","))
+            }
+        }
+    }
+}
+
+/// A Capacity Block to buy: when it starts and how long it lasts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BlockRequest {
+    /// The first day, `YYYY-MM-DD` (EC2's blocks start and end at 11:30 UTC).
+    pub start: String,
+    /// Its length in hours: 24 to 336 in steps of 24, or up to 4368 (182
+    /// days) in steps of 168.
+    #[schemars(schema_with = "count_schema")]
+    pub hours: u32,
 }
 
 /// `MODEL[:COUNT]`, written as a string in YAML: `A100-80GB:8`, `T4` (count 1).

@@ -15,6 +15,10 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 const PRICING: &[&str] = &["on-demand", "spot", "reserved-1y", "reserved-3y"];
+/// The unbounded sources that may end a `capacity` list.
+const MARKETS: &[&str] = &["on-demand", "spot"];
+/// What a `capacity` entry may be, for suggestions.
+const CAPACITY_KINDS: &[&str] = &["reservation", "block", "on-demand", "spot"];
 const INTERCONNECT: &[&str] = &["nvlink", "pcie", "any"];
 const FABRIC: &[&str] = &["rdma", "ethernet"];
 const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp"];
@@ -266,6 +270,7 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("pricing", |v, n, p| {
         v.choice(n, p, PRICING, "pricing model")
     }),
+    opt("capacity", Validator::capacity),
     opt("spot_max_price", Validator::positive),
     opt("interconnect", |v, n, p| {
         v.choice(n, p, INTERCONNECT, "interconnect")
@@ -295,6 +300,13 @@ const CLUSTER_FIELDS: &[Field] = &[
             "an instant like `2026-12-24T18:00:00Z` or a date like `2026-12-24`",
         )
     }),
+];
+
+const RESERVATION_FIELDS: &[Field] = &[req("tags", Validator::tags)];
+
+const BLOCK_FIELDS: &[Field] = &[
+    req("start", Validator::nonempty),
+    req("hours", Validator::count),
 ];
 
 const KUBE_MODES: &[&str] = &["k3s", "kubeadm-join"];
@@ -687,26 +699,60 @@ impl Validator {
                 ok = false;
             }
         }
-        // A spot cap or policy means nothing on another pricing model (on-demand by default).
+        // A spot cap or policy means nothing on another pricing model
+        // (on-demand by default); a cap also applies to a `capacity` list's spot.
         for key in ["spot_max_price", "spot_policy"] {
             let Some(e) = entry(key) else { continue };
-            {
-                let pricing = entry("pricing").and_then(|e| match &e.value.kind {
-                    Kind::Scalar { text, .. } => Some(text.as_str()),
-                    _ => None,
-                });
-                if pricing != Some("spot") {
-                    self.error(
-                        e.key_pos,
-                        &join(path, key),
-                        format!(
-                            "`{key}` only applies with `pricing: spot`, not `{}`",
-                            pricing.unwrap_or("on-demand")
-                        ),
-                        format!("write `pricing: spot`, or remove `{key}`"),
-                    );
-                    ok = false;
-                }
+            let pricing = entry("pricing").and_then(|e| match &e.value.kind {
+                Kind::Scalar { text, .. } => Some(text.as_str()),
+                _ => None,
+            });
+            let spot_capacity =
+                key == "spot_max_price" && entry("capacity").is_some_and(|e| lists_spot(&e.value));
+            if pricing != Some("spot") && !spot_capacity {
+                self.error(
+                    e.key_pos,
+                    &join(path, key),
+                    format!(
+                        "`{key}` only applies with `pricing: spot`, not `{}`",
+                        pricing.unwrap_or("on-demand")
+                    ),
+                    format!("write `pricing: spot`, or remove `{key}`"),
+                );
+                ok = false;
+            }
+        }
+        // `capacity` says how each node is paid for: with `pricing` too,
+        // one of them would be ignored.
+        if let (Some(c), Some(p)) = (entry("capacity"), entry("pricing")) {
+            self.error(
+                p.key_pos,
+                &join(path, "pricing"),
+                "`pricing` cannot be set with `capacity`: the capacity list says how each node is paid for",
+                format!(
+                    "remove `pricing`, and end `capacity` (line {}) with the market for the remaining nodes, e.g. `on-demand` or `spot`",
+                    c.key_pos.line
+                ),
+            );
+            ok = false;
+        }
+        // Reservations and blocks are the account's in one region of one
+        // cloud; gpuform speaks them on AWS (and the sandbox mirroring it).
+        if let Some(e) = entry("capacity").filter(|e| lists_bounded(&e.value)) {
+            if !matches!(cloud_text.as_str(), "aws" | "sandbox") {
+                self.error(
+                    e.key_pos,
+                    &join(path, "capacity"),
+                    format!(
+                        "reservations and Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), not `cloud: {cloud_text}`"
+                    ),
+                    if any {
+                        "a reservation lives in one region: write `cloud: aws` and its `region`".to_string()
+                    } else {
+                        "use `pricing:` (on-demand, spot, reserved-1y, reserved-3y) on this cloud".to_string()
+                    },
+                );
+                ok = false;
             }
         }
         // Tencent refuses a tag that breaks its naming rules at the first
@@ -721,6 +767,231 @@ impl Validator {
         } else {
             None
         }
+    }
+
+    /// `capacity:`: an ordered list of `{reservation: ID}`,
+    /// `{reservation: {tags: {...}}}`, `{block: {start, hours}}`,
+    /// `on-demand`, `spot`; an unbounded market (the last to fill) ends it.
+    fn capacity(&mut self, node: &Node, path: &str) -> Option<Value> {
+        const EXAMPLE: &str =
+            "write e.g. `capacity: [{reservation: cr-0123456789abcdef0}, on-demand]`";
+        const SHAPES: &str = "a source is `{reservation: ID}`, `{block: {start: YYYY-MM-DD, hours: N}}`, `on-demand` or `spot`, one per list entry";
+        let Kind::Seq(items) = &node.kind else {
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected a list of capacity sources, found {}",
+                    node.describe()
+                ),
+                EXAMPLE,
+            );
+            return None;
+        };
+        if items.is_empty() {
+            self.error(
+                node.start,
+                path,
+                "`capacity` lists no source",
+                format!("{EXAMPLE}, or remove it (then `pricing:` applies)"),
+            );
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut ok = true;
+        let mut market: Option<String> = None;
+        let mut seen_ids: Vec<String> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            if let Some(m) = &market {
+                self.error(
+                    item.start,
+                    &p,
+                    format!("`{m}` before this entry takes every remaining node, so this one is never used"),
+                    format!("put `{m}` last"),
+                );
+                ok = false;
+                continue;
+            }
+            let value = match &item.kind {
+                Kind::Scalar { text, .. } if MARKETS.contains(&text.as_str()) => {
+                    market = Some(text.clone());
+                    Some(Value::String(text.clone()))
+                }
+                Kind::Scalar { text, .. } => {
+                    let hint = if PRICING.contains(&text.as_str()) {
+                        format!("`{text}` is a `pricing:` model; a capacity list ends with `on-demand` or `spot`")
+                    } else if text.starts_with("cr-") {
+                        format!("write `{{reservation: {text}}}`")
+                    } else {
+                        match suggest(text, CAPACITY_KINDS.iter().copied()) {
+                            Some(s) => format!(
+                                "did you mean `{s}`? Expected one of {}",
+                                list(CAPACITY_KINDS)
+                            ),
+                            None => format!("expected one of {}", list(CAPACITY_KINDS)),
+                        }
+                    };
+                    self.error(
+                        item.start,
+                        &p,
+                        format!("unknown capacity source `{}`", shorten(text)),
+                        hint,
+                    );
+                    None
+                }
+                Kind::Map(entries) if entries.len() == 1 => {
+                    let e = &entries[0];
+                    let ep = join(&p, &e.key);
+                    match e.key.as_str() {
+                        "reservation" => self.reservation(&e.value, &ep, e.key_pos, &mut seen_ids),
+                        "block" => self
+                            .object(
+                                &e.value,
+                                &ep,
+                                e.key_pos,
+                                BLOCK_FIELDS,
+                                "a Capacity Block",
+                                &[],
+                            )
+                            .and_then(|m| self.block(&e.value, &ep, m)),
+                        other => {
+                            let hint = match suggest(other, ["reservation", "block"]) {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => SHAPES.to_string(),
+                            };
+                            self.error(
+                                e.key_pos,
+                                &ep,
+                                format!("unknown key `{}` in a capacity source", shorten(other)),
+                                hint,
+                            );
+                            None
+                        }
+                    }
+                    .map(|v| serde_json::json!({ e.key.clone(): v }))
+                }
+                _ => {
+                    self.error(
+                        item.start,
+                        &p,
+                        format!("expected a capacity source, found {}", item.describe()),
+                        SHAPES,
+                    );
+                    None
+                }
+            };
+            match value {
+                Some(v) => out.push(v),
+                None => ok = false,
+            }
+        }
+        ok.then_some(Value::Array(out))
+    }
+
+    /// `reservation: cr-…` or `reservation: {tags: {KEY: VALUE}}`.
+    fn reservation(
+        &mut self,
+        node: &Node,
+        path: &str,
+        at: Pos,
+        seen: &mut Vec<String>,
+    ) -> Option<Value> {
+        match &node.kind {
+            Kind::Scalar { text, .. } => {
+                if !is_reservation_id(text) {
+                    self.error(
+                        node.start,
+                        path,
+                        format!("`{}` is not a capacity reservation id", shorten(text)),
+                        "an AWS reservation id is `cr-` and 17 hex digits (e.g. `cr-0123456789abcdef0`; `aws ec2 describe-capacity-reservations` lists them), or name it by tags: `{reservation: {tags: {team: ml}}}`",
+                    );
+                    return None;
+                }
+                if seen.contains(text) {
+                    self.error(
+                        node.start,
+                        path,
+                        format!("reservation `{text}` is listed twice"),
+                        "list each reservation once",
+                    );
+                    return None;
+                }
+                seen.push(text.clone());
+                Some(Value::String(text.clone()))
+            }
+            Kind::Map(_) => {
+                let m = self.object(node, path, at, RESERVATION_FIELDS, "a reservation", &[])?;
+                if m.get("tags")
+                    .and_then(Value::as_object)
+                    .is_none_or(|t| t.is_empty())
+                {
+                    self.error(
+                        node.start,
+                        &join(path, "tags"),
+                        "a reservation named by tags needs at least one tag",
+                        "write `{reservation: {tags: {team: ml}}}`",
+                    );
+                    return None;
+                }
+                Some(Value::Object(m))
+            }
+            _ => {
+                self.error(
+                    node.start,
+                    path,
+                    format!("expected a reservation id or `{{tags: ...}}`, found {}", node.describe()),
+                    "write `{reservation: cr-0123456789abcdef0}` or `{reservation: {tags: {team: ml}}}`",
+                );
+                None
+            }
+        }
+    }
+
+    /// A block's `start` (a real date) and `hours` (EC2's durations: 1-day
+    /// steps up to 14 days, 7-day steps up to 182 days, per "Find and
+    /// purchase Capacity Blocks",
+    /// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html).
+    fn block(&mut self, node: &Node, path: &str, m: Map<String, Value>) -> Option<Value> {
+        let Kind::Map(entries) = &node.kind else {
+            return None;
+        };
+        let at = |k: &str| entries.iter().find(|e| e.key == k).map(|e| e.value.start);
+        let mut ok = true;
+        if let (Some(start), Some(pos)) = (m.get("start").and_then(Value::as_str), at("start")) {
+            let dated = start.len() == 10
+                && gpuform_catalog::Day::parse_iso(start).is_some_and(|d| d.to_string() == start);
+            if !dated {
+                self.error(
+                    pos,
+                    &join(path, "start"),
+                    format!("`{}` is not a date", shorten(start)),
+                    "write the first day as `YYYY-MM-DD`, e.g. `start: 2026-12-10`",
+                );
+                ok = false;
+            }
+        }
+        if let (Some(hours), Some(pos)) = (m.get("hours").and_then(Value::as_u64), at("hours")) {
+            let valid = (hours <= 336 && hours % 24 == 0) || (hours <= 4368 && hours % 168 == 0);
+            if !valid {
+                let down = if hours <= 336 {
+                    hours / 24 * 24
+                } else {
+                    (hours / 168 * 168).min(4368)
+                };
+                self.error(
+                    pos,
+                    &join(path, "hours"),
+                    format!("a Capacity Block cannot last {hours} hours"),
+                    format!(
+                        "EC2 sells whole days up to 14 (24 to 336 hours in steps of 24) and whole weeks up to 26 (up to 4368 in steps of 168){}",
+                        if down >= 24 { format!("; the nearest shorter is {down}") } else { String::new() }
+                    ),
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(Value::Object(m))
     }
 
     /// Tags of a cluster that may run on Tencent Cloud, against its naming
@@ -1824,6 +2095,26 @@ impl Validator {
 }
 
 /// Whether a `candidates:` list names Tencent Cloud.
+/// AWS capacity reservation ids: `cr-` and 17 (older: 8) lowercase hex digits.
+fn is_reservation_id(t: &str) -> bool {
+    t.strip_prefix("cr-").is_some_and(|h| {
+        (h.len() == 17 || h.len() == 8)
+            && h.chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    })
+}
+
+/// Whether a `capacity` list names a spot market.
+fn lists_spot(capacity: &Node) -> bool {
+    matches!(&capacity.kind, Kind::Seq(items)
+        if items.iter().any(|i| matches!(&i.kind, Kind::Scalar { text, .. } if text == "spot")))
+}
+
+/// Whether a `capacity` list names a reservation or a block.
+fn lists_bounded(capacity: &Node) -> bool {
+    matches!(&capacity.kind, Kind::Seq(items) if items.iter().any(|i| matches!(i.kind, Kind::Map(_))))
+}
+
 fn lists_tencent(candidates: &Node) -> bool {
     let Kind::Seq(items) = &candidates.kind else {
         return false;

@@ -18,6 +18,8 @@ mod bucket_cost;
 mod bucket_placement;
 #[cfg(feature = "aws")]
 mod buckets_aws_moto;
+mod capacity_aws;
+mod capacity_sandbox;
 #[cfg(feature = "aws")]
 mod catalog_aws_moto;
 mod catalog_refresh;
@@ -45,6 +47,8 @@ mod portability_prices;
 mod prices_aws_moto;
 mod prices_refresh;
 mod quota;
+#[cfg(feature = "aws")]
+mod quota_aws;
 mod recommend;
 mod reconcile;
 mod spec_buckets;

@@ -192,7 +192,9 @@ impl ComputeApi for AlibabaProvider {
             subnet,
             firewall,
             placement,
+            capacity_reservation: _,
         } = &req.spec;
+        req.refuse_reservation(Cloud::Alibaba)?;
         let zone = req.needs(Cloud::Alibaba, "zone", zone)?;
         let subnet = req.needs(Cloud::Alibaba, "subnet", subnet)?;
         let group = req.needs(Cloud::Alibaba, "firewall", firewall)?;

@@ -10,6 +10,7 @@
 //! need a replacement, treating "not found" on delete as done, and reading a
 //! resource back after an update.
 
+use crate::capacity::{Reservation, ReservationFilter};
 use crate::change::{Attachment, BucketChange, ChangeSet, Update};
 use crate::error::ok_if_gone;
 use crate::ingress::IngressRule;
@@ -90,6 +91,19 @@ pub trait ComputeApi: Send + Sync {
     ) -> Result<Option<QuotaReading>> {
         let _ = zone;
         ComputeApi::quota(self, scope, itype, market).await
+    }
+
+    /// See [`Provider::reservations`].
+    async fn reservations(
+        &self,
+        scope: &Scope,
+        filter: &ReservationFilter,
+    ) -> Result<Vec<Reservation>> {
+        let _ = (scope, filter);
+        Err(ProviderError::new(
+            ErrorKind::Invalid,
+            "this cloud has no capacity reservations gpuform can use",
+        ))
     }
 
     async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource>;
@@ -382,6 +396,14 @@ impl<D: CloudDriver> Provider for D {
             ));
         }
         TagApi::set_ownership(self, scope, kind, id, ownership).await
+    }
+
+    async fn reservations(
+        &self,
+        scope: &Scope,
+        filter: &ReservationFilter,
+    ) -> Result<Vec<Reservation>> {
+        ComputeApi::reservations(self, scope, filter).await
     }
 
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {

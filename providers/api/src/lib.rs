@@ -15,6 +15,7 @@
 pub mod backoff;
 pub mod bucket;
 pub mod bucket_name;
+pub mod capacity;
 pub mod change;
 pub mod discovery;
 pub mod driver;
@@ -31,6 +32,7 @@ pub mod tags;
 
 pub use backoff::Backoff;
 pub use bucket_name::BucketNameError;
+pub use capacity::{Reservation, ReservationFilter};
 pub use change::{Attachment, BucketChange, ChangeSet, Update};
 pub use discovery::{CatalogApi, RegionOffers};
 pub use driver::{

@@ -168,6 +168,24 @@ pub trait Provider: Send + Sync {
         self.quota(scope, itype, market).await
     }
 
+    /// The account's capacity reservations in `scope`'s region that
+    /// `filter` names, active or not (the caller says why one cannot be
+    /// used). Read at plan time for a cluster's `capacity:` list.
+    async fn reservations(
+        &self,
+        scope: &Scope,
+        filter: &crate::capacity::ReservationFilter,
+    ) -> Result<Vec<crate::capacity::Reservation>> {
+        let _ = (scope, filter);
+        Err(crate::ProviderError::new(
+            crate::ErrorKind::Invalid,
+            format!(
+                "{} has no capacity reservations gpuform can use",
+                self.label()
+            ),
+        ))
+    }
+
     /// How long after a create call its resource may still be missing from
     /// `list_owned` (eventually consistent reads, a request still being
     /// processed after its client died). After a crash, a create younger than

@@ -60,6 +60,23 @@ impl<T: Spec> Create<T> {
     }
 }
 
+impl Create<InstanceSpec> {
+    /// For a cloud whose reservations gpuform does not speak: a launch that
+    /// names one is refused, never made as an ordinary one.
+    pub fn refuse_reservation(&self, cloud: Cloud) -> Result<()> {
+        match &self.spec.capacity_reservation {
+            None => Ok(()),
+            Some(id) => Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "instance {}: gpuform cannot launch into capacity reservation {id} on {cloud} (reservations are supported on aws)",
+                    self.ownership.address
+                ),
+            )),
+        }
+    }
+}
+
 /// A network (VPC): `cidr`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkSpec {
@@ -125,6 +142,9 @@ pub struct PlacementSpec {
 /// spec, a price and a launch speak of the same four.
 pub use gpuform_catalog::PricingModel as Pricing;
 
+/// The instance attribute naming the reservation a node launches into.
+pub const CAPACITY_RESERVATION: &str = "capacity_reservation";
+
 /// One GPU node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceSpec {
@@ -147,6 +167,9 @@ pub struct InstanceSpec {
     pub subnet: Option<String>,
     pub firewall: Option<String>,
     pub placement: Option<String>,
+    /// The capacity reservation to launch into (`cr-…`), which must hold
+    /// this type in this zone; absent, the cloud's open capacity.
+    pub capacity_reservation: Option<String>,
 }
 
 /// A data disk, attached to `instance` when given.
@@ -345,6 +368,7 @@ impl Desired {
                     subnet: r.optional_ref("subnet"),
                     firewall: r.optional_ref("firewall"),
                     placement: r.optional_ref("placement"),
+                    capacity_reservation: r.str(CAPACITY_RESERVATION)?,
                 },
             )),
             ResourceKind::Volume => Desired::Volume(create(

@@ -17,17 +17,19 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::operation::create_placement_group::builders::CreatePlacementGroupFluentBuilder;
 use aws_sdk_ec2::operation::run_instances::builders::RunInstancesFluentBuilder;
 use aws_sdk_ec2::types::{
-    BlockDeviceMapping, EbsBlockDevice, Filter, Instance, InstanceInterruptionBehavior,
-    InstanceMarketOptionsRequest, InstanceNetworkInterfaceSpecification, InstanceStateName,
-    InstanceType, LocationType, MarketType, Placement, PlacementStrategy as Ec2Strategy,
-    ResourceType, SpotInstanceType, SpotMarketOptions, VolumeType,
+    BlockDeviceMapping, CapacityReservationSpecification, CapacityReservationTarget,
+    EbsBlockDevice, Filter, Instance, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
+    InstanceNetworkInterfaceSpecification, InstanceStateName, InstanceType, LocationType,
+    MarketType, Placement, PlacementStrategy as Ec2Strategy, ResourceType, SpotInstanceType,
+    SpotMarketOptions, VolumeType,
 };
 use aws_sdk_ec2::Client;
 use base64::Engine as _;
 use gpuform_provider::Result;
 use gpuform_provider::{
     ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, OwnershipTags, PlacementSpec,
-    PlacementStrategy, Pricing, ProviderError, Scope,
+    PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, Reservation,
+    ReservationFilter, Scope,
 };
 use std::time::Duration;
 
@@ -38,6 +40,8 @@ pub struct TypeInfo {
     pub efa_interfaces: u32,
     /// `x86_64` or `arm64`.
     pub architecture: String,
+    /// Default vCPUs (`VCpuInfo.DefaultVCpus`): what EC2's vCPU quotas count.
+    pub vcpus: u32,
 }
 
 impl AwsProvider {
@@ -94,9 +98,15 @@ impl AwsProvider {
         } else {
             "arm64"
         };
+        let vcpus = info
+            .v_cpu_info()
+            .and_then(|v| v.default_v_cpus())
+            .unwrap_or(0)
+            .max(0) as u32;
         let t = TypeInfo {
             efa_interfaces,
             architecture: architecture.to_string(),
+            vcpus,
         };
         self.types
             .lock()
@@ -128,6 +138,71 @@ impl ComputeApi for AwsProvider {
         })))
     }
 
+    /// DescribeCapacityReservations by id, or by `tag:KEY` filters
+    /// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeCapacityReservations.html).
+    async fn reservations(
+        &self,
+        scope: &Scope,
+        wanted: &ReservationFilter,
+    ) -> Result<Vec<Reservation>> {
+        let mut request = self.client(scope)?.describe_capacity_reservations();
+        request = match wanted {
+            ReservationFilter::Id(id) => request.capacity_reservation_ids(id),
+            ReservationFilter::Tags(tags) => tags.iter().fold(request, |r, (k, v)| {
+                r.filters(filter(&format!("tag:{k}"), [v.clone()]))
+            }),
+        };
+        let out = match sent("DescribeCapacityReservations", Op::Other, request.send()).await {
+            Ok(out) => out,
+            // An id EC2 does not know is an empty answer, not a failed read.
+            Err(e) if e.code.as_deref() == Some("InvalidCapacityReservationId.NotFound") => {
+                return Ok(Vec::new())
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(out
+            .capacity_reservations()
+            .iter()
+            .map(|r| Reservation {
+                id: r.capacity_reservation_id().unwrap_or_default().to_string(),
+                instance_type: r.instance_type().unwrap_or_default().to_string(),
+                zone: r.availability_zone().unwrap_or_default().to_string(),
+                total: r.total_instance_count().unwrap_or(0).max(0) as u32,
+                available: r.available_instance_count().unwrap_or(0).max(0) as u32,
+                state: r
+                    .state()
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_default(),
+                start: r.start_date().map(|d| {
+                    d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+                        .unwrap_or_default()
+                }),
+                end: r.end_date().map(|d| {
+                    d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+                        .unwrap_or_default()
+                }),
+                targeted: r.instance_match_criteria().map(|m| m.as_str()) == Some("targeted"),
+                tags: r
+                    .tags()
+                    .iter()
+                    .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
+                    .collect(),
+            })
+            .filter(|r| r.matches(wanted))
+            .collect())
+    }
+
+    /// The EC2 vCPU quota of the type's family and market, through Service
+    /// Quotas, with this account's use (see [`crate::quotas`]).
+    async fn quota(
+        &self,
+        scope: &Scope,
+        itype: &str,
+        market: QuotaMarket,
+    ) -> Result<Option<QuotaReading>> {
+        self.gpu_quota(scope, itype, market).await
+    }
+
     async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         let region = req.region();
@@ -144,6 +219,7 @@ impl ComputeApi for AwsProvider {
             subnet,
             firewall,
             placement,
+            capacity_reservation,
         } = &req.spec;
         let info = self.type_info(region, instance_type).await?;
         let (image_id, root_device_name) = self
@@ -177,6 +253,7 @@ impl ComputeApi for AwsProvider {
             spot: *pricing == Pricing::Spot,
             spot_max_price: spot_max_price.map(|usd| usd.to_string()),
             efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
+            capacity_reservation: capacity_reservation.clone(),
             user_data: user_data.clone(),
             client_token: client_token(&req.ownership.token),
             instance_tags: creation_tags(&req.ownership, "instance", &extra, &req.tags),
@@ -382,6 +459,8 @@ pub struct InstancePlan {
     pub spot_max_price: Option<String>,
     /// How many EFA interfaces to attach (0: plain networking).
     pub efa_interfaces: u32,
+    /// The reservation to launch into (CapacityReservationTarget).
+    pub capacity_reservation: Option<String>,
     pub user_data: Option<String>,
     pub client_token: String,
     pub instance_tags: Tags,
@@ -429,6 +508,22 @@ pub fn run_instances(client: &Client, p: &InstancePlan) -> RunInstancesFluentBui
             Placement::builder()
                 .set_group_name(p.placement_group.clone())
                 .set_availability_zone(p.zone.clone())
+                .build(),
+        );
+    }
+
+    // Only the target: EC2 refuses a preference beside it unless it is
+    // `capacity-reservations-only`, which a target implies (RunInstances,
+    // CapacityReservationSpecification:
+    // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservationSpecification.html).
+    if let Some(id) = &p.capacity_reservation {
+        b = b.capacity_reservation_specification(
+            CapacityReservationSpecification::builder()
+                .capacity_reservation_target(
+                    CapacityReservationTarget::builder()
+                        .capacity_reservation_id(id)
+                        .build(),
+                )
                 .build(),
         );
     }

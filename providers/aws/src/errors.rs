@@ -38,6 +38,9 @@ pub fn classify(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
         | "InsufficientCapacity"
         | "InsufficientCapacityOnHost"
         | "InsufficientFreeAddressesInSubnet"
+        // A targeted capacity reservation without room (errors overview,
+        // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+        | "ReservationCapacityExceeded"
         | "SpotMaxPriceTooLow"
         | "Unsupported" => return ErrorKind::Capacity,
         // Throttling: back off within the shared rate budget.
@@ -61,7 +64,12 @@ pub fn classify(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
         | "RequestExpired"
         | "MissingAuthenticationToken"
         | "AccessDenied"
-        | "AccessDeniedException" => return ErrorKind::Auth,
+        | "AccessDeniedException"
+        // What the JSON services (Service Quotas, Pricing) answer for a bad
+        // signature or key: not "invalid input" despite the prefix.
+        | "InvalidSignatureException"
+        | "UnrecognizedClientException"
+        | "IncompleteSignature" => return ErrorKind::Auth,
         // Something still uses the resource, or it is not in a state that
         // allows the call yet: retry later.
         "DependencyViolation"
@@ -146,6 +154,7 @@ pub fn hint(code: &str, kind: ErrorKind) -> Option<String> {
 pub(crate) enum Service {
     Ec2,
     S3,
+    Quotas,
 }
 
 impl Service {
@@ -153,6 +162,7 @@ impl Service {
         match self {
             Service::Ec2 => "EC2",
             Service::S3 => "S3",
+            Service::Quotas => "Service Quotas",
         }
     }
 
@@ -160,6 +170,7 @@ impl Service {
         match self {
             Service::Ec2 => classify(code, status, op),
             Service::S3 => classify_s3(code, status, op),
+            Service::Quotas => classify_quotas(code, status, op),
         }
     }
 }
@@ -196,6 +207,28 @@ pub fn classify_s3(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
     }
 }
 
+/// The neutral kind of a Service Quotas error code (GetServiceQuota,
+/// https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/API_GetServiceQuota.html):
+/// a quota it does not have is absent (the caller reads it as "cannot
+/// say"), a refused permission is `auth` like EC2's, a dependency's too.
+pub fn classify_quotas(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
+    match code {
+        "NoSuchResourceException" => ErrorKind::NotFound,
+        "DependencyAccessDeniedException" | "AWSServiceAccessNotEnabledException" => {
+            ErrorKind::Auth
+        }
+        "IllegalArgumentException" => ErrorKind::Invalid,
+        "ServiceException" => ErrorKind::Transient,
+        _ => classify(code, status, op),
+    }
+}
+
+fn quotas_hint(kind: ErrorKind) -> Option<&'static str> {
+    (kind == ErrorKind::Auth).then_some(
+        "hint: reading quotas needs the IAM permission servicequotas:GetServiceQuota (e.g. the ServiceQuotasReadOnlyAccess managed policy) besides ec2:DescribeInstances",
+    )
+}
+
 fn s3_hint(code: &str) -> Option<&'static str> {
     Some(match code {
         "BucketAlreadyExists" => "S3 bucket names are global and this one is taken by another AWS account; pick another `name:` for the bucket",
@@ -223,7 +256,11 @@ pub(crate) fn from_parts_in(
     } else if let Some(s) = status {
         msg.push_str(&format!(": HTTP {s}"));
     }
-    let own = code.filter(|_| service == Service::S3).and_then(s3_hint);
+    let own = match service {
+        Service::S3 => code.and_then(s3_hint),
+        Service::Quotas => quotas_hint(kind),
+        Service::Ec2 => None,
+    };
     if let Some(h) = own
         .map(str::to_string)
         .or_else(|| code.and_then(|c| hint(c, kind)))
@@ -247,6 +284,14 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     map_in(Service::Ec2, action, op, err)
+}
+
+/// Maps a Service Quotas SDK error to the neutral error.
+pub(crate) fn map_quotas<E>(action: &str, op: Op, err: SdkError<E, HttpResponse>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    map_in(Service::Quotas, action, op, err)
 }
 
 /// Maps an S3 SDK error to the neutral error.
@@ -491,6 +536,38 @@ mod tests {
         assert!(
             e.message.starts_with("S3 CreateBucket failed")
                 && e.message.contains("pick another `name:`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn service_quotas_mapping_table() {
+        let table: &[(&str, Op, ErrorKind)] = &[
+            ("NoSuchResourceException", Op::Other, NotFound),
+            ("AccessDeniedException", Op::Other, Auth),
+            ("DependencyAccessDeniedException", Op::Other, Auth),
+            ("TooManyRequestsException", Op::Other, Throttled),
+            ("InvalidSignatureException", Op::Other, Auth),
+            ("UnrecognizedClientException", Op::Other, Auth),
+            ("IllegalArgumentException", Op::Other, Invalid),
+            ("ServiceException", Op::Other, Transient),
+        ];
+        check_table(classify_quotas, table);
+        let e = from_parts_in(
+            Service::Quotas,
+            "GetServiceQuota",
+            Some("AccessDeniedException"),
+            Some("You do not have sufficient permission to perform this action."),
+            Some(400),
+            None,
+            Op::Other,
+        );
+        assert_eq!(e.kind, Auth);
+        assert!(
+            e.message
+                .starts_with("Service Quotas GetServiceQuota failed")
+                && e.message.contains("servicequotas:GetServiceQuota"),
             "{}",
             e.message
         );

@@ -28,6 +28,8 @@
 //! buckets, with the S3 client of each region), `refresh` (`RefreshApi`: read,
 //! list_owned, observe_*), `tags` (`TagApi`) — next to `images`, `client`
 //! (SDK config, clients, paginated Describe calls) and `errors`.
+//! `quotas` reads the EC2 GPU quotas through Service Quotas
+//! (`aws-sdk-servicequotas`) for `ComputeApi::quota`.
 //! `s3` is not part of the provider: the conditional object operations the
 //! root crate's S3 state backend is built on.
 //!
@@ -42,6 +44,7 @@ mod errors;
 mod images;
 mod network;
 pub mod prices;
+pub mod quotas;
 mod refresh;
 pub mod s3;
 mod storage;
@@ -68,6 +71,7 @@ pub struct AwsProvider {
     endpoint: Option<String>,
     clients: Mutex<HashMap<String, Client>>,
     s3_clients: Mutex<HashMap<String, aws_sdk_s3::Client>>,
+    quota_clients: Mutex<HashMap<String, aws_sdk_servicequotas::Client>>,
     types: Mutex<HashMap<(String, String), TypeInfo>>,
     images: Mutex<HashMap<(String, String, String), images::ResolvedImage>>,
     rate: RateLimit,
@@ -151,6 +155,7 @@ impl AwsProvider {
             endpoint,
             clients: Mutex::new(HashMap::new()),
             s3_clients: Mutex::new(HashMap::new()),
+            quota_clients: Mutex::new(HashMap::new()),
             types: Mutex::new(HashMap::new()),
             images: Mutex::new(HashMap::new()),
             rate: Self::DEFAULT_RATE,

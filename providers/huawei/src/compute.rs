@@ -142,7 +142,9 @@ impl ComputeApi for HuaweiProvider {
             subnet,
             firewall,
             placement,
+            capacity_reservation: _,
         } = &req.spec;
+        req.refuse_reservation(Cloud::Huawei)?;
         let region = req.region();
         let pid = self.project(region)?;
         let zone = req.needs(Cloud::Huawei, "zone", zone)?;

@@ -40,6 +40,9 @@ pub struct SandboxCloud {
     pub(crate) faults: Faults,
     calls: AtomicU64,
     pub(crate) inner: Mutex<Inner>,
+    /// The day reservations expire against (`set_today`), as days since
+    /// the epoch; `i64::MIN` when unset (nothing expires).
+    today: std::sync::atomic::AtomicI64,
 }
 
 pub(crate) struct Inner {
@@ -131,6 +134,7 @@ impl SandboxCloud {
         let cloud = Arc::new(SandboxCloud {
             dir: dir.clone(),
             calls: AtomicU64::new(0),
+            today: std::sync::atomic::AtomicI64::new(i64::MIN),
             inner: Mutex::new(Inner {
                 store,
                 inv,
@@ -167,6 +171,20 @@ impl SandboxCloud {
     }
 
     /// The faults this cloud injects.
+    /// The day reservations and blocks are judged on: gpuform's clock
+    /// (pinned by `GPUFORM_TODAY`), given by whoever opens the cloud, since
+    /// the sandbox reads no clock of its own.
+    pub fn set_today(&self, today: gpuform_catalog::Day) {
+        self.today.store(today.0, Ordering::Relaxed);
+    }
+
+    pub(crate) fn today(&self) -> Option<gpuform_catalog::Day> {
+        match self.today.load(Ordering::Relaxed) {
+            i64::MIN => None,
+            d => Some(gpuform_catalog::Day(d)),
+        }
+    }
+
     pub fn faults(&self) -> &Faults {
         &self.faults
     }
@@ -415,14 +433,15 @@ impl SandboxCloud {
         let mut store = Store::new(inner.store.salt, inner.store.next_seq);
         inner.inv.rewrite(&mut store)?;
         inner.store = store;
-        Ok(())
+        crate::reservations::reset(&self.dir)
     }
 
     /// Empties the inventory in `dir` without opening it: the way out of a
     /// corrupt inventory, which [`SandboxCloud::open`] refuses. A cloud open
     /// on `dir` in this or another process sees the reset on its next call.
     pub fn reset_dir(dir: &Path) -> Result<(), SandboxError> {
-        crate::inventory::reset_dir(dir)
+        crate::inventory::reset_dir(dir)?;
+        crate::reservations::reset(dir)
     }
 }
 

@@ -43,6 +43,12 @@ fn base36(mut x: u64, width: usize) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The id of the `seq`-th capacity reservation of an inventory with
+/// `salt`: `cr-` and 17 hex digits, as EC2's.
+pub(crate) fn reservation_id(seq: u64, salt: u64) -> String {
+    format!("cr-{:017x}", mix(seq ^ salt.rotate_left(17), 64))
+}
+
 /// The id of the `seq`-th resource created in an inventory with `salt`.
 /// Buckets are named by their `name` attribute and do not come here.
 pub fn make_id(cloud: Cloud, kind: ResourceKind, seq: u64, salt: u64) -> String {

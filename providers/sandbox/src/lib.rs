@@ -52,11 +52,13 @@ mod ids;
 mod inventory;
 mod provider;
 mod quota;
+mod reservations;
 mod store;
 
 pub use cloud::{SandboxCloud, SandboxResource};
 pub use faults::{Faults, FAULTS_ENV};
 pub use inventory::LOG_NAME as INVENTORY_FILE;
+pub use reservations::{ReserveRequest, SandboxReservation, RESERVATIONS_FILE};
 
 use std::path::PathBuf;
 
@@ -89,6 +91,9 @@ pub enum SandboxError {
     Ambiguous { what: String, matches: Vec<String> },
     #[error("{0}")]
     DependencyViolation(String),
+    /// A behind-the-back request the mirrored cloud would refuse.
+    #[error("{0}")]
+    Invalid(String),
     #[error(
         "the sandbox inventory {} is already open in this process with other faults; \
          drop the other SandboxCloud first",

@@ -15,12 +15,13 @@
 use crate::cloud::{burst_of, Inner, SandboxCloud};
 use crate::create::create;
 use crate::existing::{delete, own, update};
+use crate::reservations;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, Inventory, InventoryApi,
     InventoryInstance, InventoryVolume, ObservedResource, OwnershipTags, Provider, QuotaMarket,
-    QuotaReading, ResourceKind, Scope, UserTags,
+    QuotaReading, Reservation, ReservationFilter, ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -164,8 +165,33 @@ impl Provider for SandboxProvider {
         let tags = UserTags::parse(req.attrs.get("tags"), self.cloud, tag_rules)?;
         let want = Desired::parse(req, tags.clone())?;
         let faults = &self.sandbox.faults;
+        let dir = self.sandbox.dir();
+        let today = self.sandbox.today();
         let made = self
             .call(1, |inner| {
+                // A launch into a reservation is checked against it first
+                // (a retry of one already made is not counted twice).
+                if let Desired::Instance(c) = &want {
+                    let made_before = inner
+                        .store
+                        .cloud(self.cloud)
+                        .by_token
+                        .contains_key(req.ownership.token.as_str());
+                    if let (Some(id), false) = (&c.spec.capacity_reservation, made_before) {
+                        let at = (
+                            id.as_str(),
+                            c.spec.instance_type.as_str(),
+                            c.spec.zone.as_deref().unwrap_or(""),
+                        );
+                        reservations::admit(
+                            dir,
+                            inner,
+                            (self.cloud, &req.scope.region),
+                            at,
+                            today,
+                        )?;
+                    }
+                }
                 create(inner, self.cloud, faults, req, (&want, &tags))
             })
             .await?;
@@ -216,6 +242,21 @@ impl Provider for SandboxProvider {
             crate::quota::reading(inner, self.cloud, faults, &scope.region, ty, market)
         })
         .await
+    }
+
+    /// DescribeCapacityReservations: one call.
+    async fn reservations(
+        &self,
+        scope: &Scope,
+        filter: &ReservationFilter,
+    ) -> Result<Vec<Reservation>> {
+        let dir = self.sandbox.dir();
+        let today = self.sandbox.today();
+        self.listing(|inner| {
+            let found = reservations::find(dir, inner, (self.cloud, &scope.region), filter, today);
+            (found, 1)
+        })
+        .await?
     }
 
     /// Every bucket of the region, a page per [`PAGE_SIZE`] buckets (as

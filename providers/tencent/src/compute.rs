@@ -172,7 +172,9 @@ impl ComputeApi for TencentProvider {
             subnet,
             firewall,
             placement,
+            capacity_reservation: _,
         } = &req.spec;
+        req.refuse_reservation(Cloud::Tencent)?;
         // RunInstances places the node in one zone and subnet.
         let zone = req.needs(Cloud::Tencent, "zone", zone)?;
         let subnet = req.needs(Cloud::Tencent, "subnet", subnet)?;

@@ -12,7 +12,9 @@
 //!
 //! Each also answers its cloud's price actions from a [`prices::PriceBook`]
 //! the test fills; [`aws_pricing`] is the AWS Price List Query API's
-//! GetProducts alone (moto, the AWS stand-in, has no pricing service).
+//! GetProducts alone (moto, the AWS stand-in, has no pricing service), and
+//! [`aws_capacity`] sits in front of moto for what moto lacks of an
+//! account's capacity (Service Quotas' EC2 GPU quotas), forwarding the rest.
 
 use gpuform_provider::ResourceKind;
 use std::sync::Arc;
@@ -87,6 +89,7 @@ pub trait MockCloud: Send + Sync {
 }
 
 pub mod alibaba;
+pub mod aws_capacity;
 pub mod aws_pricing;
 mod background;
 pub mod geography;

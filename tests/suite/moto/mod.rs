@@ -4,6 +4,7 @@
 //! gpuform's own SDK client: an oracle does not reuse the code under test).
 #![allow(dead_code)]
 
+pub mod capacity;
 pub mod killing_proxy;
 
 use serde_json::Value;

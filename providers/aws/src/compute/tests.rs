@@ -25,6 +25,7 @@ fn plan() -> InstancePlan {
         spot: false,
         spot_max_price: None,
         efa_interfaces: 4,
+        capacity_reservation: None,
         user_data: Some("#!/bin/sh\necho hi\n".into()),
         client_token: "tok-1".into(),
         instance_tags: vec![("gpuform:project".into(), "p".into())],
@@ -82,6 +83,28 @@ fn run_instances_with_efa_placement_and_root_volume() {
         Some("IyEvYmluL3NoCmVjaG8gaGkK")
     );
     assert_eq!(i.get_instance_market_options(), &None);
+    assert_eq!(i.get_capacity_reservation_specification(), &None);
+}
+
+#[test]
+fn run_instances_into_a_reservation_names_only_its_target() {
+    let c = offline_client();
+    let mut p = plan();
+    p.capacity_reservation = Some("cr-0123456789abcdef0".into());
+    let b = run_instances(&c, &p);
+    let spec = b
+        .as_input()
+        .get_capacity_reservation_specification()
+        .clone()
+        .unwrap();
+    assert_eq!(
+        spec.capacity_reservation_target()
+            .and_then(|t| t.capacity_reservation_id()),
+        Some("cr-0123456789abcdef0")
+    );
+    // A preference beside a target is refused by EC2 unless it is
+    // capacity-reservations-only: none is sent.
+    assert_eq!(spec.capacity_reservation_preference(), None);
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub mod oss4;
 pub mod rpc;
 pub mod sigv4;
 pub mod tc3;
-mod text;
+pub(crate) mod text;
 mod wire;
 
 pub use wire::WireRequest;

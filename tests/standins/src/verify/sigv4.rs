@@ -19,7 +19,9 @@
 //! - CanonicalHeaders: lower-case name `:` value with leading and trailing
 //!   blanks removed and inner runs of blanks made one, sorted by name; `host`
 //!   and `x-amz-date` must be signed.
-//! - When `x-amz-content-sha256` is sent it must be the body's hash.
+//! - When `x-amz-content-sha256` is sent it must be the body's hash, or
+//!   `UNSIGNED-PAYLOAD` / `STREAMING-…` (S3), and it is then the canonical
+//!   request's payload line as sent.
 
 use super::crypto::{hmac_sha256, sha256_hex};
 use super::{
@@ -67,12 +69,7 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
             "the credential date {date} is not the date of X-Amz-Date {amz_date}"
         )));
     }
-    let body_hash = sha256_hex(&req.body);
-    if let Some(sent) = req.only_header("x-amz-content-sha256")? {
-        if sent.trim() != "UNSIGNED-PAYLOAD" && !sent.trim().eq_ignore_ascii_case(&body_hash) {
-            return Err(Rejection::ContentHash);
-        }
-    }
+    let body_hash = payload_hash(req)?;
     let names = signed_with(&fields, &["host", "x-amz-date"])?;
     let headers = header_block(req, &names, |v| {
         v.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -99,6 +96,22 @@ pub fn verify(req: &WireRequest, key: &Key) -> Result<Verified, Rejection> {
         service: service.to_string(),
         canonical_request,
     })
+}
+
+/// The canonical request's last line: the body's hash, or what
+/// `x-amz-content-sha256` says when sent. S3 signs that header's value as
+/// is ("Signature Calculations for the Authorization Header", S3 API
+/// reference: `UNSIGNED-PAYLOAD` and the `STREAMING-…` values stand for the
+/// payload; the chunks' own signatures are not checked here); any other
+/// value must be the body's hash.
+fn payload_hash(req: &WireRequest) -> Result<String, Rejection> {
+    let body_hash = sha256_hex(&req.body);
+    match req.only_header("x-amz-content-sha256")?.map(str::trim) {
+        None => Ok(body_hash),
+        Some(v) if v == "UNSIGNED-PAYLOAD" || v.starts_with("STREAMING-") => Ok(v.to_string()),
+        Some(v) if v.eq_ignore_ascii_case(&body_hash) => Ok(body_hash),
+        Some(_) => Err(Rejection::ContentHash),
+    }
 }
 
 #[cfg(test)]

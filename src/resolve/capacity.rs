@@ -1,0 +1,268 @@
+//! A cluster's `capacity:` list: which source each node lands in.
+//!
+//! Pure like the rest of resolve: the engine reads the reservations a list
+//! names at plan time (`engine::capacity`) and hands them in as
+//! [`CapacityFacts`]; this module fills the sources in order. A
+//! reservation's room for a cluster is what the cloud says is available
+//! plus the cluster's own nodes already in it (from state), so that a
+//! running node keeps its place and a re-plan shows no change.
+
+use crate::spec::{CapacitySource, Cluster, ReservationRef};
+use gpuform_catalog::PricingModel;
+use gpuform_provider::Reservation;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the clouds said about the reservations of each cluster's list.
+#[derive(Debug, Clone, Default)]
+pub struct CapacityFacts {
+    /// (cluster, index in its `capacity` list) → the reservations the entry
+    /// names, as read at plan time, or why they could not be read. Absent:
+    /// not read (a plan without refresh); only the cluster's own nodes
+    /// already in it count then.
+    pub read: BTreeMap<(String, usize), Result<Vec<Reservation>, String>>,
+    /// Reservation id → addresses of nodes the state records in it.
+    pub ours: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Where one node lands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSource {
+    /// How the node is billed (a reservation's nodes: on-demand).
+    pub pricing: PricingModel,
+    /// The reservation it launches into.
+    pub reservation: Option<String>,
+}
+
+/// One source with room, in fill order.
+struct Slot {
+    pricing: PricingModel,
+    /// The reservation it launches into.
+    id: Option<String>,
+    /// The reservation as read (absent when it was not).
+    seen: Option<Reservation>,
+    /// Nodes it may take; `None`: every node left.
+    room: Option<u32>,
+    ours: BTreeSet<String>,
+}
+
+/// The assignment of a cluster's nodes, with what the plan says of it.
+pub struct Filled {
+    pub nodes: Vec<NodeSource>,
+    /// The zone and instance type the reservations hold (all the same).
+    pub pinned: Option<(String, String)>,
+    pub notes: Vec<String>,
+}
+
+/// The market the cluster's nodes outside reservations use, for choosing
+/// its instance type: the list's last market, else `pricing`.
+pub fn market(c: &Cluster) -> PricingModel {
+    c.capacity
+        .iter()
+        .rev()
+        .find_map(|s| match s {
+            CapacitySource::OnDemand => Some(PricingModel::OnDemand),
+            CapacitySource::Spot => Some(PricingModel::Spot),
+            _ => None,
+        })
+        .unwrap_or(if c.capacity.is_empty() {
+            c.pricing
+        } else {
+            PricingModel::OnDemand
+        })
+}
+
+/// Fills `c`'s nodes into its capacity list. `Err((yaml path, message,
+/// hint))` when a source cannot be used or the list cannot hold them all.
+pub fn fill(
+    name: &str,
+    path: &str,
+    c: &Cluster,
+    facts: &CapacityFacts,
+) -> Result<Filled, (String, String, String)> {
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut notes = Vec::new();
+    let mut pinned: Option<(String, String, String)> = None;
+    for (i, source) in c.capacity.iter().enumerate() {
+        let at = format!("{path}.capacity[{i}]");
+        match source {
+            CapacitySource::OnDemand | CapacitySource::Spot => slots.push(Slot {
+                pricing: if matches!(source, CapacitySource::Spot) {
+                    PricingModel::Spot
+                } else {
+                    PricingModel::OnDemand
+                },
+                id: None,
+                seen: None,
+                room: None,
+                ours: BTreeSet::new(),
+            }),
+            CapacitySource::Block(_) => {
+                return Err((
+                    at,
+                    "Capacity Blocks cannot be bought by gpuform yet".into(),
+                    "buy the block in the EC2 console and name it as `{reservation: cr-…}` (a block is a capacity reservation), or remove the entry".into(),
+                ))
+            }
+            CapacitySource::Reservation(r) => {
+                let found = match facts.read.get(&(name.to_string(), i)) {
+                    Some(Ok(found)) => found.clone(),
+                    Some(Err(why)) => {
+                        return Err((
+                            at,
+                            format!("reservation {r} could not be read: {why}"),
+                            "check the credentials and their permission ec2:DescribeCapacityReservations".into(),
+                        ))
+                    }
+                    None => {
+                        // Not read: only what the state says is ours counts.
+                        if let ReservationRef::Id(id) = r {
+                            let ours = facts.ours.get(id).cloned().unwrap_or_default();
+                            notes.push(format!(
+                                "cluster.{name}: reservation {id} was not read (no refresh); only its {} node(s) recorded in state are placed in it",
+                                ours.len()
+                            ));
+                            slots.push(Slot {
+                                pricing: PricingModel::OnDemand,
+                                id: Some(id.clone()),
+                                seen: None,
+                                room: Some(ours.len() as u32),
+                                ours,
+                            });
+                        }
+                        continue;
+                    }
+                };
+                if found.is_empty() {
+                    return Err((
+                        at,
+                        format!("no capacity reservation {r} in {} {}", c.cloud.as_str(), c.region),
+                        "`aws ec2 describe-capacity-reservations --region REGION` lists the account's reservations".into(),
+                    ));
+                }
+                for res in found {
+                    if !res.is_active() {
+                        // Not yet started (`scheduled`) or over: no launch now.
+                        // Nodes already launched into it keep running (EC2
+                        // bills them as on-demand): they stay; new ones go on.
+                        let ours = facts.ours.get(&res.id).cloned().unwrap_or_default();
+                        notes.push(format!(
+                            "cluster.{name}: reservation {} is {}{}{}; new nodes go to the next source{}",
+                            res.id,
+                            res.state,
+                            res.start.as_deref().map(|s| format!(" (start {s})")).unwrap_or_default(),
+                            res.end.as_deref().map(|e| format!(" (end {e})")).unwrap_or_default(),
+                            if ours.is_empty() { String::new() } else { format!(", the {} in it stay", ours.len()) }
+                        ));
+                        if !ours.is_empty() {
+                            slots.push(Slot {
+                                pricing: PricingModel::OnDemand,
+                                id: Some(res.id.clone()),
+                                seen: None,
+                                room: Some(ours.len() as u32),
+                                ours,
+                            });
+                        }
+                        continue;
+                    }
+                    match &pinned {
+                        Some((zone, itype, first)) if *zone != res.zone || *itype != res.instance_type => {
+                            return Err((
+                                at,
+                                format!(
+                                    "reservation {} holds {} in {}, but {first} holds {itype} in {zone}",
+                                    res.id, res.instance_type, res.zone
+                                ),
+                                "a cluster's nodes share one zone and instance type: list reservations of the same type and zone".into(),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => {
+                            pinned = Some((res.zone.clone(), res.instance_type.clone(), res.id.clone()))
+                        }
+                    }
+                    let ours = facts.ours.get(&res.id).cloned().unwrap_or_default();
+                    slots.push(Slot {
+                        pricing: PricingModel::OnDemand,
+                        room: Some(res.available + ours.len() as u32),
+                        id: Some(res.id.clone()),
+                        seen: Some(res),
+                        ours,
+                    });
+                }
+            }
+        }
+    }
+    // Fill in order.
+    let mut nodes = Vec::with_capacity(c.nodes as usize);
+    let mut taken: Vec<Vec<u32>> = vec![Vec::new(); slots.len()];
+    for n in 0..c.nodes {
+        let Some(k) = (0..slots.len()).find(|&k| {
+            slots[k]
+                .room
+                .is_none_or(|room| (taken[k].len() as u32) < room)
+        }) else {
+            let held: u32 = slots.iter().filter_map(|s| s.room).sum();
+            return Err((
+                format!("{path}.capacity"),
+                format!(
+                    "cluster {name} has {} node(s) but its capacity list holds {held} now",
+                    c.nodes
+                ),
+                "end `capacity` with `on-demand` or `spot` for the nodes beyond the reservations, or lower `nodes`".into(),
+            ));
+        };
+        taken[k].push(n);
+        nodes.push(NodeSource {
+            pricing: slots[k].pricing,
+            reservation: slots[k].id.clone(),
+        });
+    }
+    for (slot, got) in slots.iter().zip(&taken) {
+        let list = node_list(got);
+        match (&slot.id, &slot.seen) {
+            (None, _) if got.is_empty() => {}
+            (None, _) => notes.push(format!("cluster.{name}: {list} {}", slot.pricing.as_str())),
+            (Some(_), None) => {}
+            (Some(_), Some(r)) => {
+                let new = got
+                    .iter()
+                    .filter(|n| {
+                        !slot.ours.contains(&crate::address::Address::in_cluster(
+                            name,
+                            &format!("node[{n}]"),
+                        ))
+                    })
+                    .count() as u32;
+                notes.push(format!(
+                    "cluster.{name}: {} in reservation {} ({} in {}, {}): {} of {} available now, {} left after this plan",
+                    list,
+                    r.id,
+                    r.instance_type,
+                    r.zone,
+                    // Active: it has started; what matters is its end.
+                    match &r.end {
+                        Some(e) => format!("until {e}"),
+                        None => "open-ended".into(),
+                    },
+                    r.available,
+                    r.total,
+                    r.available.saturating_sub(new)
+                ));
+            }
+        }
+    }
+    Ok(Filled {
+        nodes,
+        pinned: pinned.map(|(z, t, _)| (z, t)),
+        notes,
+    })
+}
+
+/// `node[0..2]`, `node[3]`: consecutive indexes as ranges.
+fn node_list(nodes: &[u32]) -> String {
+    match (nodes.first(), nodes.last()) {
+        (Some(a), Some(b)) if a == b => format!("node[{a}]"),
+        (Some(a), Some(b)) => format!("node[{a}..{b}]"),
+        _ => "no node".into(),
+    }
+}
