@@ -91,6 +91,11 @@ fn rules() -> Vec<String> {
     vec![support::rule("tcp", 22, 22, "203.0.113.0/24")]
 }
 
+/// Reclaims a spot node behind gpuform's back, as the cloud would.
+fn reclaim(w: &SandboxWork, address: &str) {
+    w.ok(&["sandbox", "reclaim", address, "-f", "spec.yaml"]);
+}
+
 fn applied(nodes: u32, extra: &str) -> SandboxWork {
     let w = SandboxWork::new(PROJECT, &spec(nodes, extra));
     w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
@@ -101,13 +106,7 @@ fn applied(nodes: u32, extra: &str) -> SandboxWork {
 fn a_reclaimed_spot_node_is_made_again_with_its_volume_attached() {
     let w = applied(3, KEEP);
     let before = w.recorded();
-    w.ok(&[
-        "sandbox",
-        "reclaim",
-        "cluster.pool.node[1]",
-        "-f",
-        "spec.yaml",
-    ]);
+    reclaim(&w, "cluster.pool.node[1]");
     let out = reconcile_once(&w, None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let log = String::from_utf8_lossy(&out.stdout);
@@ -311,13 +310,7 @@ fn a_reconciler_killed_at_any_call_is_finished_by_the_next() {
     for n in 1.. {
         assert!(n < 60, "the repair never ran to its end");
         let w = applied(2, "");
-        w.ok(&[
-            "sandbox",
-            "reclaim",
-            "cluster.pool.node[0]",
-            "-f",
-            "spec.yaml",
-        ]);
+        reclaim(&w, "cluster.pool.node[0]");
         let out = reconcile_once(&w, Some(&format!("crash_after={n}")));
         let crashed = out.status.code().is_none();
         if crashed {
@@ -429,25 +422,13 @@ fn a_spot_pool_falls_back_to_on_demand_after_reclaims_and_back_after_its_hold() 
     // The base is on-demand from the start.
     assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "spot", "spot"]);
     // One reclaim: below the fallback's threshold, the node comes back spot.
-    w.ok(&[
-        "sandbox",
-        "reclaim",
-        "cluster.pool.node[1]",
-        "-f",
-        "spec.yaml",
-    ]);
+    reclaim(&w, "cluster.pool.node[1]");
     let out = reconcile_once(&w, None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("back on-demand"));
     assert_eq!(pricing_of_nodes(&w), ["on-demand", "spot", "spot", "spot"]);
     // The second within the hour turns the fallback on: back on-demand, reported.
-    w.ok(&[
-        "sandbox",
-        "reclaim",
-        "cluster.pool.node[2]",
-        "-f",
-        "spec.yaml",
-    ]);
+    reclaim(&w, "cluster.pool.node[2]");
     let out = reconcile_once(&w, None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let log = String::from_utf8_lossy(&out.stdout);
