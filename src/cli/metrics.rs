@@ -139,6 +139,8 @@ pub async fn serve(addr: SocketAddr, metrics: Shared) -> Result<(), std::io::Err
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
+                // Out of file descriptors and the like: wait, not spin.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
             let metrics = metrics.clone();

@@ -240,7 +240,7 @@ pub struct Cluster {
 #[serde(deny_unknown_fields)]
 pub struct SpotPolicy {
     /// The first N nodes (`node[0]`…) run on-demand: a base no reclaim takes.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub on_demand_base: u32,
     /// After `after` reclaims within `within`, a reclaimed node comes back
     /// on-demand; once `hold` passes without a reclaim, spot again.
@@ -282,10 +282,6 @@ impl SpotFallback {
             .filter(|w| w[n - 1] - w[0] <= within)
             .any(|w| now - w[n - 1] < hold)
     }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 impl Cluster {
