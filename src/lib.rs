@@ -9,14 +9,18 @@
 
 pub mod address;
 pub mod apply;
+pub mod audit;
 pub mod bootstrap;
 pub mod cli;
 pub mod clock;
+pub mod cost;
 pub mod engine;
 pub mod k8s;
+pub mod market;
 pub mod plan;
 pub mod portability;
 pub mod providers;
+pub mod recommend;
 pub mod refresh;
 pub mod resolve;
 pub mod spec;

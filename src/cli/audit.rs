@@ -1,6 +1,6 @@
 //! `gpuform audit` (read-only) and `gpuform gc` (a confirmed plan of
 //! deletions through the normal apply). The work is in
-//! [`crate::engine::audit`], [`crate::portability::audit`] and
+//! [`crate::engine::audit`], [`crate::audit`] and
 //! [`crate::engine::gc_plan`]; this parses, drives and prints.
 
 use super::args::{AuditArgs, GcArgs};
@@ -12,9 +12,9 @@ use super::out::{out, outln};
 use super::progress::terminal_apply;
 use super::{CmdResult, Failure};
 use crate::address::Target;
+use crate::audit as paudit;
 use crate::engine::{self, audit as eaudit};
 use crate::plan::render::render;
-use crate::portability::audit as paudit;
 use crate::providers::Providers;
 use crate::state::StateStore;
 use gpuform_catalog::DEFAULT_CNY_PER_USD;

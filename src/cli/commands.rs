@@ -170,7 +170,7 @@ fn warn_stale_discovery(regions: &[gpuform_catalog::DiscoveredRegion]) {
             match gpuform_catalog::price_age(
                 &r.discovered_on,
                 today,
-                crate::portability::offers::DEFAULT_STALE_DAYS,
+                crate::market::offers::DEFAULT_STALE_DAYS,
             ) {
                 PriceAge::Dated { days, stale: true } => Some(format!(
                     "{} {} (as of {}, {days} days ago)",
@@ -187,7 +187,7 @@ fn warn_stale_discovery(regions: &[gpuform_catalog::DiscoveredRegion]) {
         errln!(
             "warning: the discovered catalog of {} is older than {} days\n  hint: run `gpuform catalog refresh` to read it again",
             stale.join(", "),
-            crate::portability::offers::DEFAULT_STALE_DAYS
+            crate::market::offers::DEFAULT_STALE_DAYS
         );
     });
 }

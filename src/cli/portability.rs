@@ -1,13 +1,14 @@
 //! The portability and cost commands: `offers`, `breakeven`, `lockin`,
 //! `migrate`. Arguments here; the work in the library modules
-//! ([`crate::portability::offers`], [`crate::portability::breakeven`], [`crate::portability::lockin`],
+//! ([`crate::market::offers`], [`crate::market::breakeven`], [`crate::portability::lockin`],
 //! [`crate::portability::migrate`]).
 
 use super::args::VarArgs;
 use super::out::{out, outln};
 use super::{CmdResult, Failure};
-use crate::portability::offers::{self, DEFAULT_STALE_DAYS};
-use crate::portability::{breakeven, lockin, migrate, migrate_bucket};
+use crate::market::breakeven;
+use crate::market::offers::{self, DEFAULT_STALE_DAYS};
+use crate::portability::{lockin, migrate, migrate_bucket};
 use crate::spec::{self, Vars};
 use clap::{Args, ValueEnum};
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, DEFAULT_CNY_PER_USD};

@@ -78,7 +78,7 @@ async fn refresh_cmd(a: RefreshArgs, quiet: bool) -> CmdResult {
     let gpu_models = match &a.gpu {
         None => Vec::new(),
         Some(g) => {
-            crate::portability::offers::parse_gpu_models(catalog, g)
+            crate::market::offers::parse_gpu_models(catalog, g)
                 .map_err(|e| Failure(e.to_string()))?
                 .0
         }

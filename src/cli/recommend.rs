@@ -1,9 +1,9 @@
 //! `gpuform recommend`: arguments, the short prompt on a terminal, output.
-//! The work is in [`crate::portability::recommend`].
+//! The work is in [`crate::recommend`].
 
 use super::out::{errprint, out, outln};
 use super::{CmdResult, Failure};
-use crate::portability::recommend::{self as rec, Inputs};
+use crate::recommend::{self as rec, Inputs};
 use clap::Args;
 use gpuform_catalog::DEFAULT_CNY_PER_USD;
 use gpuform_provider::UserError;

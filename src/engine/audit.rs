@@ -2,12 +2,12 @@
 //! once through [`gpuform_provider::InventoryApi`] (and its buckets through
 //! `Provider::list_all_buckets`), and each given spec's
 //! state, read (never locked or written) through its backend. The report
-//! itself is [`crate::portability::audit`]. Read-only: nothing here changes
+//! itself is [`crate::audit`]. Read-only: nothing here changes
 //! a cloud or a state.
 
 use super::{read_state, EngineError};
 use crate::address::Target;
-use crate::portability::audit::{PoolView, ProjectView, RegionInventory, StateView};
+use crate::audit::{PoolView, ProjectView, RegionInventory, StateView};
 use crate::portability::lockin::spec_cloud;
 use crate::providers::Providers;
 use crate::spec::{CloudName, LoadedSpec};

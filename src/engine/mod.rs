@@ -347,7 +347,7 @@ pub async fn make_plan(
         "will be recorded",
     );
     if !req.diff.destroy {
-        crate::portability::cost::budget_check(req.loaded, &mut plan, req.catalog)
+        crate::cost::budget_check(req.loaded, &mut plan, req.catalog)
             .map_err(|d| EngineError::Spec(Diagnostics(vec![d])))?;
     }
     Ok((plan, current))
@@ -436,7 +436,7 @@ fn complete_plan(
             adopted.join(", ")
         ));
     }
-    crate::portability::cost::annotate(
+    crate::cost::annotate(
         plan,
         req.catalog,
         req.diff.cny_per_usd,

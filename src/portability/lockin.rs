@@ -9,7 +9,7 @@
 // `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
 #![allow(clippy::unnecessary_map_or)]
 
-use super::offers::{new_table, usd};
+use crate::market::offers::{new_table, usd};
 use crate::spec::{CloudName, Cluster, Fabric, LoadedSpec};
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
@@ -665,14 +665,14 @@ pub fn parse_target(catalog: &Catalog, text: &str) -> Result<(Cloud, Option<Stri
             "name a cloud: aws, alibaba, tencent or huawei (use --sandbox on plan/apply to simulate it)",
         ));
     }
-    let cloud = super::offers::parse_cloud(cloud)?;
+    let cloud = crate::market::offers::parse_cloud(cloud)?;
     match region {
         Some("") => Err(UserError::new(
             format!("`{text}` has an empty region"),
             format!("write {cloud} or {cloud}/REGION"),
         )),
         Some(r) => {
-            super::offers::check_region(catalog, Some(cloud), r)?;
+            crate::market::offers::check_region(catalog, Some(cloud), r)?;
             Ok((cloud, Some(r.to_string())))
         }
         None => Ok((cloud, None)),

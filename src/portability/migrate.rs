@@ -14,8 +14,8 @@
 #![allow(clippy::unnecessary_map_or)]
 
 use super::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requirement};
-use super::offers::usd;
 use crate::address::Address;
+use crate::market::offers::usd;
 use crate::resolve::{resolve, Desired, ResolveOptions};
 use crate::spec::edit::BlockEditor;
 use crate::spec::{self, CloudName, LoadedSpec, Vars};

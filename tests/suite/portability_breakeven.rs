@@ -1,7 +1,7 @@
 //! Break-even arithmetic on known catalog rows, through the library and the binary.
 
 use crate::support;
-use gpuform::portability::breakeven;
+use gpuform::market::breakeven;
 use gpuform_catalog::{Catalog, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 

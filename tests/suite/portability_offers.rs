@@ -8,7 +8,7 @@
 //! no lookup, conversion or ordering helper with the code under test.
 
 use crate::support;
-use gpuform::portability::offers::{self, Day, DEFAULT_STALE_DAYS};
+use gpuform::market::offers::{self, Day, DEFAULT_STALE_DAYS};
 use gpuform_catalog::{Catalog, Currency, InstanceType, Interconnect, OfferQuery, PricingModel};
 use gpuform_provider::Cloud;
 use rand::rngs::StdRng;

@@ -5,7 +5,7 @@
 //! and bad input.
 
 use crate::support;
-use gpuform::portability::recommend::{self as rec, Inputs, Task};
+use gpuform::recommend::{self as rec, Inputs, Task};
 use gpuform_catalog::{Catalog, CatalogSources, Day, Source};
 use gpuform_provider::Cloud;
 use serde_json::Value;

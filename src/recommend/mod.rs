@@ -9,7 +9,7 @@
 //! 2. the guide's rules ([`RuleOutcome`]), each with its reason, and where a
 //!    rule and the numbers disagree, both and the winner ([`Disagreement`]);
 //! 3. price-performance across the allowed clouds from the catalog (through
-//!    [`super::offers`] and [`super::breakeven`]), with an AMD option where
+//!    [`crate::market::offers`] and [`crate::market::breakeven`]), with an AMD option where
 //!    the catalog has one;
 //! 4. [`spec::spec_yaml`]: the top option as a spec with its reasons as comments.
 //!
@@ -22,7 +22,7 @@ pub mod render;
 pub mod rules;
 pub mod spec;
 
-use super::offers::{self, DEFAULT_STALE_DAYS};
+use crate::market::offers::{self, DEFAULT_STALE_DAYS};
 use gpuform_catalog::{Catalog, Day, OfferQuery, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
 use gpuform_provider::UserError;

@@ -2,7 +2,7 @@
 
 use super::rules::summary;
 use super::{Candidate, Recommendation, Task};
-use crate::portability::offers::{new_table, right_align, usd, Footnotes};
+use crate::market::offers::{new_table, right_align, usd, Footnotes};
 
 fn money(v: f64) -> String {
     if v < 1.0 {

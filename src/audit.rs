@@ -17,10 +17,10 @@
 //! and date. "This month" runs from 00:00 UTC on the 1st of the month of
 //! `now` (the clock module's, which tests pin) to `now`.
 
-use super::breakeven::for_offering;
-use super::offers::{new_table, right_align, usd};
 use crate::address::Address;
 use crate::clock::{format_instant, month_start, parse_instant};
+use crate::market::breakeven::for_offering;
+use crate::market::offers::{new_table, right_align, usd};
 use gpuform_catalog::{Catalog, PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::{Cloud, Inventory, InventoryInstance, RunState};
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! from the command line (each error names its flag and how to fix it), and
 //! where regions are relative to the users.
 
-use crate::portability::offers;
+use crate::market::offers;
 use gpuform_catalog::{DEFAULT_CNY_PER_USD, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
 use gpuform_provider::UserError;
@@ -462,12 +462,12 @@ pub fn parse_clouds(text: &str) -> Result<Vec<Cloud>, UserError> {
 pub fn check(inputs: &Inputs) -> Result<(), UserError> {
     if !(inputs.hours_per_month.is_finite()
         && inputs.hours_per_month > 0.0
-        && inputs.hours_per_month <= crate::portability::breakeven::MAX_HOURS_PER_MONTH)
+        && inputs.hours_per_month <= crate::market::breakeven::MAX_HOURS_PER_MONTH)
     {
         return Err(UserError::new(
             format!(
                 "--hours-per-month must be above 0 and at most {}, found {}",
-                crate::portability::breakeven::MAX_HOURS_PER_MONTH,
+                crate::market::breakeven::MAX_HOURS_PER_MONTH,
                 inputs.hours_per_month
             ),
             "730 is always on, 365 about half the month",

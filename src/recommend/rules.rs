@@ -4,8 +4,8 @@
 
 use super::fit::{self, MemoryNeed};
 use super::{area, checkpoint_plan, Candidate, Inputs, Precision, Task, Users, MAX_NODES, MFU};
-use crate::portability::breakeven;
-use crate::portability::offers::{usd, OfferRow};
+use crate::market::breakeven;
+use crate::market::offers::{usd, OfferRow};
 use gpuform_catalog::{Catalog, Offering, PricingModel, HOURS_PER_MONTH};
 use serde::Serialize;
 
