@@ -171,16 +171,16 @@ pub enum Command {
     /// for the region, assumed (its source names no region) or an override; clouds offering the
     /// GPU without a price get the price API call that prices them. `--pricing A,B` compares
     /// every cloud side by side (`--markdown` for a report).
-    Offers(super::portability::OffersArgs),
+    Offers(super::commands::portability::OffersArgs),
     /// Monthly cost of on-demand, spot and reserved at H hours a month, and where a reservation pays.
     ///
     /// Also the one-month subscription (monthly-sub). Alibaba, Tencent and Huawei sell monthly
     /// and yearly subscriptions (包年包月) rather than AWS-style reservations: there reserved-1y
     /// is the one-year subscription and monthly-sub the one-month one, both paid for the whole
     /// term. --job-hours prices one short job with each cloud's per-second billing and minimum.
-    Breakeven(super::portability::BreakevenArgs),
+    Breakeven(super::commands::portability::BreakevenArgs),
     /// Matrix of clusters × clouds: where each cluster could run and at what cost, or why not.
-    Lockin(super::portability::LockinArgs),
+    Lockin(super::commands::portability::LockinArgs),
     /// What nodes run at first boot (driver, MIG, local NVMe, Kubernetes join).
     #[command(subcommand)]
     Bootstrap(BootstrapCommand),
@@ -189,7 +189,7 @@ pub enum Command {
     /// `bucket.KEY` moves a bucket instead: it is recreated empty on the new cloud (its name
     /// checked by that cloud's rules; COS needs --bucket-name NAME-APPID), the data does not
     /// move, and the rclone commands that copy it are printed with the storage cost change.
-    Migrate(super::portability::MigrateArgs),
+    Migrate(super::commands::portability::MigrateArgs),
     /// Choose GPU, node count, interconnect, pricing and region from a few facts about a workload.
     ///
     /// The guide's decision tree, each step with its reason: the GPU memory the workload needs
@@ -198,7 +198,7 @@ pub enum Command {
     /// catalog, and `--write FILE` for the top option as a spec. On a terminal, missing --params
     /// and --task are asked for; elsewhere they are required.
     #[command(after_help = EXIT_CODES)]
-    Recommend(super::recommend::RecommendArgs),
+    Recommend(super::commands::recommend::RecommendArgs),
     /// Everything running in some clouds and regions (not only gpuform's): owner, state,
     /// uptime, cost this month and per month, and findings. Read-only.
     ///
@@ -229,11 +229,11 @@ pub enum Command {
     Gc(GcArgs),
     /// Live prices from each cloud's own price API, kept in a local dated cache.
     #[command(subcommand)]
-    Prices(super::prices::PricesCommand),
+    Prices(super::commands::prices::PricesCommand),
     /// Regions, zones and GPU instance type offerings from each cloud's own API, kept in the
     /// same local dated cache.
     #[command(subcommand)]
-    Catalog(super::catalog::CatalogCommand),
+    Catalog(super::commands::catalog::CatalogCommand),
 }
 
 #[derive(Debug, Args, Clone)]

@@ -2,18 +2,11 @@
 //! Workflows live in [`crate::engine`]; this module only drives and renders.
 
 pub mod args;
-mod audit;
-pub mod catalog;
 mod commands;
 mod credentials;
-mod import;
 mod metrics;
 pub(crate) mod out;
-pub mod portability;
-pub mod prices;
 pub mod progress;
-pub mod recommend;
-mod reconcile;
 
 pub use args::Cli;
 
@@ -104,15 +97,11 @@ fn usage(e: clap::Error) -> ExitCode {
 }
 
 fn error_text(msg: &str) -> String {
-    use owo_colors::{OwoColorize, Stream};
+    use crate::views::{paint_stderr, Paint};
     if msg.starts_with("error") || msg.contains(": error:") {
         msg.trim_end().to_string()
     } else {
-        format!(
-            "{} {}",
-            "error:".if_supports_color(Stream::Stderr, |t| t.red()),
-            msg.trim_end()
-        )
+        format!("{} {}", paint_stderr("error:", Paint::Red), msg.trim_end())
     }
 }
 

@@ -1,9 +1,9 @@
 //! `gpuform catalog refresh`: arguments and output; the work is
 //! [`crate::engine::catalog`].
 
-use super::credentials::{apis_with_credentials, credentials_hint};
-use super::out::outln;
-use super::{CmdResult, Failure};
+use crate::cli::credentials::{apis_with_credentials, credentials_hint};
+use crate::cli::out::outln;
+use crate::cli::{CmdResult, Failure};
 use crate::engine::catalog::{refresh_catalog, CatalogRefresh};
 use clap::{Args, Subcommand};
 use gpuform_catalog::{Catalog, Cloud, DiscoveredRegion};

@@ -1,12 +1,10 @@
 //! `gpuform import`: drives [`crate::engine::import`] and renders its plan.
 
-use super::args::ImportArgs;
-use super::commands::{
-    confirm, engine_failure, eprint_line, load, project_from_dir, providers_for,
-};
-use super::credentials::credentials_hint;
-use super::out::{errln, out, outln};
-use super::{CmdResult, Failure};
+use super::shared::{confirm, engine_failure, eprint_line, load, project_from_dir, providers_for};
+use crate::cli::args::ImportArgs;
+use crate::cli::credentials::credentials_hint;
+use crate::cli::out::{errln, out, outln};
+use crate::cli::{CmdResult, Failure};
 use crate::engine::{self, import, EngineError};
 use crate::spec::Vars;
 use gpuform_catalog::Cloud;
@@ -127,7 +125,7 @@ pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
         return finish(&pending, &store, a.json, quiet, true);
     }
 
-    let catalog = super::commands::catalog_for(None)?;
+    let catalog = super::shared::catalog_for(None)?;
     let req = import::ImportRequest {
         spec_path: &a.file,
         spec: loaded.as_ref(),

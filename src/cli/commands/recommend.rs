@@ -1,8 +1,8 @@
 //! `gpuform recommend`: arguments, the short prompt on a terminal, output.
 //! The work is in [`crate::recommend`].
 
-use super::out::{errprint, out, outln};
-use super::{CmdResult, Failure};
+use crate::cli::out::{errprint, out, outln};
+use crate::cli::{CmdResult, Failure};
 use crate::recommend::{self as rec, Inputs};
 use clap::Args;
 use gpuform_catalog::DEFAULT_CNY_PER_USD;
@@ -171,7 +171,7 @@ pub fn recommend_cmd(a: RecommendArgs) -> CmdResult {
             )));
         }
     }
-    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog = super::shared::catalog_for(a.prices.as_deref())?;
     let r = rec::recommend(&catalog, &i, crate::clock::today()).map_err(input)?;
     let written = match (&a.write, &r.top) {
         (Some(path), Some(_)) => {

@@ -3,16 +3,16 @@
 //! [`crate::engine::audit`], [`crate::audit`] and
 //! [`crate::engine::gc_plan`]; this parses, drives and prints.
 
-use super::args::{AuditArgs, GcArgs};
-use super::commands::{
+use super::shared::{
     catalog_for, confirm, engine_failure, finish_apply, load, plan_request, project_mismatch,
     providers_for, watch_ctrl_c,
 };
-use super::out::{out, outln};
-use super::progress::terminal_apply;
-use super::{CmdResult, Failure};
 use crate::address::Target;
 use crate::audit as paudit;
+use crate::cli::args::{AuditArgs, GcArgs};
+use crate::cli::out::{out, outln};
+use crate::cli::progress::terminal_apply;
+use crate::cli::{CmdResult, Failure};
 use crate::engine::{self, audit as eaudit};
 use crate::plan::render::render;
 use crate::providers::Providers;

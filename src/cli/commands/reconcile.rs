@@ -9,13 +9,13 @@
 //! killed holder's lock is released by the kernel (local `flock`) or by its
 //! lease (PostgreSQL, S3), so a standby takes over within one lease.
 
-use super::args::ReconcileArgs;
-use super::commands::{
+use super::shared::{
     catalog_for, engine_failure, load, project_mismatch, providers_for, resolve_opts,
 };
-use super::out::{errln, outln};
-use super::{CmdResult, Failure};
 use crate::apply::{ApplyOptions, OpOutcome};
+use crate::cli::args::ReconcileArgs;
+use crate::cli::out::{errln, outln};
+use crate::cli::{CmdResult, Failure};
 use crate::engine::reconcile::{self, Pass, PassOptions};
 use crate::engine::{self, EngineError, PlanRequest};
 use crate::plan::DiffOptions;
@@ -39,9 +39,9 @@ pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
         last_pending: None,
         standby: false,
     };
-    let metrics = super::metrics::Shared::default();
+    let metrics = crate::cli::metrics::Shared::default();
     if let Some(addr) = a.metrics_listen {
-        super::metrics::serve(addr, metrics.clone())
+        crate::cli::metrics::serve(addr, metrics.clone())
             .await
             .map_err(|e| Failure(format!("--metrics-listen {addr}: {e}")))?;
     }

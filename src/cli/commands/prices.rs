@@ -1,9 +1,9 @@
 //! `gpuform prices refresh`: arguments and output; the work is
 //! [`crate::engine::prices`].
 
-use super::credentials::apis_with_credentials;
-use super::out::{errln, outln};
-use super::{CmdResult, Failure};
+use crate::cli::credentials::apis_with_credentials;
+use crate::cli::out::{errln, outln};
+use crate::cli::{CmdResult, Failure};
 use crate::engine::prices::{refresh_prices, targets, PriceEvent, PriceRefresh};
 use clap::{Args, Subcommand};
 use gpuform_catalog::Cloud;
@@ -67,7 +67,7 @@ pub async fn prices_cmd(c: PricesCommand, quiet: bool) -> CmdResult {
 
 async fn refresh_cmd(a: RefreshArgs, quiet: bool) -> CmdResult {
     // With what `catalog refresh` discovered: its new offerings can be quoted.
-    let catalog = &*super::commands::catalog_for(None)?;
+    let catalog = &*super::shared::catalog_for(None)?;
     let explicit = a.cloud.is_some();
     let clouds: Vec<Cloud> = match &a.cloud {
         Some(c) => vec![c.parse().map_err(|e: String| {

@@ -3,9 +3,9 @@
 //! ([`crate::market::offers`], [`crate::market::breakeven`], [`crate::portability::lockin`],
 //! [`crate::portability::migrate`]).
 
-use super::args::VarArgs;
-use super::out::{out, outln};
-use super::{CmdResult, Failure};
+use crate::cli::args::VarArgs;
+use crate::cli::out::{out, outln};
+use crate::cli::{CmdResult, Failure};
 use crate::market::breakeven;
 use crate::market::offers::{self, DEFAULT_STALE_DAYS};
 use crate::portability::{lockin, migrate, migrate_bucket};
@@ -186,7 +186,7 @@ fn base_query(
 }
 
 pub fn offers_cmd(a: OffersArgs) -> CmdResult {
-    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog = super::shared::catalog_for(a.prices.as_deref())?;
     let catalog: &Catalog = &catalog;
     // A shared name (`A100`) searches every model it means.
     let (models, count) = offers::parse_gpu_models(catalog, &a.gpu).map_err(input)?;
@@ -258,7 +258,7 @@ pub fn offers_cmd(a: OffersArgs) -> CmdResult {
 }
 
 pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
-    let catalog = super::commands::catalog_for(a.prices.as_deref())?;
+    let catalog = super::shared::catalog_for(a.prices.as_deref())?;
     let catalog: &Catalog = &catalog;
     let q = base_query(
         catalog,
@@ -294,7 +294,7 @@ pub fn breakeven_cmd(a: BreakevenArgs) -> CmdResult {
 
 fn load(file: &std::path::Path, vars: &VarArgs) -> Result<(spec::LoadedSpec, Vars), Failure> {
     let vars = Vars::parse_cli(&vars.vars, &vars.var_files).map_err(|d| Failure(d.to_string()))?;
-    let loaded = super::commands::load_spec(file, &vars).map_err(|d| Failure(d.to_string()))?;
+    let loaded = super::shared::load_spec(file, &vars).map_err(|d| Failure(d.to_string()))?;
     Ok((loaded, vars))
 }
 
