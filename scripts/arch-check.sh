@@ -19,6 +19,8 @@ RULES=(
   'the wall clock as time since the epoch|src/clock.rs|duration_since\((std::time::)?UNIX_EPOCH\)'
   'an error worded for the user ({message, hint})|providers/api/src/error.rs|pub hint: String'
   'waiting between polls and retries (exponential backoff)|providers/api/src/backoff.rs|\* 2\)\.min\(|\* 2u32\.saturating_pow'
+  'how output looks (tables, colours: comfy-table, owo-colors)|src/views.rs|comfy_table|owo_colors|OwoColorize'
+  'a money formatter ($1,234.56)|src/views.rs|fn (usd|money|amount|usd_rate|dollars)\([a-z_]+: f64\) -> String'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -72,6 +74,8 @@ fn c() { println!("x"); }
 fn d() -> u64 { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() }
 pub struct E { pub message: String, pub hint: String }
 fn f(d: std::time::Duration) -> std::time::Duration { (d * 2).min(d) }
+fn g() -> comfy_table::Table { comfy_table::Table::new() }
+fn usd(v: f64) -> String { format!("${v:.2}") }
 EOF
   local out
   out="$(check 2>&1 || true)"

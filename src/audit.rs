@@ -20,7 +20,7 @@
 use crate::address::Address;
 use crate::clock::{format_instant, month_start, parse_instant};
 use crate::market::breakeven::for_offering;
-use crate::market::offers::{new_table, right_align, usd};
+use crate::views::{self, right_align, usd};
 use gpuform_catalog::{Catalog, PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::{Cloud, Inventory, InventoryInstance, RunState};
 use serde::Serialize;
@@ -761,14 +761,14 @@ const INSTANCE_HEADER: [&str; 12] = [
 /// The report as text tables.
 pub fn render_table(r: &AuditReport) -> String {
     let mut s = format!("Audit at {} of {}\n\n", r.now, r.regions.join(", "));
-    let mut t = new_table(&INSTANCE_HEADER, false);
+    let mut t = views::table(&INSTANCE_HEADER, false);
     for i in &r.instances {
         t.add_row(instance_cells(i));
     }
     right_align(&mut t, &[7, 9, 10]);
     s.push_str(&format!("Instances ({}):\n{t}\n", r.instances.len()));
     if !r.volumes.is_empty() {
-        let mut t = new_table(&["where", "volume", "size", "type", "owner"], false);
+        let mut t = views::table(&["where", "volume", "size", "type", "owner"], false);
         for v in &r.volumes {
             t.add_row(volume_cells(v));
         }
@@ -778,7 +778,7 @@ pub fn render_table(r: &AuditReport) -> String {
         ));
     }
     if !r.buckets.is_empty() {
-        let mut t = new_table(&BUCKET_HEADER, false);
+        let mut t = views::table(&BUCKET_HEADER, false);
         for b in &r.buckets {
             t.add_row(bucket_cells(b));
         }

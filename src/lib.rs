@@ -25,5 +25,6 @@ pub mod refresh;
 pub mod resolve;
 pub mod spec;
 pub mod state;
+pub mod views;
 
 pub use engine::EngineError;

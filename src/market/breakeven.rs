@@ -16,7 +16,7 @@
 //! reservation. A single job (`--job-hours`) is priced with each cloud's
 //! pay-as-you-go billing granularity and minimum ([`gpuform_catalog::billing`]).
 
-use super::offers::{new_table, right_align, usd};
+use crate::views::{self, right_align, usd};
 use gpuform_catalog::{billing, HOURS_PER_MONTH};
 use gpuform_catalog::{Catalog, OfferQuery, Offering, PriceBasis, PricingModel};
 use gpuform_provider::Cloud;
@@ -389,7 +389,7 @@ pub fn render_table(r: &BreakevenReport) -> String {
     if let Some(j) = &job_col {
         header.push(j.as_str());
     }
-    let mut t = new_table(&header, false);
+    let mut t = views::table(&header, false);
     let mut assumed = false;
     for row in &r.rows {
         let cell = |p: PricingModel| {

@@ -5,6 +5,7 @@
 //! Pure: [`offers`] turns an [`OfferQuery`] into an [`OffersReport`];
 //! [`render_table`] lays it out. The command line only parses and prints.
 
+use crate::views::{self, usd, usd_rate, Footnotes};
 use gpuform_catalog::{Catalog, Currency, Interconnect, OfferQuery, PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::Cloud;
 use gpuform_provider::UserError;
@@ -435,25 +436,6 @@ pub fn offers_of_models(
     }
 }
 
-/// `$1,234.56`
-pub fn usd(v: f64) -> String {
-    let cents = (v * 100.0).round() as i128;
-    let (sign, cents) = if cents < 0 {
-        ("-", -cents)
-    } else {
-        ("", cents)
-    };
-    let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, ch) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    format!("{sign}${grouped}.{:02}", cents % 100)
-}
-
 /// `$1.69/h` with the source currency when it is not USD: `$1.69 (¥11.84)`.
 fn price_cell(p: &PriceInfo, per_gpu: bool) -> String {
     let v = if per_gpu {
@@ -461,7 +443,7 @@ fn price_cell(p: &PriceInfo, per_gpu: bool) -> String {
     } else {
         p.hourly_usd
     };
-    let mut s = if v < 1.0 { format!("${v:.3}") } else { usd(v) };
+    let mut s = usd_rate(v);
     if !per_gpu && p.currency == Currency::CNY.as_str() {
         s.push_str(&format!(" (¥{:.2})", p.amount));
     }
@@ -473,54 +455,6 @@ fn gib(v: f64) -> String {
         format!("{v:.0}")
     } else {
         format!("{v:.1}")
-    }
-}
-
-/// A numbered list of distinct strings (sources), for footnotes.
-#[derive(Default)]
-pub(crate) struct Footnotes(Vec<String>);
-
-impl Footnotes {
-    pub(crate) fn number(&mut self, text: &str) -> usize {
-        match self.0.iter().position(|s| s == text) {
-            Some(i) => i + 1,
-            None => {
-                self.0.push(text.to_string());
-                self.0.len()
-            }
-        }
-    }
-    pub(crate) fn render(&self, out: &mut String) {
-        for (i, s) in self.0.iter().enumerate() {
-            out.push_str(&format!("  [{}] {s}\n", i + 1));
-        }
-    }
-}
-
-/// A table in gpuform's style; `row_lines` draws a line between rows
-/// (for multi-line cells).
-pub(crate) fn new_table(header: &[&str], row_lines: bool) -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
-    if !row_lines {
-        t.remove_style(comfy_table::TableComponent::HorizontalLines);
-        t.remove_style(comfy_table::TableComponent::MiddleIntersections);
-        t.remove_style(comfy_table::TableComponent::LeftBorderIntersections);
-        t.remove_style(comfy_table::TableComponent::RightBorderIntersections);
-    }
-    // On a terminal, long cells wrap to its width so a table never runs off
-    // the screen; piped (a file, `less -S`, a script) rows stay whole, one
-    // line each. comfy-table measures only a terminal stdout.
-    t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-    t.set_header(header.iter().copied());
-    t
-}
-
-pub(crate) fn right_align(t: &mut comfy_table::Table, columns: &[usize]) {
-    for &c in columns {
-        if let Some(col) = t.column_mut(c) {
-            col.set_cell_alignment(comfy_table::CellAlignment::Right);
-        }
     }
 }
 
@@ -576,7 +510,7 @@ pub fn render_table(r: &OffersReport) -> String {
                 continue;
             }
         }
-        let mut t = new_table(
+        let mut t = views::table(
             &[
                 "cloud",
                 "region",
@@ -637,7 +571,7 @@ pub fn render_table(r: &OffersReport) -> String {
                 basis_cell(row),
             ]);
         }
-        right_align(&mut t, &[4, 5, 6, 9, 10, 11]);
+        views::right_align(&mut t, &[4, 5, 6, 9, 10, 11]);
         out.push_str(&t.to_string());
         out.push('\n');
     }
@@ -915,11 +849,7 @@ pub fn compare(
 
 fn money(v: f64, sym: &str) -> String {
     if sym == "$" {
-        if v < 1.0 {
-            format!("${v:.3}")
-        } else {
-            usd(v)
-        }
+        usd_rate(v)
     } else {
         usd(v).replacen('$', sym, 1)
     }
@@ -1042,11 +972,11 @@ pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
         out.push('\n');
     } else {
         out.push_str(&format!("{}, cheapest offer per cloud:\n", c.query));
-        let mut t = new_table(&header, false);
+        let mut t = views::table(&header, false);
         for l in lines {
             t.add_row(l);
         }
-        right_align(&mut t, &[5, 6, 7, 8, 9]);
+        views::right_align(&mut t, &[5, 6, 7, 8, 9]);
         out.push_str(&t.to_string());
         out.push('\n');
     }

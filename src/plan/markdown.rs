@@ -8,9 +8,7 @@ use crate::spec::Budget;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-fn usd(v: f64) -> String {
-    format!("${v:.2}")
-}
+use crate::views::usd;
 
 fn delta(before: f64, after: f64) -> String {
     let d = after - before;
@@ -148,12 +146,7 @@ pub fn render_markdown(plan: &Plan, budget: Option<&Budget>) -> String {
         out.push('\n');
     }
     // The full diff, plain (no colour codes), collapsed.
-    let text = {
-        owo_colors::set_override(false);
-        let t = render(plan, true);
-        owo_colors::unset_override();
-        t
-    };
+    let text = crate::views::without_colours(|| render(plan, true));
     let fence = if text.contains("```") { "~~~~" } else { "```" };
     let _ = writeln!(
         out,

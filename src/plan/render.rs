@@ -3,8 +3,8 @@
 //! diff, a summary line and the cost.
 
 use super::{Action, Plan, ResourceChange};
+use crate::views::{amount, paint, Paint};
 use gpuform_catalog::HOURS_PER_MONTH;
-use owo_colors::{OwoColorize, Stream};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -20,17 +20,13 @@ pub fn render(plan: &Plan, verbose: bool) -> String {
         .filter(|c| c.action != Action::NoOp)
         .collect();
     for w in &plan.warnings {
-        let _ = writeln!(
-            out,
-            "{} {w}",
-            "Warning:".if_supports_color(Stream::Stdout, |t| t.yellow())
-        );
+        let _ = writeln!(out, "{} {w}", paint("Warning:", Paint::Yellow));
     }
     if changed.is_empty() {
         let _ = writeln!(
             out,
             "{} The clouds match the spec ({} resource(s)).",
-            "No changes.".if_supports_color(Stream::Stdout, |t| t.bold()),
+            paint("No changes.", Paint::Bold),
             plan.summary.no_op
         );
         render_cost(&mut out, plan, verbose);
@@ -44,7 +40,7 @@ pub fn render(plan: &Plan, verbose: bool) -> String {
     let _ = writeln!(
         out,
         "{} {} to add, {} to change, {} to replace, {} to destroy.",
-        "Plan:".if_supports_color(Stream::Stdout, |t| t.bold()),
+        paint("Plan:", Paint::Bold),
         s.create,
         s.update,
         s.replace,
@@ -66,21 +62,21 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
     let c = &plan.cost;
     let sign = |d: f64| {
         if d >= 0.0 {
-            format!("+${}", money(d))
+            format!("+${}", amount(d))
         } else {
-            format!("-${}", money(-d))
+            format!("-${}", amount(-d))
         }
     };
     if c.unpriced.is_empty() {
         let _ = writeln!(
             out,
             "{} ${}/h → ${}/h ({}/h); ${}/month → ${}/month ({}/month, {} h/month)",
-            "Cost:".if_supports_color(Stream::Stdout, |t| t.bold()),
-            money(c.hourly_usd_before),
-            money(c.hourly_usd_after),
+            paint("Cost:", Paint::Bold),
+            amount(c.hourly_usd_before),
+            amount(c.hourly_usd_after),
             sign(c.hourly_usd_delta),
-            money(c.monthly_usd_before),
-            money(c.monthly_usd_after),
+            amount(c.monthly_usd_before),
+            amount(c.monthly_usd_after),
             sign(c.monthly_usd_delta),
             HOURS_PER_MONTH
         );
@@ -89,12 +85,12 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
         let _ = writeln!(
             out,
             "{} ${}/h → unknown (${}/h priced + {} unpriced instance(s)); ${}/month → unknown (at least ${}/month, {} h/month)",
-            "Cost:".if_supports_color(Stream::Stdout, |t| t.bold()),
-            money(c.hourly_usd_before),
-            money(c.hourly_usd_after),
+            paint("Cost:", Paint::Bold),
+            amount(c.hourly_usd_before),
+            amount(c.hourly_usd_after),
             c.unpriced.len(),
-            money(c.monthly_usd_before),
-            money(c.monthly_usd_after),
+            amount(c.monthly_usd_before),
+            amount(c.monthly_usd_after),
             HOURS_PER_MONTH
         );
     }
@@ -110,8 +106,8 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
         let after = if k.unpriced_after == 0 {
             format!(
                 "${}/h (${}/month)",
-                money(k.hourly_usd_after),
-                money(k.monthly_usd_after)
+                amount(k.hourly_usd_after),
+                amount(k.monthly_usd_after)
             )
         } else {
             format!(
@@ -125,7 +121,7 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
             k.cluster,
             k.instance_type.as_deref().unwrap_or("-"),
             k.pricing.as_deref().unwrap_or(""),
-            money(k.hourly_usd_before),
+            amount(k.hourly_usd_before),
             k.price_basis
                 .as_deref()
                 .map_or(String::new(), |b| format!(" [price {b}]")),
@@ -137,7 +133,7 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
             let _ = writeln!(
                 out,
                 "      bucket {name}: storage ${}/month → $0/month (destroyed)",
-                money(b.monthly_usd_before)
+                amount(b.monthly_usd_before)
             );
             continue;
         };
@@ -149,7 +145,7 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
                 let _ = writeln!(
                     out,
                     "      bucket {name}: {size} {class} × ${per_gb:.4}/GB-month = ${}/month{}",
-                    money(b.monthly_usd_after),
+                    amount(b.monthly_usd_after),
                     b.price_basis
                         .as_deref()
                         .map_or(String::new(), |p| format!(" [price {p}]")),
@@ -191,16 +187,10 @@ fn render_change(out: &mut String, c: &ResourceChange) {
     };
     let colored = |s: &str| -> String {
         match c.action {
-            Action::Create => s
-                .if_supports_color(Stream::Stdout, |t| t.green())
-                .to_string(),
-            Action::Update => s
-                .if_supports_color(Stream::Stdout, |t| t.yellow())
-                .to_string(),
-            Action::Replace => s
-                .if_supports_color(Stream::Stdout, |t| t.magenta())
-                .to_string(),
-            Action::Delete => s.if_supports_color(Stream::Stdout, |t| t.red()).to_string(),
+            Action::Create => paint(&s, Paint::Green).to_string(),
+            Action::Update => paint(&s, Paint::Yellow).to_string(),
+            Action::Replace => paint(&s, Paint::Magenta).to_string(),
+            Action::Delete => paint(&s, Paint::Red).to_string(),
             Action::NoOp => s.to_string(),
         }
     };
@@ -211,18 +201,14 @@ fn render_change(out: &mut String, c: &ResourceChange) {
     if let Some(r) = &c.reason {
         why.push_str(&format!(" ({r})"));
     }
-    let _ = writeln!(
-        out,
-        "  # {} {verb}{why}",
-        c.address.if_supports_color(Stream::Stdout, |t| t.bold())
-    );
+    let _ = writeln!(out, "  # {} {verb}{why}", paint(&c.address, Paint::Bold));
     let price = match (c.hourly_usd_before, c.hourly_usd_after, c.action) {
-        (_, Some(a), Action::Create) => format!(", ${}/h", money(a)),
-        (Some(b), _, Action::Delete) => format!(", -${}/h", money(b)),
+        (_, Some(a), Action::Create) => format!(", ${}/h", amount(a)),
+        (Some(b), _, Action::Delete) => format!(", -${}/h", amount(b)),
         (Some(b), Some(a), _) if (a - b).abs() > 1e-9 => {
-            format!(", ${}/h → ${}/h", money(b), money(a))
+            format!(", ${}/h → ${}/h", amount(b), amount(a))
         }
-        (_, Some(a), _) => format!(", ${}/h", money(a)),
+        (_, Some(a), _) => format!(", ${}/h", amount(a)),
         _ => String::new(),
     };
     let id = c.id.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
@@ -323,36 +309,10 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// `1234.5` → `1,234.50`.
-pub fn money(v: f64) -> String {
-    let s = format!("{:.2}", v.abs());
-    let (int, frac) = s.split_once('.').unwrap_or((&s, "00"));
-    let mut grouped = String::new();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    format!("{}{grouped}.{frac}", if v < 0.0 { "-" } else { "" })
-}
-
 fn abbreviate(items: &[String], n: usize) -> String {
     if items.len() <= n {
         items.join(", ")
     } else {
         format!("{} and {} more", items[..n].join(", "), items.len() - n)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn money_groups_thousands() {
-        assert_eq!(money(0.0), "0.00");
-        assert_eq!(money(1234.5), "1,234.50");
-        assert_eq!(money(1234567.891), "1,234,567.89");
     }
 }

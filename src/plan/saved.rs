@@ -14,7 +14,7 @@
 //! recomputes it. With a state passphrase set, the file is also sealed
 //! (AES-256-GCM under the passphrase's key, `state::crypto`), which nobody
 //! without the passphrase can recompute; the CLI then refuses a plan file
-//! that is not sealed (see `cli::commands::read_plan_file`).
+//! that is not sealed (see `cli::commands::plan::read_plan_file`).
 
 use super::{Plan, StateRef, PLAN_FORMAT_VERSION};
 use sha2::{Digest, Sha256};

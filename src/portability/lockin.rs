@@ -9,8 +9,8 @@
 // `map_or(true, …)` keeps the workspace MSRV (1.80; `is_none_or` is 1.82).
 #![allow(clippy::unnecessary_map_or)]
 
-use crate::market::offers::{new_table, usd};
 use crate::spec::{CloudName, Cluster, Fabric, LoadedSpec};
+use crate::views::{self, usd};
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect, OfferQuery, PricingModel, RdmaKind};
 use gpuform_provider::Cloud;
@@ -563,7 +563,7 @@ pub fn render_table(r: &LockinReport) -> String {
     let mut header = vec!["cluster".to_string()];
     header.extend(r.clouds.iter().map(|c| c.to_string()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut t = new_table(&header, true);
+    let mut t = views::table(&header, true);
     let mut details = Vec::new();
     for row in &r.clusters {
         let current_cost = row

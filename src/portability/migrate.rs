@@ -15,10 +15,10 @@
 
 use super::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requirement};
 use crate::address::Address;
-use crate::market::offers::usd;
 use crate::resolve::{resolve, Desired, ResolveOptions};
 use crate::spec::edit::BlockEditor;
 use crate::spec::{self, CloudName, LoadedSpec, Vars};
+use crate::views::usd;
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect};
 use gpuform_provider::UserError;

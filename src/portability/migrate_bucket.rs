@@ -307,7 +307,7 @@ pub fn migrate_bucket(
 
 /// The bucket migration in words.
 pub fn render(m: &BucketMigration) -> String {
-    let usd = crate::market::offers::usd;
+    let usd = crate::views::usd;
     let mut out = String::new();
     out.push_str(&m.diff);
     if !m.diff.ends_with('\n') {

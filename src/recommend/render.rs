@@ -2,15 +2,7 @@
 
 use super::rules::summary;
 use super::{Candidate, Recommendation, Task};
-use crate::market::offers::{new_table, right_align, usd, Footnotes};
-
-fn money(v: f64) -> String {
-    if v < 1.0 {
-        format!("${v:.3}")
-    } else {
-        usd(v)
-    }
-}
+use crate::views::{self, right_align, usd, usd_rate, Footnotes};
 
 /// `the rule wins` / `the numbers win`.
 pub fn winner_words(winner: &str) -> &'static str {
@@ -180,7 +172,7 @@ pub fn render(r: &Recommendation) -> String {
             out.push_str(&format!(
                 "   {} — {}/h, {}/month\n   pricing: {}\n",
                 summary(t),
-                money(t.hourly_usd),
+                usd_rate(t.hourly_usd),
                 usd(t.monthly_usd),
                 t.pricing_reason
             ));
@@ -231,7 +223,7 @@ fn table(r: &Recommendation, rows: &[Candidate]) -> String {
         header.push("run cost");
     }
     header.push("price (basis, date)");
-    let mut t = new_table(&header, false);
+    let mut t = views::table(&header, false);
     let mut notes = Footnotes::default();
     for (i, c) in rows.iter().enumerate() {
         let mut cells = vec![
@@ -241,9 +233,9 @@ fn table(r: &Recommendation, rows: &[Candidate]) -> String {
             c.instance_type.clone(),
             format!("{} × {} × {}", c.gpus_per_node, c.gpu_model, c.nodes),
             c.pricing.to_string(),
-            money(c.hourly_usd),
+            usd_rate(c.hourly_usd),
             usd(c.monthly_usd),
-            c.usd_per_fp16_pflop_hour.map_or("—".into(), money),
+            c.usd_per_fp16_pflop_hour.map_or("—".into(), usd_rate),
         ];
         if trains_with_tokens {
             cells.push(c.train_hours.map_or("—".into(), |h| format!("{h:.0}")));

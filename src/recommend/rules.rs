@@ -5,7 +5,8 @@
 use super::fit::{self, MemoryNeed};
 use super::{area, checkpoint_plan, Candidate, Inputs, Precision, Task, Users, MAX_NODES, MFU};
 use crate::market::breakeven;
-use crate::market::offers::{usd, OfferRow};
+use crate::market::offers::OfferRow;
+use crate::views::usd;
 use gpuform_catalog::{Catalog, Offering, PricingModel, HOURS_PER_MONTH};
 use serde::Serialize;
 

@@ -2,7 +2,7 @@
 //! reasons as comments, that `gpuform validate` and `gpuform plan` accept.
 
 use super::{fit, Candidate, Precision, Recommendation, Task};
-use crate::market::offers::usd;
+use crate::views::usd;
 use gpuform_catalog::{PricingModel, HOURS_PER_MONTH};
 use gpuform_provider::UserError;
 
