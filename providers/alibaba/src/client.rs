@@ -15,7 +15,7 @@
 //! signature then use that URL's host.
 
 use crate::errors::classify;
-use gpuform_objstore::exchange;
+use gpuform_http::exchange;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{acs3, Credentials, Request};
@@ -72,7 +72,7 @@ pub fn default_host(product: Product, region: &str) -> String {
 
 /// The endpoint override (`GPUFORM_ALIBABA_ENDPOINT`): scheme and
 /// `host[:port]`, parsed as every other base-URL setting is.
-pub use gpuform_objstore::Endpoint;
+pub use gpuform_http::Endpoint;
 
 /// The HTTP side of the provider: credentials, endpoint choice, signing,
 /// error decoding. `Debug` shows no secret.
@@ -105,7 +105,7 @@ impl RpcClient {
         security_token: Option<String>,
         endpoint: Option<Endpoint>,
     ) -> Result<RpcClient> {
-        let http = gpuform_objstore::http_client(None)?;
+        let http = gpuform_http::http_client(None)?;
         Ok(RpcClient {
             http,
             creds,

@@ -156,7 +156,7 @@ impl AlibabaProvider {
             .map(|u| Endpoint::parse(&u, ENV_ENDPOINT))
             .transpose()?;
         let oss = var(buckets::ENV_OSS_ENDPOINT)
-            .map(|u| gpuform_objstore::Endpoint::parse(&u, buckets::ENV_OSS_ENDPOINT))
+            .map(|u| gpuform_http::Endpoint::parse(&u, buckets::ENV_OSS_ENDPOINT))
             .transpose()?;
         Ok(Self::new(
             Credentials::new(id, secret),
@@ -187,7 +187,7 @@ impl AlibabaProvider {
     }
 
     /// Sends OSS calls to `endpoint` (`None`: the OSS hosts).
-    pub fn with_oss_endpoint(mut self, endpoint: Option<gpuform_objstore::Endpoint>) -> Self {
+    pub fn with_oss_endpoint(mut self, endpoint: Option<gpuform_http::Endpoint>) -> Self {
         self.oss = self.oss.with_endpoint(endpoint);
         self
     }

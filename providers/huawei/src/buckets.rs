@@ -126,7 +126,7 @@ impl Signer for ObsSigner {
 /// (a stand-in); the virtual host stays the signed `Host`.
 pub(crate) fn store(
     creds: Credentials,
-    endpoint: Option<gpuform_objstore::Endpoint>,
+    endpoint: Option<gpuform_http::Endpoint>,
 ) -> Result<ObjStore> {
     ObjStore::new(OBS, Box::new(ObsSigner { creds }), endpoint)
 }

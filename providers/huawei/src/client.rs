@@ -2,7 +2,7 @@
 //! polling of asynchronous jobs and ready states.
 
 use crate::errors;
-use gpuform_objstore::exchange;
+use gpuform_http::exchange;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError, Scope};
 use gpuform_signing::{huawei, Credentials, Request};
@@ -139,7 +139,7 @@ impl crate::HuaweiProvider {
 
 impl Client {
     pub fn new(creds: Credentials, endpoint: Option<String>) -> Result<Client> {
-        let http = gpuform_objstore::http_client(None)?;
+        let http = gpuform_http::http_client(None)?;
         Ok(Client {
             http,
             creds,

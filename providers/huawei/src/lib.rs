@@ -114,7 +114,7 @@ impl HuaweiProvider {
                 ENV_PROJECT_ID => default_project = Some(v),
                 ENV_ENDPOINT => endpoint = Some(v),
                 ENV_OBS_ENDPOINT => {
-                    obs_endpoint = Some(gpuform_objstore::Endpoint::parse(&v, ENV_OBS_ENDPOINT)?)
+                    obs_endpoint = Some(gpuform_http::Endpoint::parse(&v, ENV_OBS_ENDPOINT)?)
                 }
                 ENV_SETTLE_MS => settle = millis(ENV_SETTLE_MS, &v)?,
                 ENV_POLL_MS => polling.initial = millis(ENV_POLL_MS, &v)?,

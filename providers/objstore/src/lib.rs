@@ -50,7 +50,7 @@ mod manage;
 pub mod xml;
 
 pub use dialect::{any_tag_value, ClassAt, ClassRead, Dialect, RuleScope, SseForm};
-pub use http::{exchange, http_client, Endpoint, Exchanged};
+use gpuform_http::Endpoint;
 
 use gpuform_provider::Result;
 use std::fmt;
@@ -110,7 +110,7 @@ impl ObjStore {
         signer: Box<dyn Signer>,
         endpoint: Option<Endpoint>,
     ) -> Result<ObjStore> {
-        let http = http_client(None)?;
+        let http = gpuform_http::http_client(None)?;
         Ok(ObjStore {
             dialect,
             signer,

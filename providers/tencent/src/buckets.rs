@@ -114,7 +114,7 @@ impl Signer for CosSigner {
 pub(crate) fn store(
     creds: Credentials,
     token: Option<String>,
-    endpoint: Option<gpuform_objstore::Endpoint>,
+    endpoint: Option<gpuform_http::Endpoint>,
 ) -> Result<ObjStore> {
     ObjStore::new(COS, Box::new(CosSigner { creds, token }), endpoint)
 }

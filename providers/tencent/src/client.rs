@@ -6,7 +6,7 @@
 //! `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}` with HTTP 200.
 
 use crate::errors::{self, undocumented};
-use gpuform_objstore::exchange;
+use gpuform_http::exchange;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};
 use gpuform_signing::{tc3, Credentials, Request};
@@ -146,8 +146,7 @@ impl Client {
         token: Option<SessionToken>,
         endpoint: Option<reqwest::Url>,
     ) -> Result<Client> {
-        let http =
-            gpuform_objstore::http_client(Some(concat!("gpuform/", env!("CARGO_PKG_VERSION"))))?;
+        let http = gpuform_http::http_client(Some(concat!("gpuform/", env!("CARGO_PKG_VERSION"))))?;
         Ok(Client {
             http,
             creds,

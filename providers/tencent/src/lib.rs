@@ -108,7 +108,7 @@ impl TencentProvider {
             Some(raw) => Some(parse_endpoint(&raw)?),
         };
         let cos = env_nonempty(ENV_COS_ENDPOINT)
-            .map(|raw| gpuform_objstore::Endpoint::parse(&raw, ENV_COS_ENDPOINT))
+            .map(|raw| gpuform_http::Endpoint::parse(&raw, ENV_COS_ENDPOINT))
             .transpose()?;
         TencentProvider::new(Credentials::new(id, key), token, endpoint)?.with_cos_endpoint(cos)
     }
@@ -137,10 +137,7 @@ impl TencentProvider {
 
     /// Sends COS requests to `endpoint` (a stand-in) instead of the
     /// bucket's virtual host; `None` keeps the cloud's.
-    pub fn with_cos_endpoint(
-        mut self,
-        endpoint: Option<gpuform_objstore::Endpoint>,
-    ) -> Result<Self> {
+    pub fn with_cos_endpoint(mut self, endpoint: Option<gpuform_http::Endpoint>) -> Result<Self> {
         let (creds, token) = self.client.credentials();
         self.cos = buckets::store(creds, token, endpoint)?;
         Ok(self)

@@ -9,7 +9,7 @@ use crate::common;
 
 use common::*;
 use gpuform_alibaba::AlibabaProvider;
-use gpuform_objstore::Endpoint;
+use gpuform_http::Endpoint;
 use gpuform_provider::{ErrorKind, ObservedResource, Provider, ResourceKind};
 use gpuform_signing::Credentials;
 use gpuform_standins::alibaba::{ACCESS_KEY_ID, ACCESS_KEY_SECRET};

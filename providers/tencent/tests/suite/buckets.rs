@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::REGION;
-use gpuform_objstore::Endpoint;
+use gpuform_http::Endpoint;
 use gpuform_signing::Credentials;
 use gpuform_standins::objstore::state::Bucket;
 use gpuform_standins::objstore::suite::{self, Cloud};
