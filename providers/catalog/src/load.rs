@@ -5,7 +5,7 @@ use super::{
     InstanceType, Interconnect, MigProfile, Note, Offering, OfferingInfo, Price, PriceBasis,
     PricingModel, RdmaKind, Region, SubscriptionPrice,
 };
-use crate::sources::{CatalogSources, Source};
+use crate::sources::{CatalogSources, CloudSources, Source};
 use crate::Cloud;
 use std::collections::{BTreeMap, HashMap};
 
@@ -232,101 +232,28 @@ pub(super) fn parse_price_region(
     })
 }
 
+/// What [`build`] gathers table by table before it indexes them.
+#[derive(Default)]
+struct Tables {
+    gpus: Vec<GpuModel>,
+    details: Vec<GpuDetails>,
+    gpu_names: HashMap<String, usize>,
+    gpu_shared: HashMap<String, Vec<usize>>,
+    instance_types: Vec<InstanceType>,
+    regions: Vec<Region>,
+    /// (cloud, region, type) -> where it is offered.
+    offered: BTreeMap<(Cloud, String, String), Availability>,
+    /// (cloud, region, type) -> prices.
+    regional: BTreeMap<(Cloud, String, String), BTreeMap<PricingModel, Price>>,
+    /// Region-less prices per (cloud, type).
+    anywhere: BTreeMap<(Cloud, String), BTreeMap<PricingModel, Price>>,
+    subscriptions: Vec<SubscriptionPrice>,
+    notes: Vec<Note>,
+}
+
 pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogError> {
-    // ---- GPUs ----
-    let mut gpus: Vec<GpuModel> = Vec::new();
-    let mut details: Vec<GpuDetails> = Vec::new();
-    let mut gpu_names: HashMap<String, usize> = HashMap::new();
-    let mut shared_rows: Vec<(String, usize, u64)> = Vec::new();
-    let g = &sources.gpus;
-    rows(
-        g,
-        &[
-            "name",
-            "aliases",
-            "shared_names",
-            "vendor",
-            "mem_gib",
-            "nvlink",
-            "mig_profiles",
-            "source",
-        ],
-        |row| {
-            let name = row.req("name")?.to_string();
-            let idx = gpus.len();
-            let aliases = split_list(row.get("aliases"));
-            for n in std::iter::once(&name).chain(aliases.iter()) {
-                if let Some(&prev) = gpu_names.get(&normalize_gpu_name(n)) {
-                    return Err(row.err(format!(
-                        "GPU name `{n}` is already used by `{}`",
-                        gpus[prev].name
-                    )));
-                }
-                gpu_names.insert(normalize_gpu_name(n), idx);
-            }
-            for s in split_list(row.get("shared_names")) {
-                shared_rows.push((s, idx, row.line));
-            }
-            gpus.push(GpuModel {
-                name: name.clone(),
-                aliases,
-                vendor: row.req("vendor")?.to_string(),
-                mem_gib: row.f64("mem_gib")?,
-                nvlink: parse_bool_cell(&row, "nvlink")?,
-                mig_profiles: parse_mig(&row)?,
-            });
-            details.push(GpuDetails {
-                name,
-                fp16_tflops_dense: row.opt_f64("fp16_tflops_dense")?,
-                bf16_tflops_dense: row.opt_f64("bf16_tflops_dense")?,
-                tdp_w: row.get("tdp_w").to_string(),
-                interconnect_note: row.get("interconnect_note").to_string(),
-                mig_note: row.get("mig_note").to_string(),
-                source: row.req("source")?.to_string(),
-            });
-            Ok(())
-        },
-    )?;
-    let mut gpu_shared: HashMap<String, Vec<usize>> = HashMap::new();
-    for (s, idx, line) in &shared_rows {
-        let key = normalize_gpu_name(s);
-        if let Some(&owner) = gpu_names.get(&key) {
-            return Err(CatalogError {
-                file: g.file.to_string(),
-                line: *line,
-                message: format!(
-                    "shared name `{s}` is also a name or alias of `{}`",
-                    gpus[owner].name
-                ),
-            });
-        }
-        gpu_shared.entry(key).or_default().push(*idx);
-    }
-    for (s, idx, line) in &shared_rows {
-        if gpu_shared[&normalize_gpu_name(s)].len() < 2 {
-            return Err(CatalogError {
-                file: g.file.to_string(),
-                line: *line,
-                message: format!(
-                    "shared name `{s}` belongs to `{}` only; make it an alias instead",
-                    gpus[*idx].name
-                ),
-            });
-        }
-    }
-
-    // ---- per cloud ----
-    let mut instance_types: Vec<InstanceType> = Vec::new();
-    let mut regions: Vec<Region> = Vec::new();
-    // (cloud, region, type) -> (availability, line)
-    let mut offered: BTreeMap<(Cloud, String, String), Availability> = BTreeMap::new();
-    // (cloud, region, type) -> prices; and region-less prices per (cloud, type)
-    let mut regional: BTreeMap<(Cloud, String, String), BTreeMap<PricingModel, Price>> =
-        BTreeMap::new();
-    let mut anywhere: BTreeMap<(Cloud, String), BTreeMap<PricingModel, Price>> = BTreeMap::new();
-    let mut subscriptions = Vec::new();
-    let mut notes = Vec::new();
-
+    let mut t = Tables::default();
+    t.read_gpus(&sources.gpus)?;
     for cs in &sources.clouds {
         let cloud = cs.cloud;
         if sources.clouds.iter().filter(|c| c.cloud == cloud).count() > 1 {
@@ -336,7 +263,116 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                 message: format!("cloud {cloud} is given twice"),
             });
         }
-        // instance types
+        let types = t.read_instance_types(cs)?;
+        let cloud_regions = read_regions(cs)?;
+        t.read_availability(cs, &types, &cloud_regions)?;
+        t.read_prices(cs, &types)?;
+        if let Some(src) = &cs.subscriptions {
+            t.read_subscriptions(cloud, src, &types, &cloud_regions)?;
+        }
+        if let Some(src) = &cs.notes {
+            t.read_notes(cloud, src, &types, &cloud_regions)?;
+        }
+        t.instance_types.extend(types.into_values());
+        t.regions.extend(cloud_regions);
+    }
+    Ok(t.into_catalog())
+}
+
+impl Tables {
+    /// gpus.csv: names, aliases and shared names must each name one GPU.
+    fn read_gpus(&mut self, g: &Source<'_>) -> Result<(), CatalogError> {
+        let Tables {
+            gpus,
+            details,
+            gpu_names,
+            gpu_shared,
+            ..
+        } = self;
+        let mut shared_rows: Vec<(String, usize, u64)> = Vec::new();
+        rows(
+            g,
+            &[
+                "name",
+                "aliases",
+                "shared_names",
+                "vendor",
+                "mem_gib",
+                "nvlink",
+                "mig_profiles",
+                "source",
+            ],
+            |row| {
+                let name = row.req("name")?.to_string();
+                let idx = gpus.len();
+                let aliases = split_list(row.get("aliases"));
+                for n in std::iter::once(&name).chain(aliases.iter()) {
+                    if let Some(&prev) = gpu_names.get(&normalize_gpu_name(n)) {
+                        return Err(row.err(format!(
+                            "GPU name `{n}` is already used by `{}`",
+                            gpus[prev].name
+                        )));
+                    }
+                    gpu_names.insert(normalize_gpu_name(n), idx);
+                }
+                for s in split_list(row.get("shared_names")) {
+                    shared_rows.push((s, idx, row.line));
+                }
+                gpus.push(GpuModel {
+                    name: name.clone(),
+                    aliases,
+                    vendor: row.req("vendor")?.to_string(),
+                    mem_gib: row.f64("mem_gib")?,
+                    nvlink: parse_bool_cell(&row, "nvlink")?,
+                    mig_profiles: parse_mig(&row)?,
+                });
+                details.push(GpuDetails {
+                    name,
+                    fp16_tflops_dense: row.opt_f64("fp16_tflops_dense")?,
+                    bf16_tflops_dense: row.opt_f64("bf16_tflops_dense")?,
+                    tdp_w: row.get("tdp_w").to_string(),
+                    interconnect_note: row.get("interconnect_note").to_string(),
+                    mig_note: row.get("mig_note").to_string(),
+                    source: row.req("source")?.to_string(),
+                });
+                Ok(())
+            },
+        )?;
+        for (s, idx, line) in &shared_rows {
+            let key = normalize_gpu_name(s);
+            if let Some(&owner) = gpu_names.get(&key) {
+                return Err(CatalogError {
+                    file: g.file.to_string(),
+                    line: *line,
+                    message: format!(
+                        "shared name `{s}` is also a name or alias of `{}`",
+                        gpus[owner].name
+                    ),
+                });
+            }
+            gpu_shared.entry(key).or_default().push(*idx);
+        }
+        for (s, idx, line) in &shared_rows {
+            if gpu_shared[&normalize_gpu_name(s)].len() < 2 {
+                return Err(CatalogError {
+                    file: g.file.to_string(),
+                    line: *line,
+                    message: format!(
+                        "shared name `{s}` belongs to `{}` only; make it an alias instead",
+                        gpus[*idx].name
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One cloud's instance types; each GPU model must be in gpus.csv.
+    fn read_instance_types(
+        &self,
+        cs: &CloudSources<'_>,
+    ) -> Result<BTreeMap<String, InstanceType>, CatalogError> {
+        let (cloud, gpus, gpu_names) = (cs.cloud, &self.gpus, &self.gpu_names);
         let mut types: BTreeMap<String, InstanceType> = BTreeMap::new();
         rows(
             &cs.instance_types,
@@ -406,26 +442,17 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                 Ok(())
             },
         )?;
+        Ok(types)
+    }
 
-        // regions
-        let mut cloud_regions: Vec<Region> = Vec::new();
-        rows(&cs.regions, &["region", "zones", "source"], |row| {
-            let name = row.req("region")?.to_string();
-            if cloud_regions.iter().any(|r| r.name == name) {
-                return Err(row.err(format!("region `{name}` is listed twice")));
-            }
-            let zones = split_list(row.req("zones")?);
-            for z in &zones {
-                if !z.starts_with(name.as_str()) || z.len() == name.len() {
-                    return Err(row.err(format!("zone `{z}` does not belong to region `{name}`")));
-                }
-            }
-            row.req("source")?;
-            cloud_regions.push(Region { cloud, name, zones });
-            Ok(())
-        })?;
-
-        // availability
+    /// Where each type is offered: a type or a whole family per row.
+    fn read_availability(
+        &mut self,
+        cs: &CloudSources<'_>,
+        types: &BTreeMap<String, InstanceType>,
+        cloud_regions: &[Region],
+    ) -> Result<(), CatalogError> {
+        let (cloud, offered) = (cs.cloud, &mut self.offered);
         rows(
             &cs.availability,
             &["region", "offer", "zones", "source"],
@@ -483,8 +510,22 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                 Ok(())
             },
         )?;
+        Ok(())
+    }
 
-        // prices
+    /// Prices per region, or `*` for every region that offers the type.
+    fn read_prices(
+        &mut self,
+        cs: &CloudSources<'_>,
+        types: &BTreeMap<String, InstanceType>,
+    ) -> Result<(), CatalogError> {
+        let cloud = cs.cloud;
+        let Tables {
+            offered,
+            regional,
+            anywhere,
+            ..
+        } = self;
         rows(
             &cs.prices,
             &price_table(&["region", "instance_type", "pricing"]),
@@ -535,149 +576,202 @@ pub(crate) fn build(sources: &CatalogSources<'_>) -> Result<Catalog, CatalogErro
                 Ok(())
             },
         )?;
+        Ok(())
+    }
 
-        if let Some(src) = &cs.subscriptions {
-            rows(
-                src,
-                &price_table(&["region", "instance_type", "months", "note"]),
-                |row| {
-                    let region = row.req("region")?;
-                    let it = row.known_type(cloud, &types)?;
-                    if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
-                        return Err(row.err(format!("unknown {cloud} region `{region}`")));
-                    }
-                    let months = row.u32("months")?;
-                    if months == 0 {
-                        return Err(row.err("months must be at least 1"));
-                    }
-                    subscriptions.push(SubscriptionPrice {
-                        cloud,
-                        region: (region != "*").then(|| region.to_string()),
-                        instance_type: it.to_string(),
-                        months,
-                        price: row.f64("price")?,
-                        currency: parse_currency(&row)?,
-                        source: row.req("source")?.to_string(),
-                        as_of: row.req("as_of")?.to_string(),
-                        note: row.get("note").to_string(),
-                        live: false,
-                    });
-                    Ok(())
-                },
-            )?;
-        }
-
-        if let Some(src) = &cs.notes {
-            rows(src, &["region", "instance_type", "note"], |row| {
+    /// Subscriptions (包年包月) by months.
+    fn read_subscriptions(
+        &mut self,
+        cloud: Cloud,
+        src: &Source<'_>,
+        types: &BTreeMap<String, InstanceType>,
+        cloud_regions: &[Region],
+    ) -> Result<(), CatalogError> {
+        let subscriptions = &mut self.subscriptions;
+        rows(
+            src,
+            &price_table(&["region", "instance_type", "months", "note"]),
+            |row| {
                 let region = row.req("region")?;
+                let it = row.known_type(cloud, &types)?;
                 if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
                     return Err(row.err(format!("unknown {cloud} region `{region}`")));
                 }
-                let it = row.req("instance_type")?;
-                let matches = |t: &str| match it.strip_suffix('*') {
-                    Some(prefix) => t.starts_with(prefix),
-                    None => t == it,
-                };
-                if it != "*" && !types.keys().any(|t| matches(t)) {
-                    return Err(row.err(format!("`{it}` matches no {cloud} instance type")));
+                let months = row.u32("months")?;
+                if months == 0 {
+                    return Err(row.err("months must be at least 1"));
                 }
-                notes.push(Note {
+                subscriptions.push(SubscriptionPrice {
                     cloud,
                     region: (region != "*").then(|| region.to_string()),
-                    instance_type: (it != "*").then(|| it.to_string()),
-                    text: row.req("note")?.to_string(),
+                    instance_type: it.to_string(),
+                    months,
+                    price: row.f64("price")?,
+                    currency: parse_currency(&row)?,
+                    source: row.req("source")?.to_string(),
+                    as_of: row.req("as_of")?.to_string(),
+                    note: row.get("note").to_string(),
+                    live: false,
                 });
                 Ok(())
-            })?;
-        }
-
-        instance_types.extend(types.into_values());
-        regions.extend(cloud_regions);
+            },
+        )?;
+        Ok(())
     }
 
-    instance_types.sort_by(|a, b| (a.cloud, &a.name).cmp(&(b.cloud, &b.name)));
-    let instance_index = instance_types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| ((t.cloud, t.name.clone()), i))
-        .collect();
-    let region_index = regions
-        .iter()
-        .enumerate()
-        .map(|(i, r)| ((r.cloud, r.name.clone()), i))
-        .collect();
-
-    let mut offerings = Vec::with_capacity(offered.len());
-    let mut offering_info = Vec::with_capacity(offered.len());
-    for ((cloud, region, it), availability) in offered {
-        let mut prices = anywhere
-            .get(&(cloud, it.clone()))
-            .cloned()
-            .unwrap_or_default();
-        if let Some(r) = regional.remove(&(cloud, region.clone(), it.clone())) {
-            prices.extend(r);
-        }
-        // Alibaba, Tencent and Huawei sell a one-year subscription (包年)
-        // where AWS sells a 1-year reservation: it is their reserved-1y.
-        if cloud != Cloud::Aws && !prices.contains_key(&PricingModel::Reserved1y) {
-            let year = |want: Option<&str>| {
-                subscriptions.iter().find(|s: &&SubscriptionPrice| {
-                    s.cloud == cloud
-                        && s.instance_type == it
-                        && s.months == 12
-                        && s.region.as_deref() == want
-                })
+    /// Notes on a region, a type or a family (`p5*`).
+    fn read_notes(
+        &mut self,
+        cloud: Cloud,
+        src: &Source<'_>,
+        types: &BTreeMap<String, InstanceType>,
+        cloud_regions: &[Region],
+    ) -> Result<(), CatalogError> {
+        let notes = &mut self.notes;
+        rows(src, &["region", "instance_type", "note"], |row| {
+            let region = row.req("region")?;
+            if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
+                return Err(row.err(format!("unknown {cloud} region `{region}`")));
+            }
+            let it = row.req("instance_type")?;
+            let matches = |t: &str| match it.strip_suffix('*') {
+                Some(prefix) => t.starts_with(prefix),
+                None => t == it,
             };
-            if let Some(y) = year(Some(region.as_str())).or_else(|| year(None)) {
-                let hours = 12.0 * crate::HOURS_PER_MONTH;
-                prices.insert(
-                    PricingModel::Reserved1y,
-                    Price {
-                        hourly: y.price / hours,
-                        currency: y.currency,
-                        source: format!(
-                            "{} [one-year subscription (包年) {} {} ÷ {hours} h]",
-                            y.source,
-                            y.price,
-                            y.currency.as_str()
-                        ),
-                        as_of: y.as_of.clone(),
-                        basis: if y.region.is_some() {
-                            PriceBasis::Sourced
-                        } else {
-                            PriceBasis::Assumed
+            if it != "*" && !types.keys().any(|t| matches(t)) {
+                return Err(row.err(format!("`{it}` matches no {cloud} instance type")));
+            }
+            notes.push(Note {
+                cloud,
+                region: (region != "*").then(|| region.to_string()),
+                instance_type: (it != "*").then(|| it.to_string()),
+                text: row.req("note")?.to_string(),
+            });
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Sorted, indexed, each offering with its prices.
+    fn into_catalog(self) -> Catalog {
+        let Tables {
+            gpus,
+            details,
+            gpu_names,
+            gpu_shared,
+            mut instance_types,
+            regions,
+            offered,
+            mut regional,
+            anywhere,
+            subscriptions,
+            notes,
+        } = self;
+        instance_types.sort_by(|a, b| (a.cloud, &a.name).cmp(&(b.cloud, &b.name)));
+        let instance_index = instance_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((t.cloud, t.name.clone()), i))
+            .collect();
+        let region_index = regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.cloud, r.name.clone()), i))
+            .collect();
+
+        let mut offerings = Vec::with_capacity(offered.len());
+        let mut offering_info = Vec::with_capacity(offered.len());
+        for ((cloud, region, it), availability) in offered {
+            let mut prices = anywhere
+                .get(&(cloud, it.clone()))
+                .cloned()
+                .unwrap_or_default();
+            if let Some(r) = regional.remove(&(cloud, region.clone(), it.clone())) {
+                prices.extend(r);
+            }
+            // Alibaba, Tencent and Huawei sell a one-year subscription (包年)
+            // where AWS sells a 1-year reservation: it is their reserved-1y.
+            if cloud != Cloud::Aws && !prices.contains_key(&PricingModel::Reserved1y) {
+                let year = |want: Option<&str>| {
+                    subscriptions.iter().find(|s: &&SubscriptionPrice| {
+                        s.cloud == cloud
+                            && s.instance_type == it
+                            && s.months == 12
+                            && s.region.as_deref() == want
+                    })
+                };
+                if let Some(y) = year(Some(region.as_str())).or_else(|| year(None)) {
+                    let hours = 12.0 * crate::HOURS_PER_MONTH;
+                    prices.insert(
+                        PricingModel::Reserved1y,
+                        Price {
+                            hourly: y.price / hours,
+                            currency: y.currency,
+                            source: format!(
+                                "{} [one-year subscription (包年) {} {} ÷ {hours} h]",
+                                y.source,
+                                y.price,
+                                y.currency.as_str()
+                            ),
+                            as_of: y.as_of.clone(),
+                            basis: if y.region.is_some() {
+                                PriceBasis::Sourced
+                            } else {
+                                PriceBasis::Assumed
+                            },
                         },
-                    },
-                );
+                    );
+                }
+            }
+            offerings.push(Offering {
+                cloud,
+                region,
+                instance_type: it,
+                prices,
+            });
+            offering_info.push(OfferingInfo { availability });
+        }
+        let offering_index = offerings
+            .iter()
+            .enumerate()
+            .map(|(i, o)| ((o.cloud, o.region.clone(), o.instance_type.clone()), i))
+            .collect();
+        Catalog {
+            gpus,
+            gpu_details: details,
+            gpu_names,
+            gpu_shared,
+            instance_types,
+            instance_index,
+            regions,
+            region_index,
+            offerings,
+            offering_info,
+            offering_index,
+            subscriptions,
+            notes,
+        }
+    }
+}
+
+/// One cloud's regions and their zones.
+fn read_regions(cs: &CloudSources<'_>) -> Result<Vec<Region>, CatalogError> {
+    let cloud = cs.cloud;
+    let mut cloud_regions: Vec<Region> = Vec::new();
+    rows(&cs.regions, &["region", "zones", "source"], |row| {
+        let name = row.req("region")?.to_string();
+        if cloud_regions.iter().any(|r| r.name == name) {
+            return Err(row.err(format!("region `{name}` is listed twice")));
+        }
+        let zones = split_list(row.req("zones")?);
+        for z in &zones {
+            if !z.starts_with(name.as_str()) || z.len() == name.len() {
+                return Err(row.err(format!("zone `{z}` does not belong to region `{name}`")));
             }
         }
-        offerings.push(Offering {
-            cloud,
-            region,
-            instance_type: it,
-            prices,
-        });
-        offering_info.push(OfferingInfo { availability });
-    }
-    let offering_index = offerings
-        .iter()
-        .enumerate()
-        .map(|(i, o)| ((o.cloud, o.region.clone(), o.instance_type.clone()), i))
-        .collect();
-
-    Ok(Catalog {
-        gpus,
-        gpu_details: details,
-        gpu_names,
-        gpu_shared,
-        instance_types,
-        instance_index,
-        regions,
-        region_index,
-        offerings,
-        offering_info,
-        offering_index,
-        subscriptions,
-        notes,
-    })
+        row.req("source")?;
+        cloud_regions.push(Region { cloud, name, zones });
+        Ok(())
+    })?;
+    Ok(cloud_regions)
 }
