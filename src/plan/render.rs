@@ -98,6 +98,13 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
             HOURS_PER_MONTH
         );
     }
+    if c.upfront_usd > 0.0 {
+        let _ = writeln!(
+            out,
+            "      paid up front: ${} for Capacity Blocks (once, not per hour; their nodes add $0/h)",
+            money(c.upfront_usd)
+        );
+    }
     if !detail {
         return;
     }
@@ -216,7 +223,16 @@ fn render_change(out: &mut String, c: &ResourceChange) {
         "  # {} {verb}{why}",
         c.address.if_supports_color(Stream::Stdout, |t| t.bold())
     );
+    let upfront = c
+        .after
+        .as_ref()
+        .filter(|_| c.kind == gpuform_provider::ResourceKind::Block)
+        .and_then(|a| a.get("upfront_usd")?.as_f64());
     let price = match (c.hourly_usd_before, c.hourly_usd_after, c.action) {
+        _ if upfront.is_some() && c.action == Action::Create => format!(
+            ", ${} paid up front, cannot be cancelled",
+            money(upfront.unwrap_or(0.0))
+        ),
         (_, Some(a), Action::Create) => format!(", ${}/h", money(a)),
         (Some(b), _, Action::Delete) => format!(", -${}/h", money(b)),
         (Some(b), Some(a), _) if (a - b).abs() > 1e-9 => {
