@@ -54,7 +54,7 @@ pub(crate) fn offerings(
         )
         .with_code("InvalidParameterValue")
     })?;
-    if q.count == 0 || q.hours == 0 || q.hours % 24 != 0 {
+    if q.count == 0 || q.hours == 0 || !q.hours.is_multiple_of(24) {
         return Err(ProviderError::new(
             ErrorKind::Invalid,
             format!(
