@@ -231,6 +231,13 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         e.monthly_usd_after = e.hourly_usd_after * HOURS_PER_MONTH;
     }
     plan.cost.clusters = clusters.into_values().collect();
+    // Capacity Blocks are paid when bought, never by the hour.
+    plan.cost.upfront_usd = plan
+        .changes
+        .iter()
+        .filter(|c| c.kind == ResourceKind::Block && c.action == Action::Create)
+        .filter_map(|c| c.after.as_ref()?.get("upfront_usd")?.as_f64())
+        .sum();
     in_cny |= storage_costs(plan, cny_per_usd);
     transfer_prices(plan, cny_per_usd);
     plan.cost.cny_per_usd = cny_per_usd;
@@ -355,10 +362,12 @@ pub fn budget_check(
         return Ok(());
     };
     unpriced_check(loaded, plan)?;
+    // What this plan pays up front (Capacity Blocks) falls in this month.
+    let upfront = plan.cost.upfront_usd;
     let fits = |hourly: f64| {
         b.max_hourly_usd.is_none_or(|m| hourly <= m + 1e-9)
             && b.max_monthly_usd
-                .is_none_or(|m| hourly * HOURS_PER_MONTH <= m + 1e-9)
+                .is_none_or(|m| hourly * HOURS_PER_MONTH + upfront <= m + 1e-9)
     };
     let total = plan.cost.hourly_usd_after;
     if fits(total) {
@@ -371,10 +380,15 @@ pub fn budget_check(
             total - max
         ));
     }
-    let monthly = total * HOURS_PER_MONTH;
+    let monthly = total * HOURS_PER_MONTH + upfront;
     if let Some(max) = b.max_monthly_usd.filter(|m| monthly > m + 1e-9) {
         over.push(format!(
-            "${monthly:.0}/month exceeds budget.max_monthly_usd ${max:.0} by ${:.0}",
+            "${monthly:.0}/month{} exceeds budget.max_monthly_usd ${max:.0} by ${:.0}",
+            if upfront > 0.0 {
+                format!(" (with ${upfront:.0} paid up front for Capacity Blocks)")
+            } else {
+                String::new()
+            },
             monthly - max
         ));
     }

@@ -406,6 +406,19 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let mut refs = BTreeMap::new();
     {
         let doc = shared.doc.lock().expect("state lock");
+        // A node launches into its Capacity Block only inside its window.
+        if let Some(block) = c
+            .deps
+            .get("block")
+            .and_then(|b| doc.resources.get(b).map(|r| (b, r)))
+        {
+            crate::engine::capacity::block_window_open(
+                &c.address,
+                block.0,
+                &block.1.attrs,
+                crate::clock::now_secs(),
+            )?;
+        }
         for (role, dep) in c.deps.iter().filter(|(r, _)| Some(r.as_str()) != deferred) {
             let id = doc
                 .resources

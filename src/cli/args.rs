@@ -509,6 +509,11 @@ pub struct ApplyArgs {
     /// Skip the interactive confirmation (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
+    /// Allow this apply to buy what cannot be undone: a Capacity Block (`capacity:
+    /// [{block: …}]`) is paid up front and cannot be cancelled. Without it, an apply whose
+    /// plan buys one stops before any call (exit 1); `--auto-approve` alone never spends.
+    #[arg(long)]
+    pub allow_purchase: bool,
     /// Operations in flight at once. Default: derived from the rate budgets of the providers
     /// the plan calls — for each, its burst plus its sustained rate × 10 s (the calls its budget
     /// can keep in flight), summed, at most 512. Calls never exceed a provider's rate budget,

@@ -196,7 +196,7 @@ fn order_deletions(plan: &mut Plan) {
             ResourceKind::Volume | ResourceKind::Bucket => 0,
             ResourceKind::Instance => 1,
             ResourceKind::Firewall | ResourceKind::Placement | ResourceKind::Subnet => 2,
-            ResourceKind::Network => 3,
+            ResourceKind::Network | ResourceKind::Block => 3,
         }
     }
     let all: Vec<(String, String, String, u8)> = plan

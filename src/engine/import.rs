@@ -635,7 +635,7 @@ pub async fn plan_import(
                 ResourceKind::Volume => {
                     index_of(local, "volume").and_then(|n| g.volumes.get(n).cloned().flatten())
                 }
-                ResourceKind::Bucket => None,
+                ResourceKind::Bucket | ResourceKind::Block => None,
             };
             let Some(id) = id else {
                 return Err(refuse(
@@ -817,7 +817,7 @@ pub fn check_resumable(
 
 fn kind_rank(k: ResourceKind) -> u8 {
     match k {
-        ResourceKind::Network | ResourceKind::Bucket => 0,
+        ResourceKind::Network | ResourceKind::Bucket | ResourceKind::Block => 0,
         ResourceKind::Placement => 1,
         ResourceKind::Subnet | ResourceKind::Firewall => 2,
         ResourceKind::Instance => 3,

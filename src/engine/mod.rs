@@ -3,7 +3,7 @@
 //! execute → save (apply).
 
 pub mod audit;
-mod capacity;
+pub(crate) mod capacity;
 pub mod catalog;
 mod error;
 mod failover;
@@ -339,6 +339,7 @@ pub async fn make_plan(
     plan.warnings.extend(std::mem::take(&mut quotas.warnings));
     plan.warnings.extend(unlooked);
     plan.warnings.extend(capacity_warnings);
+    capacity::block_findings(&mut plan, crate::clock::now_secs());
     complete_plan(
         &mut plan,
         req,

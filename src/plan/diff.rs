@@ -549,7 +549,7 @@ pub(crate) fn same_value(a: Option<&serde_json::Value>, b: Option<&serde_json::V
 
 fn kind_rank(k: ResourceKind) -> u8 {
     match k {
-        ResourceKind::Network => 0,
+        ResourceKind::Network | ResourceKind::Block => 0,
         ResourceKind::Placement => 1,
         ResourceKind::Bucket => 1,
         ResourceKind::Subnet => 2,

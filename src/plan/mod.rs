@@ -119,6 +119,14 @@ pub struct CostSummary {
     /// Whether any price in this plan was quoted in CNY.
     #[serde(default)]
     pub prices_in_cny: bool,
+    /// What this plan pays once, up front: the Capacity Blocks it buys
+    /// (their nodes add nothing hourly). Not in the hourly totals.
+    #[serde(default, skip_serializing_if = "is_zero_usd")]
+    pub upfront_usd: f64,
+}
+
+fn is_zero_usd(n: &f64) -> bool {
+    *n == 0.0
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -94,6 +94,13 @@ fn render_cost(out: &mut String, plan: &Plan, detail: bool) {
             HOURS_PER_MONTH
         );
     }
+    if c.upfront_usd > 0.0 {
+        let _ = writeln!(
+            out,
+            "      paid up front: ${} for Capacity Blocks (once, not per hour; their nodes add $0/h)",
+            amount(c.upfront_usd)
+        );
+    }
     if !detail {
         return;
     }
@@ -202,7 +209,16 @@ fn render_change(out: &mut String, c: &ResourceChange) {
         why.push_str(&format!(" ({r})"));
     }
     let _ = writeln!(out, "  # {} {verb}{why}", paint(&c.address, Paint::Bold));
+    let upfront = c
+        .after
+        .as_ref()
+        .filter(|_| c.kind == gpuform_provider::ResourceKind::Block)
+        .and_then(|a| a.get("upfront_usd")?.as_f64());
     let price = match (c.hourly_usd_before, c.hourly_usd_after, c.action) {
+        _ if upfront.is_some() && c.action == Action::Create => format!(
+            ", ${} paid up front, cannot be cancelled",
+            amount(upfront.unwrap_or(0.0))
+        ),
         (_, Some(a), Action::Create) => format!(", ${}/h", amount(a)),
         (Some(b), _, Action::Delete) => format!(", -${}/h", amount(b)),
         (Some(b), Some(a), _) if (a - b).abs() > 1e-9 => {

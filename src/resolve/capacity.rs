@@ -22,6 +22,44 @@ pub struct CapacityFacts {
     pub read: BTreeMap<(String, usize), Result<Vec<Reservation>, String>>,
     /// Reservation id → addresses of nodes the state records in it.
     pub ours: BTreeMap<String, BTreeSet<String>>,
+    /// (cluster, index) of a `{block: …}` → the block: as bought (state),
+    /// as an interrupted purchase asked for it (journal), or the offering
+    /// to buy, read at plan time; or why there is none.
+    pub blocks: BTreeMap<(String, usize), Result<BlockFact, String>>,
+}
+
+/// A Capacity Block of a cluster's list: bought, or the offering to buy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockFact {
+    /// Its attributes (`gpuform_provider::capacity::block_attr`): type,
+    /// count, zone, first day, hours, window, upfront price.
+    pub attrs: gpuform_provider::Attrs,
+    /// Whether the state records it bought.
+    pub bought: bool,
+}
+
+impl BlockFact {
+    pub fn text(&self, key: &str) -> &str {
+        self.attrs.get(key).and_then(|v| v.as_str()).unwrap_or("")
+    }
+
+    pub fn count(&self) -> u32 {
+        self.attrs
+            .get(gpuform_provider::capacity::block_attr::COUNT)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0) as u32
+    }
+
+    pub fn upfront_usd(&self) -> Option<f64> {
+        self.attrs
+            .get(gpuform_provider::capacity::block_attr::UPFRONT_USD)
+            .and_then(|v| v.as_f64())
+    }
+}
+
+/// The address of entry `i` of cluster `name`'s list when it is a block.
+pub fn block_address(name: &str, i: usize) -> String {
+    crate::address::Address::in_cluster(name, &format!("block[{i}]"))
 }
 
 /// Where one node lands.
@@ -31,6 +69,8 @@ pub struct NodeSource {
     pub pricing: PricingModel,
     /// The reservation it launches into.
     pub reservation: Option<String>,
+    /// The Capacity Block (its address) it launches into.
+    pub block: Option<String>,
 }
 
 /// One source with room, in fill order.
@@ -43,6 +83,8 @@ struct Slot {
     /// Nodes it may take; `None`: every node left.
     room: Option<u32>,
     ours: BTreeSet<String>,
+    /// The Capacity Block (address, as known) it is.
+    block: Option<(String, BlockFact)>,
 }
 
 /// The assignment of a cluster's nodes, with what the plan says of it.
@@ -51,6 +93,8 @@ pub struct Filled {
     /// The zone and instance type the reservations hold (all the same).
     pub pinned: Option<(String, String)>,
     pub notes: Vec<String>,
+    /// The list's Capacity Blocks: (address, block).
+    pub blocks: Vec<(String, BlockFact)>,
 }
 
 /// The market the cluster's nodes outside reservations use, for choosing
@@ -95,13 +139,51 @@ pub fn fill(
                 seen: None,
                 room: None,
                 ours: BTreeSet::new(),
+                block: None,
             }),
-            CapacitySource::Block(_) => {
-                return Err((
-                    at,
-                    "Capacity Blocks cannot be bought by gpuform yet".into(),
-                    "buy the block in the EC2 console and name it as `{reservation: cr-…}` (a block is a capacity reservation), or remove the entry".into(),
-                ))
+            CapacitySource::Block(b) => {
+                let fact = match facts.blocks.get(&(name.to_string(), i)) {
+                    Some(Ok(f)) => f.clone(),
+                    Some(Err(why)) => {
+                        return Err((
+                            at,
+                            why.clone(),
+                            format!("`aws ec2 describe-capacity-block-offerings --instance-type TYPE --instance-count N --capacity-duration-hours {} --start-date-range {}T00:00:00Z` lists what EC2 sells; change `start`, `hours` or `count`, or remove the entry", b.hours, b.start),
+                        ))
+                    }
+                    None => {
+                        return Err((
+                            at,
+                            "the Capacity Block offering was not read (a plan without refresh)".into(),
+                            "plan with refresh to read the offering, or buy the block first".into(),
+                        ))
+                    }
+                };
+                use gpuform_provider::capacity::block_attr as a;
+                let address = block_address(name, i);
+                let (zone, itype) = (
+                    fact.text(a::ZONE).to_string(),
+                    fact.text(a::INSTANCE_TYPE).to_string(),
+                );
+                match &pinned {
+                    Some((z, t, first)) if *z != zone || *t != itype => {
+                        return Err((
+                            at,
+                            format!("the Capacity Block holds {itype} in {zone}, but {first} holds {t} in {z}"),
+                            "a cluster's nodes share one zone and instance type: list capacity of the same type and zone".into(),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => pinned = Some((zone, itype, address.clone())),
+                }
+                slots.push(Slot {
+                    pricing: PricingModel::OnDemand,
+                    id: None,
+                    seen: None,
+                    room: Some(fact.count()),
+                    ours: BTreeSet::new(),
+                    block: Some((address, fact)),
+                });
             }
             CapacitySource::Reservation(r) => {
                 let found = match facts.read.get(&(name.to_string(), i)) {
@@ -127,6 +209,7 @@ pub fn fill(
                                 seen: None,
                                 room: Some(ours.len() as u32),
                                 ours,
+                                block: None,
                             });
                         }
                         continue;
@@ -160,12 +243,15 @@ pub fn fill(
                                 seen: None,
                                 room: Some(ours.len() as u32),
                                 ours,
+                                block: None,
                             });
                         }
                         continue;
                     }
                     match &pinned {
-                        Some((zone, itype, first)) if *zone != res.zone || *itype != res.instance_type => {
+                        Some((zone, itype, first))
+                            if *zone != res.zone || *itype != res.instance_type =>
+                        {
                             return Err((
                                 at,
                                 format!(
@@ -177,7 +263,8 @@ pub fn fill(
                         }
                         Some(_) => {}
                         None => {
-                            pinned = Some((res.zone.clone(), res.instance_type.clone(), res.id.clone()))
+                            pinned =
+                                Some((res.zone.clone(), res.instance_type.clone(), res.id.clone()))
                         }
                     }
                     let ours = facts.ours.get(&res.id).cloned().unwrap_or_default();
@@ -187,6 +274,7 @@ pub fn fill(
                         id: Some(res.id.clone()),
                         seen: Some(res),
                         ours,
+                        block: None,
                     });
                 }
             }
@@ -215,10 +303,25 @@ pub fn fill(
         nodes.push(NodeSource {
             pricing: slots[k].pricing,
             reservation: slots[k].id.clone(),
+            block: slots[k].block.as_ref().map(|(a, _)| a.clone()),
         });
     }
     for (slot, got) in slots.iter().zip(&taken) {
         let list = node_list(got);
+        if let Some((address, b)) = &slot.block {
+            use gpuform_provider::capacity::block_attr as a;
+            notes.push(format!(
+                "cluster.{name}: {list} in Capacity Block {address} ({} x {} in {}, {} to {}, ${:.2} paid up front{}; EC2 begins terminating its instances 30 minutes before its end)",
+                b.count(),
+                b.text(a::INSTANCE_TYPE),
+                b.text(a::ZONE),
+                b.text(a::START),
+                b.text(a::END),
+                b.upfront_usd().unwrap_or(0.0),
+                if b.bought { ", bought" } else { ", to buy: cannot be cancelled" },
+            ));
+            continue;
+        }
         match (&slot.id, &slot.seen) {
             (None, _) if got.is_empty() => {}
             (None, _) => notes.push(format!("cluster.{name}: {list} {}", slot.pricing.as_str())),
@@ -251,10 +354,12 @@ pub fn fill(
             }
         }
     }
+    let blocks = slots.into_iter().filter_map(|s| s.block).collect();
     Ok(Filled {
         nodes,
         pinned: pinned.map(|(z, t, _)| (z, t)),
         notes,
+        blocks,
     })
 }
 

@@ -650,6 +650,13 @@ fn resolve_cluster(
             yaml_path: path.clone(),
         })
     };
+    // Capacity Blocks to buy (or bought): paid up front, no hourly price.
+    for (address, b) in filled.iter().flat_map(|f| &f.blocks) {
+        let local = address
+            .strip_prefix(&format!("cluster.{name}."))
+            .unwrap_or(address);
+        push(local, ResourceKind::Block, b.attrs.clone(), &[], None);
+    }
     let network = at("network");
     push(
         "network",
@@ -754,6 +761,11 @@ fn resolve_cluster(
                     json!(id),
                 );
             }
+            if let Some(block) = &source.block {
+                // Paid with the block: nothing by the hour.
+                a.insert(CAPACITY_BLOCK.into(), json!(block));
+                node_hourly = Some(0.0);
+            }
             if let Some(cap) = c
                 .spot_max_price
                 .filter(|_| source.pricing == PricingModel::Spot)
@@ -762,6 +774,12 @@ fn resolve_cluster(
             }
         }
         let mut deps = vec![("subnet", subnet.clone()), ("firewall", firewall.clone())];
+        if let Some(block) = filled
+            .as_ref()
+            .and_then(|f| f.nodes[i as usize].block.clone())
+        {
+            deps.push(("block", block));
+        }
         if let Some(p) = &placement {
             deps.push(("placement", p.clone()));
         }
@@ -878,6 +896,10 @@ fn node_market(
         _ => "spot",
     }
 }
+
+/// A node's Capacity Block (its address): it launches into the block's
+/// reservation (the `block` dependency) with the capacity-block market.
+pub const CAPACITY_BLOCK: &str = "capacity_block";
 
 /// The attribute that stands for a rendered `user_data` in state: the
 /// document itself (which `apply` fills with secrets) is never recorded.

@@ -358,6 +358,9 @@ pub struct BlockRequest {
     /// days) in steps of 168.
     #[schemars(schema_with = "count_schema")]
     pub hours: u32,
+    /// Instances it holds (EC2: 1 to 64); the cluster's `nodes` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
 }
 
 /// `MODEL[:COUNT]`, written as a string in YAML: `A100-80GB:8`, `T4` (count 1).

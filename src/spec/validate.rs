@@ -307,6 +307,7 @@ const RESERVATION_FIELDS: &[Field] = &[req("tags", Validator::tags)];
 const BLOCK_FIELDS: &[Field] = &[
     req("start", Validator::nonempty),
     req("hours", Validator::count),
+    opt("count", Validator::count),
 ];
 
 const KUBE_MODES: &[&str] = &["k3s", "kubeadm-join"];
@@ -987,6 +988,19 @@ impl Validator {
                         "EC2 sells whole days up to 14 (24 to 336 hours in steps of 24) and whole weeks up to 26 (up to 4368 in steps of 168){}",
                         if down >= 24 { format!("; the nearest shorter is {down}") } else { String::new() }
                     ),
+                );
+                ok = false;
+            }
+        }
+        if let (Some(count), Some(pos)) = (m.get("count").and_then(Value::as_u64), at("count")) {
+            // "Each Capacity Block can have up to 64 instances"
+            // (capacity-blocks-purchase.html).
+            if !(1..=64).contains(&count) {
+                self.error(
+                    pos,
+                    &join(path, "count"),
+                    format!("a Capacity Block cannot hold {count} instances"),
+                    "EC2 sells blocks of 1 to 64 instances",
                 );
                 ok = false;
             }

@@ -19,6 +19,7 @@ mod bucket_placement;
 #[cfg(feature = "aws")]
 mod buckets_aws_moto;
 mod capacity_aws;
+mod capacity_blocks;
 mod capacity_sandbox;
 #[cfg(feature = "aws")]
 mod catalog_aws_moto;

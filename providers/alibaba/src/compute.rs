@@ -193,6 +193,7 @@ impl ComputeApi for AlibabaProvider {
             firewall,
             placement,
             capacity_reservation: _,
+            capacity_block: _,
         } = &req.spec;
         req.refuse_reservation(Cloud::Alibaba)?;
         let zone = req.needs(Cloud::Alibaba, "zone", zone)?;

@@ -72,7 +72,9 @@ impl Api {
             ResourceKind::Placement => Api::DeploymentSet,
             ResourceKind::Instance => Api::Instance,
             ResourceKind::Volume => Api::Disk,
-            ResourceKind::Bucket => return Err(unsupported(Cloud::Alibaba, kind)),
+            ResourceKind::Bucket | ResourceKind::Block => {
+                return Err(unsupported(Cloud::Alibaba, kind))
+            }
         })
     }
 

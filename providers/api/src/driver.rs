@@ -10,14 +10,14 @@
 //! need a replacement, treating "not found" on delete as done, and reading a
 //! resource back after an update.
 
-use crate::capacity::{Reservation, ReservationFilter};
+use crate::capacity::{BlockOffering, BlockQuery, Reservation, ReservationFilter};
 use crate::change::{Attachment, BucketChange, ChangeSet, Update};
 use crate::error::ok_if_gone;
 use crate::ingress::IngressRule;
 use crate::provider::RateLimit;
 use crate::quota::{QuotaMarket, QuotaReading};
 use crate::request::{
-    BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
+    BlockSpec, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec, PlacementSpec,
     SubnetSpec, VolumeSpec,
 };
 use crate::tags::UserTags;
@@ -104,6 +104,21 @@ pub trait ComputeApi: Send + Sync {
             ErrorKind::Invalid,
             "this cloud has no capacity reservations gpuform can use",
         ))
+    }
+
+    /// See [`Provider::block_offerings`].
+    async fn block_offerings(&self, scope: &Scope, q: &BlockQuery) -> Result<Vec<BlockOffering>> {
+        let _ = (scope, q);
+        Err(not_made(ResourceKind::Block))
+    }
+
+    /// Buys a Capacity Block. No cloud takes an idempotency token for it
+    /// (PurchaseCapacityBlock has none), so an implementation first looks
+    /// for a block tagged with `req.ownership.token` and returns it, and
+    /// only then purchases, tagging the purchase with the ownership tags.
+    async fn create_block(&self, req: &Create<BlockSpec>) -> Result<ObservedResource> {
+        let _ = req;
+        Err(not_made(ResourceKind::Block))
     }
 
     async fn create_placement(&self, req: &Create<PlacementSpec>) -> Result<ObservedResource>;
@@ -406,6 +421,10 @@ impl<D: CloudDriver> Provider for D {
         ComputeApi::reservations(self, scope, filter).await
     }
 
+    async fn block_offerings(&self, scope: &Scope, q: &BlockQuery) -> Result<Vec<BlockOffering>> {
+        ComputeApi::block_offerings(self, scope, q).await
+    }
+
     async fn list_all_buckets(&self, scope: &Scope) -> Result<Vec<ObservedResource>> {
         match self.buckets() {
             Some(b) if self.kinds().contains(&ResourceKind::Bucket) => b.list_buckets(scope).await,
@@ -427,6 +446,7 @@ impl<D: CloudDriver> Provider for D {
             Desired::Instance(r) => self.create_instance(&r).await,
             Desired::Volume(r) => self.create_volume(&r).await,
             Desired::Bucket(r) => bucket_api(self)?.create_bucket(&r).await,
+            Desired::Block(r) => self.create_block(&r).await,
         }
     }
 
@@ -521,6 +541,9 @@ impl<D: CloudDriver> Provider for D {
             ResourceKind::Instance => self.delete_instance(scope, id).await,
             ResourceKind::Volume => self.delete_volume(scope, id).await,
             ResourceKind::Bucket => bucket_api(self)?.delete_bucket(scope, id).await,
+            // A block cannot be cancelled: the engine forgets it, the cloud
+            // keeps it until its end.
+            ResourceKind::Block => Ok(()),
         })
     }
 }

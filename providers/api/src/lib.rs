@@ -32,7 +32,7 @@ pub mod tags;
 
 pub use backoff::Backoff;
 pub use bucket_name::BucketNameError;
-pub use capacity::{Reservation, ReservationFilter};
+pub use capacity::{BlockOffering, BlockQuery, Reservation, ReservationFilter};
 pub use change::{Attachment, BucketChange, ChangeSet, Update};
 pub use discovery::{CatalogApi, RegionOffers};
 pub use driver::{
@@ -50,8 +50,8 @@ pub use prices::{LiveQuote, PriceApi, QuoteTerm};
 pub use provider::{CreateRequest, Provider, Scope};
 pub use quota::{QuotaMarket, QuotaReading, QuotaUnit};
 pub use request::{
-    BucketLifecycle, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec, NetworkSpec,
-    PlacementSpec, PlacementStrategy, Pricing, StorageClass, SubnetSpec, VolumeSpec,
+    BlockSpec, BucketLifecycle, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec,
+    NetworkSpec, PlacementSpec, PlacementStrategy, Pricing, StorageClass, SubnetSpec, VolumeSpec,
 };
 pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
 pub use tags::{TagDiff, UserTags};

@@ -186,6 +186,22 @@ pub trait Provider: Send + Sync {
         ))
     }
 
+    /// The Capacity Block offerings that `q` asks for in `scope`'s region
+    /// (DescribeCapacityBlockOfferings), read at plan time for a cluster's
+    /// `{block: …}`; a block is bought by a create of kind
+    /// [`ResourceKind::Block`].
+    async fn block_offerings(
+        &self,
+        scope: &Scope,
+        q: &crate::capacity::BlockQuery,
+    ) -> Result<Vec<crate::capacity::BlockOffering>> {
+        let _ = (scope, q);
+        Err(crate::ProviderError::new(
+            crate::ErrorKind::Invalid,
+            format!("{} sells no Capacity Blocks gpuform can buy", self.label()),
+        ))
+    }
+
     /// How long after a create call its resource may still be missing from
     /// `list_owned` (eventually consistent reads, a request still being
     /// processed after its client died). After a crash, a create younger than

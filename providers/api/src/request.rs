@@ -170,6 +170,22 @@ pub struct InstanceSpec {
     /// The capacity reservation to launch into (`cr-…`), which must hold
     /// this type in this zone; absent, the cloud's open capacity.
     pub capacity_reservation: Option<String>,
+    /// Whether that reservation is a Capacity Block (the node's `block`
+    /// reference): EC2 then needs `InstanceMarketOptions.MarketType` =
+    /// `capacity-block` besides the target.
+    pub capacity_block: bool,
+}
+
+/// A Capacity Block to buy: the offering of this type, count, zone and
+/// window is looked up and purchased (see [`crate::capacity::BlockQuery`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockSpec {
+    pub query: crate::capacity::BlockQuery,
+    /// The zone of the offering the plan showed.
+    pub zone: String,
+    /// The window the plan showed (`YYYY-MM-DDTHH:MM:SSZ`).
+    pub start: String,
+    pub end: String,
 }
 
 /// A data disk, attached to `instance` when given.
@@ -281,6 +297,7 @@ spec_kinds! {
     InstanceSpec => Instance,
     VolumeSpec => Volume,
     BucketSpec => Bucket,
+    BlockSpec => Block,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -292,6 +309,7 @@ pub enum Desired {
     Instance(Create<InstanceSpec>),
     Volume(Create<VolumeSpec>),
     Bucket(Create<BucketSpec>),
+    Block(Create<BlockSpec>),
 }
 
 impl Desired {
@@ -368,7 +386,12 @@ impl Desired {
                     subnet: r.optional_ref("subnet"),
                     firewall: r.optional_ref("firewall"),
                     placement: r.optional_ref("placement"),
-                    capacity_reservation: r.str(CAPACITY_RESERVATION)?,
+                    // A node in a block launches into the block's reservation.
+                    capacity_reservation: match r.optional_ref("block") {
+                        Some(id) => Some(id),
+                        None => r.str(CAPACITY_RESERVATION)?,
+                    },
+                    capacity_block: r.optional_ref("block").is_some(),
                 },
             )),
             ResourceKind::Volume => Desired::Volume(create(
@@ -381,6 +404,24 @@ impl Desired {
                     instance: r.optional_ref("instance"),
                 },
             )),
+            ResourceKind::Block => {
+                use crate::capacity::block_attr as a;
+                Desired::Block(create(
+                    req,
+                    t,
+                    BlockSpec {
+                        query: crate::capacity::BlockQuery {
+                            instance_type: r.required_str(a::INSTANCE_TYPE)?,
+                            count: r.u32(a::COUNT)?.ok_or_else(|| r.missing(a::COUNT))?,
+                            start_day: r.required_str(a::START_DAY)?,
+                            hours: r.u32(a::HOURS)?.ok_or_else(|| r.missing(a::HOURS))?,
+                        },
+                        zone: r.required_str(a::ZONE)?,
+                        start: r.required_str(a::START)?,
+                        end: r.required_str(a::END)?,
+                    },
+                ))
+            }
             ResourceKind::Bucket => Desired::Bucket(create(
                 req,
                 t,
@@ -414,6 +455,7 @@ impl Desired {
             Desired::Instance(_) => ResourceKind::Instance,
             Desired::Volume(_) => ResourceKind::Volume,
             Desired::Bucket(_) => ResourceKind::Bucket,
+            Desired::Block(_) => ResourceKind::Block,
         }
     }
 }

@@ -46,10 +46,13 @@ pub enum ResourceKind {
     Instance,
     Volume,
     Bucket,
+    /// An EC2 Capacity Block for ML, bought once and never cancelled: a
+    /// capacity reservation with a window that nodes launch into.
+    Block,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 7] = [
+    pub const ALL: [ResourceKind; 8] = [
         ResourceKind::Network,
         ResourceKind::Subnet,
         ResourceKind::Firewall,
@@ -57,6 +60,7 @@ impl ResourceKind {
         ResourceKind::Instance,
         ResourceKind::Volume,
         ResourceKind::Bucket,
+        ResourceKind::Block,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +72,7 @@ impl ResourceKind {
             ResourceKind::Instance => "instance",
             ResourceKind::Volume => "volume",
             ResourceKind::Bucket => "bucket",
+            ResourceKind::Block => "block",
         }
     }
 
@@ -87,6 +92,8 @@ impl ResourceKind {
                 "force_destroy",
                 "size_gb",
             ],
+            // A purchase: nothing about it changes after it is bought.
+            ResourceKind::Block => &[],
             _ => &["tags"],
         }
     }

@@ -203,6 +203,22 @@ impl ComputeApi for AwsProvider {
         self.gpu_quota(scope, itype, market).await
     }
 
+    async fn block_offerings(
+        &self,
+        scope: &Scope,
+        q: &gpuform_provider::BlockQuery,
+    ) -> Result<Vec<gpuform_provider::BlockOffering>> {
+        self.offer_blocks(scope, q).await
+    }
+
+    /// See `blocks.rs`: looked up by its token's tag, then bought.
+    async fn create_block(
+        &self,
+        req: &Create<gpuform_provider::BlockSpec>,
+    ) -> Result<ObservedResource> {
+        self.buy_block(req).await
+    }
+
     async fn create_instance(&self, req: &Create<InstanceSpec>) -> Result<ObservedResource> {
         let c = self.client(&req.scope)?;
         let region = req.region();
@@ -220,6 +236,7 @@ impl ComputeApi for AwsProvider {
             firewall,
             placement,
             capacity_reservation,
+            capacity_block,
         } = &req.spec;
         let info = self.type_info(region, instance_type).await?;
         let (image_id, root_device_name) = self
@@ -254,6 +271,7 @@ impl ComputeApi for AwsProvider {
             spot_max_price: spot_max_price.map(|usd| usd.to_string()),
             efa_interfaces: if *rdma { info.efa_interfaces } else { 0 },
             capacity_reservation: capacity_reservation.clone(),
+            capacity_block: *capacity_block,
             user_data: user_data.clone(),
             client_token: client_token(&req.ownership.token),
             instance_tags: creation_tags(&req.ownership, "instance", &extra, &req.tags),
@@ -461,6 +479,9 @@ pub struct InstancePlan {
     pub efa_interfaces: u32,
     /// The reservation to launch into (CapacityReservationTarget).
     pub capacity_reservation: Option<String>,
+    /// Whether that reservation is a Capacity Block: the launch then needs
+    /// `InstanceMarketOptions.MarketType=capacity-block`.
+    pub capacity_block: bool,
     pub user_data: Option<String>,
     pub client_token: String,
     pub instance_tags: Tags,
@@ -528,7 +549,17 @@ pub fn run_instances(client: &Client, p: &InstancePlan) -> RunInstancesFluentBui
         );
     }
 
-    if p.spot {
+    // A launch into a Capacity Block names the market besides the target
+    // (RunInstances, InstanceMarketOptionsRequest.MarketType `capacity-block`:
+    // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstanceMarketOptionsRequest.html;
+    // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html).
+    if p.capacity_block {
+        b = b.instance_market_options(
+            InstanceMarketOptionsRequest::builder()
+                .market_type(MarketType::CapacityBlock)
+                .build(),
+        );
+    } else if p.spot {
         b = b.instance_market_options(
             InstanceMarketOptionsRequest::builder()
                 .market_type(MarketType::Spot)

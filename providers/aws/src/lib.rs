@@ -36,6 +36,7 @@
 //! Credentials come from aws-config's standard chain and never reach errors,
 //! logs or `Debug` output.
 
+mod blocks;
 mod buckets;
 mod client;
 mod compute;

@@ -76,6 +76,9 @@ impl RefreshApi for AwsProvider {
                             .map(|v| observe_volume(v, region)),
                     );
                 }
+                ResourceKind::Block => {
+                    out.extend(crate::blocks::read(&c, region, chunk).await?);
+                }
                 ResourceKind::Bucket => return Err(unsupported(Cloud::Aws, kind)),
             }
         }

@@ -143,6 +143,7 @@ impl ComputeApi for HuaweiProvider {
             firewall,
             placement,
             capacity_reservation: _,
+            capacity_block: _,
         } = &req.spec;
         req.refuse_reservation(Cloud::Huawei)?;
         let region = req.region();

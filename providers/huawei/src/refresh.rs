@@ -111,7 +111,7 @@ impl Listing<'_> {
             ResourceKind::Instance => self.observe_servers().await,
             ResourceKind::Volume => self.observe_volumes().await,
             ResourceKind::Placement => self.observe_groups().await,
-            ResourceKind::Bucket => Ok(Vec::new()),
+            ResourceKind::Bucket | ResourceKind::Block => Ok(Vec::new()),
         }
     }
 

@@ -280,7 +280,7 @@ impl TagApi for HuaweiProvider {
                 ))
             }
             // Buckets are tagged through their object storage (`CloudDriver::buckets`).
-            ResourceKind::Bucket => {
+            ResourceKind::Bucket | ResourceKind::Block => {
                 return Err(gpuform_provider::driver::unsupported(
                     Cloud::Huawei,
                     current.kind,

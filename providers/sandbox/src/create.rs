@@ -127,6 +127,10 @@ pub(crate) fn create(
             checks::volume_size(cloud, c.spec.size_gb, None)?;
         }
         Desired::Bucket(c) => checks::bucket_name(view, cloud, &c.spec.name)?,
+        // Bought through `blocks::purchase`, which honours no token.
+        Desired::Block(_) => {
+            return Err(internal("a Capacity Block is bought, not created"));
+        }
     }
 
     let seq = inner.store.next_seq;

@@ -100,6 +100,8 @@ fn prefix(cloud: Cloud, kind: ResourceKind) -> &'static str {
         (Cloud::Tencent, Instance) => "ins-",
         (Cloud::Tencent, Volume) => "disk-",
         (_, Bucket) => "",
+        // A Capacity Block is a capacity reservation.
+        (_, Block) => "cr-",
     }
 }
 

@@ -42,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod blocks;
 mod checks;
 mod cloud;
 mod create;

@@ -12,6 +12,7 @@
 //! the sandbox as on every cloud; the mirrored cloud's reserved tag
 //! prefixes apply as they do there.
 
+use crate::blocks;
 use crate::cloud::{burst_of, Inner, SandboxCloud};
 use crate::create::create;
 use crate::existing::{delete, own, update};
@@ -19,9 +20,10 @@ use crate::reservations;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, ChangeSet, Cloud, CreateRequest, Desired, Inventory, InventoryApi,
-    InventoryInstance, InventoryVolume, ObservedResource, OwnershipTags, Provider, QuotaMarket,
-    QuotaReading, Reservation, ReservationFilter, ResourceKind, Scope, UserTags,
+    Attachment, Attrs, BlockOffering, BlockQuery, BlockSpec, ChangeSet, Cloud, Create,
+    CreateRequest, Desired, ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume,
+    ObservedResource, OwnershipTags, Provider, ProviderError, QuotaMarket, QuotaReading,
+    Reservation, ReservationFilter, ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -129,6 +131,45 @@ fn second_call(
         .then(|| ([(key.to_string(), value)].into_iter().collect(), set))
 }
 
+impl SandboxProvider {
+    /// A Capacity Block, in the calls EC2 needs: the block tagged with this
+    /// purchase's token (DescribeCapacityReservations, a tag filter), then
+    /// the offerings (DescribeCapacityBlockOfferings), then
+    /// PurchaseCapacityBlock, tagged. PurchaseCapacityBlock takes no
+    /// idempotency token, so the look-up by tag before it is what keeps a
+    /// retry after a lost answer, or after a kill, from buying twice.
+    async fn buy_block(&self, c: &Create<BlockSpec>) -> Result<ObservedResource> {
+        let region = c.scope.region.clone();
+        let token = c.ownership.token.clone();
+        let found = self
+            .listing(|inner| (blocks::tagged(inner, self.cloud, &region, &token), 1))
+            .await?;
+        if let Some(made) = found {
+            return Ok(made);
+        }
+        let offers = self.block_offerings(&c.scope, &c.spec.query).await?;
+        // The offering the plan showed: its zone and window.
+        let Some(offer) = offers
+            .into_iter()
+            .find(|o| o.fits(&c.spec.query) && o.zone == c.spec.zone && o.end == c.spec.end)
+        else {
+            return Err(ProviderError::new(
+                ErrorKind::Capacity,
+                format!(
+                    "no Capacity Block offering of {} x {} for {} hours from {} in {} is left",
+                    c.spec.query.count,
+                    c.spec.query.instance_type,
+                    c.spec.query.hours,
+                    c.spec.query.start_day,
+                    c.spec.zone
+                ),
+            ));
+        };
+        self.call(1, |inner| blocks::purchase(inner, self.cloud, c, &offer))
+            .await
+    }
+}
+
 fn pages_for(n: usize) -> u64 {
     n.div_ceil(PAGE_SIZE).max(1) as u64
 }
@@ -164,6 +205,9 @@ impl Provider for SandboxProvider {
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource> {
         let tags = UserTags::parse(req.attrs.get("tags"), self.cloud, tag_rules)?;
         let want = Desired::parse(req, tags.clone())?;
+        if let Desired::Block(c) = &want {
+            return self.buy_block(c).await;
+        }
         let faults = &self.sandbox.faults;
         let dir = self.sandbox.dir();
         let today = self.sandbox.today();
@@ -244,6 +288,15 @@ impl Provider for SandboxProvider {
         .await
     }
 
+    /// DescribeCapacityBlockOfferings: one call.
+    async fn block_offerings(&self, scope: &Scope, q: &BlockQuery) -> Result<Vec<BlockOffering>> {
+        let today = self.sandbox.today();
+        self.call(1, |_| {
+            blocks::offerings(self.cloud, &scope.region, q, today)
+        })
+        .await
+    }
+
     /// DescribeCapacityReservations: one call.
     async fn reservations(
         &self,
@@ -306,10 +359,15 @@ impl Provider for SandboxProvider {
             let cs = inner.store.cloud(self.cloud);
             let ids = owned_ids(inner, self.cloud, scope, project);
             let pages = pages_for(ids.map_or(0, |s| s.len()));
+            // Blocks are capacity reservations, which a listing of the
+            // project's resources does not return: a recorded one is read
+            // by id, an interrupted purchase found by its token.
             let found = ids
                 .into_iter()
                 .flatten()
-                .filter_map(|id| cs.by_id.get(id).map(|e| cs.observe(id, e)))
+                .filter_map(|id| cs.by_id.get(id).map(|e| (id, e)))
+                .filter(|(_, e)| e.kind != ResourceKind::Block)
+                .map(|(id, e)| cs.observe(id, e))
                 .collect();
             (found, pages)
         })
@@ -331,6 +389,10 @@ impl Provider for SandboxProvider {
     }
 
     async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<()> {
+        if kind == ResourceKind::Block {
+            // No call cancels a block: it stays the account's until its end.
+            return Ok(());
+        }
         self.call(1, |inner| delete(inner, self.cloud, scope, kind, id))
             .await
     }

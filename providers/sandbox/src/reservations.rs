@@ -168,6 +168,11 @@ pub(crate) fn admit(
     today: Option<Day>,
 ) -> Result<()> {
     let all = load(dir).map_err(|e| ProviderError::new(ErrorKind::Transient, e.to_string()))?;
+    if let Some(e) = inner.store.cloud(cloud).by_id.get(id) {
+        if e.kind == ResourceKind::Block && *e.region == *region {
+            return admit_block(inner, cloud, (id, e.attrs()), (itype, zone), today);
+        }
+    }
     let Some(r) = all
         .iter()
         .find(|r| r.cloud == cloud && r.region == region && r.id == id)
@@ -202,6 +207,53 @@ pub(crate) fn admit(
                 "capacity reservation {id} has no available capacity ({} of {} in use)",
                 r.count, r.count
             ),
+        )
+        .with_code("ReservationCapacityExceeded"));
+    }
+    Ok(())
+}
+
+/// A launch into a bought Capacity Block: inside its window, of its type
+/// in its zone, while it has room (live instances referring to it).
+fn admit_block(
+    inner: &Inner,
+    cloud: Cloud,
+    (id, attrs): (&str, gpuform_provider::Attrs),
+    (itype, zone): (&str, &str),
+    today: Option<Day>,
+) -> Result<()> {
+    use gpuform_provider::capacity::block_attr as a;
+    let text = |k: &str| attrs.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let refuse = |msg: String| {
+        Err(ProviderError::new(ErrorKind::Invalid, msg).with_code("InvalidParameterValue"))
+    };
+    let state = crate::blocks::state(&attrs, today);
+    if state != "active" {
+        return refuse(format!(
+            "Capacity Block {id} is {state} (its window: {} to {})",
+            text(a::START),
+            text(a::END)
+        ));
+    }
+    if text(a::INSTANCE_TYPE) != itype || text(a::ZONE) != zone {
+        return refuse(format!(
+            "Capacity Block {id} holds {} in {}, not {itype} in {zone}",
+            text(a::INSTANCE_TYPE),
+            text(a::ZONE)
+        ));
+    }
+    let count = attrs.get(a::COUNT).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+    let used = inner
+        .store
+        .cloud(cloud)
+        .by_id
+        .values()
+        .filter(|e| e.kind == ResourceKind::Instance && e.ref_of("block") == Some(id))
+        .count() as u32;
+    if used >= count {
+        return Err(ProviderError::new(
+            ErrorKind::Capacity,
+            format!("Capacity Block {id} has no available capacity ({used} of {count} in use)"),
         )
         .with_code("ReservationCapacityExceeded"));
     }

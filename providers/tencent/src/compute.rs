@@ -173,6 +173,7 @@ impl ComputeApi for TencentProvider {
             firewall,
             placement,
             capacity_reservation: _,
+            capacity_block: _,
         } = &req.spec;
         req.refuse_reservation(Cloud::Tencent)?;
         // RunInstances places the node in one zone and subnet.

@@ -243,7 +243,10 @@ pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource 
             "available"
         }
         // A group's rules come from another call (see `observe_all`).
-        ResourceKind::Firewall | ResourceKind::Placement | ResourceKind::Bucket => "available",
+        ResourceKind::Firewall
+        | ResourceKind::Placement
+        | ResourceKind::Bucket
+        | ResourceKind::Block => "available",
         ResourceKind::Instance => {
             instance_attrs(v, &tags, &mut a);
             s(v, "InstanceState")

@@ -88,6 +88,26 @@ pub(super) async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult
     if !a.json && !quiet {
         out!("{}", render(&plan, false));
     }
+    // Buying is opted into apart from approving (CI must opt in to spending).
+    let purchases: Vec<&str> = plan
+        .changes
+        .iter()
+        .filter(|c| {
+            c.kind == gpuform_provider::ResourceKind::Block
+                && c.action == crate::plan::Action::Create
+        })
+        .map(|c| c.address.as_str())
+        .collect();
+    if !purchases.is_empty() && !a.allow_purchase {
+        return Err(Failure(gpuform_provider::UserError::new(
+            format!(
+                "this apply would buy {} Capacity Block(s) ({}), which are paid up front and cannot be cancelled; nothing was done",
+                purchases.len(),
+                purchases.join(", ")
+            ),
+            "review the plan's block lines (offering, window, upfront price), then apply again with --allow-purchase",
+        ).to_string()));
+    }
     if plan.has_changes() && !a.auto_approve && !reviewed {
         confirm(if destroy {
             "destroy these resources"

@@ -26,6 +26,7 @@ fn plan() -> InstancePlan {
         spot_max_price: None,
         efa_interfaces: 4,
         capacity_reservation: None,
+        capacity_block: false,
         user_data: Some("#!/bin/sh\necho hi\n".into()),
         client_token: "tok-1".into(),
         instance_tags: vec![("gpuform:project".into(), "p".into())],
