@@ -401,7 +401,7 @@ fn check_supported(
     {
         return Err(refuse(
             format!("importing from {} is not supported yet", req.provider),
-            "gpuform imports from aws, alibaba, tencent and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
+            "gpuform imports from aws, alibaba, tencent, huawei and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
         ));
     }
     Ok(())

@@ -608,6 +608,15 @@ impl Disowning for gpuform_standins::tencent::TencentMock {
     }
 }
 
+impl Disowning for gpuform_standins::huawei::HuaweiMock {
+    fn disown(&self, id: &str) -> bool {
+        self.disown_behind(id)
+    }
+    fn every_disk(&self) -> Vec<String> {
+        self.disk_ids()
+    }
+}
+
 /// A cloud of the stand-ins' import scenarios.
 struct Cloud {
     name: &'static str,
@@ -621,6 +630,10 @@ const ALIBABA: Cloud = Cloud {
 const TENCENT: Cloud = Cloud {
     name: "tencent",
     region: "ap-guangzhou",
+};
+const HUAWEI: Cloud = Cloud {
+    name: "huawei",
+    region: "cn-north-4",
 };
 
 /// The same on a stand-in: what a gpuform apply of another project made
@@ -747,6 +760,12 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
 fn tencent_import_then_plan_clean_scale_up_and_destroy() {
     let mock = gpuform_standins::tencent::TencentMock::start();
     import_then_plan_clean_scale_up_and_destroy_on(&TENCENT, &mock);
+}
+
+#[test]
+fn huawei_import_then_plan_clean_scale_up_and_destroy() {
+    let mock = gpuform_standins::huawei::HuaweiMock::start();
+    import_then_plan_clean_scale_up_and_destroy_on(&HUAWEI, &mock);
 }
 
 /// Makes `legacy` on `mock` with gpuform and removes every `gpuform:` tag:
@@ -1040,4 +1059,16 @@ fn tencent_refusals_say_why_and_leave_spec_and_state_as_they_were() {
 
 fn as_strs(a: &[String]) -> Vec<&str> {
     a.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn huawei_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state() {
+    let mock = gpuform_standins::huawei::HuaweiMock::start();
+    a_kill_after_each_import_call_then_import_again_on(&HUAWEI, &mock);
+}
+
+#[test]
+fn huawei_refusals_say_why_and_leave_spec_and_state_as_they_were() {
+    let mock = gpuform_standins::huawei::HuaweiMock::start();
+    refusals_on(&HUAWEI, &mock, "0a1b2c3d-0000-1111-2222-333344445555");
 }
