@@ -182,7 +182,8 @@ struct Group {
     volumes: Vec<Option<String>>,
 }
 
-/// Reads what the import needs and plans it: nothing is changed.
+/// Reads what the import needs and plans it: nothing is changed. Each step
+/// is a function below, in the order they run.
 pub async fn plan_import(
     req: &ImportRequest<'_>,
     doc: &StateDoc,
@@ -210,68 +211,11 @@ pub async fn plan_import(
         })?;
     let provider = providers.get(&req.provider).await?;
 
-    // The instances chosen.
-    let recorded: BTreeMap<&str, &str> = doc
-        .resources
-        .iter()
-        .map(|(a, r)| (r.id.as_str(), a.as_str()))
-        .collect();
-    let mut chosen: Vec<InventoryInstance> = Vec::new();
-    let mut already = Vec::new();
-    let mut notes = Vec::new();
-    for id in &req.selection.ids {
-        if !inventory.instances.iter().any(|i| &i.id == id) {
-            return Err(refuse(
-                format!(
-                    "there is no instance `{id}` in {} {} (or it is terminated)",
-                    req.provider, req.region
-                ),
-                format!(
-                    "check the id and the region: `gpuform audit --cloud {} --region {}` lists every instance there",
-                    cli_cloud(&req.provider),
-                    req.region
-                ),
-            ));
-        }
-    }
-    for i in &inventory.instances {
-        let by_id = req.selection.ids.contains(&i.id);
-        let by_tag = !req.selection.tags.is_empty()
-            && req
-                .selection
-                .tags
-                .iter()
-                .all(|(k, v)| i.tags.get(k) == Some(v));
-        if let Some(address) = recorded.get(i.id.as_str()) {
-            // Imported (or made) by this state: a re-run has nothing to do.
-            if by_id || by_tag || req.selection.unmanaged {
-                already.push(format!("{} is {address}", i.id));
-            }
-            continue;
-        }
-        let unmanaged = req.selection.unmanaged && i.project().is_none();
-        if !(by_id || by_tag || unmanaged) {
-            continue;
-        }
-        if let Some(project) = i.project() {
-            let own = i.ownership();
-            if by_id {
-                return Err(owned_elsewhere(
-                    "instance",
-                    &i.id,
-                    project,
-                    own.as_ref(),
-                    doc,
-                ));
-            }
-            notes.push(format!(
-                "{} is left out: gpuform project `{project}` manages it",
-                i.id
-            ));
-            continue;
-        }
-        chosen.push(i.clone());
-    }
+    let Picked {
+        mut chosen,
+        already,
+        notes,
+    } = pick_instances(req, doc, &inventory.instances)?;
     let mut plan = ImportPlan {
         spec_path: req.spec_path.to_path_buf(),
         spec_text: req.spec.map(|l| l.text.clone()).unwrap_or_default(),
@@ -297,54 +241,180 @@ pub async fn plan_import(
     }
     chosen.sort_by(|a, b| a.id.cmp(&b.id));
 
-    // The catalog must know each type: resolve derives everything from it.
-    let cloud = target.cloud;
-    for i in &chosen {
-        if req.catalog.instance_type(cloud, &i.instance_type).is_none()
-            || req
-                .catalog
-                .offering(cloud, &req.region, &i.instance_type)
-                .is_none()
-        {
-            let dir = format!("providers/catalog/data/{}", cloud.as_str());
+    check_catalog(req, target.cloud, &chosen)?;
+    check_supported(req, &chosen)?;
+    let seen = read_used(req, provider.as_ref(), &scope, &chosen).await?;
+    refuse_owned_elsewhere(doc, &chosen, &seen)?;
+    let groups = group_clusters(&chosen, &seen)?;
+    let names = cluster_names(req, groups.len())?;
+    let (blocks, desired) = write_clusters(req, doc, target, &groups, &names, &seen, &mut plan)?;
+    for ((g, name), block) in groups.iter().zip(&names).zip(&blocks) {
+        record_cluster(req, doc, g, name, &desired, &seen, &mut plan)?;
+        plan.clusters.push(ImportedCluster {
+            name: name.clone(),
+            provider: req.provider.clone(),
+            region: req.region.clone(),
+            instances: g.instances.iter().map(|i| i.id.clone()).collect(),
+            yaml: block.join("\n"),
+        });
+    }
+    // Tag what others depend on last: a kill leaves dependents tagged first,
+    // which changes nothing while the import is pending anyway.
+    plan.tags
+        .sort_by_key(|t| std::cmp::Reverse(kind_rank(t.kind)));
+    Ok(plan)
+}
+
+/// The instances an import takes, and what it says of the others.
+struct Picked {
+    chosen: Vec<InventoryInstance>,
+    /// Chosen instances this state records already (`id is address`).
+    already: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// The instances of the inventory the selection names, refusing an id that
+/// is not there or that another gpuform state owns.
+fn pick_instances(
+    req: &ImportRequest<'_>,
+    doc: &StateDoc,
+    inventory: &[InventoryInstance],
+) -> Result<Picked, EngineError> {
+    let recorded = recorded_ids(doc);
+    for id in &req.selection.ids {
+        if !inventory.iter().any(|i| &i.id == id) {
             return Err(refuse(
                 format!(
-                    "instance {} is a `{}`, which gpuform's {cloud} catalog does not {} in {}",
-                    i.id,
-                    i.instance_type,
-                    if req.catalog.instance_type(cloud, &i.instance_type).is_none() {
-                        "know"
-                    } else {
-                        "offer"
-                    },
-                    req.region
+                    "there is no instance `{id}` in {} {} (or it is terminated)",
+                    req.provider, req.region
                 ),
                 format!(
-                    "add the type to the catalog — a row `{},GPU_MODEL,GPU_COUNT,GPU_MEM_GIB,VCPUS,RAM_GIB,INTERCONNECT,RDMA,NETWORK_GBPS,SOURCE` in {dir}/instance_types.csv and its price `{},{},{},PRICE,CURRENCY,SOURCE,AS_OF` in {dir}/prices.csv (or `gpuform catalog refresh --cloud {}` if it sells it there) — then run import again",
-                    i.instance_type,
-                    req.region,
-                    i.instance_type,
-                    i.pricing.as_deref().unwrap_or("on-demand"),
-                    cloud.as_str()
+                    "check the id and the region: `gpuform audit --cloud {} --region {}` lists every instance there",
+                    cli_cloud(&req.provider),
+                    req.region
                 ),
             ));
         }
     }
+    let mut picked = Picked {
+        chosen: Vec::new(),
+        already: Vec::new(),
+        notes: Vec::new(),
+    };
+    for i in inventory {
+        let by_id = req.selection.ids.contains(&i.id);
+        let by_tag = !req.selection.tags.is_empty()
+            && req
+                .selection
+                .tags
+                .iter()
+                .all(|(k, v)| i.tags.get(k) == Some(v));
+        if let Some(address) = recorded.get(i.id.as_str()) {
+            // Imported (or made) by this state: a re-run has nothing to do.
+            if by_id || by_tag || req.selection.unmanaged {
+                picked.already.push(format!("{} is {address}", i.id));
+            }
+            continue;
+        }
+        let unmanaged = req.selection.unmanaged && i.project().is_none();
+        if !(by_id || by_tag || unmanaged) {
+            continue;
+        }
+        if let Some(project) = i.project() {
+            let own = i.ownership();
+            if by_id {
+                return Err(owned_elsewhere(
+                    "instance",
+                    &i.id,
+                    project,
+                    own.as_ref(),
+                    doc,
+                ));
+            }
+            picked.notes.push(format!(
+                "{} is left out: gpuform project `{project}` manages it",
+                i.id
+            ));
+            continue;
+        }
+        picked.chosen.push(i.clone());
+    }
+    Ok(picked)
+}
 
-    // A cloud whose inventory does not say what its instances use cannot
-    // import yet (its driver has no `TagApi::set_ownership` either).
+/// Each id the state records, with its address.
+fn recorded_ids(doc: &StateDoc) -> BTreeMap<&str, &str> {
+    doc.resources
+        .iter()
+        .map(|(a, r)| (r.id.as_str(), a.as_str()))
+        .collect()
+}
+
+/// The catalog must know each type, sold in the region: resolve derives
+/// everything from it.
+fn check_catalog(
+    req: &ImportRequest<'_>,
+    cloud: Cloud,
+    chosen: &[InventoryInstance],
+) -> Result<(), EngineError> {
+    for i in chosen {
+        let known = req.catalog.instance_type(cloud, &i.instance_type).is_some();
+        if known
+            && req
+                .catalog
+                .offering(cloud, &req.region, &i.instance_type)
+                .is_some()
+        {
+            continue;
+        }
+        let dir = format!("providers/catalog/data/{}", cloud.as_str());
+        return Err(refuse(
+            format!(
+                "instance {} is a `{}`, which gpuform's {cloud} catalog does not {} in {}",
+                i.id,
+                i.instance_type,
+                if known { "offer" } else { "know" },
+                req.region
+            ),
+            format!(
+                "add the type to the catalog — a row `{},GPU_MODEL,GPU_COUNT,GPU_MEM_GIB,VCPUS,RAM_GIB,INTERCONNECT,RDMA,NETWORK_GBPS,SOURCE` in {dir}/instance_types.csv and its price `{},{},{},PRICE,CURRENCY,SOURCE,AS_OF` in {dir}/prices.csv (or `gpuform catalog refresh --cloud {}` if it sells it there) — then run import again",
+                i.instance_type,
+                req.region,
+                i.instance_type,
+                i.pricing.as_deref().unwrap_or("on-demand"),
+                cloud.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A cloud whose inventory does not say what its instances use cannot
+/// import (its driver has no `TagApi::set_ownership` either).
+fn check_supported(
+    req: &ImportRequest<'_>,
+    chosen: &[InventoryInstance],
+) -> Result<(), EngineError> {
     if chosen
         .iter()
         .all(|i| i.uses.is_empty() && i.firewalls.is_empty())
     {
         return Err(refuse(
             format!("importing from {} is not supported yet", req.provider),
-            "gpuform imports from aws, alibaba and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
+            "gpuform imports from aws, alibaba, tencent, huawei and the sandbox today; on this cloud, make the cluster with gpuform and move the work over",
         ));
     }
-    // What they use, read by id (a few batched calls).
+    Ok(())
+}
+
+/// What each instance needs to be a gpuform node: a subnet, one firewall,
+/// at most one data volume. Returns the ids to read, by kind.
+fn used_ids(
+    req: &ImportRequest<'_>,
+    chosen: &[InventoryInstance],
+) -> Result<BTreeMap<ResourceKind, BTreeSet<String>>, EngineError> {
     let mut ids: BTreeMap<ResourceKind, BTreeSet<String>> = BTreeMap::new();
-    for i in &chosen {
+    for i in chosen {
         let what = |role: &str| i.uses.get(role).cloned();
         let subnet = what("subnet").ok_or_else(|| {
             refuse(
@@ -393,12 +463,22 @@ pub async fn plan_import(
                 .insert(v.clone());
         }
     }
+    Ok(ids)
+}
+
+/// The instances and what they use, read by id (a call per kind).
+async fn read_used(
+    req: &ImportRequest<'_>,
+    provider: &dyn Provider,
+    scope: &Scope,
+    chosen: &[InventoryInstance],
+) -> Result<Seen, EngineError> {
     let mut seen: Seen = BTreeMap::new();
-    for (kind, want) in &ids {
+    for (kind, want) in &used_ids(req, chosen)? {
         let want: Vec<String> = want.iter().cloned().collect();
         let got =
             provider
-                .read(&scope, *kind, &want)
+                .read(scope, *kind, &want)
                 .await
                 .map_err(|error| EngineError::Provider {
                     context: format!(
@@ -422,42 +502,56 @@ pub async fn plan_import(
             }
         }
     }
-    // Nothing another state owns is taken along.
-    for o in seen.values() {
-        if let Some(own) = &o.ownership {
-            let ours = own.lineage == doc.lineage;
-            if !ours || recorded.contains_key(o.id.as_str()) {
-                let used_by: Vec<&str> = chosen
-                    .iter()
-                    .filter(|i| uses_of(i).contains(&o.id))
-                    .map(|i| i.id.as_str())
-                    .collect();
-                if ours {
-                    return Err(shared_error(
-                        &o.id,
-                        o.kind,
-                        &[format!(
-                            "{} (this state's {})",
-                            recorded[o.id.as_str()],
-                            o.kind
-                        )],
-                        &used_by,
-                    ));
-                }
-                return Err(owned_elsewhere(
-                    o.kind.as_str(),
-                    &o.id,
-                    &own.project,
-                    Some(own),
-                    doc,
-                ));
-            }
-        }
-    }
+    Ok(seen)
+}
 
-    // Clusters: instances alike in everything the spec says of a cluster.
+/// Nothing another state owns is taken along, nor what this state records
+/// for another cluster.
+fn refuse_owned_elsewhere(
+    doc: &StateDoc,
+    chosen: &[InventoryInstance],
+    seen: &Seen,
+) -> Result<(), EngineError> {
+    let recorded = recorded_ids(doc);
+    for o in seen.values() {
+        let Some(own) = &o.ownership else { continue };
+        let ours = own.lineage == doc.lineage;
+        if ours && !recorded.contains_key(o.id.as_str()) {
+            continue;
+        }
+        if !ours {
+            return Err(owned_elsewhere(
+                o.kind.as_str(),
+                &o.id,
+                &own.project,
+                Some(own),
+                doc,
+            ));
+        }
+        let used_by: Vec<&str> = chosen
+            .iter()
+            .filter(|i| uses_of(i).contains(&o.id))
+            .map(|i| i.id.as_str())
+            .collect();
+        return Err(shared_error(
+            &o.id,
+            o.kind,
+            &[format!(
+                "{} (this state's {})",
+                recorded[o.id.as_str()],
+                o.kind
+            )],
+            &used_by,
+        ));
+    }
+    Ok(())
+}
+
+/// Clusters: instances alike in everything the spec says of a cluster;
+/// refuses a network, subnet or firewall two of them would share.
+fn group_clusters(chosen: &[InventoryInstance], seen: &Seen) -> Result<Vec<Group>, EngineError> {
     let mut groups: Vec<(String, Group)> = Vec::new();
-    for i in &chosen {
+    for i in chosen {
         let o = &seen[&i.id];
         let volume = i.data_volumes.first().cloned();
         let key = group_key(i, o, volume.as_ref().and_then(|v| seen.get(v)));
@@ -479,9 +573,9 @@ pub async fn plan_import(
             )),
         }
     }
-    // A network, subnet or firewall belongs to one cluster.
+    let groups: Vec<Group> = groups.into_iter().map(|(_, g)| g).collect();
     let mut owners: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (n, (_, g)) in groups.iter().enumerate() {
+    for (n, g) in groups.iter().enumerate() {
         for id in [&g.network, &g.subnet, &g.firewall] {
             let list = owners.entry(id.as_str()).or_default();
             if !list.contains(&n) {
@@ -489,29 +583,30 @@ pub async fn plan_import(
             }
         }
     }
-    for (id, list) in &owners {
-        if list.len() > 1 {
-            let kind = seen.get(*id).map_or(ResourceKind::Network, |o| o.kind);
-            let clusters: Vec<String> = list
-                .iter()
-                .map(|n| {
-                    let g = &groups[*n].1;
-                    format!(
-                        "{} ({})",
-                        g.instances
-                            .iter()
-                            .map(|i| i.id.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        g.instances[0].instance_type
-                    )
-                })
-                .collect();
-            return Err(shared_error(id, kind, &clusters, &[]));
-        }
+    if let Some((id, list)) = owners.iter().find(|(_, list)| list.len() > 1) {
+        let kind = seen.get(*id).map_or(ResourceKind::Network, |o| o.kind);
+        let clusters: Vec<String> = list
+            .iter()
+            .map(|n| {
+                let g = &groups[*n];
+                format!(
+                    "{} ({})",
+                    g.instances
+                        .iter()
+                        .map(|i| i.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    g.instances[0].instance_type
+                )
+            })
+            .collect();
+        return Err(shared_error(id, kind, &clusters, &[]));
     }
+    Ok(groups)
+}
 
-    // Names.
+/// `NAME`, `NAME-2`...: one per cluster, none the spec has already.
+fn cluster_names(req: &ImportRequest<'_>, count: usize) -> Result<Vec<String>, EngineError> {
     let base = req.name.clone().unwrap_or_else(|| "imported".to_string());
     if !valid_cluster_name(&base) {
         return Err(refuse(
@@ -523,7 +618,7 @@ pub async fn plan_import(
         .spec
         .map(|l| l.spec.clusters.keys().cloned().collect())
         .unwrap_or_default();
-    let names: Vec<String> = (0..groups.len())
+    let names: Vec<String> = (0..count)
         .map(|n| {
             if n == 0 {
                 base.clone()
@@ -541,19 +636,31 @@ pub async fn plan_import(
             "choose another name with --name",
         ));
     }
+    Ok(names)
+}
 
-    // Write the clusters, then resolve the spec as plan will.
+/// Writes the clusters into the spec's text (`plan.spec_text`) and resolves
+/// it as plan will; returns each cluster's lines and what resolve wants.
+fn write_clusters(
+    req: &ImportRequest<'_>,
+    doc: &StateDoc,
+    target: Target,
+    groups: &[Group],
+    names: &[String],
+    seen: &Seen,
+    plan: &mut ImportPlan,
+) -> Result<(Vec<Vec<String>>, Desired), EngineError> {
     let mut blocks: Vec<Vec<String>> = groups
         .iter()
-        .zip(&names)
-        .map(|((_, g), name)| {
+        .zip(names)
+        .map(|(g, name)| {
             cluster_block(
                 name,
                 g,
-                &seen,
+                seen,
                 &req.provider,
                 &req.region,
-                cloud,
+                target.cloud,
                 target.sandbox,
                 req.catalog,
                 &mut plan.notes,
@@ -571,15 +678,14 @@ pub async fn plan_import(
     };
     // At most two more rounds: a cluster whose resolved type or bootstrap
     // is not what runs gets `instance_type:` / `driver: none`, and again.
-    let mut round = 0;
-    let (text, desired) = loop {
+    for _round in 0..3 {
         let text = crate::spec::edit::add_clusters(&base_text, &blocks).map_err(|e| {
             EngineError::User(UserError::new(format!("{label}: {}", e.message), e.hint))
         })?;
         let loaded = crate::spec::load_str(&label, &text, req.vars).map_err(EngineError::Spec)?;
         let desired: Desired = resolve(&loaded, req.catalog, &opts).map_err(EngineError::Spec)?;
         let mut again = false;
-        for (n, ((_, g), name)) in groups.iter().zip(&names).enumerate() {
+        for (n, (g, name)) in groups.iter().zip(names).enumerate() {
             let Some(node) = desired.get(&Address::in_cluster(name, "node[0]")) else {
                 continue;
             };
@@ -602,127 +708,126 @@ pub async fn plan_import(
             }
         }
         if !again {
-            break (text, desired);
+            plan.spec_text = text;
+            return Ok((blocks, desired));
         }
-        round += 1;
-        if round > 2 {
-            return Err(EngineError::Internal(
-                "import: the written clusters do not resolve to what runs".into(),
+    }
+    Err(EngineError::Internal(
+        "import: the written clusters do not resolve to what runs".into(),
+    ))
+}
+
+/// Records each resource of cluster `name` at the address resolve gives
+/// it, with the attributes resolve derives (what differs on the cloud is
+/// kept and noted), and plans its tagging.
+fn record_cluster(
+    req: &ImportRequest<'_>,
+    doc: &StateDoc,
+    g: &Group,
+    name: &str,
+    desired: &Desired,
+    seen: &Seen,
+    plan: &mut ImportPlan,
+) -> Result<(), EngineError> {
+    let mut ids_at: Vec<(String, String)> = Vec::new();
+    let prefix = Address::in_cluster(name, "");
+    for d in desired
+        .resources
+        .iter()
+        .filter(|d| d.address.starts_with(&prefix))
+    {
+        let local = &d.address[prefix.len()..];
+        let Some(id) = id_at(g, d.kind, local) else {
+            return Err(refuse(
+                format!(
+                    "cluster `{name}` as written needs a {} ({}) that the instances do not have",
+                    d.kind, d.address
+                ),
+                match d.kind {
+                    ResourceKind::Placement => "RDMA nodes are packed in a placement group by gpuform; put the instances in one (or import them one per cluster with --id)".to_string(),
+                    _ => "import instances that have it, or report this".to_string(),
+                },
+            ));
+        };
+        let Some(o) = seen.get(&id).cloned().or_else(|| {
+            // A placement group is not read above: it is named only.
+            (d.kind == ResourceKind::Placement).then(|| ObservedResource {
+                kind: d.kind,
+                id: id.clone(),
+                region: req.region.clone(),
+                ownership: None,
+                attrs: Default::default(),
+                status: String::new(),
+            })
+        }) else {
+            return Err(EngineError::Internal(format!("import: {id} was not read")));
+        };
+        let token = import_token(&id);
+        let mut record = Record {
+            kind: d.kind,
+            provider: req.provider.clone(),
+            region: d.region.clone(),
+            id: id.clone(),
+            attrs: d.attrs.clone(),
+            deps: d.deps.clone(),
+            token: token.clone(),
+            reported: Reported::of(&o),
+            kept: Vec::new(),
+        };
+        let differs = changed_keys(&actual_attrs(&record, Some(&o)), &d.attrs);
+        for k in &differs {
+            plan.notes.push(kept_note(
+                &d.address,
+                &id,
+                k,
+                o.attrs.get(k),
+                d.attrs.get(k),
             ));
         }
-    };
-    plan.spec_text = text;
-
-    // Record each resource at its address, as resolve wants it.
-    let workspace = doc.workspace.clone();
-    for ((_, g), name) in groups.iter().zip(&names) {
-        let mut ids_at: Vec<(String, String)> = Vec::new();
-        let prefix = Address::in_cluster(name, "");
-        for d in desired
-            .resources
-            .iter()
-            .filter(|d| d.address.starts_with(&prefix))
-        {
-            let local = &d.address[prefix.len()..];
-            let id = match d.kind {
-                ResourceKind::Network => Some(g.network.clone()).filter(|n| !n.is_empty()),
-                ResourceKind::Subnet => Some(g.subnet.clone()),
-                ResourceKind::Firewall => Some(g.firewall.clone()),
-                ResourceKind::Placement => g.placement.clone(),
-                ResourceKind::Instance => index_of(local, "node")
-                    .and_then(|n| g.instances.get(n))
-                    .map(|i| i.id.clone()),
-                ResourceKind::Volume => {
-                    index_of(local, "volume").and_then(|n| g.volumes.get(n).cloned().flatten())
-                }
-                ResourceKind::Bucket | ResourceKind::Block => None,
-            };
-            let Some(id) = id else {
-                return Err(refuse(
-                    format!(
-                        "cluster `{name}` as written needs a {} ({}) that the instances do not have",
-                        d.kind, d.address
-                    ),
-                    match d.kind {
-                        ResourceKind::Placement => "RDMA nodes are packed in a placement group by gpuform; put the instances in one (or import them one per cluster with --id)".to_string(),
-                        _ => "import instances that have it, or report this".to_string(),
-                    },
-                ));
-            };
-            let Some(o) = seen.get(&id).cloned().or_else(|| {
-                // A placement group is not read above: it is named only.
-                (d.kind == ResourceKind::Placement).then(|| ObservedResource {
-                    kind: d.kind,
-                    id: id.clone(),
-                    region: req.region.clone(),
-                    ownership: None,
-                    attrs: Default::default(),
-                    status: String::new(),
-                })
-            }) else {
-                return Err(EngineError::Internal(format!("import: {id} was not read")));
-            };
-            let token = import_token(&id);
-            let mut record = Record {
-                kind: d.kind,
-                provider: req.provider.clone(),
-                region: d.region.clone(),
-                id: id.clone(),
-                attrs: d.attrs.clone(),
-                deps: d.deps.clone(),
-                token: token.clone(),
-                reported: Reported::of(&o),
-                kept: Vec::new(),
-            };
-            let differs = changed_keys(&actual_attrs(&record, Some(&o)), &d.attrs);
-            for k in &differs {
-                plan.notes.push(kept_note(
-                    &d.address,
-                    &id,
-                    k,
-                    o.attrs.get(k),
-                    d.attrs.get(k),
-                ));
-            }
-            record.kept = differs;
-            plan.tags.push(TagStep {
-                address: d.address.clone(),
-                kind: d.kind,
-                id: id.clone(),
-                provider: req.provider.clone(),
-                region: d.region.clone(),
-                ownership: OwnershipTags {
-                    project: doc.project.clone(),
-                    address: d.address.clone(),
-                    token,
-                    lineage: doc.lineage.clone(),
-                    workspace: workspace.clone(),
-                },
-            });
-            ids_at.push((d.address.clone(), id));
-            plan.records.insert(d.address.clone(), record);
-        }
-        if let Some(p) = &g.placement {
-            if !ids_at.iter().any(|(_, id)| id == p) {
-                plan.notes.push(format!(
-                    "placement group {p} stays as it is, unmanaged: gpuform packs only multi-node RDMA clusters"
-                ));
-            }
-        }
-        let block_index = names.iter().position(|n| n == name).unwrap_or(0);
-        plan.clusters.push(ImportedCluster {
-            name: name.clone(),
+        record.kept = differs;
+        plan.tags.push(TagStep {
+            address: d.address.clone(),
+            kind: d.kind,
+            id: id.clone(),
             provider: req.provider.clone(),
-            region: req.region.clone(),
-            instances: g.instances.iter().map(|i| i.id.clone()).collect(),
-            yaml: blocks[block_index].join("\n"),
+            region: d.region.clone(),
+            ownership: OwnershipTags {
+                project: doc.project.clone(),
+                address: d.address.clone(),
+                token,
+                lineage: doc.lineage.clone(),
+                workspace: doc.workspace.clone(),
+            },
         });
+        ids_at.push((d.address.clone(), id));
+        plan.records.insert(d.address.clone(), record);
     }
-    // Tag what others depend on last: a kill leaves dependents tagged first,
-    // which changes nothing while the import is pending anyway.
-    plan.tags
-        .sort_by_key(|t| std::cmp::Reverse(kind_rank(t.kind)));
-    Ok(plan)
+    if let Some(p) = &g.placement {
+        if !ids_at.iter().any(|(_, id)| id == p) {
+            plan.notes.push(format!(
+                "placement group {p} stays as it is, unmanaged: gpuform packs only multi-node RDMA clusters"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The id of the group's resource that resolve puts at `local`
+/// (`network`, `node[1]`...), if the instances have one.
+fn id_at(g: &Group, kind: ResourceKind, local: &str) -> Option<String> {
+    match kind {
+        ResourceKind::Network => Some(g.network.clone()).filter(|n| !n.is_empty()),
+        ResourceKind::Subnet => Some(g.subnet.clone()),
+        ResourceKind::Firewall => Some(g.firewall.clone()),
+        ResourceKind::Placement => g.placement.clone(),
+        ResourceKind::Instance => index_of(local, "node")
+            .and_then(|n| g.instances.get(n))
+            .map(|i| i.id.clone()),
+        ResourceKind::Volume => {
+            index_of(local, "volume").and_then(|n| g.volumes.get(n).cloned().flatten())
+        }
+        ResourceKind::Bucket | ResourceKind::Block => None,
+    }
 }
 
 /// Makes the import true (see the module's doc for the order), or resumes

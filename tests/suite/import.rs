@@ -582,23 +582,74 @@ fn every_refusal_says_why_and_leaves_spec_and_state_as_they_were() {
     refused(dir, &no_approve, &[], &["without confirmation"]);
 }
 
-/// The same on the Alibaba stand-in: what a gpuform apply of another
-/// project made there, its `gpuform:` tags removed behind its back (every
-/// disk's too), is imported with TagResources alone; the plan is clean; a
+/// A stand-in cloud whose resources a test can take gpuform's tags off.
+trait Disowning: gpuform_standins::MockCloud {
+    /// Removes every `gpuform:` tag of a resource; false if there is none.
+    fn disown(&self, id: &str) -> bool;
+    /// Every disk, system disks included.
+    fn every_disk(&self) -> Vec<String>;
+}
+
+impl Disowning for gpuform_standins::alibaba::AlibabaMock {
+    fn disown(&self, id: &str) -> bool {
+        self.disown_behind(id)
+    }
+    fn every_disk(&self) -> Vec<String> {
+        self.disk_ids()
+    }
+}
+
+impl Disowning for gpuform_standins::tencent::TencentMock {
+    fn disown(&self, id: &str) -> bool {
+        self.disown_behind(id)
+    }
+    fn every_disk(&self) -> Vec<String> {
+        self.disk_ids()
+    }
+}
+
+impl Disowning for gpuform_standins::huawei::HuaweiMock {
+    fn disown(&self, id: &str) -> bool {
+        self.disown_behind(id)
+    }
+    fn every_disk(&self) -> Vec<String> {
+        self.disk_ids()
+    }
+}
+
+/// A cloud of the stand-ins' import scenarios.
+struct Cloud {
+    name: &'static str,
+    region: &'static str,
+}
+
+const ALIBABA: Cloud = Cloud {
+    name: "alibaba",
+    region: "cn-hangzhou",
+};
+const TENCENT: Cloud = Cloud {
+    name: "tencent",
+    region: "ap-guangzhou",
+};
+const HUAWEI: Cloud = Cloud {
+    name: "huawei",
+    region: "cn-north-4",
+};
+
+/// The same on a stand-in: what a gpuform apply of another project made
+/// there, its `gpuform:` tags removed behind its back (every disk's too), is
+/// imported with the cloud's tagging call alone; the plan is clean; a
 /// scale-up adds one node and its disk; destroy removes everything.
-#[test]
-fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
-    use gpuform_standins::{alibaba::AlibabaMock, MockCloud};
-    let mock = AlibabaMock::start();
+fn import_then_plan_clean_scale_up_and_destroy_on(cloud: &Cloud, mock: &dyn Disowning) {
     let w = tempfile::tempdir().unwrap();
     let dir = w.path();
     let at = |args: &[&str]| {
-        let out = support::gpuform_at(dir, &[&mock], args).output().unwrap();
+        let out = support::gpuform_at(dir, &[mock], args).output().unwrap();
         support::succeeded(&out, args)
     };
     std::fs::write(
         dir.join("legacy.yaml"),
-        "project: legacy\nclusters:\n  old:\n    cloud: alibaba\n    region: cn-hangzhou\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n    ingress:\n      - {protocol: tcp, ports: \"22\", cidr: 0.0.0.0/0}\n",
+        format!("project: legacy\nclusters:\n  old:\n    cloud: {}\n    region: {}\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n    ingress:\n      - {{protocol: tcp, ports: \"22\", cidr: 0.0.0.0/0}}\n", cloud.name, cloud.region),
     )
     .unwrap();
     at(&[
@@ -611,10 +662,10 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
     ]);
     let made = mock.resources();
     for r in &made {
-        assert!(mock.disown_behind(&r.id), "{}", r.id);
+        assert!(mock.disown(&r.id), "{}", r.id);
     }
-    for d in mock.disk_ids() {
-        mock.disown_behind(&d);
+    for d in mock.every_disk() {
+        mock.disown(&d);
     }
     std::fs::remove_file(dir.join(LEGACY_STATE)).unwrap();
 
@@ -622,9 +673,9 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
         "import",
         "spec.yaml",
         "--cloud",
-        "alibaba",
+        cloud.name,
         "--region",
-        "cn-hangzhou",
+        cloud.region,
         "--from-audit",
         "--name",
         "trainers",
@@ -633,7 +684,10 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
         "--auto-approve",
     ]);
     assert!(
-        out.contains("Cluster `trainers` from alibaba cn-hangzhou (2 instance(s))"),
+        out.contains(&format!(
+            "Cluster `trainers` from {} {} (2 instance(s))",
+            cloud.name, cloud.region
+        )),
         "{out}"
     );
     let records = state(dir)["resources"].as_object().unwrap().clone();
@@ -654,7 +708,7 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
         "{live:#?}"
     );
 
-    let plan = support::gpuform_at(dir, &[&mock], &["plan", "spec.yaml", "--detailed-exitcode"])
+    let plan = support::gpuform_at(dir, &[mock], &["plan", "spec.yaml", "--detailed-exitcode"])
         .output()
         .unwrap();
     assert_eq!(
@@ -696,18 +750,37 @@ fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
     assert!(mock.resources().is_empty(), "{:#?}", mock.resources());
 }
 
+#[test]
+fn alibaba_import_then_plan_clean_scale_up_and_destroy() {
+    let mock = gpuform_standins::alibaba::AlibabaMock::start();
+    import_then_plan_clean_scale_up_and_destroy_on(&ALIBABA, &mock);
+}
+
+#[test]
+fn tencent_import_then_plan_clean_scale_up_and_destroy() {
+    let mock = gpuform_standins::tencent::TencentMock::start();
+    import_then_plan_clean_scale_up_and_destroy_on(&TENCENT, &mock);
+}
+
+#[test]
+fn huawei_import_then_plan_clean_scale_up_and_destroy() {
+    let mock = gpuform_standins::huawei::HuaweiMock::start();
+    import_then_plan_clean_scale_up_and_destroy_on(&HUAWEI, &mock);
+}
+
 /// Makes `legacy` on `mock` with gpuform and removes every `gpuform:` tag:
 /// returns the made ids by a label that does not depend on the ids' order
-/// (network, subnet, firewall; nodes in the order of their ids, each
-/// volume by its node's).
-fn alibaba_legacy(
+/// (nodes in the order of their ids, each volume by its node's; the rest
+/// by their legacy address).
+fn legacy_on(
     dir: &Path,
-    mock: &gpuform_standins::alibaba::AlibabaMock,
+    cloud: &Cloud,
+    mock: &dyn Disowning,
     project: &str,
 ) -> BTreeMap<String, String> {
     std::fs::write(
         dir.join("legacy.yaml"),
-        format!("project: {project}\nclusters:\n  old:\n    cloud: alibaba\n    region: cn-hangzhou\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n"),
+        format!("project: {project}\nclusters:\n  old:\n    cloud: {}\n    region: {}\n    nodes: 2\n    gpu: T4\n    disk:\n      data_gb: 50\n", cloud.name, cloud.region),
     )
     .unwrap();
     let out = support::gpuform_at(
@@ -730,11 +803,6 @@ fn alibaba_legacy(
     std::fs::remove_file(dir.join(LEGACY_STATE)).unwrap();
     let id = |a: &str| doc["resources"][a]["id"].as_str().unwrap().to_string();
     let mut labels = BTreeMap::new();
-    for a in ["network", "subnet[cn-hangzhou-i]", "firewall"] {
-        if doc["resources"][format!("cluster.old.{a}")].is_object() {
-            labels.insert(id(&format!("cluster.old.{a}")), a.to_string());
-        }
-    }
     let mut nodes: Vec<(String, String)> = (0..2)
         .map(|i| {
             (
@@ -759,9 +827,9 @@ fn alibaba_legacy(
         .cloned()
         .collect::<Vec<_>>()
         .iter()
-        .chain(&mock.disk_ids())
+        .chain(&mock.every_disk())
     {
-        mock.disown_behind(i);
+        mock.disown(i);
     }
     labels
 }
@@ -786,21 +854,19 @@ fn labelled(dir: &Path, project: &str, labels: &BTreeMap<String, String>) -> (St
     (spec, records)
 }
 
-/// Killed right after the Alibaba stand-in served each call of the import
-/// (the `Killer`), the import run again gives what an uninterrupted one
-/// gives, and a clean plan.
-#[test]
-fn alibaba_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state() {
-    use gpuform_standins::{alibaba::AlibabaMock, Killer};
-    let mock = AlibabaMock::start();
+/// Killed right after the stand-in served each call of the import (the
+/// `Killer`), the import run again gives what an uninterrupted one gives,
+/// and a clean plan.
+fn a_kill_after_each_import_call_then_import_again_on<M: Disowning>(cloud: &Cloud, mock: &M) {
+    use gpuform_standins::Killer;
     let import = |project: &str, labels: &BTreeMap<String, String>| -> Vec<String> {
         let mut a: Vec<String> = [
             "import",
             "spec.yaml",
             "--cloud",
-            "alibaba",
+            cloud.name,
             "--region",
-            "cn-hangzhou",
+            cloud.region,
             "--name",
             "trainers",
             "--auto-approve",
@@ -820,27 +886,27 @@ fn alibaba_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_a
     };
     let run_at = |dir: &Path, args: &[String]| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        support::gpuform_at(dir, &[&mock], &args)
+        support::gpuform_at(dir, &[mock], &args)
     };
     let reference = tempfile::tempdir().unwrap();
-    let labels = alibaba_legacy(reference.path(), &mock, "legacy0");
+    let labels = legacy_on(reference.path(), cloud, mock, "legacy0");
     let out = run_at(reference.path(), &import("shop0", &labels))
         .output()
         .unwrap();
     assert_success(&out, "reference import");
     let want = labelled(reference.path(), "shop0", &labels);
 
-    let killer = Killer::install(&mock);
+    let killer = Killer::install(mock);
     for n in 1u64.. {
         let w = tempfile::tempdir().unwrap();
         let dir = w.path();
-        let labels = alibaba_legacy(dir, &mock, &format!("legacy{n}"));
+        let labels = legacy_on(dir, cloud, mock, &format!("legacy{n}"));
         let project = format!("shop{n}");
         let args = import(&project, &labels);
         let mut cmd = run_at(dir, &args);
         cmd.stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
-        let out = killer.run(&mock, &mut cmd, Some(n));
+        let out = killer.run(mock, &mut cmd, Some(n));
         if out.status.success() {
             assert!(n > 10, "the kill fired {} times", n - 1);
             assert_eq!(labelled(dir, &project, &labels), want);
@@ -858,10 +924,9 @@ fn alibaba_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_a
             want,
             "killed after call {n}"
         );
-        let plan =
-            support::gpuform_at(dir, &[&mock], &["plan", "spec.yaml", "--detailed-exitcode"])
-                .output()
-                .unwrap();
+        let plan = support::gpuform_at(dir, &[mock], &["plan", "spec.yaml", "--detailed-exitcode"])
+            .output()
+            .unwrap();
         assert_eq!(
             plan.status.code(),
             Some(0),
@@ -869,4 +934,141 @@ fn alibaba_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_a
             String::from_utf8_lossy(&plan.stdout)
         );
     }
+}
+
+#[test]
+fn alibaba_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state() {
+    let mock = gpuform_standins::alibaba::AlibabaMock::start();
+    a_kill_after_each_import_call_then_import_again_on(&ALIBABA, &mock);
+}
+
+#[test]
+fn tencent_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state() {
+    let mock = gpuform_standins::tencent::TencentMock::start();
+    a_kill_after_each_import_call_then_import_again_on(&TENCENT, &mock);
+}
+
+/// Refusals on a stand-in: an id that is not there, an instance another
+/// gpuform state owns, each with its message, spec and state unchanged;
+/// then the unmanaged nodes still import.
+fn refusals_on(cloud: &Cloud, mock: &dyn Disowning, missing_id: &str) {
+    let w = tempfile::tempdir().unwrap();
+    let dir = w.path();
+    let env: Vec<(String, String)> = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let at = |args: &[&str]| {
+        let out = support::gpuform_at(dir, &[mock], args).output().unwrap();
+        support::succeeded(&out, args)
+    };
+    std::fs::write(
+        dir.join("spec.yaml"),
+        format!(
+            "# shop's spec\nproject: shop\nclusters:\n  web:\n    cloud: {}\n    region: {}\n    nodes: 1\n    gpu: T4\n",
+            cloud.name, cloud.region
+        ),
+    )
+    .unwrap();
+    at(&["apply", "spec.yaml", "--auto-approve", "-q"]);
+    let labels = legacy_on(dir, cloud, mock, "legacy");
+    let import = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "import",
+            "spec.yaml",
+            "--cloud",
+            cloud.name,
+            "--region",
+            cloud.region,
+            "--name",
+            "trainers",
+            "--auto-approve",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|e| e.to_string()));
+        a
+    };
+    let missing = missing_id;
+    refused(
+        dir,
+        &as_strs(&import(&["--id", missing])),
+        &env,
+        &[
+            &format!(
+                "there is no instance `{missing}` in {} {}",
+                cloud.name, cloud.region
+            ),
+            "hint: check the id and the region",
+        ],
+    );
+
+    std::fs::write(
+        dir.join("other.yaml"),
+        format!(
+            "project: other\nclusters:\n  keep:\n    cloud: {}\n    region: {}\n    nodes: 1\n    gpu: T4\n",
+            cloud.name, cloud.region
+        ),
+    )
+    .unwrap();
+    at(&[
+        "apply",
+        "other.yaml",
+        "--auto-approve",
+        "-q",
+        "--state",
+        ".gpuform/other.state.json",
+    ]);
+    let other: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".gpuform/other.state.json")).unwrap(),
+    )
+    .unwrap();
+    let other_node = other["resources"]["cluster.keep.node[0]"]["id"]
+        .as_str()
+        .unwrap();
+    refused(
+        dir,
+        &as_strs(&import(&["--id", other_node])),
+        &env,
+        &[
+            &format!(
+                "instance {other_node} is managed by another gpuform state: project `other`, lineage {}",
+                other["lineage"].as_str().unwrap()
+            ),
+            "address cluster.keep.node[0]",
+            "hint: manage it from project `other`'s spec and state",
+        ],
+    );
+
+    // What is unmanaged still imports, beside shop's own cluster.
+    let out = at(&as_strs(&import(&["--from-audit"])));
+    assert!(out.contains("(2 instance(s))"), "{out}");
+    let records = state(dir)["resources"].as_object().unwrap().clone();
+    for (id, label) in &labels {
+        assert!(
+            records.values().any(|r| r["id"] == id.as_str()),
+            "{label} ({id}) imported"
+        );
+    }
+    assert!(records.contains_key("cluster.web.node[0]"));
+}
+
+#[test]
+fn tencent_refusals_say_why_and_leave_spec_and_state_as_they_were() {
+    let mock = gpuform_standins::tencent::TencentMock::start();
+    refusals_on(&TENCENT, &mock, "ins-nothere1");
+}
+
+fn as_strs(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn huawei_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_and_state() {
+    let mock = gpuform_standins::huawei::HuaweiMock::start();
+    a_kill_after_each_import_call_then_import_again_on(&HUAWEI, &mock);
+}
+
+#[test]
+fn huawei_refusals_say_why_and_leave_spec_and_state_as_they_were() {
+    let mock = gpuform_standins::huawei::HuaweiMock::start();
+    refusals_on(&HUAWEI, &mock, "0a1b2c3d-0000-1111-2222-333344445555");
 }

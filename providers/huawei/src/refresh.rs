@@ -527,11 +527,13 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
     observed_item(ResourceKind::Instance, sv, region, &tag_list, a)
 }
 
-/// Everything in the region, of every owner (`gpuform audit`): one ECS
-/// listing (GET /v1/{project_id}/cloudservers/detail, 1,000 a page, no tag
-/// filter; `created` is its launch) and one EVS listing (GET
-/// /v2/{project_id}/cloudvolumes/detail): the disks attached to a server
-/// give its disk size, the `available` data disks are the unattached ones.
+/// Everything in the region, of every owner (`gpuform audit`, `gpuform
+/// import`): one ECS listing (GET /v1/{project_id}/cloudservers/detail,
+/// 1,000 a page, no tag filter; `created` is its launch), one EVS listing
+/// (GET /v2/{project_id}/cloudvolumes/detail): the disks attached to a
+/// server give its disk size, the `available` data disks are the unattached
+/// ones; and one subnet listing (GET /v1/{project_id}/subnets), which says
+/// what subnet each server is in ([`built_on`]).
 #[async_trait]
 impl InventoryApi for HuaweiProvider {
     async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
@@ -547,10 +549,11 @@ impl InventoryApi for HuaweiProvider {
             .query("limit", PAGE.to_string())
             .query("offset", (c.page + 1).to_string())
         };
-        let (servers, volumes) = tokio::try_join!(
+        let (servers, volumes, subnets) = tokio::try_join!(
             self.client
                 .pages("servers", "listing ECSs", call, |_, c| c.full()),
             all_volumes(self, region, pid),
+            list_v1(self, region, pid, "subnets", &[]),
         )?;
         let sizes: HashMap<String, u64> = volumes
             .iter()
@@ -573,6 +576,7 @@ impl InventoryApi for HuaweiProvider {
             let mut row = InventoryInstance::from_observed(&o, Some(s(sv, "created")), disk_gb);
             row.tags
                 .extend(tags::from_pairs(sv.get("tags").unwrap_or(&Value::Null)));
+            built_on(sv, &subnets, &mut row);
             out.instances.push(row);
         }
         for v in volumes
@@ -585,5 +589,85 @@ impl InventoryApi for HuaweiProvider {
             out.volumes.push(row);
         }
         Ok(out)
+    }
+}
+
+/// What a server is built on, from its detail ("Querying Details About
+/// ECSs", support.huaweicloud.com/api-ecs/zh-cn_topic_0094148850.html):
+/// `metadata.vpc_id`; `security_groups` [{`id`}];
+/// `os-extended-volumes:volumes_attached` [{`id`, `bootIndex`}], the data
+/// disks being those not booted from (`bootIndex` other than "0"); and its
+/// subnet, which the detail does not name: the subnet of its VPC whose
+/// `cidr` holds the server's fixed address in `addresses.{vpc_id}` (VPC
+/// "Querying Subnets", support.huaweicloud.com/api-vpc/vpc_subnet01_0003.html:
+/// subnets of one VPC never overlap).
+fn built_on(sv: &Value, subnets: &[Value], row: &mut InventoryInstance) {
+    let md = sv.get("metadata").cloned().unwrap_or(Value::Null);
+    let vpc = s(&md, "vpc_id");
+    let addrs: Vec<std::net::Ipv4Addr> = sv
+        .get("addresses")
+        .and_then(|a| a.get(&vpc))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|a| s(a, "OS-EXT-IPS:type") != "floating")
+        .filter_map(|a| s(a, "addr").parse().ok())
+        .collect();
+    let subnet = subnets
+        .iter()
+        .filter(|n| s(n, "vpc_id") == vpc)
+        .find(|n| addrs.iter().any(|ip| in_cidr(*ip, &s(n, "cidr"))))
+        .map(|n| s(n, "id"));
+    if !vpc.is_empty() {
+        row.uses.insert("network".into(), vpc);
+    }
+    if let Some(n) = subnet {
+        row.uses.insert("subnet".into(), n);
+    }
+    row.firewalls = sv
+        .get("security_groups")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|g| s(g, "id"))
+        .filter(|g| !g.is_empty())
+        .collect();
+    row.data_volumes = sv
+        .get("os-extended-volumes:volumes_attached")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| s(v, "bootIndex") != "0")
+        .map(|v| s(v, "id"))
+        .collect();
+    row.data_volumes.sort();
+}
+
+/// Whether `ip` is in `cidr` (`a.b.c.d/n`).
+fn in_cidr(ip: std::net::Ipv4Addr, cidr: &str) -> bool {
+    let Some((net, len)) = cidr.split_once('/') else {
+        return false;
+    };
+    let (Ok(net), Ok(len)) = (net.parse::<std::net::Ipv4Addr>(), len.parse::<u32>()) else {
+        return false;
+    };
+    if len > 32 {
+        return false;
+    }
+    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+    u32::from(ip) & mask == u32::from(net) & mask
+}
+
+#[cfg(test)]
+mod built_on_tests {
+    use super::in_cidr;
+
+    #[test]
+    fn an_address_is_in_its_range() {
+        let ip = |s: &str| s.parse().unwrap();
+        assert!(in_cidr(ip("10.8.1.7"), "10.8.1.0/24"));
+        assert!(!in_cidr(ip("10.8.2.7"), "10.8.1.0/24"));
+        assert!(in_cidr(ip("10.8.2.7"), "0.0.0.0/0"));
+        assert!(!in_cidr(ip("10.8.2.7"), "junk"));
     }
 }

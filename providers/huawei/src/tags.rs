@@ -18,7 +18,8 @@ use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, TagApi, Update, UserTags,
+    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update,
+    UserTags,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -266,27 +267,7 @@ impl TagApi for HuaweiProvider {
     async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
         let (region, current, want) = (u.region(), u.current, u.want);
         let pid = self.project(region)?;
-        let id = &current.id;
-        let (svc, base) = match current.kind {
-            ResourceKind::Network => (Service::Vpc, format!("/v2.0/{pid}/vpcs/{id}")),
-            ResourceKind::Subnet => (Service::Vpc, format!("/v2.0/{pid}/subnets/{id}")),
-            ResourceKind::Firewall => (Service::Vpc, format!("/v2.0/{pid}/security-groups/{id}")),
-            ResourceKind::Instance => (Service::Ecs, format!("/v1/{pid}/cloudservers/{id}")),
-            ResourceKind::Volume => (Service::Evs, format!("/v2/{pid}/cloudvolumes/{id}")),
-            ResourceKind::Placement => {
-                return Err(ProviderError::new(
-                    ErrorKind::Invalid,
-                    "Huawei ECS groups cannot carry tags",
-                ))
-            }
-            // Buckets are tagged through their object storage (`CloudDriver::buckets`).
-            ResourceKind::Bucket | ResourceKind::Block => {
-                return Err(gpuform_provider::driver::unsupported(
-                    Cloud::Huawei,
-                    current.kind,
-                ))
-            }
-        };
+        let (svc, base) = tagged_path(pid, current.kind, &current.id)?;
         let have: BTreeMap<String, String> =
             from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
                 .into_iter()
@@ -304,6 +285,55 @@ impl TagApi for HuaweiProvider {
         tag_action(self, svc, region, &base, "delete", &remove).await?;
         tag_action(self, svc, region, &base, "create", &diff.set).await
     }
+
+    /// One batch create of the ownership tags ([`tag_action`]): a key the
+    /// resource has already takes the new value ("Batch Creating or Deleting
+    /// VPC Tags", support.huaweicloud.com/api-vpc/vpc_tag_0007.html: "If a
+    /// tag to be created has the same key as an existing tag, the tag will
+    /// overwrite the existing one"; the ECS and EVS batch actions say the
+    /// same), so the same call again changes nothing, and all tags land in
+    /// one call.
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let region = scope.region.as_str();
+        let pid = self.project(region)?;
+        let (svc, base) = tagged_path(pid, kind, id)?;
+        tag_action(
+            self,
+            svc,
+            region,
+            &base,
+            "create",
+            &ownership_tags(ownership)?,
+        )
+        .await
+    }
+}
+
+/// The service and path whose `/tags/action` tags a resource.
+fn tagged_path(pid: &str, kind: ResourceKind, id: &str) -> Result<(Service, String)> {
+    Ok(match kind {
+        ResourceKind::Network => (Service::Vpc, format!("/v2.0/{pid}/vpcs/{id}")),
+        ResourceKind::Subnet => (Service::Vpc, format!("/v2.0/{pid}/subnets/{id}")),
+        ResourceKind::Firewall => (Service::Vpc, format!("/v2.0/{pid}/security-groups/{id}")),
+        ResourceKind::Instance => (Service::Ecs, format!("/v1/{pid}/cloudservers/{id}")),
+        ResourceKind::Volume => (Service::Evs, format!("/v2/{pid}/cloudvolumes/{id}")),
+        ResourceKind::Placement => {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                "Huawei ECS groups cannot carry tags",
+            ))
+        }
+        // Buckets are tagged through their object storage (`CloudDriver::buckets`).
+        ResourceKind::Bucket | ResourceKind::Block => {
+            return Err(gpuform_provider::driver::unsupported(Cloud::Huawei, kind))
+        }
+    })
 }
 
 #[cfg(test)]

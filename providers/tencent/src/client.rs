@@ -41,6 +41,18 @@ pub(crate) const CBS: Api = Api {
     version: "2017-03-12",
     string_paging: false,
 };
+/// The Tag API (TagResources, https://www.tencentcloud.com/document/product/651/46533).
+pub(crate) const TAG: Api = Api {
+    service: "tag",
+    version: "2018-08-13",
+    string_paging: false,
+};
+/// STS (GetCallerIdentity, https://www.tencentcloud.com/document/product/1150/49453).
+pub(crate) const STS: Api = Api {
+    service: "sts",
+    version: "2018-08-13",
+    string_paging: false,
+};
 
 impl Api {
     /// A number for `Offset` / `Limit` in the form this API documents.

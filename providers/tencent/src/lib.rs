@@ -72,6 +72,9 @@ pub struct TencentProvider {
     subnet_vpc: Mutex<HashMap<String, String>>,
     /// (region, logical image) → image id.
     images: Mutex<HashMap<(String, String), String>>,
+    /// The root account's UIN (GetCallerIdentity), which the Tag API's
+    /// resource names carry; read once, on the first import.
+    account: Mutex<Option<String>>,
     rate: RateLimit,
 }
 
@@ -124,6 +127,7 @@ impl TencentProvider {
             client: Client::new(creds, session_token.map(SessionToken), endpoint)?,
             subnet_vpc: Mutex::new(HashMap::new()),
             images: Mutex::new(HashMap::new()),
+            account: Mutex::new(None),
             // RunInstances, CreateDisasterRecoverGroup and DescribeDisasterRecoverGroups
             // allow 10 requests/s each ("A maximum of 10 requests can be initiated per
             // second for this API" on their API pages; Describe* allow 40-100/s). The

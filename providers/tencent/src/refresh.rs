@@ -387,11 +387,13 @@ fn is_volume(v: &Value) -> bool {
         && kind.is_none_or(|k| k == ResourceKind::Volume.as_str())
 }
 
-/// Everything in the region, of every owner (`gpuform audit`): one
-/// DescribeInstances listing (its `SystemDisk` and `DataDisks` give each
-/// instance's disk size, `CreatedTime` its launch) and one DescribeDisks
-/// listing filtered by `disk-state` UNATTACHED and `disk-usage` DATA_DISK
-/// (362/16315), each paged by 100.
+/// Everything in the region, of every owner (`gpuform audit`, `gpuform
+/// import`): one DescribeInstances listing (its `SystemDisk` and `DataDisks`
+/// give each instance's disk size, `CreatedTime` its launch,
+/// `VirtualPrivateCloud`, `SecurityGroupIds` and `DisasterRecoverGroupId`
+/// what it is built on, 213/15753) and one DescribeDisks listing filtered by
+/// `disk-usage` DATA_DISK (362/16315): the UNATTACHED ones are listed, the
+/// others give each instance its data disks (`InstanceId`). Each paged by 100.
 #[async_trait]
 impl InventoryApi for TencentProvider {
     async fn inventory(&self, scope: &Scope) -> Result<Inventory> {
@@ -399,10 +401,7 @@ impl InventoryApi for TencentProvider {
         let mut disk_filter = Map::new();
         disk_filter.insert(
             "Filters".into(),
-            json!([
-                {"Name": "disk-state", "Values": ["UNATTACHED"]},
-                {"Name": "disk-usage", "Values": ["DATA_DISK"]},
-            ]),
+            json!([{"Name": "disk-usage", "Values": ["DATA_DISK"]}]),
         );
         let (instances, disks) = tokio::try_join!(
             self.client.describe_all(
@@ -420,6 +419,10 @@ impl InventoryApi for TencentProvider {
                 VOLUME.set_key
             ),
         )?;
+        let disks: Vec<&Value> = disks
+            .iter()
+            .filter(|v| disk_alive(v) && is_volume(v))
+            .collect();
         let mut out = Inventory::default();
         for v in instances.iter().filter(|v| instance_alive(v)) {
             let size = |d: &Value| d.get("DiskSize").and_then(Value::as_u64).unwrap_or(0);
@@ -436,16 +439,46 @@ impl InventoryApi for TencentProvider {
                 disk_gb,
             );
             row.tags.extend(tags_of(v));
+            built_on(v, &disks, &mut row);
             out.instances.push(row);
         }
-        for v in disks
-            .iter()
-            .filter(|v| disk_alive(v) && is_volume(v) && s(v, "DiskState") == "UNATTACHED")
-        {
+        for v in disks.iter().filter(|v| s(v, "DiskState") == "UNATTACHED") {
             let mut row = InventoryVolume::from_observed(&observe(&VOLUME, v, region));
             row.tags.extend(tags_of(v));
             out.volumes.push(row);
         }
         Ok(out)
     }
+}
+
+/// What an instance is built on, by DescribeInstances' `VirtualPrivateCloud`
+/// {`VpcId`, `SubnetId`}, `SecurityGroupIds` and `DisasterRecoverGroupId`
+/// (213/15753), and its data disks: those `disks` attached to it.
+fn built_on(v: &Value, disks: &[&Value], row: &mut InventoryInstance) {
+    let vpc = v.get("VirtualPrivateCloud").unwrap_or(&Value::Null);
+    for (role, id) in [
+        ("network", s(vpc, "VpcId")),
+        ("subnet", s(vpc, "SubnetId")),
+        ("placement", s(v, "DisasterRecoverGroupId")),
+    ] {
+        if !id.is_empty() {
+            row.uses.insert(role.to_string(), id.to_string());
+        }
+    }
+    row.firewalls = v
+        .get("SecurityGroupIds")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    row.data_volumes = disks
+        .iter()
+        .filter(|d| attachment(d).as_deref() == Some(row.id.as_str()))
+        .map(|d| s(d, "DiskId").to_string())
+        .collect();
+    row.data_volumes.sort();
 }

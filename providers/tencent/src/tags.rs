@@ -10,12 +10,15 @@
 //! are reserved. CreateVpc and the other creating calls refuse a tag that
 //! breaks them, so `gpuform validate` checks them first.
 
+use crate::client::{s, STS, TAG};
 use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::tags::reserved_prefixes;
 use gpuform_provider::Result;
-use gpuform_provider::{Cloud, ErrorKind, OwnershipTags, ProviderError, TagApi, Update, UserTags};
+use gpuform_provider::{
+    Cloud, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update, UserTags,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -115,6 +118,89 @@ impl TagApi for TencentProvider {
             ),
         ))
     }
+
+    /// One TagResources of the ownership tags on the resource's six-segment
+    /// name (https://www.tencentcloud.com/document/product/651/46533): a key
+    /// already there gets the new value, so the same call again changes
+    /// nothing, and all tags land in one call, so a kill never leaves a
+    /// resource half-owned.
+    async fn set_ownership(
+        &self,
+        scope: &Scope,
+        kind: ResourceKind,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let (service, prefix) = six_segment_type(kind)?;
+        let uin = account_uin(self, &scope.region).await?;
+        let region = scope.region.as_str();
+        let resource = format!("qcs::{service}:{region}:uin/{uin}:{prefix}/{id}");
+        let tags: Vec<Value> = ownership
+            .to_tags()
+            .into_iter()
+            .map(|(k, v)| json!({"Key": k, "Value": v}))
+            .collect();
+        let body = json!({"ResourceList": [resource], "Tags": tags});
+        let resp = self.client.call(TAG, "TagResources", region, &body).await?;
+        // FailedResources lists what was not tagged (empty on success).
+        let failed = resp
+            .get("FailedResources")
+            .and_then(Value::as_array)
+            .and_then(|f| f.first());
+        if let Some(f) = failed {
+            let code = s(f, "Code");
+            return Err(ProviderError::new(
+                crate::errors::classify(code),
+                format!(
+                    "TagResources: {kind} {id} was not tagged: {} {}",
+                    code,
+                    s(f, "Message")
+                ),
+            )
+            .with_code(code.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The service and resource prefix of a kind's six-segment name
+/// (`qcs::SERVICE:REGION:uin/UIN:PREFIX/ID`, CAM "Resource Description
+/// Method", https://www.tencentcloud.com/document/product/598/10606; CBS
+/// disks and security groups are named under `cvm`).
+fn six_segment_type(kind: ResourceKind) -> Result<(&'static str, &'static str)> {
+    match kind {
+        ResourceKind::Network => Ok(("vpc", "vpc")),
+        ResourceKind::Subnet => Ok(("vpc", "subnet")),
+        ResourceKind::Firewall => Ok(("cvm", "sg")),
+        ResourceKind::Instance => Ok(("cvm", "instance")),
+        ResourceKind::Volume => Ok(("cvm", "volume")),
+        ResourceKind::Placement | ResourceKind::Bucket | ResourceKind::Block => Err(ProviderError::new(
+            ErrorKind::Invalid,
+            format!("gpuform cannot import a Tencent Cloud {kind}: it makes none on an imported cluster"),
+        )),
+    }
+}
+
+/// The root account's UIN, which a six-segment name carries: STS
+/// GetCallerIdentity's `AccountId`
+/// (https://www.tencentcloud.com/document/product/1150/49453), read once.
+async fn account_uin(p: &TencentProvider, region: &str) -> Result<String> {
+    if let Some(uin) = p.account.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        return Ok(uin);
+    }
+    let resp = p
+        .client
+        .call(STS, "GetCallerIdentity", region, &json!({}))
+        .await?;
+    let uin = s(&resp, "AccountId").to_string();
+    if uin.is_empty() {
+        return Err(crate::errors::undocumented(
+            "GetCallerIdentity",
+            "AccountId",
+        ));
+    }
+    *p.account.lock().unwrap_or_else(|e| e.into_inner()) = Some(uin.clone());
+    Ok(uin)
 }
 
 /// A Describe filter on one tag's value.

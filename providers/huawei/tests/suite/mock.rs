@@ -340,7 +340,8 @@ async fn tags_huawei_would_refuse_are_refused_before_any_call() {
 }
 
 /// `gpuform audit`'s inventory: every server (of every project, no tag
-/// filter) and the unattached data disks, one page of each.
+/// filter) and the unattached data disks, one page of each; and, for
+/// `gpuform import`, what each server is in (one page of subnets).
 #[tokio::test]
 async fn inventory_lists_every_server_and_unattached_disk() {
     use gpuform_provider::InventoryApi;
@@ -373,12 +374,14 @@ async fn inventory_lists_every_server_and_unattached_disk() {
     detached.expect("detach");
     let (inv, calls) = counted(&mock, p.inventory(&scope())).await;
     let inv = inv.unwrap();
-    assert!(calls <= 2, "inventory took {calls} calls");
+    assert!(calls <= 3, "inventory took {calls} calls");
     assert_eq!(inv.instances.len(), 4);
     assert_running_on_demand(&inv, &theirs, "other", "p2s.2xlarge.8");
     let mine = inv.instances.iter().find(|i| i.id == ids[0]).unwrap();
     assert_eq!(mine.project(), Some("llm"));
     assert_eq!(mine.disk_gb, Some(200));
+    assert_eq!(mine.uses.get("subnet"), Some(&net.subnet.id));
+    assert_eq!(mine.firewalls, vec![net.firewall.id.clone()]);
     let vols: Vec<&str> = inv.volumes.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(
         vols,

@@ -359,6 +359,46 @@ impl HuaweiMock {
         }
     }
 
+    /// Removes gpuform's tags (`gpuform_*`) from a resource behind its back,
+    /// and from a server also gpuform's metadata (`gpuform_image`,
+    /// `gpuform_pricing`): it is then as a console or another tool makes it,
+    /// what `gpuform import` adopts. False if there is no such resource.
+    pub fn disown_behind(&self, id: &str) -> bool {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let found = [
+            &mut st.vpcs,
+            &mut st.subnets,
+            &mut st.sgs,
+            &mut st.servers,
+            &mut st.volumes,
+        ]
+        .into_iter()
+        .find_map(|list| list.iter_mut().find(|t| t.id() == id));
+        let Some(t) = found else {
+            return false;
+        };
+        t.tags.retain(|(k, _)| !k.starts_with("gpuform_"));
+        if let Some(md) = t.body.get_mut("metadata").and_then(Value::as_object_mut) {
+            md.retain(|k, _| !k.starts_with("gpuform_"));
+        }
+        // EVS answers a disk's tags in its body (`tags`: {key: value}).
+        if t.body.get("tags").is_some_and(Value::is_object) {
+            t.body["tags"] =
+                Value::Object(t.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+        }
+        true
+    }
+
+    /// Every EVS disk id, system disks included (for tests).
+    pub fn disk_ids(&self) -> Vec<String> {
+        self.lock()
+            .volumes
+            .iter()
+            .map(|v| v.id().to_string())
+            .collect()
+    }
+
     /// Whether an EVS disk with this id exists (also system disks, which
     /// [`MockCloud::resources`] leaves out).
     pub fn disk_exists(&self, id: &str) -> bool {

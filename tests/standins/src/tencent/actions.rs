@@ -62,6 +62,8 @@ fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -
         ("cbs", "DetachDisks") => detach_disks(st, region, p),
         ("cbs", "TerminateDisks") => terminate_disks(st, region, p),
         ("cbs", "ResizeDisk") => resize_disk(st, region, p),
+        ("sts", "GetCallerIdentity") => super::tagging::get_caller_identity(),
+        ("tag", "TagResources") => super::tagging::tag_resources(st, p),
         _ => Err(ApiError::new(
             "InvalidAction",
             format!("The action `{action}` of service `{service}` does not exist (or this stand-in does not implement it)."),
@@ -71,14 +73,14 @@ fn route(st: &mut State, service: &str, action: &str, region: &str, p: &Value) -
 
 // ---------------------------------------------------------------- parameters
 
-fn missing(key: &str) -> ApiError {
+pub(crate) fn missing(key: &str) -> ApiError {
     ApiError::new(
         "MissingParameter",
         format!("The request is missing a required parameter `{key}`."),
     )
 }
 
-fn bad(key: &str, why: &str) -> ApiError {
+pub(crate) fn bad(key: &str, why: &str) -> ApiError {
     ApiError::new(
         "InvalidParameterValue",
         format!("The value of parameter `{key}` is invalid: {why}."),
@@ -128,7 +130,7 @@ fn str_list(p: &Value, key: &str) -> Result<Vec<String>, ApiError> {
 }
 
 /// `Tags.N` / `TagSpecification.N.Tags`: `[{Key, Value}]`.
-fn parse_tags(v: Option<&Value>, key: &str) -> Result<Tags, ApiError> {
+pub(crate) fn parse_tags(v: Option<&Value>, key: &str) -> Result<Tags, ApiError> {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return Ok(Vec::new());
     };

@@ -1,5 +1,5 @@
 //! A stand-in for Tencent Cloud API 3.0 (cvm, vpc and cbs, version
-//! 2017-03-12) on 127.0.0.1. It is NOT Tencent Cloud: it implements the
+//! 2017-03-12; for imports the Tag API and STS, 2018-08-13) on 127.0.0.1. It is NOT Tencent Cloud: it implements the
 //! actions gpuform calls, as their API reference pages describe them (each
 //! handler in `actions.rs` cites its page), and nothing else.
 //!
@@ -23,6 +23,7 @@
 
 mod actions;
 mod state;
+mod tagging;
 
 use crate::background::Background;
 use crate::verify::{tc3, Key, Rejection, WireRequest};
@@ -167,6 +168,17 @@ impl TencentMock {
     /// `TERMINATING`, `SHUTDOWN` in the recycle bin), if it exists.
     pub fn instance_state(&self, id: &str) -> Option<String> {
         self.with_state(|s| s.instances.get(id).map(|i| i.state.clone()))
+    }
+
+    /// Removes gpuform's tags from a resource behind its back: it is then
+    /// unmanaged, what `gpuform import` adopts. False if there is none.
+    pub fn disown_behind(&self, id: &str) -> bool {
+        self.with_state(|s| tagging::disown(s, id))
+    }
+
+    /// Every disk id, system disks included (for tests).
+    pub fn disk_ids(&self) -> Vec<String> {
+        self.with_state(|s| s.disks.keys().cloned().collect())
     }
 
     /// Tags of a resource, by id.
@@ -351,7 +363,12 @@ fn serve(
         )
     })?;
     let region = header(headers, "x-tc-region").unwrap_or("");
-    if version != "2017-03-12" {
+    // cvm, vpc and cbs are 2017-03-12; the Tag API and STS 2018-08-13.
+    let documented = match service.as_str() {
+        "tag" | "sts" => "2018-08-13",
+        _ => "2017-03-12",
+    };
+    if version != documented {
         return Err(ApiError::new(
             "NoSuchVersion",
             format!("The API version `{version}` of {service} does not exist."),
