@@ -17,7 +17,7 @@ use super::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requi
 use crate::address::Address;
 use crate::resolve::{resolve, Desired, ResolveOptions};
 use crate::spec::edit::BlockEditor;
-use crate::spec::{self, CloudName, LoadedSpec, Vars};
+use crate::spec::{self, CloudName, Cluster, LoadedSpec, Vars};
 use crate::views::usd;
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect};
@@ -76,218 +76,24 @@ pub fn migrate(
     region: Option<&str>,
     cny_per_usd: f64,
 ) -> Result<Migration, UserError> {
-    let c = loaded.spec.clusters.get(cluster).ok_or_else(|| {
-        let names: Vec<&str> = loaded.spec.clusters.keys().map(String::as_str).collect();
-        err(
-            format!("{} has no cluster `{cluster}`", loaded.file_label()),
-            format!("clusters in the spec: {}", names.join(", ")),
-        )
-    })?;
+    let c = movable(loaded, cluster, to, region)?;
     let from_cloud = spec_cloud(c.cloud);
-    if c.cloud != CloudName::Any
-        && c.cloud != CloudName::Sandbox
-        && from_cloud == Some(to)
-        && region.map_or(true, |r| r == c.region)
-    {
-        return Err(err(
-            format!("cluster `{cluster}` already runs on {to} {}", c.region),
-            format!("name another cloud, or another region: --to {to}/REGION"),
-        ));
-    }
-    let req = Requirement::of(catalog, c).map_err(|e| {
-        err(
-            format!("cluster `{cluster}`: {e}"),
-            "fix the GPU model first (`gpuform validate`)",
-        )
-    })?;
-    let eq = find_equivalent(catalog, &req, to, region, cny_per_usd).map_err(|reasons| {
-        let clouds: Vec<String> = Cloud::ALL
-            .iter()
-            .filter(|&&other| {
-                other != to && !catalog.regions_offering(other, &req.gpu_model).is_empty()
-            })
-            .map(|c| c.to_string())
-            .collect();
-        err(
-            format!(
-                "cannot move cluster `{cluster}` ({}) to {}: {}",
-                req.describe(),
-                match region {
-                    Some(r) => format!("{to} {r}"),
-                    None => to.to_string(),
-                },
-                reasons
-                    .iter()
-                    .map(|r| r.message.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-            if clouds.is_empty() {
-                format!("no other cloud in the catalog offers {}", req.gpu_model)
-            } else {
-                format!("{} is offered on {}", req.gpu_model, clouds.join(", "))
-            },
-        )
-    })?;
-
-    let base = format!("clusters.{cluster}");
-    let mut ed = BlockEditor::new(loaded, &base)?;
-    let mut changes = Vec::new();
-    let mut caveats = Vec::new();
-
-    // cloud, region
-    ed.replace_value("cloud", to.as_str())?;
-    changes.push(format!("cloud: {} → {to}", c.cloud.as_str()));
-    let region_text = ed.value_text("region");
-    if ed.has("region") {
-        ed.replace_value("region", &eq.region)?;
-    } else {
-        ed.insert_after(&["cloud"], "region", &eq.region)?;
-    }
-    changes.push(format!(
-        "region: {} → {}{}",
-        if c.region.is_empty() {
-            "(none)"
-        } else {
-            &c.region
-        },
-        eq.region,
-        match (region, &region_text) {
-            (_, Some(t)) if t.contains("${") => format!(" (was `{t}`)"),
-            (None, _) => format!(" (the cheapest {to} region offering {})", eq.instance_type),
-            _ => String::new(),
-        }
-    ));
-    // cloud: any leaves the choice to a strategy; a migrated cluster is pinned.
-    for key in ["candidates", "strategy"] {
-        if ed.has(key) {
-            ed.remove(key)?;
-            changes.push(format!(
-                "{key}: removed (the cluster is pinned to {to} {})",
-                eq.region
-            ));
-        }
-    }
-    // zones
-    match (&eq.zones, ed.has("zones")) {
-        (Some(z), true) => {
-            ed.replace_value("zones", &format!("[{}]", z.join(", ")))?;
-            changes.push(format!(
-                "zones: [{}] → [{}] (the zones the catalog names for {})",
-                c.zones.join(", "),
-                z.join(", "),
-                eq.instance_type
-            ));
-        }
-        (Some(z), false) => {
-            ed.insert_after(
-                &["region", "cloud"],
-                "zones",
-                &format!("[{}]", z.join(", ")),
-            )?;
-            changes.push(format!(
-                "zones: added [{}] (the zones the catalog names for {})",
-                z.join(", "),
-                eq.instance_type
-            ));
-        }
-        (None, true) => {
-            ed.remove("zones")?;
-            changes.push(format!(
-                "zones: [{}] removed (no counterpart on {to}; every zone of {} is tried in order)",
-                c.zones.join(", "),
-                eq.region
-            ));
-        }
-        (None, false) => {}
-    }
-    // The nearest match: relax what it cannot meet.
-    if eq.gpu_count != req.gpu_count {
-        let gpu_text = format!("{}:{}", c.gpu.model, eq.gpu_count);
-        ed.replace_value("gpu", &gpu_text)?;
-        let total = u64::from(req.nodes) * u64::from(req.gpu_count);
-        let nodes = total.div_ceil(u64::from(eq.gpu_count)).max(1);
-        let nodes = u32::try_from(nodes).unwrap_or(u32::MAX);
-        changes.push(format!(
-            "gpu: {} → {gpu_text} ({to} has no {} × {})",
-            c.gpu, req.gpu_count, req.gpu_model
-        ));
-        if nodes != req.nodes {
-            match ed.value_text("nodes") {
-                Some(t) if t.trim() == req.nodes.to_string() => {
-                    ed.replace_value("nodes", &nodes.to_string())?;
-                    changes.push(format!(
-                        "nodes: {} → {nodes} (keeps {total} GPUs in all)",
-                        req.nodes
-                    ));
-                }
-                other => caveats.push(format!(
-                    "nodes is `{}`: set it to {nodes} to keep {total} GPUs in all",
-                    other.unwrap_or_default()
-                )),
-            }
-        }
-    }
-    if let Some(want) = req.interconnect {
-        if eq.interconnect != Some(want) {
-            ed.replace_value("interconnect", "any")?;
-            changes.push(format!(
-                "interconnect: {} → any ({} {})",
-                want.as_str(),
-                eq.instance_type,
-                match eq.interconnect {
-                    Some(i) => format!("uses {}", i.as_str()),
-                    None => "has no interconnect stated by any source".to_string(),
-                }
-            ));
-        }
-    }
-    if req.rdma && eq.rdma.is_none() {
-        ed.replace_value("fabric", "ethernet")?;
-        changes.push(format!(
-            "fabric: rdma → ethernet ({} has no RDMA fabric gpuform knows)",
-            eq.instance_type
-        ));
-    }
-    // Escape hatches.
-    if let Some(raw) = &c.instance_type {
-        ed.remove("instance_type")?;
-        changes.push(format!(
-            "instance_type: `{raw}` removed (a {} type; gpuform picks {} from gpu/interconnect/fabric)",
-            from_cloud.map_or("cloud-specific".to_string(), |c| c.to_string()),
-            eq.instance_type
-        ));
-    }
-    if is_raw_image(from_cloud, &c.image) {
-        ed.replace_value("image", LOGICAL_IMAGE)?;
-        changes.push(format!("image: `{}` → {LOGICAL_IMAGE}", c.image));
-        caveats.push(format!(
-            "the raw image `{}` does not exist on {to}; check that {LOGICAL_IMAGE} has what your image had",
-            c.image
-        ));
-    }
-
-    let new_text = ed.finish();
-    // Prove the result: it loads and resolves.
-    let new_loaded = spec::load_str(&loaded.file_label(), &new_text, vars).map_err(|d| {
-        err(
-            format!("internal error: the migrated spec does not load:\n{d}"),
-            "please report this with the spec file",
-        )
-    })?;
-    let opts = ResolveOptions {
-        cny_per_usd,
-        ..ResolveOptions::default()
+    let (req, eq) = equivalent(catalog, c, cluster, to, region, cny_per_usd)?;
+    let mut e = Edit {
+        ed: BlockEditor::new(loaded, &format!("clusters.{cluster}"))?,
+        changes: Vec::new(),
+        caveats: Vec::new(),
     };
-    let after = resolve(&new_loaded, catalog, &opts).map_err(|d| {
-        err(
-            format!("the migrated spec does not resolve:\n{d}"),
-            "please report this with the spec file",
-        )
-    })?;
-    // Restore the original text in the diagnostics registry for later messages.
-    let _ = spec::load_str(&loaded.file_label(), &loaded.text, vars);
-    let before = resolve(loaded, catalog, &opts).ok();
+    e.place(c, to, region, &eq)?;
+    e.relax(c, &req, &eq, to)?;
+    e.drop_escape_hatches(c, from_cloud, to, &eq)?;
+    let Edit {
+        ed,
+        changes,
+        mut caveats,
+    } = e;
+    let new_text = ed.finish();
+    let (after, before) = prove(loaded, vars, catalog, &new_text, cny_per_usd)?;
     let (to_type, hourly_after) = cluster_cost(&after, cluster);
     let to_type = to_type.unwrap_or_else(|| eq.instance_type.clone());
     let (from_type, hourly_before) = match &before {
@@ -332,6 +138,289 @@ pub fn migrate(
         new_text,
         diff,
     })
+}
+
+/// The cluster, unless it runs on `to` (and `region`) already.
+fn movable<'s>(
+    loaded: &'s LoadedSpec,
+    cluster: &str,
+    to: Cloud,
+    region: Option<&str>,
+) -> Result<&'s Cluster, UserError> {
+    let c = loaded.spec.clusters.get(cluster).ok_or_else(|| {
+        let names: Vec<&str> = loaded.spec.clusters.keys().map(String::as_str).collect();
+        err(
+            format!("{} has no cluster `{cluster}`", loaded.file_label()),
+            format!("clusters in the spec: {}", names.join(", ")),
+        )
+    })?;
+    if c.cloud != CloudName::Any
+        && c.cloud != CloudName::Sandbox
+        && spec_cloud(c.cloud) == Some(to)
+        && region.map_or(true, |r| r == c.region)
+    {
+        return Err(err(
+            format!("cluster `{cluster}` already runs on {to} {}", c.region),
+            format!("name another cloud, or another region: --to {to}/REGION"),
+        ));
+    }
+    Ok(c)
+}
+
+/// What the cluster needs, and the nearest equivalent `to` offers.
+fn equivalent(
+    catalog: &Catalog,
+    c: &Cluster,
+    cluster: &str,
+    to: Cloud,
+    region: Option<&str>,
+    cny_per_usd: f64,
+) -> Result<(Requirement, Equivalent), UserError> {
+    let req = Requirement::of(catalog, c).map_err(|e| {
+        err(
+            format!("cluster `{cluster}`: {e}"),
+            "fix the GPU model first (`gpuform validate`)",
+        )
+    })?;
+    let eq = find_equivalent(catalog, &req, to, region, cny_per_usd).map_err(|reasons| {
+        let clouds: Vec<String> = Cloud::ALL
+            .iter()
+            .filter(|&&other| {
+                other != to && !catalog.regions_offering(other, &req.gpu_model).is_empty()
+            })
+            .map(|c| c.to_string())
+            .collect();
+        err(
+            format!(
+                "cannot move cluster `{cluster}` ({}) to {}: {}",
+                req.describe(),
+                match region {
+                    Some(r) => format!("{to} {r}"),
+                    None => to.to_string(),
+                },
+                reasons
+                    .iter()
+                    .map(|r| r.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            if clouds.is_empty() {
+                format!("no other cloud in the catalog offers {}", req.gpu_model)
+            } else {
+                format!("{} is offered on {}", req.gpu_model, clouds.join(", "))
+            },
+        )
+    })?;
+
+    Ok((req, eq))
+}
+
+/// The spec being edited, and each change and caveat in words.
+struct Edit<'a> {
+    ed: BlockEditor<'a>,
+    changes: Vec<String>,
+    caveats: Vec<String>,
+}
+
+impl Edit<'_> {
+    /// cloud, region, zones; `cloud: any`'s choice removed.
+    fn place(
+        &mut self,
+        c: &Cluster,
+        to: Cloud,
+        region: Option<&str>,
+        eq: &Equivalent,
+    ) -> Result<(), UserError> {
+        let e = self;
+        // cloud, region
+        e.ed.replace_value("cloud", to.as_str())?;
+        e.changes
+            .push(format!("cloud: {} → {to}", c.cloud.as_str()));
+        let region_text = e.ed.value_text("region");
+        if e.ed.has("region") {
+            e.ed.replace_value("region", &eq.region)?;
+        } else {
+            e.ed.insert_after(&["cloud"], "region", &eq.region)?;
+        }
+        e.changes.push(format!(
+            "region: {} → {}{}",
+            if c.region.is_empty() {
+                "(none)"
+            } else {
+                &c.region
+            },
+            eq.region,
+            match (region, &region_text) {
+                (_, Some(t)) if t.contains("${") => format!(" (was `{t}`)"),
+                (None, _) => format!(" (the cheapest {to} region offering {})", eq.instance_type),
+                _ => String::new(),
+            }
+        ));
+        // cloud: any leaves the choice to a strategy; a migrated cluster is pinne.ed.
+        for key in ["candidates", "strategy"] {
+            if e.ed.has(key) {
+                e.ed.remove(key)?;
+                e.changes.push(format!(
+                    "{key}: removed (the cluster is pinned to {to} {})",
+                    eq.region
+                ));
+            }
+        }
+        // zones
+        match (&eq.zones, e.ed.has("zones")) {
+            (Some(z), true) => {
+                e.ed.replace_value("zones", &format!("[{}]", z.join(", ")))?;
+                e.changes.push(format!(
+                    "zones: [{}] → [{}] (the zones the catalog names for {})",
+                    c.zones.join(", "),
+                    z.join(", "),
+                    eq.instance_type
+                ));
+            }
+            (Some(z), false) => {
+                e.ed.insert_after(
+                    &["region", "cloud"],
+                    "zones",
+                    &format!("[{}]", z.join(", ")),
+                )?;
+                e.changes.push(format!(
+                    "zones: added [{}] (the zones the catalog names for {})",
+                    z.join(", "),
+                    eq.instance_type
+                ));
+            }
+            (None, true) => {
+                e.ed.remove("zones")?;
+                e.changes.push(format!(
+                "zones: [{}] removed (no counterpart on {to}; every zone of {} is tried in order)",
+                c.zones.join(", "),
+                eq.region
+            ));
+            }
+            (None, false) => {}
+        }
+        Ok(())
+    }
+
+    /// The nearest match: relax what it cannot meet.
+    fn relax(
+        &mut self,
+        c: &Cluster,
+        req: &Requirement,
+        eq: &Equivalent,
+        to: Cloud,
+    ) -> Result<(), UserError> {
+        let e = self;
+        if eq.gpu_count != req.gpu_count {
+            let gpu_text = format!("{}:{}", c.gpu.model, eq.gpu_count);
+            e.ed.replace_value("gpu", &gpu_text)?;
+            let total = u64::from(req.nodes) * u64::from(req.gpu_count);
+            let nodes = total.div_ceil(u64::from(eq.gpu_count)).max(1);
+            let nodes = u32::try_from(nodes).unwrap_or(u32::MAX);
+            e.changes.push(format!(
+                "gpu: {} → {gpu_text} ({to} has no {} × {})",
+                c.gpu, req.gpu_count, req.gpu_model
+            ));
+            if nodes != req.nodes {
+                match e.ed.value_text("nodes") {
+                    Some(t) if t.trim() == req.nodes.to_string() => {
+                        e.ed.replace_value("nodes", &nodes.to_string())?;
+                        e.changes.push(format!(
+                            "nodes: {} → {nodes} (keeps {total} GPUs in all)",
+                            req.nodes
+                        ));
+                    }
+                    other => e.caveats.push(format!(
+                        "nodes is `{}`: set it to {nodes} to keep {total} GPUs in all",
+                        other.unwrap_or_default()
+                    )),
+                }
+            }
+        }
+        if let Some(want) = req.interconnect {
+            if eq.interconnect != Some(want) {
+                e.ed.replace_value("interconnect", "any")?;
+                e.changes.push(format!(
+                    "interconnect: {} → any ({} {})",
+                    want.as_str(),
+                    eq.instance_type,
+                    match eq.interconnect {
+                        Some(i) => format!("uses {}", i.as_str()),
+                        None => "has no interconnect stated by any source".to_string(),
+                    }
+                ));
+            }
+        }
+        if req.rdma && eq.rdma.is_none() {
+            e.ed.replace_value("fabric", "ethernet")?;
+            e.changes.push(format!(
+                "fabric: rdma → ethernet ({} has no RDMA fabric gpuform knows)",
+                eq.instance_type
+            ));
+        }
+        Ok(())
+    }
+
+    /// A raw instance type or image of the old cloud means nothing on the new one.
+    fn drop_escape_hatches(
+        &mut self,
+        c: &Cluster,
+        from_cloud: Option<Cloud>,
+        to: Cloud,
+        eq: &Equivalent,
+    ) -> Result<(), UserError> {
+        let e = self;
+        if let Some(raw) = &c.instance_type {
+            e.ed.remove("instance_type")?;
+            e.changes.push(format!(
+            "instance_type: `{raw}` removed (a {} type; gpuform picks {} from gpu/interconnect/fabric)",
+            from_cloud.map_or("cloud-specific".to_string(), |c| c.to_string()),
+            eq.instance_type
+        ));
+        }
+        if is_raw_image(from_cloud, &c.image) {
+            e.ed.replace_value("image", LOGICAL_IMAGE)?;
+            e.changes
+                .push(format!("image: `{}` → {LOGICAL_IMAGE}", c.image));
+            e.caveats.push(format!(
+            "the raw image `{}` does not exist on {to}; check that {LOGICAL_IMAGE} has what your image had",
+            c.image
+        ));
+        }
+
+        Ok(())
+    }
+}
+
+/// Proves the migrated text: it loads and resolves. Returns it resolved,
+/// and the original resolved (when it does).
+fn prove(
+    loaded: &LoadedSpec,
+    vars: &Vars,
+    catalog: &Catalog,
+    new_text: &str,
+    cny_per_usd: f64,
+) -> Result<(Desired, Option<Desired>), UserError> {
+    let new_loaded = spec::load_str(&loaded.file_label(), new_text, vars).map_err(|d| {
+        err(
+            format!("internal error: the migrated spec does not load:\n{d}"),
+            "please report this with the spec file",
+        )
+    })?;
+    let opts = ResolveOptions {
+        cny_per_usd,
+        ..ResolveOptions::default()
+    };
+    let after = resolve(&new_loaded, catalog, &opts).map_err(|d| {
+        err(
+            format!("the migrated spec does not resolve:\n{d}"),
+            "please report this with the spec file",
+        )
+    })?;
+    // Restore the original text in the diagnostics registry for later messages.
+    let _ = spec::load_str(&loaded.file_label(), &loaded.text, vars);
+    let before = resolve(loaded, catalog, &opts).ok();
+    Ok((after, before))
 }
 
 /// The cluster's instance type and hourly cost (sum over its nodes) in a resolved spec.
