@@ -11,7 +11,7 @@ use crate::state::{Record, StateDoc};
 use crate::EngineError;
 use backon::{ExponentialBuilder, Retryable};
 use gpuform_provider::{ObservedResource, ProviderError, ResourceKind, Scope};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 /// How often a refresh read is retried after a throttled or transient
@@ -143,7 +143,6 @@ pub async fn refresh(
         }
     }
     let project = cur.doc.project.clone();
-    let lineage = cur.doc.lineage.clone();
     // Ask every group concurrently: refresh costs one round trip, not one per region.
     let mut calls = Vec::new();
     for (provider_key, region) in &groups {
@@ -163,10 +162,9 @@ pub async fn refresh(
         });
     }
     let results = futures_util::future::join_all(calls).await;
-    for ((provider_key, region), provider, scope, found) in results {
-        let context = || format!("refreshing {provider_key} {region}");
-        let key = (provider_key.clone(), region.clone());
-        let mut found = match found {
+    for (key, provider, scope, found) in results {
+        let (provider_key, region) = &key;
+        let found = match found {
             Ok(found) => found,
             Err(error) if lookout.preview && !in_state.contains(&key) => {
                 cur.unlooked.push(format!(
@@ -176,82 +174,159 @@ pub async fn refresh(
             }
             Err(error) => {
                 return Err(EngineError::Provider {
-                    context: context(),
+                    context: format!("refreshing {provider_key} {region}"),
                     error,
                 })
             }
         };
-        // After a crash, a create started moments ago may not be visible yet
-        // (eventual consistency, or a request still being processed after its
-        // client died): wait out the provider's settle time once and look
-        // again, rather than retrying a create that did happen.
-        let settle = provider.settle_time();
-        if !settle.is_zero() {
-            let seen = |address: &str| {
-                found.iter().any(|o| {
-                    o.ownership
-                        .as_ref()
-                        .is_some_and(|t| t.address == address && t.lineage == lineage)
-                })
-            };
-            let youngest_unseen = cur
-                .doc
-                .pending
-                .iter()
-                .filter(|(a, p)| p.provider == provider_key && p.region == region && !seen(a))
-                .map(|(_, p)| p.started_ms)
-                .max();
-            let now = crate::clock::wall_ms();
-            if let Some(ready_at) = youngest_unseen
-                .map(|t| t + settle.as_millis() as u64)
-                .filter(|t| *t > now)
-            {
-                let wait = std::time::Duration::from_millis(ready_at - now);
-                notify(&format!(
-                    "Waiting {:.1}s for {provider_key} {region} to settle before looking for what an interrupted apply started...",
-                    wait.as_secs_f64()
-                ));
-                tokio::time::sleep(wait).await;
-                let buckets = with_buckets.contains(&(provider_key.clone(), region.clone()));
-                found = read_with_retry("list_owned", || {
-                    provider.list_owned_kinds(&scope, &cur.doc.project, buckets)
-                })
-                .await
-                .map_err(|error| EngineError::Provider {
-                    context: context(),
-                    error,
-                })?;
+        let group = Group {
+            provider: &*provider,
+            scope: &scope,
+            key: &key,
+            buckets: with_buckets.contains(&key),
+        };
+        let found = cur.settled(&group, found, notify).await?;
+        cur.merge(&group, found, &lookout).await?;
+    }
+    cur.foreign.sort_by(|a, b| a.address.cmp(&b.address));
+    cur.adopted.sort();
+    // What the clouds reported now (a node's address) replaces what was
+    // recorded: state then shows it (`gpuform output`) until the next refresh.
+    for (address, o) in &cur.observed {
+        if let (Some(o), Some(r)) = (o, cur.doc.resources.get_mut(address)) {
+            if r.id == o.id {
+                r.reported = crate::state::document::Reported::of(o);
             }
         }
+    }
+    Ok(cur)
+}
+
+/// One (provider, region) a refresh lists.
+struct Group<'a> {
+    provider: &'a dyn gpuform_provider::Provider,
+    scope: &'a Scope,
+    /// (provider key, region).
+    key: &'a (String, String),
+    /// Whether buckets are listed too.
+    buckets: bool,
+}
+
+impl Group<'_> {
+    fn failed(&self, error: ProviderError) -> EngineError {
+        EngineError::Provider {
+            context: format!("refreshing {} {}", self.key.0, self.key.1),
+            error,
+        }
+    }
+}
+
+impl Current {
+    /// After a crash, a create started moments ago may not be visible yet
+    /// (eventual consistency, or a request still being processed after its
+    /// client died): wait out the provider's settle time once and look
+    /// again, rather than retrying a create that did happen.
+    async fn settled(
+        &self,
+        g: &Group<'_>,
+        found: Vec<ObservedResource>,
+        notify: &(dyn Fn(&str) + Sync),
+    ) -> Result<Vec<ObservedResource>, EngineError> {
+        let settle = g.provider.settle_time();
+        if settle.is_zero() {
+            return Ok(found);
+        }
+        let (provider_key, region) = g.key;
+        let lineage = &self.doc.lineage;
+        let seen = |address: &str| {
+            found.iter().any(|o| {
+                o.ownership
+                    .as_ref()
+                    .is_some_and(|t| t.address == address && &t.lineage == lineage)
+            })
+        };
+        let youngest_unseen = self
+            .doc
+            .pending
+            .iter()
+            .filter(|(a, p)| &p.provider == provider_key && &p.region == region && !seen(a))
+            .map(|(_, p)| p.started_ms)
+            .max();
+        let now = crate::clock::wall_ms();
+        let Some(ready_at) = youngest_unseen
+            .map(|t| t + settle.as_millis() as u64)
+            .filter(|t| *t > now)
+        else {
+            return Ok(found);
+        };
+        let wait = std::time::Duration::from_millis(ready_at - now);
+        notify(&format!(
+            "Waiting {:.1}s for {provider_key} {region} to settle before looking for what an interrupted apply started...",
+            wait.as_secs_f64()
+        ));
+        tokio::time::sleep(wait).await;
+        read_with_retry("list_owned", || {
+            g.provider
+                .list_owned_kinds(g.scope, &self.doc.project, g.buckets)
+        })
+        .await
+        .map_err(|e| g.failed(e))
+    }
+
+    /// Merges one group's listing into what exists: recorded resources
+    /// found (by id, or read directly when their tags were lost),
+    /// interrupted creates adopted, strays adopted or marked duplicates,
+    /// other states' resources where this one would create noted.
+    async fn merge(
+        &mut self,
+        g: &Group<'_>,
+        mut found: Vec<ObservedResource>,
+        lookout: &Lookout<'_>,
+    ) -> Result<(), EngineError> {
         // Another workspace's resources are another state's, even at the
         // same addresses: this state neither adopts, deletes nor refuses them.
-        let workspace = cur.doc.workspace.as_deref();
+        let workspace = self.doc.workspace.as_deref();
         found.retain(|o| match &o.ownership {
             Some(t) => t.in_workspace(workspace),
             None => true,
         });
-        // Slots, so that what a record claims is moved out rather than cloned.
+        let lineage = self.doc.lineage.clone();
         let (ours, others): (Vec<ObservedResource>, Vec<ObservedResource>) =
             found.into_iter().partition(|o| {
                 o.ownership.as_ref().is_some_and(|t| {
                     t.lineage == lineage || lookout.adopt_lineages.contains(&t.lineage)
                 })
             });
+        let (ours, mut claimed) = self.find_recorded(g, ours).await?;
+        self.adopt_interrupted(g, &ours, &mut claimed);
+        self.adopt_strays(g, &ours, &claimed, lookout);
+        self.note_foreign(g, &others, lookout);
+        Ok(())
+    }
+
+    /// Each recorded resource of the group, found among `ours` by id or read
+    /// directly (ids that lost their tags, batched per kind). Returns the
+    /// rest of `ours` and the ids claimed.
+    async fn find_recorded(
+        &mut self,
+        g: &Group<'_>,
+        ours: Vec<ObservedResource>,
+    ) -> Result<(Vec<ObservedResource>, HashSet<String>), EngineError> {
+        let (provider_key, region) = g.key;
+        // Slots, so that what a record claims is moved out rather than cloned.
         let mut ours: Vec<Option<ObservedResource>> = ours.into_iter().map(Some).collect();
         let by_id: HashMap<String, usize> = ours
             .iter()
             .enumerate()
             .filter_map(|(i, o)| o.as_ref().map(|o| (o.id.clone(), i)))
             .collect();
-
         // Recorded resources of this group (borrowed: only `observed` changes below).
-        let recorded: Vec<(&String, &Record)> = cur
+        let recorded: Vec<(&String, &Record)> = self
             .doc
             .resources
             .iter()
-            .filter(|(_, r)| r.provider == provider_key && r.region == region)
+            .filter(|(_, r)| &r.provider == provider_key && &r.region == region)
             .collect();
-        // Ids that lost their tags are looked up directly, batched per kind.
         let mut missing: BTreeMap<ResourceKind, Vec<String>> = BTreeMap::new();
         for (_, r) in &recorded {
             if !by_id.contains_key(r.id.as_str()) {
@@ -260,17 +335,14 @@ pub async fn refresh(
         }
         let mut untagged: HashMap<String, ObservedResource> = HashMap::new();
         for (kind, ids) in missing {
-            let got = read_with_retry("read", || provider.read(&scope, kind, &ids))
+            let got = read_with_retry("read", || g.provider.read(g.scope, kind, &ids))
                 .await
-                .map_err(|e| EngineError::Provider {
-                    context: format!("refreshing {provider_key} {region}"),
-                    error: e,
-                })?;
+                .map_err(|e| g.failed(e))?;
             for o in got {
                 untagged.insert(o.id.clone(), o);
             }
         }
-        let mut claimed: std::collections::HashSet<String> = Default::default();
+        let mut claimed = HashSet::new();
         for (address, r) in &recorded {
             let o = by_id
                 .get(r.id.as_str())
@@ -279,19 +351,28 @@ pub async fn refresh(
             if o.is_some() {
                 claimed.insert(r.id.clone());
             }
-            cur.observed.insert((*address).clone(), o);
+            self.observed.insert((*address).clone(), o);
         }
-        let ours: Vec<ObservedResource> = ours.into_iter().flatten().collect();
-        // Interrupted creates: adopt what carries their address and kind (a
-        // boot disk tagged like its server is not the server), preferring
-        // the token. What the create had left to do after the resource
-        // existed (attach, authorize) shows in its observed completion
-        // attributes, and the plan completes it.
-        let pending: Vec<_> = cur
+        Ok((ours.into_iter().flatten().collect(), claimed))
+    }
+
+    /// Interrupted creates: adopt what carries their address and kind (a
+    /// boot disk tagged like its server is not the server), preferring
+    /// the token. What the create had left to do after the resource
+    /// existed (attach, authorize) shows in its observed completion
+    /// attributes, and the plan completes it.
+    fn adopt_interrupted(
+        &mut self,
+        g: &Group<'_>,
+        ours: &[ObservedResource],
+        claimed: &mut HashSet<String>,
+    ) {
+        let (provider_key, region) = g.key;
+        let pending: Vec<_> = self
             .doc
             .pending
             .iter()
-            .filter(|(_, p)| p.provider == provider_key && p.region == region)
+            .filter(|(_, p)| &p.provider == provider_key && &p.region == region)
             .map(|(a, p)| (a.clone(), p.clone()))
             .collect();
         for (address, p) in pending {
@@ -311,11 +392,11 @@ pub async fn refresh(
                         .unwrap_or(false)
                 })
                 .cloned();
-            cur.doc.pending.remove(&address);
+            self.doc.pending.remove(&address);
             match hit {
-                Some(o) if !cur.doc.resources.contains_key(&address) => {
+                Some(o) if !self.doc.resources.contains_key(&address) => {
                     claimed.insert(o.id.clone());
-                    cur.doc.resources.insert(
+                    self.doc.resources.insert(
                         address.clone(),
                         Record {
                             kind: p.kind,
@@ -329,17 +410,27 @@ pub async fn refresh(
                             kept: Vec::new(),
                         },
                     );
-                    cur.observed.insert(address.clone(), Some(o));
-                    cur.adopted.push(address);
+                    self.observed.insert(address.clone(), Some(o));
+                    self.adopted.push(address);
                 }
                 _ => {
-                    cur.abandoned.insert(address, p.token);
+                    self.abandoned.insert(address, p.token);
                 }
             }
         }
-        // Anything else tagged as ours is a stray: adopt it under its address
-        // if state has nothing there, otherwise it is a duplicate to delete.
-        for o in &ours {
+    }
+
+    /// Anything else tagged as ours is a stray: adopt it under its address
+    /// if state has nothing there, otherwise it is a duplicate to delete.
+    fn adopt_strays(
+        &mut self,
+        g: &Group<'_>,
+        ours: &[ObservedResource],
+        claimed: &HashSet<String>,
+        lookout: &Lookout<'_>,
+    ) {
+        let (provider_key, region) = g.key;
+        for o in ours {
             if claimed.contains(&o.id) {
                 continue;
             }
@@ -379,32 +470,36 @@ pub async fn refresh(
                 reported: crate::state::document::Reported::of(o),
                 kept: Vec::new(),
             };
-            if cur.doc.resources.contains_key(&t.address) {
-                cur.strays
+            if self.doc.resources.contains_key(&t.address) {
+                self.strays
                     .insert(Address::duplicate(&t.address, &o.id), record);
             } else {
-                cur.doc.resources.insert(t.address.clone(), record);
-                cur.observed.insert(t.address.clone(), Some(o.clone()));
-                cur.adopted.push(t.address.clone());
+                self.doc.resources.insert(t.address.clone(), record);
+                self.observed.insert(t.address.clone(), Some(o.clone()));
+                self.adopted.push(t.address.clone());
             }
         }
-        // Another state's resources where this one would create: refused
-        // by the plan, never silently doubled.
-        let recorded_ids: std::collections::HashSet<&str> =
-            cur.doc.resources.values().map(|r| r.id.as_str()).collect();
-        for o in &others {
+    }
+
+    /// Another state's resources where this one would create: refused
+    /// by the plan, never silently doubled.
+    fn note_foreign(&mut self, g: &Group<'_>, others: &[ObservedResource], lookout: &Lookout<'_>) {
+        let (provider_key, region) = g.key;
+        let recorded_ids: HashSet<&str> =
+            self.doc.resources.values().map(|r| r.id.as_str()).collect();
+        for o in others {
             let Some(t) = o.ownership.as_ref() else {
                 continue;
             };
             let wanted = lookout
                 .desired
                 .and_then(|d| d.get(&t.address))
-                .is_some_and(|d| d.kind == o.kind && d.target.key() == provider_key);
+                .is_some_and(|d| d.kind == o.kind && &d.target.key() == provider_key);
             if wanted
                 && !recorded_ids.contains(o.id.as_str())
-                && !cur.doc.resources.contains_key(&t.address)
+                && !self.doc.resources.contains_key(&t.address)
             {
-                cur.foreign.push(Foreign {
+                self.foreign.push(Foreign {
                     address: t.address.clone(),
                     id: o.id.clone(),
                     lineage: t.lineage.clone(),
@@ -414,18 +509,6 @@ pub async fn refresh(
             }
         }
     }
-    cur.foreign.sort_by(|a, b| a.address.cmp(&b.address));
-    cur.adopted.sort();
-    // What the clouds reported now (a node's address) replaces what was
-    // recorded: state then shows it (`gpuform output`) until the next refresh.
-    for (address, o) in &cur.observed {
-        if let (Some(o), Some(r)) = (o, cur.doc.resources.get_mut(address)) {
-            if r.id == o.id {
-                r.reported = crate::state::document::Reported::of(o);
-            }
-        }
-    }
-    Ok(cur)
 }
 
 /// The (provider, region)s a refresh lists: those the state records or has

@@ -14,7 +14,7 @@
 use super::lockin::spec_cloud;
 use crate::spec::edit::BlockEditor;
 use crate::spec::{self, CloudName, LoadedSpec, Vars};
-use gpuform_catalog::storage::StoragePrices;
+use gpuform_catalog::storage::{object_service, StoragePrices};
 use gpuform_catalog::transfer::{TransferKind, TransferPrices};
 use gpuform_catalog::Catalog;
 use gpuform_provider::UserError;
@@ -57,12 +57,7 @@ fn err(message: impl Into<String>, hint: impl Into<String>) -> UserError {
 
 /// The object-storage service of a cloud, for messages.
 fn service(cloud: Cloud) -> &'static str {
-    match cloud {
-        Cloud::Aws => "S3",
-        Cloud::Alibaba => "OSS",
-        Cloud::Tencent => "COS",
-        Cloud::Huawei => "OBS",
-    }
+    object_service(cloud).product
 }
 
 /// The rclone `s3` remote for a cloud's object storage in a region (named
@@ -70,13 +65,12 @@ fn service(cloud: Cloud) -> &'static str {
 /// add: gpuform never prints them).
 fn rclone_remote(cloud: Cloud, region: &str) -> (String, String) {
     let name = format!("{cloud}-{}-{region}", service(cloud).to_ascii_lowercase());
+    let endpoint = (object_service(cloud).host)(region);
     let settings = match cloud {
         Cloud::Aws => format!("provider=AWS env_auth=true region={region}"),
-        Cloud::Alibaba => format!("provider=Alibaba endpoint=oss-{region}.aliyuncs.com"),
-        Cloud::Tencent => format!("provider=TencentCOS endpoint=cos.{region}.myqcloud.com"),
-        Cloud::Huawei => {
-            format!("provider=HuaweiOBS region={region} endpoint=obs.{region}.myhuaweicloud.com")
-        }
+        Cloud::Alibaba => format!("provider=Alibaba endpoint={endpoint}"),
+        Cloud::Tencent => format!("provider=TencentCOS endpoint={endpoint}"),
+        Cloud::Huawei => format!("provider=HuaweiOBS region={region} endpoint={endpoint}"),
     };
     let line = format!("rclone config create {name} s3 {settings}");
     (name, line)
@@ -97,17 +91,7 @@ pub fn migrate_bucket(
     cny_per_usd: f64,
 ) -> Result<BucketMigration, UserError> {
     let spec = &loaded.spec;
-    let b = spec.buckets.get(key).ok_or_else(|| {
-        let names: Vec<&str> = spec.buckets.keys().map(String::as_str).collect();
-        err(
-            format!("{} has no bucket `{key}`", loaded.file_label()),
-            if names.is_empty() {
-                "the spec has no `buckets:`".to_string()
-            } else {
-                format!("buckets in the spec: {}", names.join(", "))
-            },
-        )
-    })?;
+    let b = find(loaded, key)?;
     let from = spec_cloud(b.cloud).unwrap_or(Cloud::Aws);
     let readers: Vec<&String> = spec
         .clusters
@@ -115,118 +99,17 @@ pub fn migrate_bucket(
         .filter(|(_, c)| c.reads.iter().any(|r| r == key))
         .map(|(n, _)| n)
         .collect();
-    let to_region = match region {
-        Some(r) => r.to_string(),
-        None => spec
-            .clusters
-            .iter()
-            .filter(|(n, c)| readers.contains(n) && spec_cloud(c.cloud) == Some(to))
-            .map(|(_, c)| c.region.clone())
-            .find(|r| !r.is_empty())
-            .ok_or_else(|| {
-                err(
-                    format!("which {to} region should bucket `{key}` move to?"),
-                    format!(
-                        "write --to {to}/REGION ({to} regions: {})",
-                        catalog
-                            .regions(to)
-                            .iter()
-                            .map(|r| r.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-            })?,
-    };
+    let to_region = target_region(spec, catalog, key, to, region, &readers)?;
     if b.cloud != CloudName::Sandbox && from == to && to_region == b.region {
         return Err(err(
             format!("bucket `{key}` is already on {to} {}", b.region),
             format!("name another cloud, or another region: --to {to}/REGION"),
         ));
     }
-    let from_name = b
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{}-{key}", spec.project));
-    let to_name = new_name.map(str::to_string).unwrap_or(from_name.clone());
-    if let Err(e) = bucket_name::check(to, &to_name) {
-        let hint = if to == Cloud::Tencent && new_name.is_none() {
-            format!(
-                "COS bucket names end with the account's APPID (the number on the console's Account Information page): add --bucket-name {}-APPID",
-                to_name
-            )
-        } else {
-            format!("choose a valid name with --bucket-name, e.g. {}", e.example)
-        };
-        return Err(err(
-            format!(
-                "bucket `{key}` cannot keep the name `{to_name}` on {to} {}: {}. Rule: {}",
-                service(to),
-                e.problem,
-                e.rule
-            ),
-            hint,
-        ));
-    }
-
-    let base = format!("buckets.{key}");
-    let mut ed = BlockEditor::new(loaded, &base)?;
-    let mut changes = Vec::new();
-    ed.replace_value("cloud", to.as_str())?;
-    changes.push(format!("cloud: {} → {to}", b.cloud.as_str()));
-    ed.replace_value("region", &to_region)?;
-    changes.push(format!("region: {} → {to_region}", b.region));
-    if to_name != from_name {
-        if ed.has("name") {
-            ed.replace_value("name", &to_name)?;
-        } else {
-            ed.insert_after(&["region", "cloud"], "name", &to_name)?;
-        }
-        changes.push(format!("name: {from_name} → {to_name}"));
-    }
-    let new_text = ed.finish();
-    // Prove the result loads (validation checks the name again).
-    spec::load_str(&loaded.file_label(), &new_text, vars).map_err(|d| {
-        err(
-            format!("the migrated spec does not load:\n{d}"),
-            "fix what it says in the spec, then run migrate again",
-        )
-    })?;
-    // Restore the original text in the diagnostics registry for later messages.
-    let _ = spec::load_str(&loaded.file_label(), &loaded.text, vars);
-
+    let (from_name, to_name) = names(spec, b, key, to, new_name)?;
+    let (new_text, changes) = edit(loaded, vars, b, key, to, &to_region, (&from_name, &to_name))?;
     let class = b.storage_class.as_str().to_string();
-    let mut caveats = vec![
-        format!(
-            "data does not move: the next apply creates `{to_name}` empty on {to} {} {to_region}, then deletes `{from_name}` on {from} {}",
-            service(to),
-            service(from)
-        ),
-        format!(
-            "a plan refuses to delete `{from_name}` while it holds objects (unless `force_destroy: true`); to keep the data, copy it (below) before setting `force_destroy`, or first add the new bucket under another key, copy, then remove the old one"
-        ),
-    ];
-    if b.storage_class != spec::StorageClass::Standard {
-        caveats.push(format!(
-            "storage_class: {class} maps to {}'s own class ({})",
-            service(to),
-            match (b.storage_class, to) {
-                (spec::StorageClass::Infrequent, Cloud::Aws) => "STANDARD_IA",
-                (spec::StorageClass::Infrequent, Cloud::Alibaba) => "IA",
-                (spec::StorageClass::Infrequent, Cloud::Tencent) => "STANDARD_IA",
-                (spec::StorageClass::Infrequent, Cloud::Huawei) => "WARM",
-                (_, Cloud::Aws) => "GLACIER",
-                (_, Cloud::Alibaba) => "Archive",
-                (_, Cloud::Tencent) => "ARCHIVE",
-                (_, Cloud::Huawei) => "COLD",
-            }
-        ));
-    }
-    if b.storage_class == spec::StorageClass::Archive || b.lifecycle.is_some() {
-        caveats.push(
-            "archived objects must be restored before they can be read and copied".to_string(),
-        );
-    }
+    let mut caveats = class_caveats(b, (from, to), &to_region, (&from_name, &to_name));
     // Storage a month, before and after.
     let monthly = |cloud: Cloud, region: &str| -> Result<f64, String> {
         let size = b
@@ -246,38 +129,7 @@ pub fn migrate_bucket(
             caveats.push(format!("storage cost {when} the move unknown: {why}"));
         }
     }
-    // The clusters that read it: where they are now relative to the bucket.
-    for name in &readers {
-        let c = &spec.clusters[*name];
-        let Some(cloud) = spec_cloud(c.cloud) else {
-            caveats.push(format!(
-                "cluster `{name}` reads it from wherever `cloud: any` places it: `gpuform plan` flags a read across regions"
-            ));
-            continue;
-        };
-        if cloud == to && c.region == to_region {
-            caveats.push(format!(
-                "cluster `{name}` ({cloud}/{}) reads it in its own region after the move",
-                c.region
-            ));
-            continue;
-        }
-        let kind = if cloud == to {
-            TransferKind::InterRegion
-        } else {
-            TransferKind::Internet
-        };
-        let price = TransferPrices::builtin()
-            .price(to, &to_region, kind)
-            .map(|p| format!("${:.4}/GB", p.usd(cny_per_usd)))
-            .unwrap_or_else(|| "price unknown".to_string());
-        caveats.push(format!(
-            "cluster `{name}` ({cloud}/{}) reads it across {} after the move: {price} ({})",
-            c.region,
-            if cloud == to { "regions" } else { "clouds" },
-            kind.as_str()
-        ));
-    }
+    caveats.extend(reader_caveats(spec, &readers, to, &to_region, cny_per_usd));
     let (src, src_create) = rclone_remote(from, &b.region);
     let (dst, dst_create) = rclone_remote(to, &to_region);
     let copy_commands = vec![
@@ -303,6 +155,208 @@ pub fn migrate_bucket(
         new_text,
         diff,
     })
+}
+
+/// The spec's bucket `key`.
+fn find<'s>(loaded: &'s LoadedSpec, key: &str) -> Result<&'s spec::Bucket, UserError> {
+    let spec = &loaded.spec;
+    spec.buckets.get(key).ok_or_else(|| {
+        let names: Vec<&str> = spec.buckets.keys().map(String::as_str).collect();
+        err(
+            format!("{} has no bucket `{key}`", loaded.file_label()),
+            if names.is_empty() {
+                "the spec has no `buckets:`".to_string()
+            } else {
+                format!("buckets in the spec: {}", names.join(", "))
+            },
+        )
+    })
+}
+
+/// `region`, else the region of a cluster on `to` that reads the bucket.
+fn target_region(
+    spec: &spec::Spec,
+    catalog: &Catalog,
+    key: &str,
+    to: Cloud,
+    region: Option<&str>,
+    readers: &[&String],
+) -> Result<String, UserError> {
+    Ok(match region {
+        Some(r) => r.to_string(),
+        None => spec
+            .clusters
+            .iter()
+            .filter(|(n, c)| readers.contains(n) && spec_cloud(c.cloud) == Some(to))
+            .map(|(_, c)| c.region.clone())
+            .find(|r| !r.is_empty())
+            .ok_or_else(|| {
+                err(
+                    format!("which {to} region should bucket `{key}` move to?"),
+                    format!(
+                        "write --to {to}/REGION ({to} regions: {})",
+                        catalog
+                            .regions(to)
+                            .iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?,
+    })
+}
+
+/// The bucket's name now and on `to`: `new_name`, else the same, checked
+/// against `to`'s naming rule.
+fn names(
+    spec: &spec::Spec,
+    b: &spec::Bucket,
+    key: &str,
+    to: Cloud,
+    new_name: Option<&str>,
+) -> Result<(String, String), UserError> {
+    let from_name = b
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-{key}", spec.project));
+    let to_name = new_name.map(str::to_string).unwrap_or(from_name.clone());
+    if let Err(e) = bucket_name::check(to, &to_name) {
+        let hint = if to == Cloud::Tencent && new_name.is_none() {
+            format!(
+                "COS bucket names end with the account's APPID (the number on the console's Account Information page): add --bucket-name {}-APPID",
+                to_name
+            )
+        } else {
+            format!("choose a valid name with --bucket-name, e.g. {}", e.example)
+        };
+        return Err(err(
+            format!(
+                "bucket `{key}` cannot keep the name `{to_name}` on {to} {}: {}. Rule: {}",
+                service(to),
+                e.problem,
+                e.rule
+            ),
+            hint,
+        ));
+    }
+
+    Ok((from_name, to_name))
+}
+
+/// The spec's text with the bucket moved, proven to load; each change in words.
+fn edit(
+    loaded: &LoadedSpec,
+    vars: &Vars,
+    b: &spec::Bucket,
+    key: &str,
+    to: Cloud,
+    to_region: &str,
+    (from_name, to_name): (&str, &str),
+) -> Result<(String, Vec<String>), UserError> {
+    let base = format!("buckets.{key}");
+    let mut ed = BlockEditor::new(loaded, &base)?;
+    let mut changes = Vec::new();
+    ed.replace_value("cloud", to.as_str())?;
+    changes.push(format!("cloud: {} → {to}", b.cloud.as_str()));
+    ed.replace_value("region", to_region)?;
+    changes.push(format!("region: {} → {to_region}", b.region));
+    if to_name != from_name {
+        if ed.has("name") {
+            ed.replace_value("name", to_name)?;
+        } else {
+            ed.insert_after(&["region", "cloud"], "name", to_name)?;
+        }
+        changes.push(format!("name: {from_name} → {to_name}"));
+    }
+    let new_text = ed.finish();
+    // Prove the result loads (validation checks the name again).
+    spec::load_str(&loaded.file_label(), &new_text, vars).map_err(|d| {
+        err(
+            format!("the migrated spec does not load:\n{d}"),
+            "fix what it says in the spec, then run migrate again",
+        )
+    })?;
+    // Restore the original text in the diagnostics registry for later messages.
+    let _ = spec::load_str(&loaded.file_label(), &loaded.text, vars);
+
+    Ok((new_text, changes))
+}
+
+/// What moving the data and the storage class mean.
+fn class_caveats(
+    b: &spec::Bucket,
+    (from, to): (Cloud, Cloud),
+    to_region: &str,
+    (from_name, to_name): (&str, &str),
+) -> Vec<String> {
+    let class = b.storage_class.as_str();
+    let mut caveats = vec![
+        format!(
+            "data does not move: the next apply creates `{to_name}` empty on {to} {} {to_region}, then deletes `{from_name}` on {from} {}",
+            service(to),
+            service(from)
+        ),
+        format!(
+            "a plan refuses to delete `{from_name}` while it holds objects (unless `force_destroy: true`); to keep the data, copy it (below) before setting `force_destroy`, or first add the new bucket under another key, copy, then remove the old one"
+        ),
+    ];
+    if b.storage_class != spec::StorageClass::Standard {
+        caveats.push(format!(
+            "storage_class: {class} maps to {}'s own class ({})",
+            service(to),
+            object_service(to).class_name(b.storage_class)
+        ));
+    }
+    if b.storage_class == spec::StorageClass::Archive || b.lifecycle.is_some() {
+        caveats.push(
+            "archived objects must be restored before they can be read and copied".to_string(),
+        );
+    }
+    caveats
+}
+
+/// The clusters that read the bucket: where they are after the move.
+fn reader_caveats(
+    spec: &spec::Spec,
+    readers: &[&String],
+    to: Cloud,
+    to_region: &str,
+    cny_per_usd: f64,
+) -> Vec<String> {
+    let mut caveats = Vec::new();
+    for name in readers {
+        let c = &spec.clusters[*name];
+        let Some(cloud) = spec_cloud(c.cloud) else {
+            caveats.push(format!(
+                "cluster `{name}` reads it from wherever `cloud: any` places it: `gpuform plan` flags a read across regions"
+            ));
+            continue;
+        };
+        if cloud == to && c.region == to_region {
+            caveats.push(format!(
+                "cluster `{name}` ({cloud}/{}) reads it in its own region after the move",
+                c.region
+            ));
+            continue;
+        }
+        let kind = if cloud == to {
+            TransferKind::InterRegion
+        } else {
+            TransferKind::Internet
+        };
+        let price = TransferPrices::builtin()
+            .price(to, to_region, kind)
+            .map(|p| format!("${:.4}/GB", p.usd(cny_per_usd)))
+            .unwrap_or_else(|| "price unknown".to_string());
+        caveats.push(format!(
+            "cluster `{name}` ({cloud}/{}) reads it across {} after the move: {price} ({})",
+            c.region,
+            if cloud == to { "regions" } else { "clouds" },
+            kind.as_str()
+        ));
+    }
+    caveats
 }
 
 /// The bucket migration in words.

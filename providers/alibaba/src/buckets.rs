@@ -28,12 +28,10 @@ pub const ENV_OSS_ENDPOINT: &str = "GPUFORM_ALIBABA_OSS_ENDPOINT";
 /// The OSS dialect.
 pub const OSS: Dialect = Dialect {
     cloud: Cloud::Alibaba,
-    product: "OSS",
+    service: &gpuform_catalog::storage::OSS,
     header_prefix: "x-oss-",
-    service_host: oss_host,
     location: |r| format!("oss-{r}"),
     location_element: None,
-    classes: ["Standard", "IA", "Archive"],
     class_at: ClassAt::Body("StorageClass"),
     class_read: ClassRead::Subresource {
         query: "bucketInfo",
@@ -46,11 +44,6 @@ pub const OSS: Dialect = Dialect {
     check_tag_value: gpuform_objstore::any_tag_value,
     error_kind: oss_error,
 };
-
-/// `oss-<region>.aliyuncs.com`.
-pub fn oss_host(region: &str) -> String {
-    format!("oss-{region}.aliyuncs.com")
-}
 
 fn oss_error(code: &str) -> Option<ErrorKind> {
     match code {

@@ -66,7 +66,7 @@ mod refresh;
 mod storage;
 mod tags;
 
-pub use buckets::{oss_host, ENV_OSS_ENDPOINT, OSS};
+pub use buckets::{ENV_OSS_ENDPOINT, OSS};
 pub use client::{default_host, Endpoint, Product, RpcClient, CENTRAL_VPC_REGIONS};
 pub use compute::SUBSCRIPTION_ENDS;
 pub use errors::classify;

@@ -53,6 +53,76 @@ impl StorageClass {
     }
 }
 
+/// A cloud's object storage as its own documentation names it: the
+/// product, its names of the neutral classes (in [`StorageClass::ALL`]'s
+/// order) and its service endpoint host per region. The one table that the
+/// clouds' bucket code (OSS/COS/OBS dialects) and `gpuform migrate` read.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectService {
+    pub product: &'static str,
+    pub classes: [&'static str; 3],
+    /// The service's endpoint host in a region.
+    pub host: fn(&str) -> String,
+}
+
+impl ObjectService {
+    /// The cloud's name of a neutral class.
+    pub fn class_name(&self, c: StorageClass) -> &'static str {
+        match c {
+            StorageClass::Standard => self.classes[0],
+            StorageClass::Infrequent => self.classes[1],
+            StorageClass::Archive => self.classes[2],
+        }
+    }
+
+    /// The neutral class of a cloud's name (case-insensitive); a class
+    /// gpuform does not make (cold archive, deep archive) is `None`.
+    pub fn class_of(&self, name: &str) -> Option<StorageClass> {
+        StorageClass::ALL
+            .into_iter()
+            .find(|c| self.class_name(*c).eq_ignore_ascii_case(name))
+    }
+}
+
+/// Amazon S3 (Standard-IA and Glacier Flexible Retrieval are what gpuform's
+/// lifecycle transitions use).
+pub const S3: ObjectService = ObjectService {
+    product: "S3",
+    classes: ["STANDARD", "STANDARD_IA", "GLACIER"],
+    host: |region| format!("s3.{region}.amazonaws.com"),
+};
+
+/// Alibaba Cloud OSS (https://www.alibabacloud.com/help/en/oss/user-guide/overview-53).
+pub const OSS: ObjectService = ObjectService {
+    product: "OSS",
+    classes: ["Standard", "IA", "Archive"],
+    host: |region| format!("oss-{region}.aliyuncs.com"),
+};
+
+/// Tencent Cloud COS (https://www.tencentcloud.com/document/product/436/30925).
+pub const COS: ObjectService = ObjectService {
+    product: "COS",
+    classes: ["STANDARD", "STANDARD_IA", "ARCHIVE"],
+    host: |region| format!("cos.{region}.myqcloud.com"),
+};
+
+/// Huawei Cloud OBS (https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0044.html).
+pub const OBS: ObjectService = ObjectService {
+    product: "OBS",
+    classes: ["STANDARD", "WARM", "COLD"],
+    host: |region| format!("obs.{region}.myhuaweicloud.com"),
+};
+
+/// Each cloud's object storage.
+pub fn object_service(cloud: Cloud) -> &'static ObjectService {
+    match cloud {
+        Cloud::Aws => &S3,
+        Cloud::Alibaba => &OSS,
+        Cloud::Tencent => &COS,
+        Cloud::Huawei => &OBS,
+    }
+}
+
 impl PriceKey for StorageClass {
     const COLUMN: &'static str = "class";
     const NAMES: &'static [(&'static str, StorageClass)] = &[

@@ -52,13 +52,11 @@ use gpuform_signing::{obs, Credentials, Request};
 /// OBS's dialect of the shared bucket flow.
 pub const OBS: Dialect = Dialect {
     cloud: Cloud::Huawei,
-    product: "OBS",
+    service: &gpuform_catalog::storage::OBS,
     header_prefix: "x-obs-",
-    service_host: |region| format!("obs.{region}.myhuaweicloud.com"),
     // ListBuckets and `Location` name a region as `cn-north-4`.
     location: |region| region.to_string(),
     location_element: Some("Location"),
-    classes: ["STANDARD", "WARM", "COLD"],
     class_at: ClassAt::Header("x-obs-storage-class"),
     class_read: ClassRead::Subresource {
         query: "storageClass",

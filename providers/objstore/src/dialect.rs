@@ -1,6 +1,7 @@
 //! What differs between the clouds that speak the S3-like dialect: one
 //! [`Dialect`] value per cloud, data and small functions only.
 
+use gpuform_catalog::storage::ObjectService;
 use gpuform_provider::Result;
 use gpuform_provider::{Cloud, ErrorKind, StorageClass};
 
@@ -53,21 +54,19 @@ pub enum SseForm {
 #[derive(Debug, Clone, Copy)]
 pub struct Dialect {
     pub cloud: Cloud,
-    /// The product's name in messages (`OSS`).
-    pub product: &'static str,
+    /// The product (`OSS`, in messages), its class names and its service
+    /// host of a region (`oss-cn-hangzhou.aliyuncs.com`; a bucket is
+    /// addressed as the virtual host `<bucket>.<service host>`): the
+    /// catalog's table of each cloud's object storage.
+    pub service: &'static ObjectService,
     /// The prefix of the cloud's own headers (`x-oss-`).
     pub header_prefix: &'static str,
-    /// The service host of a region (`oss-cn-hangzhou.aliyuncs.com`); a
-    /// bucket is addressed as the virtual host `<bucket>.<service host>`.
-    pub service_host: fn(&str) -> String,
     /// A region as the cloud names a bucket's location in ListBuckets
     /// (`oss-cn-hangzhou`).
     pub location: fn(&str) -> String,
     /// The element of `CreateBucketConfiguration` that names the region,
     /// where the cloud wants one (OBS `Location`, S3 `LocationConstraint`).
     pub location_element: Option<&'static str>,
-    /// The cloud's names of standard, infrequent and archive storage.
-    pub classes: [&'static str; 3],
     pub class_at: ClassAt,
     pub class_read: ClassRead,
     pub rule_scope: RuleScope,
@@ -87,24 +86,18 @@ pub struct Dialect {
 impl Dialect {
     /// The cloud's name of a neutral class.
     pub fn class_name(&self, c: StorageClass) -> &'static str {
-        match c {
-            StorageClass::Standard => self.classes[0],
-            StorageClass::Infrequent => self.classes[1],
-            StorageClass::Archive => self.classes[2],
-        }
+        self.service.class_name(c)
     }
 
     /// The neutral class of a cloud's name (case-insensitive); a class
     /// gpuform does not make (cold archive, deep archive) is `None`.
     pub fn class_of(&self, name: &str) -> Option<StorageClass> {
-        StorageClass::ALL
-            .into_iter()
-            .find(|c| self.class_name(*c).eq_ignore_ascii_case(name.trim()))
+        self.service.class_of(name.trim())
     }
 
     /// The `<bucket>.<service host>` a bucket's requests go to.
     pub fn bucket_host(&self, region: &str, bucket: &str) -> String {
-        format!("{bucket}.{}", (self.service_host)(region))
+        format!("{bucket}.{}", (self.service.host)(region))
     }
 
     /// A header of the cloud's own (`acl` → `x-oss-acl`).

@@ -114,7 +114,7 @@ impl ObjStore {
         let mut e = invalid(format!(
             "the bucket name `{name}` is taken by another account ({} bucket names are global); \
              choose another `name` for the bucket",
-            self.dialect.product
+            self.dialect.service.product
         ));
         e.code = cause.code;
         e.request_id = cause.request_id;
@@ -207,7 +207,7 @@ impl ObjStore {
         if tags.len() > self.dialect.max_tags {
             return Err(invalid(format!(
                 "{} takes at most {} tags per bucket; gpuform uses {ours} and the spec adds {}",
-                self.dialect.product,
+                self.dialect.service.product,
                 self.dialect.max_tags,
                 req.tags.len()
             )));

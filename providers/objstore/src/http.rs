@@ -115,7 +115,7 @@ impl ObjStore {
         let d = &self.dialect;
         let host = match &call.bucket {
             Some(b) => d.bucket_host(region, b),
-            None => (d.service_host)(region),
+            None => (d.service.host)(region),
         };
         let path = format!("/{}", call.key.as_deref().unwrap_or_default());
         let mut req = Request::new(call.method, host.clone(), path);
@@ -152,7 +152,7 @@ impl ObjStore {
             b = b.header(n.as_str(), v.as_str());
         }
         tracing::debug!(op = call.op, region, host = %host, "object storage call");
-        let what = format!("{} {}", self.dialect.product, call.op);
+        let what = format!("{} {}", self.dialect.service.product, call.op);
         let id_header = format!("{}request-id", d.header_prefix);
         let got = exchange(b.body(req.body), &what, Some(&id_header)).await?;
         if (200..300).contains(&got.status) {
@@ -181,7 +181,10 @@ impl ObjStore {
             .map(str::to_string)
             .unwrap_or_else(|| format!("HTTP {status}"));
         let kind = self.dialect.classify(code.as_deref(), status);
-        let mut e = ProviderError::new(kind, format!("{} {op}: {message}", self.dialect.product));
+        let mut e = ProviderError::new(
+            kind,
+            format!("{} {op}: {message}", self.dialect.service.product),
+        );
         if let Some(c) = code {
             e = e.with_code(c);
         }

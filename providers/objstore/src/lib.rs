@@ -96,7 +96,7 @@ pub struct ObjStore {
 impl fmt::Debug for ObjStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ObjStore")
-            .field("product", &self.dialect.product)
+            .field("product", &self.dialect.service.product)
             .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }

@@ -59,7 +59,7 @@ impl ObjStore {
                 ErrorKind::Invalid,
                 format!(
                     "{} takes at most {} tags per bucket",
-                    self.dialect.product, self.dialect.max_tags
+                    self.dialect.service.product, self.dialect.max_tags
                 ),
             ));
         }
@@ -142,7 +142,7 @@ impl ObjStore {
                             ErrorKind::Transient,
                             format!(
                                 "{} DeleteMultipleObjects could not delete `{}` of `{name}`: {}",
-                                self.dialect.product,
+                                self.dialect.service.product,
                                 err.text_of("Key").unwrap_or_default(),
                                 err.text_of("Message")
                                     .or(err.text_of("Code"))

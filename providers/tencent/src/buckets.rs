@@ -57,14 +57,12 @@ pub const SIGN_VALID_SECS: u32 = 600;
 /// COS's dialect of the shared bucket flow.
 pub const COS: Dialect = Dialect {
     cloud: Cloud::Tencent,
-    product: "COS",
+    service: &gpuform_catalog::storage::COS,
     header_prefix: "x-cos-",
-    service_host: |region| format!("cos.{region}.myqcloud.com"),
     // GET Service names a bucket's region as `ap-guangzhou` (8291).
     location: |region| region.to_string(),
     // The region is the host's; PUT Bucket takes no configuration (7738).
     location_element: None,
-    classes: ["STANDARD", "STANDARD_IA", "ARCHIVE"],
     class_at: ClassAt::Tag,
     class_read: ClassRead::Tag,
     rule_scope: RuleScope::EmptyFilter,
@@ -131,7 +129,7 @@ mod tests {
             "data-1250000000.cos.ap-guangzhou.myqcloud.com"
         );
         assert_eq!(
-            (COS.service_host)("ap-beijing"),
+            (COS.service.host)("ap-beijing"),
             "cos.ap-beijing.myqcloud.com"
         );
         assert_eq!(COS.class_name(StorageClass::Infrequent), "STANDARD_IA");
