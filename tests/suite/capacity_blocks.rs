@@ -289,7 +289,10 @@ fn reconcile_never_buys_a_block() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(out.status.code(), Some(0), "{extra:?}: {text}");
-        assert!(text.contains("cluster.trainer.block[0]"), "{extra:?}: {text}");
+        assert!(
+            text.contains("cluster.trainer.block[0]"),
+            "{extra:?}: {text}"
+        );
         assert!(text.contains("never a repair"), "{extra:?}: {text}");
         assert_eq!(blocks_bought(&w), 0, "{extra:?}: reconcile bought a block");
     }

@@ -140,8 +140,8 @@ impl Market {
             .ok_or_else(|| missing("CapacityDurationHours"))?
             .parse()
             .map_err(|_| invalid("CapacityDurationHours must be an integer".into()))?;
-        let whole_days = hours > 0 && hours % 24 == 0 && hours <= 14 * 24;
-        let whole_weeks = hours > 14 * 24 && hours % (7 * 24) == 0 && hours <= 182 * 24;
+        let whole_days = hours > 0 && hours.is_multiple_of(24) && hours <= 14 * 24;
+        let whole_weeks = hours > 14 * 24 && hours.is_multiple_of(7 * 24) && hours <= 182 * 24;
         if !(whole_days || whole_weeks) {
             return Err(invalid(format!(
                 "CapacityDurationHours {hours} is not a Capacity Block duration (1 to 14 days in 1-day steps, or up to 182 days in 7-day steps)"
