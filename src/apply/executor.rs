@@ -37,6 +37,9 @@ pub struct ApplyOptions {
     /// Where the k3s clusters' credentials are kept (`crate::k8s`); set by
     /// `engine::apply_plan` beside the state when `None`.
     pub secrets_dir: Option<std::path::PathBuf>,
+    /// Whether this apply may buy what cannot be undone (Capacity Blocks);
+    /// `engine::apply_plan` refuses a plan that buys when it is false.
+    pub allow_purchase: bool,
 }
 
 impl Default for ApplyOptions {
@@ -46,6 +49,7 @@ impl Default for ApplyOptions {
             progress: Arc::new(Silent),
             max_retries: 8,
             secrets_dir: None,
+            allow_purchase: false,
         }
     }
 }

@@ -175,6 +175,35 @@ async fn offering(
 /// Whether node `node` may launch into block `block` (its attributes) at
 /// `now`: not before its start, not once EC2 has begun terminating its
 /// instances ([`BLOCK_TERMINATION_LEAD_SECS`] before its end).
+/// The purchase guard: a plan that buys Capacity Blocks (a create of kind
+/// `block`: paid up front, never cancelled) is applied only when the caller
+/// allowed purchases (`ApplyOptions::allow_purchase`, `--allow-purchase`).
+/// `engine::apply_plan` checks every plan it is given, a failover's re-plan
+/// included, before any call or state write; the CLI checks too, before its
+/// confirmation prompt, so the refusal comes first.
+pub fn purchase_refusal(
+    plan: &crate::plan::Plan,
+    allowed: bool,
+) -> Result<(), gpuform_provider::UserError> {
+    let purchases: Vec<&str> = plan
+        .changes
+        .iter()
+        .filter(|c| c.kind == ResourceKind::Block && c.action == crate::plan::Action::Create)
+        .map(|c| c.address.as_str())
+        .collect();
+    if purchases.is_empty() || allowed {
+        return Ok(());
+    }
+    Err(gpuform_provider::UserError::new(
+        format!(
+            "this apply would buy {} Capacity Block(s) ({}), which are paid up front and cannot be cancelled; nothing was done",
+            purchases.len(),
+            purchases.join(", ")
+        ),
+        "review the plan's block lines (offering, window, upfront price), then apply again with --allow-purchase",
+    ))
+}
+
 pub fn block_window_open(
     node: &str,
     block: &str,

@@ -587,6 +587,9 @@ pub async fn apply_plan(
     opts: &ApplyOptions,
     cancel: Arc<AtomicBool>,
 ) -> Result<ApplyReport, EngineError> {
+    // Before any call or write: every caller (apply, a failover's re-plan,
+    // reconcile, audit) is guarded, not only the CLI.
+    capacity::purchase_refusal(&plan, opts.allow_purchase)?;
     if !locked.existed {
         // A new state that adopts a lost state's resources takes its
         // lineage (see `Lookout::adopt_lineages`), before anything is saved.

@@ -19,6 +19,7 @@ use crate::plan::diff::{changed_keys, totals};
 use crate::plan::{Action, Plan, ResourceChange};
 use crate::providers::Providers;
 use crate::refresh::Current;
+use gpuform_provider::ResourceKind;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
@@ -226,6 +227,16 @@ pub fn sort_changes(
     let mut pending: Vec<Pending> = Vec::new();
     for c in &plan.changes {
         if c.action == Action::NoOp {
+            continue;
+        }
+        // A purchase has no undo: never a repair, not even with --apply-all
+        // (the engine's purchase guard would refuse the whole pass).
+        if c.kind == ResourceKind::Block && c.action == Action::Create {
+            pending.push(Pending {
+                address: c.address.clone(),
+                action: c.action,
+                why: "buys a Capacity Block (paid up front, cannot be cancelled), which is never a repair: review it with `gpuform apply --allow-purchase`".into(),
+            });
             continue;
         }
         match classify(c, current, expired, on_demand) {

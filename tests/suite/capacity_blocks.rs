@@ -222,3 +222,78 @@ fn a_budget_counts_the_upfront_price() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("paid up front for Capacity Blocks"), "{err}");
 }
+
+/// A lost state never buys twice: refresh lists blocks by the project's
+/// tags like every other kind, so an apply without the state finds the
+/// block it bought (another lineage's: refused until `--adopt-lineage`),
+/// then adopts it instead of buying a second one.
+#[test]
+fn a_lost_state_adopts_its_block_instead_of_buying_another() {
+    let spec = SPEC
+        .replace("NODES", "1")
+        .replace("{reservation: {tags: {team: ml}}}, ", "");
+    let w = SandboxWork::new("cap", &spec);
+    w.ok(&["apply", "spec.yaml", "--auto-approve", "--allow-purchase"]);
+    assert_eq!(blocks_bought(&w), 1);
+    let block = state(&w)["resources"]["cluster.trainer.block[0]"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lineage = state(&w)["lineage"].as_str().unwrap().to_string();
+    let gpuform_dir = w.path().join(".gpuform");
+    for f in ["cap.state.json", "cap.state.json.backup"] {
+        std::fs::remove_file(gpuform_dir.join(f)).ok();
+    }
+
+    let out = w.run(
+        &["apply", "spec.yaml", "--auto-approve", "--allow-purchase"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("--adopt-lineage {lineage}")), "{err}");
+    assert_eq!(blocks_bought(&w), 1, "refused: nothing bought");
+
+    w.ok(&[
+        "apply",
+        "spec.yaml",
+        "--auto-approve",
+        "--allow-purchase",
+        "--adopt-lineage",
+        &lineage,
+    ]);
+    assert_eq!(blocks_bought(&w), 1, "adopted, not bought again");
+    assert_eq!(
+        state(&w)["resources"]["cluster.trainer.block[0]"]["id"].as_str(),
+        Some(block.as_str())
+    );
+    assert_eq!(w.plan_exit(&[]), 0);
+}
+
+/// `gpuform reconcile` never buys: a block to buy is a change for review,
+/// not a repair, even with `--apply-all` (which makes every other change
+/// one); the engine's purchase guard stands behind it.
+#[test]
+fn reconcile_never_buys_a_block() {
+    let spec = SPEC
+        .replace("NODES", "1")
+        .replace("{reservation: {tags: {team: ml}}}, ", "");
+    let w = SandboxWork::new("cap", &spec);
+    for extra in [&[][..], &["--apply-all"][..]] {
+        let mut args = vec!["reconcile", "spec.yaml", "--once"];
+        args.extend_from_slice(extra);
+        let out = w.run(&args, None);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {text}");
+        assert!(
+            text.contains("cluster.trainer.block[0]"),
+            "{extra:?}: {text}"
+        );
+        assert!(text.contains("never a repair"), "{extra:?}: {text}");
+        assert_eq!(blocks_bought(&w), 0, "{extra:?}: reconcile bought a block");
+    }
+}

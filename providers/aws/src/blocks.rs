@@ -14,7 +14,10 @@ use crate::errors::{sent, Op};
 use crate::tags::{creation_tags, ownership, tag_spec, tag_value};
 use crate::AwsProvider;
 use aws_sdk_ec2::primitives::{DateTime, DateTimeFormat};
-use aws_sdk_ec2::types::{CapacityReservation, CapacityReservationInstancePlatform, ResourceType};
+use aws_sdk_ec2::types::{
+    CapacityReservation, CapacityReservationInstancePlatform, CapacityReservationState,
+    CapacityReservationType, Filter, ResourceType,
+};
 use aws_sdk_ec2::Client;
 use gpuform_provider::capacity::block_attr as a;
 use gpuform_provider::{
@@ -33,27 +36,30 @@ fn instant(d: Option<&DateTime>) -> String {
         .unwrap_or_default()
 }
 
-/// DescribeCapacityBlockOfferings for `q`: the start date range is its
-/// first day
-/// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeCapacityBlockOfferings.html).
+/// DescribeCapacityBlockOfferings for `q`: offerings that start on its
+/// first day (StartDateRange is the earliest start, EndDateRange the
+/// latest end:
+/// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeCapacityBlockOfferings.html).
 pub(crate) async fn offerings(c: &Client, q: &BlockQuery) -> Result<Vec<BlockOffering>> {
-    let day = |t: &str| {
-        DateTime::from_str(&format!("{}T{t}Z", q.start_day), DateTimeFormat::DateTime).map_err(
-            |_| {
-                ProviderError::new(
-                    ErrorKind::Invalid,
-                    format!("`{}` is not a date", q.start_day),
-                )
-            },
+    let first = DateTime::from_str(
+        &format!("{}T00:00:00Z", q.start_day),
+        DateTimeFormat::DateTime,
+    )
+    .map_err(|_| {
+        ProviderError::new(
+            ErrorKind::Invalid,
+            format!("`{}` is not a date", q.start_day),
         )
-    };
+    })?;
+    // A block starting by the end of its first day ends by then plus its length.
+    let last_start = first.secs() + 86_400 - 1;
     let request = c
         .describe_capacity_block_offerings()
         .instance_type(&q.instance_type)
         .instance_count(q.count as i32)
         .capacity_duration_hours(q.hours as i32)
-        .start_date_range(day("00:00:00")?)
-        .end_date_range(day("23:59:59")?);
+        .start_date_range(first)
+        .end_date_range(DateTime::from_secs(last_start + i64::from(q.hours) * 3600));
     let out = sent("DescribeCapacityBlockOfferings", Op::Other, request.send()).await?;
     Ok(out
         .capacity_block_offerings()
@@ -110,36 +116,86 @@ fn observe(r: &CapacityReservation, region: &str) -> ObservedResource {
     }
 }
 
-/// DescribeCapacityReservations of these ids (a block is one).
+/// The blocks among `reservations`, observed.
+fn blocks<'a>(
+    reservations: &'a [CapacityReservation],
+    region: &'a str,
+) -> impl Iterator<Item = ObservedResource> + 'a {
+    reservations
+        .iter()
+        .filter(|r| r.reservation_type() == Some(&CapacityReservationType::CapacityBlock))
+        .map(move |r| observe(r, region))
+}
+
+/// Every page of DescribeCapacityReservations with these filters.
+async fn describe(c: &Client, filters: Vec<Filter>) -> Result<Vec<CapacityReservation>> {
+    let mut out = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let request = c
+            .describe_capacity_reservations()
+            .set_filters((!filters.is_empty()).then(|| filters.clone()))
+            .set_next_token(next.take());
+        let page = sent("DescribeCapacityReservations", Op::Other, request.send()).await?;
+        out.extend(page.capacity_reservations().iter().cloned());
+        match page.next_token() {
+            Some(t) if !t.is_empty() => next = Some(t.to_string()),
+            _ => return Ok(out),
+        }
+    }
+}
+
+/// These blocks by id. EC2 has no id filter for reservations, and its
+/// `CapacityReservationId.N` fails the whole call on one unknown id: the
+/// account's reservations are listed and picked, so a gone block is absent.
 pub(crate) async fn read(
     c: &Client,
     region: &str,
     ids: &[String],
 ) -> Result<Vec<ObservedResource>> {
-    let request = c
-        .describe_capacity_reservations()
-        .filters(filter("capacity-reservation-id", ids.to_vec()));
-    let out = sent("DescribeCapacityReservations", Op::Other, request.send()).await?;
-    Ok(out
-        .capacity_reservations()
-        .iter()
-        .filter(|r| {
-            ids.iter()
-                .any(|id| Some(id.as_str()) == r.capacity_reservation_id())
-        })
-        .map(|r| observe(r, region))
+    let all = describe(c, Vec::new()).await?;
+    Ok(blocks(&all, region)
+        .filter(|o| ids.contains(&o.id))
         .collect())
+}
+
+/// The blocks tagged with this project, for refresh (`list_owned`): a
+/// state lost after a purchase adopts its block instead of buying another.
+pub(crate) async fn owned(
+    c: &Client,
+    region: &str,
+    project: &str,
+) -> Result<Vec<ObservedResource>> {
+    let tagged = describe(
+        c,
+        vec![filter(
+            &format!("tag:{}", OwnershipTags::PROJECT),
+            [project.to_string()],
+        )],
+    )
+    .await?;
+    // An expired or cancelled block holds nothing to adopt.
+    let holds = |r: &&CapacityReservation| {
+        !matches!(
+            r.state(),
+            Some(CapacityReservationState::Expired | CapacityReservationState::Cancelled)
+        )
+    };
+    let live: Vec<CapacityReservation> = tagged.iter().filter(holds).cloned().collect();
+    Ok(blocks(&live, region).collect())
 }
 
 /// The block an earlier attempt of this create bought: tagged with its token.
 async fn tagged(c: &Client, region: &str, token: &str) -> Result<Option<ObservedResource>> {
-    let request = c.describe_capacity_reservations().filters(filter(
-        &format!("tag:{}", OwnershipTags::TOKEN),
-        [token.to_string()],
-    ));
-    let out = sent("DescribeCapacityReservations", Op::Other, request.send()).await?;
-    Ok(out
-        .capacity_reservations()
+    let found = describe(
+        c,
+        vec![filter(
+            &format!("tag:{}", OwnershipTags::TOKEN),
+            [token.to_string()],
+        )],
+    )
+    .await?;
+    Ok(found
         .iter()
         .find(|r| tag_value(r.tags(), OwnershipTags::TOKEN) == Some(token))
         .map(|r| observe(r, region)))

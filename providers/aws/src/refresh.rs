@@ -108,15 +108,16 @@ impl RefreshApi for AwsProvider {
                 Ok(Vec::new())
             }
         };
-        let (vpcs, subnets, groups, instances, volumes, pgs) = tokio::try_join!(
+        let (vpcs, subnets, groups, instances, volumes, pgs, blocks) = tokio::try_join!(
             describe_vpcs(&c, owned()),
             describe_subnets(&c, owned()),
             describe_groups(&c, owned()),
             describe_instances(&c, live_instances),
             describe_volumes(&c, owned()),
             placement,
+            crate::blocks::owned(&c, region, project),
         )?;
-        let mut out = Vec::new();
+        let mut out = blocks;
         out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
         out.extend(subnets.iter().map(|s| observe_subnet(s, region)));
         out.extend(groups.iter().map(|g| observe_group(g, region)));

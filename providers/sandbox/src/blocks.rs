@@ -13,9 +13,10 @@
 //! type for every instance-hour, paid up front.
 //!
 //! Bought blocks are inventory entries of kind `block` (tags, token,
-//! window in their attributes): read by id, never listed as owned (a block
-//! is adopted by the token its purchase was tagged with, see
-//! [`SandboxProvider::create`](crate::provider)), never deleted.
+//! window in their attributes): read by id, listed as owned by their tags
+//! until they expire (so a lost state adopts one instead of buying again),
+//! found by the token their purchase was tagged with before a retry buys
+//! (see [`SandboxProvider::create`](crate::provider)), never deleted.
 
 use crate::checks;
 use crate::cloud::{attrs_json, Inner};

@@ -355,19 +355,23 @@ impl Provider for SandboxProvider {
     }
 
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
+        let today = self.sandbox.today();
         self.listing(|inner| {
             let cs = inner.store.cloud(self.cloud);
             let ids = owned_ids(inner, self.cloud, scope, project);
             let pages = pages_for(ids.map_or(0, |s| s.len()));
-            // Blocks are capacity reservations, which a listing of the
-            // project's resources does not return: a recorded one is read
-            // by id, an interrupted purchase found by its token.
+            // Blocks are listed by their tags like the rest (on EC2, a
+            // DescribeCapacityReservations filtered on the project tag), so
+            // a lost state adopts a bought block instead of buying another;
+            // an expired one holds nothing to adopt.
             let found = ids
                 .into_iter()
                 .flatten()
                 .filter_map(|id| cs.by_id.get(id).map(|e| (id, e)))
-                .filter(|(_, e)| e.kind != ResourceKind::Block)
                 .map(|(id, e)| cs.observe(id, e))
+                .filter(|o| {
+                    o.kind != ResourceKind::Block || blocks::state(&o.attrs, today) != "expired"
+                })
                 .collect();
             (found, pages)
         })

@@ -1,5 +1,6 @@
 //! `gpuform apply` and `gpuform destroy`.
 
+use crate::apply::ApplyOptions;
 use crate::cli::args::*;
 use crate::cli::out::{errln, out, outln};
 use crate::cli::progress::terminal_apply;
@@ -88,26 +89,11 @@ pub(super) async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult
     if !a.json && !quiet {
         out!("{}", render(&plan, false));
     }
-    // Buying is opted into apart from approving (CI must opt in to spending).
-    let purchases: Vec<&str> = plan
-        .changes
-        .iter()
-        .filter(|c| {
-            c.kind == gpuform_provider::ResourceKind::Block
-                && c.action == crate::plan::Action::Create
-        })
-        .map(|c| c.address.as_str())
-        .collect();
-    if !purchases.is_empty() && !a.allow_purchase {
-        return Err(Failure(gpuform_provider::UserError::new(
-            format!(
-                "this apply would buy {} Capacity Block(s) ({}), which are paid up front and cannot be cancelled; nothing was done",
-                purchases.len(),
-                purchases.join(", ")
-            ),
-            "review the plan's block lines (offering, window, upfront price), then apply again with --allow-purchase",
-        ).to_string()));
-    }
+    // Buying is opted into apart from approving (CI must opt in to
+    // spending). The engine refuses too (every plan it applies); checked
+    // here first so the refusal comes before the confirmation prompt.
+    engine::capacity::purchase_refusal(&plan, a.allow_purchase)
+        .map_err(|e| Failure(e.to_string()))?;
     if plan.has_changes() && !a.auto_approve && !reviewed {
         confirm(if destroy {
             "destroy these resources"
@@ -123,7 +109,10 @@ pub(super) async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult
         }),
         _ => None,
     };
-    let opts = terminal_apply(a.parallelism, quiet || a.json);
+    let opts = ApplyOptions {
+        allow_purchase: a.allow_purchase,
+        ..terminal_apply(a.parallelism, quiet || a.json)
+    };
     let json = a.json;
     let mut on_event = |e: ApplyEvent<'_>| match e {
         ApplyEvent::CapacityLost(f) => {

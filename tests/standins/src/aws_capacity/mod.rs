@@ -24,10 +24,18 @@
 //!   the reservation, forwarded to moto without the target and counted
 //!   against it until `TerminateInstances` ([`reservations`]).
 //!
+//! - EC2 `DescribeCapacityBlockOfferings` and `PurchaseCapacityBlock`
+//!   ([`blocks`]): offerings derived from the request, what the test sells
+//!   ([`AwsCapacity::sell_blocks`]) and its pinned clock
+//!   ([`AwsCapacity::set_now`]); a bought block is a capacity reservation
+//!   of type `capacity-block`, launched into with the `capacity-block`
+//!   market only while its window is open.
+//!
 //! Actions of the EC2 query protocol (`Action=…` in a form body) that moto
 //! lacks go in a module of their own beside `quotas`, picked in `ec2`'s
 //! dispatch before the request is forwarded.
 
+pub mod blocks;
 mod forward;
 pub mod quotas;
 pub mod reservations;
@@ -68,6 +76,8 @@ struct Shared {
     keys: Mutex<HashMap<String, String>>,
     quotas: Mutex<quotas::Book>,
     reservations: Mutex<reservations::Book>,
+    /// Locked before `reservations` when both are.
+    market: Mutex<blocks::Market>,
     counts: Mutex<Counts>,
     upstream: forward::Upstream,
 }
@@ -94,6 +104,7 @@ impl AwsCapacity {
             )])),
             quotas: Mutex::new(quotas::Book::default()),
             reservations: Mutex::new(reservations::Book::default()),
+            market: Mutex::new(blocks::Market::default()),
             counts: Mutex::new(Counts::default()),
             upstream: forward::Upstream::new(moto_url),
         });
@@ -139,6 +150,43 @@ impl AwsCapacity {
         lock(&self.shared.reservations)
             .by_id
             .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Pins the stand-in's clock (`YYYY-MM-DDTHH:MM:SSZ`): Capacity Block
+    /// offerings start from it and blocks' windows open and close by it.
+    /// Unset, the block actions answer an error; the wall clock is never read.
+    pub fn set_now(&self, instant: &str) {
+        let now = blocks::parse_instant(instant).expect("an instant YYYY-MM-DDTHH:MM:SSZ");
+        lock(&self.shared.reservations).now = Some(now);
+    }
+
+    /// Sells Capacity Blocks of `instance_type` in these zones of `region`
+    /// at `usd_per_instance_hour` (the upfront fee is that times hours
+    /// times instances); nothing else is for sale.
+    pub fn sell_blocks(
+        &self,
+        region: &str,
+        instance_type: &str,
+        zones: &[&str],
+        usd_per_instance_hour: f64,
+    ) {
+        lock(&self.shared.market).stock.insert(
+            (region.to_string(), instance_type.to_string()),
+            blocks::BlockStock {
+                zones: zones.iter().map(|z| z.to_string()).collect(),
+                usd_per_instance_hour,
+            },
+        );
+    }
+
+    /// The Capacity Blocks the account bought (purchases that took effect).
+    pub fn blocks_bought(&self) -> Vec<reservations::CapacityReservation> {
+        lock(&self.shared.reservations)
+            .by_id
+            .values()
+            .filter(|r| r.reservation_type == reservations::CAPACITY_BLOCK)
             .cloned()
             .collect()
     }
@@ -232,6 +280,21 @@ async fn ec2(
         "CreateCapacityReservation" => {
             count(sh);
             Some(answer(lock(&sh.reservations).create(region, &params)))
+        }
+        "DescribeCapacityBlockOfferings" => {
+            count(sh);
+            let now = lock(&sh.reservations).now;
+            Some(answer(blocks::pinned(now).and_then(|now| {
+                lock(&sh.market).describe(region, &params, now)
+            })))
+        }
+        "PurchaseCapacityBlock" => {
+            count(sh);
+            let mut market = lock(&sh.market);
+            let mut book = lock(&sh.reservations);
+            Some(answer(blocks::pinned(book.now).and_then(|now| {
+                market.purchase(&mut book, region, &params, now)
+            })))
         }
         "DescribeCapacityReservations" => {
             count(sh);

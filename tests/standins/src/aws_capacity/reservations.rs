@@ -31,11 +31,16 @@
 use super::wire_errors::xml_escape;
 use std::collections::BTreeMap;
 
-const XMLNS: &str = "http://ec2.amazonaws.com/doc/2016-11-15/";
+pub(super) const XMLNS: &str = "http://ec2.amazonaws.com/doc/2016-11-15/";
 /// The request parameter prefix RunInstances names a reservation with.
 pub(super) const TARGET_PREFIX: &str = "CapacityReservationSpecification.";
 const TARGET_ID: &str =
     "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId";
+
+/// `reservationType` of a bought Capacity Block (`default` otherwise).
+pub const CAPACITY_BLOCK: &str = "capacity-block";
+/// The RunInstances parameters that name a Capacity Block's market.
+const MARKET_PREFIX: &str = "InstanceMarketOptions.";
 
 /// One reservation as EC2 reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +53,13 @@ pub struct CapacityReservation {
     pub total: u32,
     /// `active`, `expired`, `cancelled`, …
     pub state: String,
+    /// `YYYY-MM-DDTHH:MM:SS.000Z`: a Capacity Block's start (others
+    /// started when made).
+    pub start: Option<String>,
     /// `YYYY-MM-DDTHH:MM:SS.000Z` with `EndDateType` `limited`.
     pub end: Option<String>,
+    /// `default`, or [`CAPACITY_BLOCK`] for a purchased block.
+    pub reservation_type: String,
     pub match_criteria: String,
     pub tags: BTreeMap<String, String>,
     /// Instances launched into it that still run.
@@ -61,7 +71,7 @@ impl CapacityReservation {
         self.total.saturating_sub(self.instances.len() as u32)
     }
 
-    fn xml(&self, account: &str) -> String {
+    pub(super) fn xml(&self, account: &str) -> String {
         let tags: String = self
             .tags
             .iter()
@@ -79,9 +89,11 @@ impl CapacityReservation {
 <instanceType>{it}</instanceType><instancePlatform>{pl}</instancePlatform><availabilityZone>{az}</availabilityZone>\
 <tenancy>default</tenancy><totalInstanceCount>{total}</totalInstanceCount><availableInstanceCount>{avail}</availableInstanceCount>\
 <ebsOptimized>false</ebsOptimized><ephemeralStorage>false</ephemeralStorage><state>{state}</state>\
-<startDate>2026-01-01T00:00:00.000Z</startDate>{end}<endDateType>{edt}</endDateType>\
+<startDate>{start}</startDate>{end}<endDateType>{edt}</endDateType>\
 <instanceMatchCriteria>{mc}</instanceMatchCriteria><createDate>2026-01-01T00:00:00.000Z</createDate>\
-<tagSet>{tags}</tagSet>",
+<tagSet>{tags}</tagSet><reservationType>{rt}</reservationType>",
+            start = self.start.as_deref().unwrap_or("2026-01-01T00:00:00.000Z"),
+            rt = self.reservation_type,
             id = self.id,
             region = self.region,
             it = xml_escape(&self.instance_type),
@@ -102,17 +114,23 @@ impl CapacityReservation {
 pub struct Book {
     pub by_id: BTreeMap<String, CapacityReservation>,
     next: u64,
+    /// The test's pinned clock (`AwsCapacity::set_now`): Capacity Blocks'
+    /// states follow it; never the wall clock.
+    pub(super) now: Option<i64>,
 }
 
 /// An EC2 error: (HTTP status, code, message).
-pub(super) type Ec2Error = (u16, &'static str, String);
+pub(crate) type Ec2Error = (u16, &'static str, String);
 
-fn param<'a>(p: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(p: &'a [(String, String)], name: &str) -> Option<&'a str> {
     p.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
 /// `Prefix.N[.rest]` groups: N → the pairs under it with `rest` as key.
-fn indexed<'a>(p: &'a [(String, String)], prefix: &str) -> BTreeMap<u32, Vec<(&'a str, &'a str)>> {
+pub(super) fn indexed<'a>(
+    p: &'a [(String, String)],
+    prefix: &str,
+) -> BTreeMap<u32, Vec<(&'a str, &'a str)>> {
     let mut out: BTreeMap<u32, Vec<(&str, &str)>> = BTreeMap::new();
     for (k, v) in p {
         let Some(rest) = k.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else {
@@ -126,7 +144,19 @@ fn indexed<'a>(p: &'a [(String, String)], prefix: &str) -> BTreeMap<u32, Vec<(&'
     out
 }
 
-fn missing(name: &str) -> Ec2Error {
+/// The filter names DescribeCapacityReservations documents and the
+/// stand-in answers (besides `tag:KEY`); EC2 refuses others.
+const FILTERS: &[&str] = &[
+    "instance-type",
+    "instance-platform",
+    "owner-id",
+    "availability-zone",
+    "state",
+    "instance-match-criteria",
+    "end-date-type",
+];
+
+pub(super) fn missing(name: &str) -> Ec2Error {
     (
         400,
         "MissingParameter",
@@ -135,6 +165,36 @@ fn missing(name: &str) -> Ec2Error {
 }
 
 impl Book {
+    /// Files `r` under a fresh id; returns the id.
+    pub(super) fn add(&mut self, mut r: CapacityReservation) -> String {
+        self.next += 1;
+        let id = format!("cr-{:017x}", 0x0c0ffee0000u64 + self.next);
+        r.id = id.clone();
+        if r.state.is_empty() {
+            r.state = "active".into();
+        }
+        self.by_id.insert(id.clone(), r);
+        id
+    }
+
+    /// Capacity Blocks' states at the pinned clock: `scheduled` before
+    /// their start, `active` in their window, `expired` after their end.
+    pub(super) fn tick(&mut self) {
+        let Some(now) = self.now else { return };
+        for r in self.by_id.values_mut() {
+            if r.reservation_type != CAPACITY_BLOCK {
+                continue;
+            }
+            let at = |d: &Option<String>| d.as_deref().and_then(super::blocks::parse_instant);
+            r.state = match (at(&r.start), at(&r.end)) {
+                (Some(s), _) if now < s => "scheduled",
+                (_, Some(e)) if now >= e => "expired",
+                _ => "active",
+            }
+            .into();
+        }
+    }
+
     /// CreateCapacityReservation.
     pub(super) fn create(
         &mut self,
@@ -188,38 +248,37 @@ impl Book {
                 }
             }
         }
-        self.next += 1;
-        let id = format!("cr-{:017x}", 0x0c0ffee0000u64 + self.next);
-        let r = CapacityReservation {
-            id: id.clone(),
+        let id = self.add(CapacityReservation {
+            id: String::new(),
             region: region.to_string(),
             instance_type: it.to_string(),
             platform: platform.to_string(),
             zone: zone.to_string(),
             total: count,
             state: "active".into(),
+            start: None,
             end,
+            reservation_type: "default".into(),
             match_criteria: param(p, "InstanceMatchCriteria")
                 .unwrap_or("open")
                 .to_string(),
             tags,
             instances: Vec::new(),
-        };
-        let body = format!(
+        });
+        Ok(format!(
             "<CreateCapacityReservationResponse xmlns=\"{XMLNS}\"><requestId>{}</requestId><capacityReservation>{}</capacityReservation></CreateCapacityReservationResponse>",
             super::wire_errors::REQUEST_ID,
-            r.xml(super::ACCOUNT_ID)
-        );
-        self.by_id.insert(id, r);
-        Ok(body)
+            self.by_id[&id].xml(super::ACCOUNT_ID)
+        ))
     }
 
     /// DescribeCapacityReservations.
     pub(super) fn describe(
-        &self,
+        &mut self,
         region: &str,
         p: &[(String, String)],
     ) -> Result<String, Ec2Error> {
+        self.tick();
         let ids: Vec<&str> = indexed(p, "CapacityReservationId")
             .values()
             .flat_map(|v| v.iter().map(|(_, id)| *id))
@@ -249,6 +308,16 @@ impl Book {
                 (name, values)
             })
             .collect();
+        if let Some((name, _)) = filters
+            .iter()
+            .find(|(n, _)| !FILTERS.contains(&n.as_str()) && !n.starts_with("tag:"))
+        {
+            return Err((
+                400,
+                "InvalidParameterValue",
+                format!("The filter '{name}' is invalid"),
+            ));
+        }
         let mut items = String::new();
         for r in self.by_id.values().filter(|r| r.region == region) {
             if !ids.is_empty() && !ids.contains(&r.id.as_str()) {
@@ -257,6 +326,14 @@ impl Book {
             let keep = filters.iter().all(|(name, values)| {
                 let have = match name.as_str() {
                     "instance-type" => Some(r.instance_type.as_str()),
+                    "instance-platform" => Some(r.platform.as_str()),
+                    "owner-id" => Some(super::ACCOUNT_ID),
+                    "instance-match-criteria" => Some(r.match_criteria.as_str()),
+                    "end-date-type" => Some(if r.end.is_some() {
+                        "limited"
+                    } else {
+                        "unlimited"
+                    }),
                     "availability-zone" => Some(r.zone.as_str()),
                     "state" => Some(r.state.as_str()),
                     n => n
@@ -279,24 +356,61 @@ impl Book {
     /// The reservation a RunInstances targets, checked; `None` when it
     /// names none.
     pub(super) fn admit(
-        &self,
+        &mut self,
         region: &str,
         p: &[(String, String)],
     ) -> Result<Option<String>, Ec2Error> {
+        self.tick();
+        let market = param(p, "InstanceMarketOptions.MarketType");
         let Some(id) = param(p, TARGET_ID) else {
+            if market == Some(CAPACITY_BLOCK) {
+                return Err((
+                    400,
+                    "MissingParameter",
+                    "A launch into the capacity-block market must target a Capacity Block (CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId)".into(),
+                ));
+            }
             return Ok(None);
         };
-        let Some(r) = self
-            .by_id
-            .get(id)
-            .filter(|r| r.region == region && r.state == "active")
-        else {
+        let Some(r) = self.by_id.get(id).filter(|r| r.region == region) else {
             return Err((
                 400,
                 "InvalidCapacityReservationId.NotFound",
                 format!("The capacity reservation ID '{id}' does not exist"),
             ));
         };
+        let block = r.reservation_type == CAPACITY_BLOCK;
+        if block != (market == Some(CAPACITY_BLOCK)) {
+            return Err((
+                400,
+                "InvalidParameterCombination",
+                if block {
+                    format!("{id} is a Capacity Block: launch into it with InstanceMarketOptions.MarketType capacity-block")
+                } else {
+                    format!("{id} is not a Capacity Block: the capacity-block market launches only into one")
+                },
+            ));
+        }
+        if r.state != "active" {
+            return Err(if block {
+                (
+                    400,
+                    "InvalidParameterValue",
+                    format!(
+                        "Capacity Block {id} is {} (its window is {} to {}): instances launch into it only while it is active",
+                        r.state,
+                        r.start.as_deref().unwrap_or("?"),
+                        r.end.as_deref().unwrap_or("?")
+                    ),
+                )
+            } else {
+                (
+                    400,
+                    "InvalidCapacityReservationId.NotFound",
+                    format!("The capacity reservation ID '{id}' does not exist"),
+                )
+            });
+        }
         let it = param(p, "InstanceType").unwrap_or("m1.small");
         let zone = param(p, "Placement.AvailabilityZone");
         if r.instance_type != it || zone.is_some_and(|z| z != r.zone) {
@@ -337,12 +451,13 @@ impl Book {
     }
 }
 
-/// The body of a RunInstances without its reservation parameters, as
-/// sent otherwise (pairs kept raw, in order).
+/// The body of a RunInstances without its reservation parameters and a
+/// Capacity Block's market (moto implements neither), as sent otherwise
+/// (pairs kept raw, in order).
 pub(super) fn without_target(raw_body: &str) -> String {
     raw_body
         .split('&')
-        .filter(|part| !part.starts_with(TARGET_PREFIX))
+        .filter(|part| !part.starts_with(TARGET_PREFIX) && !part.starts_with(MARKET_PREFIX))
         .collect::<Vec<_>>()
         .join("&")
 }
