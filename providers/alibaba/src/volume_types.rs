@@ -29,6 +29,8 @@ mod tests {
 
     #[test]
     fn each_neutral_type_is_one_category_and_reads_back() {
+        // `ssd` is pinned: states recorded before the neutral type say `ssd`
+        // for disks of this name, and must read back unchanged.
         assert_eq!(category(VolumeType::Ssd), "cloud_essd");
         assert_eq!(category(VolumeType::Hdd), "cloud_efficiency");
         for t in VolumeType::ALL {

@@ -31,6 +31,8 @@ mod tests {
 
     #[test]
     fn each_neutral_type_is_one_evs_type_and_reads_back() {
+        // `ssd` is pinned: states recorded before the neutral type say `ssd`
+        // for disks of this name, and must read back unchanged.
         assert_eq!(evs_type(VolumeType::Ssd), "SSD");
         assert_eq!(evs_type(VolumeType::Hdd), "SAS");
         for t in VolumeType::ALL {

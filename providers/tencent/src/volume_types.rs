@@ -29,6 +29,8 @@ mod tests {
 
     #[test]
     fn each_neutral_type_is_one_disk_type_and_reads_back() {
+        // `ssd` is pinned: states recorded before the neutral type say `ssd`
+        // for disks of this name, and must read back unchanged.
         assert_eq!(disk_type(VolumeType::Ssd), "CLOUD_SSD");
         assert_eq!(disk_type(VolumeType::Hdd), "CLOUD_PREMIUM");
         for t in VolumeType::ALL {
