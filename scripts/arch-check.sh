@@ -21,6 +21,11 @@ RULES=(
   'waiting between polls and retries (exponential backoff)|providers/api/src/backoff.rs|\* 2\)\.min\(|\* 2u32\.saturating_pow'
   'how output looks (tables, colours: comfy-table, owo-colors)|src/views.rs|comfy_table|owo_colors|OwoColorize'
   'a money formatter ($1,234.56)|src/views.rs|fn (usd|money|amount|usd_rate|dollars)\([a-z_]+: f64\) -> String'
+  'a data volume'"'"'s neutral types and their default|providers/catalog/src/volume.rs|"(ssd|hdd)"'
+  'EBS volume type names (the AWS table)|providers/aws/src/volume_types.rs|"(gp2|gp3|io1|io2|st1|sc1)"|VolumeType::(Gp2|Gp3|Io1|Io2|St1|Sc1|Standard)'
+  'Alibaba disk categories (the Alibaba table)|providers/alibaba/src/volume_types.rs|"cloud_(essd|efficiency|ssd|auto|essd_entry)"'
+  'Tencent CBS disk types (the Tencent table)|providers/tencent/src/volume_types.rs|"CLOUD_(BASIC|PREMIUM|BSSD|SSD|HSSD|TSSD)"'
+  'Huawei EVS disk types (the Huawei table)|providers/huawei/src/volume_types.rs|"(SATA|SAS|GPSSD|SSD|ESSD)2?"'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -76,6 +81,11 @@ pub struct E { pub message: String, pub hint: String }
 fn f(d: std::time::Duration) -> std::time::Duration { (d * 2).min(d) }
 fn g() -> comfy_table::Table { comfy_table::Table::new() }
 fn usd(v: f64) -> String { format!("${v:.2}") }
+const DEFAULT_VOLUME: &str = "ssd";
+fn h() -> aws_sdk_ec2::types::VolumeType { aws_sdk_ec2::types::VolumeType::Gp3 }
+const CATEGORY: &str = "cloud_essd";
+const DISK_TYPE: &str = "CLOUD_PREMIUM";
+const EVS_TYPE: &str = "SAS";
 EOF
   local out
   out="$(check 2>&1 || true)"

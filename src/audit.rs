@@ -127,7 +127,7 @@ pub struct VolumeRow {
     pub zone: Option<String>,
     pub id: String,
     pub size_gb: Option<u64>,
-    pub volume_type: Option<String>,
+    pub volume_type: Option<gpuform_provider::ObservedVolumeType>,
     pub owner: Owner,
     pub project: Option<String>,
 }
@@ -536,7 +536,7 @@ fn findings(
                 v.id,
                 v.size_gb.map_or("?".into(), |g| g.to_string()),
                 v.volume_type
-                    .as_deref()
+                    .as_ref()
                     .map_or(String::new(), |t| format!(" {t}")),
                 v.cloud,
                 v.region,
@@ -827,7 +827,9 @@ fn volume_cells(v: &VolumeRow) -> Vec<String> {
         format!("{} {}", v.cloud, v.region),
         v.id.clone(),
         v.size_gb.map_or("-".into(), |g| format!("{g} GB")),
-        v.volume_type.clone().unwrap_or_else(|| "-".into()),
+        v.volume_type
+            .as_ref()
+            .map_or_else(|| "-".into(), ToString::to_string),
         match &v.project {
             Some(p) => format!("{} ({p})", v.owner.as_str()),
             None => v.owner.as_str().into(),

@@ -504,7 +504,8 @@ fn what_does_not_carry_over(
     }
     if let Some(size) = c.disk.data_gb {
         out.push(format!(
-            "disk.data_gb: the {size} GiB data volume is created empty on {to} (its SSD class differs from {from_name}'s); copy the data yourself"
+            "disk.data_gb: the {size} GiB data volume is created empty on {to} (`{}`: {to}'s own disk of that type, not the same product as {from_name}'s); copy the data yourself",
+            c.disk.data_type
         ));
     }
     if !c.tags.is_empty() {

@@ -545,7 +545,7 @@ fn emit_nodes(
         attrs([
             ("zone", json!(t.zone)),
             ("size_gb", json!(size)),
-            ("volume_type", json!("ssd")),
+            ("volume_type", json!(c.disk.data_type.as_str())),
         ])
     });
     for i in 0..c.nodes {

@@ -468,6 +468,13 @@ pub struct Disk {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_count_schema")]
     pub data_gb: Option<u32>,
+    /// The data volume's type, the same disk on every cloud: `ssd`
+    /// (general-purpose SSD, the default) or `hdd` (hard disk). A cloud's
+    /// own names (`gp3`, `cloud_essd`, `CLOUD_PREMIUM`, `SSD`) are not
+    /// accepted. Needs `data_gb`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    #[schemars(with = "VolumeTypeSchema")]
+    pub data_type: VolumeType,
 }
 
 impl Default for Disk {
@@ -475,6 +482,7 @@ impl Default for Disk {
         Disk {
             root_gb: default_root_gb(),
             data_gb: None,
+            data_type: VolumeType::default(),
         }
     }
 }
@@ -546,6 +554,24 @@ enum StorageClassSchema {
     /// Kept for years, read rarely, restored before reading (S3 Glacier
     /// Flexible Retrieval, OSS Archive, COS ARCHIVE, OBS COLD).
     Archive,
+}
+
+/// A data volume's type (one type for spec, requests and every cloud's table).
+pub use gpuform_catalog::volume::VolumeType;
+
+/// Schema stand-in for [`VolumeType`], which lives in the catalog crate and
+/// has no `JsonSchema` (its serde names are mirrored here and checked
+/// against the catalog's by `validate`'s tests).
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum VolumeTypeSchema {
+    /// A general-purpose SSD (default): EBS gp3, Alibaba ESSD, Tencent SSD
+    /// cloud disk, Huawei ultra-high I/O.
+    Ssd,
+    /// A hard-disk volume, cheaper per GB: EBS st1, Alibaba ultra disk,
+    /// Tencent premium cloud disk, Huawei high I/O.
+    Hdd,
 }
 
 /// Lifecycle rules of a bucket, each applying to every object.

@@ -8,7 +8,7 @@
 //! the generated JSON Schema so they cannot drift apart.
 
 use super::diagnostics::{Diagnostic, Diagnostics};
-use super::model::{CloudName, GpuRequest};
+use super::model::{CloudName, GpuRequest, VolumeType};
 use super::yaml::{shorten, Entry, Kind, Node, Pos, Style};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -392,6 +392,7 @@ const SPOT_FALLBACK_FIELDS: &[Field] = &[
 const DISK_FIELDS: &[Field] = &[
     opt("root_gb", Validator::count),
     opt("data_gb", Validator::count),
+    opt("data_type", Validator::volume_type),
 ];
 
 const BUDGET_FIELDS: &[Field] = &[
@@ -1366,8 +1367,50 @@ impl Validator {
     }
 
     fn disk(&mut self, node: &Node, path: &str) -> Option<Value> {
-        self.object(node, path, node.start, DISK_FIELDS, "`disk`", &[])
-            .map(Value::Object)
+        let disk = self.object(node, path, node.start, DISK_FIELDS, "`disk`", &[])?;
+        if disk.contains_key("data_type") && !disk.contains_key("data_gb") {
+            let at = match &node.kind {
+                Kind::Map(entries) => entries.iter().find(|e| e.key == "data_type"),
+                _ => None,
+            }
+            .map_or(node.start, |e| e.key_pos);
+            self.error(
+                at,
+                &join(path, "data_type"),
+                "`data_type` without `data_gb`: there is no data volume to give a type",
+                "add `data_gb: SIZE` for a data volume, or remove `data_type`",
+            );
+            return None;
+        }
+        Some(Value::Object(disk))
+    }
+
+    /// `disk.data_type`: a neutral volume type, the same disk on every cloud.
+    /// A cloud's own name (`gp3`, `cloud_essd`, `CLOUD_PREMIUM`, `SSD`) is
+    /// refused, never guessed at: the same word names different disks on
+    /// different clouds.
+    fn volume_type(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let names = VolumeType::names();
+        let text = self.scalar_text(node, path, "a volume type")?;
+        if VolumeType::parse(&text).is_some() {
+            return Some(Value::String(text));
+        }
+        let meaning = VolumeType::ALL
+            .map(|t| format!("`{t}` ({})", t.describe()))
+            .join(", ");
+        let hint = match suggest(&text, names) {
+            Some(s) => format!("did you mean `{s}`? gpuform's volume types are {meaning}"),
+            None => format!(
+                "gpuform's volume types are {meaning}, the same on every cloud; a cloud's own disk names are not accepted"
+            ),
+        };
+        self.error(
+            node.start,
+            path,
+            format!("unknown volume type `{}`", shorten(&text)),
+            hint,
+        );
+        None
     }
 
     fn budget(&mut self, node: &Node, path: &str) -> Option<Value> {
@@ -2372,6 +2415,7 @@ mod tests {
         assert_eq!(enum_of("InterconnectReq"), sorted(INTERCONNECT));
         assert_eq!(enum_of("Fabric"), sorted(FABRIC));
         assert_eq!(enum_of("StorageClassSchema"), sorted(STORAGE_CLASSES));
+        assert_eq!(enum_of("VolumeTypeSchema"), sorted(&VolumeType::names()));
         let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(enum_of("CloudName"), sorted(&clouds));
         assert_eq!(enum_of("KubeAddon"), sorted(KUBE_ADDONS));

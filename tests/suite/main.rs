@@ -62,3 +62,4 @@ mod state_postgres;
 #[cfg(feature = "aws")]
 mod state_s3;
 mod tencent_docs;
+mod volume_type;

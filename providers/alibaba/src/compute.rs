@@ -244,7 +244,10 @@ impl ComputeApi for AlibabaProvider {
         }
         if let Some(gb) = root_gb {
             p.push("SystemDisk.Size", gb.to_string());
-            p.push("SystemDisk.Category", "cloud_essd");
+            p.push(
+                "SystemDisk.Category",
+                crate::volume_types::category(gpuform_provider::VolumeType::default()),
+            );
         }
         if let Some(u) = user_data {
             let encoded = base64::engine::general_purpose::STANDARD.encode(u.as_bytes());

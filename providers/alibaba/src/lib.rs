@@ -65,6 +65,7 @@ pub mod prices;
 mod refresh;
 mod storage;
 mod tags;
+mod volume_types;
 
 pub use buckets::{ENV_OSS_ENDPOINT, OSS};
 pub use client::{default_host, Endpoint, Product, RpcClient, CENTRAL_VPC_REGIONS};

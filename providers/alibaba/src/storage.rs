@@ -5,6 +5,7 @@
 use crate::client::{json_array, required, text, Params};
 use crate::refresh::{observed, Api};
 use crate::tags::{naming, tags_of};
+use crate::volume_types;
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::ok_if_gone;
@@ -122,7 +123,7 @@ impl StorageApi for AlibabaProvider {
             volume_type,
             instance,
         } = &req.spec;
-        let category = disk_category(volume_type.as_deref().unwrap_or("ssd"));
+        let category = volume_types::category(*volume_type);
         let zone = match (zone, instance) {
             (Some(zone), _) => zone.clone(),
             // No zone in the spec: the instance's own.
@@ -194,24 +195,6 @@ impl StorageApi for AlibabaProvider {
     }
 }
 
-/// Neutral volume type → DiskCategory (CreateDisk).
-fn disk_category(t: &str) -> String {
-    match t {
-        "ssd" => "cloud_essd".into(),
-        "hdd" | "standard" => "cloud_efficiency".into(),
-        other => other.to_string(),
-    }
-}
-
-/// DiskCategory → neutral volume type.
-fn volume_type(category: &str) -> String {
-    match category {
-        "cloud_essd" => "ssd".into(),
-        "cloud_efficiency" => "hdd".into(),
-        other => other.to_string(),
-    }
-}
-
 /// A data disk as DescribeDisks reports it.
 pub(crate) fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
@@ -221,7 +204,7 @@ pub(crate) fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     }
     a.insert(
         "volume_type".into(),
-        json!(volume_type(&text(d, "Category"))),
+        json!(volume_types::observed(&text(d, "Category")).as_str()),
     );
     // DescribeDisks: InstanceId is the instance the disk is attached to,
     // set only while it is In_use (or Attaching).
@@ -244,9 +227,6 @@ mod tests {
 
     #[test]
     fn disks_read_back_as_asked() {
-        for t in ["ssd", "hdd", "cloud_auto"] {
-            assert_eq!(volume_type(&disk_category(t)), t);
-        }
         let d = json!({"DiskId": "d-1", "Status": "In_use", "InstanceId": "i-1", "Size": 500,
                        "Category": "cloud_essd", "ZoneId": "z"});
         let o = observe_disk(&d, "r");

@@ -7,7 +7,7 @@
 //! data volumes), never one call per instance.
 
 use crate::Result;
-use crate::{ObservedResource, OwnershipTags, Scope};
+use crate::{ObservedResource, ObservedVolumeType, OwnershipTags, Scope};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -127,7 +127,8 @@ pub struct InventoryVolume {
     pub region: String,
     pub zone: Option<String>,
     pub size_gb: Option<u64>,
-    pub volume_type: Option<String>,
+    /// Neutral when the cloud's table knows the disk, else the cloud's name.
+    pub volume_type: Option<ObservedVolumeType>,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -143,7 +144,9 @@ impl InventoryVolume {
             region: o.region.clone(),
             zone: text("zone").filter(|z| !z.is_empty()),
             size_gb: o.attrs.get("size_gb").and_then(|v| v.as_u64()),
-            volume_type: text("volume_type").filter(|t| !t.is_empty()),
+            volume_type: text("volume_type")
+                .filter(|t| !t.is_empty())
+                .map(|t| ObservedVolumeType::from_attr(&t)),
             tags: observed_tags(o),
         }
     }

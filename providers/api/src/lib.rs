@@ -51,7 +51,8 @@ pub use provider::{CreateRequest, Provider, Scope};
 pub use quota::{QuotaMarket, QuotaReading, QuotaUnit};
 pub use request::{
     BlockSpec, BucketLifecycle, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec,
-    NetworkSpec, PlacementSpec, PlacementStrategy, Pricing, StorageClass, SubnetSpec, VolumeSpec,
+    NetworkSpec, ObservedVolumeType, PlacementSpec, PlacementStrategy, Pricing, StorageClass,
+    SubnetSpec, VolumeSpec, VolumeType,
 };
 pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
 pub use tags::{TagDiff, UserTags};

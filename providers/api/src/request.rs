@@ -193,9 +193,9 @@ pub struct BlockSpec {
 pub struct VolumeSpec {
     pub size_gb: u32,
     pub zone: Option<String>,
-    /// Neutral class (`ssd`) or a cloud's own type name; the cloud's default
-    /// when absent.
-    pub volume_type: Option<String>,
+    /// Each cloud's `volume_types.rs` says what it is there; absent from
+    /// the attributes, [`VolumeType`]'s default.
+    pub volume_type: VolumeType,
     /// Provider id of the instance the disk is attached to.
     pub instance: Option<String>,
 }
@@ -219,6 +219,8 @@ pub struct BucketSpec {
 /// The storage class of a bucket's objects: the catalog's, mapped to each
 /// cloud's own by its crate.
 pub use gpuform_catalog::storage::StorageClass;
+/// A data volume's neutral type: one for the spec, requests and clouds.
+pub use gpuform_catalog::volume::{ObservedVolumeType, VolumeType};
 
 /// A bucket's lifecycle rules; `None` is no rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -400,7 +402,15 @@ impl Desired {
                 VolumeSpec {
                     size_gb: r.u32("size_gb")?.ok_or_else(|| r.missing("size_gb"))?,
                     zone: r.str("zone")?,
-                    volume_type: r.str("volume_type")?,
+                    volume_type: match r.str("volume_type")? {
+                        None => VolumeType::default(),
+                        Some(t) => VolumeType::parse(&t).ok_or_else(|| {
+                            r.bad(
+                                "volume_type",
+                                format!("`{t}` is not one of {}", VolumeType::names().join(", ")),
+                            )
+                        })?,
+                    },
                     instance: r.optional_ref("instance"),
                 },
             )),

@@ -21,7 +21,7 @@ use aws_sdk_ec2::types::{
     EbsBlockDevice, Filter, Instance, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
     InstanceNetworkInterfaceSpecification, InstanceStateName, InstanceType, LocationType,
     MarketType, Placement, PlacementStrategy as Ec2Strategy, ResourceType, SpotInstanceType,
-    SpotMarketOptions, VolumeType,
+    SpotMarketOptions,
 };
 use aws_sdk_ec2::Client;
 use base64::Engine as _;
@@ -581,7 +581,9 @@ pub fn run_instances(client: &Client, p: &InstancePlan) -> RunInstancesFluentBui
                 .ebs(
                     EbsBlockDevice::builder()
                         .volume_size(gb)
-                        .volume_type(VolumeType::Gp3)
+                        .volume_type(crate::volume_types::ebs(
+                            gpuform_provider::VolumeType::default(),
+                        ))
                         .delete_on_termination(true)
                         .build(),
                 )

@@ -50,6 +50,7 @@ mod refresh;
 pub mod s3;
 mod storage;
 mod tags;
+mod volume_types;
 
 pub use compute::{create_placement_group, launch_failure, run_instances, InstancePlan, TypeInfo};
 pub use errors::{classify, Op};

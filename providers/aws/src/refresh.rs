@@ -301,7 +301,11 @@ pub(crate) fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
     let a = attrs([
         ("zone", text(v.availability_zone())),
         ("size_gb", v.size().map(Value::from)),
-        ("volume_type", text(v.volume_type().map(|t| t.as_str()))),
+        (
+            "volume_type",
+            v.volume_type()
+                .map(|t| Value::from(crate::volume_types::observed(t.as_str()).as_str())),
+        ),
         (
             "attached_to",
             Some(attachment(v).map_or(Value::Null, Value::String)),

@@ -8,7 +8,7 @@ use crate::refresh::{observe_volume, volume_gone};
 use crate::tags::{client_token, new_tag_spec};
 use crate::AwsProvider;
 use async_trait::async_trait;
-use aws_sdk_ec2::types::{ResourceType, Volume, VolumeState, VolumeType};
+use aws_sdk_ec2::types::{ResourceType, Volume, VolumeState};
 use aws_sdk_ec2::Client;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -16,9 +16,6 @@ use gpuform_provider::{
     Update, VolumeSpec,
 };
 use std::time::Duration;
-
-/// The volume type when the spec names none.
-const DEFAULT_VOLUME_TYPE: &str = "gp3";
 
 #[async_trait]
 impl StorageApi for AwsProvider {
@@ -45,12 +42,11 @@ impl StorageApi for AwsProvider {
                 "a volume on aws needs `zone`, or an `instance` to take it from",
             )
         })?;
-        let vtype = volume_type.as_deref().unwrap_or(DEFAULT_VOLUME_TYPE);
         let request = c
             .create_volume()
             .availability_zone(&zone)
             .size(*size_gb as i32)
-            .volume_type(VolumeType::from(vtype))
+            .volume_type(crate::volume_types::ebs(*volume_type))
             .client_token(client_token(&req.ownership.token))
             .tag_specifications(new_tag_spec(req, "volume", ResourceType::Volume));
         let out = sent("CreateVolume", Op::Create, request.send()).await?;

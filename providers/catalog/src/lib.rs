@@ -40,6 +40,7 @@ pub mod storage;
 #[cfg(test)]
 mod tests;
 pub mod transfer;
+pub mod volume;
 
 pub use billing::{billing, Billing};
 pub use cloud::Cloud;

@@ -175,7 +175,10 @@ impl ComputeApi for HuaweiProvider {
             "availability_zone": zone,
             "vpcid": s(&sn, "vpc_id"),
             "nics": [{"subnet_id": subnet}],
-            "root_volume": {"volumetype": "SSD", "size": root_gb.unwrap_or(40)},
+            "root_volume": {
+                "volumetype": crate::volume_types::evs_type(gpuform_provider::VolumeType::default()),
+                "size": root_gb.unwrap_or(40),
+            },
             "count": 1,
             "extendparam": extendparam(*pricing, *spot_max_price),
             "server_tags": tags::objects(&tag_list),

@@ -20,6 +20,7 @@ pub mod prices;
 mod refresh;
 mod storage;
 mod tags;
+mod volume_types;
 
 pub use client::JobPolling;
 pub use errors::undeletable;

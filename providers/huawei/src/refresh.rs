@@ -445,7 +445,7 @@ pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
     }
     a.insert(
         "volume_type".into(),
-        json!(storage::volume_type_from_huawei(&s(v, "volume_type"))),
+        json!(crate::volume_types::observed(&s(v, "volume_type")).as_str()),
     );
     a.insert(
         "attached_to".into(),

@@ -12,28 +12,6 @@ use gpuform_provider::{
 };
 use serde_json::{json, Value};
 
-/// Neutral (or Huawei) volume type → EVS `volume_type`.
-fn volume_type_to_huawei(t: &str) -> String {
-    match t.to_ascii_lowercase().as_str() {
-        "ssd" => "SSD".into(),
-        "gp-ssd" | "gpssd" => "GPSSD".into(),
-        "essd" => "ESSD".into(),
-        "sas" => "SAS".into(),
-        "hdd" | "sata" => "SATA".into(),
-        other => other.to_ascii_uppercase(),
-    }
-}
-
-/// EVS `volume_type` → the neutral name where there is one.
-pub fn volume_type_from_huawei(t: &str) -> String {
-    match t {
-        "SSD" => "ssd".into(),
-        "GPSSD" => "gp-ssd".into(),
-        "SATA" => "hdd".into(),
-        other => other.to_ascii_lowercase(),
-    }
-}
-
 /// The server a disk is attached to: the first of its `attachments`
 /// ("Querying Details About an EVS Disk": server_id per attachment).
 pub fn attachment(v: &Value) -> Option<String> {
@@ -67,7 +45,7 @@ impl StorageApi for HuaweiProvider {
         let region = req.region();
         let pid = self.project(region)?;
         let zone = req.needs(Cloud::Huawei, "zone", zone)?;
-        let vtype = volume_type_to_huawei(volume_type.as_deref().unwrap_or("ssd"));
+        let vtype = crate::volume_types::evs_type(*volume_type);
         let name = tags::name_for(&req.ownership.token);
         let tag_list = tags::for_create(req)?;
         // A create interrupted after EVS accepted it is found by its name.

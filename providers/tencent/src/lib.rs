@@ -36,6 +36,7 @@ pub mod prices;
 mod refresh;
 mod storage;
 pub mod tags;
+mod volume_types;
 
 use client::{parse_endpoint, Client, SessionToken};
 use gpuform_provider::provider::RateLimit;

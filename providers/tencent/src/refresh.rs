@@ -8,7 +8,6 @@
 
 use crate::client::{s, Api, CBS, CVM, VPC};
 use crate::network;
-use crate::storage::volume_type_from_api;
 use crate::tags::{
     ownership_of, tag_filter, tags_of, user_tags_value, TAG_IMAGE, TAG_KIND, TAG_PRICING,
 };
@@ -343,7 +342,7 @@ fn disk_attrs(v: &Value, a: &mut Attrs) {
     }
     a.insert(
         "volume_type".into(),
-        json!(volume_type_from_api(s(v, "DiskType"))),
+        json!(crate::volume_types::observed(s(v, "DiskType")).as_str()),
     );
     a.insert(
         "attached_to".into(),

@@ -19,32 +19,6 @@ use gpuform_provider::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// Neutral volume types and CBS `DiskType`s (CreateDisks, 362/16312); the
-/// first name of a type is the one read back.
-const VOLUME_TYPES: &[(&[&str], &str)] = &[
-    (&["ssd"], "CLOUD_SSD"),
-    (&["premium", "standard"], "CLOUD_PREMIUM"),
-    (&["hssd", "enhanced-ssd"], "CLOUD_HSSD"),
-    (&["bssd", "balanced-ssd"], "CLOUD_BSSD"),
-    (&["tssd"], "CLOUD_TSSD"),
-];
-
-/// The CBS `DiskType` of a neutral volume type; others pass through.
-fn volume_type_to_api(t: &str) -> &str {
-    VOLUME_TYPES
-        .iter()
-        .find(|(names, _)| names.contains(&t))
-        .map_or(t, |(_, api)| api)
-}
-
-/// The neutral volume type of a CBS `DiskType`; others pass through.
-pub(crate) fn volume_type_from_api(t: &str) -> &str {
-    VOLUME_TYPES
-        .iter()
-        .find(|(_, api)| *api == t)
-        .map_or(t, |(names, _)| names[0])
-}
-
 #[async_trait]
 impl StorageApi for TencentProvider {
     /// https://www.tencentcloud.com/document/api/362/16312 (CreateDisks): an
@@ -71,7 +45,7 @@ impl StorageApi for TencentProvider {
         let body = json!({
             "Placement": {"Zone": zone},
             "DiskChargeType": "POSTPAID_BY_HOUR",
-            "DiskType": volume_type_to_api(volume_type.as_deref().unwrap_or("ssd")),
+            "DiskType": crate::volume_types::disk_type(*volume_type),
             "DiskSize": size_gb,
             "DiskCount": 1,
             "DiskName": resource_name(&req.ownership, 60),
@@ -290,19 +264,4 @@ async fn detach_disk(
     })
     .await?;
     Ok(d.is_some())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn volume_types_map_both_ways() {
-        assert_eq!(volume_type_to_api("ssd"), "CLOUD_SSD");
-        assert_eq!(volume_type_to_api("standard"), "CLOUD_PREMIUM");
-        assert_eq!(volume_type_to_api("CLOUD_HSSD"), "CLOUD_HSSD");
-        assert_eq!(volume_type_from_api("CLOUD_PREMIUM"), "premium");
-        assert_eq!(volume_type_from_api("CLOUD_BSSD"), "bssd");
-        assert_eq!(volume_type_from_api("LOCAL_NVME"), "LOCAL_NVME");
-    }
 }

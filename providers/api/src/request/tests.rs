@@ -168,6 +168,26 @@ fn firewalls_placements_volumes_and_buckets() {
         (v.spec.size_gb, v.spec.instance.as_deref()),
         (100, Some("i-1"))
     );
+    // No type: the one default, which every cloud's table maps.
+    assert_eq!(v.spec.volume_type, VolumeType::Ssd);
+    let typed = |t: &str| {
+        req(
+            ResourceKind::Volume,
+            json!({"size_gb": 100, "volume_type": t}),
+            &[],
+        )
+    };
+    let Desired::Volume(v) = parse(&typed("hdd")).unwrap() else {
+        panic!()
+    };
+    assert_eq!(v.spec.volume_type, VolumeType::Hdd);
+    // A cloud's own name is no neutral type: refused, never passed through.
+    for cloud_name in ["standard", "gp3", "CLOUD_PREMIUM", "SSD"] {
+        assert_eq!(
+            parse(&typed(cloud_name)).unwrap_err().message,
+            format!("volume `volume_type`: `{cloud_name}` is not one of ssd, hdd")
+        );
+    }
     let r = req(ResourceKind::Bucket, json!({"name": "b1"}), &[]);
     let Desired::Bucket(b) = parse(&r).unwrap() else {
         panic!("not a bucket")

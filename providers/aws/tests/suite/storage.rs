@@ -3,9 +3,22 @@
 
 use crate::common;
 
+use aws_sdk_ec2::types::VolumeType;
 use common::*;
 use gpuform_provider::{Provider, ResourceKind};
 use serde_json::json;
+
+/// The EBS type EC2 holds, read with the SDK, not through gpuform's table.
+async fn ebs_type(p: &gpuform_aws::AwsProvider, id: &str) -> VolumeType {
+    let out = raw_client(p)
+        .await
+        .describe_volumes()
+        .volume_ids(id)
+        .send()
+        .await
+        .unwrap();
+    out.volumes()[0].volume_type().cloned().unwrap()
+}
 
 #[tokio::test]
 async fn data_volume_created_attached_listed_and_deleted() {
@@ -14,7 +27,8 @@ async fn data_volume_created_attached_listed_and_deleted() {
     let net = network(&p, &project).await;
     let a = json!({"instance_type": "g5.xlarge", "image": "amazon-linux-2023", "root_gb": 100});
     let inst = create(&p, &node(&net, &project, "cluster.a.node[0]", a)).await;
-    let a = json!({"size_gb": 250, "volume_type": "gp3"});
+    // No type: the neutral default, which EBS gets as gp3.
+    let a = json!({"size_gb": 250});
     let refs = [("instance", inst.id.as_str())];
     let data = req(
         ResourceKind::Volume,
@@ -32,6 +46,8 @@ async fn data_volume_created_attached_listed_and_deleted() {
         "zone taken from the instance"
     );
     assert_eq!(vol.status, "in-use");
+    assert_eq!(vol.attrs["volume_type"], json!("ssd"));
+    assert_eq!(ebs_type(&p, &vol.id).await, VolumeType::Gp3);
 
     let owned = owned_by(&p, &project).await;
     let vols = by_kind(&owned, ResourceKind::Volume);
@@ -63,7 +79,8 @@ async fn data_volume_made_in_its_zone_then_attached_by_an_update() {
     let p = provider().await;
     let project = unique_project("volume-steps");
     let net = network(&p, &project).await;
-    let a = json!({"size_gb": 100, "volume_type": "gp3", "zone": ZONE});
+    // st1 volumes are at least 125 GiB.
+    let a = json!({"size_gb": 500, "volume_type": "hdd", "zone": ZONE});
     let data = req(ResourceKind::Volume, &project, "cluster.a.data", a, &[]);
     let a = json!({"instance_type": "g5.xlarge", "image": "amazon-linux-2023", "root_gb": 100});
     let node = node(&net, &project, "cluster.a.node[0]", a);
@@ -75,6 +92,9 @@ async fn data_volume_made_in_its_zone_then_attached_by_an_update() {
     );
     assert_eq!(vol.attrs["attached_to"], json!(null));
     assert_eq!(vol.attrs["zone"], json!(ZONE));
+    // EC2 got its own name for the neutral `hdd`, and it reads back neutral.
+    assert_eq!(ebs_type(&p, &vol.id).await, VolumeType::St1);
+    assert_eq!(vol.attrs["volume_type"], json!("hdd"));
 
     let to = serde_json::from_value(json!({ "attached_to": inst.id })).unwrap();
     let v = p.update(&scope(), ResourceKind::Volume, &vol.id, &to).await;

@@ -51,6 +51,24 @@ fn attached_in(mock: &HuaweiMock, volume: &str) -> Option<String> {
         .clone()
 }
 
+/// `hdd` reaches EVS as one of its `volume_type`s (the stand-in refuses
+/// any other, so gpuform's own word would fail) and reads back as `hdd`
+/// through the same table.
+#[tokio::test]
+async fn an_hdd_volume_is_made_with_an_evs_type_and_reads_back_hdd() {
+    let (_mock, p, _net) = start(network).await;
+    let a = json!({"zone": ZONE, "size_gb": 100, "volume_type": "hdd"});
+    let disk = req(
+        ResourceKind::Volume,
+        "cluster.v.volume[5]",
+        "gf-vvol5",
+        a,
+        &[],
+    );
+    let vol = create(&p, &disk).await;
+    assert_eq!(vol.attrs["volume_type"], json!("hdd"));
+}
+
 #[tokio::test]
 async fn a_volume_made_while_its_server_boots_is_attached_after() {
     let (mock, p, net) = start(network).await;

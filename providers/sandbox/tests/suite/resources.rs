@@ -136,7 +136,7 @@ async fn dependency_violation_on_delete() {
         &request(
             ResourceKind::Volume,
             &o.region,
-            json!({"size_gb": 100, "volume_type": "gp3"}),
+            json!({"size_gb": 100, "volume_type": "ssd"}),
             &[("instance", &s.instance)],
             ownership("proj", "c.vol"),
         ),

@@ -55,6 +55,18 @@ async fn a_volume_made_while_its_instance_boots_is_attached_after() {
     assert_eq!(again.attrs["attached_to"], json!(node.id));
 }
 
+/// `hdd` reaches CBS as a DiskType of CreateDisks' list (the stand-in
+/// refuses any other, so gpuform's own word would fail) and reads back as
+/// `hdd` through the same table.
+#[tokio::test]
+async fn an_hdd_volume_is_made_with_a_cbs_disk_type_and_reads_back_hdd() {
+    let (_mock, p, _net) = started().await;
+    let a = json!({"zone": ZONE, "size_gb": 100, "volume_type": "hdd"});
+    let disk = request(ResourceKind::Volume, "cluster.t.volume[2]", a, &[]);
+    let vol = create(&p, &disk).await;
+    assert_eq!(vol.attrs["volume_type"], json!("hdd"));
+}
+
 /// CreateDisks needs Placement.Zone: a volume without one is refused
 /// before any call.
 #[tokio::test]
