@@ -37,6 +37,7 @@ mod e2e_sandbox;
 mod failover;
 mod huawei_docs;
 mod import;
+mod import_buckets;
 #[cfg(feature = "aws")]
 mod import_moto;
 mod placement;
