@@ -285,19 +285,19 @@ fn add_entries(
             || l.starts_with(&format!("\"{section}\":"))
             || l.starts_with(&format!("'{section}':"))
     });
-    let (at, indent, separate) =
-        match top {
-            None => {
-                lines.push(format!("{section}:"));
-                (lines.len(), 2, false)
-            }
-            Some(i) => {
-                let value = lines[i].split_once(':').map_or("", |(_, v)| v);
-                let value = value.split(" #").next().unwrap_or("").trim();
-                match value {
-                    "" => {}
-                    "{}" => lines[i] = format!("{section}:"),
-                    _ => return Err(err(
+    let (at, indent, separate) = match top {
+        None => {
+            lines.push(format!("{section}:"));
+            (lines.len(), 2, false)
+        }
+        Some(i) => {
+            let value = lines[i].split_once(':').map_or("", |(_, v)| v);
+            let value = value.split(" #").next().unwrap_or("").trim();
+            match value {
+                "" => {}
+                "{}" => lines[i] = format!("{section}:"),
+                _ => {
+                    return Err(err(
                         format!(
                             "line {}: `{section}:` is written in flow style ({{...}})",
                             i + 1
@@ -305,29 +305,30 @@ fn add_entries(
                         format!(
                             "write it as a block mapping (one {what} per key) and run import again"
                         ),
-                    )),
+                    ))
                 }
-                // The clusters end at the next line at column 0 that is not a comment.
-                let mut last = i;
-                let mut indent = None;
-                for (j, l) in lines.iter().enumerate().skip(i + 1) {
-                    let t = l.trim_start();
-                    if t.is_empty() {
-                        continue;
-                    }
-                    if indent_of(l) == 0 && !t.starts_with('#') {
-                        break;
-                    }
-                    if indent_of(l) > 0 {
-                        last = j;
-                        if !t.starts_with('#') && indent.is_none() {
-                            indent = Some(indent_of(l));
-                        }
-                    }
-                }
-                (last + 1, indent.unwrap_or(2), last > i)
             }
-        };
+            // The clusters end at the next line at column 0 that is not a comment.
+            let mut last = i;
+            let mut indent = None;
+            for (j, l) in lines.iter().enumerate().skip(i + 1) {
+                let t = l.trim_start();
+                if t.is_empty() {
+                    continue;
+                }
+                if indent_of(l) == 0 && !t.starts_with('#') {
+                    break;
+                }
+                if indent_of(l) > 0 {
+                    last = j;
+                    if !t.starts_with('#') && indent.is_none() {
+                        indent = Some(indent_of(l));
+                    }
+                }
+            }
+            (last + 1, indent.unwrap_or(2), last > i)
+        }
+    };
     let pad = " ".repeat(indent);
     let mut added: Vec<String> = Vec::new();
     for (k, block) in blocks.iter().enumerate() {

@@ -39,6 +39,8 @@ mod huawei_docs;
 mod import;
 mod import_buckets;
 #[cfg(feature = "aws")]
+mod import_buckets_moto;
+#[cfg(feature = "aws")]
 mod import_moto;
 mod placement;
 mod portability_breakeven;
