@@ -40,6 +40,7 @@ mod import;
 mod import_buckets;
 #[cfg(feature = "aws")]
 mod import_buckets_moto;
+mod import_buckets_objstore;
 #[cfg(feature = "aws")]
 mod import_moto;
 mod placement;
