@@ -283,10 +283,20 @@ pub fn audit(
                 project: own.project.map(str::to_string),
             });
         }
+        let mut unmanaged_buckets = Vec::new();
         for b in &r.inventory.buckets {
-            report
-                .buckets
-                .push(bucket_row(cny_per_usd, r, b, &owner_of));
+            let row = bucket_row(cny_per_usd, r, b, &owner_of);
+            if row.owner == Owner::Unmanaged {
+                unmanaged_buckets.push(b.name.clone());
+            }
+            report.buckets.push(row);
+        }
+        if !unmanaged_buckets.is_empty() {
+            import_notes.push(import_buckets_note(
+                &r.provider,
+                &r.region,
+                &unmanaged_buckets,
+            ));
         }
     }
     for (p, v) in projects {
@@ -301,14 +311,35 @@ pub fn audit(
     report
 }
 
-/// Where the audit points for unmanaged instances: `gpuform import` adopts
-/// them into a spec without stopping them.
-fn import_note(provider: &str, region: &str, ids: &[String]) -> String {
-    let cloud = if provider.starts_with("sandbox") {
+/// `--cloud` of a provider key: `sandbox` for every sandbox.
+fn cli_cloud(provider: &str) -> &str {
+    if provider.starts_with("sandbox") {
         "sandbox"
     } else {
         provider
-    };
+    }
+}
+
+/// Where the audit points for unmanaged buckets: `gpuform import --bucket`.
+fn import_buckets_note(provider: &str, region: &str, names: &[String]) -> String {
+    let cloud = cli_cloud(provider);
+    let shown: Vec<String> = names
+        .iter()
+        .take(3)
+        .map(|n| format!("--bucket {n}"))
+        .collect();
+    format!(
+        "{} unmanaged bucket(s) in {provider} {region}: `gpuform import SPEC --cloud {cloud} --region {region} {}{}` adopts them into a spec and its state, data and all",
+        names.len(),
+        shown.join(" "),
+        if names.len() > 3 { " …" } else { "" }
+    )
+}
+
+/// Where the audit points for unmanaged instances: `gpuform import` adopts
+/// them into a spec without stopping them.
+fn import_note(provider: &str, region: &str, ids: &[String]) -> String {
+    let cloud = cli_cloud(provider);
     let shown: Vec<String> = ids.iter().take(3).map(|i| format!("--id {i}")).collect();
     format!(
         "{} unmanaged instance(s) in {provider} {region}: `gpuform import SPEC --cloud {cloud} --region {region} {}{}` (or `--from-audit` for all) adopts them into a spec and its state without stopping them",

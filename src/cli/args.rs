@@ -273,10 +273,13 @@ pub struct ImportArgs {
     /// An instance to import (repeatable); each must exist.
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
-    /// Import every instance with this tag (repeatable: all must match).
+    /// A bucket to import, by its name (repeatable); each must exist in the region.
+    #[arg(long = "bucket", value_name = "NAME")]
+    pub buckets: Vec<String>,
+    /// Import every instance and bucket with this tag (repeatable: all must match).
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,
-    /// Import every instance `gpuform audit` lists as unmanaged in the region.
+    /// Import every instance and bucket `gpuform audit` lists as unmanaged in the region.
     #[arg(long)]
     pub from_audit: bool,
     /// The cluster's name in the spec (`NAME-2`, `NAME-3`... when the instances make several

@@ -1,6 +1,7 @@
 //! `gpuform import`: adopt instances gpuform did not make — with the data
-//! volumes, network, subnet and firewall they use — into a spec and its
-//! state, in one reviewed, crash-safe step.
+//! volumes, network, subnet and firewall they use — and buckets
+//! ([`buckets`]) into a spec and its state, in one reviewed, crash-safe
+//! step.
 //!
 //! [`plan_import`] only reads: the region's inventory (the listing `audit`
 //! makes, [`gpuform_provider::InventoryApi`]) and the chosen resources by id.
@@ -19,6 +20,10 @@
 //! again, an interrupted import resumes from its intent, and `plan` and
 //! `apply` refuse to run while one is pending (they would plan deleting the
 //! tagged resources, or making them again).
+
+mod buckets;
+
+pub use buckets::ImportedBucket;
 
 use super::EngineError;
 use crate::address::{Address, Target};
@@ -45,8 +50,18 @@ pub struct Selection {
     pub ids: Vec<String>,
     /// Every instance carrying all of these tags.
     pub tags: Vec<(String, String)>,
-    /// Every instance `gpuform audit` reports as unmanaged (no gpuform tags).
+    /// Every instance and bucket `gpuform audit` reports as unmanaged (no
+    /// gpuform tags).
     pub unmanaged: bool,
+    /// These buckets, by name (each must exist in the region).
+    pub buckets: Vec<String>,
+}
+
+impl Selection {
+    /// Whether instances are asked for (`--bucket` alone asks for none).
+    fn wants_instances(&self) -> bool {
+        !self.ids.is_empty() || !self.tags.is_empty() || self.unmanaged
+    }
 }
 
 /// What to import, and where to write it.
@@ -96,6 +111,8 @@ pub struct ImportPlan {
     /// The spec's whole text afterwards.
     pub spec_text: String,
     pub clusters: Vec<ImportedCluster>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<ImportedBucket>,
     /// What the state records afterwards, by address.
     pub records: BTreeMap<String, Record>,
     /// The tagging calls, in order.
@@ -199,70 +216,136 @@ pub async fn plan_import(
     let scope = Scope {
         region: req.region.clone(),
     };
-    let listing = || format!("listing {} {} to import from it", req.provider, req.region);
-    let inventory = providers
-        .inventory(&req.provider)
-        .await?
-        .inventory(&scope)
-        .await
-        .map_err(|error| EngineError::Provider {
-            context: listing(),
-            error,
-        })?;
     let provider = providers.get(&req.provider).await?;
-
-    let Picked {
-        mut chosen,
-        already,
-        notes,
-    } = pick_instances(req, doc, &inventory.instances)?;
     let mut plan = ImportPlan {
         spec_path: req.spec_path.to_path_buf(),
         spec_text: req.spec.map(|l| l.text.clone()).unwrap_or_default(),
         clusters: Vec::new(),
+        buckets: Vec::new(),
         records: BTreeMap::new(),
         tags: Vec::new(),
-        notes,
-        already,
+        notes: Vec::new(),
+        already: Vec::new(),
         lineage: doc.lineage.clone(),
         serial: doc.serial,
     };
-    if chosen.is_empty() {
+    let mut chosen = Vec::new();
+    if req.selection.wants_instances() {
+        let listing = || format!("listing {} {} to import from it", req.provider, req.region);
+        let inventory = providers
+            .inventory(&req.provider)
+            .await?
+            .inventory(&scope)
+            .await
+            .map_err(|error| EngineError::Provider {
+                context: listing(),
+                error,
+            })?;
+        let picked = pick_instances(req, doc, &inventory.instances)?;
+        chosen = picked.chosen;
+        plan.already.extend(picked.already);
+        plan.notes.extend(picked.notes);
+    }
+    let chosen_buckets = buckets::pick(req, doc, provider.as_ref(), &scope, &mut plan).await?;
+    if chosen.is_empty() && chosen_buckets.is_empty() {
         if plan.already.is_empty() {
-            return Err(refuse(
-                format!(
-                    "no instance in {} {} matches what was asked to import",
-                    req.provider, req.region
-                ),
-                "name instances with --id, --tag KEY=VALUE, or take every unmanaged one with --from-audit",
-            ));
+            return Err(nothing_matches(req));
         }
         return Ok(plan);
     }
     chosen.sort_by(|a, b| a.id.cmp(&b.id));
 
-    check_catalog(req, target.cloud, &chosen)?;
-    check_supported(req, &chosen)?;
-    let seen = read_used(req, provider.as_ref(), &scope, &chosen).await?;
-    refuse_owned_elsewhere(doc, &chosen, &seen)?;
-    let groups = group_clusters(&chosen, &seen)?;
-    let names = cluster_names(req, groups.len())?;
-    let (blocks, desired) = write_clusters(req, doc, target, &groups, &names, &seen, &mut plan)?;
-    for ((g, name), block) in groups.iter().zip(&names).zip(&blocks) {
-        record_cluster(req, doc, g, name, &desired, &seen, &mut plan)?;
-        plan.clusters.push(ImportedCluster {
-            name: name.clone(),
-            provider: req.provider.clone(),
-            region: req.region.clone(),
-            instances: g.instances.iter().map(|i| i.id.clone()).collect(),
-            yaml: block.join("\n"),
-        });
+    // The buckets go into the spec first: the clusters' resolve sees them.
+    let mut base_text = match req.spec {
+        Some(l) => l.text.clone(),
+        None => format!("project: {}\n", req.project),
+    };
+    let bucket_blocks = buckets::blocks(req, &doc.project, &chosen_buckets, &mut plan.notes);
+    if !bucket_blocks.is_empty() {
+        base_text = crate::spec::edit::add_buckets(&base_text, &bucket_blocks)
+            .map_err(|e| spec_edit_error(req, e))?;
     }
+    let desired = if chosen.is_empty() {
+        plan.spec_text = base_text;
+        resolve_text(req, doc, &plan.spec_text)?.1
+    } else {
+        check_catalog(req, target.cloud, &chosen)?;
+        check_supported(req, &chosen)?;
+        let seen = read_used(req, provider.as_ref(), &scope, &chosen).await?;
+        refuse_owned_elsewhere(doc, &chosen, &seen)?;
+        let groups = group_clusters(&chosen, &seen)?;
+        let names = cluster_names(req, groups.len())?;
+        let (blocks, desired) = write_clusters(
+            req, doc, target, &base_text, &groups, &names, &seen, &mut plan,
+        )?;
+        for ((g, name), block) in groups.iter().zip(&names).zip(&blocks) {
+            record_cluster(req, doc, g, name, &desired, &seen, &mut plan)?;
+            plan.clusters.push(ImportedCluster {
+                name: name.clone(),
+                provider: req.provider.clone(),
+                region: req.region.clone(),
+                instances: g.instances.iter().map(|i| i.id.clone()).collect(),
+                yaml: block.join("\n"),
+            });
+        }
+        desired
+    };
+    buckets::record(
+        req,
+        doc,
+        &chosen_buckets,
+        &bucket_blocks,
+        &desired,
+        &mut plan,
+    )?;
     // Tag what others depend on last: a kill leaves dependents tagged first,
     // which changes nothing while the import is pending anyway.
     plan.tags
         .sort_by_key(|t| std::cmp::Reverse(kind_rank(t.kind)));
     Ok(plan)
+}
+
+/// Nothing the selection names is in the region.
+fn nothing_matches(req: &ImportRequest<'_>) -> EngineError {
+    let sel = &req.selection;
+    let what = if !sel.wants_instances() {
+        "no bucket"
+    } else if sel.ids.is_empty() && (!sel.tags.is_empty() || sel.unmanaged) {
+        "no instance or bucket"
+    } else {
+        "no instance"
+    };
+    refuse(
+        format!(
+            "{what} in {} {} matches what was asked to import",
+            req.provider, req.region
+        ),
+        "name instances with --id, buckets with --bucket, take those with tags with --tag KEY=VALUE, or every unmanaged one with --from-audit",
+    )
+}
+
+/// An edit of the spec's text that cannot be made, naming the file.
+fn spec_edit_error(req: &ImportRequest<'_>, e: UserError) -> EngineError {
+    EngineError::User(UserError::new(
+        format!("{}: {}", req.spec_path.display(), e.message),
+        e.hint,
+    ))
+}
+
+/// Loads and resolves a spec's text as plan will.
+fn resolve_text(
+    req: &ImportRequest<'_>,
+    doc: &StateDoc,
+    text: &str,
+) -> Result<(LoadedSpec, Desired), EngineError> {
+    let label = req.spec_path.display().to_string();
+    let opts = ResolveOptions {
+        current: super::current_placements(doc),
+        ..ResolveOptions::default()
+    };
+    let loaded = crate::spec::load_str(&label, text, req.vars).map_err(EngineError::Spec)?;
+    let desired = resolve(&loaded, req.catalog, &opts).map_err(EngineError::Spec)?;
+    Ok((loaded, desired))
 }
 
 /// The instances an import takes, and what it says of the others.
@@ -639,12 +722,15 @@ fn cluster_names(req: &ImportRequest<'_>, count: usize) -> Result<Vec<String>, E
     Ok(names)
 }
 
-/// Writes the clusters into the spec's text (`plan.spec_text`) and resolves
-/// it as plan will; returns each cluster's lines and what resolve wants.
+/// Writes the clusters into the spec's text (`base_text`, the spec with the
+/// imported buckets, into `plan.spec_text`) and resolves it as plan will;
+/// returns each cluster's lines and what resolve wants.
+#[allow(clippy::too_many_arguments)]
 fn write_clusters(
     req: &ImportRequest<'_>,
     doc: &StateDoc,
     target: Target,
+    base_text: &str,
     groups: &[Group],
     names: &[String],
     seen: &Seen,
@@ -667,23 +753,12 @@ fn write_clusters(
             )
         })
         .collect();
-    let base_text = match req.spec {
-        Some(l) => l.text.clone(),
-        None => format!("project: {}\n", req.project),
-    };
-    let label = req.spec_path.display().to_string();
-    let opts = ResolveOptions {
-        current: super::current_placements(doc),
-        ..ResolveOptions::default()
-    };
     // At most two more rounds: a cluster whose resolved type or bootstrap
     // is not what runs gets `instance_type:` / `driver: none`, and again.
     for _round in 0..3 {
-        let text = crate::spec::edit::add_clusters(&base_text, &blocks).map_err(|e| {
-            EngineError::User(UserError::new(format!("{label}: {}", e.message), e.hint))
-        })?;
-        let loaded = crate::spec::load_str(&label, &text, req.vars).map_err(EngineError::Spec)?;
-        let desired: Desired = resolve(&loaded, req.catalog, &opts).map_err(EngineError::Spec)?;
+        let text = crate::spec::edit::add_clusters(base_text, &blocks)
+            .map_err(|e| spec_edit_error(req, e))?;
+        let (_, desired) = resolve_text(req, doc, &text)?;
         let mut again = false;
         for (n, (g, name)) in groups.iter().zip(names).enumerate() {
             let Some(node) = desired.get(&Address::in_cluster(name, "node[0]")) else {

@@ -1,7 +1,9 @@
 //! Comment-preserving edits of one block-style mapping of a spec (a
 //! cluster): replace a key's value, remove a key, insert one, as text edits
 //! at the positions [`LoadedSpec::locate`] gives, so that comments and
-//! layout survive. `gpuform migrate` re-targets a cluster with it.
+//! layout survive. `gpuform migrate` re-targets a cluster with it;
+//! `gpuform import` adds clusters and buckets ([`add_clusters`],
+//! [`add_buckets`]).
 
 use super::LoadedSpec;
 use gpuform_provider::UserError;
@@ -251,6 +253,23 @@ impl<'a> BlockEditor<'a> {
 /// moved to the indentation the spec's clusters use. `gpuform import`
 /// writes what it adopts with it.
 pub fn add_clusters(text: &str, blocks: &[Vec<String>]) -> Result<String, UserError> {
+    add_entries(text, "clusters", "cluster", blocks)
+}
+
+/// Adds buckets under the top-level `buckets:` as [`add_clusters`] adds
+/// clusters: `gpuform import --bucket` writes what it adopts with it.
+pub fn add_buckets(text: &str, blocks: &[Vec<String>]) -> Result<String, UserError> {
+    add_entries(text, "buckets", "bucket", blocks)
+}
+
+/// Adds `blocks` as entries of the top-level mapping `section`, each one
+/// `what` (for the error of a flow-style section).
+fn add_entries(
+    text: &str,
+    section: &str,
+    what: &str,
+    blocks: &[Vec<String>],
+) -> Result<String, UserError> {
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines: Vec<String> = text
         .split('\n')
@@ -262,49 +281,54 @@ pub fn add_clusters(text: &str, blocks: &[Vec<String>]) -> Result<String, UserEr
     }
     let indent_of = |l: &str| l.len() - l.trim_start().len();
     let top = lines.iter().position(|l| {
-        l.starts_with("clusters:") || l.starts_with("\"clusters\":") || l.starts_with("'clusters':")
+        l.starts_with(&format!("{section}:"))
+            || l.starts_with(&format!("\"{section}\":"))
+            || l.starts_with(&format!("'{section}':"))
     });
-    let (at, indent, separate) =
-        match top {
-            None => {
-                lines.push("clusters:".to_string());
-                (lines.len(), 2, false)
-            }
-            Some(i) => {
-                let value = lines[i].split_once(':').map_or("", |(_, v)| v);
-                let value = value.split(" #").next().unwrap_or("").trim();
-                match value {
-                    "" => {}
-                    "{}" => lines[i] = "clusters:".to_string(),
-                    _ => return Err(err(
+    let (at, indent, separate) = match top {
+        None => {
+            lines.push(format!("{section}:"));
+            (lines.len(), 2, false)
+        }
+        Some(i) => {
+            let value = lines[i].split_once(':').map_or("", |(_, v)| v);
+            let value = value.split(" #").next().unwrap_or("").trim();
+            match value {
+                "" => {}
+                "{}" => lines[i] = format!("{section}:"),
+                _ => {
+                    return Err(err(
                         format!(
-                            "line {}: `clusters:` is written in flow style ({{...}})",
+                            "line {}: `{section}:` is written in flow style ({{...}})",
                             i + 1
                         ),
-                        "write it as a block mapping (one cluster per key) and run import again",
-                    )),
+                        format!(
+                            "write it as a block mapping (one {what} per key) and run import again"
+                        ),
+                    ))
                 }
-                // The clusters end at the next line at column 0 that is not a comment.
-                let mut last = i;
-                let mut indent = None;
-                for (j, l) in lines.iter().enumerate().skip(i + 1) {
-                    let t = l.trim_start();
-                    if t.is_empty() {
-                        continue;
-                    }
-                    if indent_of(l) == 0 && !t.starts_with('#') {
-                        break;
-                    }
-                    if indent_of(l) > 0 {
-                        last = j;
-                        if !t.starts_with('#') && indent.is_none() {
-                            indent = Some(indent_of(l));
-                        }
-                    }
-                }
-                (last + 1, indent.unwrap_or(2), last > i)
             }
-        };
+            // The clusters end at the next line at column 0 that is not a comment.
+            let mut last = i;
+            let mut indent = None;
+            for (j, l) in lines.iter().enumerate().skip(i + 1) {
+                let t = l.trim_start();
+                if t.is_empty() {
+                    continue;
+                }
+                if indent_of(l) == 0 && !t.starts_with('#') {
+                    break;
+                }
+                if indent_of(l) > 0 {
+                    last = j;
+                    if !t.starts_with('#') && indent.is_none() {
+                        indent = Some(indent_of(l));
+                    }
+                }
+            }
+            (last + 1, indent.unwrap_or(2), last > i)
+        }
+    };
     let pad = " ".repeat(indent);
     let mut added: Vec<String> = Vec::new();
     for (k, block) in blocks.iter().enumerate() {
@@ -415,6 +439,23 @@ mod tests {
             "project: p\nclusters:\n  new:\n    nodes: 1\n"
         );
         assert!(add_clusters("clusters: {a: {nodes: 1}}\n", &block).is_err());
+    }
+
+    #[test]
+    fn buckets_go_under_buckets_never_under_clusters() {
+        let block = vec![vec!["data:".to_string(), "  cloud: aws".to_string()]];
+        let text =
+            "project: p\nclusters:\n  a:\n    nodes: 1\nbuckets:\n  old: # keep\n    cloud: aws\n";
+        assert_eq!(
+            add_buckets(text, &block).unwrap(),
+            "project: p\nclusters:\n  a:\n    nodes: 1\nbuckets:\n  old: # keep\n    cloud: aws\n\n  data:\n    cloud: aws\n"
+        );
+        assert_eq!(
+            add_buckets("project: p\nclusters:\n  a:\n    nodes: 1\n", &block).unwrap(),
+            "project: p\nclusters:\n  a:\n    nodes: 1\nbuckets:\n  data:\n    cloud: aws\n"
+        );
+        let flow = add_buckets("buckets: {a: {cloud: aws}}\n", &block).unwrap_err();
+        assert!(flow.message.contains("`buckets:`"), "{}", flow.message);
     }
 
     #[test]

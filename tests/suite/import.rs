@@ -621,19 +621,24 @@ impl Disowning for gpuform_standins::huawei::HuaweiMock {
 struct Cloud {
     name: &'static str,
     region: &'static str,
+    /// Its object storage: `--from-audit` lists the buckets too.
+    store: gpuform_standins::objstore::Flavor,
 }
 
 const ALIBABA: Cloud = Cloud {
     name: "alibaba",
     region: "cn-hangzhou",
+    store: gpuform_standins::objstore::oss::OSS,
 };
 const TENCENT: Cloud = Cloud {
     name: "tencent",
     region: "ap-guangzhou",
+    store: gpuform_standins::objstore::cos::COS,
 };
 const HUAWEI: Cloud = Cloud {
     name: "huawei",
     region: "cn-north-4",
+    store: gpuform_standins::objstore::obs::OBS,
 };
 
 /// The same on a stand-in: what a gpuform apply of another project made
@@ -643,8 +648,11 @@ const HUAWEI: Cloud = Cloud {
 fn import_then_plan_clean_scale_up_and_destroy_on(cloud: &Cloud, mock: &dyn Disowning) {
     let w = tempfile::tempdir().unwrap();
     let dir = w.path();
+    let store = gpuform_standins::objstore::ObjStoreMock::start(cloud.store);
     let at = |args: &[&str]| {
-        let out = support::gpuform_at(dir, &[mock], args).output().unwrap();
+        let out = support::gpuform_at(dir, &[mock, &store], args)
+            .output()
+            .unwrap();
         support::succeeded(&out, args)
     };
     std::fs::write(
@@ -708,9 +716,13 @@ fn import_then_plan_clean_scale_up_and_destroy_on(cloud: &Cloud, mock: &dyn Diso
         "{live:#?}"
     );
 
-    let plan = support::gpuform_at(dir, &[mock], &["plan", "spec.yaml", "--detailed-exitcode"])
-        .output()
-        .unwrap();
+    let plan = support::gpuform_at(
+        dir,
+        &[mock, &store],
+        &["plan", "spec.yaml", "--detailed-exitcode"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(
         plan.status.code(),
         Some(0),
@@ -954,10 +966,14 @@ fn tencent_a_kill_after_each_import_call_then_import_again_gives_the_same_spec_a
 fn refusals_on(cloud: &Cloud, mock: &dyn Disowning, missing_id: &str) {
     let w = tempfile::tempdir().unwrap();
     let dir = w.path();
-    let env: Vec<(String, String)> = mock.env();
+    let store = gpuform_standins::objstore::ObjStoreMock::start(cloud.store);
+    let mut env: Vec<(String, String)> = mock.env();
+    env.extend(gpuform_standins::MockCloud::env(&store));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let at = |args: &[&str]| {
-        let out = support::gpuform_at(dir, &[mock], args).output().unwrap();
+        let out = support::gpuform_at(dir, &[mock, &store], args)
+            .output()
+            .unwrap();
         support::succeeded(&out, args)
     };
     std::fs::write(

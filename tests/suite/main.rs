@@ -37,6 +37,10 @@ mod e2e_sandbox;
 mod failover;
 mod huawei_docs;
 mod import;
+mod import_buckets;
+#[cfg(feature = "aws")]
+mod import_buckets_moto;
+mod import_buckets_objstore;
 #[cfg(feature = "aws")]
 mod import_moto;
 mod placement;

@@ -22,6 +22,11 @@ pub const OBJECT_COUNT: &str = "object_count";
 /// where the cloud reports it: what `gpuform audit` prices a month of.
 pub const SIZE_BYTES: &str = "size_bytes";
 
+/// The observed attribute with the number of a bucket's lifecycle rules
+/// that are not gpuform's, where the cloud keeps them apart (S3, by rule
+/// id): never desired, never compared, said by `gpuform import`.
+pub const OTHER_LIFECYCLE_RULES: &str = "other_lifecycle_rules";
+
 /// The error a delete answers for a bucket that holds objects and may not
 /// be emptied: the count and the two ways out.
 pub fn not_empty(name: &str, objects: u64) -> ProviderError {

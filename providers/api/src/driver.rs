@@ -178,6 +178,19 @@ pub trait BucketApi: Send + Sync {
         Err(not_made(ResourceKind::Bucket))
     }
 
+    /// Adds the ownership tags and `gpuform:kind` to a bucket gpuform did
+    /// not make (see [`Provider::set_ownership`]), keeping every other tag;
+    /// the same call again changes nothing.
+    async fn set_bucket_ownership(
+        &self,
+        scope: &Scope,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let _ = (scope, id, ownership);
+        Err(not_imported(ResourceKind::Bucket))
+    }
+
     /// Reads the given buckets (see [`RefreshApi::read`]).
     async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {
         let _ = (scope, ids);
@@ -236,7 +249,8 @@ pub trait TagApi: Send + Sync {
     async fn update_tags(&self, u: &Update<'_, UserTags>) -> Result<()>;
 
     /// See [`Provider::set_ownership`]: adds the ownership tags to a
-    /// resource gpuform did not make (never called for buckets). A cloud
+    /// resource gpuform did not make (never called for buckets:
+    /// [`BucketApi::set_bucket_ownership`] tags those). A cloud
     /// that does not implement it refuses imports with one message.
     async fn set_ownership(
         &self,
@@ -404,11 +418,18 @@ impl<D: CloudDriver> Provider for D {
         ownership: &OwnershipTags,
     ) -> Result<()> {
         let cloud = CloudDriver::cloud(self);
-        if !self.kinds().contains(&kind) || kind == ResourceKind::Bucket {
+        if !self.kinds().contains(&kind)
+            || (kind == ResourceKind::Bucket && self.buckets().is_none())
+        {
             return Err(ProviderError::new(
                 ErrorKind::Invalid,
                 format!("importing a {kind} is not supported on {cloud} yet"),
             ));
+        }
+        if kind == ResourceKind::Bucket {
+            return bucket_api(self)?
+                .set_bucket_ownership(scope, id, ownership)
+                .await;
         }
         TagApi::set_ownership(self, scope, kind, id, ownership).await
     }

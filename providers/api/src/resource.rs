@@ -203,6 +203,15 @@ impl OwnershipTags {
     pub const TOKEN: &'static str = "gpuform:token";
     pub const LINEAGE: &'static str = "gpuform:lineage";
     pub const WORKSPACE: &'static str = "gpuform:workspace";
+    /// Every ownership tag key: a cloud that replaces a resource's tags as
+    /// a whole (bucket tagging) drops these before putting new ones.
+    pub const KEYS: [&'static str; 5] = [
+        Self::PROJECT,
+        Self::ADDRESS,
+        Self::TOKEN,
+        Self::LINEAGE,
+        Self::WORKSPACE,
+    ];
 
     /// As cloud tags (key, value), in a fixed order.
     pub fn to_tags(&self) -> Vec<(&'static str, &str)> {

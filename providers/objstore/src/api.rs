@@ -4,7 +4,8 @@
 use crate::ObjStore;
 use async_trait::async_trait;
 use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Create, ObservedResource, Result, Scope, Update, UserTags,
+    BucketApi, BucketChange, BucketSpec, Create, ObservedResource, OwnershipTags, Result, Scope,
+    Update, UserTags,
 };
 
 #[async_trait]
@@ -23,6 +24,15 @@ impl BucketApi for ObjStore {
 
     async fn update_bucket_tags(&self, u: &Update<'_, UserTags>) -> Result<()> {
         self.update_tags(u).await
+    }
+
+    async fn set_bucket_ownership(
+        &self,
+        scope: &Scope,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        self.set_ownership(scope, id, ownership).await
     }
 
     async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {

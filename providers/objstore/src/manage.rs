@@ -5,6 +5,7 @@ use crate::http::Call;
 use crate::xml::Node;
 use crate::{ObjStore, COUNT_PAGES, DELETE_BATCH};
 use gpuform_provider::bucket::{not_empty, unfinished_uploads, FORCE_DESTROY_TAG};
+use gpuform_provider::resource::record_tags;
 use gpuform_provider::tags::GPUFORM_PREFIX;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -60,6 +61,45 @@ impl ObjStore {
                 format!(
                     "{} takes at most {} tags per bucket",
                     self.dialect.service.product, self.dialect.max_tags
+                ),
+            ));
+        }
+        self.put_tags(region, name, &tags).await
+    }
+
+    /// `gpuform import`: the bucket's tags read, the ownership and kind
+    /// tags put in, the set put back (PutBucketTags replaces it whole).
+    pub async fn set_ownership(
+        &self,
+        scope: &Scope,
+        name: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let region = scope.region.as_str();
+        let mut tags: Tags = self
+            .existing_tags(region, name)
+            .await?
+            .into_iter()
+            .filter(|(k, _)| !OwnershipTags::KEYS.contains(&k.as_str()))
+            .collect();
+        tags.extend(
+            ownership
+                .to_tags()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        tags.insert(
+            record_tags::KIND.into(),
+            gpuform_provider::ResourceKind::Bucket.as_str().into(),
+        );
+        if tags.len() > self.dialect.max_tags {
+            return Err(ProviderError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{} takes at most {} tags per bucket, and `{name}` would have {} with gpuform's ownership tags; remove some of its tags, then run import again",
+                    self.dialect.product,
+                    self.dialect.max_tags,
+                    tags.len()
                 ),
             ));
         }

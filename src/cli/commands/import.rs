@@ -48,9 +48,9 @@ fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>, Failure> {
 pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
     let key = provider_key(&a.cloud)?;
     let tags = parse_tags(&a.tags)?;
-    if a.ids.is_empty() && tags.is_empty() && !a.from_audit {
+    if a.ids.is_empty() && a.buckets.is_empty() && tags.is_empty() && !a.from_audit {
         return Err(Failure(
-            "nothing chosen to import\n  hint: name instances with --id ID, --tag KEY=VALUE, or take every unmanaged one with --from-audit".into(),
+            "nothing chosen to import\n  hint: name instances with --id ID, buckets with --bucket NAME, take those with a tag with --tag KEY=VALUE, or every unmanaged one with --from-audit".into(),
         ));
     }
     let vars =
@@ -137,6 +137,7 @@ pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
             ids: a.ids.clone(),
             tags,
             unmanaged: a.from_audit,
+            buckets: a.buckets.clone(),
         },
         name: a.name.clone(),
         catalog: &catalog,
@@ -234,6 +235,20 @@ fn render(plan: &import::ImportPlan, store: &crate::state::StateStore) -> String
             plan.spec_path.display()
         ));
         for l in c.yaml.lines() {
+            s.push_str(&format!("    {l}\n"));
+        }
+        s.push('\n');
+    }
+    for b in &plan.buckets {
+        s.push_str(&format!(
+            "Bucket `{}` ({}) from {} {}, added to {}:\n\n",
+            b.key,
+            b.name,
+            b.provider,
+            b.region,
+            plan.spec_path.display()
+        ));
+        for l in b.yaml.lines() {
             s.push_str(&format!("    {l}\n"));
         }
         s.push('\n');

@@ -581,6 +581,24 @@ impl BucketApi for AwsProvider {
         Ok(())
     }
 
+    /// `gpuform import`: GetBucketTagging, then PutBucketTagging of the same
+    /// set with the ownership and kind tags added (S3 replaces a bucket's
+    /// tags as a whole). A bucket that is gone is `NotFound`.
+    async fn set_bucket_ownership(
+        &self,
+        scope: &Scope,
+        id: &str,
+        ownership: &OwnershipTags,
+    ) -> Result<()> {
+        let c = self.s3(&scope.region)?;
+        let mut tags: Tags = settable(read::tags(&c, id).await?)
+            .into_iter()
+            .filter(|(k, _)| !OwnershipTags::KEYS.contains(&k.as_str()) && k != KIND_TAG)
+            .collect();
+        tags.extend(bucket_tags(ownership, false, &UserTags::default()));
+        put_tags(&c, id, &tags).await
+    }
+
     async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {
         let c = self.s3(&scope.region)?;
         let mut out = Vec::new();

@@ -7,7 +7,7 @@ use crate::errors::{map_s3, Op, OpError, Sending};
 use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::types::{BucketVersioningStatus, LifecycleRule, TransitionStorageClass};
 use aws_sdk_s3::Client;
-use gpuform_provider::bucket::{FORCE_DESTROY_TAG, OBJECT_COUNT};
+use gpuform_provider::bucket::{FORCE_DESTROY_TAG, OBJECT_COUNT, OTHER_LIFECYCLE_RULES};
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, BucketLifecycle, Cloud, ErrorKind, ObservedResource, OwnershipTags, ResourceKind,
@@ -81,6 +81,9 @@ pub(super) async fn count_objects(c: &Client, name: &str, pages: usize) -> Resul
     }
     Ok((count, true))
 }
+
+/// The ids of gpuform's lifecycle rules; a bucket's other rules are kept.
+const OUR_RULES: [&str; 3] = [RULE_CLASS, RULE_ARCHIVE, RULE_NONCURRENT];
 
 /// gpuform's lifecycle rules among a bucket's (by their ids; enabled ones
 /// only), as the neutral storage class and lifecycle.
@@ -168,7 +171,12 @@ async fn observe_all(c: &Client, name: &str, region: &str) -> Result<ObservedRes
                 .iter()
                 .any(|r| r.apply_server_side_encryption_by_default().is_some())
         });
-    let (class, lifecycle) = our_rules(&lifecycle_rules(c, name).await?);
+    let rules = lifecycle_rules(c, name).await?;
+    let (class, lifecycle) = our_rules(&rules);
+    let others = rules
+        .iter()
+        .filter(|r| !r.id().is_some_and(|id| OUR_RULES.contains(&id)))
+        .count();
     let request = c.get_public_access_block().bucket(name).send();
     let none = ["NoSuchPublicAccessBlockConfiguration"];
     let blocked = absent("GetPublicAccessBlock", request, &none)
@@ -194,6 +202,9 @@ async fn observe_all(c: &Client, name: &str, region: &str) -> Result<ObservedRes
     a.insert("lifecycle".into(), lifecycle.to_value());
     a.insert("public_access_blocked".into(), json!(blocked));
     a.insert(OBJECT_COUNT.into(), json!(count));
+    if others > 0 {
+        a.insert(OTHER_LIFECYCLE_RULES.into(), json!(others));
+    }
     if capped {
         a.insert(OBJECT_COUNT_CAPPED.into(), Value::Bool(true));
     }
