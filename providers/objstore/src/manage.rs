@@ -97,7 +97,7 @@ impl ObjStore {
                 ErrorKind::Invalid,
                 format!(
                     "{} takes at most {} tags per bucket, and `{name}` would have {} with gpuform's ownership tags; remove some of its tags, then run import again",
-                    self.dialect.product,
+                    self.dialect.service.product,
                     self.dialect.max_tags,
                     tags.len()
                 ),
