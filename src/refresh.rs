@@ -10,7 +10,7 @@ use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
 use backon::{ExponentialBuilder, Retryable};
-use gpuform_provider::{ObservedResource, ProviderError, ResourceKind, Scope};
+use gpuform_provider::{AlsoList, ObservedResource, ProviderError, ResourceKind, Scope};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
@@ -129,7 +129,7 @@ pub async fn refresh(
 ) -> Result<Current, EngineError> {
     let mut cur = Current::unrefreshed(doc);
     cur.abandoned.clear();
-    let (groups, with_buckets) = groups_to_list(&cur.doc, lookout.desired);
+    let (groups, extras) = groups_to_list(&cur.doc, lookout.desired);
     let (in_state, _) = groups_to_list(&cur.doc, None);
     if groups.is_empty() {
         // Nothing recorded, nothing started, nothing wanted: nothing to ask.
@@ -152,10 +152,10 @@ pub async fn refresh(
         };
         let project = project.clone();
         let key = (provider_key.clone(), region.clone());
-        let buckets = with_buckets.contains(&key);
+        let also = extras.get(&key).copied().unwrap_or_default();
         calls.push(async move {
             let found = read_with_retry("list_owned", || {
-                provider.list_owned_kinds(&scope, &project, buckets)
+                provider.list_owned_kinds(&scope, &project, also)
             })
             .await;
             (key, provider, scope, found)
@@ -183,7 +183,7 @@ pub async fn refresh(
             provider: &*provider,
             scope: &scope,
             key: &key,
-            buckets: with_buckets.contains(&key),
+            also: extras.get(&key).copied().unwrap_or_default(),
         };
         let found = cur.settled(&group, found, notify).await?;
         cur.merge(&group, found, &lookout).await?;
@@ -208,8 +208,8 @@ struct Group<'a> {
     scope: &'a Scope,
     /// (provider key, region).
     key: &'a (String, String),
-    /// Whether buckets are listed too.
-    buckets: bool,
+    /// Which of the kinds listed only when asked are listed too.
+    also: AlsoList,
 }
 
 impl Group<'_> {
@@ -267,7 +267,7 @@ impl Current {
         tokio::time::sleep(wait).await;
         read_with_retry("list_owned", || {
             g.provider
-                .list_owned_kinds(g.scope, &self.doc.project, g.buckets)
+                .list_owned_kinds(g.scope, &self.doc.project, g.also)
         })
         .await
         .map_err(|e| g.failed(e))
@@ -513,9 +513,10 @@ impl Current {
 
 /// The (provider, region)s a refresh lists: those the state records or has
 /// started something in, and those the spec wants; and which of them are
-/// asked for buckets too (see `Provider::list_owned_kinds`).
+/// asked for buckets or blocks too (see `Provider::list_owned_kinds`).
 type Groups = BTreeSet<(String, String)>;
-fn groups_to_list(doc: &StateDoc, desired: Option<&Desired>) -> (Groups, Groups) {
+type Extras = BTreeMap<(String, String), AlsoList>;
+fn groups_to_list(doc: &StateDoc, desired: Option<&Desired>) -> (Groups, Extras) {
     let recorded = doc
         .resources
         .values()
@@ -529,14 +530,15 @@ fn groups_to_list(doc: &StateDoc, desired: Option<&Desired>) -> (Groups, Groups)
         .flat_map(|d| d.resources.iter())
         .map(|r| (r.target.key(), r.region.clone(), r.kind));
     let mut groups = BTreeSet::new();
-    let mut with_buckets = BTreeSet::new();
+    let mut extras = Extras::new();
     for (provider, region, kind) in recorded.chain(pending).chain(wanted) {
-        if kind == ResourceKind::Bucket {
-            with_buckets.insert((provider.clone(), region.clone()));
-        }
+        extras
+            .entry((provider.clone(), region.clone()))
+            .or_default()
+            .add(kind);
         groups.insert((provider, region));
     }
-    (groups, with_buckets)
+    (groups, extras)
 }
 
 /// The attributes an adopted resource is recorded with: the spec's, with

@@ -18,7 +18,7 @@ use crate::providers::Providers;
 use crate::refresh::{refresh, Current, Lookout};
 use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
-use gpuform_provider::{ResourceKind, Scope};
+use gpuform_provider::{AlsoList, ResourceKind, Scope};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The gc plan (deletions only) and the refreshed state to apply it with.
@@ -83,7 +83,15 @@ pub async fn gc_plan(
             region: region.clone(),
         };
         let found = provider
-            .list_owned_kinds(&scope, &project, true)
+            .list_owned_kinds(
+                &scope,
+                &project,
+                // A block cannot be cancelled: never a stray to delete.
+                AlsoList {
+                    buckets: true,
+                    blocks: false,
+                },
+            )
             .await
             .map_err(|error| EngineError::Provider {
                 context: format!("listing {key} {region} for project {project}"),

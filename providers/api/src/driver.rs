@@ -23,7 +23,7 @@ use crate::request::{
 use crate::tags::UserTags;
 use crate::Result;
 use crate::{
-    Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider,
+    AlsoList, Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider,
     ProviderError, ResourceKind, Scope,
 };
 use async_trait::async_trait;
@@ -231,8 +231,20 @@ pub trait RefreshApi: Send + Sync {
     /// [`BucketApi`] reads); absent ones are left out.
     async fn read(&self, q: &Lookup<'_>) -> Result<Vec<ObservedResource>>;
 
-    /// Everything in `scope` tagged with this project.
+    /// Everything in `scope` tagged with this project, but for buckets and
+    /// blocks (see [`AlsoList`]).
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>>;
+
+    /// The Capacity Blocks in `scope` tagged with this project, on clouds
+    /// that sell them (see [`AlsoList`]).
+    async fn list_owned_blocks(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>> {
+        let _ = (scope, project);
+        Ok(Vec::new())
+    }
 }
 
 /// User tags: what a cloud crate's `tags.rs` implements.
@@ -486,21 +498,25 @@ impl<D: CloudDriver> Provider for D {
         RefreshApi::read(self, &Lookup { scope, kind, ids }).await
     }
 
-    /// The compute kinds only: buckets are another API, listed when asked
-    /// for ([`Provider::list_owned_kinds`]).
+    /// The compute kinds only: buckets and blocks are other APIs, listed
+    /// when asked for ([`Provider::list_owned_kinds`]).
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>> {
-        self.list_owned_kinds(scope, project, false).await
+        self.list_owned_kinds(scope, project, AlsoList::default())
+            .await
     }
 
     async fn list_owned_kinds(
         &self,
         scope: &Scope,
         project: &str,
-        buckets: bool,
+        also: AlsoList,
     ) -> Result<Vec<ObservedResource>> {
         let mut owned = RefreshApi::list_owned(self, scope, project).await?;
-        if buckets && self.kinds().contains(&ResourceKind::Bucket) {
+        if also.buckets && self.kinds().contains(&ResourceKind::Bucket) {
             owned.extend(bucket_api(self)?.list_owned_buckets(scope, project).await?);
+        }
+        if also.blocks && self.kinds().contains(&ResourceKind::Block) {
+            owned.extend(RefreshApi::list_owned_blocks(self, scope, project).await?);
         }
         Ok(owned)
     }

@@ -96,20 +96,16 @@ pub trait Provider: Send + Sync {
     /// leaves its buckets out (see [`Provider::list_owned_kinds`]).
     async fn list_owned(&self, scope: &Scope, project: &str) -> Result<Vec<ObservedResource>>;
 
-    /// What this project owns in `scope`, buckets included only when
-    /// `buckets`: object storage is another API (other hosts, other
-    /// permissions, a call per bucket of the account on some clouds), so a
-    /// refresh whose state has no bucket in this region does not ask it.
+    /// What this project owns in `scope`, with the kinds of [`AlsoList`]
+    /// only when asked for.
     async fn list_owned_kinds(
         &self,
         scope: &Scope,
         project: &str,
-        buckets: bool,
+        also: AlsoList,
     ) -> Result<Vec<ObservedResource>> {
         let mut all = self.list_owned(scope, project).await?;
-        if !buckets {
-            all.retain(|o| o.kind != ResourceKind::Bucket);
-        }
+        all.retain(|o| also.includes(o.kind));
         Ok(all)
     }
 
@@ -249,5 +245,37 @@ pub trait Provider: Send + Sync {
     fn delete_refusal(&self, observed: &ObservedResource) -> Option<String> {
         let _ = observed;
         None
+    }
+}
+
+/// The kinds a listing of what a project owns includes only when asked:
+/// each is another API with its own permission, which a refresh whose state
+/// and spec hold none of in a region does not need. Buckets: other hosts and
+/// permissions, a call per bucket of the account on some clouds. Capacity
+/// Blocks: `ec2:DescribeCapacityReservations`, which a user who never buys
+/// a block need not grant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AlsoList {
+    pub buckets: bool,
+    pub blocks: bool,
+}
+
+impl AlsoList {
+    /// Whether a listing with these extras includes resources of `kind`.
+    pub fn includes(self, kind: ResourceKind) -> bool {
+        match kind {
+            ResourceKind::Bucket => self.buckets,
+            ResourceKind::Block => self.blocks,
+            _ => true,
+        }
+    }
+
+    /// Adds `kind` to the extras if it is one of them.
+    pub fn add(&mut self, kind: ResourceKind) {
+        match kind {
+            ResourceKind::Bucket => self.buckets = true,
+            ResourceKind::Block => self.blocks = true,
+            _ => {}
+        }
     }
 }

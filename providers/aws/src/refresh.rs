@@ -108,16 +108,15 @@ impl RefreshApi for AwsProvider {
                 Ok(Vec::new())
             }
         };
-        let (vpcs, subnets, groups, instances, volumes, pgs, blocks) = tokio::try_join!(
+        let (vpcs, subnets, groups, instances, volumes, pgs) = tokio::try_join!(
             describe_vpcs(&c, owned()),
             describe_subnets(&c, owned()),
             describe_groups(&c, owned()),
             describe_instances(&c, live_instances),
             describe_volumes(&c, owned()),
             placement,
-            crate::blocks::owned(&c, region, project),
         )?;
-        let mut out = blocks;
+        let mut out = Vec::new();
         out.extend(vpcs.iter().map(|v| observe_vpc(v, region)));
         out.extend(subnets.iter().map(|s| observe_subnet(s, region)));
         out.extend(groups.iter().map(|g| observe_group(g, region)));
@@ -136,6 +135,16 @@ impl RefreshApi for AwsProvider {
                 .map(|v| observe_volume(v, region)),
         );
         Ok(out)
+    }
+
+    /// Capacity Blocks are capacity reservations: one
+    /// DescribeCapacityReservations filtered on the project tag.
+    async fn list_owned_blocks(
+        &self,
+        scope: &Scope,
+        project: &str,
+    ) -> Result<Vec<ObservedResource>> {
+        crate::blocks::owned(&self.client(scope)?, &scope.region, project).await
     }
 }
 
