@@ -542,15 +542,29 @@ pub(crate) fn decide(
     options: &[Candidate],
     left: &LeftOut,
 ) -> (Vec<RuleOutcome>, Vec<Disagreement>, Option<Candidate>) {
-    let mut rules = Vec::new();
-    let mut disagreements = Vec::new();
+    let mut d = Decided::default();
+    let top = size_rules(inputs, options, &mut d);
+    interconnect_rules(inputs, need, left, &top, &mut d);
+    pricing_rules(inputs, &top, &mut d);
+    team_and_users_rules(inputs, &top, &mut d);
+    (d.rules, d.disagreements, top)
+}
+
+/// What the rules said, and where the numbers disagreed with them.
+#[derive(Default)]
+struct Decided {
+    rules: Vec<RuleOutcome>,
+    disagreements: Vec<Disagreement>,
+}
+
+/// The model's size: large and small models' GPU classes; the pick (the
+/// cheapest, unless a size rule's class wins).
+fn size_rules(inputs: &Inputs, options: &[Candidate], d: &mut Decided) -> Option<Candidate> {
     let p = fit::sci(inputs.params);
     let mut top_i = 0usize;
-
-    // Size.
     let large = inputs.params >= LARGE_PARAMS;
     let small = inputs.params < SMALL_PARAMS;
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "large-model",
         rule: "≥ 100 B parameters → A100/H100-class clusters",
         applies: large,
@@ -565,7 +579,7 @@ pub(crate) fn decide(
             String::new()
         },
     });
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "small-model",
         rule: "< 1 B parameters → T4/V100-class GPUs (and their modern equivalents L4/A10)",
         applies: small,
@@ -587,16 +601,24 @@ pub(crate) fn decide(
         } else {
             "T4/V100-class (L4/A10)"
         };
-        if let Some((d, i)) = size_disagreement(inputs, id, says.to_string(), options) {
+        if let Some((found, i)) = size_disagreement(inputs, id, says.to_string(), options) {
             top_i = i;
-            disagreements.push(d);
+            d.disagreements.push(found);
         }
     }
-    let top = options.get(top_i).cloned();
+    options.get(top_i).cloned()
+}
 
-    // Interconnect.
+/// NVLink inside a node, RDMA between nodes, PCIe for inference.
+fn interconnect_rules(
+    inputs: &Inputs,
+    need: &MemoryNeed,
+    left: &LeftOut,
+    top: &Option<Candidate>,
+    d: &mut Decided,
+) {
     let trains = inputs.task.trains();
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "training-nvlink",
         rule: "training → NVLink between the GPUs inside a node",
         applies: trains,
@@ -615,7 +637,7 @@ pub(crate) fn decide(
     // nodes (those were still held to it, and the reason says how many).
     let top_nodes = top.as_ref().map_or(0, |t| t.nodes);
     let multi = trains && left.multi_node_training > 0 && top_nodes != 1;
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "multi-node-rdma",
         rule: "multi-node training → RDMA between the nodes (EFA, eRDMA, RoCE, InfiniBand)",
         applies: multi,
@@ -654,7 +676,7 @@ pub(crate) fn decide(
             String::new()
         },
     });
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "inference-pcie",
         rule: "inference → PCIe is fine",
         applies: !trains,
@@ -665,8 +687,10 @@ pub(crate) fn decide(
             "no interconnect required; NVLink types are ranked by price like the others".into()
         },
     });
+}
 
-    // Pricing.
+/// Spot for short projects, reserved for long ones.
+fn pricing_rules(inputs: &Inputs, top: &Option<Candidate>, d: &mut Decided) {
     let project = inputs
         .duration_hours
         .or_else(|| top.as_ref().and_then(|t| t.train_hours));
@@ -676,7 +700,7 @@ pub(crate) fn decide(
         "the training-time estimate"
     };
     let short = project.is_some_and(|h| h <= SHORT_HOURS);
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "short-spot",
         rule: "short projects → spot, checkpointing within the cloud's reclaim notice (AWS/Tencent 2 min, Alibaba ~5 min)",
         applies: short,
@@ -685,7 +709,7 @@ pub(crate) fn decide(
             Some(h) if short => format!("{h:.0} h ({from}) ≤ one month (730 h)"),
             Some(h) => format!("{h:.0} h ({from}) > one month (730 h)"),
         },
-        effect: match (&top, short) {
+        effect: match (top, short) {
             (Some(t), true) => match &t.checkpoint {
                 Some(c) => format!(
                     "the pick is {}; {} (notice: {} s)",
@@ -697,7 +721,7 @@ pub(crate) fn decide(
         },
     });
     let long = project.is_some_and(|h| h >= LONG_HOURS);
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "long-reserved",
         rule: "long projects → reserved-3y where utilisation passes the break-even",
         applies: long,
@@ -709,14 +733,14 @@ pub(crate) fn decide(
                 if long { "≥" } else { "<" }
             ),
         },
-        effect: match (&top, long) {
+        effect: match (top, long) {
             (Some(t), true) => format!("the pick is {}: {}", t.pricing, t.pricing_reason),
             _ => String::new(),
         },
     });
-    if let (Some(t), true) = (&top, long) {
+    if let (Some(t), true) = (top, long) {
         if t.pricing != PricingModel::Reserved3y.as_str() {
-            disagreements.push(Disagreement {
+            d.disagreements.push(Disagreement {
                 rule: "long-reserved",
                 rule_says: "reserved-3y for a long project".into(),
                 rule_pick: None,
@@ -734,10 +758,12 @@ pub(crate) fn decide(
             });
         }
     }
+}
 
-    // Team.
+/// Who runs the machines and where the users are.
+fn team_and_users_rules(inputs: &Inputs, top: &Option<Candidate>, d: &mut Decided) {
     let no_ops = inputs.ops == super::Ops::None;
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "no-ops-managed",
         rule: "no ops team → a managed platform (SageMaker, PAI, ModelArts, TI) instead of self-managed Kubernetes",
         applies: no_ops,
@@ -755,7 +781,7 @@ pub(crate) fn decide(
 
     // Users.
     let sea = inputs.users == Some(Users::SoutheastAsia);
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "users-southeast-asia",
         rule: "users in Southeast Asia → Hong Kong / Singapore regions first",
         applies: sea,
@@ -764,13 +790,13 @@ pub(crate) fn decide(
             None => "no --users".into(),
         },
         effect: if sea {
-            region_effect(&top, "Hong Kong or Singapore")
+            region_effect(top, "Hong Kong or Singapore")
         } else {
             String::new()
         },
     });
     let china = inputs.users == Some(Users::China);
-    rules.push(RuleOutcome {
+    d.rules.push(RuleOutcome {
         id: "users-china",
         rule: "users in mainland China → mainland China (CN) regions",
         applies: china,
@@ -781,13 +807,12 @@ pub(crate) fn decide(
         effect: if china {
             format!(
                 "{}; serving the public in mainland China from there needs an ICP filing (备案)",
-                region_effect(&top, "mainland China")
+                region_effect(top, "mainland China")
             )
         } else {
             String::new()
         },
     });
-    (rules, disagreements, top)
 }
 
 fn region_effect(top: &Option<Candidate>, want: &str) -> String {
