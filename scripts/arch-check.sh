@@ -26,6 +26,7 @@ RULES=(
   'Alibaba disk categories (the Alibaba table)|providers/alibaba/src/volume_types.rs|"cloud_(essd|efficiency|ssd|auto|essd_entry)"'
   'Tencent CBS disk types (the Tencent table)|providers/tencent/src/volume_types.rs|"CLOUD_(BASIC|PREMIUM|BSSD|SSD|HSSD|TSSD)"'
   'Huawei EVS disk types (the Huawei table)|providers/huawei/src/volume_types.rs|"(SATA|SAS|GPSSD|SSD|ESSD)2?"'
+  'neutral attribute keys read across parts (attached_to, private_ip)|providers/api/src/resource.rs|"attached_to"|(get|insert|ip)\("private_ip"'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -86,6 +87,7 @@ fn h() -> aws_sdk_ec2::types::VolumeType { aws_sdk_ec2::types::VolumeType::Gp3 }
 const CATEGORY: &str = "cloud_essd";
 const DISK_TYPE: &str = "CLOUD_PREMIUM";
 const EVS_TYPE: &str = "SAS";
+fn attached(a: &serde_json::Map<String, serde_json::Value>) -> bool { a.get("attached_to").is_some() }
 EOF
   local out
   out="$(check 2>&1 || true)"

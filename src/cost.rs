@@ -8,6 +8,7 @@ use crate::spec::{Diagnostic, LoadedSpec};
 use gpuform_catalog::storage::{StoragePrice, StoragePrices};
 use gpuform_catalog::{price_age, Day, PriceAge, HOURS_PER_MONTH};
 use gpuform_catalog::{Catalog, Currency, PricingModel};
+use gpuform_provider::attr;
 use gpuform_provider::ResourceKind;
 use std::collections::BTreeMap;
 
@@ -186,7 +187,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
             None => e.unpriced_after += 1,
         }
         let pricing = after.get("pricing").and_then(|v| v.as_str());
-        let itype = after.get("instance_type").and_then(|v| v.as_str());
+        let itype = after.get(attr::INSTANCE_TYPE).and_then(|v| v.as_str());
         e.pricing = pricing.map(str::to_string);
         e.instance_type = itype.map(str::to_string);
         // Where the price came from, and how old it is.
@@ -286,7 +287,7 @@ fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<String>> {
             let what = format!(
                 "{cloud} {} {} {}",
                 c.region,
-                attr("instance_type"),
+                attr(attr::INSTANCE_TYPE),
                 attr("pricing")
             );
             groups.entry(what).or_default().push(c.address.clone());

@@ -8,6 +8,7 @@ use crate::state::{Journal, JournalEntry, PendingIntent, Record, StateDoc};
 use crate::EngineError;
 use backon::{ExponentialBuilder, Retryable};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use gpuform_provider::attr;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::{CreateRequest, ErrorKind, OwnershipTags, Provider, ProviderError, Scope};
 use petgraph::graph::NodeIndex;
@@ -388,7 +389,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     // what was asked for, so a kill before the second step leaves a diff.
     let finish = finish_step(c);
     if finish == Some(Finish::Authorize) {
-        attrs.insert("ingress".into(), serde_json::Value::Array(Vec::new()));
+        attrs.insert(attr::INGRESS.into(), serde_json::Value::Array(Vec::new()));
     }
     let deferred = finish.and_then(Finish::deferred_role);
     // A rendered bootstrap is sent, never kept: the plan carries it once by
@@ -652,7 +653,9 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let mut changes = changes;
     // A volume is attached to its instance as recorded now: re-created by
     // this apply, its id was not known when the plan was made.
-    if let (Some(want), Some(instance)) = (changes.get_mut("attached_to"), c.deps.get("instance")) {
+    if let (Some(want), Some(instance)) =
+        (changes.get_mut(attr::ATTACHED_TO), c.deps.get("instance"))
+    {
         if !want.is_null() {
             let doc = shared.doc.lock().expect("state lock");
             let r = doc
@@ -741,7 +744,7 @@ async fn finish(shared: &Shared, c: &ResourceChange, f: Finish) -> Result<OpOutc
             Finish::Authorize => c
                 .after
                 .as_ref()
-                .and_then(|a| a.get("ingress"))
+                .and_then(|a| a.get(attr::INGRESS))
                 .cloned()
                 .unwrap_or(serde_json::Value::Array(Vec::new())),
         };
@@ -786,7 +789,7 @@ async fn detach(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         region: c.region.clone(),
     };
     let mut changes = gpuform_provider::Attrs::new();
-    changes.insert("attached_to".into(), serde_json::Value::Null);
+    changes.insert(attr::ATTACHED_TO.into(), serde_json::Value::Null);
     call(shared, &c.provider, || {
         p.update(&scope, c.kind, &id, &changes)
     })

@@ -14,6 +14,7 @@
 
 use crate::address::Address;
 use crate::plan::{Action, Plan, ResourceChange};
+use gpuform_provider::attr;
 use gpuform_provider::{Attrs, ResourceKind};
 use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -43,8 +44,8 @@ impl Finish {
     /// The attribute the step sets, by an update of the made resource.
     pub fn attr(self) -> &'static str {
         match self {
-            Finish::Attach => "attached_to",
-            Finish::Authorize => "ingress",
+            Finish::Attach => attr::ATTACHED_TO,
+            Finish::Authorize => attr::INGRESS,
         }
     }
 
@@ -306,6 +307,6 @@ pub fn reattached_instance(c: &ResourceChange) -> Option<&str> {
     if c.action != Action::Update || c.kind != ResourceKind::Volume {
         return None;
     }
-    c.after.as_ref()?.get("attached_to")?;
+    c.after.as_ref()?.get(attr::ATTACHED_TO)?;
     c.deps.get("instance").map(String::as_str)
 }

@@ -13,6 +13,7 @@
 pub mod manifests;
 pub mod scripts;
 
+use gpuform_provider::attr;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -334,7 +335,7 @@ impl NodePlan {
         }
         if let Some(k) = &self.kube {
             let token = placeholder::env(self.token_env.as_deref().unwrap_or("GPUFORM_K8S_TOKEN"));
-            let server = placeholder::dep_attr(K3S_SERVER_ROLE, "private_ip");
+            let server = placeholder::dep_attr(K3S_SERVER_ROLE, attr::PRIVATE_IP);
             let labels = self.labels();
             let role = match k {
                 Kube::K3sServer { version } => {

@@ -34,6 +34,7 @@ use crate::spec::{LoadedSpec, Vars};
 use crate::state::document::Reported;
 use crate::state::{Record, StateDoc, StateStore};
 use gpuform_catalog::{Catalog, Cloud, PricingModel};
+use gpuform_provider::attr;
 use gpuform_provider::{
     ErrorKind, InventoryInstance, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
     UserError,
@@ -765,7 +766,7 @@ fn write_clusters(
                 continue;
             };
             let running = &g.instances[0].instance_type;
-            if node.attrs.get("instance_type").and_then(Value::as_str) != Some(running.as_str())
+            if node.attrs.get(attr::INSTANCE_TYPE).and_then(Value::as_str) != Some(running.as_str())
                 && !blocks[n].iter().any(|l| l.starts_with("  instance_type:"))
             {
                 insert_key(
@@ -1094,8 +1095,8 @@ fn group_key(
         i.uses.get("subnet"),
         i.firewalls,
         i.uses.get("placement"),
-        a("instance_type"),
-        a("zone"),
+        a(attr::INSTANCE_TYPE),
+        a(attr::ZONE),
         a("image"),
         a("pricing"),
         a("root_gb"),
@@ -1155,7 +1156,7 @@ fn cluster_block(
         ),
         format!("  region: {region}"),
     ];
-    if let Some(z) = text("zone").or_else(|| first.zone.clone()) {
+    if let Some(z) = text(attr::ZONE).or_else(|| first.zone.clone()) {
         lines.push(format!("  zones: [{}]", quote(&z)));
     }
     lines.push(format!("  nodes: {}", g.instances.len()));
@@ -1207,7 +1208,7 @@ fn cluster_block(
     }
     let rules: Vec<String> = seen
         .get(&g.firewall)
-        .and_then(|f| f.attrs.get("ingress"))
+        .and_then(|f| f.attrs.get(attr::INGRESS))
         .and_then(Value::as_array)
         .map(|rules| rules.iter().filter_map(spec_rule).collect())
         .unwrap_or_default();

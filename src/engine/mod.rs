@@ -26,6 +26,7 @@ use crate::resolve::{resolve, Desired, Exhausted, Placement, ResolveOptions};
 use crate::spec::{Diagnostics, LoadedSpec};
 use crate::state::{Failover, Journal, JournalEntry, StateDoc, StateLock, StateStore};
 use gpuform_catalog::Catalog;
+use gpuform_provider::attr;
 use gpuform_provider::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -691,7 +692,7 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             Target::parse(&c.provider),
             c.after
                 .as_ref()
-                .and_then(|a| a.get("zone"))
+                .and_then(|a| a.get(attr::ZONE))
                 .and_then(|z| z.as_str()),
         ) else {
             continue;
@@ -734,8 +735,8 @@ async fn check_offerings(
             continue;
         }
         let (Some(zone), Some(itype), Some(cluster)) = (
-            r.attrs.get("zone").and_then(|v| v.as_str()),
-            r.attrs.get("instance_type").and_then(|v| v.as_str()),
+            r.attrs.get(attr::ZONE).and_then(|v| v.as_str()),
+            r.attrs.get(attr::INSTANCE_TYPE).and_then(|v| v.as_str()),
             Address::new(&r.address).cluster(),
         ) else {
             continue;
@@ -793,7 +794,7 @@ pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, 
         let (Some(cluster), Some(target), Some(zone)) = (
             Address::new(address).cluster(),
             Target::parse(&r.provider),
-            r.attrs.get("zone").and_then(|z| z.as_str()),
+            r.attrs.get(attr::ZONE).and_then(|z| z.as_str()),
         ) else {
             continue;
         };

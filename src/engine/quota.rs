@@ -15,6 +15,7 @@ use crate::providers::Providers;
 use crate::resolve::{Desired, Exhausted, ResolveOptions};
 use crate::state::StateDoc;
 use gpuform_catalog::Catalog;
+use gpuform_provider::attr;
 use gpuform_provider::{ErrorKind, QuotaMarket, QuotaReading, QuotaUnit, Scope, UserError};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -80,8 +81,8 @@ impl QuotaCheck {
             };
             let (true, Some(zone), Some(itype), Some(cluster)) = (
                 moved_or_new,
-                r.attrs.get("zone").and_then(|v| v.as_str()),
-                r.attrs.get("instance_type").and_then(|v| v.as_str()),
+                r.attrs.get(attr::ZONE).and_then(|v| v.as_str()),
+                r.attrs.get(attr::INSTANCE_TYPE).and_then(|v| v.as_str()),
                 Address::new(&r.address).cluster(),
             ) else {
                 continue;

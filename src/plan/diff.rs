@@ -7,6 +7,7 @@ use crate::resolve::Desired;
 use crate::state::Record;
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, PricingModel};
+use gpuform_provider::attr;
 use gpuform_provider::{Attrs, ResourceKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -423,7 +424,7 @@ fn complete(
         return;
     };
     // A provider that does not report attachments leaves the key out.
-    let Some(have) = observed.and_then(|o| o.attrs.get("attached_to")) else {
+    let Some(have) = observed.and_then(|o| o.attrs.get(attr::ATTACHED_TO)) else {
         return;
     };
     let renewing = renewed.contains(instance);
@@ -437,10 +438,10 @@ fn complete(
     }
     let after = serde_json::Value::String(want.unwrap_or_else(|| ATTACH_TO_NEW.to_string()));
     if let Some(b) = change.before.as_mut() {
-        b.insert("attached_to".into(), have.clone());
+        b.insert(attr::ATTACHED_TO.into(), have.clone());
     }
     if let Some(a) = change.after.as_mut() {
-        a.insert("attached_to".into(), after);
+        a.insert(attr::ATTACHED_TO.into(), after);
     }
     if change.action == Action::NoOp {
         change.reason = Some(if renewing {
@@ -565,7 +566,7 @@ pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f
         return None;
     }
     let target = Target::parse(&r.provider)?;
-    let itype = r.attrs.get("instance_type")?.as_str()?;
+    let itype = r.attrs.get(attr::INSTANCE_TYPE)?.as_str()?;
     let pricing: PricingModel = serde_json::from_value(r.attrs.get("pricing")?.clone()).ok()?;
     let offering = catalog.offering(target.cloud, &r.region, itype)?;
     Some(offering.prices.get(&pricing)?.hourly_usd(cny_per_usd))

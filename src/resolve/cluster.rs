@@ -15,6 +15,7 @@ use crate::spec::{
     CloudName, Cluster, Diagnostic, Fabric, InterconnectReq, KubernetesMode, LoadedSpec,
 };
 use gpuform_catalog::{Catalog, GpuModel, OfferQuery, PricingModel};
+use gpuform_provider::attr;
 use gpuform_provider::{Attrs, Cloud, ResourceKind};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -445,7 +446,7 @@ fn emit_network(emit: &mut Emit<'_, '_>, cloud: Cloud, zone: &str) -> Network {
         &subnet_suffix,
         ResourceKind::Subnet,
         attrs([
-            ("zone", json!(zone)),
+            (attr::ZONE, json!(zone)),
             ("cidr", json!(first_subnet(&c.cidr))),
         ]),
         &[("network", network.clone())],
@@ -458,7 +459,7 @@ fn emit_network(emit: &mut Emit<'_, '_>, cloud: Cloud, zone: &str) -> Network {
     emit.push(
         "firewall",
         ResourceKind::Firewall,
-        attrs([("ingress", json!(ingress))]),
+        attrs([(attr::INGRESS, json!(ingress))]),
         &[("network", network)],
         None,
     );
@@ -517,8 +518,8 @@ fn emit_nodes(
     let mut docs: BTreeMap<String, String> = BTreeMap::new();
     // What every node of the cluster shares, built once (not per node).
     let mut node_attrs = attrs([
-        ("instance_type", json!(t.instance_type)),
-        ("zone", json!(t.zone)),
+        (attr::INSTANCE_TYPE, json!(t.instance_type)),
+        (attr::ZONE, json!(t.zone)),
         ("image", json!(c.image)),
         ("pricing", json!(c.pricing.as_str())),
         ("root_gb", json!(c.disk.root_gb)),
@@ -543,7 +544,7 @@ fn emit_nodes(
     };
     let volume_attrs = c.disk.data_gb.map(|size| {
         attrs([
-            ("zone", json!(t.zone)),
+            (attr::ZONE, json!(t.zone)),
             ("size_gb", json!(size)),
             ("volume_type", json!(c.disk.data_type.as_str())),
         ])

@@ -1,5 +1,6 @@
 //! The state document format.
 
+use gpuform_provider::attr;
 use gpuform_provider::{Attrs, ResourceKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -113,7 +114,7 @@ impl Reported {
     pub fn of(o: &gpuform_provider::ObservedResource) -> Reported {
         let text = |k: &str| o.attrs.get(k).and_then(|v| v.as_str()).map(str::to_string);
         Reported {
-            private_ip: text("private_ip"),
+            private_ip: text(attr::PRIVATE_IP),
         }
     }
 
@@ -125,7 +126,7 @@ impl Reported {
     /// or not one of them.
     pub fn get(&self, key: &str) -> Option<&str> {
         match key {
-            "private_ip" => self.private_ip.as_deref(),
+            attr::PRIVATE_IP => self.private_ip.as_deref(),
             _ => None,
         }
     }

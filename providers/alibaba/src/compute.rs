@@ -10,6 +10,7 @@ use crate::tags::{
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -196,7 +197,7 @@ impl ComputeApi for AlibabaProvider {
             capacity_block: _,
         } = &req.spec;
         req.refuse_reservation(Cloud::Alibaba)?;
-        let zone = req.needs(Cloud::Alibaba, "zone", zone)?;
+        let zone = req.needs(Cloud::Alibaba, attr::ZONE, zone)?;
         let subnet = req.needs(Cloud::Alibaba, "subnet", subnet)?;
         let group = req.needs(Cloud::Alibaba, "firewall", firewall)?;
         let image_id = self.resolve_image(region, image).await?;
@@ -379,8 +380,8 @@ fn subscription_refusal(id: &str, ends: &str) -> String {
 pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedResource {
     let tags = tags_of(i);
     let mut a = Attrs::new();
-    a.insert("instance_type".into(), json!(text(i, "InstanceType")));
-    a.insert("zone".into(), json!(text(i, "ZoneId")));
+    a.insert(attr::INSTANCE_TYPE.into(), json!(text(i, "InstanceType")));
+    a.insert(attr::ZONE.into(), json!(text(i, "ZoneId")));
     // The image asked for (logical name or id) while the instance still runs
     // the image gpuform resolved it to; the API's ImageId otherwise.
     let image = tags
@@ -411,7 +412,7 @@ pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) ->
         a.insert("rdma".into(), json!(r == "true"));
     }
     if let Some(ip) = private_ip(i) {
-        a.insert("private_ip".into(), json!(ip));
+        a.insert(attr::PRIVATE_IP.into(), json!(ip));
     }
     observed(ResourceKind::Instance, i, "InstanceId", &tags, a, region)
 }

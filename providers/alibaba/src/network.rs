@@ -6,6 +6,7 @@ use crate::refresh::observed;
 use crate::tags::{naming, tags_of};
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -341,7 +342,7 @@ pub(crate) fn observe_vpc(v: &Value, region: &str) -> ObservedResource {
 pub(crate) fn observe_vswitch(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
     a.insert("cidr".into(), json!(text(v, "CidrBlock")));
-    a.insert("zone".into(), json!(text(v, "ZoneId")));
+    a.insert(attr::ZONE.into(), json!(text(v, "ZoneId")));
     observed(ResourceKind::Subnet, v, "VSwitchId", &tags_of(v), a, region)
 }
 
@@ -367,7 +368,7 @@ pub(crate) fn observe_group(g: &Value, rules: &GroupRules, region: &str) -> Obse
         egress: !rules.egress.iter().any(drops_traffic),
     };
     let mut a = Attrs::new();
-    a.insert("ingress".into(), ingress.to_value());
+    a.insert(attr::INGRESS.into(), ingress.to_value());
     let mut o = observed(
         ResourceKind::Firewall,
         g,

@@ -8,6 +8,7 @@ use crate::tags::{naming, tags_of};
 use crate::volume_types;
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -129,11 +130,11 @@ impl StorageApi for AlibabaProvider {
             // No zone in the spec: the instance's own.
             (None, Some(instance)) => {
                 let inst = self.wait_attachable(region, instance).await?;
-                let of_instance = inst.attrs.get("zone").and_then(Value::as_str);
+                let of_instance = inst.attrs.get(attr::ZONE).and_then(Value::as_str);
                 let zone = of_instance.map(str::to_string);
-                req.needs(Cloud::Alibaba, "zone", &zone)?.to_string()
+                req.needs(Cloud::Alibaba, attr::ZONE, &zone)?.to_string()
             }
-            (None, None) => req.needs(Cloud::Alibaba, "zone", zone)?.to_string(),
+            (None, None) => req.needs(Cloud::Alibaba, attr::ZONE, zone)?.to_string(),
         };
         let mut p = Params::one("ZoneId", zone);
         p.push("Size", size_gb.to_string());
@@ -198,7 +199,7 @@ impl StorageApi for AlibabaProvider {
 /// A data disk as DescribeDisks reports it.
 pub(crate) fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
-    a.insert("zone".into(), json!(text(d, "ZoneId")));
+    a.insert(attr::ZONE.into(), json!(text(d, "ZoneId")));
     if let Some(s) = d.get("Size").and_then(Value::as_u64) {
         a.insert("size_gb".into(), json!(s));
     }
@@ -211,7 +212,7 @@ pub(crate) fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     let status = text(d, "Status");
     let instance = text(d, "InstanceId");
     a.insert(
-        "attached_to".into(),
+        attr::ATTACHED_TO.into(),
         if matches!(status.as_str(), "In_use" | "Attaching") && !instance.is_empty() {
             json!(instance)
         } else {

@@ -2,6 +2,7 @@
 
 use crate::ingress::IngressRule;
 use crate::request::BucketLifecycle;
+use crate::resource::attr;
 use crate::tags::UserTags;
 use crate::Result;
 use crate::{Attrs, Cloud, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope};
@@ -109,7 +110,7 @@ impl ChangeSet {
             }
             match key.as_str() {
                 "tags" => set.tags = Some(UserTags::parse(Some(value), cloud, &check_tag)?),
-                "ingress" => set.ingress = Some(IngressRule::parse_list(Some(value))?),
+                attr::INGRESS => set.ingress = Some(IngressRule::parse_list(Some(value))?),
                 // A bucket's size is the spec's estimate, for cost: no call.
                 "size_gb" if kind == ResourceKind::Bucket => {
                     if !value.is_null() && value.as_f64().is_none_or(|f| f <= 0.0) {
@@ -134,7 +135,7 @@ impl ChangeSet {
                             })?,
                     )
                 }
-                "attached_to" => {
+                attr::ATTACHED_TO => {
                     set.attachment = Some(match value {
                         Value::Null => Attachment::Detached,
                         Value::String(id) if !id.is_empty() => Attachment::To(id.clone()),

@@ -6,6 +6,7 @@
 //! list calls per region (its instance listing and its listing of unattached
 //! data volumes), never one call per instance.
 
+use crate::resource::attr;
 use crate::Result;
 use crate::{ObservedResource, ObservedVolumeType, OwnershipTags, Scope};
 use async_trait::async_trait;
@@ -105,8 +106,8 @@ impl InventoryInstance {
         InventoryInstance {
             id: o.id.clone(),
             region: o.region.clone(),
-            zone: text("zone").filter(|z| !z.is_empty()),
-            instance_type: text("instance_type").unwrap_or_default(),
+            zone: text(attr::ZONE).filter(|z| !z.is_empty()),
+            instance_type: text(attr::INSTANCE_TYPE).unwrap_or_default(),
             state: RunState::of_status(&o.status),
             status: o.status.to_ascii_lowercase(),
             launch_time: launch_time.filter(|t| !t.is_empty()),
@@ -142,7 +143,7 @@ impl InventoryVolume {
         InventoryVolume {
             id: o.id.clone(),
             region: o.region.clone(),
-            zone: text("zone").filter(|z| !z.is_empty()),
+            zone: text(attr::ZONE).filter(|z| !z.is_empty()),
             size_gb: o.attrs.get("size_gb").and_then(|v| v.as_u64()),
             volume_type: text("volume_type")
                 .filter(|t| !t.is_empty())

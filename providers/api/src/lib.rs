@@ -54,5 +54,5 @@ pub use request::{
     NetworkSpec, ObservedVolumeType, PlacementSpec, PlacementStrategy, Pricing, StorageClass,
     SubnetSpec, VolumeSpec, VolumeType,
 };
-pub use resource::{Attrs, ObservedResource, OwnershipTags, ResourceKind};
+pub use resource::{attr, Attrs, ObservedResource, OwnershipTags, ResourceKind};
 pub use tags::{TagDiff, UserTags};

@@ -8,6 +8,7 @@
 //! field that every cloud's create must handle or the compiler says so.
 
 use crate::ingress::IngressRule;
+use crate::resource::attr;
 use crate::tags::UserTags;
 use crate::Result;
 use crate::{
@@ -341,7 +342,7 @@ impl Desired {
                 t,
                 SubnetSpec {
                     network: r.required_ref("network")?,
-                    zone: r.required_str("zone")?,
+                    zone: r.required_str(attr::ZONE)?,
                     cidr: r.required_str("cidr")?,
                 },
             )),
@@ -350,7 +351,7 @@ impl Desired {
                 t,
                 FirewallSpec {
                     network: r.required_ref("network")?,
-                    ingress: IngressRule::parse_list(req.attrs.get("ingress"))?,
+                    ingress: IngressRule::parse_list(req.attrs.get(attr::INGRESS))?,
                     bare: r.bool(BARE)?.unwrap_or(false),
                 },
             )),
@@ -377,9 +378,9 @@ impl Desired {
                 req,
                 t,
                 InstanceSpec {
-                    instance_type: r.required_str("instance_type")?,
+                    instance_type: r.required_str(attr::INSTANCE_TYPE)?,
                     image: r.required_str("image")?,
-                    zone: r.str("zone")?,
+                    zone: r.str(attr::ZONE)?,
                     pricing: r.pricing()?,
                     spot_max_price: r.spot_max_price()?,
                     root_gb: r.u32("root_gb")?,
@@ -401,7 +402,7 @@ impl Desired {
                 t,
                 VolumeSpec {
                     size_gb: r.u32("size_gb")?.ok_or_else(|| r.missing("size_gb"))?,
-                    zone: r.str("zone")?,
+                    zone: r.str(attr::ZONE)?,
                     volume_type: match r.str("volume_type")? {
                         None => VolumeType::default(),
                         Some(t) => VolumeType::parse(&t).ok_or_else(|| {

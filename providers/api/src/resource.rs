@@ -81,8 +81,8 @@ impl ResourceKind {
     pub fn updatable_attrs(self) -> &'static [&'static str] {
         match self {
             ResourceKind::Instance => &["tags"],
-            ResourceKind::Volume => &["size_gb", "tags", "attached_to"],
-            ResourceKind::Firewall => &["ingress", "tags"],
+            ResourceKind::Volume => &["size_gb", "tags", attr::ATTACHED_TO],
+            ResourceKind::Firewall => &[attr::INGRESS, "tags"],
             ResourceKind::Bucket => &[
                 "tags",
                 "versioning",
@@ -122,7 +122,7 @@ impl ResourceKind {
     /// `ingress` (see [`MEMBER_RULE_MISSING`]).
     pub fn completion_attrs(self) -> &'static [&'static str] {
         match self {
-            ResourceKind::Volume => &["attached_to"],
+            ResourceKind::Volume => &[attr::ATTACHED_TO],
             _ => &[],
         }
     }
@@ -138,7 +138,7 @@ impl ResourceKind {
     /// no plan.
     pub fn reported_attrs(self) -> &'static [&'static str] {
         match self {
-            ResourceKind::Instance => &["private_ip"],
+            ResourceKind::Instance => &[attr::PRIVATE_IP],
             _ => &[],
         }
     }
@@ -273,4 +273,20 @@ pub struct ObservedResource {
     /// The cloud's lifecycle status, lower case (`running`, `pending`, ...).
     /// Providers never return resources that are gone (terminated/deleted).
     pub status: String,
+}
+
+/// The neutral attribute keys that many parts read or write (resolve, the
+/// diff, the executor, every cloud's observe functions): one spelling, so a
+/// typo is a compile error rather than an attribute nobody reads.
+pub mod attr {
+    /// Where a subnet, instance or volume is.
+    pub const ZONE: &str = "zone";
+    pub const INSTANCE_TYPE: &str = "instance_type";
+    /// A firewall's rules (see [`super::ObservedIngress`](crate::ObservedIngress)).
+    pub const INGRESS: &str = "ingress";
+    /// The instance a volume is attached to (a completion attribute: see
+    /// [`super::ResourceKind::completion_attrs`]).
+    pub const ATTACHED_TO: &str = "attached_to";
+    /// An instance's primary private address (reported, never diffed).
+    pub const PRIVATE_IP: &str = "private_ip";
 }

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::{IpPermission, IpRange, Ipv6Range, ResourceType, UserIdGroupPair};
 use aws_sdk_ec2::Client;
+use gpuform_provider::attr;
 use gpuform_provider::resource::{egress_missing, member_rule_missing};
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -122,7 +123,7 @@ impl NetworkApi for AwsProvider {
         let (scope, current, want) = (u.scope, u.current, u.want);
         let c = self.client(scope)?;
         let id = current.id.as_str();
-        let (have, foreign) = read_observed(current.attrs.get("ingress"));
+        let (have, foreign) = read_observed(current.attrs.get(attr::INGRESS));
         let (add, remove) = have.changes_to(want);
         let mut add: Vec<IpPermission> = add.into_iter().map(to_permission).collect();
         if !have.member_rule {

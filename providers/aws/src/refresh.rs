@@ -19,6 +19,7 @@ use aws_sdk_ec2::types::{
     Vpc,
 };
 use aws_sdk_ec2::Client;
+use gpuform_provider::attr;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -235,7 +236,7 @@ pub(crate) fn observe_vpc(v: &Vpc, region: &str) -> ObservedResource {
 pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
     let a = attrs([
         ("cidr", text(s.cidr_block())),
-        ("zone", text(s.availability_zone())),
+        (attr::ZONE, text(s.availability_zone())),
     ]);
     let status = s.state().map(|s| s.as_str());
     observed(
@@ -250,7 +251,7 @@ pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
 
 pub(crate) fn observe_group(g: &SecurityGroup, region: &str) -> ObservedResource {
     let a = attrs([(
-        "ingress",
+        attr::INGRESS,
         Some(observed_ingress(
             g.ip_permissions(),
             g.group_id(),
@@ -308,7 +309,7 @@ pub(crate) fn volume_gone(v: &Volume) -> bool {
 
 pub(crate) fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
     let a = attrs([
-        ("zone", text(v.availability_zone())),
+        (attr::ZONE, text(v.availability_zone())),
         ("size_gb", v.size().map(Value::from)),
         (
             "volume_type",
@@ -316,7 +317,7 @@ pub(crate) fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
                 .map(|t| Value::from(crate::volume_types::observed(t.as_str()).as_str())),
         ),
         (
-            "attached_to",
+            attr::ATTACHED_TO,
             Some(attachment(v).map_or(Value::Null, Value::String)),
         ),
     ]);
@@ -373,9 +374,12 @@ pub(crate) fn observe_instance(
         .any(|n| n.interface_type() == Some("efa"));
     let rdma = tag_value(tags, RDMA_TAG).map_or(has_efa, |v| v == "true");
     let a = attrs([
-        ("instance_type", text(i.instance_type().map(|t| t.as_str()))),
         (
-            "zone",
+            attr::INSTANCE_TYPE,
+            text(i.instance_type().map(|t| t.as_str())),
+        ),
+        (
+            attr::ZONE,
             text(i.placement().and_then(|p| p.availability_zone())),
         ),
         ("image", text(image)),
@@ -383,7 +387,7 @@ pub(crate) fn observe_instance(
         ("root_gb", root_gb.map(Value::from)),
         ("rdma", Some(rdma.into())),
         // The primary private IPv4 address (a reported attribute).
-        ("private_ip", text(i.private_ip_address())),
+        (attr::PRIVATE_IP, text(i.private_ip_address())),
     ]);
     let status = Some(
         i.state()

@@ -7,6 +7,7 @@ use crate::refresh::{read, read_one};
 use crate::{images, tags, HuaweiProvider};
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
@@ -148,7 +149,7 @@ impl ComputeApi for HuaweiProvider {
         req.refuse_reservation(Cloud::Huawei)?;
         let region = req.region();
         let pid = self.project(region)?;
-        let zone = req.needs(Cloud::Huawei, "zone", zone)?;
+        let zone = req.needs(Cloud::Huawei, attr::ZONE, zone)?;
         let subnet = req.needs(Cloud::Huawei, "subnet", subnet)?;
         let tag_list = tags::for_create(req)?;
         if tag_list.len() > MAX_SERVER_TAGS {

@@ -7,6 +7,7 @@ use crate::client::{self, s, Call, Service, PAGE};
 use crate::{network, storage, tags, HuaweiProvider};
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::attr;
 use gpuform_provider::resource::{egress_missing, member_rule_missing};
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -138,7 +139,7 @@ impl Listing<'_> {
                     ResourceKind::Network => observe_vpc(it),
                     ResourceKind::Subnet => observe_subnet(it),
                     _ => (
-                        Attrs::from([("ingress".to_string(), observe_ingress(it))]),
+                        Attrs::from([(attr::INGRESS.to_string(), observe_ingress(it))]),
                         "available".to_string(),
                     ),
                 };
@@ -368,7 +369,7 @@ fn observe_vpc(it: &Value) -> (Attrs, String) {
 fn observe_subnet(it: &Value) -> (Attrs, String) {
     let attrs = Attrs::from([
         ("cidr".to_string(), json!(s(it, "cidr"))),
-        ("zone".to_string(), json!(s(it, "availability_zone"))),
+        (attr::ZONE.to_string(), json!(s(it, "availability_zone"))),
     ]);
     (attrs, ready_as_available(it, "ACTIVE"))
 }
@@ -439,7 +440,7 @@ fn is_system_disk(v: &Value) -> bool {
 pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
     let tag_list = tags::from_map(v.get("tags").unwrap_or(&Value::Null));
     let mut a = Attrs::new();
-    a.insert("zone".into(), json!(s(v, "availability_zone")));
+    a.insert(attr::ZONE.into(), json!(s(v, "availability_zone")));
     if let Some(n) = v.get("size").and_then(Value::as_u64) {
         a.insert("size_gb".into(), json!(n));
     }
@@ -448,7 +449,7 @@ pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
         json!(crate::volume_types::observed(&s(v, "volume_type")).as_str()),
     );
     a.insert(
-        "attached_to".into(),
+        attr::ATTACHED_TO.into(),
         storage::attachment(v).map_or(Value::Null, Value::String),
     );
     observed_item(ResourceKind::Volume, v, region, &tag_list, a)
@@ -479,9 +480,12 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
     let md = sv.get("metadata").cloned().unwrap_or(Value::Null);
     let mut a = Attrs::new();
     if let Some(f) = sv.pointer("/flavor/id").and_then(Value::as_str) {
-        a.insert("instance_type".into(), json!(f));
+        a.insert(attr::INSTANCE_TYPE.into(), json!(f));
     }
-    a.insert("zone".into(), json!(s(sv, "OS-EXT-AZ:availability_zone")));
+    a.insert(
+        attr::ZONE.into(),
+        json!(s(sv, "OS-EXT-AZ:availability_zone")),
+    );
     let image = match s(&md, "gpuform_image") {
         i if !i.is_empty() => i,
         _ => sv
@@ -513,7 +517,7 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
         a.insert("root_gb".into(), json!(size));
     }
     if let Some(ip) = private_ip(sv) {
-        a.insert("private_ip".into(), json!(ip));
+        a.insert(attr::PRIVATE_IP.into(), json!(ip));
     }
     if let Some(u) = sv.get("OS-EXT-SRV-ATTR:user_data").and_then(Value::as_str) {
         if let Some(text) = base64::engine::general_purpose::STANDARD

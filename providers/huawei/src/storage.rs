@@ -5,6 +5,7 @@ use crate::client::{job_entity_ids, list_field, s, Call, Service};
 use crate::refresh::observe_volume;
 use crate::{tags, HuaweiProvider};
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Cloud, Create, ErrorKind, ObservedResource, ProviderError, Scope, StorageApi,
@@ -44,7 +45,7 @@ impl StorageApi for HuaweiProvider {
         } = &req.spec;
         let region = req.region();
         let pid = self.project(region)?;
-        let zone = req.needs(Cloud::Huawei, "zone", zone)?;
+        let zone = req.needs(Cloud::Huawei, attr::ZONE, zone)?;
         let vtype = crate::volume_types::evs_type(*volume_type);
         let name = tags::name_for(&req.ownership.token);
         let tag_list = tags::for_create(req)?;

@@ -7,6 +7,7 @@ use crate::inventory::Inventory;
 use crate::provider::SandboxProvider;
 use crate::store::{delete_line, own_line, set_line, Store};
 use crate::SandboxError;
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{Attrs, Cloud, ErrorKind, Provider, ProviderError, ResourceKind};
 use rand::rngs::StdRng;
@@ -413,7 +414,7 @@ impl SandboxCloud {
         };
         let mut attrs = e.attrs();
         // A detached volume is stored as `attached_to: null`.
-        if value.is_null() && key != "attached_to" {
+        if value.is_null() && key != attr::ATTACHED_TO {
             attrs.remove(key);
         } else {
             attrs.insert(key.to_string(), value);
@@ -469,12 +470,12 @@ fn reclaim(inner: &mut Inner, cloud: Cloud, id: &str) -> Result<(), SandboxError
         .filter(|(_, e)| e.kind == ResourceKind::Volume)
         .filter_map(|(vid, e)| {
             let attrs = e.attrs();
-            (attrs.get("attached_to").and_then(|a| a.as_str()) == Some(id))
+            (attrs.get(attr::ATTACHED_TO).and_then(|a| a.as_str()) == Some(id))
                 .then(|| (vid.clone(), attrs))
         })
         .collect();
     for (vid, mut attrs) in attached {
-        attrs.insert("attached_to".into(), serde_json::Value::Null);
+        attrs.insert(attr::ATTACHED_TO.into(), serde_json::Value::Null);
         let json = attrs_json(&attrs);
         inner.inv.append(&set_line(cloud, &vid, &json))?;
         inner.store.records += 1;

@@ -7,6 +7,7 @@ use crate::errors::{internal, invalid, Code};
 use crate::faults::Faults;
 use crate::ids::make_id;
 use crate::store::{CreateRec, MEMBERS_KEY, OBJECT_COUNT};
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, CreateRequest, Desired, ObservedResource, ResourceKind, UserTags,
@@ -148,10 +149,10 @@ pub(crate) fn create(
     let mut stored = neutral_attrs(&req.attrs, Some(tags));
     match kind {
         ResourceKind::Volume => {
-            stored.insert("attached_to".into(), Value::Null);
+            stored.insert(attr::ATTACHED_TO.into(), Value::Null);
         }
         ResourceKind::Firewall => {
-            stored.remove("ingress");
+            stored.remove(attr::INGRESS);
             stored.remove(gpuform_provider::request::BARE);
             stored.insert(MEMBERS_KEY.into(), Value::Bool(false));
         }

@@ -7,6 +7,7 @@ use crate::cloud::{attrs_json, Inner};
 use crate::create::neutral_attrs;
 use crate::errors::{internal, invalid, perr, Code};
 use crate::store::{delete_line, own_line, set_line, Entry, MEMBERS_KEY, OBJECT_COUNT};
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, OwnershipTags, ResourceKind,
@@ -70,7 +71,7 @@ pub(crate) fn update(
             inner,
             cloud,
             &scope.region,
-            ("attached_to", ResourceKind::Instance),
+            (attr::ATTACHED_TO, ResourceKind::Instance),
             instance,
         )?;
         if inst.zone != e.zone {
@@ -93,7 +94,7 @@ pub(crate) fn update(
             continue; // the spec's estimate, which no cloud keeps
         }
         // Detached is stored as null (absent means "attached at creation").
-        if v.is_null() && k != "attached_to" {
+        if v.is_null() && k != attr::ATTACHED_TO {
             attrs.remove(&k);
         } else {
             attrs.insert(k, v);

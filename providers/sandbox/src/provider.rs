@@ -17,6 +17,7 @@ use crate::cloud::{burst_of, Inner, SandboxCloud};
 use crate::create::create;
 use crate::existing::{delete, own, update};
 use crate::reservations;
+use gpuform_provider::attr;
 use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -114,16 +115,16 @@ fn second_call(
                 attachment: Some(Attachment::To(instance.clone())),
                 ..ChangeSet::default()
             };
-            ("attached_to", Value::String(instance.clone()), set)
+            (attr::ATTACHED_TO, Value::String(instance.clone()), set)
         }
         Desired::Firewall(c) if c.spec.bare => return None,
         Desired::Firewall(c) => {
-            let rules = req.attrs.get("ingress").cloned().unwrap_or(json!([]));
+            let rules = req.attrs.get(attr::INGRESS).cloned().unwrap_or(json!([]));
             let set = ChangeSet {
                 ingress: Some(c.spec.ingress.clone()),
                 ..ChangeSet::default()
             };
-            ("ingress", rules, set)
+            (attr::INGRESS, rules, set)
         }
         _ => return None,
     };
@@ -461,7 +462,7 @@ impl InventoryApi for SandboxProvider {
             let mut data_volumes: std::collections::BTreeMap<String, Vec<String>> =
                 Default::default();
             for v in &volumes {
-                if let Some(Value::String(i)) = v.attrs.get("attached_to") {
+                if let Some(Value::String(i)) = v.attrs.get(attr::ATTACHED_TO) {
                     data_volumes
                         .entry(i.clone())
                         .or_default()
@@ -498,7 +499,7 @@ impl InventoryApi for SandboxProvider {
             out.volumes.extend(
                 volumes
                     .iter()
-                    .filter(|v| v.attrs.get("attached_to").is_none_or(Value::is_null))
+                    .filter(|v| v.attrs.get(attr::ATTACHED_TO).is_none_or(Value::is_null))
                     .map(InventoryVolume::from_observed),
             );
             out.instances.sort_by(|a, b| a.id.cmp(&b.id));

@@ -20,6 +20,7 @@ use crate::cloud::Inner;
 use crate::errors::{perr, Code};
 use crate::faults::Faults;
 use gpuform_catalog::{Catalog, InstanceType};
+use gpuform_provider::attr;
 use gpuform_provider::{
     Cloud, ErrorKind, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, ResourceKind,
 };
@@ -154,7 +155,7 @@ fn used(inner: &Inner, cloud: Cloud, region: &str, group_name: &str) -> u64 {
         .filter(|e| e.kind == ResourceKind::Instance && &*e.region == region)
         .filter_map(|e| {
             let attrs = e.attrs();
-            let name = attrs.get("instance_type")?.as_str()?.to_string();
+            let name = attrs.get(attr::INSTANCE_TYPE)?.as_str()?.to_string();
             catalog.instance_type(cloud, &name)
         })
         .filter(|ty| group(cloud, ty) == group_name)

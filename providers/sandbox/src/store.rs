@@ -4,6 +4,7 @@
 //! Live calls and replay go through the same `apply_*` functions, so what a
 //! process sees after reopening is exactly what the previous one had.
 
+use gpuform_provider::attr;
 use gpuform_provider::{Attrs, Cloud, ObservedResource, OwnershipTags, ResourceKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -311,7 +312,7 @@ impl CloudStore {
     pub fn reported_attrs(&self, e: &Entry, mut attrs: Attrs) -> Attrs {
         match e.kind {
             ResourceKind::Volume => {
-                let attached = match attrs.get("attached_to") {
+                let attached = match attrs.get(attr::ATTACHED_TO) {
                     // Made before attachment was a step of its own: the
                     // create attached it to its instance at once.
                     None => e.ref_of("instance").map(str::to_string),
@@ -324,13 +325,13 @@ impl CloudStore {
                         .is_some_and(|x| x.kind == ResourceKind::Instance)
                 });
                 attrs.insert(
-                    "attached_to".into(),
+                    attr::ATTACHED_TO.into(),
                     live.map_or(serde_json::Value::Null, serde_json::Value::String),
                 );
             }
             ResourceKind::Instance => {
                 if let Some(ip) = self.private_ip(e) {
-                    attrs.insert("private_ip".into(), serde_json::Value::String(ip));
+                    attrs.insert(attr::PRIVATE_IP.into(), serde_json::Value::String(ip));
                 }
             }
             // Evaluated for every firewall: the internal key never leaves.
@@ -338,7 +339,7 @@ impl CloudStore {
                 if attrs.remove(MEMBERS_KEY) == Some(serde_json::Value::Bool(false)) =>
             {
                 attrs.insert(
-                    "ingress".into(),
+                    attr::INGRESS.into(),
                     serde_json::Value::Array(vec![
                         gpuform_provider::resource::member_rule_missing(),
                     ]),

@@ -17,6 +17,7 @@ use crate::tags::{
 use crate::TencentProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
+use gpuform_provider::attr;
 use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -177,7 +178,7 @@ impl ComputeApi for TencentProvider {
         } = &req.spec;
         req.refuse_reservation(Cloud::Tencent)?;
         // RunInstances places the node in one zone and subnet.
-        let zone = req.needs(Cloud::Tencent, "zone", zone)?;
+        let zone = req.needs(Cloud::Tencent, attr::ZONE, zone)?;
         let subnet = req.needs(Cloud::Tencent, "subnet", subnet)?;
         if req.ownership.token.len() > 64 || !req.ownership.token.is_ascii() {
             return Err(ProviderError::new(
@@ -249,8 +250,8 @@ impl ComputeApi for TencentProvider {
             None => {
                 // Not visible yet (creation is asynchronous): report what was asked.
                 let mut attrs = Attrs::new();
-                attrs.insert("instance_type".into(), json!(instance_type));
-                attrs.insert("zone".into(), json!(zone));
+                attrs.insert(attr::INSTANCE_TYPE.into(), json!(instance_type));
+                attrs.insert(attr::ZONE.into(), json!(zone));
                 attrs.insert("image".into(), json!(image));
                 attrs.insert("pricing".into(), json!(pricing.as_str()));
                 if let Some(gb) = root_gb {

@@ -11,6 +11,7 @@ use crate::refresh::{self, Listing};
 use crate::tags::{resource_name, tag_filter, tag_list};
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -151,7 +152,7 @@ impl NetworkApi for TencentProvider {
         let id = observed.id.clone();
         observed
             .attrs
-            .insert("ingress".into(), written_ingress(&id, rules));
+            .insert(attr::INGRESS.into(), written_ingress(&id, rules));
         Ok(observed)
     }
 

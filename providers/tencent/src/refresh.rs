@@ -13,6 +13,7 @@ use crate::tags::{
 };
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup, ObservedResource,
@@ -211,7 +212,7 @@ async fn observe_all<'a>(
         let mut o = observe(l, v, region);
         if l.kind == ResourceKind::Firewall {
             let ingress = network::group_ingress(p, region, &o.id).await?;
-            o.attrs.insert("ingress".into(), ingress);
+            o.attrs.insert(attr::INGRESS.into(), ingress);
         }
         out.push(o);
     }
@@ -238,7 +239,7 @@ pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource 
         }
         ResourceKind::Subnet => {
             a.insert("cidr".into(), json!(s(v, "CidrBlock")));
-            a.insert("zone".into(), json!(s(v, "Zone")));
+            a.insert(attr::ZONE.into(), json!(s(v, "Zone")));
             "available"
         }
         // A group's rules come from another call (see `observe_all`).
@@ -302,9 +303,9 @@ fn pricing_of(
 }
 
 fn instance_attrs(v: &Value, tags: &std::collections::BTreeMap<String, String>, a: &mut Attrs) {
-    a.insert("instance_type".into(), json!(s(v, "InstanceType")));
+    a.insert(attr::INSTANCE_TYPE.into(), json!(s(v, "InstanceType")));
     if let Some(z) = zone_of(v) {
-        a.insert("zone".into(), json!(z));
+        a.insert(attr::ZONE.into(), json!(z));
     }
     let image = tags
         .get(TAG_IMAGE)
@@ -329,13 +330,13 @@ fn instance_attrs(v: &Value, tags: &std::collections::BTreeMap<String, String>, 
         .and_then(Value::as_str)
         .filter(|ip| !ip.is_empty())
     {
-        a.insert("private_ip".into(), json!(ip));
+        a.insert(attr::PRIVATE_IP.into(), json!(ip));
     }
 }
 
 fn disk_attrs(v: &Value, a: &mut Attrs) {
     if let Some(z) = zone_of(v) {
-        a.insert("zone".into(), json!(z));
+        a.insert(attr::ZONE.into(), json!(z));
     }
     if let Some(size) = v.get("DiskSize").and_then(Value::as_u64) {
         a.insert("size_gb".into(), json!(size));
@@ -345,7 +346,7 @@ fn disk_attrs(v: &Value, a: &mut Attrs) {
         json!(crate::volume_types::observed(s(v, "DiskType")).as_str()),
     );
     a.insert(
-        "attached_to".into(),
+        attr::ATTACHED_TO.into(),
         attachment(v).map_or(Value::Null, Value::String),
     );
 }

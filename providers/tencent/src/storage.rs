@@ -10,6 +10,7 @@ use crate::refresh;
 use crate::tags::{resource_name, tag_list, TAG_KIND};
 use crate::TencentProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -36,7 +37,7 @@ impl StorageApi for TencentProvider {
             instance,
         } = &req.spec;
         // CreateDisks makes the disk in one zone (Placement.Zone, required).
-        let zone = req.needs(Cloud::Tencent, "zone", zone)?;
+        let zone = req.needs(Cloud::Tencent, attr::ZONE, zone)?;
         let tags = tag_list(
             &req.ownership,
             &[(TAG_KIND, ResourceKind::Volume.as_str())],
@@ -87,7 +88,7 @@ impl StorageApi for TencentProvider {
         let (region, current, to) = (u.region(), u.current, u.want);
         let want = to.instance();
         let id = &current.id;
-        let now = current.attrs.get("attached_to").and_then(Value::as_str);
+        let now = current.attrs.get(attr::ATTACHED_TO).and_then(Value::as_str);
         if now == want {
             return Ok(());
         }

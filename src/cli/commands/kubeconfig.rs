@@ -4,6 +4,7 @@ use crate::cli::args::*;
 use crate::cli::out::{out, outln};
 use crate::cli::{CmdResult, Failure};
 use crate::engine::{self};
+use gpuform_provider::attr;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -53,8 +54,8 @@ pub(super) fn kubeconfig(a: &KubeconfigArgs) -> CmdResult {
     };
     let address = match a.address.as_str() {
         "public" => ip("public_ip"),
-        "private" => ip("private_ip"),
-        _ => ip("public_ip").or_else(|| ip("private_ip")),
+        "private" => ip(attr::PRIVATE_IP),
+        _ => ip("public_ip").or_else(|| ip(attr::PRIVATE_IP)),
     }
     .ok_or_else(|| {
         Failure(format!(
