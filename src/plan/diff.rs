@@ -86,94 +86,19 @@ pub fn diff(
                     }
                 }
                 Some(r) => {
-                    change.id = Some(r.id.clone());
-                    change.old_deps = r.deps.clone();
-                    change.hourly_usd_before = record_price(r, catalog, opts.cny_per_usd);
-                    change.before = Some(actual_attrs(r, observed.and_then(|o| o.as_ref())));
-                    if matches!(observed, Some(None)) {
-                        change.action = Action::Create;
-                        change.id = None;
-                        change.before = None;
-                        change.hourly_usd_before = None;
-                        change.reason = Some(format!("{} was deleted outside gpuform", r.id));
-                    } else if r.provider != change.provider || r.region != d.region {
-                        change.action = Action::Replace;
-                        change.old_provider = Some(r.provider.clone());
-                        change.old_region = Some(r.region.clone());
-                        change.reason = Some(format!(
-                            "moves from {} {} to {} {}",
-                            r.provider, r.region, change.provider, d.region
-                        ));
-                    } else if let Some(dep) = change
-                        .deps
-                        .iter()
-                        .find(|(role, a)| {
-                            renewed.contains(*a)
-                                && !follows_by_reattach(d.kind, role)
-                                && !crate::resolve::ordering_only(role)
-                        })
-                        .map(|(_, a)| a)
-                    {
-                        change.action = Action::Replace;
-                        change.reason = Some(format!("{dep} is replaced"));
-                    } else if binding_deps(&r.deps) != binding_deps(&change.deps) {
-                        change.action = Action::Replace;
-                        change.reason = Some("its dependencies changed".into());
-                    } else if opts.replace.contains(&d.address) {
-                        change.action = Action::Replace;
-                        change.reason = Some("asked for with --replace".into());
-                    } else {
-                        // `change.after` holds the desired attributes (moved in);
-                        // a node made before bootstraps is compared without one.
-                        let wanted = change.after.take().unwrap_or_default();
-                        let kept = kept_unbootstrapped(r, &wanted);
-                        if kept.is_some() && wanted.contains_key(crate::resolve::USER_DATA_SHA256) {
-                            not_bootstrapped.push(d.address.clone());
-                        }
-                        let changed = change
-                            .before
-                            .as_ref()
-                            .map(|actual| changed_keys(actual, kept.as_ref().unwrap_or(&wanted)))
-                            .unwrap_or_default();
-                        let forcing: Vec<String> = changed
-                            .iter()
-                            .filter(|k| !d.kind.is_updatable(k))
-                            .cloned()
-                            .collect();
-                        if !forcing.is_empty() {
-                            change.action = Action::Replace;
-                            change.replace_because = forcing;
-                            // A new node gets the bootstrap, whatever the old one had.
-                            change.after = Some(wanted);
-                        } else {
-                            change.after = Some(kept.unwrap_or(wanted));
-                            if !changed.is_empty() {
-                                change.action = Action::Update;
-                            }
-                        }
-                        if !changed.is_empty()
-                            && observed_differs(r, observed.and_then(|o| o.as_ref()), &changed)
-                        {
-                            change.reason = Some("changed outside gpuform".into());
-                        }
-                    }
-                    if change.action == Action::Replace && d.kind == ResourceKind::Volume {
-                        let why = change.reason.take().unwrap_or_else(|| {
-                            format!(
-                                "{} cannot change in place",
-                                change.replace_because.join(", ")
-                            )
-                        });
-                        change.reason = Some(format!("{why}; the data on it does not follow"));
-                    }
-                    if matches!(change.action, Action::NoOp | Action::Update) {
-                        complete(
-                            &mut change,
+                    against_record(
+                        &mut change,
+                        d,
+                        r,
+                        observed,
+                        Seen {
                             doc,
-                            observed.and_then(|o| o.as_ref()),
-                            &renewed,
-                        );
-                    }
+                            catalog,
+                            opts,
+                            renewed: &renewed,
+                        },
+                        &mut not_bootstrapped,
+                    );
                 }
             }
             if matches!(change.action, Action::Create | Action::Replace) {
@@ -235,29 +160,155 @@ pub fn diff(
         notes: std::mem::take(&mut desired.notes),
         warnings,
         quotas: Vec::new(),
-        transfers: desired
-            .reads
-            .iter()
-            .filter(|r| r.crosses())
-            .map(|r| super::DataTransfer {
-                cluster: r.cluster.clone(),
-                cluster_location: format!("{}/{}", r.cluster_cloud, r.cluster_region),
-                bucket: r.bucket.clone(),
-                bucket_location: format!("{}/{}", r.bucket_cloud, r.bucket_region),
-                kind: if r.cluster_cloud == r.bucket_cloud {
-                    "inter-region"
-                } else {
-                    "internet"
-                }
-                .to_string(),
-                ..super::DataTransfer::default()
-            })
-            .collect(),
+        transfers: transfers(&desired),
         state_path: None,
         workspace: None,
         endpoints: BTreeMap::new(),
         documents,
     }
+}
+
+/// What a change is compared against: the state, prices and options.
+struct Seen<'a> {
+    doc: &'a crate::state::StateDoc,
+    catalog: &'a Catalog,
+    opts: &'a DiffOptions,
+    /// Addresses whose provider id changes in this plan.
+    renewed: &'a BTreeSet<String>,
+}
+
+/// A desired resource the state records: created again if it is gone,
+/// replaced if it moves or what it stands on is renewed, else its
+/// attributes compared.
+fn against_record(
+    change: &mut ResourceChange,
+    d: &crate::resolve::DesiredResource,
+    r: &Record,
+    observed: Option<&Option<gpuform_provider::ObservedResource>>,
+    seen: Seen<'_>,
+    not_bootstrapped: &mut Vec<String>,
+) {
+    let Seen {
+        doc,
+        catalog,
+        opts,
+        renewed,
+    } = seen;
+    change.id = Some(r.id.clone());
+    change.old_deps = r.deps.clone();
+    change.hourly_usd_before = record_price(r, catalog, opts.cny_per_usd);
+    change.before = Some(actual_attrs(r, observed.and_then(|o| o.as_ref())));
+    if matches!(observed, Some(None)) {
+        change.action = Action::Create;
+        change.id = None;
+        change.before = None;
+        change.hourly_usd_before = None;
+        change.reason = Some(format!("{} was deleted outside gpuform", r.id));
+    } else if r.provider != change.provider || r.region != d.region {
+        change.action = Action::Replace;
+        change.old_provider = Some(r.provider.clone());
+        change.old_region = Some(r.region.clone());
+        change.reason = Some(format!(
+            "moves from {} {} to {} {}",
+            r.provider, r.region, change.provider, d.region
+        ));
+    } else if let Some(dep) = change
+        .deps
+        .iter()
+        .find(|(role, a)| {
+            renewed.contains(*a)
+                && !follows_by_reattach(d.kind, role)
+                && !crate::resolve::ordering_only(role)
+        })
+        .map(|(_, a)| a)
+    {
+        change.action = Action::Replace;
+        change.reason = Some(format!("{dep} is replaced"));
+    } else if binding_deps(&r.deps) != binding_deps(&change.deps) {
+        change.action = Action::Replace;
+        change.reason = Some("its dependencies changed".into());
+    } else if opts.replace.contains(&d.address) {
+        change.action = Action::Replace;
+        change.reason = Some("asked for with --replace".into());
+    } else {
+        compare_attrs(change, d.kind, r, observed, not_bootstrapped);
+    }
+    if change.action == Action::Replace && d.kind == ResourceKind::Volume {
+        let why = change.reason.take().unwrap_or_else(|| {
+            format!(
+                "{} cannot change in place",
+                change.replace_because.join(", ")
+            )
+        });
+        change.reason = Some(format!("{why}; the data on it does not follow"));
+    }
+    if matches!(change.action, Action::NoOp | Action::Update) {
+        complete(change, doc, observed.and_then(|o| o.as_ref()), renewed);
+    }
+}
+
+/// The attributes of a recorded resource against the spec's: an update of
+/// what can change in place, a replace naming what cannot.
+fn compare_attrs(
+    change: &mut ResourceChange,
+    kind: ResourceKind,
+    r: &Record,
+    observed: Option<&Option<gpuform_provider::ObservedResource>>,
+    not_bootstrapped: &mut Vec<String>,
+) {
+    // `change.after` holds the desired attributes (moved in);
+    // a node made before bootstraps is compared without one.
+    let wanted = change.after.take().unwrap_or_default();
+    let kept = kept_unbootstrapped(r, &wanted);
+    if kept.is_some() && wanted.contains_key(crate::resolve::USER_DATA_SHA256) {
+        not_bootstrapped.push(change.address.clone());
+    }
+    let changed = change
+        .before
+        .as_ref()
+        .map(|actual| changed_keys(actual, kept.as_ref().unwrap_or(&wanted)))
+        .unwrap_or_default();
+    let forcing: Vec<String> = changed
+        .iter()
+        .filter(|k| !kind.is_updatable(k))
+        .cloned()
+        .collect();
+    if !forcing.is_empty() {
+        change.action = Action::Replace;
+        change.replace_because = forcing;
+        // A new node gets the bootstrap, whatever the old one had.
+        change.after = Some(wanted);
+    } else {
+        change.after = Some(kept.unwrap_or(wanted));
+        if !changed.is_empty() {
+            change.action = Action::Update;
+        }
+    }
+    if !changed.is_empty() && observed_differs(r, observed.and_then(|o| o.as_ref()), &changed) {
+        change.reason = Some("changed outside gpuform".into());
+    }
+}
+
+/// The plan's data transfers: the reads of a bucket across regions or clouds.
+fn transfers(desired: &Desired) -> Vec<super::DataTransfer> {
+    desired
+        .reads
+        .iter()
+        .filter(|r| r.crosses())
+        .map(|r| super::DataTransfer {
+            cluster: r.cluster.clone(),
+            cluster_location: format!("{}/{}", r.cluster_cloud, r.cluster_region),
+            bucket: r.bucket.clone(),
+            bucket_location: format!("{}/{}", r.bucket_cloud, r.bucket_region),
+            kind: if r.cluster_cloud == r.bucket_cloud {
+                "inter-region"
+            } else {
+                "internet"
+            }
+            .to_string(),
+            ..super::DataTransfer::default()
+        })
+        .collect()
 }
 
 /// A plan's counts by action and its cost before and after: computed once
