@@ -492,72 +492,95 @@ fn findings(
     projects: &BTreeMap<String, ProjectView>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
+    for i in &report.instances {
+        instance_findings(catalog, cny_per_usd, report, i, &mut out);
+    }
+    storage_findings(report, &mut out);
+    for (project, view) in projects {
+        pool_findings(catalog, cny_per_usd, report, project, view, &mut out);
+        budget_findings(report, project, view, &mut out);
+    }
+    out.sort_by(|a, b| (a.kind, &a.subject).cmp(&(b.kind, &b.subject)));
+    out
+}
+
+/// One instance: stopped but billed for disks, orphaned, or on-demand past
+/// the month's break-even of a reservation.
+fn instance_findings(
+    catalog: &Catalog,
+    cny_per_usd: f64,
+    report: &AuditReport,
+    i: &InstanceRow,
+    out: &mut Vec<Finding>,
+) {
     let month0 = parse_instant(&report.now).map(month_start);
     let now = parse_instant(&report.now);
-    for i in &report.instances {
-        if i.state == RunState::Stopped {
-            let disks = i
-                .disk_gb
-                .map_or("its disks".to_string(), |gb| format!("{gb} GB of disks"));
-            out.push(Finding {
-                kind: FindingKind::StoppedPayingForDisks,
-                subject: i.id.clone(),
-                message: format!(
-                    "{} ({}, {} {}) is stopped: its compute is not billed, but {disks} still are; delete it if it is not coming back",
-                    i.id, i.instance_type, i.cloud, i.region
-                ),
-            });
-        }
-        if i.owner == Owner::Orphaned {
-            out.push(Finding {
-                kind: FindingKind::Orphaned,
-                subject: i.id.clone(),
-                message: format!(
-                    "{} carries project {}'s tags ({}) but its state does not record it: `gpuform gc SPEC` deletes it (with `--other-states` when another state made it)",
-                    i.id,
-                    i.project.as_deref().unwrap_or("?"),
-                    i.address.as_deref().unwrap_or("no address"),
-                ),
-            });
-        }
-        // On-demand past the month's break-even of a reservation.
-        if i.state == RunState::Running && i.pricing == PricingModel::OnDemand.as_str() {
-            let (Some(l), Some(m0), Some(n)) = (
-                i.launch_time.as_deref().and_then(parse_instant),
-                month0,
-                now,
-            ) else {
-                continue;
-            };
-            let hours = (n - l.max(m0)).max(0) as f64 / 3600.0;
-            let Some(o) = catalog.offering(i.cloud, &i.region, &i.instance_type) else {
-                continue;
-            };
-            let Some(row) = for_offering(catalog, o, hours, cny_per_usd) else {
-                continue;
-            };
-            if let Some(be) = row
-                .break_even
-                .iter()
-                .filter(|b| b.utilisation < 1.0)
-                .min_by(|a, b| a.hours_per_month.total_cmp(&b.hours_per_month))
-            {
-                if hours >= be.hours_per_month {
-                    out.push(Finding {
-                        kind: FindingKind::PastReservedBreakEven,
-                        subject: i.id.clone(),
-                        message: format!(
-                            "{} has run on-demand {hours:.0} h this month, past the {:.0} h a month above which {} is cheaper ({:.0}% utilisation); if it keeps running, reserve it",
-                            i.id,
-                            be.hours_per_month,
-                            be.pricing,
-                            be.utilisation * 100.0
-                        ),
-                    });
-                }
+    if i.state == RunState::Stopped {
+        let disks = i
+            .disk_gb
+            .map_or("its disks".to_string(), |gb| format!("{gb} GB of disks"));
+        out.push(Finding {
+            kind: FindingKind::StoppedPayingForDisks,
+            subject: i.id.clone(),
+            message: format!(
+                "{} ({}, {} {}) is stopped: its compute is not billed, but {disks} still are; delete it if it is not coming back",
+                i.id, i.instance_type, i.cloud, i.region
+            ),
+        });
+    }
+    if i.owner == Owner::Orphaned {
+        out.push(Finding {
+            kind: FindingKind::Orphaned,
+            subject: i.id.clone(),
+            message: format!(
+                "{} carries project {}'s tags ({}) but its state does not record it: `gpuform gc SPEC` deletes it (with `--other-states` when another state made it)",
+                i.id,
+                i.project.as_deref().unwrap_or("?"),
+                i.address.as_deref().unwrap_or("no address"),
+            ),
+        });
+    }
+    // On-demand past the month's break-even of a reservation.
+    if i.state == RunState::Running && i.pricing == PricingModel::OnDemand.as_str() {
+        let (Some(l), Some(m0), Some(n)) = (
+            i.launch_time.as_deref().and_then(parse_instant),
+            month0,
+            now,
+        ) else {
+            return;
+        };
+        let hours = (n - l.max(m0)).max(0) as f64 / 3600.0;
+        let Some(o) = catalog.offering(i.cloud, &i.region, &i.instance_type) else {
+            return;
+        };
+        let Some(row) = for_offering(catalog, o, hours, cny_per_usd) else {
+            return;
+        };
+        if let Some(be) = row
+            .break_even
+            .iter()
+            .filter(|b| b.utilisation < 1.0)
+            .min_by(|a, b| a.hours_per_month.total_cmp(&b.hours_per_month))
+        {
+            if hours >= be.hours_per_month {
+                out.push(Finding {
+                    kind: FindingKind::PastReservedBreakEven,
+                    subject: i.id.clone(),
+                    message: format!(
+                        "{} has run on-demand {hours:.0} h this month, past the {:.0} h a month above which {} is cheaper ({:.0}% utilisation); if it keeps running, reserve it",
+                        i.id,
+                        be.hours_per_month,
+                        be.pricing,
+                        be.utilisation * 100.0
+                    ),
+                });
             }
         }
     }
+}
+
+/// Volumes attached to nothing; buckets no state records.
+fn storage_findings(report: &AuditReport, out: &mut Vec<Finding>) {
     for v in &report.volumes {
         out.push(Finding {
             kind: FindingKind::UnattachedVolume,
@@ -596,59 +619,63 @@ fn findings(
             ),
         });
     }
-    for (project, view) in projects {
-        pool_findings(catalog, cny_per_usd, report, project, view, &mut out);
-        let mine: Vec<&InstanceRow> = report
-            .instances
+}
+
+/// A project over the budget its spec sets, a month or an hour.
+fn budget_findings(
+    report: &AuditReport,
+    project: &String,
+    view: &ProjectView,
+    out: &mut Vec<Finding>,
+) {
+    let mine: Vec<&InstanceRow> = report
+        .instances
+        .iter()
+        .filter(|i| i.project.as_deref() == Some(project.as_str()))
+        .collect();
+    // Compute a month, plus the storage of the project's buckets.
+    let monthly: f64 = mine.iter().filter_map(|i| i.monthly_usd).sum::<f64>()
+        + report
+            .buckets
             .iter()
-            .filter(|i| i.project.as_deref() == Some(project.as_str()))
-            .collect();
-        // Compute a month, plus the storage of the project's buckets.
-        let monthly: f64 = mine.iter().filter_map(|i| i.monthly_usd).sum::<f64>()
-            + report
-                .buckets
-                .iter()
-                .filter(|b| b.project.as_deref() == Some(project.as_str()))
-                .filter_map(|b| b.monthly_usd)
-                .sum::<f64>();
-        let hourly: f64 = mine
-            .iter()
-            .filter(|i| i.state == RunState::Running)
-            .filter_map(|i| i.hourly_usd)
-            .sum();
-        let unpriced = mine
-            .iter()
-            .filter(|i| i.state == RunState::Running && i.hourly_usd.is_none())
-            .count();
-        let unpriced_note = if unpriced > 0 {
-            format!(" ({unpriced} running instance(s) without a catalog price not counted)")
-        } else {
-            String::new()
-        };
-        if let Some(max) = view.max_monthly_usd.filter(|m| monthly > *m) {
-            out.push(Finding {
-                kind: FindingKind::OverBudget,
-                subject: project.clone(),
-                message: format!(
-                    "project {project} runs at {} a month, over its budget of {} a month{unpriced_note}",
-                    usd(monthly),
-                    usd(max)
-                ),
-            });
-        } else if let Some(max) = view.max_hourly_usd.filter(|m| hourly > *m) {
-            out.push(Finding {
-                kind: FindingKind::OverBudget,
-                subject: project.clone(),
-                message: format!(
-                    "project {project} runs at {} an hour, over its budget of {} an hour{unpriced_note}",
-                    usd(hourly),
-                    usd(max)
-                ),
-            });
-        }
+            .filter(|b| b.project.as_deref() == Some(project.as_str()))
+            .filter_map(|b| b.monthly_usd)
+            .sum::<f64>();
+    let hourly: f64 = mine
+        .iter()
+        .filter(|i| i.state == RunState::Running)
+        .filter_map(|i| i.hourly_usd)
+        .sum();
+    let unpriced = mine
+        .iter()
+        .filter(|i| i.state == RunState::Running && i.hourly_usd.is_none())
+        .count();
+    let unpriced_note = if unpriced > 0 {
+        format!(" ({unpriced} running instance(s) without a catalog price not counted)")
+    } else {
+        String::new()
+    };
+    if let Some(max) = view.max_monthly_usd.filter(|m| monthly > *m) {
+        out.push(Finding {
+            kind: FindingKind::OverBudget,
+            subject: project.clone(),
+            message: format!(
+                "project {project} runs at {} a month, over its budget of {} a month{unpriced_note}",
+                usd(monthly),
+                usd(max)
+            ),
+        });
+    } else if let Some(max) = view.max_hourly_usd.filter(|m| hourly > *m) {
+        out.push(Finding {
+            kind: FindingKind::OverBudget,
+            subject: project.clone(),
+            message: format!(
+                "project {project} runs at {} an hour, over its budget of {} an hour{unpriced_note}",
+                usd(hourly),
+                usd(max)
+            ),
+        });
     }
-    out.sort_by(|a, b| (a.kind, &a.subject).cmp(&(b.kind, &b.subject)));
-    out
 }
 
 /// MIG consolidation of small inference pools and spot for stateless ones.
