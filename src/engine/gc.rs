@@ -59,13 +59,32 @@ pub async fn gc_plan(
         lineage: state_existed.then(|| doc.lineage.clone()),
         serial: doc.serial,
     };
-    let project = doc.project.clone();
-    let lineage = doc.lineage.clone();
-    let workspace = doc.workspace.clone();
     // Refresh looks where the state records things: what it adopts at the
     // spec's addresses is recorded, and another lineage's is left to below.
     let mut current = refresh(doc, Lookout::default(), providers, req.notify).await?;
+    let left_alone = other_lineages(&mut current, &scopes, other_states, providers).await?;
+    let mut plan = strays_plan(&current, req, &left_alone);
+    let fate = "will be recorded, not deleted";
+    complete_plan(&mut plan, req, state_ref, &current.adopted, fate);
+    Ok(GcPlan {
+        plan,
+        current,
+        scopes: scopes.into_iter().collect(),
+    })
+}
 
+/// Lists `scopes` for other lineages' resources of this project: with
+/// `other_states` they become strays of `current`; without, they are
+/// returned, by lineage, to be left alone.
+async fn other_lineages(
+    current: &mut Current,
+    scopes: &BTreeSet<(String, String)>,
+    other_states: bool,
+    providers: &Providers,
+) -> Result<BTreeMap<String, Vec<String>>, EngineError> {
+    let project = current.doc.project.clone();
+    let lineage = current.doc.lineage.clone();
+    let workspace = current.doc.workspace.clone();
     // Other lineages' resources of this project: not recorded here, not
     // adoptable (two states never adopt each other's resources).
     let recorded: HashSet<String> = current
@@ -77,7 +96,7 @@ pub async fn gc_plan(
         .collect();
     // Other lineages' resources left alone (without `other_states`), by lineage.
     let mut left_alone: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (key, region) in &scopes {
+    for (key, region) in scopes {
         let provider = providers.get(key).await?;
         let scope = Scope {
             region: region.clone(),
@@ -142,8 +161,17 @@ pub async fn gc_plan(
         }
     }
 
-    // The plan: the strays' deletions and nothing else (the spec's own
-    // changes are `apply`'s business).
+    Ok(left_alone)
+}
+
+/// The strays' deletions and nothing else (the spec's own changes are
+/// `apply`'s business), with a warning for what is left alone.
+fn strays_plan(
+    current: &Current,
+    req: &PlanRequest<'_>,
+    left_alone: &BTreeMap<String, Vec<String>>,
+) -> Plan {
+    let project = &current.doc.project;
     let only_strays = Current {
         doc: StateDoc {
             resources: BTreeMap::new(),
@@ -177,20 +205,14 @@ pub async fn gc_plan(
         }
     }
     order_deletions(&mut plan);
-    for (other, found) in &left_alone {
+    for (other, found) in left_alone {
         plan.warnings.push(format!(
             "{} resource(s) tagged with project {project} by another state (lineage {other}) are left alone: {}. They may belong to another workspace's live state; if that state is lost, `gpuform gc --other-states` deletes them",
             found.len(),
             found.join(", ")
         ));
     }
-    let fate = "will be recorded, not deleted";
-    complete_plan(&mut plan, req, state_ref, &current.adopted, fate);
-    Ok(GcPlan {
-        plan,
-        current,
-        scopes: scopes.into_iter().collect(),
-    })
+    plan
 }
 
 /// Strays carry no recorded dependencies; a cloud refuses to delete a
