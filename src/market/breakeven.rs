@@ -392,83 +392,8 @@ pub fn render_table(r: &BreakevenReport) -> String {
     let mut t = views::table(&header, false);
     let mut assumed = false;
     for row in &r.rows {
-        let cell = |p: PricingModel| {
-            row.cost(p).map_or("—".to_string(), |c| {
-                let mark = if c.basis == PriceBasis::Assumed.as_str() {
-                    "*"
-                } else {
-                    ""
-                };
-                format!("{}{mark}", usd(c.monthly_usd))
-            })
-        };
-        assumed |= row
-            .costs
-            .iter()
-            .any(|c| c.basis == PriceBasis::Assumed.as_str())
-            || row
-                .monthly_subscription
-                .as_ref()
-                .is_some_and(|s| s.basis == PriceBasis::Assumed.as_str());
-        let sub = row
-            .monthly_subscription
-            .as_ref()
-            .map_or("—".to_string(), |s| {
-                let mark = if s.basis == PriceBasis::Assumed.as_str() {
-                    "*"
-                } else {
-                    ""
-                };
-                format!("{}{mark}", usd(s.monthly_usd))
-            });
-        let mut be: Vec<String> = row
-            .break_even
-            .iter()
-            .map(|b| {
-                if b.utilisation >= 1.0 {
-                    format!("{}: never", b.pricing.as_str())
-                } else {
-                    format!(
-                        "{}: {} ({:.0} h/mo)",
-                        b.pricing.as_str(),
-                        pct(b.utilisation),
-                        b.hours_per_month
-                    )
-                }
-            })
-            .collect();
-        if let Some(u) = row
-            .monthly_subscription
-            .as_ref()
-            .and_then(|s| s.break_even_utilisation)
-        {
-            be.push(if u >= 1.0 {
-                "monthly-sub: never".to_string()
-            } else {
-                format!("monthly-sub: {} ({:.0} h/mo)", pct(u), u * HOURS_PER_MONTH)
-            });
-        }
-        let mut cells = vec![
-            row.cloud.to_string(),
-            row.region.clone(),
-            row.instance_type.clone(),
-            format!("{} × {}", row.gpu_count, row.gpu_model),
-            cell(PricingModel::OnDemand),
-            cell(PricingModel::Spot),
-            cell(PricingModel::Reserved1y),
-            cell(PricingModel::Reserved3y),
-            sub,
-            row.cheapest_overall.clone(),
-            if be.is_empty() {
-                "— (no on-demand price)".to_string()
-            } else {
-                be.join("; ")
-            },
-        ];
-        if let Some(j) = &row.job {
-            let f = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("${x:.2}"));
-            cells.push(format!("{} / {}", f(j.on_demand_usd), f(j.spot_usd)));
-        }
+        let (cells, row_assumed) = row_cells(row);
+        assumed |= row_assumed;
         t.add_row(cells);
     }
     right_align(&mut t, &[4, 5, 6, 7, 8]);
@@ -480,6 +405,92 @@ pub fn render_table(r: &BreakevenReport) -> String {
     ));
     out.push_str(&t.to_string());
     out.push('\n');
+    out.push_str(&footnotes(r, assumed));
+    out
+}
+
+/// A monthly cost, marked `*` when its price is assumed for the region.
+fn priced(monthly_usd: f64, basis: &str) -> String {
+    let mark = if basis == PriceBasis::Assumed.as_str() {
+        "*"
+    } else {
+        ""
+    };
+    format!("{}{mark}", usd(monthly_usd))
+}
+
+/// One offering's cells, and whether any of its prices is assumed.
+fn row_cells(row: &BreakevenRow) -> (Vec<String>, bool) {
+    let cell = |p: PricingModel| {
+        row.cost(p)
+            .map_or("—".to_string(), |c| priced(c.monthly_usd, &c.basis))
+    };
+    let assumed = row
+        .costs
+        .iter()
+        .any(|c| c.basis == PriceBasis::Assumed.as_str())
+        || row
+            .monthly_subscription
+            .as_ref()
+            .is_some_and(|s| s.basis == PriceBasis::Assumed.as_str());
+    let sub = row
+        .monthly_subscription
+        .as_ref()
+        .map_or("—".to_string(), |s| priced(s.monthly_usd, &s.basis));
+    let mut be: Vec<String> = row
+        .break_even
+        .iter()
+        .map(|b| {
+            if b.utilisation >= 1.0 {
+                format!("{}: never", b.pricing.as_str())
+            } else {
+                format!(
+                    "{}: {} ({:.0} h/mo)",
+                    b.pricing.as_str(),
+                    pct(b.utilisation),
+                    b.hours_per_month
+                )
+            }
+        })
+        .collect();
+    if let Some(u) = row
+        .monthly_subscription
+        .as_ref()
+        .and_then(|s| s.break_even_utilisation)
+    {
+        be.push(if u >= 1.0 {
+            "monthly-sub: never".to_string()
+        } else {
+            format!("monthly-sub: {} ({:.0} h/mo)", pct(u), u * HOURS_PER_MONTH)
+        });
+    }
+    let mut cells = vec![
+        row.cloud.to_string(),
+        row.region.clone(),
+        row.instance_type.clone(),
+        format!("{} × {}", row.gpu_count, row.gpu_model),
+        cell(PricingModel::OnDemand),
+        cell(PricingModel::Spot),
+        cell(PricingModel::Reserved1y),
+        cell(PricingModel::Reserved3y),
+        sub,
+        row.cheapest_overall.clone(),
+        if be.is_empty() {
+            "— (no on-demand price)".to_string()
+        } else {
+            be.join("; ")
+        },
+    ];
+    if let Some(j) = &row.job {
+        let f = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("${x:.2}"));
+        cells.push(format!("{} / {}", f(j.on_demand_usd), f(j.spot_usd)));
+    }
+    (cells, assumed)
+}
+
+/// What the table's figures mean, and the billing of a job on each cloud.
+fn footnotes(r: &BreakevenReport, assumed: bool) -> String {
+    let mut out = String::new();
     out.push_str(&format!(
         "On-demand and spot: hours used × rate. Reserved: {HOURS_PER_MONTH} h × rate, paid whether used or not.\n"
     ));
