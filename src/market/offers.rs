@@ -530,51 +530,70 @@ pub fn render_table(r: &OffersReport) -> String {
             false,
         );
         for row in rows {
-            let (price, per_gpu, per_pflop, source) = match &row.price {
-                Some(p) => {
-                    any_cny |= p.currency == Currency::CNY.as_str();
-                    let n = notes.number(&p.source);
-                    let flag = match p.age {
-                        PriceAge::Dated { stale: true, .. } => " (old)",
-                        PriceAge::Unknown => " (undated)",
-                        _ => "",
-                    };
-                    (
-                        price_cell(p, false),
-                        price_cell(p, true),
-                        p.usd_per_fp16_pflop_hour
-                            .map_or("?".to_string(), |v| format!("${v:.2}")),
-                        format!("[{n}] {}{flag}", p.as_of),
-                    )
-                }
-                None => (
-                    "—".into(),
-                    "—".into(),
-                    "—".into(),
-                    format!("no {} price", r.pricing),
-                ),
-            };
-            t.add_row(vec![
-                row.cloud.to_string(),
-                row.region.clone(),
-                row.instance_type.clone(),
-                format!("{} × {}", row.gpu_count, row.gpu_model),
-                format!("{} GiB", gib(row.gpu_mem_gib)),
-                row.vcpus.to_string(),
-                format!("{} GiB", gib(row.ram_gib)),
-                row.interconnect.unwrap_or("?").to_string(),
-                row.rdma.unwrap_or("—").to_string(),
-                price,
-                per_gpu,
-                per_pflop,
-                source,
-                basis_cell(row),
-            ]);
+            t.add_row(offer_cells(r, row, &mut notes, &mut any_cny));
         }
         views::right_align(&mut t, &[4, 5, 6, 9, 10, 11]);
         out.push_str(&t.to_string());
         out.push('\n');
     }
+    out.push_str(&footnotes(r, any_cny));
+    out.push_str("Price sources:\n");
+    notes.render(&mut out);
+    out
+}
+
+/// One offer's cells; its price source numbered in `notes`.
+fn offer_cells(
+    r: &OffersReport,
+    row: &OfferRow,
+    notes: &mut Footnotes,
+    any_cny: &mut bool,
+) -> Vec<String> {
+    let (price, per_gpu, per_pflop, source) = match &row.price {
+        Some(p) => {
+            *any_cny |= p.currency == Currency::CNY.as_str();
+            let n = notes.number(&p.source);
+            let flag = match p.age {
+                PriceAge::Dated { stale: true, .. } => " (old)",
+                PriceAge::Unknown => " (undated)",
+                _ => "",
+            };
+            (
+                price_cell(p, false),
+                price_cell(p, true),
+                p.usd_per_fp16_pflop_hour
+                    .map_or("?".to_string(), |v| format!("${v:.2}")),
+                format!("[{n}] {}{flag}", p.as_of),
+            )
+        }
+        None => (
+            "—".into(),
+            "—".into(),
+            "—".into(),
+            format!("no {} price", r.pricing),
+        ),
+    };
+    vec![
+        row.cloud.to_string(),
+        row.region.clone(),
+        row.instance_type.clone(),
+        format!("{} × {}", row.gpu_count, row.gpu_model),
+        format!("{} GiB", gib(row.gpu_mem_gib)),
+        row.vcpus.to_string(),
+        format!("{} GiB", gib(row.ram_gib)),
+        row.interconnect.unwrap_or("?").to_string(),
+        row.rdma.unwrap_or("—").to_string(),
+        price,
+        per_gpu,
+        per_pflop,
+        source,
+        basis_cell(row),
+    ]
+}
+
+/// The totals, the clouds without a price, the legend and the warnings.
+fn footnotes(r: &OffersReport, any_cny: bool) -> String {
+    let mut out = String::new();
     let priced = r.offers.iter().filter(|o| o.price.is_some()).count();
     out.push_str(&format!(
         "{} offer(s), {} priced for {}; sorted by $/GPU-h, unpriced last.\n",
@@ -631,8 +650,6 @@ pub fn render_table(r: &OffersReport) -> String {
             summarize(&undated)
         ));
     }
-    out.push_str("Price sources:\n");
-    notes.render(&mut out);
     out
 }
 
