@@ -289,191 +289,17 @@ impl NodePlan {
     }
 
     pub fn render(&self) -> Rendered {
-        let mut steps = Vec::new();
-        let mut scripts: Vec<(String, String)> = Vec::new();
-        let mut files: Vec<(String, String, &str)> = Vec::new();
-        let mut after_main: Vec<&str> = Vec::new();
-        match &self.driver {
-            Some(Driver::Nvidia(b)) => {
-                steps.push(format!(
-                    "driver: NVIDIA {b} + NVIDIA Container Toolkit (vendor repositories)"
-                ));
-                scripts.push(("driver.sh".into(), scripts::nvidia_driver(b)));
-            }
-            Some(Driver::Rocm(r)) => {
-                steps.push(format!("driver: AMD ROCm {r} (repo.radeon.com)"));
-                scripts.push(("driver.sh".into(), scripts::rocm(r)));
-            }
-            None => {}
-        }
-        if let Some((n, mount)) = &self.nvme {
-            steps.push(format!(
-                "local NVMe: {n} disk(s){} → ext4 at {mount} (fstab, nofail)",
-                if *n > 1 { " as RAID 0" } else { "" }
-            ));
-            scripts.push(("nvme.sh".into(), scripts::nvme(*n, mount)));
-        }
-        if let Some(layout) = &self.mig {
-            steps.push(format!(
-                "MIG: {} on each of {} GPU(s), at every boot before the container runtime ({})",
-                describe_layout(layout),
-                self.gpu_count,
-                Self::mig_config_name(layout)
-            ));
-            scripts.push(("mig.sh".into(), scripts::mig(layout, self.gpu_count)));
-            files.push((
-                "/etc/systemd/system/gpuform-mig.service".into(),
-                scripts::mig_unit(),
-                "0644",
-            ));
-            files.push((
-                "/etc/nvidia-mig-manager/gpuform.yaml".into(),
-                mig_parted_config(layout),
-                "0644",
-            ));
-            after_main.push("gpuform-mig.service");
-        }
+        let mut p = Parts::default();
+        self.driver_part(&mut p);
+        self.nvme_part(&mut p);
+        self.mig_part(&mut p);
         if let Some(k) = &self.kube {
-            let token = placeholder::env(self.token_env.as_deref().unwrap_or("GPUFORM_K8S_TOKEN"));
-            let server = placeholder::dep_attr(K3S_SERVER_ROLE, attr::PRIVATE_IP);
-            let labels = self.labels();
-            let role = match k {
-                Kube::K3sServer { version } => {
-                    steps.push(format!(
-                        "kubernetes: k3s {} server (this node)",
-                        version.as_deref().unwrap_or("stable")
-                    ));
-                    scripts::KubeRole::K3sServer {
-                        version: version.as_deref(),
-                    }
-                }
-                Kube::K3sAgent { version } => {
-                    steps.push(format!(
-                        "kubernetes: k3s {} agent, joins the server's private address",
-                        version.as_deref().unwrap_or("stable")
-                    ));
-                    scripts::KubeRole::K3sAgent {
-                        version: version.as_deref(),
-                        server: &server,
-                    }
-                }
-                Kube::Kubeadm {
-                    endpoint,
-                    ca_cert_hash,
-                } => {
-                    steps.push(format!("kubernetes: kubeadm join {endpoint}"));
-                    scripts::KubeRole::Kubeadm {
-                        endpoint,
-                        ca_cert_hash,
-                    }
-                }
-            };
-            steps.push(format!("node labels: {}", labels.join(", ")));
-            let server = matches!(k, Kube::K3sServer { .. });
-            // The k3s server stays untainted: k3s's own pods (CoreDNS,
-            // metrics-server, the Kubeflow operator) tolerate no GPU taint
-            // and need a node.
-            let taint = self.taint.as_deref().filter(|_| !server);
-            match (&self.taint, taint) {
-                (Some(t), Some(_)) => steps.push(format!("node taint: {t}")),
-                (Some(t), None) => steps.push(format!(
-                    "node taint: none on the k3s server, so that k3s's own pods have a node ({t} on the agents)"
-                )),
-                _ => {}
-            }
-            if server {
-                steps.push(
-                    "credentials: the cluster's server CA and the certificate of your admin CA, \
-                     filled in at apply from your local secret store (`gpuform kubeconfig`); \
-                     agents join with the agent token only"
-                        .into(),
-                );
-            }
-            if let Some(addons) = self.addons() {
-                for (file, text) in addons.render() {
-                    files.push((
-                        format!("{}/{file}", manifests::K3S_MANIFESTS_DIR),
-                        text,
-                        "0600",
-                    ));
-                }
-                for line in addons.describe() {
-                    steps.push(format!("k3s deploys: {line}"));
-                }
-            }
-            let kubeflow = server && self.kubeflow_training_operator;
-            if kubeflow {
-                steps.push(format!(
-                    "k3s applies once up: Kubeflow Training Operator {} (kubectl apply --server-side -k {})",
-                    manifests::KUBEFLOW_TRAINING_OPERATOR_VERSION,
-                    manifests::kubeflow_training_operator_overlay()
-                ));
-            }
-            if self.nvidia && matches!(k, Kube::K3sServer { .. } | Kube::K3sAgent { .. }) {
-                for r in self.pod_resources() {
-                    steps.push(format!("pods request {r}"));
-                }
-            }
-            scripts.push((
-                "kubernetes.sh".into(),
-                scripts::kubernetes(&scripts::KubeJoin {
-                    role,
-                    server_secrets: server.then(|| scripts::ServerSecrets {
-                        server_ca_crt: placeholder::secret(SECRET_SERVER_CA_CRT),
-                        server_ca_key: placeholder::secret(SECRET_SERVER_CA_KEY),
-                        admin_ca_crt: placeholder::secret(SECRET_ADMIN_CA_CRT),
-                    }),
-                    labels: &labels,
-                    taint,
-                    kubeflow_overlay: kubeflow.then(manifests::kubeflow_training_operator_overlay),
-                    token: &token,
-                }),
-            ));
+            self.kube_part(k, &mut p);
         }
-        let names: Vec<&str> = scripts.iter().map(|(n, _)| n.as_str()).collect();
-        let mut main = scripts::main_script(&names);
-        for unit in &after_main {
-            let _ = writeln!(main, "systemctl enable {unit}");
-        }
-        let mut cc = String::from("#cloud-config\n");
-        cc.push_str("# gpuform bootstrap; `gpuform bootstrap show ADDRESS` prints this document\n");
-        // What Kubernetes gets, readable at the top (the manifests follow).
-        for step in steps.iter().filter(|s| {
-            s.starts_with("k3s deploys:")
-                || s.starts_with("k3s applies")
-                || s.starts_with("pods request")
-        }) {
-            let _ = writeln!(cc, "# {step}");
-        }
-        cc.push_str("write_files:\n");
-        let mut all: Vec<(String, String, &str)> = scripts
-            .iter()
-            .map(|(n, t)| (format!("{}/{n}", scripts::LIB_DIR), t.clone(), "0755"))
-            .collect();
-        all.push((format!("{}/bootstrap.sh", scripts::LIB_DIR), main, "0755"));
-        all.extend(files);
-        for (path, content, mode) in &all {
-            let _ = writeln!(cc, "  - path: {path}");
-            let _ = writeln!(cc, "    permissions: '{mode}'");
-            let _ = writeln!(cc, "    owner: root:root");
-            cc.push_str("    content: |\n");
-            for line in content.lines() {
-                if line.is_empty() {
-                    cc.push('\n');
-                } else {
-                    let _ = writeln!(cc, "      {line}");
-                }
-            }
-        }
-        let _ = writeln!(cc, "runcmd:\n  - [{}/bootstrap.sh]", scripts::LIB_DIR);
-        scripts.push((
-            "bootstrap.sh".into(),
-            all.iter()
-                .find(|f| f.0.ends_with("/bootstrap.sh"))
-                .map(|f| f.1.clone())
-                .unwrap_or_default(),
-        ));
-
+        let cc = cloud_config(&mut p);
+        let Parts {
+            mut steps, scripts, ..
+        } = p;
         let mut parts: Vec<(String, String)> = vec![("text/cloud-config".into(), cc.clone())];
         if let Some(u) = &self.user_data {
             steps.push(format!(
@@ -492,6 +318,224 @@ impl NodePlan {
             scripts,
         }
     }
+
+    fn driver_part(&self, p: &mut Parts) {
+        match &self.driver {
+            Some(Driver::Nvidia(b)) => {
+                p.steps.push(format!(
+                    "driver: NVIDIA {b} + NVIDIA Container Toolkit (vendor repositories)"
+                ));
+                p.scripts
+                    .push(("driver.sh".into(), scripts::nvidia_driver(b)));
+            }
+            Some(Driver::Rocm(r)) => {
+                p.steps
+                    .push(format!("driver: AMD ROCm {r} (repo.radeon.com)"));
+                p.scripts.push(("driver.sh".into(), scripts::rocm(r)));
+            }
+            None => {}
+        }
+    }
+
+    fn nvme_part(&self, p: &mut Parts) {
+        if let Some((n, mount)) = &self.nvme {
+            p.steps.push(format!(
+                "local NVMe: {n} disk(s){} → ext4 at {mount} (fstab, nofail)",
+                if *n > 1 { " as RAID 0" } else { "" }
+            ));
+            p.scripts.push(("nvme.sh".into(), scripts::nvme(*n, mount)));
+        }
+    }
+
+    fn mig_part(&self, p: &mut Parts) {
+        if let Some(layout) = &self.mig {
+            p.steps.push(format!(
+                "MIG: {} on each of {} GPU(s), at every boot before the container runtime ({})",
+                describe_layout(layout),
+                self.gpu_count,
+                Self::mig_config_name(layout)
+            ));
+            p.scripts
+                .push(("mig.sh".into(), scripts::mig(layout, self.gpu_count)));
+            p.files.push((
+                "/etc/systemd/system/gpuform-mig.service".into(),
+                scripts::mig_unit(),
+                "0644",
+            ));
+            p.files.push((
+                "/etc/nvidia-mig-manager/gpuform.yaml".into(),
+                mig_parted_config(layout),
+                "0644",
+            ));
+            p.after_main.push("gpuform-mig.service");
+        }
+    }
+
+    /// Joining Kubernetes: the role's script, labels, taint, what a k3s
+    /// server deploys.
+    fn kube_part(&self, k: &Kube, p: &mut Parts) {
+        let token = placeholder::env(self.token_env.as_deref().unwrap_or("GPUFORM_K8S_TOKEN"));
+        let server = placeholder::dep_attr(K3S_SERVER_ROLE, attr::PRIVATE_IP);
+        let labels = self.labels();
+        let role = match k {
+            Kube::K3sServer { version } => {
+                p.steps.push(format!(
+                    "kubernetes: k3s {} server (this node)",
+                    version.as_deref().unwrap_or("stable")
+                ));
+                scripts::KubeRole::K3sServer {
+                    version: version.as_deref(),
+                }
+            }
+            Kube::K3sAgent { version } => {
+                p.steps.push(format!(
+                    "kubernetes: k3s {} agent, joins the server's private address",
+                    version.as_deref().unwrap_or("stable")
+                ));
+                scripts::KubeRole::K3sAgent {
+                    version: version.as_deref(),
+                    server: &server,
+                }
+            }
+            Kube::Kubeadm {
+                endpoint,
+                ca_cert_hash,
+            } => {
+                p.steps.push(format!("kubernetes: kubeadm join {endpoint}"));
+                scripts::KubeRole::Kubeadm {
+                    endpoint,
+                    ca_cert_hash,
+                }
+            }
+        };
+        p.steps.push(format!("node labels: {}", labels.join(", ")));
+        let server = matches!(k, Kube::K3sServer { .. });
+        // The k3s server stays untainted: k3s's own pods (CoreDNS,
+        // metrics-server, the Kubeflow operator) tolerate no GPU taint
+        // and need a node.
+        let taint = self.taint.as_deref().filter(|_| !server);
+        match (&self.taint, taint) {
+            (Some(t), Some(_)) => p.steps.push(format!("node taint: {t}")),
+            (Some(t), None) => p.steps.push(format!(
+                "node taint: none on the k3s server, so that k3s's own pods have a node ({t} on the agents)"
+            )),
+            _ => {}
+        }
+        if server {
+            p.steps.push(
+                "credentials: the cluster's server CA and the certificate of your admin CA, \
+                 filled in at apply from your local secret store (`gpuform kubeconfig`); \
+                 agents join with the agent token only"
+                    .into(),
+            );
+        }
+        if let Some(addons) = self.addons() {
+            for (file, text) in addons.render() {
+                p.files.push((
+                    format!("{}/{file}", manifests::K3S_MANIFESTS_DIR),
+                    text,
+                    "0600",
+                ));
+            }
+            for line in addons.describe() {
+                p.steps.push(format!("k3s deploys: {line}"));
+            }
+        }
+        let kubeflow = server && self.kubeflow_training_operator;
+        if kubeflow {
+            p.steps.push(format!(
+                "k3s applies once up: Kubeflow Training Operator {} (kubectl apply --server-side -k {})",
+                manifests::KUBEFLOW_TRAINING_OPERATOR_VERSION,
+                manifests::kubeflow_training_operator_overlay()
+            ));
+        }
+        if self.nvidia && matches!(k, Kube::K3sServer { .. } | Kube::K3sAgent { .. }) {
+            for r in self.pod_resources() {
+                p.steps.push(format!("pods request {r}"));
+            }
+        }
+        p.scripts.push((
+            "kubernetes.sh".into(),
+            scripts::kubernetes(&scripts::KubeJoin {
+                role,
+                server_secrets: server.then(|| scripts::ServerSecrets {
+                    server_ca_crt: placeholder::secret(SECRET_SERVER_CA_CRT),
+                    server_ca_key: placeholder::secret(SECRET_SERVER_CA_KEY),
+                    admin_ca_crt: placeholder::secret(SECRET_ADMIN_CA_CRT),
+                }),
+                labels: &labels,
+                taint,
+                kubeflow_overlay: kubeflow.then(manifests::kubeflow_training_operator_overlay),
+                token: &token,
+            }),
+        ));
+    }
+}
+
+/// What the steps of a bootstrap add: plan lines, scripts, other files and
+/// units enabled after the main script.
+#[derive(Default)]
+struct Parts {
+    steps: Vec<String>,
+    scripts: Vec<(String, String)>,
+    files: Vec<(String, String, &'static str)>,
+    after_main: Vec<&'static str>,
+}
+
+/// The cloud-config part: every script and file written, the main script
+/// run; the main script joins `p.scripts` as `bootstrap.sh`.
+fn cloud_config(p: &mut Parts) -> String {
+    let Parts {
+        steps,
+        scripts,
+        files,
+        after_main,
+    } = p;
+    let names: Vec<&str> = scripts.iter().map(|(n, _)| n.as_str()).collect();
+    let mut main = scripts::main_script(&names);
+    for unit in after_main.iter() {
+        let _ = writeln!(main, "systemctl enable {unit}");
+    }
+    let mut cc = String::from("#cloud-config\n");
+    cc.push_str("# gpuform bootstrap; `gpuform bootstrap show ADDRESS` prints this document\n");
+    // What Kubernetes gets, readable at the top (the manifests follow).
+    for step in steps.iter().filter(|s| {
+        s.starts_with("k3s deploys:")
+            || s.starts_with("k3s applies")
+            || s.starts_with("pods request")
+    }) {
+        let _ = writeln!(cc, "# {step}");
+    }
+    cc.push_str("write_files:\n");
+    let mut all: Vec<(String, String, &str)> = scripts
+        .iter()
+        .map(|(n, t)| (format!("{}/{n}", scripts::LIB_DIR), t.clone(), "0755"))
+        .collect();
+    all.push((format!("{}/bootstrap.sh", scripts::LIB_DIR), main, "0755"));
+    all.extend(std::mem::take(files));
+    for (path, content, mode) in &all {
+        let _ = writeln!(cc, "  - path: {path}");
+        let _ = writeln!(cc, "    permissions: '{mode}'");
+        let _ = writeln!(cc, "    owner: root:root");
+        cc.push_str("    content: |\n");
+        for line in content.lines() {
+            if line.is_empty() {
+                cc.push('\n');
+            } else {
+                let _ = writeln!(cc, "      {line}");
+            }
+        }
+    }
+    let _ = writeln!(cc, "runcmd:\n  - [{}/bootstrap.sh]", scripts::LIB_DIR);
+    scripts.push((
+        "bootstrap.sh".into(),
+        all.iter()
+            .find(|f| f.0.ends_with("/bootstrap.sh"))
+            .map(|f| f.1.clone())
+            .unwrap_or_default(),
+    ));
+
+    cc
 }
 
 /// `[3g.40gb, 3g.40gb]` → `2 × 3g.40gb`; mixed: `1 × 3g.40gb + 2 × 1g.10gb`.
