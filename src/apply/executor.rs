@@ -141,25 +141,7 @@ pub async fn execute(
 ) -> Result<(StateDoc, ApplyReport), EngineError> {
     let started = Instant::now();
     let graph = build_graph(&plan).map_err(EngineError::Plan)?;
-    // One rate budget per provider, shared by every call made to it.
-    let mut limiters = HashMap::new();
-    let mut budgets = Vec::new();
-    for c in &plan.changes {
-        let keys = [Some(&c.provider), c.old_provider.as_ref()];
-        for key in keys.into_iter().flatten() {
-            if limiters.contains_key(key) || c.action == crate::plan::Action::NoOp {
-                continue;
-            }
-            let rl = providers.get(key).await?.rate_limit();
-            budgets.push(rl);
-            let period = Duration::from_secs_f64(1.0 / rl.per_second.max(0.001));
-            let burst = NonZeroU32::new(rl.burst.max(1)).expect("max(1)");
-            let quota = Quota::with_period(period)
-                .expect("non-zero period")
-                .allow_burst(burst);
-            limiters.insert(key.clone(), RateLimiter::direct(quota));
-        }
-    }
+    let (limiters, budgets) = rate_limiters(&plan, &providers).await?;
     let shared = Arc::new(Shared {
         plan,
         providers,
@@ -255,25 +237,7 @@ pub async fn execute(
     }
     progress.finish();
 
-    let mut report = ApplyReport {
-        interrupted,
-        ..Default::default()
-    };
-    for n in graph.node_indices() {
-        let op = &graph[n];
-        let o = outcome[n.index()].take().unwrap_or(OpOutcome::NotStarted);
-        let verb = match op.kind {
-            OpKind::Create => "create",
-            OpKind::Update => "update",
-            OpKind::Delete => "delete",
-            OpKind::Detach => "detach",
-            OpKind::Finish(Finish::Attach) => "attach",
-            OpKind::Finish(Finish::Authorize) => "authorize",
-        };
-        report
-            .outcomes
-            .push((shared.plan.changes[op.change].address.clone(), verb, o));
-    }
+    let mut report = outcomes_report(&graph, outcome, &shared, interrupted);
     report.elapsed_ms = started.elapsed().as_millis();
     let shared = Arc::try_unwrap(shared)
         .map_err(|_| EngineError::Internal("apply tasks still running".into()))?;
@@ -283,6 +247,68 @@ pub async fn execute(
         .into_inner()
         .expect("no task panicked holding the state");
     Ok((doc, report))
+}
+
+/// One rate budget per provider, shared by every call made to it; and the
+/// budgets, from which the default parallelism follows.
+async fn rate_limiters(
+    plan: &Plan,
+    providers: &Providers,
+) -> Result<(HashMap<String, DefaultDirectRateLimiter>, Vec<RateLimit>), EngineError> {
+    let mut limiters = HashMap::new();
+    let mut budgets = Vec::new();
+    for c in &plan.changes {
+        let keys = [Some(&c.provider), c.old_provider.as_ref()];
+        for key in keys.into_iter().flatten() {
+            if limiters.contains_key(key) || c.action == crate::plan::Action::NoOp {
+                continue;
+            }
+            let rl = providers.get(key).await?.rate_limit();
+            budgets.push(rl);
+            let period = Duration::from_secs_f64(1.0 / rl.per_second.max(0.001));
+            let burst = NonZeroU32::new(rl.burst.max(1)).expect("max(1)");
+            let quota = Quota::with_period(period)
+                .expect("non-zero period")
+                .allow_burst(burst);
+            limiters.insert(key.clone(), RateLimiter::direct(quota));
+        }
+    }
+    Ok((limiters, budgets))
+}
+
+/// What happened to each step, in the graph's order.
+fn outcomes_report(
+    graph: &petgraph::graph::DiGraph<Op, ()>,
+    mut outcome: Vec<Option<OpOutcome>>,
+    shared: &Shared,
+    interrupted: bool,
+) -> ApplyReport {
+    let mut report = ApplyReport {
+        interrupted,
+        ..Default::default()
+    };
+    for n in graph.node_indices() {
+        let op = &graph[n];
+        let o = outcome[n.index()].take().unwrap_or(OpOutcome::NotStarted);
+        report.outcomes.push((
+            shared.plan.changes[op.change].address.clone(),
+            op_name(op.kind),
+            o,
+        ));
+    }
+    report
+}
+
+/// A step's name in the report.
+fn op_name(kind: OpKind) -> &'static str {
+    match kind {
+        OpKind::Create => "create",
+        OpKind::Update => "update",
+        OpKind::Delete => "delete",
+        OpKind::Detach => "detach",
+        OpKind::Finish(Finish::Attach) => "attach",
+        OpKind::Finish(Finish::Authorize) => "authorize",
+    }
 }
 
 /// The default number of operations in flight: the sum of what each
@@ -407,32 +433,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         }
         None => None,
     };
-    // Provider ids of the dependencies, as recorded by now.
-    let mut refs = BTreeMap::new();
-    {
-        let doc = shared.doc.lock().expect("state lock");
-        // A node launches into its Capacity Block only inside its window.
-        if let Some(block) = c
-            .deps
-            .get("block")
-            .and_then(|b| doc.resources.get(b).map(|r| (b, r)))
-        {
-            crate::engine::capacity::block_window_open(
-                &c.address,
-                block.0,
-                &block.1.attrs,
-                crate::clock::now_secs(),
-            )?;
-        }
-        for (role, dep) in c.deps.iter().filter(|(r, _)| Some(r.as_str()) != deferred) {
-            let id = doc
-                .resources
-                .get(dep)
-                .map(|r| r.id.clone())
-                .ok_or_else(|| format!("{dep} has no id yet"))?;
-            refs.insert(role.clone(), id);
-        }
-    }
+    let refs = dep_refs(shared, c, deferred)?;
     let (project, lineage, workspace) = {
         let doc = shared.doc.lock().expect("state lock");
         (
@@ -442,35 +443,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         )
     };
     let token = c.token.clone().unwrap_or_else(new_token);
-    // A move: before the new copy is started, the old one is recorded under
-    // `ADDRESS~OLD_ID`, so a crash anywhere leaves both recorded (the old one
-    // then planned for deletion) and neither orphaned.
-    if let Some(old_address) = super::graph::moved_address(c) {
-        let old = shared
-            .doc
-            .lock()
-            .expect("state lock")
-            .resources
-            .get(&c.address)
-            .cloned();
-        if let Some(old) = old.filter(|r| Some(&r.id) == c.id.as_ref()) {
-            journal(
-                shared,
-                JournalEntry::Recorded {
-                    address: old_address,
-                    record: old,
-                },
-            )
-            .await?;
-            journal(
-                shared,
-                JournalEntry::Removed {
-                    address: c.address.clone(),
-                },
-            )
-            .await?;
-        }
-    }
+    record_move(shared, c).await?;
     // The intent is durable before the call: a crash from here on is healed
     // by adoption (ownership tags + token) on the next run.
     journal(
@@ -514,7 +487,89 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
             workspace,
         },
     };
-    match call(shared, &c.provider, || p.create(&req)).await {
+    let result = call(shared, &c.provider, || p.create(&req)).await;
+    created(shared, c, result, attrs, token).await
+}
+
+/// The provider ids of a create's dependencies as recorded by now (but for
+/// the role its split second step adds); a node into a Capacity Block only
+/// inside the block's window.
+fn dep_refs(
+    shared: &Shared,
+    c: &ResourceChange,
+    deferred: Option<&str>,
+) -> Result<BTreeMap<String, String>, OpError> {
+    let mut refs = BTreeMap::new();
+    {
+        let doc = shared.doc.lock().expect("state lock");
+        // A node launches into its Capacity Block only inside its window.
+        if let Some(block) = c
+            .deps
+            .get("block")
+            .and_then(|b| doc.resources.get(b).map(|r| (b, r)))
+        {
+            crate::engine::capacity::block_window_open(
+                &c.address,
+                block.0,
+                &block.1.attrs,
+                crate::clock::now_secs(),
+            )?;
+        }
+        for (role, dep) in c.deps.iter().filter(|(r, _)| Some(r.as_str()) != deferred) {
+            let id = doc
+                .resources
+                .get(dep)
+                .map(|r| r.id.clone())
+                .ok_or_else(|| format!("{dep} has no id yet"))?;
+            refs.insert(role.clone(), id);
+        }
+    }
+    Ok(refs)
+}
+
+/// A move: before the new copy is started, the old one is recorded under
+/// `ADDRESS~OLD_ID`, so a crash anywhere leaves both recorded (the old one
+/// then planned for deletion) and neither orphaned.
+async fn record_move(shared: &Shared, c: &ResourceChange) -> Result<(), OpError> {
+    if let Some(old_address) = super::graph::moved_address(c) {
+        let old = shared
+            .doc
+            .lock()
+            .expect("state lock")
+            .resources
+            .get(&c.address)
+            .cloned();
+        if let Some(old) = old.filter(|r| Some(&r.id) == c.id.as_ref()) {
+            journal(
+                shared,
+                JournalEntry::Recorded {
+                    address: old_address,
+                    record: old,
+                },
+            )
+            .await?;
+            journal(
+                shared,
+                JournalEntry::Removed {
+                    address: c.address.clone(),
+                },
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Records what a create call made, or abandons its intent when the cloud
+/// refused before making anything.
+async fn created(
+    shared: &Shared,
+    c: &ResourceChange,
+    result: Result<gpuform_provider::ObservedResource, gpuform_provider::ProviderError>,
+    attrs: gpuform_provider::Attrs,
+    token: String,
+) -> Result<OpOutcome, OpError> {
+    match result {
         Ok(observed) => {
             let record = Record {
                 kind: c.kind,
