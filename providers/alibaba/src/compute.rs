@@ -147,7 +147,10 @@ impl ComputeApi for AlibabaProvider {
         let mut p = Params::default();
         let kinds: Vec<&Listing> = match wanted {
             ReservationFilter::Id(id) => {
-                p.push("PrivatePoolOptions.Ids", json_array(&[id.clone()]));
+                p.push(
+                    "PrivatePoolOptions.Ids",
+                    json_array(std::slice::from_ref(id)),
+                );
                 let only = if id.starts_with("crp-") { 1 } else { 0 };
                 vec![&PRIVATE_POOLS[only]]
             }
