@@ -65,10 +65,15 @@ pub async fn read(
         return (facts, warnings);
     }
     for (name, c) in &loaded.spec.clusters {
-        // Reservations are the account's in one region of AWS (validated).
+        // Reservations are the account's in one region of AWS or Alibaba
+        // Cloud (validated; `cloud: sandbox` mirrors AWS).
         let sandbox = opts.sandbox || c.cloud == CloudName::Sandbox;
         let target = crate::address::Target {
-            cloud: Cloud::Aws,
+            cloud: if c.cloud == CloudName::Alibaba {
+                Cloud::Alibaba
+            } else {
+                Cloud::Aws
+            },
             sandbox,
         };
         for (i, source) in c.capacity.iter().enumerate() {

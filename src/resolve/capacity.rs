@@ -7,7 +7,7 @@
 //! plus the cluster's own nodes already in it (from state), so that a
 //! running node keeps its place and a re-plan shows no change.
 
-use crate::spec::{CapacitySource, Cluster, ReservationRef};
+use crate::spec::{CapacitySource, CloudName, Cluster, ReservationRef};
 use gpuform_catalog::PricingModel;
 use gpuform_provider::Reservation;
 use std::collections::{BTreeMap, BTreeSet};
@@ -192,7 +192,11 @@ pub fn fill(
                         return Err((
                             at,
                             format!("reservation {r} could not be read: {why}"),
-                            "check the credentials and their permission ec2:DescribeCapacityReservations".into(),
+                            if c.cloud == CloudName::Alibaba {
+                                "check the credentials and their permissions ecs:DescribeElasticityAssurances and ecs:DescribeCapacityReservations".into()
+                            } else {
+                                "check the credentials and their permission ec2:DescribeCapacityReservations".into()
+                            },
                         ))
                     }
                     None => {
@@ -218,8 +222,16 @@ pub fn fill(
                 if found.is_empty() {
                     return Err((
                         at,
-                        format!("no capacity reservation {r} in {} {}", c.cloud.as_str(), c.region),
-                        "`aws ec2 describe-capacity-reservations --region REGION` lists the account's reservations".into(),
+                        format!(
+                            "no capacity reservation {r} in {} {}",
+                            c.cloud.as_str(),
+                            c.region
+                        ),
+                        if c.cloud == CloudName::Alibaba {
+                            "`aliyun ecs DescribeElasticityAssurances --RegionId REGION` and `aliyun ecs DescribeCapacityReservations --RegionId REGION` list the account's private pools".into()
+                        } else {
+                            "`aws ec2 describe-capacity-reservations --region REGION` lists the account's reservations".into()
+                        },
                     ));
                 }
                 for res in found {

@@ -325,7 +325,8 @@ impl CapacitySource {
     }
 }
 
-/// A reservation by its id (`cr-` and 17 hex digits on AWS) or by tags.
+/// A reservation by its id (`cr-` and 17 hex digits on AWS; on Alibaba Cloud
+/// a private pool, `eap-…` or `crp-…`) or by tags.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ReservationRef {

@@ -739,22 +739,58 @@ impl Validator {
             ok = false;
         }
         // Reservations and blocks are the account's in one region of one
-        // cloud; gpuform speaks them on AWS (and the sandbox mirroring it).
+        // cloud; gpuform speaks reservations on AWS (and the sandbox
+        // mirroring it) and Alibaba Cloud (private pools), blocks on AWS only.
         if let Some(e) = entry("capacity").filter(|e| lists_bounded(&e.value)) {
-            if !matches!(cloud_text.as_str(), "aws" | "sandbox") {
-                self.error(
-                    e.key_pos,
-                    &join(path, "capacity"),
-                    format!(
-                        "reservations and Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), not `cloud: {cloud_text}`"
-                    ),
-                    if any {
-                        "a reservation lives in one region: write `cloud: aws` and its `region`".to_string()
-                    } else {
-                        "use `pricing:` (on-demand, spot, reserved-1y, reserved-3y) on this cloud".to_string()
-                    },
-                );
+            let blocks = lists_blocks(&e.value);
+            let speaks = match cloud_text.as_str() {
+                "aws" | "sandbox" => true,
+                "alibaba" => !blocks,
+                _ => false,
+            };
+            if !speaks {
+                let (msg, hint) = if cloud_text == "alibaba" {
+                    (
+                        "Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), not `cloud: alibaba`".to_string(),
+                        "on Alibaba Cloud, list a private pool: `{reservation: eap-…}` or `{reservation: crp-…}`".to_string(),
+                    )
+                } else {
+                    (
+                        format!(
+                            "reservations and Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), and reservations on `cloud: alibaba`, not `cloud: {cloud_text}`"
+                        ),
+                        if any {
+                            "a reservation lives in one region: write `cloud: aws` or `cloud: alibaba` and its `region`".to_string()
+                        } else {
+                            "use `pricing:` (on-demand, spot, reserved-1y, reserved-3y) on this cloud".to_string()
+                        },
+                    )
+                };
+                self.error(e.key_pos, &join(path, "capacity"), msg, hint);
                 ok = false;
+            } else {
+                // An id names one cloud's reservation: EC2's `cr-…` or
+                // Alibaba's private pools, `eap-…`/`crp-…`.
+                let alibaba = cloud_text == "alibaba";
+                for (at, id) in reservation_ids(&e.value) {
+                    if is_private_pool_id(&id) != alibaba {
+                        let (what, hint) = if alibaba {
+                            ("an AWS capacity reservation id", "on Alibaba Cloud a reservation is a private pool: an elasticity assurance (`eap-…`) or a capacity reservation (`crp-…`); `aliyun ecs DescribeElasticityAssurances` and `DescribeCapacityReservations` list them")
+                        } else {
+                            ("an Alibaba Cloud private pool id", "on AWS a reservation id is `cr-` and 17 hex digits (`aws ec2 describe-capacity-reservations` lists them)")
+                        };
+                        self.error(
+                            at,
+                            &join(path, "capacity"),
+                            format!(
+                                "`{}` is {what}, but this cluster is on `cloud: {cloud_text}`",
+                                shorten(&id)
+                            ),
+                            hint,
+                        );
+                        ok = false;
+                    }
+                }
             }
         }
         // Tencent refuses a tag that breaks its naming rules at the first
@@ -901,12 +937,12 @@ impl Validator {
     ) -> Option<Value> {
         match &node.kind {
             Kind::Scalar { text, .. } => {
-                if !is_reservation_id(text) {
+                if !is_reservation_id(text) && !is_private_pool_id(text) {
                     self.error(
                         node.start,
                         path,
                         format!("`{}` is not a capacity reservation id", shorten(text)),
-                        "an AWS reservation id is `cr-` and 17 hex digits (e.g. `cr-0123456789abcdef0`; `aws ec2 describe-capacity-reservations` lists them), or name it by tags: `{reservation: {tags: {team: ml}}}`",
+                        "an AWS reservation id is `cr-` and 17 hex digits (e.g. `cr-0123456789abcdef0`; `aws ec2 describe-capacity-reservations` lists them), an Alibaba Cloud private pool id `eap-…` or `crp-…`, or name it by tags: `{reservation: {tags: {team: ml}}}`",
                     );
                     return None;
                 }
@@ -2165,6 +2201,44 @@ fn is_reservation_id(t: &str) -> bool {
 fn lists_spot(capacity: &Node) -> bool {
     matches!(&capacity.kind, Kind::Seq(items)
         if items.iter().any(|i| matches!(&i.kind, Kind::Scalar { text, .. } if text == "spot")))
+}
+
+/// Alibaba Cloud private pool ids: an elasticity assurance (`eap-`) or a
+/// capacity reservation (`crp-`), then lowercase letters and digits
+/// (`eap-bp67acfmxazb4ph3****`, ECS API reference).
+fn is_private_pool_id(t: &str) -> bool {
+    ["eap-", "crp-"].iter().any(|p| {
+        t.strip_prefix(p).is_some_and(|rest| {
+            (8..=40).contains(&rest.len())
+                && rest
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        })
+    })
+}
+
+/// The reservation ids a `capacity` list names, where they are written.
+fn reservation_ids(capacity: &Node) -> Vec<(Pos, String)> {
+    let Kind::Seq(items) = &capacity.kind else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|i| match &i.kind {
+            Kind::Map(entries) => entries.iter().find(|e| e.key == "reservation"),
+            _ => None,
+        })
+        .filter_map(|e| match &e.value.kind {
+            Kind::Scalar { text, .. } => Some((e.value.start, text.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a `capacity` list names a Capacity Block.
+fn lists_blocks(capacity: &Node) -> bool {
+    matches!(&capacity.kind, Kind::Seq(items) if items.iter().any(|i|
+        matches!(&i.kind, Kind::Map(entries) if entries.iter().any(|e| e.key == "block"))))
 }
 
 /// Whether a `capacity` list names a reservation or a block.

@@ -105,13 +105,59 @@ fn capacity_errors_are_located_with_a_hint() {
         assert_eq!(e.yaml_path.as_deref(), Some(*path), "{capacity}: {d}");
         assert!(e.line.is_some() && e.hint.is_some(), "{capacity}: {e:?}");
     }
-    // Reservations are AWS's: another cloud is refused where it is written.
+    // Reservations are AWS's and Alibaba's: another cloud is refused where
+    // it is written.
     let tencent = cluster_with("[{reservation: cr-0123456789abcdef0}, on-demand]", "")
         .replace("cloud: aws", "cloud: tencent")
         .replace("us-east-1", "ap-guangzhou");
     let d = errors(&tencent);
     assert_eq!(
         find(&d, "supported on `cloud: aws`").yaml_path.as_deref(),
+        Some("clusters.trainer.capacity")
+    );
+    // On Alibaba Cloud a reservation is a private pool (`eap-…`, `crp-…`):
+    // an EC2 id there, a pool id on AWS, and a Capacity Block there are
+    // refused where they are written.
+    let alibaba = |capacity: &str| {
+        cluster_with(capacity, "")
+            .replace("cloud: aws", "cloud: alibaba")
+            .replace("us-east-1", "cn-hangzhou")
+            .replace("A100-40GB:8", "A10")
+    };
+    let ok = spec::load_str(
+        "ok.yaml",
+        &alibaba("[{reservation: eap-bp67acfmxazb4ph3abcd}, {reservation: crp-bp1gubrkqutenqdd1234}, on-demand]"),
+        &Vars::new(),
+    );
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    let d = errors(&alibaba("[{reservation: cr-0123456789abcdef0}, on-demand]"));
+    assert!(
+        find(&d, "is an AWS capacity reservation id")
+            .hint
+            .as_deref()
+            .is_some_and(|h| h.contains("eap-")),
+        "{d}"
+    );
+    let d = errors(&cluster_with(
+        "[{reservation: eap-bp67acfmxazb4ph3abcd}, on-demand]",
+        "",
+    ));
+    assert_eq!(
+        find(&d, "is an Alibaba Cloud private pool id")
+            .yaml_path
+            .as_deref(),
+        Some("clusters.trainer.capacity")
+    );
+    let d = errors(&alibaba(
+        "[{block: {start: 2026-12-10, hours: 24}}, on-demand]",
+    ));
+    assert_eq!(
+        find(
+            &d,
+            "Capacity Blocks in `capacity` are supported on `cloud: aws`"
+        )
+        .yaml_path
+        .as_deref(),
         Some("clusters.trainer.capacity")
     );
     // A spot cap needs a spot market somewhere.

@@ -18,6 +18,7 @@ mod bucket_cost;
 mod bucket_placement;
 #[cfg(feature = "aws")]
 mod buckets_aws_moto;
+mod capacity_alibaba;
 mod capacity_aws;
 mod capacity_blocks;
 mod capacity_sandbox;

@@ -1,7 +1,9 @@
 //! Instances (ECS `RunInstances`, one call per node) and placements (ECS
 //! deployment sets).
 
-use crate::client::{empty_answer, items, json_array, required, text, Params};
+use crate::client::{
+    empty_answer, items, json_array, required, text, Listing, Paging, Params, Product,
+};
 use crate::refresh::{observed, Api};
 use crate::tags::{
     client_token, naming, parse_placement_description, placement_description, resource_name,
@@ -15,11 +17,45 @@ use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
-    PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, ResourceKind,
-    Scope,
+    PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, Reservation,
+    ReservationFilter, ResourceKind, Scope,
 };
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// The two kinds of ECS private pool a launch can target, each read by its
+/// own Describe call (same request and answer shape): elasticity
+/// assurances (`eap-…`, DescribeElasticityAssurances,
+/// https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeelasticityassurances)
+/// and capacity reservations (`crp-…`, DescribeCapacityReservations,
+/// https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describecapacityreservations).
+/// Both take `PrivatePoolOptions.Ids` (a JSON array of up to 100 ids),
+/// `Tag.N.Key`/`Tag.N.Value` and `MaxResults` (≤ 100)/`NextToken`, and list
+/// items with `PrivatePoolOptionsId`, `PrivatePoolOptionsMatchCriteria`
+/// (Open | Target), `Status`, `StartTime`/`EndTime` (`yyyy-MM-ddTHH:mmZ`),
+/// `Tags.Tag[]` and `AllocatedResources.AllocatedResource[]` {InstanceType,
+/// zoneId, TotalAmount, UsedAmount}. Without `Status` both list every pool
+/// but the Pending and Released ones.
+pub(crate) const PRIVATE_POOLS: [Listing; 2] = [
+    Listing {
+        product: Product::Ecs,
+        action: "DescribeElasticityAssurances",
+        paging: Paging::Token(Some(100)),
+        list: ("ElasticityAssuranceSet", "ElasticityAssuranceItem"),
+    },
+    Listing {
+        product: Product::Ecs,
+        action: "DescribeCapacityReservations",
+        paging: Paging::Token(Some(100)),
+        list: ("CapacityReservationSet", "CapacityReservationItem"),
+    },
+];
+
+/// The code of a `PrivatePoolOptions.Ids` element that names no pool (400,
+/// "The specified parameter \"PrivatePoolOptions.Ids\" exist invalid
+/// element Id.").
+const NO_SUCH_POOL: &str = "Invalid.PrivatePoolOptions.Ids";
 
 /// Observed attribute of a subscription instance: when its term ends
 /// (DescribeInstances `ExpiredTime`, `yyyy-MM-ddTHH:mmZ` UTC).
@@ -99,6 +135,48 @@ impl ComputeApi for AlibabaProvider {
     /// See [`AlibabaProvider::on_sale`].
     async fn offered(&self, scope: &Scope, zone: &str, itype: &str) -> Result<Option<bool>> {
         self.on_sale(&scope.region, zone, itype).await.map(Some)
+    }
+
+    /// Private pools (elasticity assurances and capacity reservations, see
+    /// [`PRIVATE_POOLS`]) by id or by tags. An id names one kind by its
+    /// prefix (`eap-`, `crp-`), so only that kind is asked; by tags, both.
+    async fn reservations(
+        &self,
+        scope: &Scope,
+        wanted: &ReservationFilter,
+    ) -> Result<Vec<Reservation>> {
+        let mut p = Params::default();
+        let kinds: Vec<&Listing> = match wanted {
+            ReservationFilter::Id(id) => {
+                p.push(
+                    "PrivatePoolOptions.Ids",
+                    json_array(std::slice::from_ref(id)),
+                );
+                let only = if id.starts_with("crp-") { 1 } else { 0 };
+                vec![&PRIVATE_POOLS[only]]
+            }
+            ReservationFilter::Tags(tags) => {
+                let pairs: Vec<(String, String)> =
+                    tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                p.tags(&pairs);
+                PRIVATE_POOLS.iter().collect()
+            }
+        };
+        let mut out = Vec::new();
+        for l in kinds {
+            let pools = match self.client.list_all(&scope.region, l, &p).await {
+                Ok(pools) => pools,
+                // "The specified private pool ID does not exist" (the
+                // private pools' error list): an empty answer, not a failed
+                // read, as EC2's InvalidCapacityReservationId.NotFound is.
+                Err(e) if e.code.as_deref() == Some(NO_SUCH_POOL) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            for pool in pools {
+                out.extend(private_pool(&pool));
+            }
+        }
+        Ok(out.into_iter().filter(|r| r.matches(wanted)).collect())
     }
 
     /// DescribeAccountAttributes (ECS,
@@ -193,10 +271,9 @@ impl ComputeApi for AlibabaProvider {
             subnet,
             firewall,
             placement,
-            capacity_reservation: _,
+            capacity_reservation,
             capacity_block: _,
         } = &req.spec;
-        req.refuse_reservation(Cloud::Alibaba)?;
         let zone = req.needs(Cloud::Alibaba, attr::ZONE, zone)?;
         let subnet = req.needs(Cloud::Alibaba, "subnet", subnet)?;
         let group = req.needs(Cloud::Alibaba, "firewall", firewall)?;
@@ -214,6 +291,22 @@ impl ComputeApi for AlibabaProvider {
         }
         p.push("Amount", "1");
         p.push("MinAmount", "1");
+        // RunInstances `PrivatePoolOptions.MatchCriteria` Target with
+        // `PrivatePoolOptions.Id` (the elasticity assurance's or capacity
+        // reservation's id): "the system uses the capacity in a specified
+        // private pool ... If the specified private pool is unavailable, the
+        // instance cannot be created" — never an ordinary launch instead
+        // (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-runinstances,
+        // https://www.alibabacloud.com/help/en/ecs/user-guide/use-a-private-pool-to-create-instances).
+        // The pool's nodes are pay-as-you-go (resolve prices them on-demand),
+        // as an elasticity assurance's launches must be. DescribeInstances
+        // does not report the pool (DescribeInstanceAttachmentAttributes
+        // would), so `capacity_reservation` is not observed: the diff keeps
+        // the recorded value, as for AWS.
+        if let Some(pool) = capacity_reservation {
+            p.push("PrivatePoolOptions.MatchCriteria", "Target");
+            p.push("PrivatePoolOptions.Id", pool.clone());
+        }
         match pricing {
             Pricing::OnDemand => p.push("InstanceChargeType", "PostPaid"),
             Pricing::Spot => {
@@ -324,6 +417,70 @@ impl ComputeApi for AlibabaProvider {
             p.push("TerminateSubscription", "true");
         }
         ok_if_gone(self.ecs(region, "DeleteInstances", &p).await)
+    }
+}
+
+/// One private pool as a [`Reservation`]: each of its allocated resources
+/// (an instance type in a zone) is one, under the pool's id. `Active` takes
+/// launches; Preparing/Prepared are `scheduled`, Released `expired`.
+fn private_pool(pool: &Value) -> Vec<Reservation> {
+    let state = match text(pool, "Status").as_str() {
+        "Active" => "active",
+        "Pending" | "Preparing" | "Prepared" => "scheduled",
+        "Released" => "expired",
+        other => return vec![unknown_state(pool, other)],
+    };
+    let tags: BTreeMap<String, String> = items(pool, "Tags", "Tag")
+        .into_iter()
+        .map(|t| (text(t, "TagKey"), text(t, "TagValue")))
+        .collect();
+    let time = |key: &str| Some(seconds(&text(pool, key))).filter(|t| !t.is_empty());
+    items(pool, "AllocatedResources", "AllocatedResource")
+        .into_iter()
+        .map(|r| {
+            let count = |key: &str| r.get(key).and_then(Value::as_u64).unwrap_or(0) as u32;
+            let (total, used) = (count("TotalAmount"), count("UsedAmount"));
+            // The reference writes the zone `zoneId`; accept `ZoneId` too.
+            let zone = Some(text(r, "zoneId"))
+                .filter(|z| !z.is_empty())
+                .unwrap_or_else(|| text(r, "ZoneId"));
+            Reservation {
+                id: text(pool, "PrivatePoolOptionsId"),
+                instance_type: text(r, "InstanceType"),
+                zone,
+                total,
+                available: total.saturating_sub(used),
+                state: state.to_string(),
+                start: time("StartTime"),
+                end: time("EndTime"),
+                targeted: text(pool, "PrivatePoolOptionsMatchCriteria") == "Target",
+                tags: tags.clone(),
+            }
+        })
+        .collect()
+}
+
+/// A pool in a state the reference does not list: shown, never launched into.
+fn unknown_state(pool: &Value, status: &str) -> Reservation {
+    Reservation {
+        id: text(pool, "PrivatePoolOptionsId"),
+        instance_type: String::new(),
+        zone: String::new(),
+        total: 0,
+        available: 0,
+        state: status.to_lowercase(),
+        start: None,
+        end: None,
+        targeted: false,
+        tags: BTreeMap::new(),
+    }
+}
+
+/// `2021-02-19T03:02Z` (the pools' times) as `2021-02-19T03:02:00Z`.
+fn seconds(t: &str) -> String {
+    match t.strip_suffix('Z') {
+        Some(m) if m.len() == 16 => format!("{m}:00Z"),
+        _ => t.to_string(),
     }
 }
 
@@ -506,6 +663,39 @@ mod tests {
         assert!(!observe_instance(&spot, "r", None)
             .attrs
             .contains_key("private_ip"));
+    }
+
+    #[test]
+    fn private_pools_read_as_reservations() {
+        // The shape of DescribeCapacityReservations' sample answer.
+        let pool = json!({"Status": "Active", "PrivatePoolOptionsMatchCriteria": "Target",
+            "PrivatePoolOptionsId": "crp-bp1gubrkqutenqdd1234", "EndTime": "2027-02-19T03:02Z",
+            "StartTime": "2026-02-19T02:01Z",
+            "AllocatedResources": {"AllocatedResource": [{"UsedAmount": 1, "TotalAmount": 3,
+                "AvailableAmount": 2, "zoneId": "cn-hangzhou-h", "InstanceType": "ecs.gn7i-c8g1.2xlarge"}]},
+            "Tags": {"Tag": [{"TagValue": "ml", "TagKey": "team"}]}});
+        let r = private_pool(&pool);
+        assert_eq!(r.len(), 1);
+        let r = &r[0];
+        assert_eq!(r.id, "crp-bp1gubrkqutenqdd1234");
+        assert_eq!(
+            (r.instance_type.as_str(), r.zone.as_str()),
+            ("ecs.gn7i-c8g1.2xlarge", "cn-hangzhou-h")
+        );
+        assert_eq!((r.total, r.available), (3, 2));
+        assert!(r.is_active() && r.targeted);
+        assert_eq!(r.start.as_deref(), Some("2026-02-19T02:01:00Z"));
+        assert_eq!(r.end.as_deref(), Some("2027-02-19T03:02:00Z"));
+        assert_eq!(r.tags.get("team").map(String::as_str), Some("ml"));
+        // Open, being prepared, no end: listed, takes no launch.
+        let later = json!({"Status": "Prepared", "PrivatePoolOptionsMatchCriteria": "Open",
+            "PrivatePoolOptionsId": "eap-bp67acfmxazb4ph3abcd", "EndTime": "",
+            "AllocatedResources": {"AllocatedResource": [{"UsedAmount": 0, "TotalAmount": 2,
+                "ZoneId": "cn-hangzhou-i", "InstanceType": "ecs.gn7i-c8g1.2xlarge"}]}});
+        let r = &private_pool(&later)[0];
+        assert_eq!(r.state, "scheduled");
+        assert!(!r.is_active() && !r.targeted);
+        assert_eq!((r.zone.as_str(), r.end.as_deref()), ("cn-hangzhou-i", None));
     }
 
     #[test]

@@ -46,6 +46,9 @@ const RULES: &[(ErrorKind, &[Code])] = &[
             Starts("OperationDenied.ResourceControl"),
             Is("ResourceNotAvailable"),
             Starts("InvalidZoneId.NotSupportShareEncryptedImage"),
+            // The targeted private pool is used up (RunInstances), as EC2's
+            // ReservationCapacityExceeded is for a reservation.
+            Is("Invalid.PrivatePoolOptions.NoStock"),
         ],
     ),
     // Account limits.

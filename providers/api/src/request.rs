@@ -70,7 +70,7 @@ impl Create<InstanceSpec> {
             Some(id) => Err(ProviderError::new(
                 ErrorKind::Invalid,
                 format!(
-                    "instance {}: gpuform cannot launch into capacity reservation {id} on {cloud} (reservations are supported on aws)",
+                    "instance {}: gpuform cannot launch into capacity reservation {id} on {cloud} (reservations are supported on aws and alibaba)",
                     self.ownership.address
                 ),
             )),

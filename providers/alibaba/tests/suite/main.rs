@@ -8,6 +8,7 @@ mod buckets;
 mod docs;
 mod inventory;
 mod mock;
+mod pools;
 mod quota;
 mod sdk_request_shape;
 mod volumes;

@@ -7,6 +7,10 @@
 // `map_or(true, …)` keeps the crate's MSRV (1.80; `is_none_or` is 1.82).
 #![allow(clippy::unnecessary_map_or)]
 
+mod pools;
+
+pub use pools::{PoolKind, PoolSpec};
+
 use crate::MockResource;
 use gpuform_provider::ResourceKind;
 use serde_json::{json, Value};
@@ -174,6 +178,8 @@ struct Instance {
     launch_failed: bool,
     /// The primary private address, from the vSwitch's CIDR block.
     private_ip: String,
+    /// The private pool it was launched into ("" for the public pool).
+    private_pool: String,
 }
 
 #[derive(Debug, Clone)]
@@ -236,6 +242,8 @@ pub struct Cloud {
     sets: Vec<DeploymentSet>,
     instances: Vec<Instance>,
     disks: Vec<Disk>,
+    /// Elasticity assurances and capacity reservations ([`pools`]).
+    pools: Vec<pools::Pool>,
     /// (action, ClientToken) → (ids made, parameters of the first call).
     tokens: HashMap<(String, String), TokenUse>,
     faults: VecDeque<Fault>,
@@ -836,6 +844,7 @@ impl Cloud {
             sets: Vec::new(),
             instances: Vec::new(),
             disks: Vec::new(),
+            pools: Vec::new(),
             tokens: HashMap::new(),
             faults: VecDeque::new(),
             no_stock: Vec::new(),
@@ -1011,6 +1020,8 @@ impl Cloud {
             "DescribeZones",
             "DescribeAvailableResource",
             "DescribeAccountAttributes",
+            "DescribeElasticityAssurances",
+            "DescribeCapacityReservations",
         ];
         let vpc = [
             "CreateVpc",
@@ -1122,6 +1133,12 @@ impl Cloud {
                 self.describe_available_resource(&region, q)
             }
             (ECS_VERSION, "DescribeAccountAttributes") => self.describe_account_attributes(q),
+            (ECS_VERSION, "DescribeElasticityAssurances") => {
+                self.describe_pools(PoolKind::ElasticityAssurance, &region, q)
+            }
+            (ECS_VERSION, "DescribeCapacityReservations") => {
+                self.describe_pools(PoolKind::CapacityReservation, &region, q)
+            }
             _ => Err(ApiError::new(
                 404,
                 "InvalidAction.NotFound",
@@ -1890,7 +1907,8 @@ impl Cloud {
     /// ImageId, VSwitchId, SecurityGroupId, DeploymentSetId, Amount (1-100),
     /// MinAmount, InstanceChargeType (PostPaid | PrePaid + Period/PeriodUnit),
     /// SpotStrategy, SystemDisk.Size/Category, UserData (Base64), ClientToken,
-    /// Tag.N (set on the instance and its disks). Answers
+    /// Tag.N (set on the instance and its disks), PrivatePoolOptions.*
+    /// (see [`pools`]). Answers
     /// InstanceIdSets.InstanceIdSet[]. Error codes used: 403
     /// OperationDenied.NoStock, 403 QuotaExceed.ElasticQuotaNo, 404
     /// InvalidImageId.NotFound / InvalidVSwitchId.NotFound /
@@ -1998,6 +2016,7 @@ impl Cloud {
                 "The specified SpotStrategy is not valid.",
             ));
         }
+        let pool = self.pool_for_launch(region, q, (&zone, &itype, &charge, &spot), amount)?;
         if self.no_stock.iter().any(|(z, t)| *z == zone && *t == itype) {
             return Err(ApiError::new(403, "OperationDenied.NoStock", "The requested resource is sold out in the specified zone; try other types of resources or other regions and zones."));
         }
@@ -2064,6 +2083,7 @@ impl Cloud {
                 renewal: renewal.into(),
                 launch_failed,
                 private_ip,
+                private_pool: pool.clone().unwrap_or_default(),
             });
             self.disks.push(Disk {
                 id: new_id("d", region),
@@ -2081,6 +2101,9 @@ impl Cloud {
                 created: Instant::now(),
             });
             ids.push(id);
+        }
+        if let Some(pool) = &pool {
+            self.count_launch(pool, amount);
         }
         Ok(
             json!({"InstanceIdSets": {"InstanceIdSet": ids}, "OrderId": format!("{}", random_u64() % 1_000_000_000_000), "TradePrice": 0.0}),

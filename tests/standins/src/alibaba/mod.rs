@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
 
-pub use cloud::{Fault, VcpuQuota, TAG_FILTER_CAP};
+pub use cloud::{Fault, PoolKind, PoolSpec, VcpuQuota, TAG_FILTER_CAP};
 
 /// Test credentials the stand-in accepts (and [`AlibabaMock::env`] hands out).
 pub const ACCESS_KEY_ID: &str = "LTAI5tGpuformMockKeyId01";
@@ -161,6 +161,29 @@ impl AlibabaMock {
     /// (default 50 ms).
     pub fn set_disk_creating_time(&self, d: Duration) {
         self.cloud().disk_creating_for = d;
+    }
+
+    /// Makes a private pool (an elasticity assurance or a capacity
+    /// reservation, as the console would); its id (`eap-…`, `crp-…`).
+    pub fn create_pool(&self, spec: PoolSpec) -> String {
+        self.cloud().create_pool(spec)
+    }
+
+    /// Sets a private pool's Status (Preparing, Active, Released, …);
+    /// false if there is no such pool.
+    pub fn set_pool_status(&self, id: &str, status: &str) -> bool {
+        self.cloud().set_pool_status(id, status)
+    }
+
+    /// RunInstances launches counted against private pool `id`, ever
+    /// (`None`: no such pool).
+    pub fn pool_launches(&self, id: &str) -> Option<u32> {
+        self.cloud().pool_launches(id)
+    }
+
+    /// Live instances in private pool `id` (its `UsedAmount`).
+    pub fn pool_used(&self, id: &str) -> u32 {
+        self.cloud().pool_used(id)
     }
 
     /// Tag keys and values of a live resource (for tests).
