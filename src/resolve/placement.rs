@@ -84,7 +84,24 @@ pub fn choose(
             "write candidates as `CLOUD` or `CLOUD/REGION`".to_string(),
         )
     })?;
-    for cand in &cands {
+    known_regions(catalog, &cands)?;
+    let (per_candidate, capacity_note) =
+        offers_per_candidate(catalog, cluster, &cands, template, opts);
+    match pick(cluster, c, &cands, &per_candidate, &capacity_note, opts) {
+        Some((m, why)) => Ok(Chosen {
+            cloud: m.offering.cloud,
+            region: m.offering.region.clone(),
+            instance_type: m.instance.name.clone(),
+            hourly_usd: m.hourly_usd,
+            why,
+        }),
+        None => Err(nothing_fits(catalog, c, &cands, template, &capacity_note)),
+    }
+}
+
+/// Each candidate's region must be one the catalog knows.
+fn known_regions(catalog: &Catalog, cands: &[Candidate]) -> Result<(), (String, String)> {
+    for cand in cands {
         if let Some(r) = &cand.region {
             if catalog.region(cand.cloud, r).is_none() {
                 return Err((
@@ -107,6 +124,18 @@ pub fn choose(
             }
         }
     }
+    Ok(())
+}
+
+/// Each candidate's matching offers, cheapest first, without the regions
+/// this apply found out of capacity; and the note naming those.
+fn offers_per_candidate<'c>(
+    catalog: &'c Catalog,
+    cluster: &str,
+    cands: &'c [Candidate],
+    template: &OfferQuery,
+    opts: &ResolveOptions,
+) -> (Vec<(&'c Candidate, Vec<Match<'c>>)>, String) {
     let exhausted_region = |cloud: Cloud, region: &str| -> bool {
         catalog.region(cloud, region).is_some_and(|r| {
             !r.zones.is_empty()
@@ -118,7 +147,7 @@ pub fn choose(
     };
     let mut per_candidate: Vec<(&Candidate, Vec<Match<'_>>)> = Vec::new();
     let mut skipped_for_capacity: Vec<String> = Vec::new();
-    for cand in &cands {
+    for cand in cands {
         let q = OfferQuery {
             cloud: Some(cand.cloud),
             region: cand.region.clone(),
@@ -142,17 +171,32 @@ pub fn choose(
     } else {
         format!("; out of capacity: {}", skipped_for_capacity.join(", "))
     };
-    let describe = |m: &Match<'_>| {
-        format!(
-            "{} {} {}{}",
-            m.offering.cloud,
-            m.offering.region,
-            m.instance.name,
-            m.hourly_usd
-                .map(|p| format!(" at ${p:.2}/h"))
-                .unwrap_or_else(|| " (no price)".into())
-        )
-    };
+    (per_candidate, capacity_note)
+}
+
+/// An offer in a few words: where, what, at what price.
+fn describe(m: &Match<'_>) -> String {
+    format!(
+        "{} {} {}{}",
+        m.offering.cloud,
+        m.offering.region,
+        m.instance.name,
+        m.hourly_usd
+            .map(|p| format!(" at ${p:.2}/h"))
+            .unwrap_or_else(|| " (no price)".into())
+    )
+}
+
+/// The offer a cluster goes to, and why: where it runs while that still
+/// fits, else by its strategy.
+fn pick<'c>(
+    cluster: &str,
+    c: &Cluster,
+    cands: &[Candidate],
+    per_candidate: &[(&Candidate, Vec<Match<'c>>)],
+    capacity_note: &str,
+    opts: &ResolveOptions,
+) -> Option<(Match<'c>, String)> {
     // A running cluster stays where it is while that place still fits: a
     // move is a reviewed migration, never a side effect of a price list.
     let here = opts.current.get(cluster).and_then(|p| {
@@ -161,7 +205,7 @@ pub fn choose(
             .flat_map(|(_, ms)| ms.iter())
             .find(|m| m.offering.cloud == p.cloud && m.offering.region == p.region)
     });
-    let pick = match (here, c.strategy) {
+    match (here, c.strategy) {
         (Some(m), _) => Some((
             m.clone(),
             format!(
@@ -216,53 +260,52 @@ pub fn choose(
                     })
                 }),
         },
-    };
-    match pick {
-        Some((m, why)) => Ok(Chosen {
-            cloud: m.offering.cloud,
-            region: m.offering.region.clone(),
-            instance_type: m.instance.name.clone(),
-            hourly_usd: m.hourly_usd,
-            why,
-        }),
-        None => {
-            let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
-            let close = catalog.closest(
-                &OfferQuery {
-                    cloud: None,
-                    region: None,
-                    ..template.clone()
-                },
-                3,
-            );
-            let hint = if close.is_empty() {
-                "run `gpuform offers` to see what each cloud offers".to_string()
-            } else {
-                format!(
-                    "closest offers: {}",
-                    close
-                        .iter()
-                        .map(|m| format!(
-                            "{}{}",
-                            describe(m),
-                            m.difference
-                                .as_ref()
-                                .map(|d| format!(" ({d})"))
-                                .unwrap_or_default()
-                        ))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            };
-            Err((
-                format!(
-                    "no candidate offers {} × {} with these constraints (candidates: {}){capacity_note}",
-                    c.gpu.count,
-                    template.gpu_model.as_deref().unwrap_or("?"),
-                    labels.join(", ")
-                ),
-                hint,
-            ))
-        }
     }
+}
+
+/// Why nothing fits, with the closest offers as the hint.
+fn nothing_fits(
+    catalog: &Catalog,
+    c: &Cluster,
+    cands: &[Candidate],
+    template: &OfferQuery,
+    capacity_note: &str,
+) -> (String, String) {
+    let labels: Vec<String> = cands.iter().map(|c| c.label()).collect();
+    let close = catalog.closest(
+        &OfferQuery {
+            cloud: None,
+            region: None,
+            ..template.clone()
+        },
+        3,
+    );
+    let hint = if close.is_empty() {
+        "run `gpuform offers` to see what each cloud offers".to_string()
+    } else {
+        format!(
+            "closest offers: {}",
+            close
+                .iter()
+                .map(|m| format!(
+                    "{}{}",
+                    describe(m),
+                    m.difference
+                        .as_ref()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    (
+        format!(
+            "no candidate offers {} × {} with these constraints (candidates: {}){capacity_note}",
+            c.gpu.count,
+            template.gpu_model.as_deref().unwrap_or("?"),
+            labels.join(", ")
+        ),
+        hint,
+    )
 }
