@@ -22,6 +22,7 @@
 //! tagged resources, or making them again).
 
 mod buckets;
+use buckets::user_tags;
 
 pub use buckets::ImportedBucket;
 
@@ -1218,20 +1219,7 @@ fn cluster_block(
     }
     // The tags every node has alike; the others stay on their nodes.
     let tags_of = |i: &InventoryInstance| -> BTreeMap<String, String> {
-        seen.get(&i.id)
-            .and_then(|o| o.attrs.get("tags"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        seen.get(&i.id).map(user_tags).unwrap_or_default()
     };
     let mut common = tags_of(first);
     for i in &g.instances[1..] {

@@ -20,7 +20,6 @@
 
 use crate::checks;
 use crate::cloud::{attrs_json, Inner};
-use crate::errors::internal;
 use crate::ids::make_id;
 use crate::store::CreateRec;
 use gpuform_catalog::{Catalog, Day, PricingModel};
@@ -171,23 +170,7 @@ pub(crate) fn purchase(
         refs: Default::default(),
         attrs: None,
     };
-    let mut buf = std::mem::take(&mut inner.scratch);
-    buf.clear();
-    rec.write_line(&json, &mut buf);
-    let written = inner.inv.append_bytes(&buf).map_err(internal);
-    inner.scratch = buf;
-    written?;
-    inner.store.records += 1;
-    inner
-        .store
-        .apply_create(&rec, json.into_boxed_str())
-        .map_err(internal)?;
-    let cs = inner.store.cloud(cloud);
-    let e = cs
-        .by_id
-        .get(rec.id.as_str())
-        .ok_or_else(|| internal("a bought block vanished"))?;
-    Ok(cs.observe(&rec.id, e))
+    crate::create::append(inner, &rec, json)
 }
 
 /// EC2's `State` of a block on `today` (the sandbox's clock: the pinned

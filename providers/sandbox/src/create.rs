@@ -180,6 +180,12 @@ pub(crate) fn create(
         refs: req.refs.clone(),
         attrs: None,
     };
+    append(inner, &rec, json)
+}
+
+/// Writes a create to the inventory log, then to the store, and answers
+/// what the cloud now reports of it.
+pub(crate) fn append(inner: &mut Inner, rec: &CreateRec, json: String) -> Result<ObservedResource> {
     let mut buf = std::mem::take(&mut inner.scratch);
     buf.clear();
     rec.write_line(&json, &mut buf);
@@ -189,9 +195,9 @@ pub(crate) fn create(
     inner.store.records += 1;
     inner
         .store
-        .apply_create(&rec, json.into_boxed_str())
+        .apply_create(rec, json.into_boxed_str())
         .map_err(internal)?;
-    let cs = inner.store.cloud(cloud);
+    let cs = inner.store.cloud(rec.cloud);
     let e = cs
         .by_id
         .get(rec.id.as_str())

@@ -202,7 +202,8 @@ fn target_cloud(req: &ImportRequest<'_>) -> Option<Cloud> {
         .map(|t| t.cloud)
 }
 
-fn user_tags(o: &ObservedResource) -> BTreeMap<String, String> {
+/// A resource's user tags as the cloud reports them, values as text.
+pub(super) fn user_tags(o: &ObservedResource) -> BTreeMap<String, String> {
     o.attrs
         .get("tags")
         .and_then(Value::as_object)
