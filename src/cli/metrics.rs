@@ -179,6 +179,7 @@ mod tests {
         let mut pass = Pass::default();
         pass.repairs.push(Repair {
             address: "cluster.a.node[0]".into(),
+            id: None,
             action: Action::Create,
             cause: Cause::Reclaimed,
             why: String::new(),

@@ -59,6 +59,9 @@ impl Cause {
 #[derive(Debug, Clone, Serialize)]
 pub struct Repair {
     pub address: String,
+    /// The cloud's id the state recorded before this repair (the reclaimed
+    /// or deleted instance), for matching a cloud's event about it.
+    pub id: Option<String>,
     pub action: Action,
     pub cause: Cause,
     /// In words, for the log line.
@@ -231,12 +234,14 @@ pub fn sort_changes(
         match classify(c, current, expired, on_demand) {
             Ok((cause, why)) => repairs.push(Repair {
                 address: c.address.clone(),
+                id: recorded_id(current, &c.address),
                 action: c.action,
                 cause,
                 why,
             }),
             Err(_) if apply_all => repairs.push(Repair {
                 address: c.address.clone(),
+                id: recorded_id(current, &c.address),
                 action: c.action,
                 cause: Cause::Drift,
                 why: "applied with --apply-all".into(),
@@ -282,6 +287,10 @@ pub fn sort_changes(
         }
     }
     (repairs, pending)
+}
+
+fn recorded_id(current: &Current, address: &str) -> Option<String> {
+    current.doc.resources.get(address).map(|r| r.id.clone())
 }
 
 /// Whether one change restores what was applied (`Ok`: its cause) or is

@@ -34,6 +34,8 @@ mod e2e_buckets_cos_obs;
 mod e2e_buckets_oss;
 mod e2e_clouds;
 mod e2e_sandbox;
+#[cfg(feature = "aws")]
+mod events_moto;
 mod failover;
 mod huawei_docs;
 mod import;
