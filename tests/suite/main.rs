@@ -54,6 +54,7 @@ mod quota;
 mod quota_aws;
 mod recommend;
 mod reconcile;
+mod reconcile_window;
 mod spec_buckets;
 mod spec_errors;
 mod spec_fmt;

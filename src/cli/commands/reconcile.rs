@@ -44,6 +44,7 @@ pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
     let mut log = Log {
         json,
         last_pending: None,
+        last_postponed: None,
         standby: false,
     };
     let metrics = crate::cli::metrics::Shared::default();
@@ -364,6 +365,8 @@ struct Log {
     /// What the previous pass left for review, so that an unchanged list is
     /// not printed again every interval.
     last_pending: Option<Vec<String>>,
+    /// Likewise for what it postponed to a maintenance window.
+    last_postponed: Option<Vec<String>>,
     /// Whether the standby line was printed for the current wait.
     standby: bool,
 }
@@ -523,6 +526,34 @@ impl Log {
             }
         }
         self.last_pending = Some(pending);
+        let postponed: Vec<String> = pass
+            .postponed
+            .iter()
+            .map(|p| format!("{} {} {}", p.action.as_str(), p.address, p.until))
+            .collect();
+        if self.last_postponed.as_ref() != Some(&postponed) {
+            for p in &pass.postponed {
+                self.emit(
+                    "postponed",
+                    serde_json::json!({
+                        "address": p.address,
+                        "action": p.action,
+                        "why": p.why,
+                        "until": p.until,
+                        "window": p.window,
+                    }),
+                    format!(
+                        "postponed: {} {} ({}): outside the maintenance window ({}); postponed until the maintenance window {}",
+                        p.action.as_str(),
+                        p.address,
+                        p.why,
+                        p.window,
+                        p.until
+                    ),
+                );
+            }
+        }
+        self.last_postponed = Some(postponed);
         let nodes: serde_json::Map<String, serde_json::Value> = pass
             .nodes
             .iter()
@@ -544,13 +575,15 @@ impl Log {
             serde_json::json!({
                 "repairs": pass.repairs.len(),
                 "pending": pass.pending.len(),
+                "postponed": pass.postponed.len(),
                 "nodes": nodes,
                 "plan_ms": pass.plan_ms,
             }),
             format!(
-                "pass: {} repair(s), {} pending review; nodes running/desired: {}",
+                "pass: {} repair(s), {} pending review, {} postponed; nodes running/desired: {}",
                 pass.repairs.len(),
                 pass.pending.len(),
+                pass.postponed.len(),
                 if summary.is_empty() {
                     "none".into()
                 } else {
