@@ -360,7 +360,12 @@ pub fn sort_changes(
                 address: r.address,
                 action: r.action,
                 why: r.why,
-                until: crate::clock::format_instant(opens),
+                // A window that does not parse (load refuses it) never opens.
+                until: if opens == i64::MAX {
+                    "never (the window does not parse)".into()
+                } else {
+                    crate::clock::format_instant(opens)
+                },
                 window: words.clone(),
             }),
             _ => kept.push(r),

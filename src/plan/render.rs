@@ -194,10 +194,10 @@ fn render_change(out: &mut String, c: &ResourceChange) {
     };
     let colored = |s: &str| -> String {
         match c.action {
-            Action::Create => paint(&s, Paint::Green).to_string(),
-            Action::Update => paint(&s, Paint::Yellow).to_string(),
-            Action::Replace => paint(&s, Paint::Magenta).to_string(),
-            Action::Delete => paint(&s, Paint::Red).to_string(),
+            Action::Create => paint(s, Paint::Green).to_string(),
+            Action::Update => paint(s, Paint::Yellow).to_string(),
+            Action::Replace => paint(s, Paint::Magenta).to_string(),
+            Action::Delete => paint(s, Paint::Red).to_string(),
             Action::NoOp => s.to_string(),
         }
     };

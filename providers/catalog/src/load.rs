@@ -531,7 +531,7 @@ impl Tables {
             &price_table(&["region", "instance_type", "pricing"]),
             |row| {
                 let region = row.req("region")?;
-                let it = row.known_type(cloud, &types)?;
+                let it = row.known_type(cloud, types)?;
                 let pricing = parse_pricing(&row)?;
                 let hourly = row.f64("price")?;
                 if hourly <= 0.0 {
@@ -593,7 +593,7 @@ impl Tables {
             &price_table(&["region", "instance_type", "months", "note"]),
             |row| {
                 let region = row.req("region")?;
-                let it = row.known_type(cloud, &types)?;
+                let it = row.known_type(cloud, types)?;
                 if region != "*" && !cloud_regions.iter().any(|r| r.name == region) {
                     return Err(row.err(format!("unknown {cloud} region `{region}`")));
                 }
