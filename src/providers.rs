@@ -2,7 +2,9 @@
 
 use crate::address::Target;
 use crate::EngineError;
-use gpuform_provider::{CatalogApi, Cloud, InventoryApi, PriceApi, Provider, ProviderError};
+use gpuform_provider::{
+    CatalogApi, Cloud, EventSource, InventoryApi, PriceApi, Provider, ProviderError,
+};
 use gpuform_sandbox::{Faults, SandboxCloud};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -216,4 +218,44 @@ pub async fn catalog_api(cloud: Cloud) -> Result<Arc<dyn CatalogApi>, ProviderEr
         return Ok(Arc::new(p));
     }
     Ok(build_real_cloud(cloud, None).await?.catalog)
+}
+
+/// The event source `gpuform reconcile --events URL` reads: an SQS queue fed
+/// by EventBridge (AWS is the only cloud that pushes instance events).
+pub async fn event_source(url: &str) -> Result<Arc<dyn EventSource>, ProviderError> {
+    #[cfg(feature = "aws")]
+    {
+        Ok(Arc::new(
+            gpuform_aws::events::SqsEvents::from_url(url).await?,
+        ))
+    }
+    #[cfg(not(feature = "aws"))]
+    {
+        let _ = url;
+        Err(ProviderError::new(
+            gpuform_provider::ErrorKind::Invalid,
+            "--events reads an AWS SQS queue, and the aws provider is not in this build of gpuform\n  hint: rebuild with default features, or run reconcile without --events (it polls)",
+        ))
+    }
+}
+
+/// `gpuform reconcile --print-event-rules`: the EventBridge rules and SQS
+/// queue policy for `--events`, for the regions the spec's AWS clusters use.
+pub fn event_rules(queue_url: Option<&str>, regions: &[String]) -> Result<String, ProviderError> {
+    #[cfg(feature = "aws")]
+    {
+        let queue = queue_url
+            .map(gpuform_aws::events::QueueUrl::parse)
+            .transpose()
+            .map_err(|m| ProviderError::new(gpuform_provider::ErrorKind::Invalid, m))?;
+        Ok(gpuform_aws::events::event_rules(queue.as_ref(), regions))
+    }
+    #[cfg(not(feature = "aws"))]
+    {
+        let _ = (queue_url, regions);
+        Err(ProviderError::new(
+            gpuform_provider::ErrorKind::Invalid,
+            "the aws provider is not in this build of gpuform (built without the `aws` feature)",
+        ))
+    }
 }

@@ -16,6 +16,8 @@ pub fn amount(v: f64) -> String {
     let cents = cents.abs();
     let whole = (cents / 100).to_string();
     let mut grouped = String::new();
+    // `is_multiple_of` is Rust 1.87; the MSRV (rust-version) is 1.80.
+    #[allow(clippy::manual_is_multiple_of)]
     for (i, ch) in whole.chars().enumerate() {
         if i > 0 && (whole.len() - i).is_multiple_of(3) {
             grouped.push(',');

@@ -571,6 +571,19 @@ pub struct ReconcileArgs {
     /// Time between passes: `30s`, `5m`, `1h`.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
+    /// React to EC2 events at once: the URL of an SQS queue EventBridge
+    /// feeds with spot interruption warnings, rebalance recommendations and
+    /// state changes (`--print-event-rules` prints the rules). Between
+    /// passes the queue is long-polled; an event naming an instance of this
+    /// state starts a pass without waiting for the interval. A message is
+    /// deleted once a pass that handled it saved state.
+    #[arg(long, value_name = "QUEUE_URL", conflicts_with = "once")]
+    pub events: Option<String>,
+    /// Print the EventBridge rules and the SQS queue policy `--events`
+    /// needs, for the regions of the spec's AWS clusters (and the queue of
+    /// `--events`, when given), then exit.
+    #[arg(long)]
+    pub print_event_rules: bool,
     /// Also apply the changes that need review (spec edits, replacements,
     /// deletions): reconcile then keeps the spec true as a continuous
     /// `gpuform apply --auto-approve` would.

@@ -15,6 +15,7 @@ pub struct Metrics {
     errors: u64,
     repairs: BTreeMap<&'static str, u64>,
     pending: u64,
+    postponed: u64,
     nodes: BTreeMap<String, (u32, u32)>,
     /// Seconds since the epoch of the last pass that ended without an error.
     last_success: Option<u64>,
@@ -30,6 +31,7 @@ impl Metrics {
             *self.repairs.entry(r.cause.as_str()).or_default() += 1;
         }
         self.pending = pass.pending.len() as u64;
+        self.postponed = pass.postponed.len() as u64;
         self.nodes = pass
             .nodes
             .iter()
@@ -77,7 +79,7 @@ impl Metrics {
         family(
             "gpuform_reconcile_repairs_total",
             "counter",
-            "Changes made by reconcile, by cause (reclaimed, deleted, drift, interrupted, leftover, expired).",
+            "Changes made by reconcile, by cause (reclaimed, deleted, drift, interrupted, leftover, expired, back-to-spot).",
             CAUSES
                 .iter()
                 .map(|c| {
@@ -91,6 +93,12 @@ impl Metrics {
             "gauge",
             "Changes the last pass left for a person's apply.",
             plain(self.pending),
+        );
+        family(
+            "gpuform_reconcile_postponed",
+            "gauge",
+            "Disruptive changes the last pass postponed to their cluster's maintenance window.",
+            plain(self.postponed),
         );
         family(
             "gpuform_reconcile_nodes_desired",
@@ -114,13 +122,14 @@ impl Metrics {
     }
 }
 
-const CAUSES: [Cause; 6] = [
+const CAUSES: [Cause; 7] = [
     Cause::Reclaimed,
     Cause::Deleted,
     Cause::Drift,
     Cause::Interrupted,
     Cause::Leftover,
     Cause::Expired,
+    Cause::BackToSpot,
 ];
 
 /// Label values escape `\`, `"` and newlines.
@@ -179,6 +188,7 @@ mod tests {
         let mut pass = Pass::default();
         pass.repairs.push(Repair {
             address: "cluster.a.node[0]".into(),
+            id: None,
             action: Action::Create,
             cause: Cause::Reclaimed,
             why: String::new(),

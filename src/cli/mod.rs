@@ -4,6 +4,7 @@
 pub mod args;
 mod commands;
 mod credentials;
+mod inbox;
 mod metrics;
 pub(crate) mod out;
 pub mod progress;

@@ -5,6 +5,14 @@
 //! whose lifetime ended. Everything else (a spec edit, a replacement nobody
 //! asked for, a deletion) waits for a person's `gpuform apply`.
 //!
+//! A cluster's `maintenance_window` bounds the *disruptive* changes — those
+//! that replace or delete something that still runs: its spot fallback's
+//! on-demand nodes going back to spot once the hold is over (which reconcile
+//! makes on its own only for a cluster with a window), and `--apply-all`'s
+//! replacements and deletions. Outside the window they are postponed and
+//! reported with the window's next opening; re-creating what vanished, a
+//! leftover's deletion and an expired lifetime's deletions never wait.
+//!
 //! The test of "restores": the state records the attributes the last apply
 //! asked for. A change whose target equals that record undoes something
 //! done behind gpuform's back; a change whose target differs from it is the
@@ -19,6 +27,7 @@ use crate::plan::diff::{changed_keys, totals};
 use crate::plan::{Action, Plan, ResourceChange};
 use crate::providers::Providers;
 use crate::refresh::Current;
+use crate::spec::window::Standing;
 use gpuform_provider::ResourceKind;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +50,9 @@ pub enum Cause {
     Leftover,
     /// The cluster's `expires_at` passed.
     Expired,
+    /// A spot fallback's on-demand node goes back to spot (the hold is
+    /// over), in the cluster's maintenance window.
+    BackToSpot,
 }
 
 impl Cause {
@@ -52,6 +64,7 @@ impl Cause {
             Cause::Interrupted => "interrupted",
             Cause::Leftover => "leftover",
             Cause::Expired => "expired",
+            Cause::BackToSpot => "back-to-spot",
         }
     }
 }
@@ -60,6 +73,9 @@ impl Cause {
 #[derive(Debug, Clone, Serialize)]
 pub struct Repair {
     pub address: String,
+    /// The cloud's id the state recorded before this repair (the reclaimed
+    /// or deleted instance), for matching a cloud's event about it.
+    pub id: Option<String>,
     pub action: Action,
     pub cause: Cause,
     /// In words, for the log line.
@@ -74,11 +90,24 @@ pub struct Pending {
     pub why: String,
 }
 
+/// A disruptive change a cluster's maintenance window holds back.
+#[derive(Debug, Clone, Serialize)]
+pub struct Postponed {
+    pub address: String,
+    pub action: Action,
+    pub why: String,
+    /// When the window opens next (`YYYY-MM-DDTHH:MM:SSZ`).
+    pub until: String,
+    /// The window in words (`sat, sun 02:00 UTC for 4h`).
+    pub window: String,
+}
+
 /// What one pass found and did.
 #[derive(Debug, Default, Serialize)]
 pub struct Pass {
     pub repairs: Vec<Repair>,
     pub pending: Vec<Pending>,
+    pub postponed: Vec<Postponed>,
     /// Nodes per cluster the spec asks for, and how many run (before repair).
     pub nodes: BTreeMap<String, NodeCount>,
     /// The apply of the repairs; `None` when there was nothing to repair.
@@ -111,21 +140,29 @@ pub async fn pass(
     cancel: Arc<AtomicBool>,
 ) -> Result<Pass, EngineError> {
     let started = std::time::Instant::now();
+    let now = crate::clock::now_secs();
     let (mut plan, mut current) =
         make_plan(req, locked.doc.clone(), locked.existed, &providers).await?;
-    let expired = expired_clusters(req);
     let nodes = node_counts(&plan, &current);
-    let none = BTreeSet::new();
-    let (mut repairs, mut pending) = sort_changes(&plan, &current, &expired, &none, opts.apply_all);
+    let mut sorting = Sorting {
+        expired: expired_clusters(req, now),
+        on_demand: BTreeSet::new(),
+        fell_back: fell_back(&locked.doc, &req.loaded.spec),
+        windows: windows(&req.loaded.spec, now),
+        apply_all: opts.apply_all,
+    };
+    let (mut repairs, mut pending, mut postponed) = sort_changes(&plan, &current, &sorting);
     // Reclaims are counted (in state, before anything is made) for the
     // clusters' spot fallback; when it is on, the reclaimed nodes come back
     // on-demand: plan again with them so.
-    let fallen = record_reclaims(locked, req, &repairs, &current)?;
+    let fallen = record_reclaims(locked, req, &repairs, &current, now)?;
     if !fallen.is_empty() {
         let mut again = req.clone();
         again.resolve.on_demand_nodes = fallen.clone();
         (plan, current) = make_plan(&again, locked.doc.clone(), locked.existed, &providers).await?;
-        (repairs, pending) = sort_changes(&plan, &current, &expired, &fallen, opts.apply_all);
+        sorting.on_demand = fallen;
+        sorting.fell_back = fell_back(&locked.doc, &req.loaded.spec);
+        (repairs, pending, postponed) = sort_changes(&plan, &current, &sorting);
     }
     let mut out = Pass {
         nodes,
@@ -133,6 +170,7 @@ pub async fn pass(
         ..Pass::default()
     };
     out.pending = pending;
+    out.postponed = postponed;
     if repairs.is_empty() {
         return Ok(out);
     }
@@ -164,8 +202,8 @@ fn record_reclaims(
     req: &PlanRequest,
     repairs: &[Repair],
     current: &Current,
+    now: i64,
 ) -> Result<BTreeSet<String>, EngineError> {
-    let now = crate::clock::now_secs();
     let mut changed = false;
     let mut reclaimed: BTreeSet<String> = BTreeSet::new();
     for r in repairs.iter().filter(|r| r.cause == Cause::Reclaimed) {
@@ -207,24 +245,81 @@ fn record_reclaims(
 
 /// The clusters of the spec whose `expires_at` has passed: resolve leaves
 /// them out, so the plan deletes them, and those deletions are repairs.
-fn expired_clusters(req: &PlanRequest) -> BTreeSet<String> {
-    crate::resolve::expired_clusters(&req.loaded.spec, crate::clock::now_secs())
+fn expired_clusters(req: &PlanRequest, now: i64) -> BTreeSet<String> {
+    crate::resolve::expired_clusters(&req.loaded.spec, now)
         .into_iter()
         .map(|(name, _)| name)
         .collect()
 }
 
-/// Splits a plan's changes into repairs and changes for review. A repair
-/// whose dependency is a create or replace that waits for review waits too.
+/// The clusters whose spot fallback has been on (their reclaim log holds
+/// at least `after` reclaims): an on-demand node of theirs that the spec
+/// wants on spot again is the policy's own change, not a spec edit.
+fn fell_back(doc: &crate::state::StateDoc, spec: &crate::spec::Spec) -> BTreeSet<String> {
+    spec.clusters
+        .iter()
+        .filter(|(name, c)| {
+            let after = c
+                .spot_policy
+                .as_ref()
+                .and_then(|p| p.fallback.as_ref())
+                .map(|f| f.after.max(1) as usize);
+            after.is_some_and(|n| doc.reclaims.get(*name).is_some_and(|log| log.len() >= n))
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// Each cluster with a `maintenance_window`: whether it is open at `now`,
+/// and the window in words.
+fn windows(spec: &crate::spec::Spec, now: i64) -> BTreeMap<String, (Standing, String)> {
+    spec.clusters
+        .iter()
+        .filter_map(|(name, c)| {
+            let w = c.maintenance_window.as_ref()?;
+            Some((name.clone(), (w.standing(now), w.describe())))
+        })
+        .collect()
+}
+
+/// What sorting a plan's changes needs besides the plan.
+#[derive(Debug, Default)]
+pub struct Sorting {
+    /// Clusters past their `expires_at`.
+    pub expired: BTreeSet<String>,
+    /// Reclaimed nodes that come back on-demand (the fallback is on).
+    pub on_demand: BTreeSet<String>,
+    /// Clusters whose spot fallback has been on ([`fell_back`]).
+    pub fell_back: BTreeSet<String>,
+    /// Clusters with a maintenance window: open or closed now, in words.
+    pub windows: BTreeMap<String, (Standing, String)>,
+    /// `--apply-all`.
+    pub apply_all: bool,
+}
+
+/// Whether a change replaces or deletes something that still runs (a
+/// leftover duplicate and an expired cluster's resources excepted: nothing
+/// the spec keeps depends on the first, and the second is the user's order).
+fn disruptive(r: &Repair) -> bool {
+    match r.action {
+        Action::Replace => true,
+        Action::Delete => !matches!(r.cause, Cause::Leftover | Cause::Expired),
+        _ => false,
+    }
+}
+
+/// Splits a plan's changes into repairs, changes for review, and disruptive
+/// changes postponed to their cluster's maintenance window. A repair whose
+/// dependency is a create or replace that waits (for review or the window)
+/// waits too.
 pub fn sort_changes(
     plan: &Plan,
     current: &Current,
-    expired: &BTreeSet<String>,
-    on_demand: &BTreeSet<String>,
-    apply_all: bool,
-) -> (Vec<Repair>, Vec<Pending>) {
+    s: &Sorting,
+) -> (Vec<Repair>, Vec<Pending>, Vec<Postponed>) {
     let mut repairs: Vec<Repair> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
+    let mut postponed: Vec<Postponed> = Vec::new();
     for c in &plan.changes {
         if c.action == Action::NoOp {
             continue;
@@ -239,15 +334,17 @@ pub fn sort_changes(
             });
             continue;
         }
-        match classify(c, current, expired, on_demand) {
+        match classify(c, current, s) {
             Ok((cause, why)) => repairs.push(Repair {
                 address: c.address.clone(),
+                id: recorded_id(current, &c.address),
                 action: c.action,
                 cause,
                 why,
             }),
-            Err(_) if apply_all => repairs.push(Repair {
+            Err(_) if s.apply_all => repairs.push(Repair {
                 address: c.address.clone(),
+                id: recorded_id(current, &c.address),
                 action: c.action,
                 cause: Cause::Drift,
                 why: "applied with --apply-all".into(),
@@ -259,50 +356,94 @@ pub fn sort_changes(
             }),
         }
     }
-    // A repair that needs a resource only a reviewed change makes (or
-    // remakes) waits with it; repeat until nothing moves.
+    // Outside its cluster's window, a disruptive change waits for it.
+    let mut kept = Vec::with_capacity(repairs.len());
+    for r in repairs {
+        let closed = Address::new(&r.address)
+            .cluster()
+            .and_then(|c| s.windows.get(c))
+            .and_then(|(standing, words)| match standing {
+                Standing::Closed { opens } => Some((*opens, words)),
+                Standing::Open { .. } => None,
+            });
+        match closed {
+            Some((opens, words)) if disruptive(&r) => postponed.push(Postponed {
+                address: r.address,
+                action: r.action,
+                why: r.why,
+                // A window that does not parse (load refuses it) never opens.
+                until: if opens == i64::MAX {
+                    "never (the window does not parse)".into()
+                } else {
+                    crate::clock::format_instant(opens)
+                },
+                window: words.clone(),
+            }),
+            _ => kept.push(r),
+        }
+    }
+    repairs = kept;
+    // A repair that needs a resource only a reviewed or postponed change
+    // makes (or remakes) waits with it; repeat until nothing moves.
     let by_address: BTreeMap<&str, &ResourceChange> = plan
         .changes
         .iter()
         .map(|c| (c.address.as_str(), c))
         .collect();
+    let remakes = |a: Action| matches!(a, Action::Create | Action::Replace);
     loop {
-        let waiting: BTreeSet<String> = pending
+        let mut waiting: BTreeMap<String, Option<&Postponed>> = pending
             .iter()
-            .filter(|p| matches!(p.action, Action::Create | Action::Replace))
-            .map(|p| p.address.clone())
+            .filter(|p| remakes(p.action))
+            .map(|p| (p.address.clone(), None))
             .collect();
+        waiting.extend(
+            postponed
+                .iter()
+                .filter(|p| remakes(p.action))
+                .map(|p| (p.address.clone(), Some(p))),
+        );
         let before = repairs.len();
         let mut kept = Vec::with_capacity(repairs.len());
+        let mut held = Vec::new();
         for r in repairs {
-            let blocked = by_address
-                .get(r.address.as_str())
-                .and_then(|c| c.deps.values().find(|d| waiting.contains(*d)).cloned());
+            let blocked = by_address.get(r.address.as_str()).and_then(|c| {
+                c.deps
+                    .values()
+                    .find_map(|d| waiting.get(d).map(|p| (d.clone(), p.cloned())))
+            });
             match blocked {
-                Some(dep) => pending.push(Pending {
+                Some((dep, None)) => pending.push(Pending {
                     address: r.address,
                     action: r.action,
                     why: format!("waits for {dep}, which needs review"),
                 }),
+                Some((dep, Some(p))) => held.push(Postponed {
+                    address: r.address,
+                    action: r.action,
+                    why: format!("waits for {dep}, postponed to the maintenance window"),
+                    until: p.until,
+                    window: p.window,
+                }),
                 None => kept.push(r),
             }
         }
+        postponed.extend(held);
         repairs = kept;
         if repairs.len() == before {
             break;
         }
     }
-    (repairs, pending)
+    (repairs, pending, postponed)
+}
+
+fn recorded_id(current: &Current, address: &str) -> Option<String> {
+    current.doc.resources.get(address).map(|r| r.id.clone())
 }
 
 /// Whether one change restores what was applied (`Ok`: its cause) or is
 /// something a person should review (`Err`: why).
-fn classify(
-    c: &ResourceChange,
-    current: &Current,
-    expired: &BTreeSet<String>,
-    on_demand: &BTreeSet<String>,
-) -> Result<(Cause, String), String> {
+fn classify(c: &ResourceChange, current: &Current, s: &Sorting) -> Result<(Cause, String), String> {
     let record = current.doc.resources.get(&c.address);
     let gone = matches!(current.observed.get(&c.address), Some(None));
     match c.action {
@@ -310,7 +451,7 @@ fn classify(
             Some(r) if gone => {
                 let wanted = c.after.clone().unwrap_or_default();
                 // A spot fallback's market is the policy's choice, not an edit.
-                let fallback = on_demand.contains(&c.address);
+                let fallback = s.on_demand.contains(&c.address);
                 let edited: Vec<String> = changed_keys(&r.attrs, &wanted)
                     .into_iter()
                     .filter(|k| !(fallback && k == "pricing"))
@@ -373,6 +514,13 @@ fn classify(
                 format!("{} changed outside gpuform", drifted.join(", ")),
             ))
         }
+        Action::Replace if back_to_spot(c, current, s) => Ok((
+            Cause::BackToSpot,
+            format!(
+                "{} runs on-demand since the spot fallback, whose hold is over: back to spot (spot_policy.fallback)",
+                record.map(|r| r.id.as_str()).unwrap_or("the node")
+            ),
+        )),
         Action::Replace => Err(match &c.reason {
             Some(r) => format!("a replacement ({r})"),
             None => format!(
@@ -389,7 +537,7 @@ fn classify(
                 ))
             } else if gone {
                 Ok((Cause::Leftover, "already gone; forgotten".into()))
-            } else if let Some(cluster) = address.cluster().filter(|n| expired.contains(*n)) {
+            } else if let Some(cluster) = address.cluster().filter(|n| s.expired.contains(*n)) {
                 Ok((
                     Cause::Expired,
                     format!("cluster {cluster}'s lifetime ended (expires_at)"),
@@ -400,6 +548,35 @@ fn classify(
         }
         Action::NoOp => Err("nothing to do".into()),
     }
+}
+
+/// Whether a replacement moves a node its cluster's spot fallback made
+/// on-demand back to spot, and nothing else: the policy's own change, made
+/// by reconcile for a cluster with a maintenance window (in it), left for
+/// review otherwise.
+fn back_to_spot(c: &ResourceChange, current: &Current, s: &Sorting) -> bool {
+    let Some(cluster) = Address::new(&c.address).cluster() else {
+        return false;
+    };
+    let (Some(r), Some(after)) = (current.doc.resources.get(&c.address), &c.after) else {
+        return false;
+    };
+    let gone = matches!(current.observed.get(&c.address), Some(None));
+    let pricing = |attrs: &gpuform_provider::Attrs| {
+        attrs
+            .get("pricing")
+            .and_then(|p| p.as_str())
+            .map(String::from)
+    };
+    c.kind == gpuform_provider::ResourceKind::Instance
+        && !gone
+        && s.windows.contains_key(cluster)
+        && s.fell_back.contains(cluster)
+        && pricing(&r.attrs).as_deref() == Some("on-demand")
+        && pricing(after).as_deref() == Some("spot")
+        && changed_keys(&r.attrs, after)
+            .iter()
+            .all(|k| k == "pricing" || c.kind.completion_attrs().contains(&k.as_str()))
 }
 
 /// For the clusters with a `spot_policy`: the market each recorded node

@@ -23,6 +23,7 @@ pub mod model;
 pub mod schema;
 pub mod validate;
 pub mod vars;
+pub mod window;
 mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};
@@ -31,3 +32,4 @@ pub use load::{load, load_salvaging, load_str, LoadFailure, LoadedSpec};
 pub use model::*;
 pub use schema::{schema_json, schema_text, SCHEMA_PATH};
 pub use vars::Vars;
+pub use window::MaintenanceWindow;

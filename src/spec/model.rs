@@ -233,6 +233,12 @@ pub struct Cluster {
     /// spot capacity back (`gpuform reconcile` acts on it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spot_policy: Option<SpotPolicy>,
+    /// When `gpuform reconcile` may replace or delete what still runs
+    /// (a fallback's on-demand nodes going back to spot, `--apply-all`'s
+    /// replacements), e.g. `{days: [sat, sun], start: "02:00", duration: 4h}`.
+    /// Outside it those wait; re-creating a lost node never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance_window: Option<super::window::MaintenanceWindow>,
 }
 
 /// `spot_policy:` of a spot cluster.

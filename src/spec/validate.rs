@@ -300,6 +300,45 @@ const CLUSTER_FIELDS: &[Field] = &[
             "an instant like `2026-12-24T18:00:00Z` or a date like `2026-12-24`",
         )
     }),
+    opt("maintenance_window", |v, n, p| {
+        v.object(
+            n,
+            p,
+            n.start,
+            MAINTENANCE_WINDOW_FIELDS,
+            "`maintenance_window`",
+            &[],
+        )
+        .map(Value::Object)
+    }),
+];
+
+const MAINTENANCE_WINDOW_FIELDS: &[Field] = &[
+    opt("days", Validator::weekdays),
+    req("start", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            |t| super::window::parse_clock(t).is_some(),
+            "a time of day `HH:MM` on the 24-hour clock, like `02:00` or `22:30`",
+        )
+    }),
+    req("duration", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            |t| super::window::parse_duration(t).is_some(),
+            "a duration from `1m` to `7d`, like `30m` or `4h`",
+        )
+    }),
+    opt("timezone", |v, n, p| {
+        v.shaped(
+            n,
+            p,
+            |t| super::window::parse_offset(t).is_some(),
+            "`UTC` or a fixed offset like `+02:00` or `UTC-05:00` (zone names such as `Europe/Berlin` are not read: their offset moves with daylight saving)",
+        )
+    }),
 ];
 
 const RESERVATION_FIELDS: &[Field] = &[req("tags", Validator::tags)];
@@ -1918,6 +1957,76 @@ impl Validator {
         }
     }
 
+    /// `days: [sat, sun]` of a maintenance window: each a day once.
+    fn weekdays(&mut self, node: &Node, path: &str) -> Option<Value> {
+        use super::window::DAYS;
+        let Kind::Seq(items) = &node.kind else {
+            let hint = match &node.kind {
+                Kind::Scalar { text, .. } => format!("write a list: `days: [{}]`", shorten(text)),
+                _ => "write e.g. `days: [sat, sun]`".to_string(),
+            };
+            self.error(
+                node.start,
+                path,
+                format!(
+                    "expected `days` as a list of days, found {}",
+                    node.describe()
+                ),
+                hint,
+            );
+            return None;
+        };
+        if items.is_empty() {
+            self.error(
+                node.start,
+                path,
+                "`days` is empty: the window would never open",
+                "list the days it opens on, e.g. `days: [sat, sun]`, or remove `days:` for every day",
+            );
+            return None;
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let Some(day) = self.scalar_text(item, &p, "a day") else {
+                ok = false;
+                continue;
+            };
+            if !DAYS.contains(&day.as_str()) {
+                let lower = day.trim().to_lowercase();
+                let hint = match DAYS.iter().find(|d| lower.starts_with(*d)) {
+                    Some(d) => {
+                        format!("write `{d}`: days are their first three letters, lowercase")
+                    }
+                    None => format!("expected one of {}", list(DAYS)),
+                };
+                self.error(
+                    item.start,
+                    &p,
+                    format!("unknown day `{}`", shorten(&day)),
+                    hint,
+                );
+                ok = false;
+                continue;
+            }
+            if let Some(first) = seen.get(&day) {
+                self.error(
+                    item.start,
+                    &p,
+                    format!("day `{day}` is listed twice (first at line {first})"),
+                    "list each day once",
+                );
+                ok = false;
+                continue;
+            }
+            seen.insert(day.clone(), item.start.line);
+            out.push(Value::String(day));
+        }
+        ok.then_some(Value::Array(out))
+    }
+
     fn zones(&mut self, node: &Node, path: &str) -> Option<Value> {
         self.distinct_names(node, path, &ZONES)
     }
@@ -2351,6 +2460,7 @@ fn example_for(key: &str) -> &'static str {
         "gpu" => " (e.g. `gpu: A100-80GB:8` or `gpu: T4`)",
         "ports" => " (e.g. `ports: \"22\"` or `ports: 8000-8100`)",
         "cidr" => " (e.g. `cidr: 0.0.0.0/0`)",
+        "duration" => " (e.g. `duration: 4h`)",
         _ => "",
     }
 }
@@ -2460,6 +2570,9 @@ mod tests {
             (&defs["Ingress"], INGRESS_FIELDS),
             (&defs["Bucket"], BUCKET_FIELDS),
             (&defs["Lifecycle"], LIFECYCLE_FIELDS),
+            (&defs["SpotPolicy"], SPOT_POLICY_FIELDS),
+            (&defs["SpotFallback"], SPOT_FALLBACK_FIELDS),
+            (&defs["MaintenanceWindow"], MAINTENANCE_WINDOW_FIELDS),
             (&defs["Budget"], BUDGET_FIELDS),
             (&defs["Variable"], VARIABLE_FIELDS),
             (state_local, STATE_LOCAL_FIELDS),
@@ -2488,6 +2601,7 @@ mod tests {
         assert_eq!(enum_of("PricingModelSchema"), sorted(PRICING));
         assert_eq!(enum_of("InterconnectReq"), sorted(INTERCONNECT));
         assert_eq!(enum_of("Fabric"), sorted(FABRIC));
+        assert_eq!(enum_of("Weekday"), sorted(super::super::window::DAYS));
         assert_eq!(enum_of("StorageClassSchema"), sorted(STORAGE_CLASSES));
         assert_eq!(enum_of("VolumeTypeSchema"), sorted(&VolumeType::names()));
         let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();

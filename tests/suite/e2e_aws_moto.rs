@@ -22,7 +22,7 @@ fn spec(project: &str, nodes: u32) -> String {
     )
 }
 
-fn gpuform(dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn gpuform(dir: &Path, args: &[&str]) -> Command {
     let mut c = support::gpuform_cmd(dir, args);
     c.env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
@@ -56,7 +56,7 @@ async fn provider() -> AwsProvider {
 }
 
 /// The AWS provider as another client of one moto account.
-async fn provider_in(a: &moto::Account) -> AwsProvider {
+pub(crate) async fn provider_in(a: &moto::Account) -> AwsProvider {
     AwsProvider::from_keys(
         Some(moto_url()),
         &a.access_key_id,
@@ -107,7 +107,7 @@ fn state_ids(dir: &Path, project: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn project(name: &str) -> String {
+pub(crate) fn project(name: &str) -> String {
     format!("{name}-{}", std::process::id())
 }
 
@@ -190,7 +190,7 @@ async fn plan_apply_drift_scale_destroy_on_moto() {
     );
 }
 
-fn crash_spec(project: &str, endpoint: &str, nodes: u32) -> String {
+pub(crate) fn crash_spec(project: &str, endpoint: &str, nodes: u32) -> String {
     format!(
         "project: {project}\nendpoints:\n  aws: {endpoint}\nclusters:\n  infer:\n    cloud: aws\n    region: us-east-1\n    zones: [us-east-1a]\n    nodes: {nodes}\n    gpu: T4\n    pricing: spot\n    image: amazon-linux-2023\n    disk:\n      root_gb: 100\n      data_gb: 50\n    ingress:\n      - {{protocol: tcp, ports: \"22\", cidr: 10.1.0.0/16}}\n"
     )
@@ -216,7 +216,7 @@ fn crash_addresses(nodes: u32) -> std::collections::BTreeSet<String> {
 /// exactly the desired resources: each address once, of its kind, every
 /// recorded id real, each data volume attached to its own node, the
 /// security group with its members' rule and the spec's rule.
-async fn assert_exact_on_moto(
+pub(crate) async fn assert_exact_on_moto(
     p: &AwsProvider,
     dir: &Path,
     proj: &str,

@@ -35,6 +35,8 @@ mod e2e_buckets_cos_obs;
 mod e2e_buckets_oss;
 mod e2e_clouds;
 mod e2e_sandbox;
+#[cfg(feature = "aws")]
+mod events_moto;
 mod failover;
 mod huawei_docs;
 mod import;
@@ -57,6 +59,7 @@ mod quota;
 mod quota_aws;
 mod recommend;
 mod reconcile;
+mod reconcile_window;
 mod spec_buckets;
 mod spec_errors;
 mod spec_fmt;

@@ -7,9 +7,9 @@ use crate::support::{self, SandboxWork};
 use std::collections::BTreeSet;
 use std::process::Output;
 
-const PROJECT: &str = "rec";
+pub(crate) const PROJECT: &str = "rec";
 
-fn spec(nodes: u32, extra: &str) -> String {
+pub(crate) fn spec(nodes: u32, extra: &str) -> String {
     format!(
         r#"project: {PROJECT}
 clusters:
@@ -40,7 +40,7 @@ const KEEP: &str = r#"  keep:
         cidr: 203.0.113.0/24
 "#;
 
-fn expected(nodes: u32, keep: bool) -> BTreeSet<String> {
+pub(crate) fn expected(nodes: u32, keep: bool) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = [
         "cluster.pool.network",
         "cluster.pool.subnet[us-east-1a]",
@@ -78,7 +78,7 @@ fn reconcile_once(w: &SandboxWork, faults: Option<&str>) -> Output {
     )
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
         out.status,
@@ -87,16 +87,16 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn rules() -> Vec<String> {
+pub(crate) fn rules() -> Vec<String> {
     vec![support::rule("tcp", 22, 22, "203.0.113.0/24")]
 }
 
 /// Reclaims a spot node behind gpuform's back, as the cloud would.
-fn reclaim(w: &SandboxWork, address: &str) {
+pub(crate) fn reclaim(w: &SandboxWork, address: &str) {
     w.ok(&["sandbox", "reclaim", address, "-f", "spec.yaml"]);
 }
 
-fn applied(nodes: u32, extra: &str) -> SandboxWork {
+pub(crate) fn applied(nodes: u32, extra: &str) -> SandboxWork {
     let w = SandboxWork::new(PROJECT, &spec(nodes, extra));
     w.ok(&["apply", "spec.yaml", "--sandbox", "--auto-approve"]);
     w
@@ -398,7 +398,7 @@ fn reconcile_without_state_or_with_a_bad_spec_fails_clearly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--once"));
 }
 
-fn pricing_of_nodes(w: &SandboxWork) -> Vec<String> {
+pub(crate) fn pricing_of_nodes(w: &SandboxWork) -> Vec<String> {
     let path = w.path().join(format!(".gpuform/{PROJECT}.state.json"));
     let st: serde_json::Value =
         serde_json::from_slice(&std::fs::read(path).expect("state")).expect("state json");
@@ -411,7 +411,7 @@ fn pricing_of_nodes(w: &SandboxWork) -> Vec<String> {
         .collect()
 }
 
-const POLICY: &str = r#"    spot_policy:
+pub(crate) const POLICY: &str = r#"    spot_policy:
       on_demand_base: 1
       fallback: {after: 2, within: 1h, hold: 6h}
 "#;

@@ -20,6 +20,7 @@ pub mod change;
 pub mod discovery;
 pub mod driver;
 pub mod error;
+pub mod events;
 pub mod images;
 pub mod ingress;
 pub mod inventory;
@@ -39,6 +40,7 @@ pub use driver::{
     BucketApi, CloudDriver, ComputeApi, Lookup, NetworkApi, RefreshApi, StorageApi, TagApi,
 };
 pub use error::{ok_if_gone, ErrorKind, ProviderError, Result, UserError};
+pub use events::{Delivery, EventKind, EventSource, InstanceEvent};
 /// The clouds are data the catalog describes; the interface names them from there.
 pub use gpuform_catalog::Cloud;
 pub use images::{is_raw_image_id, is_raw_image_id_on_any, ImageCache};

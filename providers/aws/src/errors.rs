@@ -155,6 +155,7 @@ pub(crate) enum Service {
     Ec2,
     S3,
     Quotas,
+    Sqs,
 }
 
 impl Service {
@@ -163,6 +164,7 @@ impl Service {
             Service::Ec2 => "EC2",
             Service::S3 => "S3",
             Service::Quotas => "Service Quotas",
+            Service::Sqs => "SQS",
         }
     }
 
@@ -171,6 +173,7 @@ impl Service {
             Service::Ec2 => classify(code, status, op),
             Service::S3 => classify_s3(code, status, op),
             Service::Quotas => classify_quotas(code, status, op),
+            Service::Sqs => classify_sqs(code, status, op),
         }
     }
 }
@@ -223,6 +226,30 @@ pub fn classify_quotas(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
     }
 }
 
+/// The neutral kind of an SQS error code (ReceiveMessage, DeleteMessageBatch:
+/// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ReceiveMessage.html#API_ReceiveMessage_Errors).
+pub fn classify_sqs(code: &str, status: Option<u16>, op: Op) -> ErrorKind {
+    match code {
+        "QueueDoesNotExist" | "AWS.SimpleQueueService.NonExistentQueue" => ErrorKind::Invalid,
+        "RequestThrottled" | "KmsThrottled" => ErrorKind::Throttled,
+        "KmsAccessDenied" | "KmsDisabled" | "KmsInvalidKeyUsage" | "KmsInvalidState"
+        | "KmsNotFound" | "KmsOptInRequired" => ErrorKind::Auth,
+        "InvalidAddress" | "InvalidSecurity" | "OverLimit" | "UnsupportedOperation" => {
+            ErrorKind::Invalid
+        }
+        _ => classify(code, status, op),
+    }
+}
+
+fn sqs_hint(kind: ErrorKind, code: &str) -> Option<&'static str> {
+    if code.contains("NonExistentQueue") || code == "QueueDoesNotExist" {
+        return Some("hint: --events names a queue that does not exist in that account and region; create it (see `gpuform reconcile --print-event-rules`) or fix the URL");
+    }
+    (kind == ErrorKind::Auth).then_some(
+        "hint: reading events needs the IAM permissions sqs:ReceiveMessage and sqs:DeleteMessage on the queue",
+    )
+}
+
 fn quotas_hint(kind: ErrorKind) -> Option<&'static str> {
     (kind == ErrorKind::Auth).then_some(
         "hint: reading quotas needs the IAM permission servicequotas:GetServiceQuota (e.g. the ServiceQuotasReadOnlyAccess managed policy) besides ec2:DescribeInstances",
@@ -259,6 +286,7 @@ pub(crate) fn from_parts_in(
     let own = match service {
         Service::S3 => code.and_then(s3_hint),
         Service::Quotas => quotas_hint(kind),
+        Service::Sqs => sqs_hint(kind, code.unwrap_or("")),
         Service::Ec2 => None,
     };
     if let Some(h) = own
@@ -292,6 +320,14 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     map_in(Service::Quotas, action, op, err)
+}
+
+/// Maps an SQS SDK error to the neutral error.
+pub(crate) fn map_sqs<E>(action: &str, err: SdkError<E, HttpResponse>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    map_in(Service::Sqs, action, Op::Other, err)
 }
 
 /// Maps an S3 SDK error to the neutral error.

@@ -42,6 +42,7 @@ mod client;
 mod compute;
 mod discovery;
 mod errors;
+pub mod events;
 mod images;
 mod network;
 pub mod prices;

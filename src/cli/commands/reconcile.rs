@@ -12,24 +12,31 @@
 use super::shared::{
     catalog_for, engine_failure, load, project_mismatch, providers_for, resolve_opts,
 };
+use crate::apply::progress::ApplyProgress;
 use crate::apply::{ApplyOptions, OpOutcome};
 use crate::cli::args::ReconcileArgs;
-use crate::cli::out::{errln, outln};
+use crate::cli::inbox::{Held, Inbox, Woken};
+use crate::cli::out::{errln, out, outln};
 use crate::cli::{CmdResult, Failure};
 use crate::engine::reconcile::{self, Pass, PassOptions};
 use crate::engine::{self, EngineError, PlanRequest};
 use crate::plan::DiffOptions;
+use crate::spec::CloudName;
 use crate::state::StateError;
 use gpuform_catalog::DEFAULT_CNY_PER_USD;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How often a standby asks for a held lock again.
 const STANDBY_POLL: Duration = Duration::from_secs(2);
 
 pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
+    if a.print_event_rules {
+        return print_event_rules(&a);
+    }
     let json = a.log_format == "json";
     let cancel = Arc::new(AtomicBool::new(false));
     let stopped = Arc::new(tokio::sync::Notify::new());
@@ -37,6 +44,7 @@ pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
     let mut log = Log {
         json,
         last_pending: None,
+        last_postponed: None,
         standby: false,
     };
     let metrics = crate::cli::metrics::Shared::default();
@@ -52,15 +60,33 @@ pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
             None => m.record_error(),
         }
     };
+    let mut inbox = match &a.events {
+        Some(url) => Some(Inbox::new(
+            crate::providers::event_source(url)
+                .await
+                .map_err(|e| Failure(e.to_string()))?,
+        )),
+        None => None,
+    };
+    // The instances the state records (id → address), from the last pass.
+    let mut known: BTreeMap<String, String> = BTreeMap::new();
     let mut passes = 0u64;
     let mut clients = Clients::default();
     let result = loop {
         if cancel.load(Ordering::SeqCst) {
             break Ok(ExitCode::SUCCESS);
         }
-        match one_pass(&a, &cancel, &mut log, &mut clients).await {
-            Ok(Some(pass)) => {
+        let held: Vec<Held> = inbox.iter().flat_map(|i| i.held().cloned()).collect();
+        match one_pass(&a, &cancel, &mut log, &mut clients, &held).await {
+            Ok(Some((pass, recorded))) => {
                 passes += 1;
+                known = recorded;
+                // Held messages are deleted only now, the pass saved.
+                if let Some(inbox) = &mut inbox {
+                    if let Err(e) = inbox.settle(&known).await {
+                        log.error(&format!("deleting handled events: {e}"));
+                    }
+                }
                 let repaired = pass.report.is_some();
                 let failed = pass.report.as_ref().map(|r| r.failed()).unwrap_or(0);
                 record(Some(&pass), failed == 0);
@@ -87,7 +113,20 @@ pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
                 log.error(&e.failure.0);
             }
         }
-        wait(a.interval, &stopped).await;
+        match &mut inbox {
+            None => wait(a.interval, &stopped).await,
+            Some(inbox) => {
+                let d = inbox.next_pass_in(a.interval);
+                tokio::select! {
+                    woken = inbox.wait(d, &known) => match woken {
+                        Woken::Events(events) => log.events(&events),
+                        Woken::Failed(e) => log.error(&format!("reading {}: {e}", inbox.describe())),
+                        Woken::Idle => {}
+                    },
+                    _ = stopped.notified() => {}
+                }
+            }
+        }
     };
     signals.abort();
     result
@@ -124,7 +163,8 @@ async fn one_pass(
     cancel: &Arc<AtomicBool>,
     log: &mut Log,
     clients: &mut Clients,
-) -> Result<Option<Pass>, PassFailure> {
+    held: &[Held],
+) -> Result<Option<(Pass, BTreeMap<String, String>)>, PassFailure> {
     let loaded = load(&a.file, &a.vars).map_err(setup)?;
     let store = a
         .location
@@ -159,8 +199,10 @@ async fn one_pass(
         preview: false,
         notify: &|line: &str| errln!("{line}"),
     };
+    let creates = Arc::new(CreateCalls::default());
     let apply = ApplyOptions {
         parallelism: a.parallelism,
+        progress: creates.clone(),
         ..ApplyOptions::default()
     };
     let opts = PassOptions {
@@ -174,9 +216,80 @@ async fn one_pass(
             EngineError::Spec(_) => setup(engine_failure(e)),
             e => transient(engine_failure(e)),
         })?;
+    let recorded: BTreeMap<String, String> = locked
+        .doc
+        .resources
+        .iter()
+        .filter(|(_, r)| r.kind == gpuform_provider::ResourceKind::Instance)
+        .map(|(address, r)| (r.id.clone(), address.clone()))
+        .collect();
     drop(locked);
-    log.pass(&pass);
-    Ok(Some(pass))
+    log.pass(&pass, held, &creates);
+    Ok(Some((pass, recorded)))
+}
+
+/// When each create of a pass was called ([`std::time::Instant`] and
+/// [`crate::clock::wall_ms`]), for the time from an event to its repair.
+#[derive(Debug, Default)]
+struct CreateCalls(Mutex<BTreeMap<String, (Instant, u64)>>);
+
+impl ApplyProgress for CreateCalls {
+    fn started(&self, address: &str, what: &str) {
+        if what == "creating" {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(address.to_string())
+                .or_insert_with(|| (Instant::now(), crate::clock::wall_ms()));
+        }
+    }
+    fn done(&self, _: &str, _: &str, _: Duration) {}
+    fn note(&self, _: &str) {}
+}
+
+impl CreateCalls {
+    fn get(&self, address: &str) -> Option<(Instant, u64)> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(address)
+            .copied()
+    }
+}
+
+/// `--print-event-rules`: the rules and queue policy for the regions of
+/// the spec's AWS clusters.
+fn print_event_rules(a: &ReconcileArgs) -> CmdResult {
+    let loaded = load(&a.file, &a.vars)?;
+    let mut regions: Vec<String> = Vec::new();
+    for c in loaded.spec.clusters.values() {
+        let mut add = |r: &str| {
+            if !r.is_empty() && !regions.iter().any(|x| x == r) {
+                regions.push(r.to_string());
+            }
+        };
+        match c.cloud {
+            CloudName::Aws => add(&c.region),
+            CloudName::Any => {
+                for cand in &c.candidates {
+                    if let Some(r) = cand.strip_prefix("aws/") {
+                        add(r);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if regions.is_empty() {
+        return Err(Failure(format!(
+            "{}: no cluster runs on AWS in a region the spec names, so there is no EC2 event to route\n  hint: --events and its rules are for clusters with `cloud: aws` (or `cloud: any` with `aws/REGION` candidates)",
+            a.file.display()
+        )));
+    }
+    let text = crate::providers::event_rules(a.events.as_deref(), &regions)
+        .map_err(|e| Failure(e.to_string()))?;
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The providers, kept from pass to pass while the state and the spec's
@@ -252,6 +365,8 @@ struct Log {
     /// What the previous pass left for review, so that an unchanged list is
     /// not printed again every interval.
     last_pending: Option<Vec<String>>,
+    /// Likewise for what it postponed to a maintenance window.
+    last_postponed: Option<Vec<String>>,
     /// Whether the standby line was printed for the current wait.
     standby: bool,
 }
@@ -293,9 +408,69 @@ impl Log {
         );
     }
 
-    fn pass(&mut self, pass: &Pass) {
+    /// Events that start a pass now.
+    fn events(&self, events: &[Held]) {
+        for h in events {
+            let e = &h.event;
+            self.emit(
+                "event",
+                serde_json::json!({
+                    "type": e.kind.as_str(),
+                    "instance_id": e.instance_id,
+                    "address": h.address,
+                    "event_time": e.time,
+                    "state": e.state,
+                }),
+                format!(
+                    "event: {} for {} ({}{}); starting a pass",
+                    e.kind.as_str(),
+                    e.instance_id,
+                    h.address,
+                    e.time
+                        .as_deref()
+                        .map(|t| format!(", at {t}"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+    }
+
+    fn pass(&mut self, pass: &Pass, held: &[Held], creates: &CreateCalls) {
         let outcomes = pass.report.as_ref().map(|r| &r.outcomes[..]).unwrap_or(&[]);
         for r in &pass.repairs {
+            // The event about the instance this repair replaces, if one came.
+            let event = held
+                .iter()
+                .find(|h| r.id.as_deref() == Some(h.event.instance_id.as_str()));
+            let mut event_fields = serde_json::Map::new();
+            let mut event_text = String::new();
+            if let Some(h) = event {
+                event_fields.insert(
+                    "trigger".into(),
+                    serde_json::json!({
+                        "type": h.event.kind.as_str(),
+                        "instance_id": h.event.instance_id,
+                        "event_time": h.event.time,
+                        "received_ms": h.received_ms,
+                    }),
+                );
+                event_text = format!(
+                    "; {} event for {}{}",
+                    h.event.kind.as_str(),
+                    h.event.instance_id,
+                    h.event
+                        .time
+                        .as_deref()
+                        .map(|t| format!(" at {t}"))
+                        .unwrap_or_default()
+                );
+                if let Some((at, wall)) = creates.get(&r.address) {
+                    let ms = at.saturating_duration_since(h.received).as_millis() as u64;
+                    event_fields.insert("create_call_ms".into(), wall.into());
+                    event_fields.insert("event_to_create_ms".into(), ms.into());
+                    event_text.push_str(&format!(", create called {ms} ms after its receipt"));
+                }
+            }
             // A split create has two outcomes (made, then attached): the first
             // says what was made, a failure anywhere says it failed.
             let mine: Vec<&OpOutcome> = outcomes
@@ -309,18 +484,22 @@ impl Log {
                 .or(mine.first())
                 .map(|o| describe(o))
                 .unwrap_or_else(|| "not started".into());
+            let mut fields = serde_json::json!({
+                "address": r.address,
+                "action": r.action,
+                "cause": r.cause,
+                "why": r.why,
+                "result": result,
+                "plan_ms": pass.plan_ms,
+            });
+            if let Some(o) = fields.as_object_mut() {
+                o.extend(event_fields);
+            }
             self.emit(
                 "repair",
-                serde_json::json!({
-                    "address": r.address,
-                    "action": r.action,
-                    "cause": r.cause,
-                    "why": r.why,
-                    "result": result,
-                    "plan_ms": pass.plan_ms,
-                }),
+                fields,
                 format!(
-                    "repair: {} {} ({}): {result}",
+                    "repair: {} {} ({}{event_text}): {result}",
                     r.action.as_str(),
                     r.address,
                     r.why
@@ -347,6 +526,34 @@ impl Log {
             }
         }
         self.last_pending = Some(pending);
+        let postponed: Vec<String> = pass
+            .postponed
+            .iter()
+            .map(|p| format!("{} {} {}", p.action.as_str(), p.address, p.until))
+            .collect();
+        if self.last_postponed.as_ref() != Some(&postponed) {
+            for p in &pass.postponed {
+                self.emit(
+                    "postponed",
+                    serde_json::json!({
+                        "address": p.address,
+                        "action": p.action,
+                        "why": p.why,
+                        "until": p.until,
+                        "window": p.window,
+                    }),
+                    format!(
+                        "postponed: {} {} ({}): outside the maintenance window ({}); postponed until the maintenance window {}",
+                        p.action.as_str(),
+                        p.address,
+                        p.why,
+                        p.window,
+                        p.until
+                    ),
+                );
+            }
+        }
+        self.last_postponed = Some(postponed);
         let nodes: serde_json::Map<String, serde_json::Value> = pass
             .nodes
             .iter()
@@ -368,13 +575,15 @@ impl Log {
             serde_json::json!({
                 "repairs": pass.repairs.len(),
                 "pending": pass.pending.len(),
+                "postponed": pass.postponed.len(),
                 "nodes": nodes,
                 "plan_ms": pass.plan_ms,
             }),
             format!(
-                "pass: {} repair(s), {} pending review; nodes running/desired: {}",
+                "pass: {} repair(s), {} pending review, {} postponed; nodes running/desired: {}",
                 pass.repairs.len(),
                 pass.pending.len(),
+                pass.postponed.len(),
                 if summary.is_empty() {
                     "none".into()
                 } else {

@@ -84,7 +84,7 @@ for line in sys.stdin:
     env = {'boto3': boto3, 'json': json}
     printed = io.StringIO()
     try:
-        for service in ('ec2', 's3'):
+        for service in ('ec2', 's3', 'sqs', 'events'):
             if service + '.' in req['script']:
                 env[service] = client(service, req['region'], req['url'], req['keys'])
         with contextlib.redirect_stdout(printed):
