@@ -423,7 +423,7 @@ fn priced(monthly_usd: f64, basis: &str) -> String {
 fn row_cells(row: &BreakevenRow) -> (Vec<String>, bool) {
     let cell = |p: PricingModel| {
         row.cost(p)
-            .map_or("—".to_string(), |c| priced(c.monthly_usd, &c.basis))
+            .map_or("—".to_string(), |c| priced(c.monthly_usd, c.basis))
     };
     let assumed = row
         .costs
@@ -436,7 +436,7 @@ fn row_cells(row: &BreakevenRow) -> (Vec<String>, bool) {
     let sub = row
         .monthly_subscription
         .as_ref()
-        .map_or("—".to_string(), |s| priced(s.monthly_usd, &s.basis));
+        .map_or("—".to_string(), |s| priced(s.monthly_usd, s.basis));
     let mut be: Vec<String> = row
         .break_even
         .iter()
