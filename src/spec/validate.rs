@@ -777,60 +777,8 @@ impl Validator {
             );
             ok = false;
         }
-        // Reservations and blocks are the account's in one region of one
-        // cloud; gpuform speaks reservations on AWS (and the sandbox
-        // mirroring it) and Alibaba Cloud (private pools), blocks on AWS only.
         if let Some(e) = entry("capacity").filter(|e| lists_bounded(&e.value)) {
-            let blocks = lists_blocks(&e.value);
-            let speaks = match cloud_text.as_str() {
-                "aws" | "sandbox" => true,
-                "alibaba" => !blocks,
-                _ => false,
-            };
-            if !speaks {
-                let (msg, hint) = if cloud_text == "alibaba" {
-                    (
-                        "Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), not `cloud: alibaba`".to_string(),
-                        "on Alibaba Cloud, list a private pool: `{reservation: eap-…}` or `{reservation: crp-…}`".to_string(),
-                    )
-                } else {
-                    (
-                        format!(
-                            "reservations and Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), and reservations on `cloud: alibaba`, not `cloud: {cloud_text}`"
-                        ),
-                        if any {
-                            "a reservation lives in one region: write `cloud: aws` or `cloud: alibaba` and its `region`".to_string()
-                        } else {
-                            "use `pricing:` (on-demand, spot, reserved-1y, reserved-3y) on this cloud".to_string()
-                        },
-                    )
-                };
-                self.error(e.key_pos, &join(path, "capacity"), msg, hint);
-                ok = false;
-            } else {
-                // An id names one cloud's reservation: EC2's `cr-…` or
-                // Alibaba's private pools, `eap-…`/`crp-…`.
-                let alibaba = cloud_text == "alibaba";
-                for (at, id) in reservation_ids(&e.value) {
-                    if is_private_pool_id(&id) != alibaba {
-                        let (what, hint) = if alibaba {
-                            ("an AWS capacity reservation id", "on Alibaba Cloud a reservation is a private pool: an elasticity assurance (`eap-…`) or a capacity reservation (`crp-…`); `aliyun ecs DescribeElasticityAssurances` and `DescribeCapacityReservations` list them")
-                        } else {
-                            ("an Alibaba Cloud private pool id", "on AWS a reservation id is `cr-` and 17 hex digits (`aws ec2 describe-capacity-reservations` lists them)")
-                        };
-                        self.error(
-                            at,
-                            &join(path, "capacity"),
-                            format!(
-                                "`{}` is {what}, but this cluster is on `cloud: {cloud_text}`",
-                                shorten(&id)
-                            ),
-                            hint,
-                        );
-                        ok = false;
-                    }
-                }
-            }
+            ok &= self.capacity_cloud(e, path, &cloud_text, any);
         }
         // Tencent refuses a tag that breaks its naming rules at the first
         // create (CreateVpc): report it here, where it is written.
@@ -844,6 +792,64 @@ impl Validator {
         } else {
             None
         }
+    }
+
+    /// Reservations and blocks are the account's in one region of one
+    /// cloud; gpuform speaks reservations on AWS (and the sandbox
+    /// mirroring it) and Alibaba Cloud (private pools), blocks on AWS only.
+    fn capacity_cloud(&mut self, e: &Entry, path: &str, cloud_text: &str, any: bool) -> bool {
+        let mut ok = true;
+        let blocks = lists_blocks(&e.value);
+        let speaks = match cloud_text {
+            "aws" | "sandbox" => true,
+            "alibaba" => !blocks,
+            _ => false,
+        };
+        if !speaks {
+            let (msg, hint) = if cloud_text == "alibaba" {
+                (
+                    "Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), not `cloud: alibaba`".to_string(),
+                    "on Alibaba Cloud, list a private pool: `{reservation: eap-…}` or `{reservation: crp-…}`".to_string(),
+                )
+            } else {
+                (
+                    format!(
+                        "reservations and Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), and reservations on `cloud: alibaba`, not `cloud: {cloud_text}`"
+                    ),
+                    if any {
+                        "a reservation lives in one region: write `cloud: aws` or `cloud: alibaba` and its `region`".to_string()
+                    } else {
+                        "use `pricing:` (on-demand, spot, reserved-1y, reserved-3y) on this cloud".to_string()
+                    },
+                )
+            };
+            self.error(e.key_pos, &join(path, "capacity"), msg, hint);
+            ok = false;
+        } else {
+            // An id names one cloud's reservation: EC2's `cr-…` or
+            // Alibaba's private pools, `eap-…`/`crp-…`.
+            let alibaba = cloud_text == "alibaba";
+            for (at, id) in reservation_ids(&e.value) {
+                if is_private_pool_id(&id) != alibaba {
+                    let (what, hint) = if alibaba {
+                        ("an AWS capacity reservation id", "on Alibaba Cloud a reservation is a private pool: an elasticity assurance (`eap-…`) or a capacity reservation (`crp-…`); `aliyun ecs DescribeElasticityAssurances` and `DescribeCapacityReservations` list them")
+                    } else {
+                        ("an Alibaba Cloud private pool id", "on AWS a reservation id is `cr-` and 17 hex digits (`aws ec2 describe-capacity-reservations` lists them)")
+                    };
+                    self.error(
+                        at,
+                        &join(path, "capacity"),
+                        format!(
+                            "`{}` is {what}, but this cluster is on `cloud: {cloud_text}`",
+                            shorten(&id)
+                        ),
+                        hint,
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok
     }
 
     /// `capacity:`: an ordered list of `{reservation: ID}`,
