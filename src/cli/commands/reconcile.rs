@@ -438,74 +438,93 @@ impl Log {
     fn pass(&mut self, pass: &Pass, held: &[Held], creates: &CreateCalls) {
         let outcomes = pass.report.as_ref().map(|r| &r.outcomes[..]).unwrap_or(&[]);
         for r in &pass.repairs {
-            // The event about the instance this repair replaces, if one came.
-            let event = held
-                .iter()
-                .find(|h| r.id.as_deref() == Some(h.event.instance_id.as_str()));
-            let mut event_fields = serde_json::Map::new();
-            let mut event_text = String::new();
-            if let Some(h) = event {
-                event_fields.insert(
-                    "trigger".into(),
-                    serde_json::json!({
-                        "type": h.event.kind.as_str(),
-                        "instance_id": h.event.instance_id,
-                        "event_time": h.event.time,
-                        "received_ms": h.received_ms,
-                    }),
-                );
-                event_text = format!(
-                    "; {} event for {}{}",
-                    h.event.kind.as_str(),
-                    h.event.instance_id,
-                    h.event
-                        .time
-                        .as_deref()
-                        .map(|t| format!(" at {t}"))
-                        .unwrap_or_default()
-                );
-                if let Some((at, wall)) = creates.get(&r.address) {
-                    let ms = at.saturating_duration_since(h.received).as_millis() as u64;
-                    event_fields.insert("create_call_ms".into(), wall.into());
-                    event_fields.insert("event_to_create_ms".into(), ms.into());
-                    event_text.push_str(&format!(", create called {ms} ms after its receipt"));
-                }
-            }
-            // A split create has two outcomes (made, then attached): the first
-            // says what was made, a failure anywhere says it failed.
-            let mine: Vec<&OpOutcome> = outcomes
-                .iter()
-                .filter(|(a, _, _)| *a == r.address)
-                .map(|(_, _, o)| o)
-                .collect();
-            let result = mine
-                .iter()
-                .find(|o| matches!(o, OpOutcome::Failed { .. } | OpOutcome::Skipped { .. }))
-                .or(mine.first())
-                .map(|o| describe(o))
-                .unwrap_or_else(|| "not started".into());
-            let mut fields = serde_json::json!({
-                "address": r.address,
-                "action": r.action,
-                "cause": r.cause,
-                "why": r.why,
-                "result": result,
-                "plan_ms": pass.plan_ms,
-            });
-            if let Some(o) = fields.as_object_mut() {
-                o.extend(event_fields);
-            }
-            self.emit(
-                "repair",
-                fields,
-                format!(
-                    "repair: {} {} ({}{event_text}): {result}",
-                    r.action.as_str(),
-                    r.address,
-                    r.why
-                ),
-            );
+            self.repair(pass, r, outcomes, held, creates);
         }
+        self.waiting(pass);
+        self.summary(pass);
+    }
+
+    /// One repair: what, why, its result, and the event that started it.
+    fn repair(
+        &mut self,
+        pass: &Pass,
+        r: &reconcile::Repair,
+        outcomes: &[(String, &'static str, OpOutcome)],
+        held: &[Held],
+        creates: &CreateCalls,
+    ) {
+        // The event about the instance this repair replaces, if one came.
+        let event = held
+            .iter()
+            .find(|h| r.id.as_deref() == Some(h.event.instance_id.as_str()));
+        let mut event_fields = serde_json::Map::new();
+        let mut event_text = String::new();
+        if let Some(h) = event {
+            event_fields.insert(
+                "trigger".into(),
+                serde_json::json!({
+                    "type": h.event.kind.as_str(),
+                    "instance_id": h.event.instance_id,
+                    "event_time": h.event.time,
+                    "received_ms": h.received_ms,
+                }),
+            );
+            event_text = format!(
+                "; {} event for {}{}",
+                h.event.kind.as_str(),
+                h.event.instance_id,
+                h.event
+                    .time
+                    .as_deref()
+                    .map(|t| format!(" at {t}"))
+                    .unwrap_or_default()
+            );
+            if let Some((at, wall)) = creates.get(&r.address) {
+                let ms = at.saturating_duration_since(h.received).as_millis() as u64;
+                event_fields.insert("create_call_ms".into(), wall.into());
+                event_fields.insert("event_to_create_ms".into(), ms.into());
+                event_text.push_str(&format!(", create called {ms} ms after its receipt"));
+            }
+        }
+        // A split create has two outcomes (made, then attached): the first
+        // says what was made, a failure anywhere says it failed.
+        let mine: Vec<&OpOutcome> = outcomes
+            .iter()
+            .filter(|(a, _, _)| *a == r.address)
+            .map(|(_, _, o)| o)
+            .collect();
+        let result = mine
+            .iter()
+            .find(|o| matches!(o, OpOutcome::Failed { .. } | OpOutcome::Skipped { .. }))
+            .or(mine.first())
+            .map(|o| describe(o))
+            .unwrap_or_else(|| "not started".into());
+        let mut fields = serde_json::json!({
+            "address": r.address,
+            "action": r.action,
+            "cause": r.cause,
+            "why": r.why,
+            "result": result,
+            "plan_ms": pass.plan_ms,
+        });
+        if let Some(o) = fields.as_object_mut() {
+            o.extend(event_fields);
+        }
+        self.emit(
+            "repair",
+            fields,
+            format!(
+                "repair: {} {} ({}{event_text}): {result}",
+                r.action.as_str(),
+                r.address,
+                r.why
+            ),
+        );
+    }
+
+    /// What waits for review or for the maintenance window, said once
+    /// until it changes.
+    fn waiting(&mut self, pass: &Pass) {
         let pending: Vec<String> = pass
             .pending
             .iter()
@@ -534,26 +553,30 @@ impl Log {
         if self.last_postponed.as_ref() != Some(&postponed) {
             for p in &pass.postponed {
                 self.emit(
-                    "postponed",
-                    serde_json::json!({
-                        "address": p.address,
-                        "action": p.action,
-                        "why": p.why,
-                        "until": p.until,
-                        "window": p.window,
-                    }),
-                    format!(
-                        "postponed: {} {} ({}): outside the maintenance window ({}); postponed until the maintenance window {}",
-                        p.action.as_str(),
-                        p.address,
-                        p.why,
-                        p.window,
-                        p.until
-                    ),
-                );
+                "postponed",
+                serde_json::json!({
+                    "address": p.address,
+                    "action": p.action,
+                    "why": p.why,
+                    "until": p.until,
+                    "window": p.window,
+                }),
+                format!(
+                    "postponed: {} {} ({}): outside the maintenance window ({}); postponed until the maintenance window {}",
+                    p.action.as_str(),
+                    p.address,
+                    p.why,
+                    p.window,
+                    p.until
+                ),
+            );
             }
         }
         self.last_postponed = Some(postponed);
+    }
+
+    /// The pass in one line: counts, and nodes running of desired.
+    fn summary(&mut self, pass: &Pass) {
         let nodes: serde_json::Map<String, serde_json::Value> = pass
             .nodes
             .iter()
