@@ -32,7 +32,9 @@
 //! `InstanceMarketOptions.MarketType=capacity-block` and an active block
 //! (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html).
 
-use super::reservations::{indexed, missing, param, Book, CapacityReservation, Ec2Error, XMLNS};
+use super::reservations::{
+    missing, param, tag_specifications, Book, CapacityReservation, Ec2Error, XMLNS,
+};
 use std::collections::BTreeMap;
 
 /// How far ahead blocks are sold (user guide: up to 8 weeks).
@@ -238,26 +240,7 @@ impl Market {
                 "The Capacity Block offering '{id}' is no longer available"
             )));
         }
-        let mut tags = BTreeMap::new();
-        for (_, spec) in indexed(p, "TagSpecification") {
-            let pairs: Vec<(String, String)> = spec
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            for (_, tag) in indexed(&pairs, "Tag") {
-                let key = tag
-                    .iter()
-                    .find(|(k, _)| *k == "Key")
-                    .map(|(_, v)| v.to_string());
-                let value = tag
-                    .iter()
-                    .find(|(k, _)| *k == "Value")
-                    .map(|(_, v)| v.to_string());
-                if let Some(k) = key {
-                    tags.insert(k, value.unwrap_or_default());
-                }
-            }
-        }
+        let tags = tag_specifications(p, "TagSpecification");
         let r = book.add(CapacityReservation {
             id: String::new(),
             region: region.to_string(),

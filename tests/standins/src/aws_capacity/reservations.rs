@@ -127,6 +127,30 @@ pub(super) fn param<'a>(p: &'a [(String, String)], name: &str) -> Option<&'a str
 }
 
 /// `Prefix.N[.rest]` groups: N → the pairs under it with `rest` as key.
+/// The tags of a query request's `PREFIX.N.Tag.M.Key` / `.Value` pairs
+/// (CreateCapacityReservation's `TagSpecifications`, PurchaseCapacityBlock's
+/// `TagSpecification`).
+pub(super) fn tag_specifications(p: &[(String, String)], prefix: &str) -> BTreeMap<String, String> {
+    let mut tags = BTreeMap::new();
+    for (_, spec) in indexed(p, prefix) {
+        let pairs: Vec<(String, String)> = spec
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for (_, tag) in indexed(&pairs, "Tag") {
+            let value = |name: &str| {
+                tag.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            };
+            if let Some(k) = value("Key") {
+                tags.insert(k, value("Value").unwrap_or_default());
+            }
+        }
+    }
+    tags
+}
+
 pub(super) fn indexed<'a>(
     p: &'a [(String, String)],
     prefix: &str,
@@ -228,26 +252,7 @@ impl Book {
                 ))
             }
         };
-        let mut tags = BTreeMap::new();
-        for (_, spec) in indexed(p, "TagSpecifications") {
-            let pairs: Vec<(String, String)> = spec
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            for (_, tag) in indexed(&pairs, "Tag") {
-                let key = tag
-                    .iter()
-                    .find(|(k, _)| *k == "Key")
-                    .map(|(_, v)| v.to_string());
-                let value = tag
-                    .iter()
-                    .find(|(k, _)| *k == "Value")
-                    .map(|(_, v)| v.to_string());
-                if let Some(k) = key {
-                    tags.insert(k, value.unwrap_or_default());
-                }
-            }
-        }
+        let tags = tag_specifications(p, "TagSpecifications");
         let id = self.add(CapacityReservation {
             id: String::new(),
             region: region.to_string(),
