@@ -51,7 +51,8 @@ const IMPORT: [&str; 11] = [
     "--auto-approve",
 ];
 
-fn run(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
+/// gpuform in `dir` on the sandbox, with `faults` injected.
+pub(crate) fn run(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
     let mut c = gpuform_cmd(dir, args);
     if let Some(f) = faults {
         c.env("GPUFORM_SANDBOX_FAULTS", f);
@@ -59,7 +60,8 @@ fn run(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
     c.output().expect("run gpuform")
 }
 
-fn ok(dir: &Path, args: &[&str]) -> String {
+/// gpuform in `dir`, which must succeed: its stdout.
+pub(crate) fn ok(dir: &Path, args: &[&str]) -> String {
     let out = run(dir, args, None);
     assert_success(&out, &format!("gpuform {args:?}"));
     String::from_utf8_lossy(&out.stdout).into_owned()

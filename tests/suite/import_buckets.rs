@@ -7,12 +7,12 @@
 //! call, the import run again gives the same spec and state; and every
 //! refusal leaves spec and state byte for byte.
 
+use crate::import::{ok, run};
 use crate::support;
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::Output;
-use support::{assert_success, gpuform_cmd};
+use support::gpuform_cmd;
 
 /// What "someone else" made: a versioned bucket with an expiry of old
 /// versions and a tag, and an infrequent-access one.
@@ -44,20 +44,6 @@ const IMPORT: [&str; 8] = [
     "--project",
     "shop",
 ];
-
-fn run(dir: &Path, args: &[&str], faults: Option<&str>) -> Output {
-    let mut c = gpuform_cmd(dir, args);
-    if let Some(f) = faults {
-        c.env("GPUFORM_SANDBOX_FAULTS", f);
-    }
-    c.output().expect("run gpuform")
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = run(dir, args, None);
-    assert_success(&out, &format!("gpuform {args:?}"));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn import_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut a: Vec<&str> = IMPORT.to_vec();
