@@ -521,7 +521,7 @@ fn dep_refs(
                 .get(dep)
                 .map(|r| r.id.clone())
                 .ok_or_else(|| format!("{dep} has no id yet"))?;
-            refs.insert(role.clone(), id);
+            refs.insert(role.to_string(), id);
         }
     }
     Ok(refs)
@@ -693,7 +693,8 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let after = c.after.clone().unwrap_or_default();
     let before = c.before.clone().unwrap_or_default();
     // Only what changed; a key the spec dropped is sent as null ("none").
-    let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let keys: std::collections::BTreeSet<&gpuform_provider::Key> =
+        before.keys().chain(after.keys()).collect();
     let changes: gpuform_provider::Attrs = keys
         .into_iter()
         .filter(|k| !crate::plan::diff::same_value(before.get(*k), after.get(*k)))

@@ -152,7 +152,7 @@ async fn other_lineages(
                     region: region.clone(),
                     id: o.id.clone(),
                     attrs,
-                    deps: BTreeMap::new(),
+                    deps: Default::default(),
                     token: own.token.clone(),
                     reported: crate::state::document::Reported::of(&o),
                     kept: Vec::new(),
@@ -247,7 +247,7 @@ fn order_deletions(plan: &mut Plan) {
         let r = rank(c.kind);
         for (i, (address, provider, region, rr)) in all.iter().enumerate() {
             if *rr > r && *provider == c.provider && *region == c.region {
-                c.old_deps.insert(format!("gc:{i}"), address.clone());
+                c.old_deps.insert(format!("gc:{i}").into(), address.clone());
             }
         }
     }

@@ -66,11 +66,11 @@ pub struct ResourceChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Attrs>,
     /// Dependencies after the change: role → address.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub deps: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "gpuform_provider::Deps::is_empty")]
+    pub deps: gpuform_provider::Deps,
     /// Dependencies of the existing resource (ordering its deletion).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub old_deps: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "gpuform_provider::Deps::is_empty")]
+    pub old_deps: gpuform_provider::Deps,
     /// Idempotency token for the create (reused from an interrupted apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,

@@ -240,7 +240,7 @@ fn render_change(out: &mut String, c: &ResourceChange) {
     let empty = Default::default();
     let before = c.before.as_ref().unwrap_or(&empty);
     let after = c.after.as_ref().unwrap_or(&empty);
-    let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let keys: BTreeSet<&gpuform_provider::Key> = before.keys().chain(after.keys()).collect();
     let width = keys.iter().map(|k| k.len()).max().unwrap_or(0);
     // A rendered bootstrap shows as its hash and its steps (one per line, so
     // a change reads as a diff); the document is `gpuform bootstrap show`'s.
@@ -258,7 +258,7 @@ fn render_change(out: &mut String, c: &ResourceChange) {
             (before.get(k).cloned(), after.get(k).cloned())
         };
         let (b, a) = (b.as_ref(), a.as_ref());
-        let forces = c.replace_because.contains(k);
+        let forces = c.replace_because.iter().any(|r| r == k.as_str());
         let line = match (c.action, b, a) {
             (Action::Create, _, Some(a)) => attr_line("+", k, width, None, Some(a)),
             (Action::Delete, Some(b), _) => attr_line("-", k, width, Some(b), None),

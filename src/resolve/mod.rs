@@ -92,7 +92,7 @@ pub struct DesiredResource {
     pub region: String,
     pub attrs: Attrs,
     /// Dependencies: role → address.
-    pub deps: BTreeMap<String, String>,
+    pub deps: gpuform_provider::Deps,
     /// USD per hour, when the catalog knows the price.
     pub hourly_usd: Option<f64>,
     /// Where it comes from in the spec, for messages.
@@ -218,7 +218,7 @@ pub fn resolve(
             target,
             region: region.to_string(),
             attrs,
-            deps: BTreeMap::new(),
+            deps: Default::default(),
             hourly_usd: None,
             yaml_path: path,
         });
@@ -272,7 +272,8 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
                 .iter_mut()
                 .filter(|r| r.kind == ResourceKind::Instance && r.address.starts_with(&node_prefix))
             {
-                r.deps.insert(format!("{READS_ROLE}{key}"), bucket.clone());
+                r.deps
+                    .insert(format!("{READS_ROLE}{key}").into(), bucket.clone());
             }
         }
     }

@@ -29,6 +29,7 @@ pub mod provider;
 pub mod quota;
 pub mod request;
 pub mod resource;
+pub mod sorted_map;
 pub mod tags;
 
 pub use backoff::Backoff;
@@ -56,5 +57,6 @@ pub use request::{
     NetworkSpec, ObservedVolumeType, PlacementSpec, PlacementStrategy, Pricing, StorageClass,
     SubnetSpec, VolumeSpec, VolumeType,
 };
-pub use resource::{attr, Attrs, ObservedResource, OwnershipTags, ResourceKind};
+pub use resource::{attr, Attrs, Deps, ObservedResource, OwnershipTags, ResourceKind};
+pub use sorted_map::{Key, SortedMap};
 pub use tags::{TagDiff, UserTags};

@@ -2,13 +2,16 @@
 //! provider understands.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// Attributes of a resource: neutral keys (documented per kind on
 /// [`ResourceKind`]) to JSON values. A map rather than a struct per kind so
 /// that diffing, state and rendering are one generic mechanism.
-pub type Attrs = BTreeMap<String, serde_json::Value>;
+pub type Attrs = crate::SortedMap<serde_json::Value>;
+
+/// A resource's dependencies: role (`subnet`, `instance`…) to the address
+/// of the resource it stands on.
+pub type Deps = crate::SortedMap<String>;
 
 /// The kinds of resource a GPU cluster is made of.
 ///

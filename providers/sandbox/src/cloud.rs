@@ -417,7 +417,7 @@ impl SandboxCloud {
         if value.is_null() && key != attr::ATTACHED_TO {
             attrs.remove(key);
         } else {
-            attrs.insert(key.to_string(), value);
+            attrs.insert(key.into(), value);
         }
         let json = attrs_json(&attrs);
         inner.inv.append(&set_line(cloud, &id, &json))?;

@@ -24,7 +24,7 @@ pub(super) fn graph(file: &Path, vars: &VarArgs, sandbox: bool) -> CmdResult {
             let (Some(&a), Some(&b)) = (idx.get(dep), idx.get(&r.address)) else {
                 return Err(Failure(format!("{} depends on unknown {dep}", r.address)));
             };
-            g.add_edge(a, b, role.clone());
+            g.add_edge(a, b, role.to_string());
         }
     }
     if petgraph::algo::is_cyclic_directed(&g) {
