@@ -2,6 +2,7 @@
 # Performance check for CI: builds the sandbox-only gpuform in release mode
 # and runs benches/scale.rs in --check mode, which fails (exit 1) when
 #   - apply of 10k resources peaks above 100 MB of RSS,
+#   - a no-op re-plan of 50k resources peaks above 330 MB (target 300 MB),
 #   - plan or apply time grows more than 15x from 1k to 10k resources
 #     (linear growth gives at most 10), or
 #   - either latency scenario (0.5 s per call; AWS at 1/10 time: 15 ms per

@@ -342,7 +342,8 @@ impl Current {
                 untagged.insert(o.id.clone(), o);
             }
         }
-        let mut claimed = HashSet::new();
+        let mut claimed = HashSet::with_capacity(recorded.len());
+        self.observed.reserve(recorded.len());
         for (address, r) in &recorded {
             let o = by_id
                 .get(r.id.as_str())
