@@ -395,7 +395,7 @@ pub(super) fn record(
         let token = super::import_token(&o.id);
         let mut record = Record {
             kind: ResourceKind::Bucket,
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: d.region.clone(),
             id: o.id.clone(),
             attrs: d.attrs.clone(),
@@ -413,7 +413,7 @@ pub(super) fn record(
             address: address.clone(),
             kind: ResourceKind::Bucket,
             id: o.id.clone(),
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: d.region.clone(),
             ownership: OwnershipTags {
                 project: doc.project.clone(),
@@ -427,7 +427,7 @@ pub(super) fn record(
         plan.buckets.push(ImportedBucket {
             key: c.key.clone(),
             name: o.id.clone(),
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: req.region.clone(),
             yaml: block.join("\n"),
         });
