@@ -131,10 +131,12 @@ pub fn decode(bytes: &[u8]) -> Result<Option<Plan>, SavedPlanError> {
             "its checksum line is malformed".into(),
         ));
     };
-    // Read from the text, not `value`, so that an error names its line and
-    // column (an unknown provider key, say).
-    let plan: Plan = serde_json::from_str(text)
-        .map_err(|e| SavedPlanError::Damaged(format!("not a gpuform plan: {e}")))?;
+    let plan: Plan = serde_json::from_value(value).map_err(|e| {
+        // A `Value` has no lines: the text is read again to say where (an
+        // unknown provider key, say), only on the way to this error.
+        let located = serde_json::from_str::<Plan>(text).err().unwrap_or(e);
+        SavedPlanError::Damaged(format!("not a gpuform plan: {located}"))
+    })?;
     let body = format!("{{\n{}", rest.strip_suffix('\n').unwrap_or(rest));
     if checksum(&plan.state, &body) != sum {
         return Err(SavedPlanError::Changed);
