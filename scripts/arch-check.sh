@@ -27,6 +27,7 @@ RULES=(
   'Tencent CBS disk types (the Tencent table)|providers/tencent/src/volume_types.rs|"CLOUD_(BASIC|PREMIUM|BSSD|SSD|HSSD|TSSD)"'
   'Huawei EVS disk types (the Huawei table)|providers/huawei/src/volume_types.rs|"(SATA|SAS|GPSSD|SSD|ESSD)2?"'
   'neutral attribute keys read across parts (attached_to, private_ip)|providers/api/src/resource.rs|"attached_to"|(get|insert|ip)\("private_ip"'
+  'reading a provider key (aws, sandbox:aws): a Target, read once where a file enters (its Deserialize)|src/address.rs|Target::parse\(|"sandbox:(aws|alibaba|tencent|huawei)?"'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -88,6 +89,7 @@ const CATEGORY: &str = "cloud_essd";
 const DISK_TYPE: &str = "CLOUD_PREMIUM";
 const EVS_TYPE: &str = "SAS";
 fn attached(a: &serde_json::Map<String, serde_json::Value>) -> bool { a.get("attached_to").is_some() }
+fn key(k: &str) -> bool { crate::address::Target::parse(k).is_some_and(|t| t.sandbox) }
 EOF
   local out
   out="$(check 2>&1 || true)"

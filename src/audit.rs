@@ -17,7 +17,7 @@
 //! and date. "This month" runs from 00:00 UTC on the 1st of the month of
 //! `now` (the clock module's, which tests pin) to `now`.
 
-use crate::address::Address;
+use crate::address::{Address, Target};
 use crate::clock::{format_instant, month_start, parse_instant};
 use crate::market::breakeven::for_offering;
 use crate::views::{self, right_align, usd};
@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashSet};
 pub struct RegionInventory {
     pub cloud: Cloud,
     /// The provider key it was listed with (`aws`, `sandbox:aws`).
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     pub inventory: Inventory,
 }
@@ -267,7 +267,7 @@ pub fn audit(
             report.instances.push(row);
         }
         if !unmanaged.is_empty() {
-            import_notes.push(import_note(&r.provider, &r.region, &unmanaged));
+            import_notes.push(import_note(r.provider, &r.region, &unmanaged));
         }
         for v in &r.inventory.volumes {
             let own = OwnershipView::of(&v.tags);
@@ -293,7 +293,7 @@ pub fn audit(
         }
         if !unmanaged_buckets.is_empty() {
             import_notes.push(import_buckets_note(
-                &r.provider,
+                r.provider,
                 &r.region,
                 &unmanaged_buckets,
             ));
@@ -311,18 +311,9 @@ pub fn audit(
     report
 }
 
-/// `--cloud` of a provider key: `sandbox` for every sandbox.
-fn cli_cloud(provider: &str) -> &str {
-    if provider.starts_with("sandbox") {
-        "sandbox"
-    } else {
-        provider
-    }
-}
-
 /// Where the audit points for unmanaged buckets: `gpuform import --bucket`.
-fn import_buckets_note(provider: &str, region: &str, names: &[String]) -> String {
-    let cloud = cli_cloud(provider);
+fn import_buckets_note(provider: Target, region: &str, names: &[String]) -> String {
+    let cloud = provider.cloud_flag();
     let shown: Vec<String> = names
         .iter()
         .take(3)
@@ -338,8 +329,8 @@ fn import_buckets_note(provider: &str, region: &str, names: &[String]) -> String
 
 /// Where the audit points for unmanaged instances: `gpuform import` adopts
 /// them into a spec without stopping them.
-fn import_note(provider: &str, region: &str, ids: &[String]) -> String {
-    let cloud = cli_cloud(provider);
+fn import_note(provider: Target, region: &str, ids: &[String]) -> String {
+    let cloud = provider.cloud_flag();
     let shown: Vec<String> = ids.iter().take(3).map(|i| format!("--id {i}")).collect();
     format!(
         "{} unmanaged instance(s) in {provider} {region}: `gpuform import SPEC --cloud {cloud} --region {region} {}{}` (or `--from-audit` for all) adopts them into a spec and its state without stopping them",
@@ -979,7 +970,7 @@ mod tests {
         };
         let regions = [RegionInventory {
             cloud: Cloud::Alibaba,
-            provider: "alibaba".into(),
+            provider: Target::real(Cloud::Alibaba),
             region: "cn-hangzhou".into(),
             inventory,
         }];

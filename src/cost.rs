@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// `storage_class`) and the catalog: `(monthly USD, USD per GB-month,
 /// price)`; `Err` says why it is unpriced.
 fn bucket_monthly(
-    provider: &str,
+    provider: Target,
     region: &str,
     attrs: &gpuform_provider::Attrs,
     cny_per_usd: f64,
@@ -28,9 +28,7 @@ fn bucket_monthly(
         .get("storage_class")
         .and_then(|v| v.as_str())
         .unwrap_or("standard");
-    let cloud = Target::parse(provider)
-        .map(|t| t.cloud)
-        .ok_or_else(|| format!("unknown provider `{provider}`"))?;
+    let cloud = provider.cloud;
     let price = StoragePrices::builtin()
         .price(cloud, region, class)
         .ok_or_else(|| format!("no {class} storage price for {cloud} {region} in the catalog"))?;
@@ -54,7 +52,7 @@ fn storage_costs(plan: &mut Plan, cny_per_usd: f64) -> bool {
             ..StorageCost::default()
         };
         if let Some(before) = &c.before {
-            let provider = c.old_provider.as_deref().unwrap_or(&c.provider);
+            let provider = c.old_provider.unwrap_or(c.provider);
             let region = c.old_region.as_deref().unwrap_or(&c.region);
             if let Ok((m, _, _)) = bucket_monthly(provider, region, before, cny_per_usd) {
                 line.monthly_usd_before = m;
@@ -70,7 +68,7 @@ fn storage_costs(plan: &mut Plan, cny_per_usd: f64) -> bool {
                         .to_string(),
                 );
                 line.size_gb = after.get("size_gb").and_then(|v| v.as_f64());
-                match bucket_monthly(&c.provider, &c.region, after, cny_per_usd) {
+                match bucket_monthly(c.provider, &c.region, after, cny_per_usd) {
                     Ok((m, per_gb, price)) => {
                         in_cny |= price.currency == Currency::CNY;
                         line.monthly_usd_after = m;
@@ -191,15 +189,15 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         e.pricing = pricing.map(str::to_string);
         e.instance_type = itype.map(str::to_string);
         // Where the price came from, and how old it is.
-        let (Some(target), Some(itype), Some(pricing)) = (
-            Target::parse(&c.provider),
+        let cloud = c.provider.cloud;
+        let (Some(itype), Some(pricing)) = (
             itype,
             pricing.and_then(|p| serde_json::from_value::<PricingModel>(serde_json::json!(p)).ok()),
         ) else {
             continue;
         };
         let Some(price) = catalog
-            .offering(target.cloud, &c.region, itype)
+            .offering(cloud, &c.region, itype)
             .and_then(|o| o.prices.get(&pricing))
         else {
             continue;
@@ -210,8 +208,8 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
             gpuform_catalog::PriceBasis::Live => format!("live {} for {}", price.as_of, c.region),
             b => format!("{}, as of {}", b.label(), price.as_of),
         });
-        let what = format!("{} {} {itype} {}", target.cloud, c.region, pricing.as_str());
-        for n in catalog.notes(target.cloud, &c.region, itype) {
+        let what = format!("{} {} {itype} {}", cloud, c.region, pricing.as_str());
+        for n in catalog.notes(cloud, &c.region, itype) {
             let low = n.to_ascii_lowercase();
             if low.contains("range") || low.contains("approximate") {
                 caveats.insert(what.clone(), n.to_string());
@@ -282,7 +280,7 @@ fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<String>> {
                 .and_then(|v| v.as_str())
                 .unwrap_or("?")
         };
-        let cloud = Target::parse(&c.provider).map_or(c.provider.clone(), |t| t.cloud.to_string());
+        let cloud = c.provider.cloud;
         if c.kind == ResourceKind::Instance && c.hourly_usd_after.is_none() {
             let what = format!(
                 "{cloud} {} {} {}",

@@ -17,7 +17,7 @@ pub struct Providers {
     sandbox: Mutex<Option<Arc<SandboxCloud>>>,
     /// The sandbox being opened on another thread ([`Providers::warm_sandbox`]).
     opening: Mutex<Option<Opening>>,
-    cache: tokio::sync::Mutex<HashMap<String, Arc<dyn Provider>>>,
+    cache: tokio::sync::Mutex<HashMap<Target, Arc<dyn Provider>>>,
 }
 
 /// A sandbox cloud being opened on another thread.
@@ -85,32 +85,28 @@ impl Providers {
         *opening = Some(std::thread::spawn(move || open_sandbox(&dir)));
     }
 
-    /// The provider for a key recorded in state or plans (`aws`, `sandbox:aws`).
-    pub async fn get(&self, key: &str) -> Result<Arc<dyn Provider>, EngineError> {
+    /// The provider that serves `target` (`aws`, `sandbox:aws`).
+    pub async fn get(&self, target: Target) -> Result<Arc<dyn Provider>, EngineError> {
         let mut cache = self.cache.lock().await;
-        if let Some(p) = cache.get(key) {
+        if let Some(p) = cache.get(&target) {
             return Ok(p.clone());
         }
-        let target = Target::parse(key)
-            .ok_or_else(|| EngineError::Config(format!("unknown provider `{key}`")))?;
         let p: Arc<dyn Provider> = if target.sandbox {
             self.sandbox()?.provider(target.cloud)
         } else {
             let endpoint = self.endpoints.get(target.cloud.as_str()).cloned();
             real_cloud(target.cloud, endpoint).await?.provider
         };
-        cache.insert(key.to_string(), p.clone());
+        cache.insert(target, p.clone());
         Ok(p)
     }
 }
 
 impl Providers {
-    /// What lists a whole region for `gpuform audit` under a provider key
+    /// What lists a whole region for `gpuform audit` under a provider
     /// (`aws`, `sandbox:aws`): the same cloud crate as [`Providers::get`],
     /// through its [`InventoryApi`].
-    pub async fn inventory(&self, key: &str) -> Result<Arc<dyn InventoryApi>, EngineError> {
-        let target = Target::parse(key)
-            .ok_or_else(|| EngineError::Config(format!("unknown provider `{key}`")))?;
+    pub async fn inventory(&self, target: Target) -> Result<Arc<dyn InventoryApi>, EngineError> {
         if target.sandbox {
             return Ok(self.sandbox()?.inventory(target.cloud));
         }

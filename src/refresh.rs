@@ -4,7 +4,7 @@
 //! (provider, region), plus one `read` per kind only for recorded ids that
 //! lost their tags.
 
-use crate::address::Address;
+use crate::address::{Address, Target};
 use crate::providers::Providers;
 use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
@@ -73,7 +73,7 @@ pub struct Foreign {
     pub address: String,
     pub id: String,
     pub lineage: String,
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
 }
 
@@ -146,12 +146,12 @@ pub async fn refresh(
     // Ask every group concurrently: refresh costs one round trip, not one per region.
     let mut calls = Vec::new();
     for (provider_key, region) in &groups {
-        let provider = providers.get(provider_key).await?;
+        let provider = providers.get(*provider_key).await?;
         let scope = Scope {
             region: region.clone(),
         };
         let project = project.clone();
-        let key = (provider_key.clone(), region.clone());
+        let key = (*provider_key, region.clone());
         let also = extras.get(&key).copied().unwrap_or_default();
         calls.push(async move {
             let found = read_with_retry("list_owned", || {
@@ -207,7 +207,7 @@ struct Group<'a> {
     provider: &'a dyn gpuform_provider::Provider,
     scope: &'a Scope,
     /// (provider key, region).
-    key: &'a (String, String),
+    key: &'a (Target, String),
     /// Which of the kinds listed only when asked are listed too.
     also: AlsoList,
 }
@@ -401,7 +401,7 @@ impl Current {
                         address.clone(),
                         Record {
                             kind: p.kind,
-                            provider: provider_key.clone(),
+                            provider: *provider_key,
                             region: region.clone(),
                             id: o.id.clone(),
                             attrs: p.attrs.clone(),
@@ -459,7 +459,7 @@ impl Current {
                 .filter(|d| d.kind == o.kind);
             let record = Record {
                 kind: o.kind,
-                provider: provider_key.clone(),
+                provider: *provider_key,
                 region: region.clone(),
                 id: o.id.clone(),
                 attrs: match wanted {
@@ -495,7 +495,7 @@ impl Current {
             let wanted = lookout
                 .desired
                 .and_then(|d| d.get(&t.address))
-                .is_some_and(|d| d.kind == o.kind && &d.target.key() == provider_key);
+                .is_some_and(|d| d.kind == o.kind && d.target == *provider_key);
             if wanted
                 && !recorded_ids.contains(o.id.as_str())
                 && !self.doc.resources.contains_key(&t.address)
@@ -504,7 +504,7 @@ impl Current {
                     address: t.address.clone(),
                     id: o.id.clone(),
                     lineage: t.lineage.clone(),
-                    provider: provider_key.clone(),
+                    provider: *provider_key,
                     region: region.clone(),
                 });
             }
@@ -515,26 +515,26 @@ impl Current {
 /// The (provider, region)s a refresh lists: those the state records or has
 /// started something in, and those the spec wants; and which of them are
 /// asked for buckets or blocks too (see `Provider::list_owned_kinds`).
-type Groups = BTreeSet<(String, String)>;
-type Extras = BTreeMap<(String, String), AlsoList>;
+type Groups = BTreeSet<(Target, String)>;
+type Extras = BTreeMap<(Target, String), AlsoList>;
 fn groups_to_list(doc: &StateDoc, desired: Option<&Desired>) -> (Groups, Extras) {
     let recorded = doc
         .resources
         .values()
-        .map(|r| (r.provider.clone(), r.region.clone(), r.kind));
+        .map(|r| (r.provider, r.region.clone(), r.kind));
     let pending = doc
         .pending
         .values()
-        .map(|p| (p.provider.clone(), p.region.clone(), p.kind));
+        .map(|p| (p.provider, p.region.clone(), p.kind));
     let wanted = desired
         .into_iter()
         .flat_map(|d| d.resources.iter())
-        .map(|r| (r.target.key(), r.region.clone(), r.kind));
+        .map(|r| (r.target, r.region.clone(), r.kind));
     let mut groups = BTreeSet::new();
     let mut extras = Extras::new();
     for (provider, region, kind) in recorded.chain(pending).chain(wanted) {
         extras
-            .entry((provider.clone(), region.clone()))
+            .entry((provider, region.clone()))
             .or_default()
             .add(kind);
         groups.insert((provider, region));

@@ -2,6 +2,7 @@
 
 use super::graph::{build_graph, finish_step, Finish, Op, OpKind};
 use super::progress::{ApplyProgress, Silent};
+use crate::address::Target;
 use crate::plan::{Plan, ResourceChange};
 use crate::providers::Providers;
 use crate::state::{Journal, JournalEntry, PendingIntent, Record, StateDoc};
@@ -123,7 +124,7 @@ struct Shared {
     providers: Arc<Providers>,
     journal: Journal,
     doc: Mutex<StateDoc>,
-    limiters: HashMap<String, DefaultDirectRateLimiter>,
+    limiters: HashMap<Target, DefaultDirectRateLimiter>,
     max_retries: usize,
     secrets_dir: Option<std::path::PathBuf>,
 }
@@ -254,23 +255,23 @@ pub async fn execute(
 async fn rate_limiters(
     plan: &Plan,
     providers: &Providers,
-) -> Result<(HashMap<String, DefaultDirectRateLimiter>, Vec<RateLimit>), EngineError> {
+) -> Result<(HashMap<Target, DefaultDirectRateLimiter>, Vec<RateLimit>), EngineError> {
     let mut limiters = HashMap::new();
     let mut budgets = Vec::new();
     for c in &plan.changes {
-        let keys = [Some(&c.provider), c.old_provider.as_ref()];
-        for key in keys.into_iter().flatten() {
-            if limiters.contains_key(key) || c.action == crate::plan::Action::NoOp {
+        let targets = [Some(c.provider), c.old_provider];
+        for target in targets.into_iter().flatten() {
+            if limiters.contains_key(&target) || c.action == crate::plan::Action::NoOp {
                 continue;
             }
-            let rl = providers.get(key).await?.rate_limit();
+            let rl = providers.get(target).await?.rate_limit();
             budgets.push(rl);
             let period = Duration::from_secs_f64(1.0 / rl.per_second.max(0.001));
             let burst = NonZeroU32::new(rl.burst.max(1)).expect("max(1)");
             let quota = Quota::with_period(period)
                 .expect("non-zero period")
                 .allow_burst(burst);
-            limiters.insert(key.clone(), RateLimiter::direct(quota));
+            limiters.insert(target, RateLimiter::direct(quota));
         }
     }
     Ok((limiters, budgets))
@@ -362,12 +363,12 @@ async fn run_op(shared: &Shared, op: &Op) -> Result<OpOutcome, OpError> {
 }
 
 /// Calls a provider within its rate budget, retrying what is retryable.
-async fn call<T, F, Fut>(shared: &Shared, key: &str, f: F) -> Result<T, ProviderError>
+async fn call<T, F, Fut>(shared: &Shared, target: Target, f: F) -> Result<T, ProviderError>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, ProviderError>>,
 {
-    let limiter = shared.limiters.get(key);
+    let limiter = shared.limiters.get(&target);
     let attempt = || async {
         if let Some(l) = limiter {
             l.until_ready().await;
@@ -384,15 +385,15 @@ where
         )
         .when(|e: &ProviderError| e.kind.is_retryable())
         .notify(|e: &ProviderError, wait: Duration| {
-            tracing::debug!(provider = key, "retrying in {wait:?} after {e}");
+            tracing::debug!(provider = target.key(), "retrying in {wait:?} after {e}");
         })
         .await
 }
 
-async fn provider(shared: &Shared, key: &str) -> Result<Arc<dyn Provider>, OpError> {
+async fn provider(shared: &Shared, target: Target) -> Result<Arc<dyn Provider>, OpError> {
     shared
         .providers
-        .get(key)
+        .get(target)
         .await
         .map_err(|e| OpError::from(e.to_string()))
 }
@@ -408,7 +409,7 @@ async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
 }
 
 async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
-    let p = provider(shared, &c.provider).await?;
+    let p = provider(shared, c.provider).await?;
     let mut attrs = c.after.clone().unwrap_or_default();
     // A split create's first step (`graph::finish_step`): a firewall
     // without its rules, a volume without its instance. What is recorded is
@@ -453,7 +454,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
             intent: PendingIntent {
                 started_ms: crate::clock::wall_ms(),
                 kind: c.kind,
-                provider: c.provider.clone(),
+                provider: c.provider,
                 region: c.region.clone(),
                 token: token.clone(),
                 attrs: attrs.clone(),
@@ -487,7 +488,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
             workspace,
         },
     };
-    let result = call(shared, &c.provider, || p.create(&req)).await;
+    let result = call(shared, c.provider, || p.create(&req)).await;
     created(shared, c, result, attrs, token).await
 }
 
@@ -573,7 +574,7 @@ async fn created(
         Ok(observed) => {
             let record = Record {
                 kind: c.kind,
-                provider: c.provider.clone(),
+                provider: c.provider,
                 region: c.region.clone(),
                 id: observed.id.clone(),
                 attrs,
@@ -654,12 +655,12 @@ async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Resul
                     .get(dep)
                     .cloned()
                     .ok_or_else(|| format!("{dep} has no id yet"))?;
-                let dp = provider(shared, &record.provider).await?;
+                let dp = provider(shared, record.provider).await?;
                 let scope = Scope {
                     region: record.region.clone(),
                 };
                 let ids = [record.id.clone()];
-                let seen = call(shared, &record.provider, || dp.read(&scope, record.kind, &ids))
+                let seen = call(shared, record.provider, || dp.read(&scope, record.kind, &ids))
                     .await
                     .map_err(OpError::from)?;
                 seen.iter()
@@ -688,7 +689,7 @@ async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Resul
 }
 
 async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
-    let p = provider(shared, &c.provider).await?;
+    let p = provider(shared, c.provider).await?;
     let id = c.id.clone().ok_or("update without an id")?;
     let after = c.after.clone().unwrap_or_default();
     let before = c.before.clone().unwrap_or_default();
@@ -724,7 +725,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     let scope = Scope {
         region: c.region.clone(),
     };
-    call(shared, &c.provider, || {
+    call(shared, c.provider, || {
         p.update(&scope, c.kind, &id, &changes)
     })
     .await
@@ -759,14 +760,14 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
 }
 
 async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
-    let key = c.old_provider.as_ref().unwrap_or(&c.provider);
+    let target = c.old_provider.unwrap_or(c.provider);
     let region = c.old_region.as_ref().unwrap_or(&c.region);
-    let p = provider(shared, key).await?;
+    let p = provider(shared, target).await?;
     let id = c.id.clone().ok_or("delete without an id")?;
     let scope = Scope {
         region: region.clone(),
     };
-    match call(shared, key, || p.delete(&scope, c.kind, &id)).await {
+    match call(shared, target, || p.delete(&scope, c.kind, &id)).await {
         Ok(()) => {}
         Err(e) if e.kind == ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
@@ -780,7 +781,7 @@ async fn delete(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
 /// out, set by an update of the resource just made (its id is in state by
 /// now). An attachment is observed, never recorded; rules are recorded.
 async fn finish(shared: &Shared, c: &ResourceChange, f: Finish) -> Result<OpOutcome, OpError> {
-    let p = provider(shared, &c.provider).await?;
+    let p = provider(shared, c.provider).await?;
     let (mut record, value) = {
         let doc = shared.doc.lock().expect("state lock");
         let record = doc
@@ -812,7 +813,7 @@ async fn finish(shared: &Shared, c: &ResourceChange, f: Finish) -> Result<OpOutc
     let scope = Scope {
         region: c.region.clone(),
     };
-    call(shared, &c.provider, || {
+    call(shared, c.provider, || {
         p.update(&scope, c.kind, &record.id, &changes)
     })
     .await
@@ -839,14 +840,14 @@ async fn finish(shared: &Shared, c: &ResourceChange, f: Finish) -> Result<OpOutc
 /// Detaches a kept volume before its instance is replaced (its update
 /// attaches it to the new one). Nothing to journal: attachment is observed.
 async fn detach(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
-    let p = provider(shared, &c.provider).await?;
+    let p = provider(shared, c.provider).await?;
     let id = c.id.clone().ok_or("detach without an id")?;
     let scope = Scope {
         region: c.region.clone(),
     };
     let mut changes = gpuform_provider::Attrs::new();
     changes.insert(attr::ATTACHED_TO.into(), serde_json::Value::Null);
-    call(shared, &c.provider, || {
+    call(shared, c.provider, || {
         p.update(&scope, c.kind, &id, &changes)
     })
     .await

@@ -17,7 +17,7 @@ use gpuform_provider::Scope;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `(provider key, region)` pairs: where to list.
-pub type Places = BTreeSet<(String, String)>;
+pub type Places = BTreeSet<(Target, String)>;
 
 /// The tag a spec's cluster carries to say it serves inference
 /// (`tags: {workload: inference}`).
@@ -29,14 +29,9 @@ pub struct AuditSpec<'a> {
     pub store: StateStore,
 }
 
-/// Checks a `(provider key, region)` the user named: a known cloud and a
-/// region the catalog lists for it.
-pub fn check_target(catalog: &Catalog, key: &str, region: &str) -> Result<(), EngineError> {
-    let t = Target::parse(key).ok_or_else(|| {
-        EngineError::Config(format!(
-            "unknown cloud `{key}`\n  hint: one of aws, alibaba, tencent, huawei"
-        ))
-    })?;
+/// Checks a `(provider, region)` the user named: a region the catalog
+/// lists for its cloud.
+pub fn check_target(catalog: &Catalog, t: Target, region: &str) -> Result<(), EngineError> {
     if catalog.region(t.cloud, region).is_none() {
         let known: Vec<String> = catalog
             .regions(t.cloud)
@@ -55,7 +50,7 @@ pub fn check_target(catalog: &Catalog, key: &str, region: &str) -> Result<(), En
 
 /// The regions a spec runs in: its clusters' (cloud, region) and those its
 /// state records.
-pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, String)> {
+pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> Places {
     let mut out = BTreeSet::new();
     for c in loaded.spec.clusters.values() {
         let Some(cloud) = spec_cloud(c.cloud) else {
@@ -66,7 +61,7 @@ pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, Str
             sandbox: sandbox || c.cloud == CloudName::Sandbox,
         };
         if !c.region.is_empty() {
-            out.insert((target.key(), c.region.clone()));
+            out.insert((target, c.region.clone()));
         }
     }
     for b in loaded.spec.buckets.values() {
@@ -77,7 +72,7 @@ pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, Str
             cloud,
             sandbox: sandbox || b.cloud == CloudName::Sandbox,
         };
-        out.insert((target.key(), b.region.clone()));
+        out.insert((target, b.region.clone()));
     }
     out
 }
@@ -85,9 +80,7 @@ pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, Str
 /// What a spec's state says, for ownership. A state that does not exist is
 /// "no state reachable" (its resources read `unknown`); one that exists and
 /// cannot be read is an error.
-pub fn project_view(
-    spec: &AuditSpec<'_>,
-) -> Result<(ProjectView, BTreeSet<(String, String)>), EngineError> {
+pub fn project_view(spec: &AuditSpec<'_>) -> Result<(ProjectView, Places), EngineError> {
     let project = &spec.loaded.spec.project;
     let (doc, existed) = read_state(&spec.store, project)?;
     let mut places = BTreeSet::new();
@@ -95,7 +88,7 @@ pub fn project_view(
         places.extend(
             doc.resources
                 .values()
-                .map(|r| (r.provider.clone(), r.region.clone())),
+                .map(|r| (r.provider, r.region.clone())),
         );
         StateView::Known {
             lineage: doc.lineage.clone(),
@@ -135,13 +128,13 @@ pub fn project_view(
 /// Lists every target's inventory, all at once; the first failure stops
 /// the audit with the region it was listing.
 pub async fn inventories(
-    targets: &BTreeSet<(String, String)>,
+    targets: &Places,
     providers: &Providers,
 ) -> Result<Vec<RegionInventory>, EngineError> {
     let mut calls = Vec::new();
-    for (key, region) in targets {
-        let api = providers.inventory(key).await?;
-        let buckets_api = providers.get(key).await?;
+    for &(target, ref region) in targets {
+        let api = providers.inventory(target).await?;
+        let buckets_api = providers.get(target).await?;
         let cloud = buckets_api.cloud();
         calls.push(async move {
             let scope = Scope {
@@ -162,7 +155,7 @@ pub async fn inventories(
                 );
                 Ok(inv)
             });
-            (key.clone(), region.clone(), cloud, got)
+            (target, region.clone(), cloud, got)
         });
     }
     let mut out = Vec::new();

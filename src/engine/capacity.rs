@@ -81,7 +81,7 @@ pub async fn read(
                 if facts.blocks.contains_key(&(name.clone(), i)) {
                     continue;
                 }
-                let found = offering(name, c, b, &target, providers).await;
+                let found = offering(name, c, b, target, providers).await;
                 facts.blocks.insert((name.clone(), i), found);
                 continue;
             }
@@ -95,7 +95,7 @@ pub async fn read(
             let scope = Scope {
                 region: c.region.clone(),
             };
-            let found = match providers.get(&target.key()).await {
+            let found = match providers.get(target).await {
                 Ok(p) => p
                     .reservations(&scope, &filter)
                     .await
@@ -126,7 +126,7 @@ async fn offering(
     name: &str,
     c: &crate::spec::Cluster,
     b: &crate::spec::BlockRequest,
-    target: &crate::address::Target,
+    target: crate::address::Target,
     providers: &Providers,
 ) -> Result<BlockFact, String> {
     use gpuform_provider::capacity::block_attr as a;
@@ -144,10 +144,7 @@ async fn offering(
     let scope = Scope {
         region: c.region.clone(),
     };
-    let p = providers
-        .get(&target.key())
-        .await
-        .map_err(|e| e.to_string())?;
+    let p = providers.get(target).await.map_err(|e| e.to_string())?;
     let offers = p
         .block_offerings(&scope, &q)
         .await

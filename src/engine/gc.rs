@@ -12,7 +12,7 @@
 //! adopted (its address is free) is recorded, not deleted.
 
 use super::{complete_plan, current_placements, desired, EngineError, PlanRequest};
-use crate::address::Address;
+use crate::address::{Address, Target};
 use crate::plan::{diff, DiffOptions, Plan, StateRef};
 use crate::providers::Providers;
 use crate::refresh::{refresh, Current, Lookout};
@@ -26,7 +26,7 @@ pub struct GcPlan {
     pub plan: Plan,
     pub current: Current,
     /// Where it looked: `(provider key, region)`.
-    pub scopes: Vec<(String, String)>,
+    pub scopes: Vec<(Target, String)>,
 }
 
 /// Plans the deletion of the project's strays. `doc` is the locked state.
@@ -40,21 +40,17 @@ pub async fn gc_plan(
     let mut opts = req.resolve.clone();
     opts.current = current_placements(&doc);
     let wanted = desired(req.loaded, req.catalog, &opts)?;
-    let mut scopes: BTreeSet<(String, String)> = wanted
+    let mut scopes: BTreeSet<(Target, String)> = wanted
         .resources
         .iter()
-        .map(|r| (r.target.key(), r.region.clone()))
+        .map(|r| (r.target, r.region.clone()))
         .collect();
     scopes.extend(
         doc.resources
             .values()
-            .map(|r| (r.provider.clone(), r.region.clone())),
+            .map(|r| (r.provider, r.region.clone())),
     );
-    scopes.extend(
-        doc.pending
-            .values()
-            .map(|p| (p.provider.clone(), p.region.clone())),
-    );
+    scopes.extend(doc.pending.values().map(|p| (p.provider, p.region.clone())));
     let state_ref = StateRef {
         lineage: state_existed.then(|| doc.lineage.clone()),
         serial: doc.serial,
@@ -78,7 +74,7 @@ pub async fn gc_plan(
 /// returned, by lineage, to be left alone.
 async fn other_lineages(
     current: &mut Current,
-    scopes: &BTreeSet<(String, String)>,
+    scopes: &BTreeSet<(Target, String)>,
     other_states: bool,
     providers: &Providers,
 ) -> Result<BTreeMap<String, Vec<String>>, EngineError> {
@@ -96,8 +92,8 @@ async fn other_lineages(
         .collect();
     // Other lineages' resources left alone (without `other_states`), by lineage.
     let mut left_alone: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (key, region) in scopes {
-        let provider = providers.get(key).await?;
+    for &(target, ref region) in scopes {
+        let provider = providers.get(target).await?;
         let scope = Scope {
             region: region.clone(),
         };
@@ -113,7 +109,7 @@ async fn other_lineages(
             )
             .await
             .map_err(|error| EngineError::Provider {
-                context: format!("listing {key} {region} for project {project}"),
+                context: format!("listing {target} {region} for project {project}"),
                 error,
             })?;
         for o in found {
@@ -148,7 +144,7 @@ async fn other_lineages(
                 Address::duplicate(&own.address, &o.id),
                 Record {
                     kind: o.kind,
-                    provider: key.clone(),
+                    provider: target,
                     region: region.clone(),
                     id: o.id.clone(),
                     attrs,
@@ -229,13 +225,13 @@ fn order_deletions(plan: &mut Plan) {
             ResourceKind::Network | ResourceKind::Block => 3,
         }
     }
-    let all: Vec<(String, String, String, u8)> = plan
+    let all: Vec<(String, Target, String, u8)> = plan
         .changes
         .iter()
         .map(|c| {
             (
                 c.address.clone(),
-                c.provider.clone(),
+                c.provider,
                 c.region.clone(),
                 rank(c.kind),
             )

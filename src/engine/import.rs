@@ -75,7 +75,7 @@ pub struct ImportRequest<'a> {
     pub project: String,
     pub vars: &'a Vars,
     /// `aws`, `sandbox:aws`...
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     pub selection: Selection,
     /// The clusters' name (`NAME`, `NAME-2`... for several); else `imported`.
@@ -89,7 +89,7 @@ pub struct TagStep {
     pub address: String,
     pub kind: ResourceKind,
     pub id: String,
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     pub ownership: OwnershipTags,
 }
@@ -98,7 +98,7 @@ pub struct TagStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportedCluster {
     pub name: String,
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     pub instances: Vec<String>,
     /// Its lines in the spec, as written.
@@ -208,17 +208,12 @@ pub async fn plan_import(
     doc: &StateDoc,
     providers: &Providers,
 ) -> Result<ImportPlan, EngineError> {
-    let target = Target::parse(&req.provider).ok_or_else(|| {
-        refuse(
-            format!("unknown cloud `{}`", req.provider),
-            "one of aws, alibaba, tencent, huawei, sandbox",
-        )
-    })?;
-    super::audit::check_target(req.catalog, &req.provider, &req.region)?;
+    let target = req.provider;
+    super::audit::check_target(req.catalog, target, &req.region)?;
     let scope = Scope {
         region: req.region.clone(),
     };
-    let provider = providers.get(&req.provider).await?;
+    let provider = providers.get(target).await?;
     let mut plan = ImportPlan {
         spec_path: req.spec_path.to_path_buf(),
         spec_text: req.spec.map(|l| l.text.clone()).unwrap_or_default(),
@@ -235,7 +230,7 @@ pub async fn plan_import(
     if req.selection.wants_instances() {
         let listing = || format!("listing {} {} to import from it", req.provider, req.region);
         let inventory = providers
-            .inventory(&req.provider)
+            .inventory(target)
             .await?
             .inventory(&scope)
             .await
@@ -284,7 +279,7 @@ pub async fn plan_import(
             record_cluster(req, doc, g, name, &desired, &seen, &mut plan)?;
             plan.clusters.push(ImportedCluster {
                 name: name.clone(),
-                provider: req.provider.clone(),
+                provider: req.provider,
                 region: req.region.clone(),
                 instances: g.instances.iter().map(|i| i.id.clone()).collect(),
                 yaml: block.join("\n"),
@@ -375,7 +370,7 @@ fn pick_instances(
                 ),
                 format!(
                     "check the id and the region: `gpuform audit --cloud {} --region {}` lists every instance there",
-                    cli_cloud(&req.provider),
+                    req.provider.cloud_flag(),
                     req.region
                 ),
             ));
@@ -746,10 +741,8 @@ fn write_clusters(
                 name,
                 g,
                 seen,
-                &req.provider,
+                target,
                 &req.region,
-                target.cloud,
-                target.sandbox,
                 req.catalog,
                 &mut plan.notes,
             )
@@ -842,7 +835,7 @@ fn record_cluster(
         let token = import_token(&id);
         let mut record = Record {
             kind: d.kind,
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: d.region.clone(),
             id: id.clone(),
             attrs: d.attrs.clone(),
@@ -866,7 +859,7 @@ fn record_cluster(
             address: d.address.clone(),
             kind: d.kind,
             id: id.clone(),
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: d.region.clone(),
             ownership: OwnershipTags {
                 project: doc.project.clone(),
@@ -927,7 +920,7 @@ pub async fn run_import(
         .write(&path, &bytes)
         .map_err(|e| io("write", &path, e))?;
     for step in &plan.tags {
-        let provider: std::sync::Arc<dyn Provider> = providers.get(&step.provider).await?;
+        let provider: std::sync::Arc<dyn Provider> = providers.get(step.provider).await?;
         let scope = Scope {
             region: step.region.clone(),
         };
@@ -1026,15 +1019,6 @@ fn uses_of(i: &InventoryInstance) -> BTreeSet<String> {
         .collect()
 }
 
-/// `aws` for `aws` and `sandbox:aws` alike, as `--cloud` takes it.
-fn cli_cloud(key: &str) -> &str {
-    if key.starts_with("sandbox") {
-        "sandbox"
-    } else {
-        key
-    }
-}
-
 fn valid_cluster_name(n: &str) -> bool {
     n.starts_with(|c: char| c.is_ascii_lowercase())
         && n.chars()
@@ -1128,13 +1112,12 @@ fn cluster_block(
     name: &str,
     g: &Group,
     seen: &Seen,
-    provider: &str,
+    target: Target,
     region: &str,
-    cloud: Cloud,
-    sandbox: bool,
     catalog: &Catalog,
     notes: &mut Vec<String>,
 ) -> Vec<String> {
+    let (provider, cloud, sandbox) = (target, target.cloud, target.sandbox);
     let first = &g.instances[0];
     let o = &seen[&first.id];
     let text = |k: &str| o.attrs.get(k).and_then(Value::as_str).map(str::to_string);

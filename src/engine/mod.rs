@@ -497,8 +497,8 @@ async fn refuse_undeletable(
         let Some(Some(observed)) = current.observed.get(&c.address) else {
             continue;
         };
-        let key = c.old_provider.as_ref().unwrap_or(&c.provider);
-        if let Some(why) = providers.get(key).await?.delete_refusal(observed) {
+        let target = c.old_provider.unwrap_or(c.provider);
+        if let Some(why) = providers.get(target).await?.delete_refusal(observed) {
             refused.push(format!("  {}: {why}", c.address));
         }
     }
@@ -687,9 +687,8 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
         let Some(c) = plan.changes.iter().find(|c| &c.address == address) else {
             continue;
         };
-        let (Some(cluster), Some(target), Some(zone)) = (
+        let (Some(cluster), Some(zone)) = (
             Address::new(address).cluster(),
-            Target::parse(&c.provider),
             c.after
                 .as_ref()
                 .and_then(|a| a.get(attr::ZONE))
@@ -705,7 +704,7 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
         }
         out.push(Failover {
             cluster: cluster.to_string(),
-            cloud: target.cloud,
+            cloud: c.provider.cloud,
             region: c.region.clone(),
             zone: zone.to_string(),
             error: error.clone(),
@@ -723,11 +722,11 @@ async fn check_offerings(
     desired: &Desired,
     doc: &StateDoc,
     providers: &Providers,
-    checked: &mut std::collections::HashSet<(String, String, String, String)>,
+    checked: &mut std::collections::HashSet<(Target, String, String, String)>,
     notes: &mut Vec<String>,
 ) -> Vec<Exhausted> {
     let mut unsold = Vec::new();
-    let mut unreachable: std::collections::BTreeSet<String> = Default::default();
+    let mut unreachable: std::collections::BTreeSet<Target> = Default::default();
     for r in &desired.resources {
         if r.kind != gpuform_provider::ResourceKind::Instance
             || doc.resources.contains_key(&r.address)
@@ -741,18 +740,13 @@ async fn check_offerings(
         ) else {
             continue;
         };
-        let key = r.target.key();
+        let key = r.target;
         if unreachable.contains(&key)
-            || !checked.insert((
-                key.clone(),
-                r.region.clone(),
-                zone.to_string(),
-                itype.to_string(),
-            ))
+            || !checked.insert((key, r.region.clone(), zone.to_string(), itype.to_string()))
         {
             continue;
         }
-        let provider = match providers.get(&key).await {
+        let provider = match providers.get(key).await {
             Ok(p) => p,
             Err(e) => {
                 notes.push(format!("live offering check skipped for {key}: {e}"));
@@ -791,15 +785,14 @@ pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, 
         {
             continue;
         }
-        let (Some(cluster), Some(target), Some(zone)) = (
+        let (Some(cluster), Some(zone)) = (
             Address::new(address).cluster(),
-            Target::parse(&r.provider),
             r.attrs.get(attr::ZONE).and_then(|z| z.as_str()),
         ) else {
             continue;
         };
         out.entry(cluster.to_string()).or_insert(Placement {
-            cloud: target.cloud,
+            cloud: r.provider.cloud,
             region: r.region.clone(),
             zone: zone.to_string(),
         });

@@ -26,7 +26,7 @@ const FIT_PROBES: usize = 6;
 /// New instances of one type in one place, of one cluster.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Need {
-    key: String,
+    target: Target,
     region: String,
     zone: String,
     itype: String,
@@ -35,17 +35,17 @@ struct Need {
 }
 
 /// One read: (provider key, region, zone when per-zone quotas, type, market).
-type ReadKey = (String, String, Option<String>, String, QuotaMarket);
+type ReadKey = (Target, String, Option<String>, String, QuotaMarket);
 
 /// One quota: (provider key, region, zone when per-zone, code, name).
-type QuotaKey = (String, String, Option<String>, Option<String>, String);
+type QuotaKey = (Target, String, Option<String>, Option<String>, String);
 
 /// The quota check of one `make_plan`, kept across its re-resolves so each
 /// quota is read once and every shortfall met is named in the error.
 #[derive(Default)]
 pub(super) struct QuotaCheck {
     reads: BTreeMap<ReadKey, Option<QuotaReading>>,
-    unreachable: BTreeSet<String>,
+    unreachable: BTreeSet<Target>,
     pub warnings: Vec<String>,
     /// Why placement moved a cluster, for the plan's notes.
     pub notes: Vec<String>,
@@ -74,10 +74,9 @@ impl QuotaCheck {
             if r.kind != gpuform_provider::ResourceKind::Instance {
                 continue;
             }
-            let key = r.target.key();
             let moved_or_new = match doc.resources.get(&r.address) {
                 None => true,
-                Some(rec) => rec.provider != key || rec.region != r.region,
+                Some(rec) => rec.provider != r.target || rec.region != r.region,
             };
             let (true, Some(zone), Some(itype), Some(cluster)) = (
                 moved_or_new,
@@ -90,7 +89,7 @@ impl QuotaCheck {
             let market = QuotaMarket::of_pricing(r.attrs.get("pricing").and_then(|v| v.as_str()));
             *counts
                 .entry(Need {
-                    key,
+                    target: r.target,
                     region: r.region.clone(),
                     zone: zone.to_string(),
                     itype: itype.to_string(),
@@ -104,11 +103,10 @@ impl QuotaCheck {
             let Some((reading, zone)) = self.read(&need, providers).await else {
                 continue;
             };
-            let cloud = Target::parse(&need.key).map(|t| t.cloud);
-            let Some(ty) = cloud.and_then(|c| catalog.instance_type(c, &need.itype)) else {
+            let Some(ty) = catalog.instance_type(need.target.cloud, &need.itype) else {
                 self.warn(format!(
                     "quota of {} on {} not checked: the catalog does not know its vCPUs and GPUs",
-                    need.itype, need.key
+                    need.itype, need.target
                 ));
                 continue;
             };
@@ -119,14 +117,14 @@ impl QuotaCheck {
             };
             let group = groups
                 .entry((
-                    need.key.clone(),
+                    need.target,
                     need.region.clone(),
                     zone.clone(),
                     reading.code.clone(),
                     reading.name.clone(),
                 ))
                 .or_insert_with(|| QuotaFinding {
-                    provider: need.key.clone(),
+                    provider: need.target,
                     region: need.region.clone(),
                     zone,
                     name: reading.name.clone(),
@@ -161,20 +159,20 @@ impl QuotaCheck {
         need: &Need,
         providers: &Providers,
     ) -> Option<(QuotaReading, Option<String>)> {
-        if self.unreachable.contains(&need.key) {
+        if self.unreachable.contains(&need.target) {
             return None;
         }
-        let provider = match providers.get(&need.key).await {
+        let provider = match providers.get(need.target).await {
             Ok(p) => p,
             Err(e) => {
-                self.warn(format!("quota not checked on {}: {e}", need.key));
-                self.unreachable.insert(need.key.clone());
+                self.warn(format!("quota not checked on {}: {e}", need.target));
+                self.unreachable.insert(need.target);
                 return None;
             }
         };
         let zone = provider.quota_per_zone().then(|| need.zone.clone());
         let read_key: ReadKey = (
-            need.key.clone(),
+            need.target,
             need.region.clone(),
             zone.clone(),
             need.itype.clone(),
@@ -199,7 +197,7 @@ impl QuotaCheck {
                 };
                 self.warn(format!(
                     "could not read the quota of {} {} on {} in {}: {e}; planned without it{fix}",
-                    need.market, need.itype, need.key, need.region
+                    need.market, need.itype, need.target, need.region
                 ));
                 None
             }
@@ -219,9 +217,7 @@ impl QuotaCheck {
     ) -> Vec<Exhausted> {
         let mut out = Vec::new();
         for f in findings.iter().filter(|f| !f.fits) {
-            let Some(cloud) = Target::parse(&f.provider).map(|t| t.cloud) else {
-                continue;
-            };
+            let cloud = f.provider.cloud;
             let zones: Vec<String> = match &f.zone {
                 Some(z) => vec![z.clone()],
                 None => catalog
@@ -332,9 +328,7 @@ impl QuotaCheck {
         else {
             return "no other place was checked".to_string();
         };
-        let Some(cloud) = Target::parse(&f.provider).map(|t| t.cloud) else {
-            return String::new();
-        };
+        let cloud = f.provider.cloud;
         let mut regions: Vec<&str> = catalog
             .offerings()
             .iter()
@@ -353,7 +347,7 @@ impl QuotaCheck {
                 continue;
             };
             let need = Need {
-                key: f.provider.clone(),
+                target: f.provider,
                 region: region.to_string(),
                 zone,
                 itype: itype.clone(),

@@ -1,7 +1,7 @@
 //! The diff: desired resources vs recorded state vs what providers observe.
 
 use super::{Action, CostSummary, Plan, ResourceChange, StateRef, Summary, PLAN_FORMAT_VERSION};
-use crate::address::{Address, Target};
+use crate::address::Address;
 use crate::refresh::Current;
 use crate::resolve::Desired;
 use crate::state::Record;
@@ -67,7 +67,7 @@ pub fn diff(
             let mut change = ResourceChange {
                 address: d.address.clone(),
                 kind: d.kind,
-                provider: d.target.key(),
+                provider: d.target,
                 region: d.region.clone(),
                 action: Action::NoOp,
                 reason: None,
@@ -214,7 +214,7 @@ fn against_record(
         change.reason = Some(format!("{} was deleted outside gpuform", r.id));
     } else if r.provider != change.provider || r.region != d.region {
         change.action = Action::Replace;
-        change.old_provider = Some(r.provider.clone());
+        change.old_provider = Some(r.provider);
         change.old_region = Some(r.region.clone());
         change.reason = Some(format!(
             "moves from {} {} to {} {}",
@@ -434,7 +434,7 @@ fn delete_change(
     ResourceChange {
         address: address.to_string(),
         kind: r.kind,
-        provider: r.provider.clone(),
+        provider: r.provider,
         region: r.region.clone(),
         action: Action::Delete,
         reason: gone.then(|| format!("{} was already deleted outside gpuform", r.id)),
@@ -624,10 +624,9 @@ pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f
     if r.kind != ResourceKind::Instance {
         return None;
     }
-    let target = Target::parse(&r.provider)?;
     let itype = r.attrs.get(attr::INSTANCE_TYPE)?.as_str()?;
     let pricing: PricingModel = serde_json::from_value(r.attrs.get("pricing")?.clone()).ok()?;
-    let offering = catalog.offering(target.cloud, &r.region, itype)?;
+    let offering = catalog.offering(r.provider.cloud, &r.region, itype)?;
     Some(offering.prices.get(&pricing)?.hourly_usd(cny_per_usd))
 }
 
@@ -668,7 +667,7 @@ mod tests {
     fn subnet(kept: &[&str]) -> Record {
         Record {
             kind: ResourceKind::Subnet,
-            provider: "aws".into(),
+            provider: crate::address::Target::real(gpuform_provider::Cloud::Aws),
             region: "us-east-1".into(),
             id: "subnet-1".into(),
             attrs: [("cidr".to_string(), json!("10.0.0.0/20"))]

@@ -10,6 +10,7 @@ pub mod saved;
 
 pub use diff::{diff, DiffOptions};
 
+use crate::address::Target;
 use gpuform_provider::{Attrs, ResourceKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -44,7 +45,7 @@ pub struct ResourceChange {
     pub address: String,
     pub kind: ResourceKind,
     /// Provider key after the change (`aws`, `sandbox:aws`); for deletes, the current one.
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     pub action: Action,
     /// Why, when it is not obvious: drift, a forcing attribute, a replaced dependency.
@@ -58,7 +59,7 @@ pub struct ResourceChange {
     pub id: Option<String>,
     /// Provider and region of the existing resource, when a replace moves it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_provider: Option<String>,
+    pub old_provider: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old_region: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,7 +215,7 @@ pub struct DataTransfer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuotaFinding {
     /// The provider key (`aws`, `sandbox:aws`).
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     /// Set for a cloud whose quotas are per zone (Tencent).
     #[serde(default, skip_serializing_if = "Option::is_none")]

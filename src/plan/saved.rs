@@ -131,8 +131,12 @@ pub fn decode(bytes: &[u8]) -> Result<Option<Plan>, SavedPlanError> {
             "its checksum line is malformed".into(),
         ));
     };
-    let plan: Plan = serde_json::from_value(value)
-        .map_err(|e| SavedPlanError::Damaged(format!("not a gpuform plan: {e}")))?;
+    let plan: Plan = serde_json::from_value(value).map_err(|e| {
+        // A `Value` has no lines: the text is read again to say where (an
+        // unknown provider key, say), only on the way to this error.
+        let located = serde_json::from_str::<Plan>(text).err().unwrap_or(e);
+        SavedPlanError::Damaged(format!("not a gpuform plan: {located}"))
+    })?;
     let body = format!("{{\n{}", rest.strip_suffix('\n').unwrap_or(rest));
     if checksum(&plan.state, &body) != sum {
         return Err(SavedPlanError::Changed);
@@ -163,7 +167,7 @@ mod tests {
         p.changes.push(ResourceChange {
             address: "bucket.data".into(),
             kind: ResourceKind::Bucket,
-            provider: "sandbox:aws".into(),
+            provider: crate::address::Target::sandbox(gpuform_provider::Cloud::Aws),
             region: "us-east-1".into(),
             action: Action::NoOp,
             reason: None,
@@ -180,6 +184,49 @@ mod tests {
             hourly_usd_after: Some(1.0 / 3.0),
         });
         p
+    }
+
+    /// A saved plan as `gpuform plan --out` wrote it before provider keys
+    /// were typed (a sandbox run moving a cluster between clouds: `provider`
+    /// and `old_provider` of four clouds).
+    const WRITTEN: &str = include_str!("../../tests/fixtures/formats/plan.json");
+
+    #[test]
+    fn a_written_plan_reads_typed_and_encodes_back_as_written() {
+        let p = decode(WRITTEN.as_bytes()).unwrap().unwrap();
+        assert!(p.changes.iter().any(|c| c.old_provider.is_some()));
+        let again = String::from_utf8(encode(&p)).unwrap();
+        assert_eq!(again.lines().count(), WRITTEN.lines().count());
+        // Every line as written but the checksum and fractional numbers
+        // (serde_json reads those to within a unit in the last place, so
+        // their last digit may move: it always did).
+        let fractional = |l: &str| {
+            l.trim_end_matches(',')
+                .rsplit_once(": ")
+                .is_some_and(|(_, n)| n.contains('.') && n.parse::<f64>().is_ok())
+        };
+        for (i, (a, b)) in again.lines().zip(WRITTEN.lines()).enumerate().skip(2) {
+            assert!(
+                a == b || (fractional(a) && fractional(b)),
+                "line {}: {a} / {b}",
+                i + 1
+            );
+        }
+        assert!(WRITTEN.lines().filter(|l| l.contains("provider")).count() > 20);
+    }
+
+    #[test]
+    fn an_unknown_provider_key_is_damage_named_with_its_line() {
+        let text = WRITTEN.replacen("\"sandbox:huawei\"", "\"sandbox:gcp\"", 1);
+        assert_ne!(text, WRITTEN);
+        let line = 1 + text[..text.find("sandbox:gcp").unwrap()]
+            .matches('\n')
+            .count();
+        let Err(SavedPlanError::Damaged(why)) = decode(text.as_bytes()) else {
+            panic!("{:?}", decode(text.as_bytes()))
+        };
+        assert!(why.contains("unknown provider key `sandbox:gcp`"), "{why}");
+        assert!(why.contains(&format!("line {line} ")), "{why}");
     }
 
     #[test]

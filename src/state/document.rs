@@ -1,5 +1,6 @@
 //! The state document format.
 
+use crate::address::Target;
 use gpuform_provider::attr;
 use gpuform_provider::{Attrs, ResourceKind};
 use serde::{Deserialize, Serialize};
@@ -103,7 +104,7 @@ pub struct Failover {
 pub struct Record {
     pub kind: ResourceKind,
     /// Provider key, e.g. `aws` or `sandbox:aws`.
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     /// The cloud's id.
     pub id: String,
@@ -169,7 +170,7 @@ pub struct PendingIntent {
     #[serde(default)]
     pub started_ms: u64,
     pub kind: ResourceKind,
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     pub token: String,
     pub attrs: Attrs,

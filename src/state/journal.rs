@@ -188,7 +188,9 @@ impl Journal {
             };
             match serde_json::from_slice::<JournalEntry>(&plain) {
                 Ok(e) => entries.push(e),
-                Err(_) if i == last => break,
+                // A torn line ends early; a whole line that does not read
+                // (an unknown provider key) is an error wherever it is.
+                Err(e) if i == last && !e.is_data() => break,
                 Err(e) => {
                     return Err(StateError::Journal {
                         path: path.to_path_buf(),
@@ -372,7 +374,7 @@ mod tests {
     fn record(id: &str) -> Record {
         Record {
             kind: ResourceKind::Instance,
-            provider: "sandbox:aws".into(),
+            provider: crate::address::Target::sandbox(gpuform_provider::Cloud::Aws),
             region: "us-east-1".into(),
             id: id.into(),
             attrs: Default::default(),
@@ -392,7 +394,7 @@ mod tests {
         let intent = PendingIntent {
             started_ms: 0,
             kind: ResourceKind::Instance,
-            provider: "sandbox:aws".into(),
+            provider: crate::address::Target::sandbox(gpuform_provider::Cloud::Aws),
             region: "us-east-1".into(),
             token: "t".into(),
             attrs: Default::default(),
@@ -424,6 +426,59 @@ mod tests {
         assert_eq!(doc.resources["a"].id, "i-1");
         assert!(doc.pending.contains_key("b"));
         assert!(!doc.pending.contains_key("a"));
+    }
+
+    /// Journal lines as gpuform writes them (from a sandbox run before
+    /// keys were typed; one real key edited in).
+    const WRITTEN: &str = include_str!("../../tests/fixtures/formats/journal.jsonl");
+
+    #[test]
+    fn written_lines_read_typed_and_write_back_byte_for_byte() {
+        for l in WRITTEN.lines() {
+            let entry: JournalEntry = serde_json::from_str(l).unwrap();
+            assert_eq!(String::from_utf8(line(&entry)).unwrap(), format!("{l}\n"));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        std::fs::write(&path, WRITTEN).unwrap();
+        let (_, _, entries) = Journal::read(&path).unwrap().unwrap();
+        let JournalEntry::Recorded { record, .. } = &entries[0] else {
+            panic!("{entries:?}")
+        };
+        assert_eq!(
+            record.provider,
+            crate::address::Target::real(gpuform_provider::Cloud::Tencent)
+        );
+    }
+
+    #[test]
+    fn an_unknown_provider_key_is_refused_even_on_the_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let last = WRITTEN.lines().count();
+        for (at, text) in [
+            (
+                2,
+                WRITTEN.replacen("\"provider\":\"tencent\"", "\"provider\":\"gcp\"", 1),
+            ),
+            (last, {
+                let cut = WRITTEN.trim_end().rfind('\n').unwrap();
+                let (head, tail) = WRITTEN.split_at(cut);
+                format!(
+                    "{head}{}",
+                    tail.replace("\"provider\":\"sandbox:", "\"provider\":\"sandbox:gcp")
+                )
+            }),
+        ] {
+            assert_ne!(text, WRITTEN);
+            std::fs::write(&path, &text).unwrap();
+            let err = Journal::read(&path).unwrap_err();
+            assert!(
+                matches!(err, StateError::Journal { line, .. } if line == at),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("unknown provider key"), "{err}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

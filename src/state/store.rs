@@ -287,6 +287,61 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<StateDoc, StateError> {
 mod tests {
     use super::*;
 
+    /// A state file as gpuform writes it, provider keys of every form
+    /// (taken from a sandbox run before keys were typed; the real keys
+    /// edited in).
+    const WRITTEN: &str = include_str!("../../tests/fixtures/formats/state.json");
+
+    #[test]
+    fn a_written_state_reads_typed_and_writes_back_byte_for_byte() {
+        use crate::address::Target;
+        use gpuform_provider::Cloud;
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        fs::write(store.path(), WRITTEN).unwrap();
+        let doc = store.load().unwrap().unwrap();
+        let provider = |a: &str| doc.resources[a].provider;
+        assert_eq!(
+            provider("cluster.train-aws.network"),
+            Target::real(Cloud::Aws)
+        );
+        assert_eq!(
+            provider("cluster.train-aws.node[0]"),
+            Target::sandbox(Cloud::Aws)
+        );
+        assert_eq!(
+            provider("cluster.serve-tencent.network"),
+            Target::real(Cloud::Tencent)
+        );
+        assert_eq!(
+            doc.pending["cluster.serve-tencent.network"].provider,
+            Target::sandbox(Cloud::Alibaba)
+        );
+        store.save(&doc).unwrap();
+        assert_eq!(fs::read_to_string(store.path()).unwrap(), WRITTEN);
+    }
+
+    #[test]
+    fn an_unknown_provider_key_is_refused_where_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("s.json"));
+        let text = WRITTEN.replace("\"provider\": \"huawei\"", "\"provider\": \"gcp\"");
+        assert_ne!(text, WRITTEN);
+        fs::write(store.path(), &text).unwrap();
+        let err = store.load().unwrap_err();
+        assert!(matches!(err, StateError::Corrupt { .. }), "{err:?}");
+        let line = 1 + text[..text.find("\"gcp\"").unwrap()].matches('\n').count();
+        let err = err.to_string();
+        for want in [
+            &store.location(),
+            "unknown provider key `gcp`",
+            "aws, alibaba, tencent and huawei",
+            &format!("line {line} "),
+        ] {
+            assert!(err.contains(want), "{want:?} in {err}");
+        }
+    }
+
     #[test]
     fn save_then_load_round_trips_and_keeps_backup() {
         let dir = tempfile::tempdir().unwrap();

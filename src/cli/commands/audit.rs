@@ -25,7 +25,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// `(provider key, region)` pairs from `--cloud` / `--region`.
-fn flag_targets(a: &AuditArgs) -> Result<BTreeSet<(String, String)>, Failure> {
+fn flag_targets(a: &AuditArgs) -> Result<eaudit::Places, Failure> {
     let pairs: Vec<(&String, &String)> = match (a.clouds.len(), a.regions.len()) {
         (0, 0) => return Ok(BTreeSet::new()),
         (0, _) => {
@@ -53,12 +53,11 @@ fn flag_targets(a: &AuditArgs) -> Result<BTreeSet<(String, String)>, Failure> {
                 "unknown cloud `{cloud}`\n  hint: one of aws, alibaba, tencent, huawei"
             ))
         })?;
-        let key = Target {
+        let target = Target {
             cloud: c,
             sandbox: a.sandbox,
-        }
-        .key();
-        out.insert((key, region.clone()));
+        };
+        out.insert((target, region.clone()));
     }
     Ok(out)
 }
@@ -77,8 +76,8 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
         ));
     }
     let mut targets = flag_targets(&a)?;
-    for (key, region) in &targets {
-        eaudit::check_target(&catalog, key, region).map_err(engine_failure)?;
+    for (target, region) in &targets {
+        eaudit::check_target(&catalog, *target, region).map_err(engine_failure)?;
     }
     let loaded = a
         .specs

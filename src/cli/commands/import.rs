@@ -1,6 +1,7 @@
 //! `gpuform import`: drives [`crate::engine::import`] and renders its plan.
 
 use super::shared::{confirm, engine_failure, eprint_line, load, project_from_dir, providers_for};
+use crate::address::Target;
 use crate::cli::args::ImportArgs;
 use crate::cli::credentials::credentials_hint;
 use crate::cli::out::{errln, out, outln};
@@ -11,14 +12,16 @@ use gpuform_catalog::Cloud;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The provider key of `--cloud`: the sandbox mirrors AWS, as `cloud: sandbox` does.
-fn provider_key(cloud: &str) -> Result<String, Failure> {
+/// The provider of `--cloud`: the sandbox mirrors AWS, as `cloud: sandbox` does.
+fn provider_of(cloud: &str) -> Result<Target, Failure> {
     match cloud {
-        "sandbox" => Ok("sandbox:aws".to_string()),
-        c if Cloud::ALL.iter().any(|k| k.as_str() == c) => Ok(c.to_string()),
-        c => Err(Failure(format!(
+        "sandbox" => Ok(Target::sandbox(Cloud::Aws)),
+        c => match Cloud::ALL.into_iter().find(|k| k.as_str() == c) {
+            Some(k) => Ok(Target::real(k)),
+            None => Err(Failure(format!(
             "unknown cloud `{c}`\n  hint: --cloud takes aws, alibaba, tencent, huawei or sandbox"
-        ))),
+            ))),
+        },
     }
 }
 
@@ -46,7 +49,7 @@ fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>, Failure> {
 }
 
 pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
-    let key = provider_key(&a.cloud)?;
+    let target = provider_of(&a.cloud)?;
     let tags = parse_tags(&a.tags)?;
     if a.ids.is_empty() && a.buckets.is_empty() && tags.is_empty() && !a.from_audit {
         return Err(Failure(
@@ -131,7 +134,7 @@ pub(super) async fn import_cmd(a: ImportArgs, quiet: bool) -> CmdResult {
         spec: loaded.as_ref(),
         project: project.clone(),
         vars: &vars,
-        provider: key,
+        provider: target,
         region: a.region.clone(),
         selection: import::Selection {
             ids: a.ids.clone(),

@@ -14,6 +14,7 @@
 //! which no update touches).
 
 use super::{owned_elsewhere, quote, refuse, ImportPlan, ImportRequest, TagStep};
+use crate::address::Target;
 use crate::engine::EngineError;
 use crate::plan::diff::{actual_attrs, changed_keys};
 use crate::resolve::Desired;
@@ -35,7 +36,7 @@ pub struct ImportedBucket {
     pub key: String,
     /// Its name on the cloud (its id).
     pub name: String,
-    pub provider: String,
+    pub provider: Target,
     pub region: String,
     /// Its lines in the spec, as written.
     pub yaml: String,
@@ -80,7 +81,7 @@ pub(super) async fn pick(
                 ),
                 format!(
                     "check the name and the region (a bucket lives in one region, and a name taken by another account is not yours to import): `gpuform audit --cloud {} --region {}` lists the buckets there",
-                    super::cli_cloud(&req.provider),
+                    req.provider.cloud_flag(),
                     req.region
                 ),
             ));
@@ -197,9 +198,7 @@ fn spec_bucket_names(req: &ImportRequest<'_>) -> BTreeMap<String, String> {
 }
 
 fn target_cloud(req: &ImportRequest<'_>) -> Option<Cloud> {
-    crate::address::Target::parse(&req.provider)
-        .filter(|t| !t.sandbox)
-        .map(|t| t.cloud)
+    (!req.provider.sandbox).then_some(req.provider.cloud)
 }
 
 /// A resource's user tags as the cloud reports them, values as text.
@@ -281,8 +280,7 @@ pub(super) fn blocks(
     chosen: &[Chosen],
     notes: &mut Vec<String>,
 ) -> Vec<Vec<String>> {
-    let target = crate::address::Target::parse(&req.provider);
-    let sandbox = target.is_some_and(|t| t.sandbox);
+    let sandbox = req.provider.sandbox;
     let cloud = target_cloud(req);
     chosen
         .iter()
@@ -397,7 +395,7 @@ pub(super) fn record(
         let token = super::import_token(&o.id);
         let mut record = Record {
             kind: ResourceKind::Bucket,
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: d.region.clone(),
             id: o.id.clone(),
             attrs: d.attrs.clone(),
@@ -415,7 +413,7 @@ pub(super) fn record(
             address: address.clone(),
             kind: ResourceKind::Bucket,
             id: o.id.clone(),
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: d.region.clone(),
             ownership: OwnershipTags {
                 project: doc.project.clone(),
@@ -429,7 +427,7 @@ pub(super) fn record(
         plan.buckets.push(ImportedBucket {
             key: c.key.clone(),
             name: o.id.clone(),
-            provider: req.provider.clone(),
+            provider: req.provider,
             region: req.region.clone(),
             yaml: block.join("\n"),
         });
