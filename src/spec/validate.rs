@@ -8,21 +8,25 @@
 //! the generated JSON Schema so they cannot drift apart.
 
 use super::diagnostics::{Diagnostic, Diagnostics};
-use super::model::{CloudName, GpuRequest, VolumeType};
+use super::model::{
+    CapacitySource, CloudName, Fabric, GpuRequest, Ingress, InterconnectReq, KubeAddon,
+    KubernetesMode, SpecNames, StateSettings, Strategy, VolumeType,
+};
+use super::window::Weekday;
 use super::yaml::{shorten, Entry, Kind, Node, Pos, Style};
+use gpuform_catalog::storage::StorageClass;
+use gpuform_catalog::PricingModel;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-const PRICING: &[&str] = &["on-demand", "spot", "reserved-1y", "reserved-3y"];
-/// The unbounded sources that may end a `capacity` list.
-const MARKETS: &[&str] = &["on-demand", "spot"];
-/// What a `capacity` entry may be, for suggestions.
-const CAPACITY_KINDS: &[&str] = &["reservation", "block", "on-demand", "spot"];
-const INTERCONNECT: &[&str] = &["nvlink", "pcie", "any"];
-const FABRIC: &[&str] = &["rdma", "ethernet"];
-const PROTOCOLS: &[&str] = &["tcp", "udp", "icmp"];
-const BACKENDS: &[&str] = &["local", "postgres", "s3"];
+const PRICING: &[&str] = PricingModel::NAMES;
+const BACKENDS: &[&str] = StateSettings::NAMES;
+/// The `capacity` sources written as a one-key mapping (the others are
+/// [`CapacitySource::MARKETS`]); a test checks them against the model.
+const RESERVATION: &str = "reservation";
+const BLOCK: &str = "block";
+const KUBEADM_JOIN: &str = KubernetesMode::KubeadmJoin.as_str();
 
 /// The closest candidate to `name`, if close enough to be a likely typo.
 pub(crate) fn suggest<'a>(
@@ -257,13 +261,13 @@ const ROOT_FIELDS: &[Field] = &[
     opt("endpoints", Validator::endpoints),
 ];
 
-const STRATEGY: &[&str] = &["cheapest", "ordered"];
-
 const CLUSTER_FIELDS: &[Field] = &[
     req("cloud", Validator::cloud),
     opt("region", Validator::nonempty),
     opt("candidates", Validator::candidates),
-    opt("strategy", |v, n, p| v.choice(n, p, STRATEGY, "strategy")),
+    opt("strategy", |v, n, p| {
+        v.choice(n, p, Strategy::NAMES, "strategy")
+    }),
     opt("zones", Validator::zones),
     req("nodes", Validator::count),
     req("gpu", Validator::gpu),
@@ -273,9 +277,9 @@ const CLUSTER_FIELDS: &[Field] = &[
     opt("capacity", Validator::capacity),
     opt("spot_max_price", Validator::positive),
     opt("interconnect", |v, n, p| {
-        v.choice(n, p, INTERCONNECT, "interconnect")
+        v.choice(n, p, InterconnectReq::NAMES, "interconnect")
     }),
-    opt("fabric", |v, n, p| v.choice(n, p, FABRIC, "fabric")),
+    opt("fabric", |v, n, p| v.choice(n, p, Fabric::NAMES, "fabric")),
     opt("disk", Validator::disk),
     opt("image", Validator::nonempty),
     opt("mig", Validator::mig),
@@ -349,11 +353,9 @@ const BLOCK_FIELDS: &[Field] = &[
     opt("count", Validator::count),
 ];
 
-const KUBE_MODES: &[&str] = &["k3s", "kubeadm-join"];
-
 const KUBERNETES_FIELDS: &[Field] = &[
     req("mode", |v, n, p| {
-        v.choice(n, p, KUBE_MODES, "Kubernetes mode")
+        v.choice(n, p, KubernetesMode::NAMES, "Kubernetes mode")
     }),
     req("token_env", |v, n, p| {
         v.shaped(
@@ -389,17 +391,15 @@ const KUBERNETES_FIELDS: &[Field] = &[
     opt("addons", Validator::kube_addons),
 ];
 
-/// `kubernetes.addons`: what a k3s server also deploys (`KubeAddon`'s names).
-const KUBE_ADDONS: &[&str] = &["kubeflow-training-operator"];
-
-const STORAGE_CLASSES: &[&str] = &["standard", "infrequent", "archive"];
+/// `kubernetes.addons`: what a k3s server also deploys.
+const KUBE_ADDONS: &[&str] = KubeAddon::NAMES;
 
 const BUCKET_FIELDS: &[Field] = &[
     req("cloud", Validator::bucket_cloud),
     req("region", Validator::nonempty),
     opt("name", Validator::nonempty),
     opt("storage_class", |v, n, p| {
-        v.choice(n, p, STORAGE_CLASSES, "storage class")
+        v.choice(n, p, StorageClass::NAMES, "storage class")
     }),
     opt("versioning", Validator::boolean),
     opt("encryption", Validator::boolean),
@@ -472,7 +472,9 @@ const VARIABLE_FIELDS: &[Field] = &[
 ];
 
 const INGRESS_FIELDS: &[Field] = &[
-    opt("protocol", |v, n, p| v.choice(n, p, PROTOCOLS, "protocol")),
+    opt("protocol", |v, n, p| {
+        v.choice(n, p, &Ingress::PROTOCOLS, "protocol")
+    }),
     req("ports", Validator::ports),
     req("cidr", |v, n, p| v.cidr(n, p, true)),
 ];
@@ -897,7 +899,7 @@ impl Validator {
                 continue;
             }
             let value = match &item.kind {
-                Kind::Scalar { text, .. } if MARKETS.contains(&text.as_str()) => {
+                Kind::Scalar { text, .. } if CapacitySource::MARKETS.contains(&text.as_str()) => {
                     market = Some(text.clone());
                     Some(Value::String(text.clone()))
                 }
@@ -907,12 +909,12 @@ impl Validator {
                     } else if text.starts_with("cr-") {
                         format!("write `{{reservation: {text}}}`")
                     } else {
-                        match suggest(text, CAPACITY_KINDS.iter().copied()) {
+                        match suggest(text, CapacitySource::NAMES.iter().copied()) {
                             Some(s) => format!(
                                 "did you mean `{s}`? Expected one of {}",
-                                list(CAPACITY_KINDS)
+                                list(CapacitySource::NAMES)
                             ),
-                            None => format!("expected one of {}", list(CAPACITY_KINDS)),
+                            None => format!("expected one of {}", list(CapacitySource::NAMES)),
                         }
                     };
                     self.error(
@@ -927,8 +929,10 @@ impl Validator {
                     let e = &entries[0];
                     let ep = join(&p, &e.key);
                     match e.key.as_str() {
-                        "reservation" => self.reservation(&e.value, &ep, e.key_pos, &mut seen_ids),
-                        "block" => self
+                        k if k == RESERVATION => {
+                            self.reservation(&e.value, &ep, e.key_pos, &mut seen_ids)
+                        }
+                        k if k == BLOCK => self
                             .object(
                                 &e.value,
                                 &ep,
@@ -939,7 +943,7 @@ impl Validator {
                             )
                             .and_then(|m| self.block(&e.value, &ep, m)),
                         other => {
-                            let hint = match suggest(other, ["reservation", "block"]) {
+                            let hint = match suggest(other, [RESERVATION, BLOCK]) {
                                 Some(s) => format!("did you mean `{s}`?"),
                                 None => SHAPES.to_string(),
                             };
@@ -1132,7 +1136,7 @@ impl Validator {
             );
             return None;
         };
-        let clouds = ["aws", "alibaba", "tencent", "huawei"];
+        let clouds = real_clouds();
         let mut out = Vec::new();
         let mut ok = true;
         for (i, item) in items.iter().enumerate() {
@@ -1377,7 +1381,7 @@ impl Validator {
             "`kubernetes`",
             &[],
         )?;
-        let kubeadm = obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join");
+        let kubeadm = obj.get("mode").and_then(Value::as_str) == Some(KUBEADM_JOIN);
         let asked = |k: &str| match obj.get(k) {
             Some(Value::Bool(b)) => *b,
             Some(Value::Array(a)) => !a.is_empty(),
@@ -1405,7 +1409,7 @@ impl Validator {
         if !server_only.is_empty() {
             return None;
         }
-        if obj.get("mode").and_then(Value::as_str) == Some("kubeadm-join") {
+        if kubeadm {
             let mut ok = true;
             for key in ["endpoint", "ca_cert_hash"] {
                 if !obj.contains_key(key) {
@@ -1471,7 +1475,7 @@ impl Validator {
     /// refused, never guessed at: the same word names different disks on
     /// different clouds.
     fn volume_type(&mut self, node: &Node, path: &str) -> Option<Value> {
-        let names = VolumeType::names();
+        let names = VolumeType::NAMES.iter().copied();
         let text = self.scalar_text(node, path, "a volume type")?;
         if VolumeType::parse(&text).is_some() {
             return Some(Value::String(text));
@@ -1789,17 +1793,11 @@ impl Validator {
 
     /// Buckets live where their data is: `any` is not a place.
     fn bucket_cloud(&mut self, node: &Node, path: &str) -> Option<Value> {
-        let names: Vec<&str> = CloudName::ALL
-            .iter()
-            .filter(|c| **c != CloudName::Any)
-            .map(|c| c.as_str())
-            .collect();
-        self.choice(node, path, &names, "cloud")
+        self.choice(node, path, &bucket_clouds(), "cloud")
     }
 
     fn cloud(&mut self, node: &Node, path: &str) -> Option<Value> {
-        let names: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
-        self.choice(node, path, &names, "cloud")
+        self.choice(node, path, CloudName::NAMES, "cloud")
     }
 
     fn choice(&mut self, node: &Node, path: &str, allowed: &[&str], what: &str) -> Option<Value> {
@@ -1965,7 +1963,7 @@ impl Validator {
 
     /// `days: [sat, sun]` of a maintenance window: each a day once.
     fn weekdays(&mut self, node: &Node, path: &str) -> Option<Value> {
-        use super::window::DAYS;
+        const DAYS: &[&str] = Weekday::NAMES;
         let Kind::Seq(items) = &node.kind else {
             let hint = match &node.kind {
                 Kind::Scalar { text, .. } => format!("write a list: `days: [{}]`", shorten(text)),
@@ -2162,7 +2160,7 @@ impl Validator {
 
     /// `endpoints: { CLOUD: URL }`.
     fn endpoints(&mut self, node: &Node, path: &str) -> Option<Value> {
-        let clouds = ["aws", "alibaba", "tencent", "huawei"];
+        let clouds = real_clouds();
         let Kind::Map(entries) = &node.kind else {
             self.error(
                 node.start,
@@ -2449,6 +2447,26 @@ fn is_taint(t: &str) -> bool {
         && matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute")
 }
 
+/// The clouds a bucket may be on: every cloud but `any`.
+fn bucket_clouds() -> Vec<&'static str> {
+    let any = CloudName::Any.as_str();
+    CloudName::NAMES
+        .iter()
+        .copied()
+        .filter(|c| *c != any)
+        .collect()
+}
+
+/// The clouds gpuform calls (`candidates`, `endpoints`): every cloud but
+/// `any` and the sandbox.
+fn real_clouds() -> Vec<&'static str> {
+    let sandbox = CloudName::Sandbox.as_str();
+    bucket_clouds()
+        .into_iter()
+        .filter(|c| *c != sandbox)
+        .collect()
+}
+
 fn list(items: &[&str]) -> String {
     items
         .iter()
@@ -2457,10 +2475,10 @@ fn list(items: &[&str]) -> String {
         .join(", ")
 }
 
-fn example_for(key: &str) -> &'static str {
-    match key {
+fn example_for(key: &str) -> String {
+    let example = match key {
+        "cloud" => return format!(" (one of {})", bucket_clouds().join(", ")),
         "project" => " (e.g. `project: llm-research`)",
-        "cloud" => " (one of aws, alibaba, tencent, huawei, sandbox)",
         "region" => " (e.g. `region: us-east-1`)",
         "nodes" => " (e.g. `nodes: 2`)",
         "gpu" => " (e.g. `gpu: A100-80GB:8` or `gpu: T4`)",
@@ -2468,7 +2486,8 @@ fn example_for(key: &str) -> &'static str {
         "cidr" => " (e.g. `cidr: 0.0.0.0/0`)",
         "duration" => " (e.g. `duration: 4h`)",
         _ => "",
-    }
+    };
+    example.to_string()
 }
 
 #[cfg(test)]
@@ -2605,14 +2624,16 @@ mod tests {
             out
         };
         assert_eq!(enum_of("PricingModelSchema"), sorted(PRICING));
-        assert_eq!(enum_of("InterconnectReq"), sorted(INTERCONNECT));
-        assert_eq!(enum_of("Fabric"), sorted(FABRIC));
-        assert_eq!(enum_of("Weekday"), sorted(super::super::window::DAYS));
-        assert_eq!(enum_of("StorageClassSchema"), sorted(STORAGE_CLASSES));
-        assert_eq!(enum_of("VolumeTypeSchema"), sorted(&VolumeType::names()));
-        let clouds: Vec<&str> = CloudName::ALL.iter().map(|c| c.as_str()).collect();
-        assert_eq!(enum_of("CloudName"), sorted(&clouds));
+        assert_eq!(enum_of("InterconnectReq"), sorted(InterconnectReq::NAMES));
+        assert_eq!(enum_of("Fabric"), sorted(Fabric::NAMES));
+        assert_eq!(enum_of("Weekday"), sorted(Weekday::NAMES));
+        assert_eq!(enum_of("StorageClassSchema"), sorted(StorageClass::NAMES));
+        assert_eq!(enum_of("VolumeTypeSchema"), sorted(VolumeType::NAMES));
+        assert_eq!(enum_of("CloudName"), sorted(CloudName::NAMES));
         assert_eq!(enum_of("KubeAddon"), sorted(KUBE_ADDONS));
+        let mut sources = vec![RESERVATION, BLOCK];
+        sources.extend(CapacitySource::MARKETS);
+        assert_eq!(sources, CapacitySource::NAMES);
         assert_eq!(
             KUBE_ADDONS,
             [crate::bootstrap::manifests::KUBEFLOW_TRAINING_OPERATOR]
