@@ -596,29 +596,25 @@ pub struct Bucket {
 /// The storage class of a bucket (one type for spec, requests and prices).
 pub use gpuform_catalog::storage::StorageClass;
 
-spec_enum! {
-    /// Schema stand-in for [`StorageClass`], which lives in the catalog crate
-    /// and has no `JsonSchema` (its serde names are mirrored here and checked
-    /// against the catalog's by `validate`'s tests).
-    // (These doc lines are the schema's description.) Each catalog variant is
-    // mapped to one by an exhaustive `match` below (a new one does not
-    // build), and `schema_stand_ins_match_the_catalog` checks the names.
-    #[allow(dead_code)]
-    #[derive(JsonSchema)]
-    enum StorageClassSchema {
-        /// Frequently read data (default).
-        Standard = "standard",
-        /// Read about once a month or less (S3 Standard-IA, OSS IA, COS
-        /// STANDARD_IA, OBS WARM).
-        Infrequent = "infrequent",
-        /// Kept for years, read rarely, restored before reading (S3 Glacier
-        /// Flexible Retrieval, OSS Archive, COS ARCHIVE, OBS COLD).
-        Archive = "archive",
-    }
-}
-
-impl SpecNames for StorageClass {
-    const NAMES: &'static [&'static str] = StorageClassSchema::NAMES;
+/// Schema stand-in for [`StorageClass`], which lives in the catalog crate
+/// and has no `JsonSchema` (its serde names are mirrored here and checked
+/// against the catalog's by `validate`'s tests).
+// (The doc lines above are the schema's description.) The names' home is
+// the catalog: each of its variants is mapped to one here by an exhaustive
+// `match` (a new one does not build), and `schema_stand_ins_match_the_catalog`
+// compares their serde names.
+#[allow(dead_code)]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum StorageClassSchema {
+    /// Frequently read data (default).
+    Standard,
+    /// Read about once a month or less (S3 Standard-IA, OSS IA, COS
+    /// STANDARD_IA, OBS WARM).
+    Infrequent,
+    /// Kept for years, read rarely, restored before reading (S3 Glacier
+    /// Flexible Retrieval, OSS Archive, COS ARCHIVE, OBS COLD).
+    Archive,
 }
 
 impl From<StorageClass> for StorageClassSchema {
@@ -634,25 +630,20 @@ impl From<StorageClass> for StorageClassSchema {
 /// A data volume's type (one type for spec, requests and every cloud's table).
 pub use gpuform_catalog::volume::VolumeType;
 
-spec_enum! {
-    /// Schema stand-in for [`VolumeType`], which lives in the catalog crate and
-    /// has no `JsonSchema` (its serde names are mirrored here and checked
-    /// against the catalog's by `validate`'s tests).
-    // Kept consistent as `StorageClassSchema` is.
-    #[allow(dead_code)]
-    #[derive(JsonSchema)]
-    enum VolumeTypeSchema {
-        /// A general-purpose SSD (default): EBS gp3, Alibaba ESSD, Tencent SSD
-        /// cloud disk, Huawei ultra-high I/O.
-        Ssd = "ssd",
-        /// A hard-disk volume, cheaper per GB: EBS st1, Alibaba ultra disk,
-        /// Tencent premium cloud disk, Huawei high I/O.
-        Hdd = "hdd",
-    }
-}
-
-impl SpecNames for VolumeType {
-    const NAMES: &'static [&'static str] = VolumeTypeSchema::NAMES;
+/// Schema stand-in for [`VolumeType`], which lives in the catalog crate and
+/// has no `JsonSchema` (its serde names are mirrored here and checked
+/// against the catalog's by `validate`'s tests).
+// Kept consistent as `StorageClassSchema` is.
+#[allow(dead_code)]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum VolumeTypeSchema {
+    /// A general-purpose SSD (default): EBS gp3, Alibaba ESSD, Tencent SSD
+    /// cloud disk, Huawei ultra-high I/O.
+    Ssd,
+    /// A hard-disk volume, cheaper per GB: EBS st1, Alibaba ultra disk,
+    /// Tencent premium cloud disk, Huawei high I/O.
+    Hdd,
 }
 
 impl From<VolumeType> for VolumeTypeSchema {
@@ -909,26 +900,23 @@ impl JsonSchema for GpuRequest {
     }
 }
 
-spec_enum! {
-    /// Schema stand-in for [`PricingModel`], which lives in the provider crate
-    /// and has no `JsonSchema` (its serde names are mirrored here).
-    // It lives in the catalog crate; kept consistent as `StorageClassSchema` is.
-    #[allow(dead_code)]
-    #[derive(JsonSchema)]
-    enum PricingModelSchema {
-        /// Pay per hour, no commitment.
-        OnDemand = "on-demand",
-        /// Spare capacity at a discount; may be reclaimed.
-        Spot = "spot",
-        /// One-year reservation.
-        Reserved1y = "reserved-1y",
-        /// Three-year reservation.
-        Reserved3y = "reserved-3y",
-    }
-}
-
-impl SpecNames for PricingModel {
-    const NAMES: &'static [&'static str] = PricingModelSchema::NAMES;
+/// Schema stand-in for [`PricingModel`], which lives in the provider crate
+/// and has no `JsonSchema` (its serde names are mirrored here).
+// It lives in the catalog crate; kept consistent as `StorageClassSchema` is.
+#[allow(dead_code)]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum PricingModelSchema {
+    /// Pay per hour, no commitment.
+    OnDemand,
+    /// Spare capacity at a discount; may be reclaimed.
+    Spot,
+    /// One-year reservation.
+    #[serde(rename = "reserved-1y")]
+    Reserved1y,
+    /// Three-year reservation.
+    #[serde(rename = "reserved-3y")]
+    Reserved3y,
 }
 
 impl From<PricingModel> for PricingModelSchema {
@@ -1107,9 +1095,6 @@ mod tests {
         check::<KubernetesMode>();
         check::<KubeAddon>();
         check::<super::super::window::Weekday>();
-        check::<PricingModel>();
-        check::<StorageClass>();
-        check::<VolumeType>();
         assert_eq!(CloudName::Huawei.as_str(), "huawei");
         assert!(
             CapacitySource::Spot.unbounded()
@@ -1124,26 +1109,30 @@ mod tests {
 
     /// The schema stand-ins name every catalog variant as the catalog does
     /// (their `From` is an exhaustive `match`: a catalog variant without a
-    /// stand-in does not build; one with a stand-in too many fails here).
+    /// stand-in does not build; a stand-in too many fails
+    /// `enums_match_the_schema`).
     #[test]
     fn schema_stand_ins_match_the_catalog() {
         for p in PricingModel::ALL {
-            assert_eq!(PricingModelSchema::from(p).as_str(), p.as_str());
+            let stand_in = PricingModelSchema::from(p);
+            assert_eq!(
+                serde_json::to_value(stand_in).unwrap(),
+                serde_json::to_value(p).unwrap()
+            );
         }
-        assert_eq!(
-            PricingModel::NAMES,
-            PricingModel::ALL.map(PricingModel::as_str)
-        );
         for c in StorageClass::ALL {
-            assert_eq!(StorageClassSchema::from(c).as_str(), c.as_str());
+            let stand_in = StorageClassSchema::from(c);
+            assert_eq!(
+                serde_json::to_value(stand_in).unwrap(),
+                serde_json::to_value(c).unwrap()
+            );
         }
-        assert_eq!(
-            StorageClass::NAMES,
-            StorageClass::ALL.map(StorageClass::as_str)
-        );
         for t in VolumeType::ALL {
-            assert_eq!(VolumeTypeSchema::from(t).as_str(), t.as_str());
+            let stand_in = VolumeTypeSchema::from(t);
+            assert_eq!(
+                serde_json::to_value(stand_in).unwrap(),
+                serde_json::to_value(t).unwrap()
+            );
         }
-        assert_eq!(VolumeType::NAMES, VolumeType::names());
     }
 }

@@ -71,7 +71,7 @@ impl Validator {
             }
             Kind::Scalar { text, .. } => {
                 let kinds = CapacitySource::NAMES;
-                let hint = if PricingModel::NAMES.contains(&text.as_str()) {
+                let hint = if PricingModel::ALL.iter().any(|m| m.as_str() == text) {
                     format!("`{text}` is a `pricing:` model; a capacity list ends with `on-demand` or `spot`")
                 } else if text.starts_with("cr-") {
                     format!("write `{{reservation: {text}}}`")

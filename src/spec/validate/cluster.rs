@@ -8,6 +8,7 @@ use super::super::window::Weekday;
 use super::super::yaml::{shorten, Kind, Node, Pos};
 use super::capacity::{lists_bounded, lists_spot};
 use super::{fields, join, list, real_clouds, suggest, Validator};
+use gpuform_catalog::PricingModel;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -337,6 +338,12 @@ impl Validator {
         .map(Value::Array)
     }
 
+    /// `pricing:`, one of the catalog's pricing models.
+    pub(super) fn pricing(&mut self, node: &Node, path: &str) -> Option<Value> {
+        let models = PricingModel::ALL.map(PricingModel::as_str);
+        self.choice(node, path, &models, "pricing model")
+    }
+
     pub(super) fn driver(&mut self, node: &Node, path: &str) -> Option<Value> {
         self.shaped(
             node,
@@ -382,7 +389,7 @@ impl Validator {
         let meaning = VolumeType::ALL
             .map(|t| format!("`{t}` ({})", t.describe()))
             .join(", ");
-        let hint = match suggest(&text, VolumeType::NAMES.iter().copied()) {
+        let hint = match suggest(&text, VolumeType::names()) {
             Some(s) => format!("did you mean `{s}`? gpuform's volume types are {meaning}"),
             None => format!(
                 "gpuform's volume types are {meaning}, the same on every cloud; a cloud's own disk names are not accepted"

@@ -15,8 +15,7 @@ use super::super::window;
 use super::super::yaml::Node;
 use super::kubernetes::{is_ca_hash, is_endpoint, is_env_name, is_k8s_version, is_taint};
 use super::Validator;
-use gpuform_catalog::storage::StorageClass;
-use gpuform_catalog::PricingModel;
+use gpuform_catalog::storage::STORAGE_CLASSES;
 use serde_json::Value;
 
 /// How a field's value is checked.
@@ -104,7 +103,7 @@ pub(super) const CLUSTER: Table = Table {
         opt("zones", With(Validator::zones)),
         req("nodes", With(Validator::count)),
         req("gpu", With(Validator::gpu)),
-        opt("pricing", OneOf(PricingModel::NAMES, "pricing model")),
+        opt("pricing", With(Validator::pricing)),
         opt("capacity", With(Validator::capacity)),
         opt("spot_max_price", With(Validator::positive)),
         opt(
@@ -232,7 +231,7 @@ pub(super) const BUCKET: Table = table(
         req("cloud", With(Validator::bucket_cloud)),
         req("region", With(Validator::nonempty)),
         opt("name", With(Validator::nonempty)),
-        opt("storage_class", OneOf(StorageClass::NAMES, "storage class")),
+        opt("storage_class", OneOf(&STORAGE_CLASSES, "storage class")),
         opt("versioning", With(Validator::boolean)),
         opt("encryption", With(Validator::boolean)),
         opt("lifecycle", Nested(&LIFECYCLE)),
@@ -387,6 +386,7 @@ mod tests {
     use super::super::capacity;
     use super::*;
     use gpuform_catalog::volume::VolumeType;
+    use gpuform_catalog::PricingModel;
     use std::collections::BTreeMap;
 
     /// Keys and required keys, sorted.
@@ -519,6 +519,8 @@ mod tests {
     /// from the model type, and the names agree.
     #[test]
     fn enums_match_the_schema() {
+        let pricing = PricingModel::ALL.map(PricingModel::as_str);
+        let volume_types = VolumeType::names();
         let ours: BTreeMap<&str, &[&str]> = BTreeMap::from([
             ("CloudName", CloudName::NAMES),
             ("Strategy", Strategy::NAMES),
@@ -529,9 +531,10 @@ mod tests {
             ("Weekday", Weekday::NAMES),
             ("CapacitySource", CapacitySource::NAMES),
             ("StateSettings", StateSettings::NAMES),
-            ("PricingModelSchema", PricingModel::NAMES),
-            ("StorageClassSchema", StorageClass::NAMES),
-            ("VolumeTypeSchema", VolumeType::NAMES),
+            // The catalog's enums, through their schema stand-ins.
+            ("PricingModelSchema", &pricing),
+            ("StorageClassSchema", &STORAGE_CLASSES),
+            ("VolumeTypeSchema", &volume_types),
         ]);
         let schema = schema_json();
         let mut enums: BTreeMap<String, Vec<String>> = BTreeMap::new();
