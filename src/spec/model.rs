@@ -47,8 +47,6 @@ macro_rules! spec_enum {
             const NAMES: &'static [&'static str] = &[$($text),+];
         }
 
-        // The private schema stand-ins use it in tests only.
-        #[allow(dead_code)]
         impl $name {
             /// The variant's name as a spec writes it.
             pub const fn as_str(&self) -> &'static str {
