@@ -3,7 +3,7 @@
 
 use super::super::model::CloudName;
 use super::super::yaml::{shorten, Entry, Node, Pos};
-use super::{fields, join, list, suggest, Validator};
+use super::{fields, join, list, parse_cloud, suggest, Validator};
 use gpuform_provider::Cloud;
 use serde_json::Value;
 
@@ -67,8 +67,7 @@ impl Validator {
             let Some(cloud_text) = b.value.entry("cloud").and_then(|e| e.value.text()) else {
                 continue;
             };
-            let cloud = serde_json::from_value::<CloudName>(Value::from(cloud_text));
-            let Some(cloud) = cloud.ok().and_then(name_rules) else {
+            let Some(cloud) = parse_cloud(cloud_text).and_then(name_rules) else {
                 continue; // reported by `cloud`
             };
             let Some(name) = self.bucket_name(b, cloud, project) else {

@@ -1,9 +1,9 @@
 //! A cluster's `capacity:` list: reservations, Capacity Blocks and the
 //! market that ends it, and which clouds speak them.
 
-use super::super::model::{CapacitySource, SpecNames};
+use super::super::model::{CapacitySource, CloudName, SpecNames};
 use super::super::yaml::{shorten, Entry, Kind, Node, Pos};
-use super::{fields, join, list, suggest, Validator};
+use super::{fields, join, list, parse_cloud, suggest, Validator};
 use gpuform_catalog::PricingModel;
 use serde_json::{Map, Value};
 
@@ -254,16 +254,17 @@ impl Validator {
         cloud_text: &str,
         any: bool,
     ) -> bool {
-        let blocks = lists_blocks(&e.value);
-        let speaks = match cloud_text {
-            "aws" | "sandbox" => true,
-            "alibaba" => !blocks,
+        let cloud = parse_cloud(cloud_text);
+        let alibaba = cloud == Some(CloudName::Alibaba);
+        let speaks = match cloud {
+            Some(CloudName::Aws | CloudName::Sandbox) => true,
+            Some(CloudName::Alibaba) => !lists_blocks(&e.value),
             _ => false,
         };
         if speaks {
-            return self.reservation_clouds(e, path, cloud_text);
+            return self.reservation_clouds(e, path, cloud_text, alibaba);
         }
-        let (msg, hint) = if cloud_text == "alibaba" {
+        let (msg, hint) = if alibaba {
             (
                 "Capacity Blocks in `capacity` are supported on `cloud: aws` (and the sandbox), not `cloud: alibaba`".to_string(),
                 "on Alibaba Cloud, list a private pool: `{reservation: eap-…}` or `{reservation: crp-…}`".to_string(),
@@ -286,9 +287,14 @@ impl Validator {
 
     /// An id names one cloud's reservation: EC2's `cr-…` or Alibaba's
     /// private pools, `eap-…`/`crp-…`.
-    fn reservation_clouds(&mut self, e: &Entry, path: &str, cloud_text: &str) -> bool {
+    fn reservation_clouds(
+        &mut self,
+        e: &Entry,
+        path: &str,
+        cloud_text: &str,
+        alibaba: bool,
+    ) -> bool {
         let mut ok = true;
-        let alibaba = cloud_text == "alibaba";
         for (at, id) in reservation_ids(&e.value) {
             if is_private_pool_id(&id) != alibaba {
                 let (what, hint) = if alibaba {

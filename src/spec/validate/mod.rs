@@ -100,6 +100,11 @@ fn list(items: &[&str]) -> String {
         .join(", ")
 }
 
+/// A cloud as written, if it is one.
+fn parse_cloud(text: &str) -> Option<CloudName> {
+    serde_json::from_value(Value::from(text)).ok()
+}
+
 /// The clouds a bucket may be on: every cloud but `any`.
 fn bucket_clouds() -> Vec<&'static str> {
     let any = CloudName::Any.as_str();
