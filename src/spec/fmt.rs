@@ -235,30 +235,7 @@ impl<'a> Formatter<'a> {
     fn line(&mut self, l: usize) {
         let chars = self.lines[l].clone();
         if let Some(inside) = self.inside[l] {
-            let d = if inside.block {
-                self.block_delta(inside.owner)
-            } else {
-                self.delta[inside.owner]
-            };
-            if is_blank(&chars) {
-                self.out[l] = Some(String::new());
-                return;
-            }
-            let ind = if inside.block {
-                indent_of(&chars)
-            } else {
-                chars
-                    .iter()
-                    .take_while(|c| **c == ' ' || **c == '\t')
-                    .count()
-            };
-            let new = (ind as isize + d).max(0) as usize;
-            let rest: String = if inside.block {
-                chars[ind..].iter().collect()
-            } else {
-                rtrim(&chars[ind..])
-            };
-            self.out[l] = Some(format!("{}{}", " ".repeat(new), rest));
+            self.line_inside(l, &chars, inside);
             return;
         }
         if is_blank(&chars) {
@@ -267,24 +244,7 @@ impl<'a> Formatter<'a> {
         }
         let ind = indent_of(&chars);
         if chars[ind] == '#' {
-            let frame_match = self
-                .stack
-                .iter()
-                .rev()
-                .find(|f| f.orig == ind)
-                .map(|f| f.new);
-            let enclosing = self
-                .stack
-                .iter()
-                .rev()
-                .find(|f| f.orig <= ind)
-                .map(|f| f.new);
-            self.pending.push(PendingComment {
-                line: l,
-                orig: ind,
-                frame_match,
-                enclosing,
-            });
+            self.comment_line(l, ind);
             return;
         }
         if ind == 0 && (starts_with(&chars, "---") || starts_with(&chars, "...") || chars[0] == '%')
@@ -383,6 +343,57 @@ impl<'a> Formatter<'a> {
         self.delta[l] = last_delta;
         self.inner_new[l] = (last_orig as isize + last_delta).max(0) as usize;
         self.out[l] = Some(out);
+    }
+
+    /// A line inside a multi-line scalar or flow collection: it moves with
+    /// the line that opened it.
+    fn line_inside(&mut self, l: usize, chars: &[char], inside: Inside) {
+        let d = if inside.block {
+            self.block_delta(inside.owner)
+        } else {
+            self.delta[inside.owner]
+        };
+        if is_blank(chars) {
+            self.out[l] = Some(String::new());
+            return;
+        }
+        let ind = if inside.block {
+            indent_of(chars)
+        } else {
+            chars
+                .iter()
+                .take_while(|c| **c == ' ' || **c == '\t')
+                .count()
+        };
+        let new = (ind as isize + d).max(0) as usize;
+        let rest: String = if inside.block {
+            chars[ind..].iter().collect()
+        } else {
+            rtrim(&chars[ind..])
+        };
+        self.out[l] = Some(format!("{}{}", " ".repeat(new), rest));
+    }
+
+    /// A comment line at column `ind`: placed later, with the line it precedes.
+    fn comment_line(&mut self, l: usize, ind: usize) {
+        let frame_match = self
+            .stack
+            .iter()
+            .rev()
+            .find(|f| f.orig == ind)
+            .map(|f| f.new);
+        let enclosing = self
+            .stack
+            .iter()
+            .rev()
+            .find(|f| f.orig <= ind)
+            .map(|f| f.new);
+        self.pending.push(PendingComment {
+            line: l,
+            orig: ind,
+            frame_match,
+            enclosing,
+        });
     }
 
     /// How far the content of the block scalar whose header is on line

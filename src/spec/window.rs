@@ -9,9 +9,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The days of the week, as the spec writes them.
-pub const DAYS: &[&str] = &["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
-
 /// The longest window: a week (a window that long is always open).
 pub const MAX_DURATION_SECS: u64 = 7 * 86_400;
 
@@ -35,16 +32,18 @@ pub struct MaintenanceWindow {
     pub timezone: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Weekday {
-    Mon,
-    Tue,
-    Wed,
-    Thu,
-    Fri,
-    Sat,
-    Sun,
+super::model::spec_enum! {
+    // A day of the week, as the spec writes it: its first three letters.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum Weekday {
+        Mon = "mon",
+        Tue = "tue",
+        Wed = "wed",
+        Thu = "thu",
+        Fri = "fri",
+        Sat = "sat",
+        Sun = "sun",
+    }
 }
 
 impl Weekday {
@@ -154,7 +153,7 @@ impl MaintenanceWindow {
         } else {
             self.days
                 .iter()
-                .map(|d| DAYS[d.index() as usize])
+                .map(|d| d.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         };

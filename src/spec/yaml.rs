@@ -131,6 +131,45 @@ impl Node {
         }
     }
 
+    /// A scalar's text; `None` for a list or a mapping.
+    pub fn text(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Scalar { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// A mapping's entries; `None` for a scalar or a list.
+    pub fn map(&self) -> Option<&[Entry]> {
+        match &self.kind {
+            Kind::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// A list's items; `None` for a scalar or a mapping.
+    pub fn seq(&self) -> Option<&[Node]> {
+        match &self.kind {
+            Kind::Seq(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// A mapping's entries; none for a scalar or a list.
+    pub fn entries(&self) -> &[Entry] {
+        self.map().unwrap_or_default()
+    }
+
+    /// A list's items; none for a scalar or a mapping.
+    pub fn items(&self) -> &[Node] {
+        self.seq().unwrap_or_default()
+    }
+
+    /// The entry of a mapping with this key.
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        self.entries().iter().find(|e| e.key == key)
+    }
+
     /// Same content, ignoring positions (used by `fmt` to prove it kept the meaning).
     pub fn same_content(&self, other: &Node) -> bool {
         match (&self.kind, &other.kind) {
