@@ -31,7 +31,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, NoTls, Socket};
 
 /// The schema's migrations, in order; `{s}` is the schema name. Never edit
 /// one that has shipped: add the next.
@@ -288,33 +289,29 @@ impl Inner {
         let dead = guard.as_ref().map(|c| c.is_closed()).unwrap_or(true);
         if dead {
             let client = match &self.tls {
-                None => {
-                    let (client, conn) =
-                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(NoTls))
-                            .await
-                            .map_err(|_| self.timeout())?
-                            .map_err(|e| self.err(&e))?;
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                    client
-                }
-                Some(tls) => {
-                    let (client, conn) =
-                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(tls.clone()))
-                            .await
-                            .map_err(|_| self.timeout())?
-                            .map_err(|e| self.err(&e))?;
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                    client
-                }
+                None => self.connect(NoTls).await?,
+                Some(tls) => self.connect(tls.clone()).await?,
             };
             *guard = Some(client);
             self.migrate(guard.as_mut().expect("just set")).await?;
         }
         Ok(guard)
+    }
+
+    /// A new session over `tls`, its connection driven on a task of its own.
+    async fn connect<T>(&self, tls: T) -> Result<Client, StateError>
+    where
+        T: MakeTlsConnect<Socket>,
+        T::Stream: Send + 'static,
+    {
+        let (client, conn) = tokio::time::timeout(CALL_TIMEOUT, self.config.connect(tls))
+            .await
+            .map_err(|_| self.timeout())?
+            .map_err(|e| self.err(&e))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(client)
     }
 
     async fn migrate(&self, client: &mut Client) -> Result<(), StateError> {
