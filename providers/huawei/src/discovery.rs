@@ -19,7 +19,7 @@
 //! The project of the region comes from HUAWEICLOUD_SDK_PROJECT_ID(_<REGION>),
 //! as for every other ECS call.
 
-use crate::client::{list_field, s, Call, Service};
+use crate::client::{list_field, s, Service};
 use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_provider::{CatalogApi, Cloud, RegionOffers, Result};
@@ -73,14 +73,8 @@ impl HuaweiProvider {
     /// ListFlavors: every flavor of `region`.
     async fn flavors(&self, region: &str) -> Result<Vec<Value>> {
         let project = self.project(region)?.to_string();
-        let v = self
-            .send(Call::new(
-                Service::Ecs,
-                region,
-                "GET",
-                format!("/v1/{project}/cloudservers/flavors"),
-            ))
-            .await?;
+        let path = format!("/v1/{project}/cloudservers/flavors");
+        let v = self.client.get(Service::Ecs, region, path).await?;
         list_field(&v, "flavors", "ListFlavors")
     }
 }
@@ -89,7 +83,8 @@ impl HuaweiProvider {
 impl CatalogApi for HuaweiProvider {
     async fn list_regions(&self) -> Result<Vec<String>> {
         let v = self
-            .send(Call::new(Service::Iam, HOME, "GET", "/v3/regions".into()))
+            .client
+            .get(Service::Iam, HOME, "/v3/regions".into())
             .await?;
         Ok(list_field(&v, "regions", "KeystoneListRegions")?
             .iter()
@@ -105,14 +100,8 @@ impl CatalogApi for HuaweiProvider {
         known: &[String],
     ) -> Result<RegionOffers> {
         let project = self.project(region)?.to_string();
-        let v = self
-            .send(Call::new(
-                Service::Ecs,
-                region,
-                "GET",
-                format!("/v2.1/{project}/os-availability-zone"),
-            ))
-            .await?;
+        let path = format!("/v2.1/{project}/os-availability-zone");
+        let v = self.client.get(Service::Ecs, region, path).await?;
         let zones: Vec<String> =
             list_field(&v, "availabilityZoneInfo", "NovaListAvailabilityZones")?
                 .iter()
