@@ -80,12 +80,25 @@ pub(crate) trait RemoteInner: Send + Sync + 'static {
     /// unreachable.
     const CALL_TIMEOUT: Duration;
 
+    /// What to check when the backend does not answer (the hint of
+    /// [`RemoteInner::timeout`]).
+    const UNREACHABLE_HINT: &'static str;
+
+    /// The backend's location, for messages (no secrets).
+    fn location(&self) -> &str;
+
     /// The length of a lock's lease.
     fn lease(&self) -> Duration;
 
     /// The error of a call that had no answer within
     /// [`Self::CALL_TIMEOUT`].
-    fn timeout(&self) -> StateError;
+    fn timeout(&self) -> StateError {
+        StateError::Backend {
+            location: self.location().to_string(),
+            message: format!("no answer within {} s", Self::CALL_TIMEOUT.as_secs()),
+            hint: Self::UNREACHABLE_HINT.into(),
+        }
+    }
 }
 
 /// A remote backend (PostgreSQL, S3): its shared state and the runtime its

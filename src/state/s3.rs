@@ -158,17 +158,15 @@ impl S3Backend {
 
 impl RemoteInner for Inner {
     const CALL_TIMEOUT: Duration = CALL_TIMEOUT;
+    const UNREACHABLE_HINT: &'static str =
+        "is the S3 endpoint reachable? Results of a running apply are kept in its local journal";
+
+    fn location(&self) -> &str {
+        &self.location
+    }
 
     fn lease(&self) -> Duration {
         self.lease
-    }
-
-    fn timeout(&self) -> StateError {
-        StateError::Backend {
-            location: self.location.clone(),
-            message: format!("no answer within {} s", CALL_TIMEOUT.as_secs()),
-            hint: "is the S3 endpoint reachable? Results of a running apply are kept in its local journal".into(),
-        }
     }
 }
 
