@@ -56,30 +56,28 @@ pub fn check_target(catalog: &Catalog, key: &str, region: &str) -> Result<(), En
 /// The regions a spec runs in: its clusters' (cloud, region) and those its
 /// state records.
 pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> BTreeSet<(String, String)> {
-    let mut out = BTreeSet::new();
-    for c in loaded.spec.clusters.values() {
-        let Some(cloud) = spec_cloud(c.cloud) else {
-            continue;
-        };
-        let target = Target {
-            cloud,
-            sandbox: sandbox || c.cloud == CloudName::Sandbox,
-        };
-        if !c.region.is_empty() {
-            out.insert((target.key(), c.region.clone()));
-        }
-    }
-    for b in loaded.spec.buckets.values() {
-        let Some(cloud) = spec_cloud(b.cloud) else {
-            continue;
-        };
-        let target = Target {
-            cloud,
-            sandbox: sandbox || b.cloud == CloudName::Sandbox,
-        };
-        out.insert((target.key(), b.region.clone()));
-    }
-    out
+    // The provider key of what runs on `cloud` (`None` for `any`).
+    let key = |cloud: CloudName| {
+        spec_cloud(cloud).map(|c| {
+            Target {
+                cloud: c,
+                sandbox: sandbox || cloud == CloudName::Sandbox,
+            }
+            .key()
+        })
+    };
+    let clusters = loaded
+        .spec
+        .clusters
+        .values()
+        .filter(|c| !c.region.is_empty())
+        .filter_map(|c| Some((key(c.cloud)?, c.region.clone())));
+    let buckets = loaded
+        .spec
+        .buckets
+        .values()
+        .filter_map(|b| Some((key(b.cloud)?, b.region.clone())));
+    clusters.chain(buckets).collect()
 }
 
 /// What a spec's state says, for ownership. A state that does not exist is
