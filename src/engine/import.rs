@@ -201,6 +201,17 @@ struct Group {
     volumes: Vec<Option<String>>,
 }
 
+impl Group {
+    /// The instances' ids, `a, b, c`.
+    fn ids(&self) -> String {
+        self.instances
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Reads what the import needs and plans it: nothing is changed. Each step
 /// is a function below, in the order they run.
 pub async fn plan_import(
@@ -674,15 +685,7 @@ fn group_clusters(chosen: &[InventoryInstance], seen: &Seen) -> Result<Vec<Group
             .iter()
             .map(|n| {
                 let g = &groups[*n];
-                format!(
-                    "{} ({})",
-                    g.instances
-                        .iter()
-                        .map(|i| i.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    g.instances[0].instance_type
-                )
+                format!("{} ({})", g.ids(), g.instances[0].instance_type)
             })
             .collect();
         return Err(shared_error(id, kind, &clusters, &[]));
@@ -1144,11 +1147,7 @@ fn cluster_block(
     let mut lines = vec![
         format!(
             "# imported by `gpuform import` from {provider} {region}: {}",
-            g.instances
-                .iter()
-                .map(|i| i.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            g.ids()
         ),
         format!("{name}:"),
         format!(
