@@ -1116,6 +1116,19 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }
 
+/// The `tags:` line of a cluster or bucket the import writes (none
+/// without tags).
+fn tags_line(tags: &BTreeMap<String, String>) -> Option<String> {
+    if tags.is_empty() {
+        return None;
+    }
+    let pairs: Vec<String> = tags
+        .iter()
+        .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
+        .collect();
+    Some(format!("  tags: {{{}}}", pairs.join(", ")))
+}
+
 fn insert_key(block: &mut Vec<String>, after: &str, line: String) {
     let at = block
         .iter()
@@ -1225,13 +1238,7 @@ fn cluster_block(
         let t = tags_of(i);
         common.retain(|k, v| t.get(k) == Some(v));
     }
-    if !common.is_empty() {
-        let pairs: Vec<String> = common
-            .iter()
-            .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
-            .collect();
-        lines.push(format!("  tags: {{{}}}", pairs.join(", ")));
-    }
+    lines.extend(tags_line(&common));
     lines
 }
 
