@@ -188,16 +188,22 @@ async fn real_cloud(cloud: Cloud, endpoint: Option<String>) -> Result<RealCloud,
         })
 }
 
+/// AWS from the environment, its credentials checked: aws-config finds
+/// credentials only when a call needs them, so a refresh of every cloud
+/// asks first and skips AWS without them.
+#[cfg(feature = "aws")]
+async fn aws_with_credentials() -> Result<gpuform_aws::AwsProvider, ProviderError> {
+    let p = gpuform_aws::AwsProvider::from_env(None).await?;
+    p.check_credentials().await?;
+    Ok(p)
+}
+
 /// The price API of a real cloud (`gpuform prices refresh`), with the
 /// credentials and endpoint override its provider reads from the environment.
 pub async fn price_api(cloud: Cloud) -> Result<Arc<dyn PriceApi>, ProviderError> {
     #[cfg(feature = "aws")]
     if cloud == Cloud::Aws {
-        // aws-config finds credentials only when a call needs them: ask
-        // first, so that a refresh of every cloud skips AWS without them.
-        let p = gpuform_aws::AwsProvider::from_env(None).await?;
-        p.check_credentials().await?;
-        return Ok(Arc::new(p));
+        return Ok(Arc::new(aws_with_credentials().await?));
     }
     Ok(build_real_cloud(cloud, None).await?.prices)
 }
@@ -207,11 +213,7 @@ pub async fn price_api(cloud: Cloud) -> Result<Arc<dyn PriceApi>, ProviderError>
 pub async fn catalog_api(cloud: Cloud) -> Result<Arc<dyn CatalogApi>, ProviderError> {
     #[cfg(feature = "aws")]
     if cloud == Cloud::Aws {
-        // As for prices: ask for credentials first, so that a refresh of
-        // every cloud skips AWS without them.
-        let p = gpuform_aws::AwsProvider::from_env(None).await?;
-        p.check_credentials().await?;
-        return Ok(Arc::new(p));
+        return Ok(Arc::new(aws_with_credentials().await?));
     }
     Ok(build_real_cloud(cloud, None).await?.catalog)
 }

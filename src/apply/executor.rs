@@ -408,6 +408,18 @@ async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
     Ok(())
 }
 
+/// Journals that `address` now holds `record`.
+async fn recorded(shared: &Shared, address: &str, record: Record) -> Result<(), OpError> {
+    journal(
+        shared,
+        JournalEntry::Recorded {
+            address: address.to_string(),
+            record,
+        },
+    )
+    .await
+}
+
 async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpError> {
     let p = provider(shared, c.provider).await?;
     let mut attrs = c.after.clone().unwrap_or_default();
@@ -541,14 +553,7 @@ async fn record_move(shared: &Shared, c: &ResourceChange) -> Result<(), OpError>
             .get(&c.address)
             .cloned();
         if let Some(old) = old.filter(|r| Some(&r.id) == c.id.as_ref()) {
-            journal(
-                shared,
-                JournalEntry::Recorded {
-                    address: old_address,
-                    record: old,
-                },
-            )
-            .await?;
+            recorded(shared, &old_address, old).await?;
             journal(
                 shared,
                 JournalEntry::Removed {
@@ -583,14 +588,7 @@ async fn created(
                 reported: crate::state::document::Reported::of(&observed),
                 kept: Vec::new(),
             };
-            journal(
-                shared,
-                JournalEntry::Recorded {
-                    address: c.address.clone(),
-                    record,
-                },
-            )
-            .await?;
+            recorded(shared, &c.address, record).await?;
             Ok(OpOutcome::Created { id: observed.id })
         }
         Err(e) => {
@@ -748,14 +746,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     for k in c.kind.completion_attrs() {
         record.attrs.remove(*k);
     }
-    journal(
-        shared,
-        JournalEntry::Recorded {
-            address: c.address.clone(),
-            record,
-        },
-    )
-    .await?;
+    recorded(shared, &c.address, record).await?;
     Ok(OpOutcome::Updated { id })
 }
 
@@ -825,14 +816,7 @@ async fn finish(shared: &Shared, c: &ResourceChange, f: Finish) -> Result<OpOutc
     };
     if f == Finish::Authorize {
         record.attrs.insert(f.attr().into(), value);
-        journal(
-            shared,
-            JournalEntry::Recorded {
-                address: c.address.clone(),
-                record,
-            },
-        )
-        .await?;
+        recorded(shared, &c.address, record).await?;
     }
     Ok(OpOutcome::Completed { id, done })
 }

@@ -51,30 +51,25 @@ pub fn check_target(catalog: &Catalog, t: Target, region: &str) -> Result<(), En
 /// The regions a spec runs in: its clusters' (cloud, region) and those its
 /// state records.
 pub fn spec_targets(loaded: &LoadedSpec, sandbox: bool) -> Places {
-    let mut out = BTreeSet::new();
-    for c in loaded.spec.clusters.values() {
-        let Some(cloud) = spec_cloud(c.cloud) else {
-            continue;
-        };
-        let target = Target {
-            cloud,
-            sandbox: sandbox || c.cloud == CloudName::Sandbox,
-        };
-        if !c.region.is_empty() {
-            out.insert((target, c.region.clone()));
-        }
-    }
-    for b in loaded.spec.buckets.values() {
-        let Some(cloud) = spec_cloud(b.cloud) else {
-            continue;
-        };
-        let target = Target {
-            cloud,
-            sandbox: sandbox || b.cloud == CloudName::Sandbox,
-        };
-        out.insert((target, b.region.clone()));
-    }
-    out
+    // What runs on `cloud` (`None` for `any`).
+    let target = |cloud: CloudName| {
+        spec_cloud(cloud).map(|c| Target {
+            cloud: c,
+            sandbox: sandbox || cloud == CloudName::Sandbox,
+        })
+    };
+    let clusters = loaded
+        .spec
+        .clusters
+        .values()
+        .filter(|c| !c.region.is_empty())
+        .filter_map(|c| Some((target(c.cloud)?, c.region.clone())));
+    let buckets = loaded
+        .spec
+        .buckets
+        .values()
+        .filter_map(|b| Some((target(b.cloud)?, b.region.clone())));
+    clusters.chain(buckets).collect()
 }
 
 /// What a spec's state says, for ownership. A state that does not exist is

@@ -201,6 +201,17 @@ struct Group {
     volumes: Vec<Option<String>>,
 }
 
+impl Group {
+    /// The instances' ids, `a, b, c`.
+    fn ids(&self) -> String {
+        self.instances
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Reads what the import needs and plans it: nothing is changed. Each step
 /// is a function below, in the order they run.
 pub async fn plan_import(
@@ -669,15 +680,7 @@ fn group_clusters(chosen: &[InventoryInstance], seen: &Seen) -> Result<Vec<Group
             .iter()
             .map(|n| {
                 let g = &groups[*n];
-                format!(
-                    "{} ({})",
-                    g.instances
-                        .iter()
-                        .map(|i| i.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    g.instances[0].instance_type
-                )
+                format!("{} ({})", g.ids(), g.instances[0].instance_type)
             })
             .collect();
         return Err(shared_error(id, kind, &clusters, &[]));
@@ -1097,6 +1100,19 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }
 
+/// The `tags:` line of a cluster or bucket the import writes (none
+/// without tags).
+fn tags_line(tags: &BTreeMap<String, String>) -> Option<String> {
+    if tags.is_empty() {
+        return None;
+    }
+    let pairs: Vec<String> = tags
+        .iter()
+        .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
+        .collect();
+    Some(format!("  tags: {{{}}}", pairs.join(", ")))
+}
+
 fn insert_key(block: &mut Vec<String>, after: &str, line: String) {
     let at = block
         .iter()
@@ -1127,11 +1143,7 @@ fn cluster_block(
     let mut lines = vec![
         format!(
             "# imported by `gpuform import` from {provider} {region}: {}",
-            g.instances
-                .iter()
-                .map(|i| i.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            g.ids()
         ),
         format!("{name}:"),
         format!(
@@ -1209,13 +1221,7 @@ fn cluster_block(
         let t = tags_of(i);
         common.retain(|k, v| t.get(k) == Some(v));
     }
-    if !common.is_empty() {
-        let pairs: Vec<String> = common
-            .iter()
-            .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
-            .collect();
-        lines.push(format!("  tags: {{{}}}", pairs.join(", ")));
-    }
+    lines.extend(tags_line(&common));
     lines
 }
 

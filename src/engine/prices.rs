@@ -87,6 +87,14 @@ pub fn targets(
     catalog: &Catalog,
     req: &PriceRefresh,
 ) -> Result<Vec<PriceTarget>, PriceRefreshError> {
+    // The clouds asked about, for messages.
+    let clouds = || {
+        req.clouds
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if let Some(r) = &req.region {
         if !req.clouds.iter().any(|&c| catalog.region(c, r).is_some()) {
             let names: Vec<String> = req
@@ -96,11 +104,7 @@ pub fn targets(
                 .collect();
             return Err(PriceRefreshError::Input(format!(
                 "unknown region `{r}` for {}\n  hint: regions: {}",
-                req.clouds
-                    .iter()
-                    .map(|c| c.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                clouds(),
                 names.join(", ")
             )));
         }
@@ -113,11 +117,7 @@ pub fn targets(
         {
             return Err(PriceRefreshError::Input(format!(
                 "unknown instance type `{t}`: the catalog of {} has no such GPU type\n  hint: `gpuform offers GPU` lists the types",
-                req.clouds
-                    .iter()
-                    .map(|c| c.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                clouds()
             )));
         }
     }

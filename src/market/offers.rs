@@ -627,10 +627,7 @@ fn footnotes(r: &OffersReport, any_cny: bool) -> String {
             r.cny_per_usd
         ));
     }
-    let stale: Vec<String> = r
-        .stale()
-        .map(|o| format!("{} {} {}", o.cloud, o.region, o.instance_type))
-        .collect();
+    let stale = named(r.stale());
     if !stale.is_empty() {
         out.push_str(&format!(
             "warning: {} price(s) are older than {} days (marked old): {}\n",
@@ -639,10 +636,7 @@ fn footnotes(r: &OffersReport, any_cny: bool) -> String {
             summarize(&stale)
         ));
     }
-    let undated: Vec<String> = r
-        .undated()
-        .map(|o| format!("{} {} {}", o.cloud, o.region, o.instance_type))
-        .collect();
+    let undated = named(r.undated());
     if !undated.is_empty() {
         out.push_str(&format!(
             "warning: {} price(s) have no known date (marked undated): {}\n",
@@ -1022,6 +1016,13 @@ pub fn render_comparison(c: &Comparison, markdown: bool) -> String {
         out.push_str(&src);
     }
     out
+}
+
+/// Offers as a warning names them: `cloud region instance_type`.
+fn named<'a>(offers: impl Iterator<Item = &'a OfferRow>) -> Vec<String> {
+    offers
+        .map(|o| format!("{} {} {}", o.cloud, o.region, o.instance_type))
+        .collect()
 }
 
 /// Up to five items, then `and N more`.

@@ -9,9 +9,11 @@
 //! backends) a lock has a lease renewed in the background and a generation
 //! that every write carries, so a holder paused past its lease is refused.
 
+use super::lease::{Lease, LeasedLock, Renewal};
 use super::{LockInfo, StateDoc, StateError};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A remote backend's own I/O runtime (its methods block, and may be called
 /// from inside the CLI's runtime).
@@ -70,6 +72,101 @@ pub(crate) fn block_on<T: Send + 'static>(
             hint: "this is a bug in gpuform".into(),
         })
     })
+}
+
+/// What [`Remote`] needs of a remote backend's shared state.
+pub(crate) trait RemoteInner: Send + Sync + 'static {
+    /// How long one call to the backend may take before it counts as
+    /// unreachable.
+    const CALL_TIMEOUT: Duration;
+
+    /// What to check when the backend does not answer (the hint of
+    /// [`RemoteInner::timeout`]).
+    const UNREACHABLE_HINT: &'static str;
+
+    /// The backend's location, for messages (no secrets).
+    fn location(&self) -> &str;
+
+    /// The length of a lock's lease.
+    fn lease(&self) -> Duration;
+
+    /// The error of a call that had no answer within
+    /// [`Self::CALL_TIMEOUT`].
+    fn timeout(&self) -> StateError {
+        StateError::Backend {
+            location: self.location().to_string(),
+            message: format!("no answer within {} s", Self::CALL_TIMEOUT.as_secs()),
+            hint: Self::UNREACHABLE_HINT.into(),
+        }
+    }
+}
+
+/// A remote backend (PostgreSQL, S3): its shared state and the runtime its
+/// I/O runs on. Its journal mirror is a clone of it.
+pub(crate) struct Remote<I> {
+    pub(crate) inner: Arc<I>,
+    pub(crate) rt: Arc<Runtime>,
+}
+
+impl<I> Clone for Remote<I> {
+    fn clone(&self) -> Self {
+        Remote {
+            inner: self.inner.clone(),
+            rt: self.rt.clone(),
+        }
+    }
+}
+
+impl<I: RemoteInner> Remote<I> {
+    pub(crate) fn new(inner: I, rt: Runtime) -> Remote<I> {
+        Remote {
+            inner: Arc::new(inner),
+            rt: Arc::new(rt),
+        }
+    }
+
+    /// Runs the call `f(inner)` on the backend's runtime, within
+    /// [`RemoteInner::CALL_TIMEOUT`], and waits for it.
+    pub(crate) fn run<T, F>(&self, f: impl FnOnce(Arc<I>) -> F) -> Result<T, StateError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, StateError>> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let call = f(inner.clone());
+        block_on(&self.rt, async move { with_timeout(&*inner, call).await })
+    }
+
+    /// The lock `info`, held with this backend's lease: renewed in the
+    /// background by `renew`, given up by `release`.
+    pub(crate) fn hold<R, RF, F>(&self, info: LockInfo, renew: R, release: F) -> Box<dyn HeldLock>
+    where
+        R: Fn() -> RF + Send + 'static,
+        RF: Future<Output = Renewal> + Send,
+        F: Future<Output = Result<(), StateError>> + Send + 'static,
+    {
+        LeasedLock::hold(
+            self.rt.clone(),
+            info,
+            Lease {
+                length: self.inner.lease(),
+                call_timeout: I::CALL_TIMEOUT,
+                renew,
+                release,
+            },
+        )
+    }
+}
+
+/// `f`, or [`RemoteInner::timeout`] when it takes longer than
+/// [`RemoteInner::CALL_TIMEOUT`].
+pub(crate) async fn with_timeout<I: RemoteInner, T>(
+    inner: &I,
+    f: impl Future<Output = Result<T, StateError>>,
+) -> Result<T, StateError> {
+    tokio::time::timeout(I::CALL_TIMEOUT, f)
+        .await
+        .map_err(|_| inner.timeout())?
 }
 
 /// A state document's home. Methods block; remote backends run their own

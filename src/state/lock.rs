@@ -45,6 +45,21 @@ impl LockInfo {
         }
         s
     }
+
+    /// Nothing if `id` is this lock's id, else the error that says whose it
+    /// is (breaking a lock takes its id, so that a typo cannot break a lock
+    /// someone just took); `state` names the state.
+    pub(crate) fn check_id(&self, state: &Path, id: &str) -> Result<(), StateError> {
+        if self.id == id {
+            return Ok(());
+        }
+        Err(StateError::WrongLockId {
+            path: state.to_path_buf(),
+            given: id.to_string(),
+            actual: self.id.clone(),
+            holder: self.describe(),
+        })
+    }
 }
 
 /// A held lock on a state, whatever its backend; released when dropped.
@@ -180,14 +195,7 @@ impl FileLock {
                 path: state.to_path_buf(),
             });
         };
-        if info.id != id {
-            return Err(StateError::WrongLockId {
-                path: state.to_path_buf(),
-                given: id.to_string(),
-                actual: info.id.clone(),
-                holder: info.describe(),
-            });
-        }
+        info.check_id(state, id)?;
         if info.host == hostname() && pid_alive(info.pid) && Self::holder(state).is_some() {
             return Err(StateError::Locked {
                 path: state.to_path_buf(),

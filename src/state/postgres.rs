@@ -23,15 +23,18 @@
 //! The password never appears in a message: locations are redacted URLs and
 //! client errors are scrubbed of it.
 
-use super::backend::{block_on, redact_url, scrub, HeldLock, JournalMirror, Runtime, StateBackend};
-use super::lease::{Lease, LeasedLock, Renewal};
+use super::backend::{
+    redact_url, scrub, with_timeout, HeldLock, JournalMirror, Remote, RemoteInner, Runtime,
+    StateBackend,
+};
+use super::lease::Renewal;
 use super::lock::new_info;
 use super::{LockInfo, StateDoc, StateError};
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, NoTls, Socket};
 
 /// The schema's migrations, in order; `{s}` is the schema name. Never edit
 /// one that has shipped: add the next.
@@ -81,13 +84,16 @@ struct Inner {
 
 /// A state in PostgreSQL, keyed by `name` (project, or `project/workspace`).
 pub struct PgBackend {
-    inner: Arc<Inner>,
-    rt: Arc<Runtime>,
+    remote: Remote<Inner>,
 }
 
 impl std::fmt::Debug for PgBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PgBackend({} {})", self.inner.location, self.inner.name)
+        write!(
+            f,
+            "PgBackend({} {})",
+            self.remote.inner.location, self.remote.inner.name
+        )
     }
 }
 
@@ -129,30 +135,24 @@ impl PgBackend {
         let rt = Runtime::start("gpuform-pg")
             .map_err(|e| bad(format!("cannot start its I/O runtime: {e}")))?;
         Ok(PgBackend {
-            inner: Arc::new(Inner {
-                location,
-                password,
-                config,
-                tls,
-                schema: schema.to_string(),
-                name: name.to_string(),
-                lease,
-                client: tokio::sync::Mutex::new(None),
-                last_serial: Mutex::new(None),
-                held: Mutex::new(None),
-                fenced: AtomicBool::new(false),
-                journal_path: journal_path.display().to_string(),
-            }),
-            rt: Arc::new(rt),
+            remote: Remote::new(
+                Inner {
+                    location,
+                    password,
+                    config,
+                    tls,
+                    schema: schema.to_string(),
+                    name: name.to_string(),
+                    lease,
+                    client: tokio::sync::Mutex::new(None),
+                    last_serial: Mutex::new(None),
+                    held: Mutex::new(None),
+                    fenced: AtomicBool::new(false),
+                    journal_path: journal_path.display().to_string(),
+                },
+                rt,
+            ),
         })
-    }
-
-    fn run<T, F>(&self, f: impl FnOnce(Arc<Inner>) -> F) -> Result<T, StateError>
-    where
-        T: Send + 'static,
-        F: Future<Output = Result<T, StateError>> + Send + 'static,
-    {
-        block_on(&self.rt, f(self.inner.clone()))
     }
 }
 
@@ -235,6 +235,20 @@ fn pgpass(config: &Config) -> Option<String> {
     None
 }
 
+impl RemoteInner for Inner {
+    const CALL_TIMEOUT: Duration = CALL_TIMEOUT;
+    const UNREACHABLE_HINT: &'static str =
+        "is the database running and reachable? Results of a running apply are kept in its local journal";
+
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn lease(&self) -> Duration {
+        self.lease
+    }
+}
+
 impl Inner {
     fn err(&self, e: &tokio_postgres::Error) -> StateError {
         let mut message = match e.as_db_error() {
@@ -268,14 +282,6 @@ impl Inner {
         }
     }
 
-    fn timeout(&self) -> StateError {
-        StateError::Backend {
-            location: self.location.clone(),
-            message: format!("no answer within {} s", CALL_TIMEOUT.as_secs()),
-            hint: "is the database running and reachable? Results of a running apply are kept in its local journal".into(),
-        }
-    }
-
     fn q(&self, sql: &str) -> String {
         sql.replace("{s}", &self.schema)
     }
@@ -288,33 +294,29 @@ impl Inner {
         let dead = guard.as_ref().map(|c| c.is_closed()).unwrap_or(true);
         if dead {
             let client = match &self.tls {
-                None => {
-                    let (client, conn) =
-                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(NoTls))
-                            .await
-                            .map_err(|_| self.timeout())?
-                            .map_err(|e| self.err(&e))?;
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                    client
-                }
-                Some(tls) => {
-                    let (client, conn) =
-                        tokio::time::timeout(CALL_TIMEOUT, self.config.connect(tls.clone()))
-                            .await
-                            .map_err(|_| self.timeout())?
-                            .map_err(|e| self.err(&e))?;
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                    client
-                }
+                None => self.connect(NoTls).await?,
+                Some(tls) => self.connect(tls.clone()).await?,
             };
             *guard = Some(client);
             self.migrate(guard.as_mut().expect("just set")).await?;
         }
         Ok(guard)
+    }
+
+    /// A new session over `tls`, its connection driven on a task of its own.
+    async fn connect<T>(&self, tls: T) -> Result<Client, StateError>
+    where
+        T: MakeTlsConnect<Socket>,
+        T::Stream: Send + 'static,
+    {
+        let (client, conn) = tokio::time::timeout(CALL_TIMEOUT, self.config.connect(tls))
+            .await
+            .map_err(|_| self.timeout())?
+            .map_err(|e| self.err(&e))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(client)
     }
 
     async fn migrate(&self, client: &mut Client) -> Result<(), StateError> {
@@ -400,20 +402,11 @@ async fn read_holder(
     }))
 }
 
-async fn with_timeout<T>(
-    inner: &Inner,
-    f: impl Future<Output = Result<T, StateError>>,
-) -> Result<T, StateError> {
-    tokio::time::timeout(CALL_TIMEOUT, f)
-        .await
-        .map_err(|_| inner.timeout())?
-}
-
 impl StateBackend for PgBackend {
     fn location(&self) -> String {
         format!(
             "{} (schema {}, state {})",
-            self.inner.location, self.inner.schema, self.inner.name
+            self.remote.inner.location, self.remote.inner.schema, self.remote.inner.name
         )
     }
 
@@ -422,265 +415,229 @@ impl StateBackend for PgBackend {
     }
 
     fn load(&self) -> Result<Option<StateDoc>, StateError> {
-        self.run(|inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let guard = inner.client().await?;
-                let client = guard.as_ref().expect("connected");
-                let row = client
-                    .query_opt(
-                        &inner.q("SELECT serial, doc FROM {s}.states WHERE name = $1"),
-                        &[&inner.name],
-                    )
-                    .await
-                    .map_err(|e| inner.err(&e))?;
-                let Some(row) = row else {
-                    *inner.last_serial.lock().expect("serial") = None;
-                    return Ok(None);
-                };
-                let serial: i64 = row.get(0);
-                let bytes: Vec<u8> = row.get(1);
-                let doc = super::store::parse(std::path::Path::new(&inner.location), &bytes)?;
-                *inner.last_serial.lock().expect("serial") = Some(serial as u64);
-                Ok(Some(doc))
-            })
-            .await
+        self.remote.run(|inner| async move {
+            let guard = inner.client().await?;
+            let client = guard.as_ref().expect("connected");
+            let row = client
+                .query_opt(
+                    &inner.q("SELECT serial, doc FROM {s}.states WHERE name = $1"),
+                    &[&inner.name],
+                )
+                .await
+                .map_err(|e| inner.err(&e))?;
+            let Some(row) = row else {
+                *inner.last_serial.lock().expect("serial") = None;
+                return Ok(None);
+            };
+            let serial: i64 = row.get(0);
+            let bytes: Vec<u8> = row.get(1);
+            let doc = super::store::parse(std::path::Path::new(&inner.location), &bytes)?;
+            *inner.last_serial.lock().expect("serial") = Some(serial as u64);
+            Ok(Some(doc))
         })
     }
 
     fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
         let json = serde_json::to_vec(doc).expect("state serialises");
-        let json = super::crypto::seal_at(&self.inner.location, json)?;
+        let json = super::crypto::seal_at(&self.remote.inner.location, json)?;
         let (lineage, serial) = (doc.lineage.clone(), doc.serial as i64);
-        self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let Some((id, generation)) = inner.held() else {
-                    return Err(StateError::Backend {
-                        location: inner.location.clone(),
-                        message: "a write without holding the lock".into(),
-                        hint: "this is a bug in gpuform".into(),
-                    });
-                };
-                let mut guard = inner.client().await?;
-                let client = guard.as_mut().expect("connected");
-                let e = |err: tokio_postgres::Error| inner.err(&err);
-                let tx = client.transaction().await.map_err(e)?;
-                let ours = tx
-                    .query_opt(
-                        &inner.q("SELECT 1 FROM {s}.locks WHERE name = $1 AND lock_id = $2 AND generation = $3 FOR SHARE"),
-                        &[&inner.name, &id, &generation],
+        self.remote.run(move |inner| async move {
+            let Some((id, generation)) = inner.held() else {
+                return Err(StateError::Backend {
+                    location: inner.location.clone(),
+                    message: "a write without holding the lock".into(),
+                    hint: "this is a bug in gpuform".into(),
+                });
+            };
+            let mut guard = inner.client().await?;
+            let client = guard.as_mut().expect("connected");
+            let e = |err: tokio_postgres::Error| inner.err(&err);
+            let tx = client.transaction().await.map_err(e)?;
+            let ours = tx
+                .query_opt(
+                    &inner.q("SELECT 1 FROM {s}.locks WHERE name = $1 AND lock_id = $2 AND generation = $3 FOR SHARE"),
+                    &[&inner.name, &id, &generation],
+                )
+                .await
+                .map_err(e)?;
+            if ours.is_none() {
+                let holder = read_holder(&inner, &tx).await?;
+                return Err(inner.fenced_error(generation, holder));
+            }
+            let expected = *inner.last_serial.lock().expect("serial");
+            let n = match expected {
+                Some(old) => tx
+                    .execute(
+                        &inner.q("UPDATE {s}.states SET lineage = $2, serial = $3, doc = $4, updated_at = now() WHERE name = $1 AND serial = $5"),
+                        &[&inner.name, &lineage, &serial, &json, &(old as i64)],
                     )
                     .await
-                    .map_err(e)?;
-                if ours.is_none() {
-                    let holder = read_holder(&inner, &tx).await?;
-                    return Err(inner.fenced_error(generation, holder));
-                }
-                let expected = *inner.last_serial.lock().expect("serial");
-                let n = match expected {
-                    Some(old) => tx
-                        .execute(
-                            &inner.q("UPDATE {s}.states SET lineage = $2, serial = $3, doc = $4, updated_at = now() WHERE name = $1 AND serial = $5"),
-                            &[&inner.name, &lineage, &serial, &json, &(old as i64)],
-                        )
-                        .await
-                        .map_err(e)?,
-                    None => tx
-                        .execute(
-                            &inner.q("INSERT INTO {s}.states (name, lineage, serial, doc) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING"),
-                            &[&inner.name, &lineage, &serial, &json],
-                        )
-                        .await
-                        .map_err(e)?,
-                };
-                if n != 1 {
-                    let found: Option<i64> = tx
-                        .query_opt(&inner.q("SELECT serial FROM {s}.states WHERE name = $1"), &[&inner.name])
-                        .await
-                        .map_err(e)?
-                        .map(|r| r.get(0));
-                    return Err(StateError::Conflict {
-                        location: inner.location.clone(),
-                        expected: expected.map(|s| s.to_string()).unwrap_or_else(|| "none (new state)".into()),
-                        found: found.map(|s| s.to_string()).unwrap_or_else(|| "none".into()),
-                    });
-                }
-                // The document now holds everything the journal had.
-                tx.execute(&inner.q("DELETE FROM {s}.journal WHERE name = $1"), &[&inner.name])
+                    .map_err(e)?,
+                None => tx
+                    .execute(
+                        &inner.q("INSERT INTO {s}.states (name, lineage, serial, doc) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING"),
+                        &[&inner.name, &lineage, &serial, &json],
+                    )
                     .await
-                    .map_err(e)?;
-                tx.commit().await.map_err(e)?;
-                *inner.last_serial.lock().expect("serial") = Some(serial as u64);
-                Ok(())
-            })
-            .await
+                    .map_err(e)?,
+            };
+            if n != 1 {
+                let found: Option<i64> = tx
+                    .query_opt(&inner.q("SELECT serial FROM {s}.states WHERE name = $1"), &[&inner.name])
+                    .await
+                    .map_err(e)?
+                    .map(|r| r.get(0));
+                return Err(StateError::Conflict {
+                    location: inner.location.clone(),
+                    expected: expected.map(|s| s.to_string()).unwrap_or_else(|| "none (new state)".into()),
+                    found: found.map(|s| s.to_string()).unwrap_or_else(|| "none".into()),
+                });
+            }
+            // The document now holds everything the journal had.
+            tx.execute(&inner.q("DELETE FROM {s}.journal WHERE name = $1"), &[&inner.name])
+                .await
+                .map_err(e)?;
+            tx.commit().await.map_err(e)?;
+            *inner.last_serial.lock().expect("serial") = Some(serial as u64);
+            Ok(())
         })
     }
 
     fn lock(&self, operation: &str) -> Result<Box<dyn HeldLock>, StateError> {
         let info = new_info(operation);
         let info2 = info.clone();
-        let (info, generation, advisory) = self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let mut info = info2;
-                let mut guard = inner.client().await?;
-                let client = guard.as_mut().expect("connected");
-                let e = |err: tokio_postgres::Error| inner.err(&err);
-                let key = inner.lock_key();
-                let advisory: bool = client
-                    .query_one("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", &[&key])
-                    .await
-                    .map_err(e)?
-                    .get(0);
-                let tx = client.transaction().await.map_err(e)?;
-                tx.execute(&inner.q("INSERT INTO {s}.locks (name) VALUES ($1) ON CONFLICT (name) DO NOTHING"), &[&inner.name])
-                    .await
-                    .map_err(e)?;
-                let row = tx
-                    .query_one(
-                        &inner.q("SELECT lock_id, coalesce(expires_at < now(), true), generation FROM {s}.locks WHERE name = $1 FOR UPDATE"),
-                        &[&inner.name],
-                    )
-                    .await
-                    .map_err(e)?;
-                let current: Option<String> = row.get(0);
-                let expired: bool = row.get(1);
-                let generation: i64 = row.get::<_, i64>(2) + 1;
-                // Refused only while the holder is demonstrably alive: its
-                // session still holds the advisory lock and its lease runs.
-                if current.is_some() && !advisory && !expired {
-                    let holder = read_holder(&inner, &tx).await?;
-                    drop(tx);
-                    return Err(StateError::Locked {
-                        path: std::path::PathBuf::from(&inner.location),
-                        holder: holder.as_ref().map(|h| h.describe()).unwrap_or_else(|| "another run".into()),
-                        id: holder.map(|h| h.id).unwrap_or_default(),
-                    });
-                }
-                let lease = inner.lease.as_secs_f64();
-                let json = serde_json::to_string(&info).expect("lock info serialises");
-                let expires: String = tx
-                    .query_one(
-                        &inner.q("UPDATE {s}.locks SET lock_id = $2, info = $3::text::jsonb, expires_at = now() + make_interval(secs => $4), generation = $5 WHERE name = $1 RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"),
-                        &[&inner.name, &info.id, &json, &lease, &generation],
-                    )
-                    .await
-                    .map_err(e)?
-                    .get(0);
-                tx.commit().await.map_err(e)?;
-                info.expires = Some(expires);
-                info.generation = Some(generation as u64);
-                *inner.held.lock().expect("held") = Some((info.id.clone(), generation));
-                inner.fenced.store(false, Ordering::SeqCst);
-                Ok((info, generation, advisory))
-            })
-            .await
+        let (info, generation, advisory) = self.remote.run(move |inner| async move {
+            let mut info = info2;
+            let mut guard = inner.client().await?;
+            let client = guard.as_mut().expect("connected");
+            let e = |err: tokio_postgres::Error| inner.err(&err);
+            let key = inner.lock_key();
+            let advisory: bool = client
+                .query_one("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", &[&key])
+                .await
+                .map_err(e)?
+                .get(0);
+            let tx = client.transaction().await.map_err(e)?;
+            tx.execute(&inner.q("INSERT INTO {s}.locks (name) VALUES ($1) ON CONFLICT (name) DO NOTHING"), &[&inner.name])
+                .await
+                .map_err(e)?;
+            let row = tx
+                .query_one(
+                    &inner.q("SELECT lock_id, coalesce(expires_at < now(), true), generation FROM {s}.locks WHERE name = $1 FOR UPDATE"),
+                    &[&inner.name],
+                )
+                .await
+                .map_err(e)?;
+            let current: Option<String> = row.get(0);
+            let expired: bool = row.get(1);
+            let generation: i64 = row.get::<_, i64>(2) + 1;
+            // Refused only while the holder is demonstrably alive: its
+            // session still holds the advisory lock and its lease runs.
+            if current.is_some() && !advisory && !expired {
+                let holder = read_holder(&inner, &tx).await?;
+                drop(tx);
+                return Err(StateError::Locked {
+                    path: std::path::PathBuf::from(&inner.location),
+                    holder: holder.as_ref().map(|h| h.describe()).unwrap_or_else(|| "another run".into()),
+                    id: holder.map(|h| h.id).unwrap_or_default(),
+                });
+            }
+            let lease = inner.lease.as_secs_f64();
+            let json = serde_json::to_string(&info).expect("lock info serialises");
+            let expires: String = tx
+                .query_one(
+                    &inner.q("UPDATE {s}.locks SET lock_id = $2, info = $3::text::jsonb, expires_at = now() + make_interval(secs => $4), generation = $5 WHERE name = $1 RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"),
+                    &[&inner.name, &info.id, &json, &lease, &generation],
+                )
+                .await
+                .map_err(e)?
+                .get(0);
+            tx.commit().await.map_err(e)?;
+            info.expires = Some(expires);
+            info.generation = Some(generation as u64);
+            *inner.held.lock().expect("held") = Some((info.id.clone(), generation));
+            inner.fenced.store(false, Ordering::SeqCst);
+            Ok((info, generation, advisory))
         })?;
-        let (inner, id) = (self.inner.clone(), info.id.clone());
+        let (inner, id) = (self.remote.inner.clone(), info.id.clone());
         let renew = move || {
             let (inner, id) = (inner.clone(), id.clone());
             async move { renew_lease(&inner, &id, generation).await }
         };
-        let release = release(self.inner.clone(), info.id.clone(), generation, advisory);
-        Ok(LeasedLock::hold(
-            self.rt.clone(),
-            info,
-            Lease {
-                length: self.inner.lease,
-                call_timeout: CALL_TIMEOUT,
-                renew,
-                release,
-            },
-        ))
+        let release = release(
+            self.remote.inner.clone(),
+            info.id.clone(),
+            generation,
+            advisory,
+        );
+        Ok(self.remote.hold(info, renew, release))
     }
 
     fn holder(&self) -> Option<LockInfo> {
-        self.run(|inner| async move {
-            with_timeout(&inner.clone(), async move {
+        self.remote
+            .run(|inner| async move {
                 let guard = inner.client().await?;
                 read_holder(&inner, guard.as_ref().expect("connected")).await
             })
-            .await
-        })
-        .ok()
-        .flatten()
+            .ok()
+            .flatten()
     }
 
     fn force_unlock(&self, id: &str) -> Result<LockInfo, StateError> {
         let id = id.to_string();
-        self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let guard = inner.client().await?;
-                let client = guard.as_ref().expect("connected");
-                let Some(holder) = read_holder(&inner, client).await? else {
-                    return Err(StateError::NotLocked {
-                        path: std::path::PathBuf::from(&inner.location),
-                    });
-                };
-                if holder.id != id {
-                    return Err(StateError::WrongLockId {
-                        path: std::path::PathBuf::from(&inner.location),
-                        given: id,
-                        actual: holder.id.clone(),
-                        holder: holder.describe(),
-                    });
-                }
-                // Bumping the generation fences the old holder for good.
-                client
-                    .execute(
-                        &inner.q("UPDATE {s}.locks SET lock_id = NULL, info = NULL, expires_at = NULL, generation = generation + 1 WHERE name = $1 AND lock_id = $2"),
-                        &[&inner.name, &id],
-                    )
-                    .await
-                    .map_err(|e| inner.err(&e))?;
-                Ok(holder)
-            })
-            .await
+        self.remote.run(move |inner| async move {
+            let guard = inner.client().await?;
+            let client = guard.as_ref().expect("connected");
+            let Some(holder) = read_holder(&inner, client).await? else {
+                return Err(StateError::NotLocked {
+                    path: std::path::PathBuf::from(&inner.location),
+                });
+            };
+            holder.check_id(std::path::Path::new(&inner.location), &id)?;
+            // Bumping the generation fences the old holder for good.
+            client
+                .execute(
+                    &inner.q("UPDATE {s}.locks SET lock_id = NULL, info = NULL, expires_at = NULL, generation = generation + 1 WHERE name = $1 AND lock_id = $2"),
+                    &[&inner.name, &id],
+                )
+                .await
+                .map_err(|e| inner.err(&e))?;
+            Ok(holder)
         })
     }
 
     fn recover_journal(&self, doc: &mut StateDoc) -> Result<bool, StateError> {
-        let lines: Vec<String> = self.run(|inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let guard = inner.client().await?;
-                let rows = guard
-                    .as_ref()
-                    .expect("connected")
-                    .query(
-                        &inner.q("SELECT line FROM {s}.journal WHERE name = $1 ORDER BY seq"),
-                        &[&inner.name],
-                    )
-                    .await
-                    .map_err(|e| inner.err(&e))?;
-                Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
-            })
-            .await
+        let lines: Vec<String> = self.remote.run(|inner| async move {
+            let guard = inner.client().await?;
+            let rows = guard
+                .as_ref()
+                .expect("connected")
+                .query(
+                    &inner.q("SELECT line FROM {s}.journal WHERE name = $1 ORDER BY seq"),
+                    &[&inner.name],
+                )
+                .await
+                .map_err(|e| inner.err(&e))?;
+            Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
         })?;
         if lines.is_empty() {
             return Ok(false);
         }
-        let location = &self.inner.location;
+        let location = &self.remote.inner.location;
         let lines = lines
             .iter()
             .map(|l| super::crypto::open_line(location, l))
             .collect::<Result<Vec<String>, StateError>>()?;
-        super::journal::fold_lines(&self.inner.location, &lines, doc)?;
+        super::journal::fold_lines(&self.remote.inner.location, &lines, doc)?;
         Ok(true)
     }
 
     fn journal_mirror(&self) -> Option<Arc<dyn JournalMirror>> {
-        Some(Arc::new(PgJournal {
-            inner: self.inner.clone(),
-            rt: self.rt.clone(),
-        }))
+        Some(Arc::new(self.remote.clone()))
     }
 }
 
-struct PgJournal {
-    inner: Arc<Inner>,
-    rt: Arc<Runtime>,
-}
-
-impl JournalMirror for PgJournal {
+impl JournalMirror for Remote<Inner> {
     fn push(&self, lines: &[String]) -> Result<(), StateError> {
         // Encrypted like the state when a key is set (one KDF per process).
         let location = &self.inner.location;
@@ -688,39 +645,35 @@ impl JournalMirror for PgJournal {
             .iter()
             .map(|l| super::crypto::seal_line(location, l))
             .collect::<Result<Vec<String>, StateError>>()?;
-        let inner = self.inner.clone();
-        block_on(&self.rt, async move {
-            with_timeout(&inner.clone(), async move {
-                let Some((id, generation)) = inner.held() else {
-                    return Err(inner.fenced_error(0, None));
-                };
-                let guard = inner.client().await?;
-                let client = guard.as_ref().expect("connected");
-                if inner.fenced.load(Ordering::SeqCst) {
-                    let holder = read_holder(&inner, client).await?;
-                    return Err(inner.fenced_error(generation, holder));
-                }
-                // One round trip; the lock row is share-locked in the same
-                // statement, so a takeover either waits for this batch or
-                // makes it insert nothing.
-                let n = client
-                    .execute(
-                        &inner.q(
-                            "WITH l AS (SELECT 1 FROM {s}.locks WHERE name = $1 AND lock_id = $2 AND generation = $3 FOR SHARE)
-                             INSERT INTO {s}.journal (name, generation, line)
-                             SELECT $1, $3, t.line FROM l, unnest($4::text[]) WITH ORDINALITY AS t(line, n) ORDER BY t.n",
-                        ),
-                        &[&inner.name, &id, &generation, &lines],
-                    )
-                    .await
-                    .map_err(|e| inner.err(&e))?;
-                if n as usize != lines.len() {
-                    let holder = read_holder(&inner, client).await?;
-                    return Err(inner.fenced_error(generation, holder));
-                }
-                Ok(())
-            })
-            .await
+        self.run(move |inner| async move {
+            let Some((id, generation)) = inner.held() else {
+                return Err(inner.fenced_error(0, None));
+            };
+            let guard = inner.client().await?;
+            let client = guard.as_ref().expect("connected");
+            if inner.fenced.load(Ordering::SeqCst) {
+                let holder = read_holder(&inner, client).await?;
+                return Err(inner.fenced_error(generation, holder));
+            }
+            // One round trip; the lock row is share-locked in the same
+            // statement, so a takeover either waits for this batch or
+            // makes it insert nothing.
+            let n = client
+                .execute(
+                    &inner.q(
+                        "WITH l AS (SELECT 1 FROM {s}.locks WHERE name = $1 AND lock_id = $2 AND generation = $3 FOR SHARE)
+                         INSERT INTO {s}.journal (name, generation, line)
+                         SELECT $1, $3, t.line FROM l, unnest($4::text[]) WITH ORDINALITY AS t(line, n) ORDER BY t.n",
+                    ),
+                    &[&inner.name, &id, &generation, &lines],
+                )
+                .await
+                .map_err(|e| inner.err(&e))?;
+            if n as usize != lines.len() {
+                let holder = read_holder(&inner, client).await?;
+                return Err(inner.fenced_error(generation, holder));
+            }
+            Ok(())
         })
     }
 }
@@ -757,7 +710,7 @@ async fn release(
     generation: i64,
     advisory: bool,
 ) -> Result<(), StateError> {
-    let freed = with_timeout(&inner, async {
+    let freed = with_timeout(&*inner, async {
         let guard = inner.client().await?;
         let client = guard.as_ref().expect("connected");
         let _ = client

@@ -34,13 +34,15 @@
 //! Credentials come from aws-config's chain (never from the URL) and never
 //! reach a message.
 
-use super::backend::{block_on, redact_url, HeldLock, JournalMirror, Runtime, S3Url, StateBackend};
-use super::lease::{Lease, LeasedLock, Renewal};
+use super::backend::{
+    redact_url, with_timeout, HeldLock, JournalMirror, Remote, RemoteInner, Runtime, S3Url,
+    StateBackend,
+};
+use super::lease::Renewal;
 use super::lock::new_info;
 use super::{LockInfo, StateDoc, StateError};
 use gpuform_aws::s3::{Condition, Put, S3Error, S3ErrorKind, S3Objects};
 use serde::{Deserialize, Serialize};
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -96,13 +98,12 @@ struct Inner {
 
 /// A state in an S3 bucket, named `project/workspace`.
 pub struct S3Backend {
-    inner: Arc<Inner>,
-    rt: Arc<Runtime>,
+    remote: Remote<Inner>,
 }
 
 impl std::fmt::Debug for S3Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "S3Backend({})", self.inner.location)
+        write!(f, "S3Backend({})", self.remote.inner.location)
     }
 }
 
@@ -130,34 +131,42 @@ impl S3Backend {
             hint: "this is a bug in gpuform".into(),
         })?;
         Ok(S3Backend {
-            inner: Arc::new(Inner {
-                location: format!("s3://{}/{base}", parsed.bucket),
-                url: parsed,
-                objects: tokio::sync::OnceCell::new(),
-                state_key: format!("{base}.state.json"),
-                lock_key: format!("{base}.lock.json"),
-                journal_prefix: format!("{base}.journal/"),
-                probe_prefix: format!("{base}.probe/"),
-                lease,
-                last: Mutex::new(None),
-                held: tokio::sync::Mutex::new(None),
-                held_id: Mutex::new(None),
-                fenced: AtomicBool::new(false),
-                journal_path: journal_path.display().to_string(),
-                seq: AtomicU64::new(0),
-                folded: Mutex::new(Vec::new()),
-                pushed: Mutex::new(Vec::new()),
-            }),
-            rt: Arc::new(rt),
+            remote: Remote::new(
+                Inner {
+                    location: format!("s3://{}/{base}", parsed.bucket),
+                    url: parsed,
+                    objects: tokio::sync::OnceCell::new(),
+                    state_key: format!("{base}.state.json"),
+                    lock_key: format!("{base}.lock.json"),
+                    journal_prefix: format!("{base}.journal/"),
+                    probe_prefix: format!("{base}.probe/"),
+                    lease,
+                    last: Mutex::new(None),
+                    held: tokio::sync::Mutex::new(None),
+                    held_id: Mutex::new(None),
+                    fenced: AtomicBool::new(false),
+                    journal_path: journal_path.display().to_string(),
+                    seq: AtomicU64::new(0),
+                    folded: Mutex::new(Vec::new()),
+                    pushed: Mutex::new(Vec::new()),
+                },
+                rt,
+            ),
         })
     }
+}
 
-    fn run<T, F>(&self, f: impl FnOnce(Arc<Inner>) -> F) -> Result<T, StateError>
-    where
-        T: Send + 'static,
-        F: Future<Output = Result<T, StateError>> + Send + 'static,
-    {
-        block_on(&self.rt, f(self.inner.clone()))
+impl RemoteInner for Inner {
+    const CALL_TIMEOUT: Duration = CALL_TIMEOUT;
+    const UNREACHABLE_HINT: &'static str =
+        "is the S3 endpoint reachable? Results of a running apply are kept in its local journal";
+
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn lease(&self) -> Duration {
+        self.lease
     }
 }
 
@@ -351,20 +360,6 @@ impl Inner {
 /// The time a state call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Fails with "no answer" after [`CALL_TIMEOUT`].
-async fn with_timeout<T>(
-    inner: &Inner,
-    f: impl Future<Output = Result<T, StateError>>,
-) -> Result<T, StateError> {
-    tokio::time::timeout(CALL_TIMEOUT, f)
-        .await
-        .map_err(|_| StateError::Backend {
-            location: inner.location.clone(),
-            message: "no answer within 30 s".into(),
-            hint: "is the S3 endpoint reachable? Results of a running apply are kept in its local journal".into(),
-        })?
-}
-
 fn serial_of(location: &str, bytes: &[u8]) -> String {
     super::store::parse(std::path::Path::new(location), bytes)
         .map(|d| d.serial.to_string())
@@ -373,7 +368,7 @@ fn serial_of(location: &str, bytes: &[u8]) -> String {
 
 impl StateBackend for S3Backend {
     fn location(&self) -> String {
-        self.inner.location.clone()
+        self.remote.inner.location.clone()
     }
 
     fn is_remote(&self) -> bool {
@@ -381,146 +376,137 @@ impl StateBackend for S3Backend {
     }
 
     fn load(&self) -> Result<Option<StateDoc>, StateError> {
-        self.run(|inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let objects = inner.objects().await?;
-                let Some(obj) = objects
-                    .get(&inner.state_key)
-                    .await
-                    .map_err(|e| inner.err(e))?
-                else {
-                    *inner.last.lock().expect("last") = None;
-                    return Ok(None);
-                };
-                let doc = super::store::parse(std::path::Path::new(&inner.location), &obj.body)?;
-                *inner.last.lock().expect("last") = Some((obj.etag, doc.serial));
-                Ok(Some(doc))
-            })
-            .await
+        self.remote.run(|inner| async move {
+            let objects = inner.objects().await?;
+            let Some(obj) = objects
+                .get(&inner.state_key)
+                .await
+                .map_err(|e| inner.err(e))?
+            else {
+                *inner.last.lock().expect("last") = None;
+                return Ok(None);
+            };
+            let doc = super::store::parse(std::path::Path::new(&inner.location), &obj.body)?;
+            *inner.last.lock().expect("last") = Some((obj.etag, doc.serial));
+            Ok(Some(doc))
         })
     }
 
     fn save(&self, doc: &StateDoc) -> Result<(), StateError> {
         let body = serde_json::to_vec(doc).expect("state serialises");
-        let body = super::crypto::seal_at(&self.inner.location, body)?;
+        let body = super::crypto::seal_at(&self.remote.inner.location, body)?;
         let serial = doc.serial;
-        self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                inner.ensure_ours().await?;
-                let objects = inner.objects().await?;
-                // Journal objects the document already holds.
-                let done: Vec<String> = {
-                    let mut keys = std::mem::take(&mut *inner.folded.lock().expect("folded"));
-                    keys.extend(std::mem::take(&mut *inner.pushed.lock().expect("pushed")));
-                    keys
+        self.remote.run(move |inner| async move {
+            inner.ensure_ours().await?;
+            let objects = inner.objects().await?;
+            // Journal objects the document already holds.
+            let done: Vec<String> = {
+                let mut keys = std::mem::take(&mut *inner.folded.lock().expect("folded"));
+                keys.extend(std::mem::take(&mut *inner.pushed.lock().expect("pushed")));
+                keys
+            };
+            let last = inner.last.lock().expect("last").clone();
+            let condition = match &last {
+                Some((etag, _)) => Condition::IfMatch(etag.clone()),
+                None => Condition::IfAbsent,
+            };
+            let written = objects
+                .put(&inner.state_key, body, &condition)
+                .await
+                .map_err(|e| inner.err(e))?;
+            let Put::Written(etag) = written else {
+                // Not folded after all: kept for whoever saves next.
+                inner.folded.lock().expect("folded").extend(done);
+                let found = match objects.get(&inner.state_key).await {
+                    Ok(Some(o)) => serial_of(&inner.location, &o.body),
+                    Ok(None) => "none".into(),
+                    Err(_) => "unknown".into(),
                 };
-                let last = inner.last.lock().expect("last").clone();
-                let condition = match &last {
-                    Some((etag, _)) => Condition::IfMatch(etag.clone()),
-                    None => Condition::IfAbsent,
-                };
-                let written = objects
-                    .put(&inner.state_key, body, &condition)
-                    .await
-                    .map_err(|e| inner.err(e))?;
-                let Put::Written(etag) = written else {
-                    // Not folded after all: kept for whoever saves next.
-                    inner.folded.lock().expect("folded").extend(done);
-                    let found = match objects.get(&inner.state_key).await {
-                        Ok(Some(o)) => serial_of(&inner.location, &o.body),
-                        Ok(None) => "none".into(),
-                        Err(_) => "unknown".into(),
-                    };
-                    return Err(StateError::Conflict {
-                        location: inner.location.clone(),
-                        expected: last
-                            .map(|(_, s)| s.to_string())
-                            .unwrap_or_else(|| "none (new state)".into()),
-                        found,
-                    });
-                };
-                *inner.last.lock().expect("last") = Some((etag, serial));
-                // The journal objects are independent: several deletes in
-                // flight, not a round trip each at the end of every apply.
-                for keys in done.chunks(JOURNAL_DELETES_IN_FLIGHT) {
-                    let deletes = keys.iter().map(|key| objects.delete(key, None));
-                    for deleted in futures_util::future::join_all(deletes).await {
-                        deleted.map_err(|e| inner.err(e))?;
-                    }
+                return Err(StateError::Conflict {
+                    location: inner.location.clone(),
+                    expected: last
+                        .map(|(_, s)| s.to_string())
+                        .unwrap_or_else(|| "none (new state)".into()),
+                    found,
+                });
+            };
+            *inner.last.lock().expect("last") = Some((etag, serial));
+            // The journal objects are independent: several deletes in
+            // flight, not a round trip each at the end of every apply.
+            for keys in done.chunks(JOURNAL_DELETES_IN_FLIGHT) {
+                let deletes = keys.iter().map(|key| objects.delete(key, None));
+                for deleted in futures_util::future::join_all(deletes).await {
+                    deleted.map_err(|e| inner.err(e))?;
                 }
-                Ok(())
-            })
-            .await
+            }
+            Ok(())
         })
     }
 
     fn lock(&self, operation: &str) -> Result<Box<dyn HeldLock>, StateError> {
         let info = new_info(operation);
-        let info = self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let objects = inner.objects().await?;
-                // A lost race re-reads the lock: the winner is then named.
-                for _ in 0..3 {
-                    let current = inner.read_lock().await?;
-                    let now = crate::clock::wall_ms();
-                    let (condition, generation) = match &current {
-                        None => (Condition::IfAbsent, 1),
-                        Some((lock, etag)) => {
-                            if let Some(holder) = &lock.holder {
-                                if lock.expires_ms > now {
-                                    let mut h = holder.clone();
-                                    h.expires = Some(crate::clock::rfc3339_ms(lock.expires_ms));
-                                    h.generation = Some(lock.generation);
-                                    return Err(StateError::Locked {
-                                        path: std::path::PathBuf::from(&inner.location),
-                                        holder: h.describe(),
-                                        id: h.id,
-                                    });
-                                }
+        let info = self.remote.run(move |inner| async move {
+            let objects = inner.objects().await?;
+            // A lost race re-reads the lock: the winner is then named.
+            for _ in 0..3 {
+                let current = inner.read_lock().await?;
+                let now = crate::clock::wall_ms();
+                let (condition, generation) = match &current {
+                    None => (Condition::IfAbsent, 1),
+                    Some((lock, etag)) => {
+                        if let Some(holder) = &lock.holder {
+                            if lock.expires_ms > now {
+                                let mut h = holder.clone();
+                                h.expires = Some(crate::clock::rfc3339_ms(lock.expires_ms));
+                                h.generation = Some(lock.generation);
+                                return Err(StateError::Locked {
+                                    path: std::path::PathBuf::from(&inner.location),
+                                    holder: h.describe(),
+                                    id: h.id,
+                                });
                             }
-                            (Condition::IfMatch(etag.clone()), lock.generation + 1)
                         }
-                    };
-                    let sent = Instant::now();
-                    let expires_ms = now + inner.lease.as_millis() as u64;
-                    let mut info = info.clone();
-                    info.expires = Some(crate::clock::rfc3339_ms(expires_ms));
-                    info.generation = Some(generation);
-                    let body = serde_json::to_vec(&LockObject {
-                        generation,
-                        holder: Some(info.clone()),
-                        expires_ms,
-                    })
-                    .expect("lock serialises");
-                    if let Put::Written(etag) = objects
-                        .put(&inner.lock_key, body, &condition)
-                        .await
-                        .map_err(|e| inner.err(e))?
-                    {
-                        *inner.held.lock().await = Some(Held {
-                            info: info.clone(),
-                            generation,
-                            etag,
-                            valid_until: sent + inner.lease,
-                        });
-                        *inner.held_id.lock().expect("held") = Some((info.id.clone(), generation));
-                        inner.fenced.store(false, Ordering::SeqCst);
-                        return Ok(info);
+                        (Condition::IfMatch(etag.clone()), lock.generation + 1)
                     }
-                }
-                let holder = inner.read_holder().await?;
-                Err(StateError::Locked {
-                    path: std::path::PathBuf::from(&inner.location),
-                    holder: holder
-                        .as_ref()
-                        .map(|h| h.describe())
-                        .unwrap_or_else(|| "another run".into()),
-                    id: holder.map(|h| h.id).unwrap_or_default(),
+                };
+                let sent = Instant::now();
+                let expires_ms = now + inner.lease.as_millis() as u64;
+                let mut info = info.clone();
+                info.expires = Some(crate::clock::rfc3339_ms(expires_ms));
+                info.generation = Some(generation);
+                let body = serde_json::to_vec(&LockObject {
+                    generation,
+                    holder: Some(info.clone()),
+                    expires_ms,
                 })
+                .expect("lock serialises");
+                if let Put::Written(etag) = objects
+                    .put(&inner.lock_key, body, &condition)
+                    .await
+                    .map_err(|e| inner.err(e))?
+                {
+                    *inner.held.lock().await = Some(Held {
+                        info: info.clone(),
+                        generation,
+                        etag,
+                        valid_until: sent + inner.lease,
+                    });
+                    *inner.held_id.lock().expect("held") = Some((info.id.clone(), generation));
+                    inner.fenced.store(false, Ordering::SeqCst);
+                    return Ok(info);
+                }
+            }
+            let holder = inner.read_holder().await?;
+            Err(StateError::Locked {
+                path: std::path::PathBuf::from(&inner.location),
+                holder: holder
+                    .as_ref()
+                    .map(|h| h.describe())
+                    .unwrap_or_else(|| "another run".into()),
+                id: holder.map(|h| h.id).unwrap_or_default(),
             })
-            .await
         })?;
-        let inner = self.inner.clone();
+        let inner = self.remote.inner.clone();
         let renew = move || {
             let inner = inner.clone();
             async move {
@@ -530,97 +516,80 @@ impl StateBackend for S3Backend {
                 }
             }
         };
-        Ok(LeasedLock::hold(
-            self.rt.clone(),
-            info,
-            Lease {
-                length: self.inner.lease,
-                call_timeout: CALL_TIMEOUT,
-                renew,
-                release: release(self.inner.clone()),
-            },
-        ))
+        Ok(self
+            .remote
+            .hold(info, renew, release(self.remote.inner.clone())))
     }
 
     fn holder(&self) -> Option<LockInfo> {
-        self.run(|inner| async move {
-            with_timeout(&inner.clone(), async move { inner.read_holder().await }).await
-        })
-        .ok()
-        .flatten()
+        self.remote
+            .run(|inner| async move { inner.read_holder().await })
+            .ok()
+            .flatten()
     }
 
     fn force_unlock(&self, id: &str) -> Result<LockInfo, StateError> {
         let id = id.to_string();
-        self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let not_locked = || StateError::NotLocked {
-                    path: std::path::PathBuf::from(&inner.location),
-                };
-                let Some((lock, etag)) = inner.read_lock().await? else {
-                    return Err(not_locked());
-                };
-                let Some(mut holder) = lock.holder.clone() else {
-                    return Err(not_locked());
-                };
-                holder.expires = Some(crate::clock::rfc3339_ms(lock.expires_ms));
-                holder.generation = Some(lock.generation);
-                if holder.id != id {
-                    return Err(StateError::WrongLockId {
-                        path: std::path::PathBuf::from(&inner.location),
-                        given: id,
-                        actual: holder.id.clone(),
-                        holder: holder.describe(),
-                    });
-                }
-                // Bumping the generation fences the old holder for good.
-                let body = serde_json::to_vec(&LockObject {
-                    generation: lock.generation + 1,
-                    holder: None,
-                    expires_ms: 0,
-                })
-                .expect("lock serialises");
-                let objects = inner.objects().await?;
-                match objects
-                    .put(&inner.lock_key, body, &Condition::IfMatch(etag))
-                    .await
-                    .map_err(|e| inner.err(e))?
-                {
-                    Put::Written(_) => Ok(holder),
-                    Put::Refused => Err(StateError::Backend {
-                        location: inner.location.clone(),
-                        message: "the lock changed while it was being broken".into(),
-                        hint: "run `gpuform force-unlock` again with the id it names now".into(),
-                    }),
-                }
+        self.remote.run(move |inner| async move {
+            let not_locked = || StateError::NotLocked {
+                path: std::path::PathBuf::from(&inner.location),
+            };
+            let Some((lock, etag)) = inner.read_lock().await? else {
+                return Err(not_locked());
+            };
+            let Some(mut holder) = lock.holder.clone() else {
+                return Err(not_locked());
+            };
+            holder.expires = Some(crate::clock::rfc3339_ms(lock.expires_ms));
+            holder.generation = Some(lock.generation);
+            holder.check_id(std::path::Path::new(&inner.location), &id)?;
+            // Bumping the generation fences the old holder for good.
+            let body = serde_json::to_vec(&LockObject {
+                generation: lock.generation + 1,
+                holder: None,
+                expires_ms: 0,
             })
-            .await
+            .expect("lock serialises");
+            let objects = inner.objects().await?;
+            match objects
+                .put(&inner.lock_key, body, &Condition::IfMatch(etag))
+                .await
+                .map_err(|e| inner.err(e))?
+            {
+                Put::Written(_) => Ok(holder),
+                Put::Refused => Err(StateError::Backend {
+                    location: inner.location.clone(),
+                    message: "the lock changed while it was being broken".into(),
+                    hint: "run `gpuform force-unlock` again with the id it names now".into(),
+                }),
+            }
         })
     }
 
     fn recover_journal(&self, doc: &mut StateDoc) -> Result<bool, StateError> {
-        let own = self.inner.held_id().map(|(_, g)| format!("{g:020}-"));
-        let batches: Vec<(String, Vec<u8>)> = self.run(move |inner| async move {
-            with_timeout(&inner.clone(), async move {
-                let objects = inner.objects().await?;
-                let mut out = Vec::new();
-                for key in objects
-                    .list(&inner.journal_prefix)
-                    .await
-                    .map_err(|e| inner.err(e))?
-                {
-                    // This run's own batches are in its local journal.
-                    let rest = &key[inner.journal_prefix.len()..];
-                    if own.as_deref().is_some_and(|o| rest.starts_with(o)) {
-                        continue;
-                    }
-                    if let Some(obj) = objects.get(&key).await.map_err(|e| inner.err(e))? {
-                        out.push((key, obj.body));
-                    }
+        let own = self
+            .remote
+            .inner
+            .held_id()
+            .map(|(_, g)| format!("{g:020}-"));
+        let batches: Vec<(String, Vec<u8>)> = self.remote.run(move |inner| async move {
+            let objects = inner.objects().await?;
+            let mut out = Vec::new();
+            for key in objects
+                .list(&inner.journal_prefix)
+                .await
+                .map_err(|e| inner.err(e))?
+            {
+                // This run's own batches are in its local journal.
+                let rest = &key[inner.journal_prefix.len()..];
+                if own.as_deref().is_some_and(|o| rest.starts_with(o)) {
+                    continue;
                 }
-                Ok(out)
-            })
-            .await
+                if let Some(obj) = objects.get(&key).await.map_err(|e| inner.err(e))? {
+                    out.push((key, obj.body));
+                }
+            }
+            Ok(out)
         })?;
         if batches.is_empty() {
             return Ok(false);
@@ -631,11 +600,12 @@ impl StateBackend for S3Backend {
                 .lines()
                 .filter(|l| !l.is_empty())
             {
-                lines.push(super::crypto::open_line(&self.inner.location, l)?);
+                lines.push(super::crypto::open_line(&self.remote.inner.location, l)?);
             }
         }
-        super::journal::fold_lines(&self.inner.location, &lines, doc)?;
-        self.inner
+        super::journal::fold_lines(&self.remote.inner.location, &lines, doc)?;
+        self.remote
+            .inner
             .folded
             .lock()
             .expect("folded")
@@ -644,19 +614,11 @@ impl StateBackend for S3Backend {
     }
 
     fn journal_mirror(&self) -> Option<Arc<dyn JournalMirror>> {
-        Some(Arc::new(S3Journal {
-            inner: self.inner.clone(),
-            rt: self.rt.clone(),
-        }))
+        Some(Arc::new(self.remote.clone()))
     }
 }
 
-struct S3Journal {
-    inner: Arc<Inner>,
-    rt: Arc<Runtime>,
-}
-
-impl JournalMirror for S3Journal {
+impl JournalMirror for Remote<Inner> {
     fn push(&self, lines: &[String]) -> Result<(), StateError> {
         // One line per journal line, each encrypted like the state when a
         // key is set (one KDF per process).
@@ -666,27 +628,23 @@ impl JournalMirror for S3Journal {
             body.extend_from_slice(sealed.as_bytes());
             body.push(b'\n');
         }
-        let inner = self.inner.clone();
-        block_on(&self.rt, async move {
-            with_timeout(&inner.clone(), async move {
-                let generation = inner.ensure_ours().await?;
-                let seq = inner.seq.fetch_add(1, Ordering::SeqCst);
-                let key = format!("{}{generation:020}-{seq:010}", inner.journal_prefix);
-                let objects = inner.objects().await?;
-                match objects
-                    .put(&key, body, &Condition::IfAbsent)
-                    .await
-                    .map_err(|e| inner.err(e))?
-                {
-                    Put::Written(_) => {
-                        inner.pushed.lock().expect("pushed").push(key);
-                        Ok(())
-                    }
-                    // Another process with this generation: not this run's lock.
-                    Put::Refused => Err(inner.fenced_error(generation).await),
+        self.run(move |inner| async move {
+            let generation = inner.ensure_ours().await?;
+            let seq = inner.seq.fetch_add(1, Ordering::SeqCst);
+            let key = format!("{}{generation:020}-{seq:010}", inner.journal_prefix);
+            let objects = inner.objects().await?;
+            match objects
+                .put(&key, body, &Condition::IfAbsent)
+                .await
+                .map_err(|e| inner.err(e))?
+            {
+                Put::Written(_) => {
+                    inner.pushed.lock().expect("pushed").push(key);
+                    Ok(())
                 }
-            })
-            .await
+                // Another process with this generation: not this run's lock.
+                Put::Refused => Err(inner.fenced_error(generation).await),
+            }
         })
     }
 }
@@ -694,7 +652,7 @@ impl JournalMirror for S3Journal {
 /// Marks the lock released, keeping its generation, over our own lock
 /// object only (`If-Match` on the ETag this run last wrote).
 async fn release(inner: Arc<Inner>) -> Result<(), StateError> {
-    let freed = with_timeout(&inner, async {
+    let freed = with_timeout(&*inner, async {
         let held = inner.held.lock().await.take();
         let Some(held) = held else { return Ok(()) };
         let body = serde_json::to_vec(&LockObject {

@@ -126,19 +126,13 @@ impl CatalogApi for AlibabaProvider {
                     let name = s(t, "Value");
                     let family = gpuform_catalog::instance_family(Cloud::Alibaba, name);
                     if s(t, "Status") == "Available" && families.iter().any(|f| f == family) {
-                        out.offered
-                            .entry(name.to_string())
-                            .or_default()
-                            .push(zone.to_string());
+                        out.offer(name, zone);
                     }
                 }
             }
         }
-        for z in out.offered.values_mut() {
-            z.sort_by_key(|x| zones.iter().position(|y| y == x));
-            z.dedup();
-        }
         out.zones = zones;
+        out.sort_offered();
         Ok(out)
     }
 }

@@ -24,6 +24,25 @@ pub struct RegionOffers {
     pub api: Vec<String>,
 }
 
+impl RegionOffers {
+    /// Records that `zone` offers the instance type `itype`.
+    pub fn offer(&mut self, itype: &str, zone: &str) {
+        self.offered
+            .entry(itype.to_string())
+            .or_default()
+            .push(zone.to_string());
+    }
+
+    /// Puts each type's zones in the order of [`RegionOffers::zones`],
+    /// each once.
+    pub fn sort_offered(&mut self) {
+        for zones in self.offered.values_mut() {
+            zones.sort_by_key(|z| self.zones.iter().position(|x| x == z));
+            zones.dedup();
+        }
+    }
+}
+
 #[async_trait]
 pub trait CatalogApi: Send + Sync {
     /// The regions the cloud lists for this account.

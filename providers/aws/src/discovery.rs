@@ -91,20 +91,14 @@ impl CatalogApi for AwsProvider {
                 if !families.iter().any(|f| f == family) || !out.zones.iter().any(|z| z == zone) {
                     continue;
                 }
-                out.offered
-                    .entry(t.to_string())
-                    .or_default()
-                    .push(zone.to_string());
+                out.offer(t, zone);
             }
             match page.next_token().filter(|t| !t.is_empty()) {
                 Some(t) if Some(t) != token.as_deref() => token = Some(t.to_string()),
                 _ => break,
             }
         }
-        for zones in out.offered.values_mut() {
-            zones.sort_by_key(|z| out.zones.iter().position(|x| x == z));
-            zones.dedup();
-        }
+        out.sort_offered();
         let unknown: Vec<&String> = out.offered.keys().filter(|t| !known.contains(t)).collect();
         if !unknown.is_empty() {
             out.api.push(format!("ec2:{TYPES}"));

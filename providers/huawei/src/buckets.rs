@@ -175,12 +175,7 @@ mod tests {
             gpuform_signing::OffsetDateTime::now_utc(),
         );
         assert!(signed.is_err(), "Date and Authorization are already set");
-        let auth = r
-            .headers
-            .iter()
-            .find(|(k, _)| k == "Authorization")
-            .map(|(_, v)| v.as_str())
-            .unwrap();
+        let auth = r.header("Authorization").unwrap();
         assert!(auth.starts_with("OBS AK:"), "{auth}");
         assert!(r.headers.iter().any(|(k, _)| k == "Date"));
     }

@@ -19,7 +19,7 @@
 //! The project of the region comes from HUAWEICLOUD_SDK_PROJECT_ID(_<REGION>),
 //! as for every other ECS call.
 
-use crate::client::{list_field, s, Call, Service};
+use crate::client::{list_field, s, Service};
 use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_provider::{CatalogApi, Cloud, RegionOffers, Result};
@@ -44,6 +44,17 @@ fn status_in(specs: &Value, zone: &str) -> String {
     }
 }
 
+/// A flavor's `os_extra_specs` (null when it has none).
+fn extra_specs(flavor: &Value) -> Value {
+    flavor.get("os_extra_specs").cloned().unwrap_or(Value::Null)
+}
+
+/// Whether a flavor with these `os_extra_specs` is on sale in `zone`:
+/// `normal` and `promotion` are, `sellout` (and `abandon`, `obt`) are not.
+fn sells(specs: &Value, zone: &str) -> bool {
+    matches!(status_in(specs, zone).as_str(), "normal" | "promotion")
+}
+
 impl HuaweiProvider {
     /// Whether `flavor` is on sale in `zone` now: ListFlavors, the flavor's
     /// `os_extra_specs` sale status in that zone ([`status_in`]): `normal`
@@ -51,22 +62,20 @@ impl HuaweiProvider {
     /// not, and a flavor the region does not list is not offered
     /// (`Provider::offered`, placement's check).
     pub(crate) async fn on_sale(&self, region: &str, zone: &str, flavor: &str) -> Result<bool> {
-        let project = self.project(region)?.to_string();
-        let v = self
-            .send(Call::new(
-                Service::Ecs,
-                region,
-                "GET",
-                format!("/v1/{project}/cloudservers/flavors"),
-            ))
-            .await?;
-        Ok(list_field(&v, "flavors", "ListFlavors")?
+        Ok(self
+            .flavors(region)
+            .await?
             .iter()
             .filter(|f| s(f, "name") == flavor)
-            .any(|f| {
-                let specs = f.get("os_extra_specs").cloned().unwrap_or(Value::Null);
-                matches!(status_in(&specs, zone).as_str(), "normal" | "promotion")
-            }))
+            .any(|f| sells(&extra_specs(f), zone)))
+    }
+
+    /// ListFlavors: every flavor of `region`.
+    async fn flavors(&self, region: &str) -> Result<Vec<Value>> {
+        let project = self.project(region)?.to_string();
+        let path = format!("/v1/{project}/cloudservers/flavors");
+        let v = self.client.get(Service::Ecs, region, path).await?;
+        list_field(&v, "flavors", "ListFlavors")
     }
 }
 
@@ -74,7 +83,8 @@ impl HuaweiProvider {
 impl CatalogApi for HuaweiProvider {
     async fn list_regions(&self) -> Result<Vec<String>> {
         let v = self
-            .send(Call::new(Service::Iam, HOME, "GET", "/v3/regions".into()))
+            .client
+            .get(Service::Iam, HOME, "/v3/regions".into())
             .await?;
         Ok(list_field(&v, "regions", "KeystoneListRegions")?
             .iter()
@@ -90,14 +100,8 @@ impl CatalogApi for HuaweiProvider {
         known: &[String],
     ) -> Result<RegionOffers> {
         let project = self.project(region)?.to_string();
-        let v = self
-            .send(Call::new(
-                Service::Ecs,
-                region,
-                "GET",
-                format!("/v2.1/{project}/os-availability-zone"),
-            ))
-            .await?;
+        let path = format!("/v2.1/{project}/os-availability-zone");
+        let v = self.client.get(Service::Ecs, region, path).await?;
         let zones: Vec<String> =
             list_field(&v, "availabilityZoneInfo", "NovaListAvailabilityZones")?
                 .iter()
@@ -110,14 +114,6 @@ impl CatalogApi for HuaweiProvider {
                 .map(|z| s(z, "zoneName"))
                 .filter(|z| !z.is_empty())
                 .collect();
-        let v = self
-            .send(Call::new(
-                Service::Ecs,
-                region,
-                "GET",
-                format!("/v1/{project}/cloudservers/flavors"),
-            ))
-            .await?;
         let mut out = RegionOffers {
             api: vec![
                 "ecs:NovaListAvailabilityZones".into(),
@@ -125,18 +121,14 @@ impl CatalogApi for HuaweiProvider {
             ],
             ..RegionOffers::default()
         };
-        for f in list_field(&v, "flavors", "ListFlavors")? {
+        for f in self.flavors(region).await? {
             let name = s(&f, "name");
             let family = gpuform_catalog::instance_family(Cloud::Huawei, &name).to_string();
             if !families.contains(&family) {
                 continue;
             }
-            let specs = f.get("os_extra_specs").cloned().unwrap_or(Value::Null);
-            let offered: Vec<String> = zones
-                .iter()
-                .filter(|z| matches!(status_in(&specs, z).as_str(), "normal" | "promotion"))
-                .cloned()
-                .collect();
+            let specs = extra_specs(&f);
+            let offered: Vec<String> = zones.iter().filter(|z| sells(&specs, z)).cloned().collect();
             if offered.is_empty() {
                 continue;
             }

@@ -305,16 +305,27 @@ impl SandboxCloud {
         }
     }
 
-    /// Reclaims a spot instance behind gpuform's back, as the cloud does
-    /// when it takes spot capacity back: its data volumes are released
-    /// (detached) and the instance is gone.
-    pub fn reclaim_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
+    /// What a change behind gpuform's back names (an id or an ownership
+    /// address), read after catching up with other processes: the locked
+    /// cloud, the resource's cloud and id, and the resource.
+    fn behind(
+        &self,
+        id_or_address: &str,
+    ) -> Result<(MutexGuard<'_, Inner>, Cloud, String, SandboxResource), SandboxError> {
         let mut inner = self.lock();
         inner.sync()?;
         let (cloud, id) = inner.resolve(id_or_address)?;
         let Some(res) = inner.resource(cloud, &id) else {
             return Err(SandboxError::NotFound(id_or_address.to_string()));
         };
+        Ok((inner, cloud, id, res))
+    }
+
+    /// Reclaims a spot instance behind gpuform's back, as the cloud does
+    /// when it takes spot capacity back: its data volumes are released
+    /// (detached) and the instance is gone.
+    pub fn reclaim_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
+        let (mut inner, cloud, id, res) = self.behind(id_or_address)?;
         if res.kind != ResourceKind::Instance
             || res.attrs.get("pricing").and_then(|p| p.as_str()) != Some("spot")
         {
@@ -362,12 +373,7 @@ impl SandboxCloud {
     /// Deletes a resource by id or ownership address, as someone in the
     /// cloud's console would (dependencies are enforced as the cloud does).
     pub fn delete_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
-        let mut inner = self.lock();
-        inner.sync()?;
-        let (cloud, id) = inner.resolve(id_or_address)?;
-        let Some(res) = inner.resource(cloud, &id) else {
-            return Err(SandboxError::NotFound(id_or_address.to_string()));
-        };
+        let (mut inner, cloud, id, res) = self.behind(id_or_address)?;
         if let Some(e) = inner.store.get(cloud, &id) {
             if e.dependents > 0 {
                 return Err(SandboxError::DependencyViolation(format!(
@@ -386,12 +392,7 @@ impl SandboxCloud {
     /// what a console, a script or another tool made (`gpuform import`'s
     /// starting point). Returns it as it was.
     pub fn disown_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
-        let mut inner = self.lock();
-        inner.sync()?;
-        let (cloud, id) = inner.resolve(id_or_address)?;
-        let Some(res) = inner.resource(cloud, &id) else {
-            return Err(SandboxError::NotFound(id_or_address.to_string()));
-        };
+        let (mut inner, cloud, id, res) = self.behind(id_or_address)?;
         inner.inv.append(&own_line(cloud, &id, None))?;
         inner.store.records += 1;
         inner.store.apply_own(cloud, &id, None);

@@ -42,6 +42,28 @@ pub(crate) fn existing<'a>(
     }
 }
 
+/// The resource `id`, which must be alive: [`existing`], with a missing
+/// one an error of kind [`ErrorKind::NotFound`].
+fn alive<'a>(
+    inner: &'a Inner,
+    cloud: Cloud,
+    scope: &Scope,
+    kind: ResourceKind,
+    id: &str,
+) -> Result<&'a Entry> {
+    existing(inner, cloud, scope, kind, id)?.ok_or_else(|| {
+        perr(
+            cloud,
+            ErrorKind::NotFound,
+            Code::NotFound(kind),
+            format!(
+                "the {kind} `{id}` does not exist in region {}",
+                scope.region
+            ),
+        )
+    })
+}
+
 /// Applies `changes` (read into `set`, which says what they mean) to `id`.
 pub(crate) fn update(
     inner: &mut Inner,
@@ -50,17 +72,7 @@ pub(crate) fn update(
     (kind, id): (ResourceKind, &str),
     (set, changes): (&ChangeSet, &Attrs),
 ) -> Result<ObservedResource> {
-    let Some(e) = existing(inner, cloud, scope, kind, id)? else {
-        return Err(perr(
-            cloud,
-            ErrorKind::NotFound,
-            Code::NotFound(kind),
-            format!(
-                "the {kind} `{id}` does not exist in region {}",
-                scope.region
-            ),
-        ));
-    };
+    let e = alive(inner, cloud, scope, kind, id)?;
     let mut attrs = e.attrs();
     if let Some(size) = set.size_gb {
         checks::volume_size(cloud, size, attrs.get("size_gb").and_then(|v| v.as_u64()))?;
@@ -128,17 +140,7 @@ pub(crate) fn own(
     (kind, id): (ResourceKind, &str),
     ownership: &OwnershipTags,
 ) -> Result<()> {
-    if existing(inner, cloud, scope, kind, id)?.is_none() {
-        return Err(perr(
-            cloud,
-            ErrorKind::NotFound,
-            Code::NotFound(kind),
-            format!(
-                "the {kind} `{id}` does not exist in region {}",
-                scope.region
-            ),
-        ));
-    }
+    alive(inner, cloud, scope, kind, id)?;
     inner
         .inv
         .append(&own_line(cloud, id, Some(ownership)))

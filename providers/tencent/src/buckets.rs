@@ -155,12 +155,7 @@ mod tests {
             .with_query("tagging", "");
         s.sign(&mut r, "ap-guangzhou", Some("b-1250000000"))
             .unwrap();
-        let auth = r
-            .headers
-            .iter()
-            .find(|(k, _)| k == "Authorization")
-            .map(|(_, v)| v.as_str())
-            .unwrap();
+        let auth = r.header("Authorization").unwrap();
         assert!(
             auth.contains("q-header-list=host;x-cos-security-token&q-url-param-list=tagging&"),
             "{auth}"

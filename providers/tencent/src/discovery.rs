@@ -65,10 +65,7 @@ impl CatalogApi for TencentProvider {
             if !families.iter().any(|f| f == s(&item, "InstanceFamily")) {
                 continue;
             }
-            out.offered
-                .entry(t.to_string())
-                .or_default()
-                .push(zone.to_string());
+            out.offer(t, zone);
             if !known.iter().any(|k| k == t) {
                 let gpus = item
                     .get("GpuCount")
@@ -79,11 +76,8 @@ impl CatalogApi for TencentProvider {
                     .insert(t.to_string(), format!("{gpus} GPU(s), no model named"));
             }
         }
-        for z in out.offered.values_mut() {
-            z.sort_by_key(|x| zones.iter().position(|y| y == x));
-            z.dedup();
-        }
         out.zones = zones;
+        out.sort_offered();
         Ok(out)
     }
 }

@@ -77,6 +77,14 @@ fn input(e: UserError) -> Failure {
     Failure(format!("error: {e}"))
 }
 
+/// An optional flag, parsed when given.
+fn optional<T>(
+    flag: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, UserError>,
+) -> Result<Option<T>, Failure> {
+    flag.as_deref().map(parse).transpose().map_err(input)
+}
+
 /// Asks for a missing required input on a terminal; elsewhere, says which flag is missing.
 fn ask(
     value: Option<String>,
@@ -125,28 +133,13 @@ fn inputs(a: &RecommendArgs) -> Result<Inputs, Failure> {
     let task = rec::parse_task(&task).map_err(input)?;
     let mut i = Inputs::new(params, task);
     i.precision = rec::parse_precision(&a.precision).map_err(input)?;
-    i.tokens = a
-        .tokens
-        .as_deref()
-        .map(rec::parse_tokens)
-        .transpose()
-        .map_err(input)?;
-    i.duration_hours = a
-        .duration
-        .as_deref()
-        .map(rec::parse_duration)
-        .transpose()
-        .map_err(input)?;
+    i.tokens = optional(&a.tokens, rec::parse_tokens)?;
+    i.duration_hours = optional(&a.duration, rec::parse_duration)?;
     if let Some(h) = a.hours_per_month {
         i.hours_per_month = h;
     }
     i.ops = rec::parse_ops(&a.ops).map_err(input)?;
-    i.users = a
-        .users
-        .as_deref()
-        .map(rec::parse_users)
-        .transpose()
-        .map_err(input)?;
+    i.users = optional(&a.users, rec::parse_users)?;
     i.budget_monthly_usd = a.budget;
     if let Some(c) = &a.clouds {
         i.clouds = rec::parse_clouds(c).map_err(input)?;

@@ -13,7 +13,7 @@
 //! and lifecycle rules that are not gpuform's (`other_lifecycle_rules`,
 //! which no update touches).
 
-use super::{owned_elsewhere, quote, refuse, ImportPlan, ImportRequest, TagStep};
+use super::{owned_elsewhere, quote, refuse, tags_line, ImportPlan, ImportRequest, TagStep};
 use crate::address::Target;
 use crate::engine::EngineError;
 use crate::plan::diff::{actual_attrs, changed_keys};
@@ -361,14 +361,7 @@ pub(super) fn blocks(
             if flag("force_destroy") == Some(true) {
                 lines.push("  force_destroy: true".to_string());
             }
-            let tags = user_tags(o);
-            if !tags.is_empty() {
-                let pairs: Vec<String> = tags
-                    .iter()
-                    .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
-                    .collect();
-                lines.push(format!("  tags: {{{}}}", pairs.join(", ")));
-            }
+            lines.extend(tags_line(&user_tags(o)));
             lines
         })
         .collect()
