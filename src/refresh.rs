@@ -446,7 +446,7 @@ impl Current {
                 .iter()
                 .chain(o.kind.reported_attrs())
             {
-                attrs.remove(*k);
+                attrs.remove(k);
             }
             // A cloud that reports user data back reports it filled with
             // secrets; its hash is what state keeps.

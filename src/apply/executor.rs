@@ -696,7 +696,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         before.keys().chain(after.keys()).collect();
     let changes: gpuform_provider::Attrs = keys
         .into_iter()
-        .filter(|k| !crate::plan::diff::same_value(before.get(*k), after.get(*k)))
+        .filter(|k| !crate::plan::diff::same_value(before.get(k), after.get(k)))
         .filter(|k| !crate::plan::diff::unrecorded(&after, k))
         .map(|k| {
             (
@@ -744,7 +744,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     }
     // Completion attributes are observed, never recorded.
     for k in c.kind.completion_attrs() {
-        record.attrs.remove(*k);
+        record.attrs.remove(k);
     }
     recorded(shared, &c.address, record).await?;
     Ok(OpOutcome::Updated { id })

@@ -136,7 +136,7 @@ async fn other_lineages(
             }
             let mut attrs = o.attrs.clone();
             for k in o.kind.completion_attrs() {
-                attrs.remove(*k);
+                attrs.remove(k);
             }
             attrs.remove("user_data");
             attrs.insert("gpuform_lineage".into(), own.lineage.clone().into());

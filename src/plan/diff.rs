@@ -575,7 +575,7 @@ pub(crate) fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
     let mut changed: Vec<String> = actual
         .iter()
         .filter(|(k, _)| !unrecorded(desired, k))
-        .filter(|(k, v)| !same_value(Some(v), desired.get(*k)))
+        .filter(|(k, v)| !same_value(Some(v), desired.get(k)))
         .map(|(k, _)| k.to_string())
         .collect();
     let before = changed.len();
@@ -583,7 +583,7 @@ pub(crate) fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
         desired
             .iter()
             .filter(|(k, v)| {
-                !actual.contains_key(*k) && !same_value(None, Some(v)) && !unrecorded(desired, k)
+                !actual.contains_key(k) && !same_value(None, Some(v)) && !unrecorded(desired, k)
             })
             .map(|(k, _)| k.to_string()),
     );
