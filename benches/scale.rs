@@ -80,7 +80,12 @@ fn shaped_workdir(clusters: usize, nodes: usize) -> tempfile::TempDir {
 fn many_small_clusters_noop() -> Run {
     let dir = shaped_workdir(500, 3);
     gpuform(dir.path(), APPLY, None);
-    let replan = best(3, || gpuform(dir.path(), REPLAN, None));
+    noop_replan(dir.path(), 3)
+}
+
+/// The best of `runs` re-plans of an applied directory, each a no-op.
+fn noop_replan(dir: &Path, runs: usize) -> Run {
+    let replan = best(runs, || gpuform(dir, REPLAN, None));
     assert!(
         replan.stdout.contains("No changes."),
         "the re-plan after apply is not a no-op:\n{}",
@@ -188,12 +193,7 @@ fn measure(target: usize, runs: usize) -> Size {
     let apply = best(runs, || gpuform(workdir(target).path(), APPLY, None));
     gpuform(dir.path(), APPLY, None);
     // The re-plan changes nothing, so it is always the best of 3.
-    let replan = best(runs.max(3), || gpuform(dir.path(), REPLAN, None));
-    assert!(
-        replan.stdout.contains("No changes."),
-        "the re-plan after apply is not a no-op:\n{}",
-        replan.stdout
-    );
+    let replan = noop_replan(dir.path(), runs.max(3));
     Size {
         resources,
         plan,

@@ -549,7 +549,6 @@ fn emit_nodes(
             ("volume_type", json!(c.disk.data_type.as_str())),
         ])
     });
-    emit.out.resources.reserve(2 * c.nodes as usize);
     for i in 0..c.nodes {
         let mut a = node_attrs.clone();
         let mut node_hourly = t.hourly_usd;

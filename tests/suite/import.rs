@@ -105,7 +105,7 @@ fn legacy(dir: &Path) -> BTreeMap<String, String> {
     ids
 }
 
-fn state(dir: &Path) -> Value {
+pub(crate) fn state(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(STATE)).expect("state")).unwrap()
 }
 
@@ -119,7 +119,7 @@ fn imported(dir: &Path, ids: &BTreeMap<String, String>) -> BTreeMap<String, Stri
         .collect()
 }
 
-fn plan_exit(dir: &Path) -> (i32, String) {
+pub(crate) fn plan_exit(dir: &Path) -> (i32, String) {
     let out = run(dir, &["plan", "spec.yaml", "--detailed-exitcode"], None);
     (
         out.status.code().expect("plan exited"),
@@ -330,7 +330,7 @@ fn live_id(ids: &BTreeMap<String, String>, legacy_address: &str) -> String {
 
 /// Copies a working directory (spec, states and the sandbox cloud in
 /// `.gpuform/`): the same resources with the same ids.
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let target = to.join(e.file_name());
@@ -345,7 +345,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// The spec and the records of the state (what an import writes; the
 /// lineage and serial are each state's own).
-fn outcome(dir: &Path) -> (String, Value) {
+pub(crate) fn outcome(dir: &Path) -> (String, Value) {
     (
         std::fs::read_to_string(dir.join("spec.yaml")).unwrap(),
         state(dir)["resources"].clone(),
@@ -370,18 +370,36 @@ fn a_kill_after_any_import_call_then_import_again_gives_the_same_spec_and_state(
     copy_dir(template.path(), reference.path());
     ok(reference.path(), &import_args(&["--from-audit"]));
     let want = outcome(reference.path());
+    kill_after_each_call_then_again(
+        template.path(),
+        &import_args(&["--from-audit", "-q"]),
+        &want,
+        10,
+    );
+}
 
+/// The sandbox import in a copy of `template`, killed after its call N for
+/// N = 1, 2, … until it makes fewer than N calls (every call crossed; it
+/// must make more than `min_calls`): each time, plan refuses while the
+/// import file is there, and `args` again ends with `want` (spec and
+/// records, see [`outcome`]) and a clean plan.
+pub(crate) fn kill_after_each_call_then_again(
+    template: &Path,
+    args: &[&str],
+    want: &(String, Value),
+    min_calls: usize,
+) {
     let mut n = 1;
     loop {
         let w = tempfile::tempdir().unwrap();
         let dir = w.path();
-        copy_dir(template.path(), dir);
+        copy_dir(template, dir);
         let crash = format!("crash_after={n}");
-        let out = run(dir, &import_args(&["--from-audit", "-q"]), Some(&crash));
+        let out = run(dir, args, Some(&crash));
         if out.status.success() {
             // Fewer calls than n: every call has been crossed.
-            assert!(n > 10, "an import makes more than {n} calls");
-            assert_eq!(outcome(dir), want);
+            assert!(n > min_calls, "an import makes more than {n} calls");
+            assert_eq!(&outcome(dir), want);
             break;
         }
         support::assert_killed_by(&out, 6, &format!("import with {crash}"));
@@ -398,9 +416,9 @@ fn a_kill_after_any_import_call_then_import_again_gives_the_same_spec_and_state(
                 "{text}"
             );
         }
-        ok(dir, &import_args(&["--from-audit", "-q"]));
+        ok(dir, args);
         assert!(!pending.exists(), "{crash}");
-        assert_eq!(outcome(dir), want, "after {crash}");
+        assert_eq!(&outcome(dir), want, "after {crash}");
         let (code, text) = plan_exit(dir);
         assert_eq!(code, 0, "after {crash}:\n{text}");
         n += 1;

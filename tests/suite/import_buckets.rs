@@ -7,7 +7,9 @@
 //! call, the import run again gives the same spec and state; and every
 //! refusal leaves spec and state byte for byte.
 
-use crate::import::{ok, run};
+use crate::import::{
+    copy_dir, kill_after_each_call_then_again, ok, outcome, plan_exit, run, state,
+};
 use crate::support;
 
 use serde_json::Value;
@@ -75,22 +77,6 @@ fn legacy(dir: &Path) {
 
 fn set(dir: &Path, id: &str, kv: &str) {
     ok(dir, &["sandbox", "set", id, kv, "--state", STATE]);
-}
-
-fn state(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join(STATE)).expect("state")).unwrap()
-}
-
-fn plan_exit(dir: &Path) -> (i32, String) {
-    let out = run(dir, &["plan", "spec.yaml", "--detailed-exitcode"], None);
-    (
-        out.status.code().expect("plan exited"),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
 }
 
 fn ls(dir: &Path) -> Vec<Value> {
@@ -203,27 +189,6 @@ fn imported_buckets_plan_clean_keep_what_the_spec_cannot_say_and_destroy() {
     assert!(ls(dir).is_empty(), "destroy leaves nothing: {:#?}", ls(dir));
 }
 
-/// The spec and the records of the state.
-fn outcome(dir: &Path) -> (String, Value) {
-    (
-        std::fs::read_to_string(dir.join("spec.yaml")).unwrap(),
-        state(dir)["resources"].clone(),
-    )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 /// Killed after each of its calls took effect, the import run again ends
 /// where an uninterrupted one does in a copy of the same cloud; meanwhile
 /// plan refuses.
@@ -238,31 +203,12 @@ fn a_kill_after_any_bucket_import_call_then_import_again_gives_the_same_spec_and
     let want = outcome(reference.path());
     assert_eq!(want.1.as_object().unwrap().len(), 2, "{:#}", want.1);
 
-    let mut n = 1;
-    loop {
-        let w = tempfile::tempdir().unwrap();
-        let dir = w.path();
-        copy_dir(template.path(), dir);
-        let crash = format!("crash_after={n}");
-        let out = run(dir, &import_args(&["--from-audit", "-q"]), Some(&crash));
-        if out.status.success() {
-            assert!(n > 3, "a bucket import makes more than {n} calls");
-            assert_eq!(outcome(dir), want);
-            break;
-        }
-        support::assert_killed_by(&out, 6, &format!("import with {crash}"));
-        if dir.join(PENDING).exists() {
-            let (code, text) = plan_exit(dir);
-            assert_eq!(code, 1, "{crash}: plan must refuse:\n{text}");
-            assert!(text.contains("an import into"), "{text}");
-        }
-        ok(dir, &import_args(&["--from-audit", "-q"]));
-        assert!(!dir.join(PENDING).exists(), "{crash}");
-        assert_eq!(outcome(dir), want, "after {crash}");
-        let (code, text) = plan_exit(dir);
-        assert_eq!(code, 0, "after {crash}:\n{text}");
-        n += 1;
-    }
+    kill_after_each_call_then_again(
+        template.path(),
+        &import_args(&["--from-audit", "-q"]),
+        &want,
+        3,
+    );
 }
 
 /// A refusal: exit 1, the message, spec and state (and no import file)

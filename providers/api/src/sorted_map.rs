@@ -121,9 +121,7 @@ impl<K: Into<Key>, V, const N: usize> From<[(K, V); N]> for SortedMap<V> {
 
 impl<K: Into<Key>, V> Extend<(K, V)> for SortedMap<V> {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.0.insert(k.into(), v);
-        }
+        self.0.extend(iter.into_iter().map(|(k, v)| (k.into(), v)))
     }
 }
 

@@ -225,6 +225,14 @@ fn finish(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The YAML an import adds, indented under its heading.
+fn push_yaml(s: &mut String, yaml: &str) {
+    for l in yaml.lines() {
+        s.push_str(&format!("    {l}\n"));
+    }
+    s.push('\n');
+}
+
 /// What the import will write and tag, before it does.
 fn render(plan: &import::ImportPlan, store: &crate::state::StateStore) -> String {
     let mut s = String::new();
@@ -237,10 +245,7 @@ fn render(plan: &import::ImportPlan, store: &crate::state::StateStore) -> String
             c.instances.len(),
             plan.spec_path.display()
         ));
-        for l in c.yaml.lines() {
-            s.push_str(&format!("    {l}\n"));
-        }
-        s.push('\n');
+        push_yaml(&mut s, &c.yaml);
     }
     for b in &plan.buckets {
         s.push_str(&format!(
@@ -251,10 +256,7 @@ fn render(plan: &import::ImportPlan, store: &crate::state::StateStore) -> String
             b.region,
             plan.spec_path.display()
         ));
-        for l in b.yaml.lines() {
-            s.push_str(&format!("    {l}\n"));
-        }
-        s.push('\n');
+        push_yaml(&mut s, &b.yaml);
     }
     s.push_str(&format!(
         "State {} records {} resource(s), each tagged in the cloud (the only change there) with gpuform:project={}, gpuform:lineage={}, gpuform:address=ADDRESS and gpuform:token=import-ID:\n",
