@@ -28,6 +28,7 @@ RULES=(
   'Huawei EVS disk types (the Huawei table)|providers/huawei/src/volume_types.rs|"(SATA|SAS|GPSSD|SSD|ESSD)2?"'
   'neutral attribute keys read across parts (attached_to, private_ip)|providers/api/src/resource.rs|"attached_to"|(get|insert|ip)\("private_ip"'
   'reading a provider key (aws, sandbox:aws): a Target, read once where a file enters (its Deserialize)|src/address.rs|Target::parse\(|"sandbox:(aws|alibaba|tencent|huawei)?"'
+  'the text of a resource address (cluster.NAME.LOCAL, bucket.NAME, ADDRESS~ID): an Address, built and taken apart by its methods|providers/api/src/address.rs|format(_compact)?!\("(cluster|bucket)\.\{[^}]*\}(\.|")|strip_prefix\("cluster\.|\{[a-z_.]*\}~\{|contains\(.~.\)'
 )
 
 # Production Rust files: not tests, not test support, not benches.
@@ -90,6 +91,7 @@ const DISK_TYPE: &str = "CLOUD_PREMIUM";
 const EVS_TYPE: &str = "SAS";
 fn attached(a: &serde_json::Map<String, serde_json::Value>) -> bool { a.get("attached_to").is_some() }
 fn key(k: &str) -> bool { crate::address::Target::parse(k).is_some_and(|t| t.sandbox) }
+fn node(cluster: &str, i: usize) -> String { format!("cluster.{cluster}.node[{i}]") }
 EOF
   local out
   out="$(check 2>&1 || true)"

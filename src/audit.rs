@@ -44,7 +44,7 @@ pub enum StateView {
     Known {
         lineage: String,
         ids: HashSet<String>,
-        pending: HashSet<String>,
+        pending: HashSet<Address>,
     },
     /// Not reachable: why.
     Unreachable(String),
@@ -108,7 +108,7 @@ pub struct InstanceRow {
     pub uptime_hours: Option<f64>,
     pub owner: Owner,
     pub project: Option<String>,
-    pub address: Option<String>,
+    pub address: Option<Address>,
     pub disk_gb: Option<u64>,
     /// Per hour at the current rate, from the catalog.
     pub hourly_usd: Option<f64>,
@@ -148,7 +148,7 @@ pub struct BucketRow {
     pub size_gb: Option<f64>,
     pub owner: Owner,
     pub project: Option<String>,
-    pub address: Option<String>,
+    pub address: Option<Address>,
     /// A month of its storage at the catalog's price for its class.
     pub monthly_usd: Option<f64>,
     /// `sourced, as of 2026-03`, or why there is no cost.
@@ -420,7 +420,7 @@ fn instance_row(
         uptime_hours: uptime,
         owner,
         project: own.project.map(str::to_string),
-        address: own.address.map(str::to_string),
+        address: own.address.map(Address::from),
         disk_gb: i.disk_gb,
         hourly_usd: hourly,
         price_basis: basis,
@@ -470,7 +470,7 @@ fn bucket_row(
         size_gb,
         owner,
         project: own.project.map(str::to_string),
-        address: own.address.map(str::to_string),
+        address: own.address.map(Address::from),
         monthly_usd,
         price_basis,
     }
@@ -685,8 +685,8 @@ fn pool_findings(
             .filter(|i| i.project.as_deref() == Some(project) && i.state == RunState::Running)
             .filter(|i| {
                 i.address
-                    .as_deref()
-                    .is_some_and(|a| Address::new(a).cluster() == Some(pool.cluster.as_str()))
+                    .as_ref()
+                    .is_some_and(|a| a.cluster() == Some(pool.cluster.as_str()))
             })
             .collect();
         if nodes.is_empty() {

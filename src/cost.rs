@@ -162,7 +162,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
         .iter()
         .filter(|c| c.kind == ResourceKind::Instance)
     {
-        let Some(name) = Address::new(&c.address).cluster() else {
+        let Some(name) = c.address.cluster() else {
             continue;
         };
         let e = clusters
@@ -270,8 +270,8 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
 /// for nodes or `bucket in huawei cn-north-4 (why)` for a bucket with a
 /// size estimate but no storage price. A bucket without `size_gb` is not
 /// here: its cost depends on the data, which no spec states.
-fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<String>> {
-    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<Address>> {
+    let mut groups: BTreeMap<String, Vec<Address>> = BTreeMap::new();
     for c in plan.changes.iter().filter(|c| c.action != Action::Delete) {
         let attr = |k: &str| {
             c.after

@@ -47,15 +47,15 @@ pub struct Current {
     pub doc: StateDoc,
     /// What the providers report per recorded address: `None` = gone.
     /// Addresses not refreshed (`--refresh=false`) are absent.
-    pub observed: HashMap<String, Option<ObservedResource>>,
+    pub observed: HashMap<Address, Option<ObservedResource>>,
     /// Addresses whose resource was found by its ownership tags and recorded.
-    pub adopted: Vec<String>,
+    pub adopted: Vec<Address>,
     /// Interrupted creates that made nothing; their token is reused.
-    pub abandoned: BTreeMap<String, String>,
+    pub abandoned: BTreeMap<Address, String>,
     /// Extra resources tagged as ours (duplicates of a recorded address, or
     /// addresses state forgot): planned for deletion, keyed by a synthetic
     /// address `ADDRESS~ID`.
-    pub strays: BTreeMap<String, Record>,
+    pub strays: BTreeMap<Address, Record>,
     /// Resources the clouds hold under this project's tags at an address
     /// the spec wants and the state does not record, made by *another*
     /// state (lineage): creating the address again would make a second one,
@@ -70,7 +70,7 @@ pub struct Current {
 /// See [`Current::foreign`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Foreign {
-    pub address: String,
+    pub address: Address,
     pub id: String,
     pub lineage: String,
     pub provider: Target,
@@ -321,7 +321,7 @@ impl Current {
             .filter_map(|(i, o)| o.as_ref().map(|o| (o.id.clone(), i)))
             .collect();
         // Recorded resources of this group (borrowed: only `observed` changes below).
-        let recorded: Vec<(&String, &Record)> = self
+        let recorded: Vec<(&Address, &Record)> = self
             .doc
             .resources
             .iter()
@@ -472,8 +472,7 @@ impl Current {
                 kept: Vec::new(),
             };
             if self.doc.resources.contains_key(&t.address) {
-                self.strays
-                    .insert(Address::duplicate(&t.address, &o.id), record);
+                self.strays.insert(t.address.duplicate(&o.id), record);
             } else {
                 self.doc.resources.insert(t.address.clone(), record);
                 self.observed.insert(t.address.clone(), Some(o.clone()));

@@ -2,7 +2,7 @@
 
 use super::graph::{build_graph, finish_step, Finish, Op, OpKind};
 use super::progress::{ApplyProgress, Silent};
-use crate::address::Target;
+use crate::address::{Address, Target};
 use crate::plan::{Plan, ResourceChange};
 use crate::providers::Providers;
 use crate::state::{Journal, JournalEntry, PendingIntent, Record, StateDoc};
@@ -90,7 +90,7 @@ pub enum OpOutcome {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ApplyReport {
     /// Outcome per address and operation, in plan order.
-    pub outcomes: Vec<(String, &'static str, OpOutcome)>,
+    pub outcomes: Vec<(Address, &'static str, OpOutcome)>,
     pub interrupted: bool,
     pub elapsed_ms: u128,
 }
@@ -409,11 +409,11 @@ async fn journal(shared: &Shared, entry: JournalEntry) -> Result<(), OpError> {
 }
 
 /// Journals that `address` now holds `record`.
-async fn recorded(shared: &Shared, address: &str, record: Record) -> Result<(), OpError> {
+async fn recorded(shared: &Shared, address: &Address, record: Record) -> Result<(), OpError> {
     journal(
         shared,
         JournalEntry::Recorded {
-            address: address.to_string(),
+            address: address.clone(),
             record,
         },
     )
@@ -629,9 +629,7 @@ async fn fill_user_data(shared: &Shared, c: &ResourceChange, doc: &str) -> Resul
                 ))
             })?,
             Placeholder::Secret(name) => {
-                let cluster = crate::address::Address::new(&c.address)
-                    .cluster()
-                    .unwrap_or_default();
+                let cluster = c.address.cluster().unwrap_or_default();
                 let dir = shared.secrets_dir.as_deref().ok_or_else(|| {
                     format!("{}: no secret store to take `{name}` from", c.address)
                 })?;

@@ -127,10 +127,10 @@ pub fn is_move(c: &ResourceChange) -> bool {
 
 /// The address a moved resource's old copy is recorded under while both
 /// exist, so that neither is ever unrecorded: `ADDRESS~OLD_ID`.
-pub fn moved_address(c: &ResourceChange) -> Option<String> {
+pub fn moved_address(c: &ResourceChange) -> Option<Address> {
     c.id.as_ref()
         .filter(|_| is_move(c))
-        .map(|id| Address::duplicate(&c.address, id))
+        .map(|id| c.address.duplicate(id))
 }
 
 pub fn build_graph(plan: &Plan) -> Result<DiGraph<Op, ()>, String> {
@@ -251,7 +251,7 @@ fn range_reuses(
     deletes: &HashMap<&str, NodeIndex>,
     known: &HashMap<&str, &ResourceChange>,
 ) -> Vec<(NodeIndex, NodeIndex)> {
-    let stays = |network: &&String| {
+    let stays = |network: &&Address| {
         known
             .get(network.as_str())
             .is_none_or(|c| c.action != Action::Replace)
@@ -308,5 +308,5 @@ pub fn reattached_instance(c: &ResourceChange) -> Option<&str> {
         return None;
     }
     c.after.as_ref()?.get(attr::ATTACHED_TO)?;
-    c.deps.get("instance").map(String::as_str)
+    c.deps.get("instance").map(Address::as_str)
 }

@@ -1,6 +1,7 @@
 //! Command-line arguments (clap). Help texts teach: each command says what
 //! it does, what it writes, and its exit codes.
 
+use crate::address::Address;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -363,7 +364,7 @@ pub enum BootstrapCommand {
     #[command(after_help = EXIT_CODES)]
     Show {
         /// The node, e.g. `cluster.pool.node[0]`.
-        address: String,
+        address: Address,
         /// The spec.
         file: PathBuf,
         #[command(flatten)]
@@ -472,7 +473,7 @@ pub struct PlanArgs {
     /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
     /// rendered node bootstraps, to give it its bootstrap). Repeatable.
     #[arg(long = "replace", value_name = "ADDR")]
-    pub replace: Vec<String>,
+    pub replace: Vec<Address>,
     /// Ask the providers what exists (default true); false plans from state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
@@ -529,7 +530,7 @@ pub struct ApplyArgs {
     /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
     /// rendered node bootstraps, to give it its bootstrap). Repeatable.
     #[arg(long = "replace", value_name = "ADDR")]
-    pub replace: Vec<String>,
+    pub replace: Vec<Address>,
     /// Ask the providers what exists (default true); false works from state alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub refresh: bool,
@@ -618,7 +619,7 @@ pub enum StateCommand {
     },
     /// Show one recorded resource.
     Show {
-        address: String,
+        address: Address,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -627,14 +628,14 @@ pub enum StateCommand {
     /// no longer asks for them); remove the `gpuform:*` tags in the cloud to detach one for good.
     Rm {
         #[arg(required = true)]
-        addresses: Vec<String>,
+        addresses: Vec<Address>,
         #[command(flatten)]
         state: StateArgs,
     },
     /// Rename a recorded resource (e.g. after renaming a cluster).
     Mv {
-        from: String,
-        to: String,
+        from: Address,
+        to: Address,
         #[command(flatten)]
         state: StateArgs,
     },

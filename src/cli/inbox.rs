@@ -14,6 +14,7 @@
 //! comes back, names an id no longer recorded, and is deleted: handling is
 //! idempotent because a pass is.
 
+use crate::address::Address;
 use gpuform_provider::{Delivery, EventSource, InstanceEvent, ProviderError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,7 +34,7 @@ pub struct Held {
     pub receipt: String,
     pub event: InstanceEvent,
     /// The address the state recorded the instance at when it arrived.
-    pub address: String,
+    pub address: Address,
     pub received: Instant,
     /// [`crate::clock::wall_ms`] at receipt, for the log.
     pub received_ms: u64,
@@ -85,7 +86,7 @@ impl Inbox {
     /// Long-polls for at most `d` (in polls SQS allows), until an event
     /// names an instance of `known` (id → address). Messages that name none
     /// are deleted.
-    pub async fn wait(&mut self, d: Duration, known: &BTreeMap<String, String>) -> Woken {
+    pub async fn wait(&mut self, d: Duration, known: &BTreeMap<String, Address>) -> Woken {
         let deadline = Instant::now() + d;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -120,7 +121,7 @@ impl Inbox {
     fn sort(
         &mut self,
         deliveries: Vec<Delivery>,
-        known: &BTreeMap<String, String>,
+        known: &BTreeMap<String, Address>,
     ) -> (Vec<Held>, Vec<String>) {
         let mut fresh = Vec::new();
         let mut stale = Vec::new();
@@ -156,7 +157,7 @@ impl Inbox {
     /// and those watched for [`WATCH`]. Returns how many were deleted.
     pub async fn settle(
         &mut self,
-        known: &BTreeMap<String, String>,
+        known: &BTreeMap<String, Address>,
     ) -> Result<usize, ProviderError> {
         let done: Vec<String> = self
             .held
@@ -230,8 +231,8 @@ mod tests {
     async fn an_event_is_held_until_a_saved_pass_no_longer_records_its_instance() {
         let q = Arc::new(Queue::default());
         let mut inbox = Inbox::new(q.clone());
-        let known: BTreeMap<String, String> =
-            [("i-1".to_string(), "cluster.a.node[0]".to_string())].into();
+        let known: BTreeMap<String, Address> =
+            [("i-1".to_string(), "cluster.a.node[0]".into())].into();
         *q.ready.lock().unwrap() = vec![
             delivery("m1", "r1", Some("i-1")),
             delivery("m2", "r2", Some("i-other")),
@@ -255,8 +256,8 @@ mod tests {
         assert_eq!(inbox.settle(&known).await.unwrap(), 0);
         assert_eq!(q.deleted.lock().unwrap().len(), 2);
         // The pass that replaced it: deleted with its newest receipt.
-        let after: BTreeMap<String, String> =
-            [("i-2".to_string(), "cluster.a.node[0]".to_string())].into();
+        let after: BTreeMap<String, Address> =
+            [("i-2".to_string(), "cluster.a.node[0]".into())].into();
         assert_eq!(inbox.settle(&after).await.unwrap(), 1);
         assert_eq!(*q.deleted.lock().unwrap(), ["r2", "r3", "r1b"]);
         assert_eq!(

@@ -3,7 +3,6 @@
 //! the state says which nodes already run in which reservation; resolve
 //! then fills the nodes in (`resolve::capacity`).
 
-use crate::address::Address;
 use crate::providers::Providers;
 use crate::resolve::capacity::{block_address, BlockFact, CapacityFacts};
 use crate::resolve::ResolveOptions;
@@ -29,7 +28,7 @@ pub async fn read(
     let mut warnings = Vec::new();
     let mut facts = CapacityFacts::default();
     for (address, r) in &doc.resources {
-        if r.kind != ResourceKind::Instance || Address::new(address).is_duplicate() {
+        if r.kind != ResourceKind::Instance || address.is_duplicate() {
             continue;
         }
         if let Some(id) = r.attrs.get(CAPACITY_RESERVATION).and_then(|v| v.as_str()) {

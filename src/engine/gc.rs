@@ -141,7 +141,7 @@ async fn other_lineages(
             attrs.remove("user_data");
             attrs.insert("gpuform_lineage".into(), own.lineage.clone().into());
             current.strays.insert(
-                Address::duplicate(&own.address, &o.id),
+                own.address.duplicate(&o.id),
                 Record {
                     kind: o.kind,
                     provider: target,
@@ -225,7 +225,7 @@ fn order_deletions(plan: &mut Plan) {
             ResourceKind::Network | ResourceKind::Block => 3,
         }
     }
-    let all: Vec<(String, Target, String, u8)> = plan
+    let all: Vec<(Address, Target, String, u8)> = plan
         .changes
         .iter()
         .map(|c| {

@@ -86,7 +86,7 @@ pub struct ImportRequest<'a> {
 /// One resource that gets gpuform's ownership tags.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TagStep {
-    pub address: String,
+    pub address: Address,
     pub kind: ResourceKind,
     pub id: String,
     pub provider: Target,
@@ -116,7 +116,7 @@ pub struct ImportPlan {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buckets: Vec<ImportedBucket>,
     /// What the state records afterwards, by address.
-    pub records: BTreeMap<String, Record>,
+    pub records: BTreeMap<Address, Record>,
     /// The tagging calls, in order.
     pub tags: Vec<TagStep>,
     /// What the cloud keeps that the spec cannot say, and other things to know.
@@ -802,14 +802,11 @@ fn record_cluster(
     seen: &Seen,
     plan: &mut ImportPlan,
 ) -> Result<(), EngineError> {
-    let mut ids_at: Vec<(String, String)> = Vec::new();
-    let prefix = Address::in_cluster(name, "");
-    for d in desired
-        .resources
-        .iter()
-        .filter(|d| d.address.starts_with(&prefix))
-    {
-        let local = &d.address[prefix.len()..];
+    let mut ids_at: Vec<(Address, String)> = Vec::new();
+    for d in &desired.resources {
+        let Some(local) = d.address.local_in(name) else {
+            continue;
+        };
         let Some(id) = id_at(g, d.kind, local) else {
             return Err(refuse(
                 format!(

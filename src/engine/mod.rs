@@ -363,24 +363,22 @@ fn check_targets(
     desired: &Desired,
     current: &Current,
 ) -> Result<(), EngineError> {
-    let known: std::collections::BTreeSet<&str> = desired
+    let known: std::collections::BTreeSet<&Address> = desired
         .resources
         .iter()
-        .map(|r| r.address.as_str())
-        .chain(current.doc.resources.keys().map(String::as_str))
-        .chain(current.strays.keys().map(String::as_str))
+        .map(|r| &r.address)
+        .chain(current.doc.resources.keys())
+        .chain(current.strays.keys())
         .collect();
     let mut problems = Vec::new();
     for t in targets {
-        if known
-            .iter()
-            .any(|a| crate::address::Address::new(a).selected_by(t))
-        {
+        if known.iter().any(|a| a.selected_by(t)) {
             continue;
         }
         // Suggest among the addresses and every prefix a target may name
         // (`cluster.trainer`, `cluster.trainer.node`), the closest first.
-        let mut prefixes: std::collections::BTreeSet<&str> = known.clone();
+        let mut prefixes: std::collections::BTreeSet<&str> =
+            known.iter().map(|a| a.as_str()).collect();
         for a in &known {
             for (i, b) in a.char_indices() {
                 if b == '.' || b == '[' {
@@ -393,8 +391,8 @@ fn check_targets(
             None => {
                 let clusters: std::collections::BTreeSet<String> = known
                     .iter()
-                    .filter_map(|a| crate::address::Address::new(a).cluster())
-                    .map(|c| format!("cluster.{c}"))
+                    .filter_map(|a| a.cluster())
+                    .map(|c| Address::of_cluster(c).to_string())
                     .collect();
                 if clusters.is_empty() {
                     "the spec and the state hold no resources".to_string()
@@ -425,7 +423,7 @@ fn complete_plan(
     plan: &mut Plan,
     req: &PlanRequest,
     state_ref: StateRef,
-    adopted: &[String],
+    adopted: &[Address],
     adopted_fate: &str,
 ) {
     plan.project = req.loaded.spec.project.clone();
@@ -688,7 +686,7 @@ pub fn capacity_failures(plan: &Plan, report: &ApplyReport) -> Vec<Failover> {
             continue;
         };
         let (Some(cluster), Some(zone)) = (
-            Address::new(address).cluster(),
+            address.cluster(),
             c.after
                 .as_ref()
                 .and_then(|a| a.get(attr::ZONE))
@@ -736,7 +734,7 @@ async fn check_offerings(
         let (Some(zone), Some(itype), Some(cluster)) = (
             r.attrs.get(attr::ZONE).and_then(|v| v.as_str()),
             r.attrs.get(attr::INSTANCE_TYPE).and_then(|v| v.as_str()),
-            Address::new(&r.address).cluster(),
+            r.address.cluster(),
         ) else {
             continue;
         };
@@ -780,13 +778,11 @@ async fn check_offerings(
 pub fn current_placements(doc: &StateDoc) -> std::collections::BTreeMap<String, Placement> {
     let mut out = std::collections::BTreeMap::new();
     for (address, r) in &doc.resources {
-        if r.kind != gpuform_provider::ResourceKind::Instance
-            || Address::new(address).is_duplicate()
-        {
+        if r.kind != gpuform_provider::ResourceKind::Instance || address.is_duplicate() {
             continue;
         }
         let (Some(cluster), Some(zone)) = (
-            Address::new(address).cluster(),
+            address.cluster(),
             r.attrs.get(attr::ZONE).and_then(|z| z.as_str()),
         ) else {
             continue;

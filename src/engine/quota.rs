@@ -9,7 +9,7 @@
 //! permission, unreachable) is a warning, never a failure.
 
 use super::EngineError;
-use crate::address::{Address, Target};
+use crate::address::Target;
 use crate::plan::QuotaFinding;
 use crate::providers::Providers;
 use crate::resolve::{Desired, Exhausted, ResolveOptions};
@@ -82,7 +82,7 @@ impl QuotaCheck {
                 moved_or_new,
                 r.attrs.get(attr::ZONE).and_then(|v| v.as_str()),
                 r.attrs.get(attr::INSTANCE_TYPE).and_then(|v| v.as_str()),
-                Address::new(&r.address).cluster(),
+                r.address.cluster(),
             ) else {
                 continue;
             };

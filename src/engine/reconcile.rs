@@ -72,7 +72,7 @@ impl Cause {
 /// A change this pass makes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Repair {
-    pub address: String,
+    pub address: Address,
     /// The cloud's id the state recorded before this repair (the reclaimed
     /// or deleted instance), for matching a cloud's event about it.
     pub id: Option<String>,
@@ -85,7 +85,7 @@ pub struct Repair {
 /// A change this pass leaves for a person.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pending {
-    pub address: String,
+    pub address: Address,
     pub action: Action,
     pub why: String,
 }
@@ -93,7 +93,7 @@ pub struct Pending {
 /// A disruptive change a cluster's maintenance window holds back.
 #[derive(Debug, Clone, Serialize)]
 pub struct Postponed {
-    pub address: String,
+    pub address: Address,
     pub action: Action,
     pub why: String,
     /// When the window opens next (`YYYY-MM-DDTHH:MM:SSZ`).
@@ -203,14 +203,13 @@ fn record_reclaims(
     repairs: &[Repair],
     current: &Current,
     now: i64,
-) -> Result<BTreeSet<String>, EngineError> {
+) -> Result<BTreeSet<Address>, EngineError> {
     let mut changed = false;
-    let mut reclaimed: BTreeSet<String> = BTreeSet::new();
+    let mut reclaimed: BTreeSet<Address> = BTreeSet::new();
     for r in repairs.iter().filter(|r| r.cause == Cause::Reclaimed) {
-        let (Some(cluster), Some(record)) = (
-            Address::new(&r.address).cluster(),
-            current.doc.resources.get(&r.address),
-        ) else {
+        let (Some(cluster), Some(record)) =
+            (r.address.cluster(), current.doc.resources.get(&r.address))
+        else {
             continue;
         };
         let log = locked.doc.reclaims.entry(cluster.to_string()).or_default();
@@ -235,11 +234,7 @@ fn record_reclaims(
     let (_, fallback) = spot_pools(&locked.doc, &req.loaded.spec, now);
     Ok(reclaimed
         .into_iter()
-        .filter(|a| {
-            Address::new(a)
-                .cluster()
-                .is_some_and(|c| fallback.contains(c))
-        })
+        .filter(|a| a.cluster().is_some_and(|c| fallback.contains(c)))
         .collect())
 }
 
@@ -288,7 +283,7 @@ pub struct Sorting {
     /// Clusters past their `expires_at`.
     pub expired: BTreeSet<String>,
     /// Reclaimed nodes that come back on-demand (the fallback is on).
-    pub on_demand: BTreeSet<String>,
+    pub on_demand: BTreeSet<Address>,
     /// Clusters whose spot fallback has been on ([`fell_back`]).
     pub fell_back: BTreeSet<String>,
     /// Clusters with a maintenance window: open or closed now, in words.
@@ -359,13 +354,14 @@ pub fn sort_changes(
     // Outside its cluster's window, a disruptive change waits for it.
     let mut kept = Vec::with_capacity(repairs.len());
     for r in repairs {
-        let closed = Address::new(&r.address)
-            .cluster()
-            .and_then(|c| s.windows.get(c))
-            .and_then(|(standing, words)| match standing {
-                Standing::Closed { opens } => Some((*opens, words)),
-                Standing::Open { .. } => None,
-            });
+        let closed =
+            r.address
+                .cluster()
+                .and_then(|c| s.windows.get(c))
+                .and_then(|(standing, words)| match standing {
+                    Standing::Closed { opens } => Some((*opens, words)),
+                    Standing::Open { .. } => None,
+                });
         match closed {
             Some((opens, words)) if disruptive(&r) => postponed.push(Postponed {
                 address: r.address,
@@ -392,7 +388,7 @@ pub fn sort_changes(
         .collect();
     let remakes = |a: Action| matches!(a, Action::Create | Action::Replace);
     loop {
-        let mut waiting: BTreeMap<String, Option<&Postponed>> = pending
+        let mut waiting: BTreeMap<Address, Option<&Postponed>> = pending
             .iter()
             .filter(|p| remakes(p.action))
             .map(|p| (p.address.clone(), None))
@@ -529,7 +525,7 @@ fn classify(c: &ResourceChange, current: &Current, s: &Sorting) -> Result<(Cause
             ),
         }),
         Action::Delete => {
-            let address = Address::new(&c.address);
+            let address = &c.address;
             if address.is_duplicate() || current.strays.contains_key(&c.address) {
                 Ok((
                     Cause::Leftover,
@@ -555,7 +551,7 @@ fn classify(c: &ResourceChange, current: &Current, s: &Sorting) -> Result<(Cause
 /// by reconcile for a cluster with a maintenance window (in it), left for
 /// review otherwise.
 fn back_to_spot(c: &ResourceChange, current: &Current, s: &Sorting) -> bool {
-    let Some(cluster) = Address::new(&c.address).cluster() else {
+    let Some(cluster) = c.address.cluster() else {
         return false;
     };
     let (Some(r), Some(after)) = (current.doc.resources.get(&c.address), &c.after) else {
@@ -585,15 +581,15 @@ pub(super) fn spot_pools(
     doc: &crate::state::StateDoc,
     spec: &crate::spec::Spec,
     now: i64,
-) -> (BTreeMap<String, String>, BTreeSet<String>) {
+) -> (BTreeMap<Address, String>, BTreeSet<String>) {
     let mut pricing = BTreeMap::new();
     let mut fallback = BTreeSet::new();
     for (name, c) in &spec.clusters {
         let Some(policy) = &c.spot_policy else {
             continue;
         };
-        for (address, r) in doc.resources.range(format!("cluster.{name}.")..) {
-            if !Address::new(address).belongs_to(name) {
+        for (address, r) in doc.resources.range(Address::in_cluster(name, "")..) {
+            if !address.belongs_to(name) {
                 break;
             }
             if let Some(p) = r.attrs.get("pricing").and_then(|p| p.as_str()) {
@@ -627,7 +623,7 @@ fn node_counts(plan: &Plan, current: &Current) -> BTreeMap<String, NodeCount> {
         if c.kind != gpuform_provider::ResourceKind::Instance || c.action == Action::Delete {
             continue;
         }
-        let address = Address::new(&c.address);
+        let address = &c.address;
         let Some(cluster) = address.cluster() else {
             continue;
         };

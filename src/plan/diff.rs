@@ -21,7 +21,7 @@ pub struct DiffOptions {
     pub cny_per_usd: f64,
     /// Replace these addresses even when nothing forces it (`--replace`):
     /// how a node made before gpuform rendered bootstraps gets its bootstrap.
-    pub replace: Vec<String>,
+    pub replace: Vec<Address>,
 }
 
 /// Takes `desired` by value: its attributes and dependencies move into the
@@ -42,10 +42,10 @@ pub fn diff(
         desired.resources.len() + current.strays.len()
     });
     // Addresses whose provider id will change in this plan: their dependents must follow.
-    let mut renewed: BTreeSet<String> = BTreeSet::new();
+    let mut renewed: BTreeSet<Address> = BTreeSet::new();
     // Running nodes made before gpuform rendered bootstraps that keep
     // running without the one the spec now renders.
-    let mut not_bootstrapped: Vec<String> = Vec::new();
+    let mut not_bootstrapped: Vec<Address> = Vec::new();
 
     if !opts.destroy {
         // Dependencies are always of an earlier kind (network → subnet → ...),
@@ -182,7 +182,7 @@ struct Seen<'a> {
     catalog: &'a Catalog,
     opts: &'a DiffOptions,
     /// Addresses whose provider id changes in this plan.
-    renewed: &'a BTreeSet<String>,
+    renewed: &'a BTreeSet<Address>,
 }
 
 /// A desired resource the state records: created again if it is gone,
@@ -194,7 +194,7 @@ fn against_record(
     r: &Record,
     observed: Option<&Option<gpuform_provider::ObservedResource>>,
     seen: Seen<'_>,
-    not_bootstrapped: &mut Vec<String>,
+    not_bootstrapped: &mut Vec<Address>,
 ) {
     let Seen {
         doc,
@@ -262,7 +262,7 @@ fn compare_attrs(
     kind: ResourceKind,
     r: &Record,
     observed: Option<&Option<gpuform_provider::ObservedResource>>,
-    not_bootstrapped: &mut Vec<String>,
+    not_bootstrapped: &mut Vec<Address>,
 ) {
     // `change.after` holds the desired attributes (moved in);
     // a node made before bootstraps is compared without one.
@@ -388,7 +388,7 @@ fn kept_unbootstrapped(r: &Record, desired: &Attrs) -> Option<Attrs> {
 
 /// The plan's warning about running nodes left without the bootstrap the
 /// spec renders (see [`kept_unbootstrapped`]); only those the plan keeps.
-fn not_bootstrapped_warning(addresses: &[String], changes: &[ResourceChange]) -> Option<String> {
+fn not_bootstrapped_warning(addresses: &[Address], changes: &[ResourceChange]) -> Option<String> {
     let kept: Vec<&str> = addresses
         .iter()
         .filter(|a| {
@@ -396,7 +396,7 @@ fn not_bootstrapped_warning(addresses: &[String], changes: &[ResourceChange]) ->
                 .iter()
                 .any(|c| &c.address == *a && matches!(c.action, Action::NoOp | Action::Update))
         })
-        .map(String::as_str)
+        .map(Address::as_str)
         .collect();
     if kept.is_empty() {
         return None;
@@ -425,14 +425,14 @@ fn changes_documents(changes: &[ResourceChange], desired: &Desired) -> BTreeMap<
 }
 
 fn delete_change(
-    address: &str,
+    address: &Address,
     r: &Record,
     catalog: &Catalog,
     opts: &DiffOptions,
     gone: bool,
 ) -> ResourceChange {
     ResourceChange {
-        address: address.to_string(),
+        address: address.clone(),
         kind: r.kind,
         provider: r.provider,
         region: r.region.clone(),
@@ -456,7 +456,7 @@ fn delete_change(
 /// and attached to the new instance (an update), not replaced with it.
 /// The dependencies a resource is built on (its network, subnet, instance…),
 /// without those that only order operations (a bucket its nodes read).
-fn binding_deps(deps: &gpuform_provider::Deps) -> Vec<(&gpuform_provider::Key, &String)> {
+fn binding_deps(deps: &gpuform_provider::Deps) -> Vec<(&gpuform_provider::Key, &Address)> {
     deps.iter()
         .filter(|(role, _)| !crate::resolve::ordering_only(role))
         .collect()
@@ -474,7 +474,7 @@ fn complete(
     change: &mut ResourceChange,
     doc: &crate::state::StateDoc,
     observed: Option<&gpuform_provider::ObservedResource>,
-    renewed: &BTreeSet<String>,
+    renewed: &BTreeSet<Address>,
 ) {
     if change.kind != ResourceKind::Volume {
         return;
@@ -633,17 +633,17 @@ pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f
 /// Keeps the changes whose address matches a target (exactly, or as a
 /// prefix ending at a `.` or `[`), plus what those depend on.
 fn restrict_to_targets(changes: Vec<ResourceChange>, targets: &[String]) -> Vec<ResourceChange> {
-    let matches = |a: &str| targets.iter().any(|t| Address::new(a).selected_by(t));
+    let matches = |a: &Address| targets.iter().any(|t| a.selected_by(t));
     let by_addr: HashMap<&str, &ResourceChange> =
         changes.iter().map(|c| (c.address.as_str(), c)).collect();
-    let mut keep: BTreeSet<String> = BTreeSet::new();
+    let mut keep: BTreeSet<&str> = BTreeSet::new();
     let mut stack: Vec<&str> = changes
         .iter()
         .filter(|c| matches(&c.address))
         .map(|c| c.address.as_str())
         .collect();
     while let Some(a) = stack.pop() {
-        if !keep.insert(a.to_string()) {
+        if !keep.insert(a) {
             continue;
         }
         if let Some(c) = by_addr.get(a) {
@@ -652,6 +652,7 @@ fn restrict_to_targets(changes: Vec<ResourceChange>, targets: &[String]) -> Vec<
             }
         }
     }
+    let keep: BTreeSet<Address> = keep.into_iter().map(Address::from).collect();
     changes
         .into_iter()
         .filter(|c| keep.contains(&c.address))

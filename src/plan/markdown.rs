@@ -56,7 +56,7 @@ pub fn render_markdown(plan: &Plan, budget: Option<&Budget>) -> String {
     // Changes per cluster (the first part of an address).
     let mut per: BTreeMap<String, [usize; 4]> = BTreeMap::new();
     for ch in &plan.changes {
-        let address = crate::address::Address::new(&ch.address);
+        let address = &ch.address;
         let cluster = match address.cluster() {
             Some(c) => c.to_string(),
             None => ch.address.split('.').next().unwrap_or("").to_string(),

@@ -10,7 +10,7 @@ pub mod saved;
 
 pub use diff::{diff, DiffOptions};
 
-use crate::address::Target;
+use crate::address::{Address, Target};
 use gpuform_provider::{Attrs, ResourceKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ impl Action {
 /// One resource's change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceChange {
-    pub address: String,
+    pub address: Address,
     pub kind: ResourceKind,
     /// Provider key after the change (`aws`, `sandbox:aws`); for deletes, the current one.
     pub provider: Target,
@@ -106,7 +106,7 @@ pub struct CostSummary {
     pub monthly_usd_delta: f64,
     /// Resources the catalog has no price for (counted as 0).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unpriced: Vec<String>,
+    pub unpriced: Vec<Address>,
     /// Per cluster, before → after.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<ClusterCost>,
@@ -165,7 +165,7 @@ pub struct ClusterCost {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StorageCost {
     /// The bucket's address (`bucket.data`).
-    pub bucket: String,
+    pub bucket: Address,
     /// After the plan (`None` when it is destroyed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_class: Option<String>,
@@ -193,7 +193,7 @@ pub struct DataTransfer {
     /// Where the cluster runs after the plan, `cloud/region`.
     pub cluster_location: String,
     /// The bucket's address (`bucket.datasets`).
-    pub bucket: String,
+    pub bucket: Address,
     /// Where the bucket is, `cloud/region`.
     pub bucket_location: String,
     /// `inter-region` (same cloud) or `internet` (another cloud).

@@ -325,10 +325,11 @@ fn show(v: &Value) -> String {
     }
 }
 
-fn abbreviate(items: &[String], n: usize) -> String {
+fn abbreviate(items: &[crate::address::Address], n: usize) -> String {
+    let listed: Vec<&str> = items.iter().take(n).map(|a| a.as_str()).collect();
     if items.len() <= n {
-        items.join(", ")
+        listed.join(", ")
     } else {
-        format!("{} and {} more", items[..n].join(", "), items.len() - n)
+        format!("{} and {} more", listed.join(", "), items.len() - n)
     }
 }

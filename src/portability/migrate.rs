@@ -14,7 +14,6 @@
 #![allow(clippy::unnecessary_map_or)]
 
 use super::lockin::{find_equivalent, is_raw_image, spec_cloud, Equivalent, Requirement};
-use crate::address::Address;
 use crate::resolve::{resolve, Desired, ResolveOptions};
 use crate::spec::edit::BlockEditor;
 use crate::spec::{self, CloudName, Cluster, LoadedSpec, Vars};
@@ -428,9 +427,7 @@ fn cluster_cost(d: &Desired, cluster: &str) -> (Option<String>, Option<f64>) {
     let nodes: Vec<_> = d
         .resources
         .iter()
-        .filter(|r| {
-            r.kind == ResourceKind::Instance && Address::new(&r.address).belongs_to(cluster)
-        })
+        .filter(|r| r.kind == ResourceKind::Instance && r.address.belongs_to(cluster))
         .collect();
     let ty = nodes
         .first()

@@ -7,6 +7,7 @@
 //! plus the cluster's own nodes already in it (from state), so that a
 //! running node keeps its place and a re-plan shows no change.
 
+use crate::address::Address;
 use crate::spec::{CapacitySource, CloudName, Cluster, ReservationRef};
 use gpuform_catalog::PricingModel;
 use gpuform_provider::Reservation;
@@ -21,7 +22,7 @@ pub struct CapacityFacts {
     /// already in it count then.
     pub read: BTreeMap<(String, usize), Result<Vec<Reservation>, String>>,
     /// Reservation id → addresses of nodes the state records in it.
-    pub ours: BTreeMap<String, BTreeSet<String>>,
+    pub ours: BTreeMap<String, BTreeSet<Address>>,
     /// (cluster, index) of a `{block: …}` → the block: as bought (state),
     /// as an interrupted purchase asked for it (journal), or the offering
     /// to buy, read at plan time; or why there is none.
@@ -58,8 +59,8 @@ impl BlockFact {
 }
 
 /// The address of entry `i` of cluster `name`'s list when it is a block.
-pub fn block_address(name: &str, i: usize) -> String {
-    crate::address::Address::in_cluster(name, &format!("block[{i}]"))
+pub fn block_address(name: &str, i: usize) -> Address {
+    Address::in_cluster(name, &format!("block[{i}]"))
 }
 
 /// Where one node lands.
@@ -70,7 +71,7 @@ pub struct NodeSource {
     /// The reservation it launches into.
     pub reservation: Option<String>,
     /// The Capacity Block (its address) it launches into.
-    pub block: Option<String>,
+    pub block: Option<Address>,
 }
 
 /// One source with room, in fill order.
@@ -82,9 +83,9 @@ struct Slot {
     seen: Option<Reservation>,
     /// Nodes it may take; `None`: every node left.
     room: Option<u32>,
-    ours: BTreeSet<String>,
+    ours: BTreeSet<Address>,
     /// The Capacity Block (address, as known) it is.
-    block: Option<(String, BlockFact)>,
+    block: Option<(Address, BlockFact)>,
 }
 
 /// The assignment of a cluster's nodes, with what the plan says of it.
@@ -94,7 +95,7 @@ pub struct Filled {
     pub pinned: Option<(String, String)>,
     pub notes: Vec<String>,
     /// The list's Capacity Blocks: (address, block).
-    pub blocks: Vec<(String, BlockFact)>,
+    pub blocks: Vec<(Address, BlockFact)>,
 }
 
 /// The market the cluster's nodes outside reservations use, for choosing
@@ -209,7 +210,7 @@ impl Sources {
                 ));
             }
             Some(_) => {}
-            None => self.pinned = Some((zone, itype, address.clone())),
+            None => self.pinned = Some((zone, itype, address.to_string())),
         }
         self.slots.push(Slot {
             pricing: PricingModel::OnDemand,
@@ -376,10 +377,9 @@ impl Sources {
                     let new = got
                         .iter()
                         .filter(|n| {
-                            !slot.ours.contains(&crate::address::Address::in_cluster(
-                                name,
-                                &format!("node[{n}]"),
-                            ))
+                            !slot
+                                .ours
+                                .contains(&Address::in_cluster(name, &format!("node[{n}]")))
                         })
                         .count() as u32;
                     self.notes.push(format!(

@@ -40,7 +40,7 @@ impl Ctx<'_> {
             .diagnostic(&format!("{}{suffix}", self.path), message, hint)
     }
 
-    fn at(&self, local: &str) -> String {
+    fn at(&self, local: &str) -> Address {
         Address::in_cluster(self.name, local)
     }
 }
@@ -111,9 +111,7 @@ pub(super) fn resolve_cluster(
     };
     for (address, b) in filled.iter().flat_map(|f| &f.blocks) {
         // Capacity Blocks to buy (or bought): paid up front, no hourly price.
-        let local = address
-            .strip_prefix(&format!("cluster.{name}."))
-            .unwrap_or(address);
+        let local = address.local_in(name).unwrap_or(address);
         emit.push(local, ResourceKind::Block, b.attrs.clone(), &[], None);
     }
     let network = emit_network(&mut emit, cloud, &zone);
@@ -403,7 +401,7 @@ impl Emit<'_, '_> {
         local: &str,
         kind: ResourceKind,
         attrs: Attrs,
-        deps: &[(&str, String)],
+        deps: &[(&str, Address)],
         hourly_usd: Option<f64>,
     ) {
         self.out.resources.push(DesiredResource {
@@ -424,9 +422,9 @@ impl Emit<'_, '_> {
 
 /// The addresses nodes depend on.
 struct Network {
-    subnet: String,
-    firewall: String,
-    placement: Option<String>,
+    subnet: Address,
+    firewall: Address,
+    placement: Option<Address>,
 }
 
 /// The network, the subnet of `zone`, the firewall and, for nodes that
@@ -638,7 +636,7 @@ fn kube_role(
     c: &Cluster,
     i: u32,
     cx: &Ctx<'_>,
-    deps: &mut Vec<(&str, String)>,
+    deps: &mut Vec<(&str, Address)>,
 ) -> Option<bootstrap::Kube> {
     let k = c.kubernetes.as_ref()?;
     Some(match k.mode {

@@ -29,12 +29,12 @@ pub struct ResolveOptions {
     /// Nodes of clusters with a `spot_policy`: the market each runs in now
     /// (from state), kept so that a fallback's on-demand node is not
     /// replaced while the fallback lasts.
-    pub node_pricing: BTreeMap<String, String>,
+    pub node_pricing: BTreeMap<Address, String>,
     /// Clusters whose spot fallback is on now (their reclaims, from state).
     pub spot_fallback: BTreeSet<String>,
     /// Nodes to make on-demand whatever state says: reclaimed nodes of a
     /// cluster whose fallback is on (`engine::reconcile`).
-    pub on_demand_nodes: BTreeSet<String>,
+    pub on_demand_nodes: BTreeSet<Address>,
     /// The reservations clusters' `capacity:` lists name, read at plan time.
     pub capacity: capacity::CapacityFacts,
 }
@@ -86,7 +86,7 @@ impl Exhausted {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesiredResource {
     /// e.g. `cluster.trainer.node[3]`.
-    pub address: String,
+    pub address: Address,
     pub kind: ResourceKind,
     pub target: Target,
     pub region: String,
@@ -131,7 +131,7 @@ pub struct BucketRead {
     pub cluster_cloud: Cloud,
     pub cluster_region: String,
     /// The bucket's address (`bucket.datasets`).
-    pub bucket: String,
+    pub bucket: Address,
     pub bucket_cloud: Cloud,
     pub bucket_region: String,
 }
@@ -223,7 +223,7 @@ pub fn resolve(
         }
         let attrs = bucket_attrs(&spec.project, name, bucket);
         out.resources.push(DesiredResource {
-            address: format!("bucket.{name}"),
+            address: Address::of_bucket(name),
             kind: ResourceKind::Bucket,
             target,
             region: region.to_string(),
@@ -265,7 +265,7 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
         let (cluster_cloud, cluster_region) = (net.target.cloud, net.region.clone());
         let node_prefix = Address::in_cluster(name, "node[");
         for key in &cluster.reads {
-            let bucket = format!("bucket.{key}");
+            let bucket = Address::of_bucket(key);
             let Some(b) = out.get(&bucket) else {
                 continue;
             };
@@ -277,11 +277,9 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
                 bucket_cloud: b.target.cloud,
                 bucket_region: b.region.clone(),
             });
-            for r in out
-                .resources
-                .iter_mut()
-                .filter(|r| r.kind == ResourceKind::Instance && r.address.starts_with(&node_prefix))
-            {
+            for r in out.resources.iter_mut().filter(|r| {
+                r.kind == ResourceKind::Instance && r.address.starts_with(&*node_prefix)
+            }) {
                 r.deps
                     .insert(format!("{READS_ROLE}{key}").into(), bucket.clone());
             }
@@ -399,7 +397,7 @@ fn target_for<'c>(
 fn node_market(
     policy: &crate::spec::SpotPolicy,
     i: u32,
-    address: &str,
+    address: &Address,
     cluster: &str,
     opts: &ResolveOptions,
 ) -> &'static str {

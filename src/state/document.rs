@@ -1,6 +1,6 @@
 //! The state document format.
 
-use crate::address::Target;
+use crate::address::{Address, Target};
 use gpuform_provider::attr;
 use gpuform_provider::{Attrs, ResourceKind};
 use serde::{Deserialize, Serialize};
@@ -31,11 +31,11 @@ pub struct StateDoc {
     pub project: String,
     /// Resources gpuform made, by address.
     #[serde(default, deserialize_with = "packed_map")]
-    pub resources: BTreeMap<String, Record>,
+    pub resources: BTreeMap<Address, Record>,
     /// Create calls that were started but whose result was never recorded
     /// (a crash). The next refresh looks for them by ownership tags.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pending: BTreeMap<String, PendingIntent>,
+    pub pending: BTreeMap<Address, PendingIntent>,
     /// Zones that ran out of capacity for a cluster, in the order they were
     /// tried. Resolve avoids them, so a cluster that failed over stays where
     /// it landed; `--retry-zones` forgets them.
@@ -58,14 +58,17 @@ pub struct StateDoc {
 /// a time in key order (how serde reads one) leaves every node half empty,
 /// ~10 MB of a 50,000-resource state; built from all its entries it packs
 /// them. The last of repeated keys wins, as with inserts.
-fn packed_map<'de, D, V>(deserializer: D) -> Result<BTreeMap<String, V>, D::Error>
+fn packed_map<'de, D, K, V>(deserializer: D) -> Result<BTreeMap<K, V>, D::Error>
 where
     D: serde::Deserializer<'de>,
+    K: Deserialize<'de> + Ord,
     V: Deserialize<'de>,
 {
-    struct Entries<V>(std::marker::PhantomData<V>);
-    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Entries<V> {
-        type Value = BTreeMap<String, V>;
+    struct Entries<K, V>(std::marker::PhantomData<(K, V)>);
+    impl<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>> serde::de::Visitor<'de>
+        for Entries<K, V>
+    {
+        type Value = BTreeMap<K, V>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a map")
         }
@@ -74,7 +77,7 @@ where
             mut m: M,
         ) -> Result<Self::Value, M::Error> {
             let mut entries = Vec::with_capacity(m.size_hint().unwrap_or(0));
-            while let Some(entry) = m.next_entry::<String, V>()? {
+            while let Some(entry) = m.next_entry::<K, V>()? {
                 entries.push(entry);
             }
             Ok(entries.into_iter().collect())

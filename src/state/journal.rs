@@ -9,6 +9,7 @@
 //! so 64 concurrent results cost one fsync, not 64.
 
 use super::{JournalMirror, PendingIntent, Record, StateDoc, StateError};
+use crate::address::Address;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -24,15 +25,15 @@ pub enum JournalEntry {
     Begin { lineage: String, serial: u64 },
     /// A create is about to be called with this token.
     Intent {
-        address: String,
+        address: Address,
         intent: PendingIntent,
     },
     /// A resource exists and is ours: created, adopted or updated.
-    Recorded { address: String, record: Record },
+    Recorded { address: Address, record: Record },
     /// A resource is gone: deleted, or found deleted.
-    Removed { address: String },
+    Removed { address: Address },
     /// A started create is known to have made nothing.
-    Abandoned { address: String },
+    Abandoned { address: Address },
 }
 
 type Ack = oneshot::Sender<std::io::Result<()>>;

@@ -58,7 +58,7 @@ fn documents(text: &str) -> Vec<(String, String)> {
         .iter()
         .filter_map(|r| {
             let sha = r.attrs.get(USER_DATA_SHA256)?.as_str()?;
-            Some((r.address.clone(), desired.documents[sha].clone()))
+            Some((r.address.to_string(), desired.documents[sha].clone()))
         })
         .collect()
 }

@@ -213,7 +213,7 @@ clusters:
         .find(|c| c.address == "cluster.t.node[1]")
         .unwrap();
     assert_eq!(
-        node.deps.get("reads:data").map(String::as_str),
+        node.deps.get("reads:data").map(|a| a.as_str()),
         Some("bucket.data")
     );
     // In the apply graph, the bucket's create comes before every node's.

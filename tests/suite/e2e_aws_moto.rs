@@ -86,7 +86,7 @@ async fn owned(p: &AwsProvider, project: &str) -> BTreeMap<String, ObservedResou
             .as_ref()
             .expect("ownership tags")
             .address
-            .clone();
+            .to_string();
         if let Some(prev) = out.insert(addr.clone(), o.clone()) {
             panic!("duplicate resources for {addr}: {} and {}", prev.id, o.id);
         }

@@ -311,7 +311,7 @@ pub fn parse_placement_description(d: &str) -> Option<OwnershipTags> {
     }
     Some(OwnershipTags {
         project: fields.remove("project")?,
-        address: fields.remove("address")?,
+        address: fields.remove("address")?.into(),
         token: fields.remove("token")?,
         lineage: fields.remove("lineage")?,
         workspace: fields.remove("workspace"),
@@ -393,7 +393,7 @@ mod tests {
         let many = UserTags::from_map(many.into_iter().collect());
         assert!(creation_tags(&own(), ResourceKind::Network, &many, &[]).is_err());
         let mut long = own();
-        long.address = "a".repeat(129);
+        long.address = "a".repeat(129).into();
         assert!(creation_tags(&long, ResourceKind::Network, &user(&[]), &[]).is_err());
     }
 

@@ -12,6 +12,7 @@
 //! - [`request`], [`change`], [`ingress`] and [`tags`] are the typed values
 //!   a driver receives, read once from the engine's attribute maps.
 
+pub mod address;
 pub mod backoff;
 pub mod bucket;
 pub mod bucket_name;
@@ -32,6 +33,7 @@ pub mod resource;
 pub mod sorted_map;
 pub mod tags;
 
+pub use address::Address;
 pub use backoff::Backoff;
 pub use bucket_name::BucketNameError;
 pub use capacity::{BlockOffering, BlockQuery, Reservation, ReservationFilter};

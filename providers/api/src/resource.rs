@@ -11,7 +11,7 @@ pub type Attrs = crate::SortedMap<serde_json::Value>;
 
 /// A resource's dependencies: role (`subnet`, `instance`…) to the address
 /// of the resource it stands on.
-pub type Deps = crate::SortedMap<String>;
+pub type Deps = crate::SortedMap<crate::Address>;
 
 /// The kinds of resource a GPU cluster is made of.
 ///
@@ -186,7 +186,7 @@ pub fn egress_missing() -> serde_json::Value {
 pub struct OwnershipTags {
     pub project: String,
     /// Resource address, e.g. `cluster.trainer.node[3]`.
-    pub address: String,
+    pub address: crate::Address,
     /// The idempotency token journaled before the create call.
     pub token: String,
     /// The state lineage: two states with the same project never adopt each
@@ -239,7 +239,7 @@ impl OwnershipTags {
     pub fn from_tags<'a>(mut get: impl FnMut(&str) -> Option<&'a str>) -> Option<Self> {
         Some(OwnershipTags {
             project: get(Self::PROJECT)?.to_string(),
-            address: get(Self::ADDRESS)?.to_string(),
+            address: get(Self::ADDRESS)?.into(),
             token: get(Self::TOKEN)?.to_string(),
             lineage: get(Self::LINEAGE)?.to_string(),
             workspace: get(Self::WORKSPACE).map(str::to_string),

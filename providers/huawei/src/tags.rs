@@ -74,10 +74,10 @@ pub fn decode(v: &str) -> String {
 /// The four ownership tags, encoded and checked against Huawei's limits.
 pub fn ownership_tags(o: &OwnershipTags) -> Result<Vec<(String, String)>> {
     let mut pairs = vec![
-        (PROJECT, &o.project),
-        (ADDRESS, &o.address),
-        (TOKEN, &o.token),
-        (LINEAGE, &o.lineage),
+        (PROJECT, o.project.as_str()),
+        (ADDRESS, o.address.as_str()),
+        (TOKEN, o.token.as_str()),
+        (LINEAGE, o.lineage.as_str()),
     ];
     if let Some(w) = &o.workspace {
         pairs.push((WORKSPACE, w));
@@ -136,7 +136,7 @@ pub fn ownership_from(tags: &[(String, String)]) -> Option<OwnershipTags> {
     let get = |k: &str| tags.iter().find(|(n, _)| n == k).map(|(_, v)| decode(v));
     Some(OwnershipTags {
         project: get(PROJECT)?,
-        address: get(ADDRESS)?,
+        address: get(ADDRESS)?.into(),
         token: get(TOKEN)?,
         lineage: get(LINEAGE)?,
         workspace: get(WORKSPACE),
@@ -388,7 +388,7 @@ mod tests {
     fn too_long_is_invalid() {
         let o = OwnershipTags {
             project: "p".into(),
-            address: format!("cluster.{}.node[0]", "x".repeat(40)),
+            address: format!("cluster.{}.node[0]", "x".repeat(40)).into(),
             token: "t".into(),
             lineage: "l".into(),
             workspace: None,

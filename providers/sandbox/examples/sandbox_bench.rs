@@ -55,7 +55,7 @@ fn req(
             .collect(),
         ownership: OwnershipTags {
             project: "bench".into(),
-            address: addr.to_string(),
+            address: addr.into(),
             token: format!("7f3c2a10-{addr}-token"),
             lineage: "5b1e9d2c-lineage".into(),
             workspace: None,

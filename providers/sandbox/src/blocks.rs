@@ -163,7 +163,7 @@ pub(crate) fn purchase(
         zone: Some(offering.zone.clone()),
         gpus: 0,
         project: o.project.clone(),
-        address: o.address.clone(),
+        address: o.address.to_string(),
         token: o.token.clone(),
         lineage: o.lineage.clone(),
         workspace: o.workspace.clone(),

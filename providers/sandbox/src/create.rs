@@ -173,7 +173,7 @@ pub(crate) fn create(
         zone,
         gpus,
         project: req.ownership.project.clone(),
-        address: req.ownership.address.clone(),
+        address: req.ownership.address.to_string(),
         token: token.to_string(),
         lineage: req.ownership.lineage.clone(),
         workspace: req.ownership.workspace.clone(),

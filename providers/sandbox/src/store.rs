@@ -218,7 +218,7 @@ impl Entry {
     pub fn ownership(&self) -> Option<OwnershipTags> {
         (!self.project.is_empty()).then(|| OwnershipTags {
             project: self.project.to_string(),
-            address: self.address.to_string(),
+            address: (*self.address).into(),
             token: self.token.to_string(),
             lineage: self.lineage.to_string(),
             workspace: self.workspace.as_deref().map(str::to_string),

@@ -5,6 +5,7 @@ use crate::cli::out::outln;
 use crate::cli::{CmdResult, Failure};
 use crate::engine::{self};
 
+use crate::address::Address;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -14,7 +15,7 @@ pub(super) fn graph(file: &Path, vars: &VarArgs, sandbox: bool) -> CmdResult {
     let loaded = load(file, vars)?;
     let desired = engine::desired(&loaded, &*catalog_for(None)?, &resolve_opts(sandbox, None))
         .map_err(engine_failure)?;
-    let mut g = petgraph::Graph::<String, String>::new();
+    let mut g = petgraph::Graph::<Address, String>::new();
     let mut idx = std::collections::HashMap::new();
     for r in &desired.resources {
         idx.insert(r.address.clone(), g.add_node(r.address.clone()));

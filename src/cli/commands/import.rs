@@ -265,7 +265,7 @@ fn render(plan: &import::ImportPlan, store: &crate::state::StateStore) -> String
         plan.tags.first().map_or("", |t| t.ownership.project.as_str()),
         plan.lineage
     ));
-    let width = plan.records.keys().map(String::len).max().unwrap_or(0);
+    let width = plan.records.keys().map(|a| a.len()).max().unwrap_or(0);
     for (address, r) in &plan.records {
         s.push_str(&format!("  + {address:<width$}  {} {}\n", r.kind, r.id));
     }

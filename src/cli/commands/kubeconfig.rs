@@ -33,7 +33,7 @@ pub(super) fn kubeconfig(a: &KubeconfigArgs) -> CmdResult {
     }
     let store = a.location.store(Some(&loaded)).map_err(engine_failure)?;
     let (doc, existed) = engine::read_state(&store, "")?;
-    let server = format!("cluster.{}.node[0]", a.cluster);
+    let server = crate::address::Address::in_cluster(&a.cluster, "node[0]");
     let record = doc
         .resources
         .get(&server)

@@ -12,6 +12,7 @@
 use super::shared::{
     catalog_for, engine_failure, load, project_mismatch, providers_for, resolve_opts,
 };
+use crate::address::Address;
 use crate::apply::progress::ApplyProgress;
 use crate::apply::{ApplyOptions, OpOutcome};
 use crate::cli::args::ReconcileArgs;
@@ -69,7 +70,7 @@ pub async fn reconcile_cmd(a: ReconcileArgs) -> CmdResult {
         None => None,
     };
     // The instances the state records (id → address), from the last pass.
-    let mut known: BTreeMap<String, String> = BTreeMap::new();
+    let mut known: BTreeMap<String, Address> = BTreeMap::new();
     let mut passes = 0u64;
     let mut clients = Clients::default();
     let result = loop {
@@ -164,7 +165,7 @@ async fn one_pass(
     log: &mut Log,
     clients: &mut Clients,
     held: &[Held],
-) -> Result<Option<(Pass, BTreeMap<String, String>)>, PassFailure> {
+) -> Result<Option<(Pass, BTreeMap<String, Address>)>, PassFailure> {
     let loaded = load(&a.file, &a.vars).map_err(setup)?;
     let store = a
         .location
@@ -216,7 +217,7 @@ async fn one_pass(
             EngineError::Spec(_) => setup(engine_failure(e)),
             e => transient(engine_failure(e)),
         })?;
-    let recorded: BTreeMap<String, String> = locked
+    let recorded: BTreeMap<String, Address> = locked
         .doc
         .resources
         .iter()
@@ -449,7 +450,7 @@ impl Log {
         &mut self,
         pass: &Pass,
         r: &reconcile::Repair,
-        outcomes: &[(String, &'static str, OpOutcome)],
+        outcomes: &[(Address, &'static str, OpOutcome)],
         held: &[Held],
         creates: &CreateCalls,
     ) {

@@ -14,7 +14,7 @@
 //! which no update touches).
 
 use super::{owned_elsewhere, quote, refuse, tags_line, ImportPlan, ImportRequest, TagStep};
-use crate::address::Target;
+use crate::address::{Address, Target};
 use crate::engine::EngineError;
 use crate::plan::diff::{actual_attrs, changed_keys};
 use crate::resolve::Desired;
@@ -286,7 +286,7 @@ pub(super) fn blocks(
         .iter()
         .map(|c| {
             let o = &c.observed;
-            let address = format!("bucket.{}", c.key);
+            let address = Address::of_bucket(&c.key);
             let flag = |k: &str| o.attrs.get(k).and_then(Value::as_bool);
             let mut lines = vec![
                 format!(
@@ -378,7 +378,7 @@ pub(super) fn record(
     plan: &mut ImportPlan,
 ) -> Result<(), EngineError> {
     for (c, block) in chosen.iter().zip(blocks) {
-        let address = format!("bucket.{}", c.key);
+        let address = Address::of_bucket(&c.key);
         let Some(d) = desired.get(&address) else {
             return Err(EngineError::Internal(format!(
                 "import: the spec as written has no {address}"

@@ -21,7 +21,7 @@ fn provider_with(mock: &AlibabaMock, secret: &str) -> AlibabaProvider {
 
 fn by_address(list: &[ObservedResource]) -> BTreeMap<String, &ObservedResource> {
     list.iter()
-        .filter_map(|o| Some((o.ownership.as_ref()?.address.clone(), o)))
+        .filter_map(|o| Some((o.ownership.as_ref()?.address.to_string(), o)))
         .collect()
 }
 

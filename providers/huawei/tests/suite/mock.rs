@@ -85,7 +85,7 @@ async fn lifecycle_list_read_drift_destroy() {
             "{ip} given twice"
         );
         assert_eq!(
-            n.ownership.as_ref().map(|o| o.address.clone()),
+            n.ownership.as_ref().map(|o| o.address.to_string()),
             Some(format!("cluster.t.node[{i}]"))
         );
         nodes.push(n);

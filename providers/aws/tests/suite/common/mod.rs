@@ -102,7 +102,7 @@ pub fn unique_cidr() -> (String, String) {
 pub fn own(project: &str, address: &str) -> OwnershipTags {
     OwnershipTags {
         project: project.to_string(),
-        address: address.to_string(),
+        address: address.into(),
         token: format!("tok-{}-{address}", std::process::id()).replace(['[', ']', '.'], "-"),
         lineage: format!("lineage-{project}"),
         workspace: None,

@@ -107,7 +107,7 @@ pub fn scope(region: &str) -> Scope {
 pub fn ownership(project: &str, address: &str) -> OwnershipTags {
     OwnershipTags {
         project: project.to_string(),
-        address: address.to_string(),
+        address: address.into(),
         token: format!("tok-{project}-{address}"),
         lineage: "lineage-1".to_string(),
         workspace: None,
