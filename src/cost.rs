@@ -21,11 +21,11 @@ fn bucket_monthly(
     attrs: &gpuform_provider::Attrs,
     cny_per_usd: f64,
 ) -> Result<(f64, f64, &'static StoragePrice), String> {
-    let Some(size) = attrs.get("size_gb").and_then(|v| v.as_f64()) else {
+    let Some(size) = attrs.get(attr::SIZE_GB).and_then(|v| v.as_f64()) else {
         return Err("no `size_gb` estimate in the spec".into());
     };
     let class = attrs
-        .get("storage_class")
+        .get(attr::STORAGE_CLASS)
         .and_then(|v| v.as_str())
         .unwrap_or("standard");
     let cloud = provider.cloud;
@@ -62,12 +62,12 @@ fn storage_costs(plan: &mut Plan, cny_per_usd: f64) -> bool {
             if let Some(after) = &c.after {
                 line.storage_class = Some(
                     after
-                        .get("storage_class")
+                        .get(attr::STORAGE_CLASS)
                         .and_then(|v| v.as_str())
                         .unwrap_or("standard")
                         .to_string(),
                 );
-                line.size_gb = after.get("size_gb").and_then(|v| v.as_f64());
+                line.size_gb = after.get(attr::SIZE_GB).and_then(|v| v.as_f64());
                 match bucket_monthly(c.provider, &c.region, after, cny_per_usd) {
                     Ok((m, per_gb, price)) => {
                         in_cny |= price.currency == Currency::CNY;
@@ -184,7 +184,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
             Some(h) => e.hourly_usd_after += h,
             None => e.unpriced_after += 1,
         }
-        let pricing = after.get("pricing").and_then(|v| v.as_str());
+        let pricing = after.get(attr::PRICING).and_then(|v| v.as_str());
         let itype = after.get(attr::INSTANCE_TYPE).and_then(|v| v.as_str());
         e.pricing = pricing.map(str::to_string);
         e.instance_type = itype.map(str::to_string);
@@ -273,7 +273,7 @@ pub fn annotate(plan: &mut Plan, catalog: &Catalog, cny_per_usd: f64, today: Day
 fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<Address>> {
     let mut groups: BTreeMap<String, Vec<Address>> = BTreeMap::new();
     for c in plan.changes.iter().filter(|c| c.action != Action::Delete) {
-        let attr = |k: &str| {
+        let after = |k: &str| {
             c.after
                 .as_ref()
                 .and_then(|a| a.get(k))
@@ -285,8 +285,8 @@ fn unpriced_groups(plan: &Plan) -> BTreeMap<String, Vec<Address>> {
             let what = format!(
                 "{cloud} {} {} {}",
                 c.region,
-                attr(attr::INSTANCE_TYPE),
-                attr("pricing")
+                after(attr::INSTANCE_TYPE),
+                after(attr::PRICING)
             );
             groups.entry(what).or_default().push(c.address.clone());
         }

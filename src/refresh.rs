@@ -10,7 +10,7 @@ use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
 use crate::EngineError;
 use backon::{ExponentialBuilder, Retryable};
-use gpuform_provider::{AlsoList, ObservedResource, ProviderError, ResourceKind, Scope};
+use gpuform_provider::{attr, AlsoList, ObservedResource, ProviderError, ResourceKind, Scope};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
@@ -451,7 +451,7 @@ impl Current {
             // A cloud that reports user data back reports it filled with
             // secrets; its hash is what state keeps.
             if attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
-                attrs.remove("user_data");
+                attrs.remove(attr::USER_DATA);
             }
             let wanted = lookout
                 .desired

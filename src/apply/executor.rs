@@ -483,7 +483,7 @@ async fn create(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
         );
     }
     if let Some(doc) = user_data {
-        sent.insert("user_data".into(), serde_json::Value::String(doc));
+        sent.insert(attr::USER_DATA.into(), serde_json::Value::String(doc));
     }
     let req = CreateRequest {
         kind: c.kind,
@@ -738,7 +738,7 @@ async fn update(shared: &Shared, c: &ResourceChange) -> Result<OpOutcome, OpErro
     // What this update set is the spec's now, no longer kept as imported.
     record.kept.retain(|k| !changes.contains_key(k));
     if record.attrs.contains_key(crate::resolve::USER_DATA_SHA256) {
-        record.attrs.remove("user_data");
+        record.attrs.remove(attr::USER_DATA);
     }
     // Completion attributes are observed, never recorded.
     for k in c.kind.completion_attrs() {

@@ -257,7 +257,7 @@ fn range_reuses(
             .is_none_or(|c| c.action != Action::Replace)
     };
     let range = |attrs: &Option<Attrs>| {
-        let cidr = attrs.as_ref()?.get("cidr")?.as_str()?;
+        let cidr = attrs.as_ref()?.get(attr::CIDR)?.as_str()?;
         cidr.parse::<ipnet::IpNet>().ok()
     };
     let overlap = |a: Option<ipnet::IpNet>, b: Option<ipnet::IpNet>| match (a, b) {

@@ -18,7 +18,7 @@ use crate::providers::Providers;
 use crate::refresh::{refresh, Current, Lookout};
 use crate::resolve::Desired;
 use crate::state::{Record, StateDoc};
-use gpuform_provider::{AlsoList, ResourceKind, Scope};
+use gpuform_provider::{attr, AlsoList, ResourceKind, Scope};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The gc plan (deletions only) and the refreshed state to apply it with.
@@ -138,7 +138,7 @@ async fn other_lineages(
             for k in o.kind.completion_attrs() {
                 attrs.remove(k);
             }
-            attrs.remove("user_data");
+            attrs.remove(attr::USER_DATA);
             attrs.insert("gpuform_lineage".into(), own.lineage.clone().into());
             current.strays.insert(
                 own.address.duplicate(&o.id),

@@ -1082,12 +1082,12 @@ fn group_key(
         i.uses.get("placement"),
         a(attr::INSTANCE_TYPE),
         a(attr::ZONE),
-        a("image"),
-        a("pricing"),
-        a("root_gb"),
-        a("rdma"),
-        v("size_gb"),
-        v("volume_type"),
+        a(attr::IMAGE),
+        a(attr::PRICING),
+        a(attr::ROOT_GB),
+        a(attr::RDMA),
+        v(attr::SIZE_GB),
+        v(attr::VOLUME_TYPE),
     ])
     .to_string()
 }
@@ -1157,7 +1157,7 @@ fn cluster_block(
         "  gpu: {}",
         quote(&format!("{}:{}", itype.gpu_model, itype.gpu_count))
     ));
-    let pricing = text("pricing").unwrap_or_else(|| "on-demand".to_string());
+    let pricing = text(attr::PRICING).unwrap_or_else(|| "on-demand".to_string());
     let pricing = serde_json::from_value::<PricingModel>(Value::String(pricing.clone()))
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|_| {
@@ -1167,20 +1167,20 @@ fn cluster_block(
             "on-demand".to_string()
         });
     lines.push(format!("  pricing: {pricing}"));
-    if let Some(image) = text("image") {
+    if let Some(image) = text(attr::IMAGE) {
         lines.push(format!("  image: {}", quote(&image)));
     }
-    if o.attrs.get("rdma").and_then(Value::as_bool) == Some(true) {
+    if o.attrs.get(attr::RDMA).and_then(Value::as_bool) == Some(true) {
         lines.push("  fabric: rdma".to_string());
     }
-    let root = o.attrs.get("root_gb").and_then(Value::as_u64);
+    let root = o.attrs.get(attr::ROOT_GB).and_then(Value::as_u64);
     let data = g
         .volumes
         .first()
         .cloned()
         .flatten()
         .and_then(|v| seen.get(&v))
-        .and_then(|v| v.attrs.get("size_gb"))
+        .and_then(|v| v.attrs.get(attr::SIZE_GB))
         .and_then(Value::as_u64);
     let mut disk = Vec::new();
     if let Some(r) = root {
@@ -1194,7 +1194,7 @@ fn cluster_block(
     }
     if let Some(cidr) = seen
         .get(&g.network)
-        .and_then(|n| n.attrs.get("cidr"))
+        .and_then(|n| n.attrs.get(attr::CIDR))
         .and_then(Value::as_str)
     {
         lines.push(format!("  cidr: {}", quote(cidr)));

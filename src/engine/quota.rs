@@ -86,7 +86,8 @@ impl QuotaCheck {
             ) else {
                 continue;
             };
-            let market = QuotaMarket::of_pricing(r.attrs.get("pricing").and_then(|v| v.as_str()));
+            let market =
+                QuotaMarket::of_pricing(r.attrs.get(attr::PRICING).and_then(|v| v.as_str()));
             *counts
                 .entry(Need {
                     target: r.target,

@@ -28,7 +28,7 @@ use crate::plan::{Action, Plan, ResourceChange};
 use crate::providers::Providers;
 use crate::refresh::Current;
 use crate::spec::window::Standing;
-use gpuform_provider::ResourceKind;
+use gpuform_provider::{attr, ResourceKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
@@ -450,7 +450,7 @@ fn classify(c: &ResourceChange, current: &Current, s: &Sorting) -> Result<(Cause
                 let fallback = s.on_demand.contains(&c.address);
                 let edited: Vec<String> = changed_keys(&r.attrs, &wanted)
                     .into_iter()
-                    .filter(|k| !(fallback && k == "pricing"))
+                    .filter(|k| !(fallback && k == attr::PRICING))
                     .collect();
                 if !edited.is_empty() {
                     return Err(format!(
@@ -459,7 +459,7 @@ fn classify(c: &ResourceChange, current: &Current, s: &Sorting) -> Result<(Cause
                         edited.join(", ")
                     ));
                 }
-                let spot = r.attrs.get("pricing").and_then(|p| p.as_str()) == Some("spot");
+                let spot = r.attrs.get(attr::PRICING).and_then(|p| p.as_str()) == Some("spot");
                 Ok(if spot {
                     (
                         Cause::Reclaimed,
@@ -560,7 +560,7 @@ fn back_to_spot(c: &ResourceChange, current: &Current, s: &Sorting) -> bool {
     let gone = matches!(current.observed.get(&c.address), Some(None));
     let pricing = |attrs: &gpuform_provider::Attrs| {
         attrs
-            .get("pricing")
+            .get(attr::PRICING)
             .and_then(|p| p.as_str())
             .map(String::from)
     };
@@ -572,7 +572,7 @@ fn back_to_spot(c: &ResourceChange, current: &Current, s: &Sorting) -> bool {
         && pricing(after).as_deref() == Some("spot")
         && changed_keys(&r.attrs, after)
             .iter()
-            .all(|k| k == "pricing" || c.kind.completion_attrs().contains(&k.as_str()))
+            .all(|k| k == attr::PRICING || c.kind.completion_attrs().contains(&k.as_str()))
 }
 
 /// For the clusters with a `spot_policy`: the market each recorded node
@@ -592,7 +592,7 @@ pub(super) fn spot_pools(
             if !address.belongs_to(name) {
                 break;
             }
-            if let Some(p) = r.attrs.get("pricing").and_then(|p| p.as_str()) {
+            if let Some(p) = r.attrs.get(attr::PRICING).and_then(|p| p.as_str()) {
                 pricing.insert(address.clone(), p.to_string());
             }
         }

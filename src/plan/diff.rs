@@ -369,16 +369,21 @@ fn kept_unbootstrapped(r: &Record, desired: &Attrs) -> Option<Attrs> {
     let own = if desired.contains_key(USER_DATA_SHA256) {
         desired.get(OWN_USER_DATA)
     } else {
-        desired.get("user_data")
+        desired.get(attr::USER_DATA)
     };
-    if !same_value(r.attrs.get("user_data"), own) {
+    if !same_value(r.attrs.get(attr::USER_DATA), own) {
         return None;
     }
     let mut want = desired.clone();
-    for k in [USER_DATA_SHA256, OWN_USER_DATA, "user_data", "bootstrap"] {
+    for k in [
+        USER_DATA_SHA256,
+        OWN_USER_DATA,
+        attr::USER_DATA,
+        "bootstrap",
+    ] {
         want.remove(k);
     }
-    for k in ["user_data", "bootstrap"] {
+    for k in [attr::USER_DATA, "bootstrap"] {
         if let Some(v) = r.attrs.get(k) {
             want.insert(k.into(), v.clone());
         }
@@ -568,7 +573,7 @@ fn observed_differs(
 /// Keys the diff does not compare: a rendered `user_data` is never recorded
 /// (it is filled with secrets at apply time); its hash stands for it.
 pub(crate) fn unrecorded(desired: &Attrs, key: &str) -> bool {
-    key == "user_data" && desired.contains_key(crate::resolve::USER_DATA_SHA256)
+    key == attr::USER_DATA && desired.contains_key(crate::resolve::USER_DATA_SHA256)
 }
 
 pub(crate) fn changed_keys(actual: &Attrs, desired: &Attrs) -> Vec<String> {
@@ -625,7 +630,7 @@ pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f
         return None;
     }
     let itype = r.attrs.get(attr::INSTANCE_TYPE)?.as_str()?;
-    let pricing: PricingModel = serde_json::from_value(r.attrs.get("pricing")?.clone()).ok()?;
+    let pricing: PricingModel = serde_json::from_value(r.attrs.get(attr::PRICING)?.clone()).ok()?;
     let offering = catalog.offering(r.provider.cloud, &r.region, itype)?;
     Some(offering.prices.get(&pricing)?.hourly_usd(cny_per_usd))
 }

@@ -21,7 +21,7 @@ use crate::views::usd;
 use gpuform_catalog::HOURS_PER_MONTH;
 use gpuform_catalog::{Catalog, Interconnect};
 use gpuform_provider::UserError;
-use gpuform_provider::{Cloud, ResourceKind};
+use gpuform_provider::{attr, Cloud, ResourceKind};
 use serde::Serialize;
 
 /// The image a raw image id is replaced with (the spec's default).
@@ -431,7 +431,7 @@ fn cluster_cost(d: &Desired, cluster: &str) -> (Option<String>, Option<f64>) {
         .collect();
     let ty = nodes
         .first()
-        .and_then(|r| r.attrs.get("instance_type"))
+        .and_then(|r| r.attrs.get(attr::INSTANCE_TYPE))
         .and_then(|v| v.as_str())
         .map(str::to_string);
     let cost = nodes

@@ -435,7 +435,7 @@ fn emit_network(emit: &mut Emit<'_, '_>, cloud: Cloud, zone: &str) -> Network {
     emit.push(
         "network",
         ResourceKind::Network,
-        attrs([("cidr", json!(c.cidr))]),
+        attrs([(attr::CIDR, json!(c.cidr))]),
         &[],
         None,
     );
@@ -445,7 +445,7 @@ fn emit_network(emit: &mut Emit<'_, '_>, cloud: Cloud, zone: &str) -> Network {
         ResourceKind::Subnet,
         attrs([
             (attr::ZONE, json!(zone)),
-            ("cidr", json!(first_subnet(&c.cidr))),
+            (attr::CIDR, json!(first_subnet(&c.cidr))),
         ]),
         &[("network", network.clone())],
         None,
@@ -476,7 +476,7 @@ fn emit_network(emit: &mut Emit<'_, '_>, cloud: Cloud, zone: &str) -> Network {
         emit.push(
             "placement",
             ResourceKind::Placement,
-            attrs([("strategy", json!("cluster"))]),
+            attrs([(attr::STRATEGY, json!("cluster"))]),
             &[],
             None,
         );
@@ -518,20 +518,20 @@ fn emit_nodes(
     let mut node_attrs = attrs([
         (attr::INSTANCE_TYPE, json!(t.instance_type)),
         (attr::ZONE, json!(t.zone)),
-        ("image", json!(c.image)),
-        ("pricing", json!(c.pricing.as_str())),
-        ("root_gb", json!(c.disk.root_gb)),
-        ("rdma", json!(c.fabric == Fabric::Rdma)),
+        (attr::IMAGE, json!(c.image)),
+        (attr::PRICING, json!(c.pricing.as_str())),
+        (attr::ROOT_GB, json!(c.disk.root_gb)),
+        (attr::RDMA, json!(c.fabric == Fabric::Rdma)),
         ("gpu", json!(format!("{}:{}", t.gpu.name, c.gpu.count))),
     ]);
     if let Some(m) = &c.mig {
-        node_attrs.insert("mig".into(), json!(m.to_string()));
+        node_attrs.insert(attr::MIG.into(), json!(m.to_string()));
     }
     if let Some(cap) = c.spot_max_price.filter(|_| filled.is_none()) {
-        node_attrs.insert("spot_max_price".into(), json!(cap));
+        node_attrs.insert(attr::SPOT_MAX_PRICE.into(), json!(cap));
     }
     if !c.tags.is_empty() {
-        node_attrs.insert("tags".into(), json!(c.tags));
+        node_attrs.insert(attr::TAGS.into(), json!(c.tags));
     }
     let (cloud, region) = (emit.target.cloud, emit.region.to_string());
     let price_of = |p: PricingModel| {
@@ -543,8 +543,8 @@ fn emit_nodes(
     let volume_attrs = c.disk.data_gb.map(|size| {
         attrs([
             (attr::ZONE, json!(t.zone)),
-            ("size_gb", json!(size)),
-            ("volume_type", json!(c.disk.data_type.as_str())),
+            (attr::SIZE_GB, json!(size)),
+            (attr::VOLUME_TYPE, json!(c.disk.data_type.as_str())),
         ])
     });
     for i in 0..c.nodes {
@@ -552,7 +552,7 @@ fn emit_nodes(
         let mut node_hourly = t.hourly_usd;
         let source = filled.map(|f| &f.nodes[i as usize]);
         if let Some(source) = source {
-            a.insert("pricing".into(), json!(source.pricing.as_str()));
+            a.insert(attr::PRICING.into(), json!(source.pricing.as_str()));
             node_hourly = price_of(source.pricing);
             if let Some(id) = &source.reservation {
                 a.insert(
@@ -569,7 +569,7 @@ fn emit_nodes(
                 .spot_max_price
                 .filter(|_| source.pricing == PricingModel::Spot)
             {
-                a.insert("spot_max_price".into(), json!(cap));
+                a.insert(attr::SPOT_MAX_PRICE.into(), json!(cap));
             }
         }
         let mut deps = vec![
@@ -595,7 +595,7 @@ fn emit_nodes(
             None => {
                 // Nothing to set up: the user's user_data goes as written.
                 if let Some(u) = &c.user_data {
-                    a.insert("user_data".into(), json!(u));
+                    a.insert(attr::USER_DATA.into(), json!(u));
                 }
             }
             Some((sha, steps)) => {
@@ -612,7 +612,7 @@ fn emit_nodes(
         if let Some(policy) = &c.spot_policy {
             let market = node_market(policy, i, &cx.at(&node), cx.name, cx.opts);
             if market != "spot" {
-                a.insert("pricing".into(), json!(market));
+                a.insert(attr::PRICING.into(), json!(market));
                 node_hourly = price_of(PricingModel::OnDemand);
             }
         }

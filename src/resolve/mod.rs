@@ -5,7 +5,7 @@
 use crate::bootstrap;
 use crate::spec::{CloudName, Cluster, Diagnostic, Diagnostics, Fabric, LoadedSpec, MigSpec};
 use gpuform_catalog::{Catalog, OfferQuery, PricingModel, DEFAULT_CNY_PER_USD};
-use gpuform_provider::{Attrs, Cloud, ResourceKind};
+use gpuform_provider::{attr, Attrs, Cloud, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -316,12 +316,15 @@ pub fn bucket_attrs(project: &str, key: &str, bucket: &crate::spec::Bucket) -> A
         .name
         .clone()
         .unwrap_or_else(|| format!("{project}-{key}"));
-    attrs.insert("name".into(), json!(name));
+    attrs.insert(attr::NAME.into(), json!(name));
     if bucket.storage_class != crate::spec::StorageClass::Standard {
-        attrs.insert("storage_class".into(), json!(bucket.storage_class.as_str()));
+        attrs.insert(
+            attr::STORAGE_CLASS.into(),
+            json!(bucket.storage_class.as_str()),
+        );
     }
-    attrs.insert("versioning".into(), json!(bucket.versioning));
-    attrs.insert("encryption".into(), json!(bucket.encryption));
+    attrs.insert(attr::VERSIONING.into(), json!(bucket.versioning));
+    attrs.insert(attr::ENCRYPTION.into(), json!(bucket.encryption));
     let lifecycle = gpuform_provider::BucketLifecycle {
         archive_after_days: bucket.lifecycle.as_ref().and_then(|l| l.archive_after_days),
         expire_noncurrent_after_days: bucket
@@ -329,14 +332,14 @@ pub fn bucket_attrs(project: &str, key: &str, bucket: &crate::spec::Bucket) -> A
             .as_ref()
             .and_then(|l| l.expire_noncurrent_after_days),
     };
-    attrs.insert("lifecycle".into(), lifecycle.to_value());
-    attrs.insert("public_access_blocked".into(), json!(true));
-    attrs.insert("force_destroy".into(), json!(bucket.force_destroy));
+    attrs.insert(attr::LIFECYCLE.into(), lifecycle.to_value());
+    attrs.insert(attr::PUBLIC_ACCESS_BLOCKED.into(), json!(true));
+    attrs.insert(attr::FORCE_DESTROY.into(), json!(bucket.force_destroy));
     if let Some(gb) = bucket.size_gb {
-        attrs.insert("size_gb".into(), json!(gb));
+        attrs.insert(attr::SIZE_GB.into(), json!(gb));
     }
     if !bucket.tags.is_empty() {
-        attrs.insert("tags".into(), json!(bucket.tags));
+        attrs.insert(attr::TAGS.into(), json!(bucket.tags));
     }
     attrs
 }

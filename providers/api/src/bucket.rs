@@ -7,7 +7,7 @@
 //! the clouds keep it as the tag [`FORCE_DESTROY_TAG`], set at creation and
 //! by updates, read back as the `force_destroy` attribute.
 
-use crate::resource::{Attrs, ObservedResource, ResourceKind};
+use crate::resource::{attr, Attrs, ObservedResource, ResourceKind};
 use crate::{ErrorKind, ProviderError};
 
 /// The tag that says a delete may empty the bucket first (`"true"`; absent
@@ -61,7 +61,7 @@ fn refusal(name: &str, holds: &str, first: &str) -> String {
 
 /// Whether the observed attributes allow a delete to empty the bucket.
 pub fn force_destroy(attrs: &Attrs) -> bool {
-    attrs.get("force_destroy").and_then(|v| v.as_bool()) == Some(true)
+    attrs.get(attr::FORCE_DESTROY).and_then(|v| v.as_bool()) == Some(true)
 }
 
 /// The plan-time refusal ([`crate::Provider::delete_refusal`]) of deleting
@@ -77,7 +77,7 @@ pub fn delete_refusal(observed: &ObservedResource) -> Option<String> {
     }
     let name = observed
         .attrs
-        .get("name")
+        .get(attr::NAME)
         .and_then(|v| v.as_str())
         .unwrap_or(&observed.id);
     Some(not_empty_message(name, objects))

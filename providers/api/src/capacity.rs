@@ -97,9 +97,8 @@ impl BlockOffering {
 
 /// A block's attributes (desired, recorded and observed alike).
 pub mod block_attr {
-    pub const INSTANCE_TYPE: &str = "instance_type";
+    pub use crate::attr::{INSTANCE_TYPE, ZONE};
     pub const COUNT: &str = "count";
-    pub const ZONE: &str = "zone";
     /// The spec's first day, `YYYY-MM-DD`.
     pub const START_DAY: &str = "start_day";
     pub const HOURS: &str = "hours";

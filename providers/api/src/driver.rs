@@ -470,7 +470,7 @@ impl<D: CloudDriver> Provider for D {
         if !self.kinds().contains(&req.kind) {
             return Err(unsupported(cloud, req.kind));
         }
-        let tags = UserTags::parse(req.attrs.get("tags"), cloud, Self::check_tag)?;
+        let tags = UserTags::parse(req.attrs.get(crate::attr::TAGS), cloud, Self::check_tag)?;
         match Desired::parse(req, tags)? {
             Desired::Network(r) => self.create_network(&r).await,
             Desired::Subnet(r) => self.create_subnet(&r).await,

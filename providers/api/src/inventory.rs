@@ -144,7 +144,7 @@ impl InventoryVolume {
             id: o.id.clone(),
             region: o.region.clone(),
             zone: text(attr::ZONE).filter(|z| !z.is_empty()),
-            size_gb: o.attrs.get("size_gb").and_then(|v| v.as_u64()),
+            size_gb: o.attrs.get(attr::SIZE_GB).and_then(|v| v.as_u64()),
             volume_type: text("volume_type")
                 .filter(|t| !t.is_empty())
                 .map(|t| ObservedVolumeType::from_attr(&t)),
@@ -193,7 +193,7 @@ impl InventoryBucket {
 /// User tags (`tags` attribute) plus ownership tags of an observation.
 fn observed_tags(o: &ObservedResource) -> BTreeMap<String, String> {
     let mut tags = BTreeMap::new();
-    if let Some(serde_json::Value::Object(user)) = o.attrs.get("tags") {
+    if let Some(serde_json::Value::Object(user)) = o.attrs.get(attr::TAGS) {
         for (k, v) in user {
             let v = match v {
                 serde_json::Value::String(s) => s.clone(),

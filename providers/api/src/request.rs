@@ -449,7 +449,7 @@ impl Desired {
                     },
                     versioning: r.bool("versioning")?.unwrap_or(false),
                     encryption: r.bool("encryption")?.unwrap_or(true),
-                    lifecycle: BucketLifecycle::parse(req.attrs.get("lifecycle"))?,
+                    lifecycle: BucketLifecycle::parse(req.attrs.get(attr::LIFECYCLE))?,
                     public_access_blocked: r.bool("public_access_blocked")?.unwrap_or(true),
                     force_destroy: r.bool("force_destroy")?.unwrap_or(false),
                 },

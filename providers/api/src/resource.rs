@@ -278,18 +278,54 @@ pub struct ObservedResource {
     pub status: String,
 }
 
-/// The neutral attribute keys that many parts read or write (resolve, the
-/// diff, the executor, every cloud's observe functions): one spelling, so a
-/// typo is a compile error rather than an attribute nobody reads.
+/// The neutral attribute keys (documented per kind on [`ResourceKind`]),
+/// which resolve writes, the diff and the executor read, and every cloud's
+/// observe functions report: one spelling, so a typo is a compile error
+/// rather than an attribute nobody reads. A Capacity Block's keys are
+/// [`crate::capacity::block_attr`]; a bucket's reported sizes are in
+/// [`crate::bucket`].
 pub mod attr {
     /// Where a subnet, instance or volume is.
     pub const ZONE: &str = "zone";
-    pub const INSTANCE_TYPE: &str = "instance_type";
+    /// A network's or subnet's address range.
+    pub const CIDR: &str = "cidr";
     /// A firewall's rules (see [`super::ObservedIngress`](crate::ObservedIngress)).
     pub const INGRESS: &str = "ingress";
+    /// A placement group's strategy (`cluster`).
+    pub const STRATEGY: &str = "strategy";
+
+    pub const INSTANCE_TYPE: &str = "instance_type";
+    /// A logical image name or a cloud's raw image id.
+    pub const IMAGE: &str = "image";
+    /// `on-demand`, `spot` or `reserved`.
+    pub const PRICING: &str = "pricing";
+    pub const ROOT_GB: &str = "root_gb";
+    pub const RDMA: &str = "rdma";
+    pub const USER_DATA: &str = "user_data";
+    /// The highest spot price a node may be billed (USD per hour).
+    pub const SPOT_MAX_PRICE: &str = "spot_max_price";
+    /// A node's MIG profile.
+    pub const MIG: &str = "mig";
+    /// An instance's primary private address (reported, never diffed).
+    pub const PRIVATE_IP: &str = "private_ip";
+    /// User tags of an instance or bucket.
+    pub const TAGS: &str = "tags";
+
+    /// A volume's size, or a bucket's estimated size (cost only).
+    pub const SIZE_GB: &str = "size_gb";
+    /// A volume's neutral type (`ssd`, `hdd`, ...).
+    pub const VOLUME_TYPE: &str = "volume_type";
     /// The instance a volume is attached to (a completion attribute: see
     /// [`super::ResourceKind::completion_attrs`]).
     pub const ATTACHED_TO: &str = "attached_to";
-    /// An instance's primary private address (reported, never diffed).
-    pub const PRIVATE_IP: &str = "private_ip";
+
+    /// A bucket's name in its cloud.
+    pub const NAME: &str = "name";
+    pub const STORAGE_CLASS: &str = "storage_class";
+    pub const VERSIONING: &str = "versioning";
+    pub const ENCRYPTION: &str = "encryption";
+    pub const LIFECYCLE: &str = "lifecycle";
+    pub const PUBLIC_ACCESS_BLOCKED: &str = "public_access_blocked";
+    /// Whether a delete may empty the bucket first.
+    pub const FORCE_DESTROY: &str = "force_destroy";
 }

@@ -4,6 +4,7 @@ use crate::cli::args::*;
 use crate::cli::out::{out, outln};
 use crate::cli::{CmdResult, Failure};
 use crate::plan::render::render;
+use gpuform_provider::attr;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -71,7 +72,7 @@ pub(super) fn output(s: &StateArgs, json: bool) -> CmdResult {
         .map(|(a, r)| {
             serde_json::json!({
                 "address": a, "id": r.id, "provider": r.provider, "region": r.region,
-                "zone": r.attrs.get("zone"), "instance_type": r.attrs.get("instance_type"),
+                "zone": r.attrs.get(attr::ZONE), "instance_type": r.attrs.get(attr::INSTANCE_TYPE),
                 "private_ip": r.reported.private_ip,
             })
         })

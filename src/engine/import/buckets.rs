@@ -21,6 +21,7 @@ use crate::resolve::Desired;
 use crate::state::document::Reported;
 use crate::state::{Record, StateDoc};
 use gpuform_catalog::Cloud;
+use gpuform_provider::attr;
 use gpuform_provider::bucket::{OTHER_LIFECYCLE_RULES, SIZE_BYTES};
 use gpuform_provider::{
     BucketLifecycle, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope, StorageClass,
@@ -204,7 +205,7 @@ fn target_cloud(req: &ImportRequest<'_>) -> Option<Cloud> {
 /// A resource's user tags as the cloud reports them, values as text.
 pub(super) fn user_tags(o: &ObservedResource) -> BTreeMap<String, String> {
     o.attrs
-        .get("tags")
+        .get(attr::TAGS)
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -307,7 +308,7 @@ pub(super) fn blocks(
             if cloud == Some(Cloud::Tencent) || o.id != format!("{project}-{}", c.key) {
                 lines.push(format!("  name: {}", quote(&o.id)));
             }
-            match o.attrs.get("storage_class").and_then(Value::as_str) {
+            match o.attrs.get(attr::STORAGE_CLASS).and_then(Value::as_str) {
                 None => {}
                 Some(raw) => match StorageClass::parse(raw) {
                     Some(StorageClass::Standard) => {}
@@ -318,17 +319,17 @@ pub(super) fn blocks(
                     )),
                 },
             }
-            let versioning = flag("versioning") == Some(true);
+            let versioning = flag(attr::VERSIONING) == Some(true);
             if versioning {
                 lines.push("  versioning: true".to_string());
             }
             // S3 encrypts every object whatever its settings say: the spec
             // cannot ask for none there, so an unset default is kept.
             let aws = cloud == Some(Cloud::Aws);
-            if flag("encryption") == Some(false) && !aws {
+            if flag(attr::ENCRYPTION) == Some(false) && !aws {
                 lines.push("  encryption: false".to_string());
             }
-            let lifecycle = BucketLifecycle::parse(o.attrs.get("lifecycle")).unwrap_or_default();
+            let lifecycle = BucketLifecycle::parse(o.attrs.get(attr::LIFECYCLE)).unwrap_or_default();
             let mut rules = Vec::new();
             if let Some(d) = lifecycle.archive_after_days {
                 rules.push(format!("archive_after_days: {d}"));
@@ -358,7 +359,7 @@ pub(super) fn blocks(
                 let gb = bytes.div_ceil(1 << 30).max(1);
                 lines.push(format!("  size_gb: {gb}"));
             }
-            if flag("force_destroy") == Some(true) {
+            if flag(attr::FORCE_DESTROY) == Some(true) {
                 lines.push("  force_destroy: true".to_string());
             }
             lines.extend(tags_line(&user_tags(o)));
@@ -431,11 +432,11 @@ pub(super) fn record(
 /// What the cloud keeps that the spec says otherwise, in a bucket's words.
 fn kept_note(address: &str, o: &ObservedResource, key: &str, spec: Option<&Value>) -> String {
     match key {
-        "public_access_blocked" => format!(
+        attr::PUBLIC_ACCESS_BLOCKED => format!(
             "{address} ({}): public access is not blocked on the cloud (a public ACL or policy, or no public access block), which the spec cannot say; kept as it is, and gpuform leaves it alone until the spec asks for something else",
             o.id
         ),
-        "encryption" => format!(
+        attr::ENCRYPTION => format!(
             "{address} ({}): the bucket has no default encryption set (S3 encrypts every object with SSE-S3 anyway); kept as it is until the spec asks for something else",
             o.id
         ),
