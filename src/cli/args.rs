@@ -467,7 +467,23 @@ pub struct PlanArgs {
     /// Exit 2 when there are changes, 0 when there are none.
     #[arg(long)]
     pub detailed_exitcode: bool,
-    /// Limit to an address or prefix (`cluster.trainer`, `cluster.trainer.node[3]`) and its dependencies.
+    #[command(flatten)]
+    pub change: ChangeArgs,
+    /// Plan the deletion of everything in state.
+    #[arg(long)]
+    pub destroy: bool,
+    /// Show each cluster's and bucket's cost line and the plan's notes even
+    /// when nothing changes (a plan without changes prints its totals only).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+}
+
+/// What `plan` and `apply` both take: which changes to plan, from what,
+/// at which prices.
+#[derive(Debug, Args, Clone)]
+pub struct ChangeArgs {
+    /// Limit to an address or prefix (`cluster.trainer`, `cluster.trainer.node[3]`) and its
+    /// dependencies; repeatable. One that matches nothing is an error.
     #[arg(long = "target", value_name = "ADDR")]
     pub targets: Vec<String>,
     /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
@@ -484,14 +500,7 @@ pub struct PlanArgs {
     /// make a second copy of another state's resource.
     #[arg(long, value_name = "LINEAGE")]
     pub adopt_lineage: Vec<String>,
-    /// Plan the deletion of everything in state.
-    #[arg(long)]
-    pub destroy: bool,
-    /// Show each cluster's and bucket's cost line and the plan's notes even
-    /// when nothing changes (a plan without changes prints its totals only).
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
-    /// CNY per USD for prices quoted in yuan.
+    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
     #[arg(long, value_name = "RATE")]
     pub cny_per_usd: Option<f64>,
     /// Price overrides (negotiated discounts, private offers): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
@@ -524,32 +533,11 @@ pub struct ApplyArgs {
     /// whatever N is: each waits for its provider's token bucket.
     #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| n as usize))]
     pub parallelism: Option<usize>,
-    /// Limit to an address or prefix (`cluster.trainer`, `cluster.trainer.node[3]`) and its dependencies; repeatable. One that matches nothing is an error.
-    #[arg(long = "target", value_name = "ADDR")]
-    pub targets: Vec<String>,
-    /// Replace this resource even if nothing forces it (e.g. a node made before gpuform
-    /// rendered node bootstraps, to give it its bootstrap). Repeatable.
-    #[arg(long = "replace", value_name = "ADDR")]
-    pub replace: Vec<Address>,
-    /// Ask the providers what exists (default true); false works from state alone.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub refresh: bool,
-    /// Adopt what a lost state made: resources the clouds hold under this
-    /// project's tags with the state lineage LINEAGE (which a plan names when
-    /// it finds them) are recorded in this state instead of refused; a new
-    /// state takes that lineage over. Without it, a plan stops rather than
-    /// make a second copy of another state's resource.
-    #[arg(long, value_name = "LINEAGE")]
-    pub adopt_lineage: Vec<String>,
+    #[command(flatten)]
+    pub change: ChangeArgs,
     /// The plan and the outcome as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// CNY per USD for prices quoted in yuan (Alibaba, Tencent, Huawei); default: gpuform's built-in rate.
-    #[arg(long, value_name = "RATE")]
-    pub cny_per_usd: Option<f64>,
-    /// Price overrides (negotiated discounts, private offers): CSV with cloud,region,instance_type,pricing,price,currency[,source,as_of].
-    #[arg(long, value_name = "FILE", env = "GPUFORM_PRICES")]
-    pub prices: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -73,9 +73,9 @@ pub(super) async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult
                 return Err(project_mismatch(&store, &locked.doc, &loaded));
             }
             let providers = providers_for(&store, &loaded.spec.endpoints);
-            let cat = catalog.insert(catalog_for(a.prices.as_deref())?);
+            let cat = catalog.insert(catalog_for(a.change.prices.as_deref())?);
             let (plan, current) = engine::make_plan(
-                &plan_request(&a, &loaded, cat, destroy),
+                &plan_request(&a.change, a.sandbox, &loaded, cat, destroy, false),
                 locked.doc.clone(),
                 locked.existed,
                 &providers,
@@ -105,7 +105,7 @@ pub(super) async fn apply(a: ApplyArgs, destroy: bool, quiet: bool) -> CmdResult
     // around zones without capacity; it reports, the CLI prints.
     let replan = match (&loaded_spec, &catalog) {
         (Some(loaded), Some(cat)) if !destroy => Some(engine::Replan {
-            request: plan_request(&a, loaded, cat, destroy),
+            request: plan_request(&a.change, a.sandbox, loaded, cat, destroy, false),
         }),
         _ => None,
     };

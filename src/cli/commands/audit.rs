@@ -136,12 +136,12 @@ pub(super) async fn audit_cmd(a: AuditArgs) -> CmdResult {
 
 pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
     let a = g.apply;
-    if !a.targets.is_empty() {
+    if !a.change.targets.is_empty() {
         return Err(Failure(
             "gc takes no --target: it collects every stray of the project".into(),
         ));
     }
-    if !a.refresh {
+    if !a.change.refresh {
         return Err(Failure(
             "gc must ask the clouds what exists: drop --refresh=false".into(),
         ));
@@ -154,9 +154,9 @@ pub(super) async fn gc_cmd(g: GcArgs, quiet: bool) -> CmdResult {
         return Err(project_mismatch(&store, &locked.doc, &loaded));
     }
     let providers = providers_for(&store, &loaded.spec.endpoints);
-    let catalog = catalog_for(a.prices.as_deref())?;
+    let catalog = catalog_for(a.change.prices.as_deref())?;
     let gc = engine::gc_plan(
-        &plan_request(&a, &loaded, &catalog, false),
+        &plan_request(&a.change, a.sandbox, &loaded, &catalog, false, false),
         locked.doc.clone(),
         locked.existed,
         g.other_states,

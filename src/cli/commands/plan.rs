@@ -3,12 +3,11 @@
 use crate::cli::args::*;
 use crate::cli::out::{out, outln};
 use crate::cli::{CmdResult, Failure};
-use crate::engine::{self, PlanRequest};
+use crate::engine;
 use crate::plan::render::render;
-use crate::plan::{DiffOptions, Plan};
+use crate::plan::Plan;
 
 use gpuform_catalog::fsio::write_atomically;
-use gpuform_catalog::DEFAULT_CNY_PER_USD;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -24,27 +23,13 @@ pub(super) async fn plan(mut a: PlanArgs, quiet: bool) -> CmdResult {
     let store = a.location.store(Some(&loaded)).map_err(engine_failure)?;
     let providers = providers_for(&store, &loaded.spec.endpoints);
     // Work the state read does not wait for, on the second core meanwhile.
-    warm_up(&providers, a.sandbox && a.refresh);
+    warm_up(&providers, a.sandbox && a.change.refresh);
     let (doc, existed) = engine::read_state(&store, &loaded.spec.project)?;
     if existed && doc.project != loaded.spec.project {
         return Err(project_mismatch(&store, &doc, &loaded));
     }
-    let catalog = catalog_for(a.prices.as_deref())?;
-    let req = PlanRequest {
-        loaded: &loaded,
-        catalog: &catalog,
-        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
-        diff: DiffOptions {
-            destroy: a.destroy,
-            targets: a.targets.clone(),
-            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
-            replace: a.replace.clone(),
-        },
-        refresh: a.refresh,
-        adopt_lineages: a.adopt_lineage.clone(),
-        preview: true,
-        notify: &eprint_line,
-    };
+    let catalog = catalog_for(a.change.prices.as_deref())?;
+    let req = plan_request(&a.change, a.sandbox, &loaded, &catalog, a.destroy, true);
     let (mut plan, current) = engine::make_plan(&req, doc, existed, &providers)
         .await
         .map_err(engine_failure)?;

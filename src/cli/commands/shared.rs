@@ -164,26 +164,30 @@ pub(crate) fn providers_for(
     Arc::new(Providers::new(engine::sandbox_dir(store)).with_endpoints(endpoints.clone()))
 }
 
-/// The request a spec apply plans with (round 1, and each failover round).
+/// What a plan is asked for, from the flags `plan` and `apply` share: a
+/// plan previews (`preview`: where the clouds cannot be asked it says so
+/// and goes on), an apply (round 1, each failover round) never does.
 pub(crate) fn plan_request<'a>(
-    a: &ApplyArgs,
+    c: &ChangeArgs,
+    sandbox: bool,
     loaded: &'a LoadedSpec,
     catalog: &'a Catalog,
     destroy: bool,
+    preview: bool,
 ) -> PlanRequest<'a> {
     PlanRequest {
         loaded,
         catalog,
-        resolve: resolve_opts(a.sandbox, a.cny_per_usd),
+        resolve: resolve_opts(sandbox, c.cny_per_usd),
         diff: DiffOptions {
             destroy,
-            targets: a.targets.clone(),
-            cny_per_usd: a.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
-            replace: a.replace.clone(),
+            targets: c.targets.clone(),
+            cny_per_usd: c.cny_per_usd.unwrap_or(DEFAULT_CNY_PER_USD),
+            replace: c.replace.clone(),
         },
-        refresh: a.refresh,
-        adopt_lineages: a.adopt_lineage.clone(),
-        preview: false,
+        refresh: c.refresh,
+        adopt_lineages: c.adopt_lineage.clone(),
+        preview,
         notify: &eprint_line,
     }
 }
