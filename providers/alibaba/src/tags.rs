@@ -12,8 +12,8 @@ use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update,
-    UserTags,
+    Cloud, Create, ErrorKind, ExistingResource, OwnershipTags, ProviderError, ResourceKind, TagApi,
+    Update, UserTags,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -188,11 +188,10 @@ impl TagApi for AlibabaProvider {
     /// (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-tagresources).
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        resource: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
+        let ExistingResource { scope, kind, id } = resource;
         let api = Api::of(kind)?;
         let Some(rtype) = api.resource_type() else {
             return Err(ProviderError::new(

@@ -9,7 +9,8 @@ use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ObservedResource, OwnershipTags, ResourceKind, Scope, TagApi, Update, UserTags,
+    Cloud, Create, ExistingResource, ObservedResource, OwnershipTags, ResourceKind, TagApi, Update,
+    UserTags,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -172,11 +173,10 @@ impl TagApi for AwsProvider {
     /// its id, is read first for it.
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        resource: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
+        let ExistingResource { scope, kind, id } = resource;
         let c = self.client(scope)?;
         let group = match kind {
             ResourceKind::Placement => {

@@ -45,8 +45,8 @@ use aws_sdk_s3::Client;
 use gpuform_provider::bucket::{not_empty, FORCE_DESTROY_TAG};
 use gpuform_provider::Result;
 use gpuform_provider::{
-    BucketApi, BucketChange, BucketLifecycle, BucketSpec, Create, ErrorKind, ObservedResource,
-    OwnershipTags, ProviderError, Scope, StorageClass, Update, UserTags,
+    BucketApi, BucketChange, BucketLifecycle, BucketSpec, Create, ErrorKind, ExistingResource,
+    ObservedResource, OwnershipTags, ProviderError, Scope, StorageClass, Update, UserTags,
 };
 use std::collections::BTreeSet;
 
@@ -586,11 +586,11 @@ impl BucketApi for AwsProvider {
     /// tags as a whole). A bucket that is gone is `NotFound`.
     async fn set_bucket_ownership(
         &self,
-        scope: &Scope,
-        id: &str,
+        bucket: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let c = self.s3(&scope.region)?;
+        let id = bucket.id;
+        let c = self.s3(&bucket.scope.region)?;
         let mut tags: Tags = settable(read::tags(&c, id).await?)
             .into_iter()
             .filter(|(k, _)| !OwnershipTags::KEYS.contains(&k.as_str()) && k != KIND_TAG)
