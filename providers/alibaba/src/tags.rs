@@ -188,10 +188,9 @@ impl TagApi for AlibabaProvider {
     /// (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-tagresources).
     async fn set_ownership(
         &self,
-        resource: ExistingResource<'_>,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let ExistingResource { scope, kind, id } = resource;
         let api = Api::of(kind)?;
         let Some(rtype) = api.resource_type() else {
             return Err(ProviderError::new(

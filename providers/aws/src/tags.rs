@@ -173,10 +173,9 @@ impl TagApi for AwsProvider {
     /// its id, is read first for it.
     async fn set_ownership(
         &self,
-        resource: ExistingResource<'_>,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let ExistingResource { scope, kind, id } = resource;
         let c = self.client(scope)?;
         let group = match kind {
             ResourceKind::Placement => {

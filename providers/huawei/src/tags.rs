@@ -295,10 +295,9 @@ impl TagApi for HuaweiProvider {
     /// one call.
     async fn set_ownership(
         &self,
-        resource: ExistingResource<'_>,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let ExistingResource { scope, kind, id } = resource;
         let region = scope.region.as_str();
         let pid = self.project(region)?;
         let (svc, base) = tagged_path(pid, kind, id)?;

@@ -127,10 +127,9 @@ impl TagApi for TencentProvider {
     /// resource half-owned.
     async fn set_ownership(
         &self,
-        resource: ExistingResource<'_>,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let ExistingResource { scope, kind, id } = resource;
         let (service, prefix) = six_segment_type(kind)?;
         let uin = account_uin(self, &scope.region).await?;
         let region = scope.region.as_str();
