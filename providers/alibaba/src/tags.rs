@@ -43,11 +43,7 @@ pub(crate) fn creation_tags(
     user: &UserTags,
     extra: &[(&str, String)],
 ) -> Result<Vec<(String, String)>> {
-    let mut tags: Vec<(String, String)> = own
-        .to_tags()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut tags: Vec<(String, String)> = own.owned_tags().collect();
     tags.push((KIND_TAG.to_string(), kind.as_str().to_string()));
     tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     tags.extend(user.iter().map(|(k, v)| (k.to_string(), v.to_string())));
@@ -200,11 +196,7 @@ impl TagApi for AlibabaProvider {
         };
         let mut p = Params::one("ResourceType", rtype);
         p.push("ResourceId.1", id.to_string());
-        let tags: Vec<(String, String)> = ownership
-            .to_tags()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let tags: Vec<(String, String)> = ownership.owned_tags().collect();
         p.tags(&tags);
         self.client
             .call(api.listing().product, &scope.region, "TagResources", &p.0)

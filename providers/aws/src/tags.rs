@@ -70,11 +70,7 @@ pub(crate) fn creation_tags(
     extra: &[(&str, String)],
     user: &UserTags,
 ) -> Tags {
-    let mut tags: Tags = own
-        .to_tags()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut tags: Tags = own.owned_tags().collect();
     tags.push((KIND_TAG.to_string(), kind.to_string()));
     tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     if user.get("Name").is_none() {

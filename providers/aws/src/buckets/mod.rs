@@ -99,11 +99,7 @@ fn not_ours(name: &str, why: &str) -> ProviderError {
 /// The tags gpuform keeps on a bucket: ownership, kind, force-destroy (when
 /// on) and the user's.
 fn bucket_tags(own: &OwnershipTags, force_destroy: bool, user: &UserTags) -> Tags {
-    let mut tags: Tags = own
-        .to_tags()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut tags: Tags = own.owned_tags().collect();
     tags.push((KIND_TAG.to_string(), "bucket".to_string()));
     if force_destroy {
         tags.push((FORCE_DESTROY_TAG.to_string(), "true".to_string()));
