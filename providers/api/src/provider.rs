@@ -14,9 +14,8 @@ pub struct Scope {
 }
 
 /// A resource that exists in a cloud: where it is, its kind and its
-/// provider id. What the calls on one resource gpuform did not just make
-/// take (an import's tagging, the read after an update), in place of the
-/// three loose arguments.
+/// provider id. What an import's tagging ([`Provider::set_ownership`])
+/// and the read after an update take, as one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExistingResource<'a> {
     pub scope: &'a Scope,
