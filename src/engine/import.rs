@@ -37,8 +37,8 @@ use crate::state::{Record, StateDoc, StateStore};
 use gpuform_catalog::{Catalog, Cloud, PricingModel};
 use gpuform_provider::attr;
 use gpuform_provider::{
-    ErrorKind, InventoryInstance, ObservedResource, OwnershipTags, Provider, ResourceKind, Scope,
-    UserError,
+    ErrorKind, ExistingResource, InventoryInstance, ObservedResource, OwnershipTags, Provider,
+    ResourceKind, Scope, UserError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -929,7 +929,14 @@ pub async fn run_import(
             step.kind, step.id, step.address
         ));
         provider
-            .set_ownership(&scope, step.kind, &step.id, &step.ownership)
+            .set_ownership(
+                ExistingResource {
+                    scope: &scope,
+                    kind: step.kind,
+                    id: &step.id,
+                },
+                &step.ownership,
+            )
             .await
             .map_err(|error| EngineError::Provider {
                 context: format!(

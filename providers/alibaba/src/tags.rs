@@ -12,8 +12,8 @@ use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update,
-    UserTags,
+    Cloud, Create, ErrorKind, ExistingResource, OwnershipTags, ProviderError, ResourceKind, TagApi,
+    Update, UserTags,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -43,11 +43,7 @@ pub(crate) fn creation_tags(
     user: &UserTags,
     extra: &[(&str, String)],
 ) -> Result<Vec<(String, String)>> {
-    let mut tags: Vec<(String, String)> = own
-        .to_tags()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut tags: Vec<(String, String)> = own.owned_tags().collect();
     tags.push((KIND_TAG.to_string(), kind.as_str().to_string()));
     tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     tags.extend(user.iter().map(|(k, v)| (k.to_string(), v.to_string())));
@@ -188,9 +184,7 @@ impl TagApi for AlibabaProvider {
     /// (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-tagresources).
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
         let api = Api::of(kind)?;
@@ -202,11 +196,7 @@ impl TagApi for AlibabaProvider {
         };
         let mut p = Params::one("ResourceType", rtype);
         p.push("ResourceId.1", id.to_string());
-        let tags: Vec<(String, String)> = ownership
-            .to_tags()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let tags: Vec<(String, String)> = ownership.owned_tags().collect();
         p.tags(&tags);
         self.client
             .call(api.listing().product, &scope.region, "TagResources", &p.0)

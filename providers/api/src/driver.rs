@@ -23,8 +23,8 @@ use crate::request::{
 use crate::tags::UserTags;
 use crate::Result;
 use crate::{
-    AlsoList, Attrs, Cloud, CreateRequest, ErrorKind, ObservedResource, OwnershipTags, Provider,
-    ProviderError, ResourceKind, Scope,
+    AlsoList, Attrs, Cloud, CreateRequest, ErrorKind, ExistingResource, ObservedResource,
+    OwnershipTags, Provider, ProviderError, ResourceKind, Scope,
 };
 use async_trait::async_trait;
 use std::time::Duration;
@@ -183,11 +183,10 @@ pub trait BucketApi: Send + Sync {
     /// the same call again changes nothing.
     async fn set_bucket_ownership(
         &self,
-        scope: &Scope,
-        id: &str,
+        bucket: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let _ = (scope, id, ownership);
+        let _ = (bucket, ownership);
         Err(not_imported(ResourceKind::Bucket))
     }
 
@@ -266,13 +265,11 @@ pub trait TagApi: Send + Sync {
     /// that does not implement it refuses imports with one message.
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        resource: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let _ = (scope, id, ownership);
-        Err(not_imported(kind))
+        let _ = ownership;
+        Err(not_imported(resource.kind))
     }
 }
 
@@ -349,10 +346,9 @@ fn not_made(kind: ResourceKind) -> ProviderError {
 /// Reads one resource, or says it is gone.
 async fn read_one<D: CloudDriver + ?Sized>(
     d: &D,
-    scope: &Scope,
-    kind: ResourceKind,
-    id: &str,
+    resource: ExistingResource<'_>,
 ) -> Result<ObservedResource> {
+    let ExistingResource { scope, kind, id } = resource;
     let ids = [id.to_string()];
     let read = if kind == ResourceKind::Bucket {
         bucket_api(d)?.read_buckets(scope, &ids).await?
@@ -424,11 +420,10 @@ impl<D: CloudDriver> Provider for D {
 
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        resource: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
+        let kind = resource.kind;
         let cloud = CloudDriver::cloud(self);
         if !self.kinds().contains(&kind)
             || (kind == ResourceKind::Bucket && self.buckets().is_none())
@@ -440,10 +435,10 @@ impl<D: CloudDriver> Provider for D {
         }
         if kind == ResourceKind::Bucket {
             return bucket_api(self)?
-                .set_bucket_ownership(scope, id, ownership)
+                .set_bucket_ownership(resource, ownership)
                 .await;
         }
-        TagApi::set_ownership(self, scope, kind, id, ownership).await
+        TagApi::set_ownership(self, resource, ownership).await
     }
 
     async fn reservations(
@@ -533,7 +528,8 @@ impl<D: CloudDriver> Provider for D {
             return Err(unsupported(cloud, kind));
         }
         let set = ChangeSet::parse(kind, changes, cloud, Self::check_tag)?;
-        let current = read_one(self, scope, kind, id).await?;
+        let resource = ExistingResource { scope, kind, id };
+        let current = read_one(self, resource).await?;
         match &set.tags {
             Some(tags) if kind == ResourceKind::Bucket => {
                 bucket_api(self)?
@@ -563,7 +559,7 @@ impl<D: CloudDriver> Provider for D {
                 .update_bucket(&Update::new(scope, &current, change))
                 .await?;
         }
-        read_one(self, scope, kind, id).await
+        read_one(self, resource).await
     }
 
     async fn delete(&self, scope: &Scope, kind: ResourceKind, id: &str) -> Result<()> {

@@ -203,9 +203,7 @@ fn observed_tags(o: &ObservedResource) -> BTreeMap<String, String> {
         }
     }
     if let Some(own) = &o.ownership {
-        for (k, v) in own.to_tags() {
-            tags.insert(k.to_string(), v.to_string());
-        }
+        tags.extend(own.owned_tags());
     }
     tags
 }

@@ -52,7 +52,7 @@ pub use inventory::{
     Inventory, InventoryApi, InventoryBucket, InventoryInstance, InventoryVolume, RunState,
 };
 pub use prices::{LiveQuote, PriceApi, QuoteTerm};
-pub use provider::{AlsoList, CreateRequest, Provider, Scope};
+pub use provider::{AlsoList, CreateRequest, ExistingResource, Provider, Scope};
 pub use quota::{QuotaMarket, QuotaReading, QuotaUnit};
 pub use request::{
     BlockSpec, BucketLifecycle, BucketSpec, Create, Desired, FirewallSpec, InstanceSpec,

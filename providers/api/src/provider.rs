@@ -13,6 +13,16 @@ pub struct Scope {
     pub region: String,
 }
 
+/// A resource that exists in a cloud: where it is, its kind and its
+/// provider id. What an import's tagging ([`Provider::set_ownership`])
+/// and the read after an update take, as one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExistingResource<'a> {
+    pub scope: &'a Scope,
+    pub kind: ResourceKind,
+    pub id: &'a str,
+}
+
 /// A request to create one resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreateRequest {
@@ -214,16 +224,15 @@ pub trait Provider: Send + Sync {
     /// again succeeds, so an interrupted import is simply run again.
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        resource: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let _ = (scope, id, ownership);
+        let _ = ownership;
         Err(crate::ProviderError::new(
             crate::ErrorKind::Invalid,
             format!(
-                "importing a {kind} is not supported on {} yet",
+                "importing a {} is not supported on {} yet",
+                resource.kind,
                 self.label()
             ),
         ))

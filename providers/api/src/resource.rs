@@ -230,6 +230,14 @@ impl OwnershipTags {
         tags
     }
 
+    /// [`OwnershipTags::to_tags`] as owned strings: what the clouds' tag
+    /// lists and maps hold.
+    pub fn owned_tags(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.to_tags()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+    }
+
     /// Whether this resource belongs to `workspace` (`None`: `default`).
     pub fn in_workspace(&self, workspace: Option<&str>) -> bool {
         self.workspace.as_deref() == workspace

@@ -9,7 +9,8 @@ use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ObservedResource, OwnershipTags, ResourceKind, Scope, TagApi, Update, UserTags,
+    Cloud, Create, ExistingResource, ObservedResource, OwnershipTags, ResourceKind, TagApi, Update,
+    UserTags,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -69,11 +70,7 @@ pub(crate) fn creation_tags(
     extra: &[(&str, String)],
     user: &UserTags,
 ) -> Tags {
-    let mut tags: Tags = own
-        .to_tags()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut tags: Tags = own.owned_tags().collect();
     tags.push((KIND_TAG.to_string(), kind.to_string()));
     tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     if user.get("Name").is_none() {
@@ -172,9 +169,7 @@ impl TagApi for AwsProvider {
     /// its id, is read first for it.
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
         let c = self.client(scope)?;

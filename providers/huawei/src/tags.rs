@@ -18,8 +18,8 @@ use crate::HuaweiProvider;
 use async_trait::async_trait;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, Create, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update,
-    UserTags,
+    Cloud, Create, ErrorKind, ExistingResource, OwnershipTags, ProviderError, ResourceKind, TagApi,
+    Update, UserTags,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -295,9 +295,7 @@ impl TagApi for HuaweiProvider {
     /// one call.
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
         let region = scope.region.as_str();

@@ -4,8 +4,8 @@
 use crate::ObjStore;
 use async_trait::async_trait;
 use gpuform_provider::{
-    BucketApi, BucketChange, BucketSpec, Create, ObservedResource, OwnershipTags, Result, Scope,
-    Update, UserTags,
+    BucketApi, BucketChange, BucketSpec, Create, ExistingResource, ObservedResource, OwnershipTags,
+    Result, Scope, Update, UserTags,
 };
 
 #[async_trait]
@@ -28,11 +28,10 @@ impl BucketApi for ObjStore {
 
     async fn set_bucket_ownership(
         &self,
-        scope: &Scope,
-        id: &str,
+        bucket: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        self.set_ownership(scope, id, ownership).await
+        self.set_ownership(bucket.scope, bucket.id, ownership).await
     }
 
     async fn read_buckets(&self, scope: &Scope, ids: &[String]) -> Result<Vec<ObservedResource>> {

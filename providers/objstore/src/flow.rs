@@ -186,12 +186,7 @@ impl ObjStore {
 
     /// Ownership, kind, force-destroy (and class) tags, then the user's.
     fn creation_tags(&self, req: &Create<BucketSpec>) -> Result<Tags> {
-        let mut tags: Tags = req
-            .ownership
-            .to_tags()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let mut tags: Tags = req.ownership.owned_tags().collect();
         tags.insert(
             record_tags::KIND.into(),
             ResourceKind::Bucket.as_str().into(),

@@ -82,12 +82,7 @@ impl ObjStore {
             .into_iter()
             .filter(|(k, _)| !OwnershipTags::KEYS.contains(&k.as_str()))
             .collect();
-        tags.extend(
-            ownership
-                .to_tags()
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
+        tags.extend(ownership.owned_tags());
         tags.insert(
             record_tags::KIND.into(),
             gpuform_provider::ResourceKind::Bucket.as_str().into(),

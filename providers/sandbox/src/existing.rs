@@ -10,8 +10,8 @@ use crate::store::{delete_line, own_line, set_line, Entry, MEMBERS_KEY, OBJECT_C
 use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ObservedResource, OwnershipTags, ResourceKind,
-    Scope,
+    Attachment, Attrs, ChangeSet, Cloud, ErrorKind, ExistingResource, ObservedResource,
+    OwnershipTags, ResourceKind, Scope,
 };
 
 /// The resource `id` if it is alive; an error if it is another kind or in
@@ -136,8 +136,7 @@ pub(crate) fn update(
 pub(crate) fn own(
     inner: &mut Inner,
     cloud: Cloud,
-    scope: &Scope,
-    (kind, id): (ResourceKind, &str),
+    ExistingResource { scope, kind, id }: ExistingResource<'_>,
     ownership: &OwnershipTags,
 ) -> Result<()> {
     alive(inner, cloud, scope, kind, id)?;

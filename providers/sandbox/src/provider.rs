@@ -22,9 +22,9 @@ use gpuform_provider::provider::RateLimit;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Attachment, Attrs, BlockOffering, BlockQuery, BlockSpec, ChangeSet, Cloud, Create,
-    CreateRequest, Desired, ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume,
-    ObservedResource, OwnershipTags, Provider, ProviderError, QuotaMarket, QuotaReading,
-    Reservation, ReservationFilter, ResourceKind, Scope, UserTags,
+    CreateRequest, Desired, ErrorKind, ExistingResource, Inventory, InventoryApi,
+    InventoryInstance, InventoryVolume, ObservedResource, OwnershipTags, Provider, ProviderError,
+    QuotaMarket, QuotaReading, Reservation, ReservationFilter, ResourceKind, Scope, UserTags,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -404,15 +404,11 @@ impl Provider for SandboxProvider {
 
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        resource: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        self.call(1, |inner| {
-            own(inner, self.cloud, scope, (kind, id), ownership)
-        })
-        .await
+        self.call(1, |inner| own(inner, self.cloud, resource, ownership))
+            .await
     }
 }
 

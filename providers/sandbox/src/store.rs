@@ -252,9 +252,7 @@ impl Entry {
             }
         }
         if let Some(own) = self.ownership() {
-            for (k, v) in own.to_tags() {
-                tags.insert(k.to_string(), v.to_string());
-            }
+            tags.extend(own.owned_tags());
         }
         tags
     }

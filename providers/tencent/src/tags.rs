@@ -17,7 +17,8 @@ use gpuform_provider::resource::record_tags;
 use gpuform_provider::tags::reserved_prefixes;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Cloud, ErrorKind, OwnershipTags, ProviderError, ResourceKind, Scope, TagApi, Update, UserTags,
+    Cloud, ErrorKind, ExistingResource, OwnershipTags, ProviderError, ResourceKind, TagApi, Update,
+    UserTags,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -126,9 +127,7 @@ impl TagApi for TencentProvider {
     /// resource half-owned.
     async fn set_ownership(
         &self,
-        scope: &Scope,
-        kind: ResourceKind,
-        id: &str,
+        ExistingResource { scope, kind, id }: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
         let (service, prefix) = six_segment_type(kind)?;

@@ -45,8 +45,8 @@ use aws_sdk_s3::Client;
 use gpuform_provider::bucket::{not_empty, FORCE_DESTROY_TAG};
 use gpuform_provider::Result;
 use gpuform_provider::{
-    BucketApi, BucketChange, BucketLifecycle, BucketSpec, Create, ErrorKind, ObservedResource,
-    OwnershipTags, ProviderError, Scope, StorageClass, Update, UserTags,
+    BucketApi, BucketChange, BucketLifecycle, BucketSpec, Create, ErrorKind, ExistingResource,
+    ObservedResource, OwnershipTags, ProviderError, Scope, StorageClass, Update, UserTags,
 };
 use std::collections::BTreeSet;
 
@@ -99,11 +99,7 @@ fn not_ours(name: &str, why: &str) -> ProviderError {
 /// The tags gpuform keeps on a bucket: ownership, kind, force-destroy (when
 /// on) and the user's.
 fn bucket_tags(own: &OwnershipTags, force_destroy: bool, user: &UserTags) -> Tags {
-    let mut tags: Tags = own
-        .to_tags()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut tags: Tags = own.owned_tags().collect();
     tags.push((KIND_TAG.to_string(), "bucket".to_string()));
     if force_destroy {
         tags.push((FORCE_DESTROY_TAG.to_string(), "true".to_string()));
@@ -586,11 +582,11 @@ impl BucketApi for AwsProvider {
     /// tags as a whole). A bucket that is gone is `NotFound`.
     async fn set_bucket_ownership(
         &self,
-        scope: &Scope,
-        id: &str,
+        bucket: ExistingResource<'_>,
         ownership: &OwnershipTags,
     ) -> Result<()> {
-        let c = self.s3(&scope.region)?;
+        let id = bucket.id;
+        let c = self.s3(&bucket.scope.region)?;
         let mut tags: Tags = settable(read::tags(&c, id).await?)
             .into_iter()
             .filter(|(k, _)| !OwnershipTags::KEYS.contains(&k.as_str()) && k != KIND_TAG)
