@@ -26,7 +26,7 @@ RULES=(
   'Alibaba disk categories (the Alibaba table)|providers/alibaba/src/volume_types.rs|"cloud_(essd|efficiency|ssd|auto|essd_entry)"'
   'Tencent CBS disk types (the Tencent table)|providers/tencent/src/volume_types.rs|"CLOUD_(BASIC|PREMIUM|BSSD|SSD|HSSD|TSSD)"'
   'Huawei EVS disk types (the Huawei table)|providers/huawei/src/volume_types.rs|"(SATA|SAS|GPSSD|SSD|ESSD)2?"'
-  'neutral attribute keys read across parts (attached_to, private_ip)|providers/api/src/resource.rs|"attached_to"|(get|insert|ip)\("private_ip"'
+  'neutral attribute keys (attr::PRICING, attr::SIZE_GB, ...)|providers/api/src/resource.rs|"attached_to"|(get|insert|ip)\("private_ip"|attrs(\(\))?\.(get|get_mut|insert|remove|contains_key)\("(zone|instance_type|image|pricing|root_gb|rdma|user_data|spot_max_price|mig|size_gb|volume_type|storage_class|versioning|encryption|lifecycle|public_access_blocked|force_destroy|strategy)"'
   'reading a provider key (aws, sandbox:aws): a Target, read once where a file enters (its Deserialize)|src/address.rs|Target::parse\(|"sandbox:(aws|alibaba|tencent|huawei)?"'
   'the text of a resource address (cluster.NAME.LOCAL, bucket.NAME, ADDRESS~ID): an Address, built and taken apart by its methods|providers/api/src/address.rs|format(_compact)?!\("(cluster|bucket)\.\{[^}]*\}(\.|")|strip_prefix\("cluster\.|\{[a-z_.]*\}~\{|contains\(.~.\)'
 )

@@ -545,7 +545,7 @@ pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) ->
         .get(IMAGE_TAG)
         .cloned()
         .unwrap_or_else(|| text(i, "ImageId"));
-    a.insert("image".into(), json!(image));
+    a.insert(attr::IMAGE.into(), json!(image));
     let charge = text(i, "InstanceChargeType");
     let spot = text(i, "SpotStrategy");
     let pricing = if charge == "PrePaid" {
@@ -558,15 +558,15 @@ pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) ->
     } else {
         Pricing::OnDemand.to_string()
     };
-    a.insert("pricing".into(), json!(pricing));
+    a.insert(attr::PRICING.into(), json!(pricing));
     if charge == "PrePaid" {
         a.insert(SUBSCRIPTION_ENDS.into(), json!(text(i, "ExpiredTime")));
     }
     if let Some(gb) = root_gb {
-        a.insert("root_gb".into(), json!(gb));
+        a.insert(attr::ROOT_GB.into(), json!(gb));
     }
     if let Some(r) = tags.get(RDMA_TAG) {
-        a.insert("rdma".into(), json!(r == "true"));
+        a.insert(attr::RDMA.into(), json!(r == "true"));
     }
     if let Some(ip) = private_ip(i) {
         a.insert(attr::PRIVATE_IP.into(), json!(ip));
@@ -615,7 +615,7 @@ pub(crate) fn observe_deployment_set(d: &Value, region: &str) -> ObservedResourc
         _ => None,
     };
     if let Some(s) = strategy {
-        a.insert("strategy".into(), json!(s.as_str()));
+        a.insert(attr::STRATEGY.into(), json!(s.as_str()));
     }
     ObservedResource {
         kind: ResourceKind::Placement,
@@ -662,7 +662,7 @@ mod tests {
         // No address assigned yet: not reported.
         assert!(!observe_instance(&spot, "r", None)
             .attrs
-            .contains_key("private_ip"));
+            .contains_key(attr::PRIVATE_IP));
     }
 
     #[test]

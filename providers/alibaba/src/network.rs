@@ -335,13 +335,13 @@ pub(crate) fn inner_access_accepted(policy: &str) -> bool {
 
 pub(crate) fn observe_vpc(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
-    a.insert("cidr".into(), json!(text(v, "CidrBlock")));
+    a.insert(attr::CIDR.into(), json!(text(v, "CidrBlock")));
     observed(ResourceKind::Network, v, "VpcId", &tags_of(v), a, region)
 }
 
 pub(crate) fn observe_vswitch(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
-    a.insert("cidr".into(), json!(text(v, "CidrBlock")));
+    a.insert(attr::CIDR.into(), json!(text(v, "CidrBlock")));
     a.insert(attr::ZONE.into(), json!(text(v, "ZoneId")));
     observed(ResourceKind::Subnet, v, "VSwitchId", &tags_of(v), a, region)
 }
@@ -436,7 +436,7 @@ mod tests {
             json!([{"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr": "0.0.0.0/0"}])
         );
         let dropped = observe_group(&group, &of("drop", Vec::new()), "r");
-        let seen = ObservedIngress::from_value(dropped.attrs.get("ingress")).unwrap();
+        let seen = ObservedIngress::from_value(dropped.attrs.get(attr::INGRESS)).unwrap();
         assert!(!seen.member_rule);
         assert!(seen.egress);
         // An egress rule that drops traffic: egress is missing; one that
@@ -445,7 +445,7 @@ mod tests {
         let drop = json!({"Direction": "egress", "IpProtocol": "ALL", "PortRange": "-1/-1", "DestCidrIp": "0.0.0.0/0", "Policy": "Drop"});
         let read = |egress: Vec<Value>| {
             let o = observe_group(&group, &of("Accept", egress), "r");
-            ObservedIngress::from_value(o.attrs.get("ingress"))
+            ObservedIngress::from_value(o.attrs.get(attr::INGRESS))
                 .unwrap()
                 .egress
         };

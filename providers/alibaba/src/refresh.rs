@@ -11,6 +11,7 @@ use crate::storage::observe_disk;
 use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
 use crate::{AlibabaProvider, Product};
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::Backoff;
 use gpuform_provider::Result;
@@ -185,7 +186,7 @@ pub(crate) fn observed(
     mut attrs: Attrs,
     region: &str,
 ) -> ObservedResource {
-    attrs.insert("tags".into(), user_tags_of(tags).to_value());
+    attrs.insert(attr::TAGS.into(), user_tags_of(tags).to_value());
     ObservedResource {
         kind,
         id: text(item, id_key),

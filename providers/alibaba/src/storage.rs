@@ -201,7 +201,7 @@ pub(crate) fn observe_disk(d: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
     a.insert(attr::ZONE.into(), json!(text(d, "ZoneId")));
     if let Some(s) = d.get("Size").and_then(Value::as_u64) {
-        a.insert("size_gb".into(), json!(s));
+        a.insert(attr::SIZE_GB.into(), json!(s));
     }
     a.insert(
         "volume_type".into(),

@@ -10,6 +10,7 @@ use crate::client::{items, Params};
 use crate::refresh::Api;
 use crate::AlibabaProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, Create, ErrorKind, ExistingResource, OwnershipTags, ProviderError, ResourceKind, TagApi,
@@ -146,7 +147,7 @@ impl TagApi for AlibabaProvider {
         let product = api.listing().product;
         let have: BTreeMap<String, String> = current
             .attrs
-            .get("tags")
+            .get(attr::TAGS)
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()

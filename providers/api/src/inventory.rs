@@ -111,7 +111,7 @@ impl InventoryInstance {
             state: RunState::of_status(&o.status),
             status: o.status.to_ascii_lowercase(),
             launch_time: launch_time.filter(|t| !t.is_empty()),
-            pricing: text("pricing").filter(|p| !p.is_empty()),
+            pricing: text(attr::PRICING).filter(|p| !p.is_empty()),
             tags: observed_tags(o),
             disk_gb,
             uses: BTreeMap::new(),
@@ -145,7 +145,7 @@ impl InventoryVolume {
             region: o.region.clone(),
             zone: text(attr::ZONE).filter(|z| !z.is_empty()),
             size_gb: o.attrs.get(attr::SIZE_GB).and_then(|v| v.as_u64()),
-            volume_type: text("volume_type")
+            volume_type: text(attr::VOLUME_TYPE)
                 .filter(|t| !t.is_empty())
                 .map(|t| ObservedVolumeType::from_attr(&t)),
             tags: observed_tags(o),
@@ -180,9 +180,9 @@ impl InventoryBucket {
         let count = |k: &str| o.attrs.get(k).and_then(|v| v.as_u64());
         InventoryBucket {
             id: o.id.clone(),
-            name: text("name").unwrap_or_else(|| o.id.clone()),
+            name: text(attr::NAME).unwrap_or_else(|| o.id.clone()),
             region: o.region.clone(),
-            storage_class: text("storage_class").unwrap_or_else(|| "standard".to_string()),
+            storage_class: text(attr::STORAGE_CLASS).unwrap_or_else(|| "standard".to_string()),
             object_count: count(crate::bucket::OBJECT_COUNT),
             size_bytes: count(crate::bucket::SIZE_BYTES),
             tags: observed_tags(o),

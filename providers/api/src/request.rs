@@ -334,7 +334,7 @@ impl Desired {
                 req,
                 t,
                 NetworkSpec {
-                    cidr: r.required_str("cidr")?,
+                    cidr: r.required_str(attr::CIDR)?,
                 },
             )),
             ResourceKind::Subnet => Desired::Subnet(create(
@@ -343,7 +343,7 @@ impl Desired {
                 SubnetSpec {
                     network: r.required_ref("network")?,
                     zone: r.required_str(attr::ZONE)?,
-                    cidr: r.required_str("cidr")?,
+                    cidr: r.required_str(attr::CIDR)?,
                 },
             )),
             ResourceKind::Firewall => Desired::Firewall(create(
@@ -359,7 +359,7 @@ impl Desired {
                 req,
                 t,
                 PlacementSpec {
-                    strategy: match r.str("strategy")?.as_deref() {
+                    strategy: match r.str(attr::STRATEGY)?.as_deref() {
                         None | Some("cluster") => PlacementStrategy::Cluster,
                         Some("spread") => PlacementStrategy::Spread,
                         Some(other) => {
@@ -371,7 +371,7 @@ impl Desired {
                             ))
                         }
                     },
-                    rdma: r.bool("rdma")?.unwrap_or(false),
+                    rdma: r.bool(attr::RDMA)?.unwrap_or(false),
                 },
             )),
             ResourceKind::Instance => Desired::Instance(create(
@@ -379,13 +379,13 @@ impl Desired {
                 t,
                 InstanceSpec {
                     instance_type: r.required_str(attr::INSTANCE_TYPE)?,
-                    image: r.required_str("image")?,
+                    image: r.required_str(attr::IMAGE)?,
                     zone: r.str(attr::ZONE)?,
                     pricing: r.pricing()?,
                     spot_max_price: r.spot_max_price()?,
-                    root_gb: r.u32("root_gb")?,
-                    rdma: r.bool("rdma")?.unwrap_or(false),
-                    user_data: r.str("user_data")?,
+                    root_gb: r.u32(attr::ROOT_GB)?,
+                    rdma: r.bool(attr::RDMA)?.unwrap_or(false),
+                    user_data: r.str(attr::USER_DATA)?,
                     subnet: r.optional_ref("subnet"),
                     firewall: r.optional_ref("firewall"),
                     placement: r.optional_ref("placement"),
@@ -401,9 +401,11 @@ impl Desired {
                 req,
                 t,
                 VolumeSpec {
-                    size_gb: r.u32("size_gb")?.ok_or_else(|| r.missing("size_gb"))?,
+                    size_gb: r
+                        .u32(attr::SIZE_GB)?
+                        .ok_or_else(|| r.missing(attr::SIZE_GB))?,
                     zone: r.str(attr::ZONE)?,
-                    volume_type: match r.str("volume_type")? {
+                    volume_type: match r.str(attr::VOLUME_TYPE)? {
                         None => VolumeType::default(),
                         Some(t) => VolumeType::parse(&t).ok_or_else(|| {
                             r.bad(
@@ -437,8 +439,8 @@ impl Desired {
                 req,
                 t,
                 BucketSpec {
-                    name: r.required_str("name")?,
-                    storage_class: match r.str("storage_class")? {
+                    name: r.required_str(attr::NAME)?,
+                    storage_class: match r.str(attr::STORAGE_CLASS)? {
                         None => StorageClass::Standard,
                         Some(c) => StorageClass::parse(&c).ok_or_else(|| {
                             r.bad(
@@ -447,11 +449,11 @@ impl Desired {
                             )
                         })?,
                     },
-                    versioning: r.bool("versioning")?.unwrap_or(false),
-                    encryption: r.bool("encryption")?.unwrap_or(true),
+                    versioning: r.bool(attr::VERSIONING)?.unwrap_or(false),
+                    encryption: r.bool(attr::ENCRYPTION)?.unwrap_or(true),
                     lifecycle: BucketLifecycle::parse(req.attrs.get(attr::LIFECYCLE))?,
-                    public_access_blocked: r.bool("public_access_blocked")?.unwrap_or(true),
-                    force_destroy: r.bool("force_destroy")?.unwrap_or(false),
+                    public_access_blocked: r.bool(attr::PUBLIC_ACCESS_BLOCKED)?.unwrap_or(true),
+                    force_destroy: r.bool(attr::FORCE_DESTROY)?.unwrap_or(false),
                 },
             )),
         })
@@ -531,7 +533,7 @@ impl Reader<'_> {
     }
 
     fn pricing(&self) -> Result<Pricing> {
-        match self.str("pricing")? {
+        match self.str(attr::PRICING)? {
             None => Ok(Pricing::OnDemand),
             Some(p) => Pricing::parse(&p).ok_or_else(|| {
                 self.bad(
@@ -577,6 +579,3 @@ impl Reader<'_> {
         })
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -83,7 +83,7 @@ impl ResourceKind {
     /// it. Every other attribute change forces a replacement.
     pub fn updatable_attrs(self) -> &'static [&'static str] {
         match self {
-            ResourceKind::Instance => &["tags"],
+            ResourceKind::Instance => &[attr::TAGS],
             ResourceKind::Volume => &["size_gb", "tags", attr::ATTACHED_TO],
             ResourceKind::Firewall => &[attr::INGRESS, "tags"],
             ResourceKind::Bucket => &[
@@ -97,7 +97,7 @@ impl ResourceKind {
             ],
             // A purchase: nothing about it changes after it is bought.
             ResourceKind::Block => &[],
-            _ => &["tags"],
+            _ => &[attr::TAGS],
         }
     }
 

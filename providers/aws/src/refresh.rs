@@ -221,7 +221,7 @@ fn text(s: Option<&str>) -> Option<Value> {
 }
 
 pub(crate) fn observe_vpc(v: &Vpc, region: &str) -> ObservedResource {
-    let a = attrs([("cidr", text(v.cidr_block()))]);
+    let a = attrs([(attr::CIDR, text(v.cidr_block()))]);
     let status = v.state().map(|s| s.as_str());
     observed(
         ResourceKind::Network,
@@ -235,7 +235,7 @@ pub(crate) fn observe_vpc(v: &Vpc, region: &str) -> ObservedResource {
 
 pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
     let a = attrs([
-        ("cidr", text(s.cidr_block())),
+        (attr::CIDR, text(s.cidr_block())),
         (attr::ZONE, text(s.availability_zone())),
     ]);
     let status = s.state().map(|s| s.as_str());
@@ -286,7 +286,7 @@ fn observe_placements<'a>(
 
 pub(crate) fn observe_placement(g: &PlacementGroup, region: &str) -> ObservedResource {
     let a = attrs([
-        ("strategy", text(g.strategy().map(|s| s.as_str()))),
+        (attr::STRATEGY, text(g.strategy().map(|s| s.as_str()))),
         ("group_id", text(g.group_id())),
     ]);
     let status = g.state().map(|s| s.as_str());
@@ -382,8 +382,8 @@ pub(crate) fn observe_instance(
             attr::ZONE,
             text(i.placement().and_then(|p| p.availability_zone())),
         ),
-        ("image", text(image)),
-        ("pricing", text(Some(pricing))),
+        (attr::IMAGE, text(image)),
+        (attr::PRICING, text(Some(pricing))),
         ("root_gb", root_gb.map(Value::from)),
         ("rdma", Some(rdma.into())),
         // The primary private IPv4 address (a reported attribute).

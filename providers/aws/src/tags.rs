@@ -6,6 +6,7 @@ use crate::errors::{done, Op};
 use crate::AwsProvider;
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use gpuform_provider::attr;
 use gpuform_provider::resource::record_tags;
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -103,7 +104,7 @@ pub(crate) fn observed_user_tags(tags: &[Tag], own: Option<&OwnershipTags>) -> U
 
 /// The user tags of a resource as read (its `tags` attribute).
 fn tags_of(r: &ObservedResource) -> UserTags {
-    let map: BTreeMap<String, String> = match r.attrs.get("tags") {
+    let map: BTreeMap<String, String> = match r.attrs.get(attr::TAGS) {
         Some(Value::Object(m)) => m
             .iter()
             .map(|(k, v)| {

@@ -376,7 +376,7 @@ async fn delete_servers(p: &HuaweiProvider, region: &str, pid: &str, ids: &[&str
 pub fn delete_refusal(observed: &ObservedResource) -> Option<String> {
     let reserved = observed
         .attrs
-        .get("pricing")
+        .get(attr::PRICING)
         .and_then(Value::as_str)
         .is_some_and(|p| p.starts_with("reserved-"));
     (observed.kind == ResourceKind::Instance && reserved).then(|| {

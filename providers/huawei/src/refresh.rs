@@ -254,7 +254,7 @@ fn observed(
 ) -> ObservedResource {
     let ownership = tags.and_then(tags::ownership_from);
     if let Some(t) = tags {
-        attrs.insert("tags".into(), tags::observed_user_tags(t).to_value());
+        attrs.insert(attr::TAGS.into(), tags::observed_user_tags(t).to_value());
     }
     ObservedResource {
         kind,
@@ -442,7 +442,7 @@ pub fn observe_volume(v: &Value, region: &str) -> ObservedResource {
     let mut a = Attrs::new();
     a.insert(attr::ZONE.into(), json!(s(v, "availability_zone")));
     if let Some(n) = v.get("size").and_then(Value::as_u64) {
-        a.insert("size_gb".into(), json!(n));
+        a.insert(attr::SIZE_GB.into(), json!(n));
     }
     a.insert(
         "volume_type".into(),
@@ -494,7 +494,7 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
             .unwrap_or_default()
             .to_string(),
     };
-    a.insert("image".into(), json!(image));
+    a.insert(attr::IMAGE.into(), json!(image));
     let asked = s(&md, "gpuform_pricing");
     let pricing = match s(&md, "charging_mode").as_str() {
         "0" => "on-demand".to_string(),
@@ -504,7 +504,7 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
         _ => asked,
     };
     if !pricing.is_empty() {
-        a.insert("pricing".into(), json!(pricing));
+        a.insert(attr::PRICING.into(), json!(pricing));
     }
     let boot = sv
         .get("os-extended-volumes:volumes_attached")
@@ -514,7 +514,7 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
         .find(|v| s(v, "bootIndex") == "0")
         .map(|v| s(v, "id"));
     if let Some(size) = boot.and_then(|b| root_sizes.get(&b)) {
-        a.insert("root_gb".into(), json!(size));
+        a.insert(attr::ROOT_GB.into(), json!(size));
     }
     if let Some(ip) = private_ip(sv) {
         a.insert(attr::PRIVATE_IP.into(), json!(ip));
@@ -525,7 +525,7 @@ fn observe_server(sv: &Value, region: &str, root_sizes: &HashMap<String, u64>) -
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
         {
-            a.insert("user_data".into(), json!(text));
+            a.insert(attr::USER_DATA.into(), json!(text));
         }
     }
     observed_item(ResourceKind::Instance, sv, region, &tag_list, a)

@@ -16,6 +16,7 @@
 use crate::client::{s, Call, Service};
 use crate::HuaweiProvider;
 use async_trait::async_trait;
+use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
     Cloud, Create, ErrorKind, ExistingResource, OwnershipTags, ProviderError, ResourceKind, TagApi,
@@ -269,7 +270,7 @@ impl TagApi for HuaweiProvider {
         let pid = self.project(region)?;
         let (svc, base) = tagged_path(pid, current.kind, &current.id)?;
         let have: BTreeMap<String, String> =
-            from_map(current.attrs.get("tags").unwrap_or(&Value::Null))
+            from_map(current.attrs.get(attr::TAGS).unwrap_or(&Value::Null))
                 .into_iter()
                 .collect();
         let diff = want.diff_from(&UserTags::from_map(have.clone()));

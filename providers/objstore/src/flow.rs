@@ -6,7 +6,7 @@ use crate::xml::Node;
 use crate::{ClassAt, ClassRead, ObjStore, RuleScope, SseForm, CLASS_TAG, COUNT_PAGES, RULE_ID};
 use gpuform_provider::bucket::{FORCE_DESTROY_TAG, OBJECT_COUNT};
 use gpuform_provider::resource::record_tags;
-use gpuform_provider::Result;
+use gpuform_provider::{attr, Result};
 use gpuform_provider::{
     Attrs, BucketLifecycle, BucketSpec, Create, ErrorKind, ObservedResource, OwnershipTags,
     ProviderError, ResourceKind, StorageClass, UserTags,
@@ -573,21 +573,21 @@ impl ObjStore {
             .count_objects(region, name, s.versioned_ever, COUNT_PAGES)
             .await?;
         let mut attrs = Attrs::new();
-        attrs.insert("name".into(), Value::from(name));
+        attrs.insert(attr::NAME.into(), Value::from(name));
         if let Some(c) = class {
-            attrs.insert("storage_class".into(), Value::from(c));
+            attrs.insert(attr::STORAGE_CLASS.into(), Value::from(c));
         }
-        attrs.insert("versioning".into(), Value::Bool(s.versioning));
-        attrs.insert("encryption".into(), Value::Bool(s.encryption));
-        attrs.insert("lifecycle".into(), s.lifecycle.to_value());
-        attrs.insert("public_access_blocked".into(), Value::Bool(s.private));
+        attrs.insert(attr::VERSIONING.into(), Value::Bool(s.versioning));
+        attrs.insert(attr::ENCRYPTION.into(), Value::Bool(s.encryption));
+        attrs.insert(attr::LIFECYCLE.into(), s.lifecycle.to_value());
+        attrs.insert(attr::PUBLIC_ACCESS_BLOCKED.into(), Value::Bool(s.private));
         let force = tags.get(FORCE_DESTROY_TAG).is_some_and(|v| v == "true");
-        attrs.insert("force_destroy".into(), Value::Bool(force));
+        attrs.insert(attr::FORCE_DESTROY.into(), Value::Bool(force));
         let user = UserTags::observed(
             self.dialect.cloud,
             tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         );
-        attrs.insert("tags".into(), user.to_value());
+        attrs.insert(attr::TAGS.into(), user.to_value());
         attrs.insert(OBJECT_COUNT.into(), Value::from(count));
         Ok(Some(ObservedResource {
             kind: ResourceKind::Bucket,

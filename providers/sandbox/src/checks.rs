@@ -8,7 +8,7 @@ use crate::errors::{invalid, list, perr, Code};
 use crate::faults::Faults;
 use crate::store::Entry;
 use gpuform_catalog::{Catalog, InstanceType, Region};
-use gpuform_provider::Result;
+use gpuform_provider::{attr, Result};
 use gpuform_provider::{Cloud, ErrorKind, ResourceKind};
 
 /// The ref a kind cannot be made without (the provider id of a resource it
@@ -137,7 +137,7 @@ pub(crate) fn cidr(cloud: Cloud, kind: ResourceKind, cidr: &str) -> Result<(u32,
 pub(crate) fn subnet_cidr(cloud: Cloud, cidr: &str, network: &Entry) -> Result<()> {
     let (ip, len) = self::cidr(cloud, ResourceKind::Subnet, cidr)?;
     let attrs = network.attrs();
-    let Some(net_cidr) = attrs.get("cidr").and_then(|v| v.as_str()) else {
+    let Some(net_cidr) = attrs.get(attr::CIDR).and_then(|v| v.as_str()) else {
         return Ok(());
     };
     match parse_cidr(net_cidr) {
@@ -163,7 +163,7 @@ pub(crate) fn subnet_overlap(
         if e.kind != ResourceKind::Subnet || e.ref_of("network") != Some(network_id) {
             return None;
         }
-        let theirs = e.attrs().get("cidr")?.as_str()?.to_string();
+        let theirs = e.attrs().get(attr::CIDR)?.as_str()?.to_string();
         let (oip, olen) = parse_cidr(&theirs)?;
         let shorter = len.min(olen);
         (ip & mask(shorter) == oip & mask(shorter)).then(|| format!("`{theirs}` ({id})"))

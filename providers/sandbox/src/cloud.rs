@@ -327,7 +327,7 @@ impl SandboxCloud {
     pub fn reclaim_behind(&self, id_or_address: &str) -> Result<SandboxResource, SandboxError> {
         let (mut inner, cloud, id, res) = self.behind(id_or_address)?;
         if res.kind != ResourceKind::Instance
-            || res.attrs.get("pricing").and_then(|p| p.as_str()) != Some("spot")
+            || res.attrs.get(attr::PRICING).and_then(|p| p.as_str()) != Some("spot")
         {
             return Err(SandboxError::DependencyViolation(format!(
                 "{} {id} is not a spot instance: only spot capacity is reclaimed (use `gpuform sandbox delete` to delete it)",

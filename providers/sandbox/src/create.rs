@@ -158,7 +158,7 @@ pub(crate) fn create(
         }
         // The size is the spec's estimate: a cloud never reports it.
         ResourceKind::Bucket => {
-            stored.remove("size_gb");
+            stored.remove(attr::SIZE_GB);
             stored.insert(OBJECT_COUNT.into(), Value::from(0));
         }
         _ => {}
@@ -209,7 +209,7 @@ pub(crate) fn append(inner: &mut Inner, rec: &CreateRec, json: String) -> Result
 /// user tags (when given) as the cloud reports them, as text.
 pub(crate) fn neutral_attrs(attrs: &Attrs, tags: Option<&UserTags>) -> Attrs {
     let mut out = attrs.clone();
-    if let (Some(tags), Some(v)) = (tags, out.get_mut("tags")) {
+    if let (Some(tags), Some(v)) = (tags, out.get_mut(attr::TAGS)) {
         if !v.is_null() {
             *v = tags.to_value();
         }

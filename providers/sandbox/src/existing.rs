@@ -75,7 +75,11 @@ pub(crate) fn update(
     let e = alive(inner, cloud, scope, kind, id)?;
     let mut attrs = e.attrs();
     if let Some(size) = set.size_gb {
-        checks::volume_size(cloud, size, attrs.get("size_gb").and_then(|v| v.as_u64()))?;
+        checks::volume_size(
+            cloud,
+            size,
+            attrs.get(attr::SIZE_GB).and_then(|v| v.as_u64()),
+        )?;
     }
     // AttachVolume / DetachVolume: to an instance of the volume's zone.
     if let Some(Attachment::To(instance)) = &set.attachment {
@@ -166,7 +170,7 @@ pub(crate) fn delete(
             .get(OBJECT_COUNT)
             .and_then(|v| v.as_u64())
             .unwrap_or(0);
-        let force = attrs.get("force_destroy").and_then(|v| v.as_bool()) == Some(true);
+        let force = attrs.get(attr::FORCE_DESTROY).and_then(|v| v.as_bool()) == Some(true);
         if objects > 0 && !force {
             // Not a dependency to wait for: nothing gpuform does empties it.
             return Err(perr(

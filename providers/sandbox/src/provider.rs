@@ -204,7 +204,7 @@ impl Provider for SandboxProvider {
     /// a real cloud would: a detached volume, a group without rules. A
     /// retry with the same token finds the resource and does the rest.
     async fn create(&self, req: &CreateRequest) -> Result<ObservedResource> {
-        let tags = UserTags::parse(req.attrs.get("tags"), self.cloud, tag_rules)?;
+        let tags = UserTags::parse(req.attrs.get(attr::TAGS), self.cloud, tag_rules)?;
         let want = Desired::parse(req, tags.clone())?;
         if let Desired::Block(c) = &want {
             return self.buy_block(c).await;
@@ -471,7 +471,7 @@ impl InventoryApi for SandboxProvider {
                     o.status = s;
                 }
                 let launch = text("launch_time");
-                let disk = o.attrs.get("root_gb").and_then(Value::as_u64);
+                let disk = o.attrs.get(attr::ROOT_GB).and_then(Value::as_u64);
                 let mut inst = InventoryInstance::from_observed(&o, launch, disk);
                 if let Some(e) = cs.by_id.get(o.id.as_str()) {
                     for role in ["subnet", "placement"] {

@@ -244,7 +244,7 @@ impl Entry {
     /// Ownership tags plus the user's `tags` attribute.
     pub fn tags(&self, attrs: &Attrs) -> BTreeMap<String, String> {
         let mut tags = BTreeMap::new();
-        if let Some(serde_json::Value::Object(user)) = attrs.get("tags") {
+        if let Some(serde_json::Value::Object(user)) = attrs.get(attr::TAGS) {
             for (k, v) in user {
                 if let Some(v) = v.as_str() {
                     tags.insert(k.clone(), v.to_string());
@@ -292,7 +292,7 @@ impl CloudStore {
     /// subnet repeat only after as many creates as it has hosts.
     fn private_ip(&self, e: &Entry) -> Option<String> {
         let subnet = self.by_id.get(e.ref_of("subnet")?)?;
-        let cidr = subnet.attrs().get("cidr")?.as_str()?.to_string();
+        let cidr = subnet.attrs().get(attr::CIDR)?.as_str()?.to_string();
         let (net, len) = crate::checks::parse_cidr(&cidr)?;
         let hosts = (1u64 << (32 - u32::from(len)))
             .checked_sub(5)

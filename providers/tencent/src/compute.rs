@@ -252,10 +252,10 @@ impl ComputeApi for TencentProvider {
                 let mut attrs = Attrs::new();
                 attrs.insert(attr::INSTANCE_TYPE.into(), json!(instance_type));
                 attrs.insert(attr::ZONE.into(), json!(zone));
-                attrs.insert("image".into(), json!(image));
-                attrs.insert("pricing".into(), json!(pricing.as_str()));
+                attrs.insert(attr::IMAGE.into(), json!(image));
+                attrs.insert(attr::PRICING.into(), json!(pricing.as_str()));
                 if let Some(gb) = root_gb {
-                    attrs.insert("root_gb".into(), json!(gb));
+                    attrs.insert(attr::ROOT_GB.into(), json!(gb));
                 }
                 let all = tags_from_list(&tag_list(&req.ownership, &extra, &req.tags));
                 Ok(observed(

@@ -234,11 +234,11 @@ pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource 
     let mut a = Attrs::new();
     let status = match l.kind {
         ResourceKind::Network => {
-            a.insert("cidr".into(), json!(s(v, "CidrBlock")));
+            a.insert(attr::CIDR.into(), json!(s(v, "CidrBlock")));
             "available"
         }
         ResourceKind::Subnet => {
-            a.insert("cidr".into(), json!(s(v, "CidrBlock")));
+            a.insert(attr::CIDR.into(), json!(s(v, "CidrBlock")));
             a.insert(attr::ZONE.into(), json!(s(v, "Zone")));
             "available"
         }
@@ -268,7 +268,7 @@ pub(crate) fn observed(
     mut attrs: Attrs,
     status: &str,
 ) -> ObservedResource {
-    attrs.insert("tags".into(), user_tags_value(tags));
+    attrs.insert(attr::TAGS.into(), user_tags_value(tags));
     ObservedResource {
         kind,
         id: id.to_string(),
@@ -311,16 +311,16 @@ fn instance_attrs(v: &Value, tags: &std::collections::BTreeMap<String, String>, 
         .get(TAG_IMAGE)
         .cloned()
         .unwrap_or_else(|| s(v, "ImageId").to_string());
-    a.insert("image".into(), json!(image));
+    a.insert(attr::IMAGE.into(), json!(image));
     if let Some(p) = pricing_of(s(v, "InstanceChargeType"), tags) {
-        a.insert("pricing".into(), json!(p));
+        a.insert(attr::PRICING.into(), json!(p));
     }
     if let Some(size) = v
         .get("SystemDisk")
         .and_then(|d| d.get("DiskSize"))
         .and_then(Value::as_u64)
     {
-        a.insert("root_gb".into(), json!(size));
+        a.insert(attr::ROOT_GB.into(), json!(size));
     }
     // The primary private address: DescribeInstances' `PrivateIpAddresses`
     // (https://www.tencentcloud.com/document/api/213/15753, Instance), the
@@ -339,7 +339,7 @@ fn disk_attrs(v: &Value, a: &mut Attrs) {
         a.insert(attr::ZONE.into(), json!(z));
     }
     if let Some(size) = v.get("DiskSize").and_then(Value::as_u64) {
-        a.insert("size_gb".into(), json!(size));
+        a.insert(attr::SIZE_GB.into(), json!(size));
     }
     a.insert(
         "volume_type".into(),

@@ -109,7 +109,7 @@ impl StorageApi for TencentProvider {
         let (region, id, current, size_gb) = (u.region(), u.id(), u.current, *u.want);
         let now = current
             .attrs
-            .get("size_gb")
+            .get(attr::SIZE_GB)
             .and_then(Value::as_u64)
             .unwrap_or(0);
         let size = u64::from(size_gb);

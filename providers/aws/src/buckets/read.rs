@@ -7,6 +7,7 @@ use crate::errors::{map_s3, Op, OpError, Sending};
 use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::types::{BucketVersioningStatus, LifecycleRule, TransitionStorageClass};
 use aws_sdk_s3::Client;
+use gpuform_provider::attr;
 use gpuform_provider::bucket::{FORCE_DESTROY_TAG, OBJECT_COUNT, OTHER_LIFECYCLE_RULES};
 use gpuform_provider::Result;
 use gpuform_provider::{
@@ -129,12 +130,12 @@ pub(super) fn tagged(name: &str, region: &str, tags: &Tags) -> ObservedResource 
         tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     let mut attrs = Attrs::new();
-    attrs.insert("name".into(), json!(name));
+    attrs.insert(attr::NAME.into(), json!(name));
     attrs.insert(
         "force_destroy".into(),
         json!(tag(tags, FORCE_DESTROY_TAG) == Some("true")),
     );
-    attrs.insert("tags".into(), user.to_value());
+    attrs.insert(attr::TAGS.into(), user.to_value());
     ObservedResource {
         kind: ResourceKind::Bucket,
         id: name.to_string(),
@@ -195,12 +196,12 @@ async fn observe_all(c: &Client, name: &str, region: &str) -> Result<ObservedRes
     let (count, capped) = count_objects(c, name, COUNT_PAGES).await?;
     let a = &mut o.attrs;
     if let Some(class) = class.filter(|c| *c != StorageClass::Standard) {
-        a.insert("storage_class".into(), json!(class.as_str()));
+        a.insert(attr::STORAGE_CLASS.into(), json!(class.as_str()));
     }
-    a.insert("versioning".into(), json!(versioned));
-    a.insert("encryption".into(), json!(encrypted));
-    a.insert("lifecycle".into(), lifecycle.to_value());
-    a.insert("public_access_blocked".into(), json!(blocked));
+    a.insert(attr::VERSIONING.into(), json!(versioned));
+    a.insert(attr::ENCRYPTION.into(), json!(encrypted));
+    a.insert(attr::LIFECYCLE.into(), lifecycle.to_value());
+    a.insert(attr::PUBLIC_ACCESS_BLOCKED.into(), json!(blocked));
     a.insert(OBJECT_COUNT.into(), json!(count));
     if others > 0 {
         a.insert(OTHER_LIFECYCLE_RULES.into(), json!(others));
