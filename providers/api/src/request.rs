@@ -579,3 +579,6 @@ impl Reader<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
