@@ -44,7 +44,9 @@ mod discovery;
 mod errors;
 pub mod events;
 mod images;
+mod instances;
 mod network;
+mod observe;
 pub mod prices;
 pub mod quotas;
 mod refresh;
@@ -53,9 +55,10 @@ mod storage;
 mod tags;
 mod volume_types;
 
-pub use compute::{create_placement_group, launch_failure, run_instances, InstancePlan, TypeInfo};
+pub use compute::{create_placement_group, run_instances, InstancePlan, TypeInfo};
 pub use errors::{classify, Op};
 pub use images::{is_ami_id, query_for, ImageQuery, LOGICAL_NAMES};
+pub use instances::launch_failure;
 pub use tags::{IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG, ROOT_VOLUME_KIND};
 
 use aws_sdk_ec2::Client;
