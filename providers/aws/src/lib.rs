@@ -26,8 +26,11 @@
 //! security groups), `compute` (`ComputeApi`: instances, placement groups),
 //! `storage` (`StorageApi`: volumes), `buckets` (`BucketApi`: S3
 //! buckets, with the S3 client of each region), `refresh` (`RefreshApi`: read,
-//! list_owned, observe_*), `tags` (`TagApi`) — next to `images`, `client`
-//! (SDK config, clients, paginated Describe calls) and `errors`.
+//! list_owned), `tags` (`TagApi`) — next to `observe` (EC2's answers as
+//! observed resources, shared by refresh and the parts), `instances` (an
+//! instance looked up by id, a launch waited out, for compute and storage),
+//! `images`, `client` (SDK config, clients, paginated Describe calls) and
+//! `errors`.
 //! `quotas` reads the EC2 GPU quotas through Service Quotas
 //! (`aws-sdk-servicequotas`) for `ComputeApi::quota`.
 //! `s3` is not part of the provider: the conditional object operations the
