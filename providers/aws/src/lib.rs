@@ -26,8 +26,11 @@
 //! security groups), `compute` (`ComputeApi`: instances, placement groups),
 //! `storage` (`StorageApi`: volumes), `buckets` (`BucketApi`: S3
 //! buckets, with the S3 client of each region), `refresh` (`RefreshApi`: read,
-//! list_owned, observe_*), `tags` (`TagApi`) — next to `images`, `client`
-//! (SDK config, clients, paginated Describe calls) and `errors`.
+//! list_owned), `tags` (`TagApi`) — next to `observe` (EC2's answers as
+//! observed resources, shared by refresh and the parts), `instances` (an
+//! instance looked up by id, a launch waited out, for compute and storage),
+//! `images`, `client` (SDK config, clients, paginated Describe calls) and
+//! `errors`.
 //! `quotas` reads the EC2 GPU quotas through Service Quotas
 //! (`aws-sdk-servicequotas`) for `ComputeApi::quota`.
 //! `s3` is not part of the provider: the conditional object operations the
@@ -44,7 +47,9 @@ mod discovery;
 mod errors;
 pub mod events;
 mod images;
+mod instances;
 mod network;
+mod observe;
 pub mod prices;
 pub mod quotas;
 mod refresh;
@@ -53,9 +58,10 @@ mod storage;
 mod tags;
 mod volume_types;
 
-pub use compute::{create_placement_group, launch_failure, run_instances, InstancePlan, TypeInfo};
+pub use compute::{create_placement_group, run_instances, InstancePlan, TypeInfo};
 pub use errors::{classify, Op};
 pub use images::{is_ami_id, query_for, ImageQuery, LOGICAL_NAMES};
+pub use instances::launch_failure;
 pub use tags::{IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG, ROOT_VOLUME_KIND};
 
 use aws_sdk_ec2::Client;

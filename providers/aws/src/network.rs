@@ -1,9 +1,10 @@
 //! Networks (VPCs), subnets and firewalls (security groups), and the
-//! translation of neutral ingress rules to and from EC2's `IpPermission`.
+//! translation of neutral ingress rules to EC2's `IpPermission` (EC2's
+//! permissions read back as rules in `observe`).
 
 use crate::client::{by_id, describe_groups, empty_answer, filter};
 use crate::errors::{done, map_sdk, sent, Op};
-use crate::refresh::{observe_group, observe_subnet, observe_vpc};
+use crate::observe::{observe_group, observe_subnet, observe_vpc};
 use crate::tags::{derived_name, new_tag_spec, sanitize, tag_value};
 use crate::AwsProvider;
 use async_trait::async_trait;
@@ -245,109 +246,6 @@ pub(crate) fn to_permission(r: &IngressRule) -> IpPermission {
     permission(ec2_protocol(r.protocol), ports, &r.cidr)
 }
 
-/// An observed CIDR rule: a neutral rule when it is one, else EC2's words
-/// (a protocol or port range no spec can give, e.g. ICMPv6 or one ICMP
-/// type with every code), kept so that an update can revoke it exactly.
-enum Seen {
-    Rule(IngressRule),
-    Foreign(Value),
-}
-
-fn seen(protocol: &str, from: Option<i32>, to: Option<i32>, cidr: &str) -> Seen {
-    let neutral = Protocol::parse(protocol).and_then(|p| {
-        let port = |n: Option<i32>| n.and_then(|n| u16::try_from(n).ok());
-        let (f, t) = match p {
-            Protocol::All => (None, None),
-            // -1/-1: every ICMP type and code, as a rule without ports reads.
-            Protocol::Icmp if from == Some(-1) && to == Some(-1) => (None, None),
-            _ => (Some(port(from)?), Some(port(to)?)),
-        };
-        if matches!((f, t), (Some(a), Some(b)) if a > b) {
-            return None;
-        }
-        Some(IngressRule {
-            protocol: p,
-            from_port: f,
-            to_port: t,
-            cidr: cidr.to_string(),
-        })
-    });
-    match neutral {
-        Some(r) => Seen::Rule(r),
-        None => {
-            let mut m = serde_json::Map::new();
-            m.insert("protocol".into(), protocol.into());
-            if let Some(p) = from {
-                m.insert("from_port".into(), p.into());
-            }
-            if let Some(p) = to {
-                m.insert("to_port".into(), p.into());
-            }
-            m.insert("cidr".into(), cidr.into());
-            Seen::Foreign(Value::Object(m))
-        }
-    }
-}
-
-/// The observed `ingress` of a group: its CIDR rules (group references are
-/// the members' rule, reported only by its absence, see
-/// [`gpuform_provider::resource::MEMBER_RULE_MISSING`]), then any rules in
-/// EC2's own words.
-/// `egress` says whether the group lets all traffic out ([`egress_open`]).
-pub(crate) fn observed_ingress(
-    perms: &[IpPermission],
-    group_id: Option<&str>,
-    egress: bool,
-) -> Value {
-    let mut seen_rules = ObservedIngress {
-        rules: BTreeSet::new(),
-        member_rule: perms.iter().any(|p| {
-            p.user_id_group_pairs()
-                .iter()
-                .any(|pair| pair.group_id().is_some() && pair.group_id() == group_id)
-        }),
-        egress,
-    };
-    // In a stable order: by their JSON text.
-    let mut foreign = BTreeSet::new();
-    for p in perms {
-        let protocol = p.ip_protocol().unwrap_or("-1");
-        let v4 = p.ip_ranges().iter().filter_map(|r| r.cidr_ip());
-        let v6 = p.ipv6_ranges().iter().filter_map(|r| r.cidr_ipv6());
-        for cidr in v4.chain(v6) {
-            match seen(protocol, p.from_port(), p.to_port(), cidr) {
-                Seen::Rule(r) => {
-                    seen_rules.rules.insert(r);
-                }
-                Seen::Foreign(v) => {
-                    foreign.insert(v.to_string());
-                }
-            }
-        }
-    }
-    let mut out = match seen_rules.to_value() {
-        Value::Array(list) => list,
-        _ => Vec::new(),
-    };
-    // Foreign rules go before the markers, which stay last.
-    let at = out.len() - usize::from(!seen_rules.member_rule) - usize::from(!seen_rules.egress);
-    let foreign = foreign.iter().filter_map(|s| serde_json::from_str(s).ok());
-    out.splice(at..at, foreign);
-    Value::Array(out)
-}
-
-/// Whether a group's outbound permissions let all traffic out: EC2's
-/// default rule of a new VPC group (protocol `-1` to 0.0.0.0/0, "Default
-/// security group rules", EC2 User Guide), which gpuform keeps.
-pub(crate) fn egress_open(perms: &[IpPermission]) -> bool {
-    perms.iter().any(|p| {
-        p.ip_protocol() == Some("-1")
-            && p.ip_ranges()
-                .iter()
-                .any(|r| r.cidr_ip() == Some("0.0.0.0/0"))
-    })
-}
-
 /// EC2's default outbound rule, for a group that lost it.
 fn all_egress() -> IpPermission {
     IpPermission::builder()
@@ -400,6 +298,7 @@ fn foreign_permission(v: &Value) -> Option<IpPermission> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::{egress_open, observed_ingress};
     use serde_json::json;
 
     /// An observed rule in EC2's words.

@@ -1,32 +1,26 @@
 //! Reading the cloud back: `read` by ids and `list_owned` by the project
-//! tag, batched (one paginated Describe call per kind), and the `observe_*`
-//! functions that turn EC2's answers into neutral observed resources.
+//! tag, batched (one paginated Describe call per kind); EC2's answers read
+//! as neutral observed resources in `observe`.
 
 use crate::client::{
     describe_groups, describe_instances, describe_placement_groups, describe_subnets,
     describe_volumes, describe_vpcs, filter, FILTER_CHUNK,
 };
-use crate::network::{self, observed_ingress};
-use crate::storage::attachment;
-use crate::tags::{
-    observed_user_tags, ownership, tag_value, IMAGE_TAG, KIND_TAG, PRICING_TAG, RDMA_TAG,
-    ROOT_VOLUME_KIND,
+use crate::observe::{
+    is_gone, observe_group, observe_instance, observe_placements, observe_subnet, observe_volume,
+    observe_vpc, root_volume_id, volume_gone,
 };
+use crate::tags::{tag_value, KIND_TAG, ROOT_VOLUME_KIND};
 use crate::AwsProvider;
 use async_trait::async_trait;
-use aws_sdk_ec2::types::{
-    Instance, InstanceStateName, PlacementGroup, SecurityGroup, Subnet, Tag, Volume, VolumeState,
-    Vpc,
-};
+use aws_sdk_ec2::types::{Instance, Volume, VolumeState};
 use aws_sdk_ec2::Client;
-use gpuform_provider::attr;
 use gpuform_provider::driver::unsupported;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Cloud, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
-    ObservedResource, OwnershipTags, RefreshApi, ResourceKind, Scope,
+    Cloud, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup, ObservedResource,
+    OwnershipTags, RefreshApi, ResourceKind, Scope,
 };
-use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
 #[async_trait]
@@ -179,230 +173,6 @@ async fn observe_instances(
             observe_instance(i, region, root)
         })
         .collect())
-}
-
-// ----- observed resources ----------------------------------------------------
-
-/// The neutral resource: ownership and user tags from the EC2 tags, the
-/// status lower case (`available` when EC2 reports none).
-fn observed(
-    kind: ResourceKind,
-    id: Option<&str>,
-    region: &str,
-    tags: &[Tag],
-    mut attrs: Attrs,
-    status: Option<&str>,
-) -> ObservedResource {
-    let own = ownership(tags);
-    attrs.insert(
-        "tags".into(),
-        observed_user_tags(tags, own.as_ref()).to_value(),
-    );
-    ObservedResource {
-        kind,
-        id: id.unwrap_or_default().to_string(),
-        region: region.to_string(),
-        ownership: own,
-        attrs,
-        status: status.unwrap_or("available").to_ascii_lowercase(),
-    }
-}
-
-/// Neutral attributes from the fields EC2 reported (absent ones are left out).
-fn attrs<const N: usize>(fields: [(&str, Option<Value>); N]) -> Attrs {
-    fields
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.to_string(), v?)))
-        .collect()
-}
-
-fn text(s: Option<&str>) -> Option<Value> {
-    s.map(Value::from)
-}
-
-pub(crate) fn observe_vpc(v: &Vpc, region: &str) -> ObservedResource {
-    let a = attrs([(attr::CIDR, text(v.cidr_block()))]);
-    let status = v.state().map(|s| s.as_str());
-    observed(
-        ResourceKind::Network,
-        v.vpc_id(),
-        region,
-        v.tags(),
-        a,
-        status,
-    )
-}
-
-pub(crate) fn observe_subnet(s: &Subnet, region: &str) -> ObservedResource {
-    let a = attrs([
-        (attr::CIDR, text(s.cidr_block())),
-        (attr::ZONE, text(s.availability_zone())),
-    ]);
-    let status = s.state().map(|s| s.as_str());
-    observed(
-        ResourceKind::Subnet,
-        s.subnet_id(),
-        region,
-        s.tags(),
-        a,
-        status,
-    )
-}
-
-pub(crate) fn observe_group(g: &SecurityGroup, region: &str) -> ObservedResource {
-    let a = attrs([(
-        attr::INGRESS,
-        Some(observed_ingress(
-            g.ip_permissions(),
-            g.group_id(),
-            network::egress_open(g.ip_permissions_egress()),
-        )),
-    )]);
-    observed(
-        ResourceKind::Firewall,
-        g.group_id(),
-        region,
-        g.tags(),
-        a,
-        None,
-    )
-}
-
-/// The placement groups that are not deleted or being deleted.
-fn observe_placements<'a>(
-    groups: &'a [PlacementGroup],
-    region: &'a str,
-) -> impl Iterator<Item = ObservedResource> + 'a {
-    groups
-        .iter()
-        .filter(|g| {
-            !matches!(
-                g.state().map(|s| s.as_str()),
-                Some("deleted") | Some("deleting")
-            )
-        })
-        .map(move |g| observe_placement(g, region))
-}
-
-pub(crate) fn observe_placement(g: &PlacementGroup, region: &str) -> ObservedResource {
-    let a = attrs([
-        (attr::STRATEGY, text(g.strategy().map(|s| s.as_str()))),
-        ("group_id", text(g.group_id())),
-    ]);
-    let status = g.state().map(|s| s.as_str());
-    observed(
-        ResourceKind::Placement,
-        g.group_name(),
-        region,
-        g.tags(),
-        a,
-        status,
-    )
-}
-
-pub(crate) fn volume_gone(v: &Volume) -> bool {
-    matches!(
-        v.state(),
-        Some(VolumeState::Deleting) | Some(VolumeState::Deleted)
-    )
-}
-
-pub(crate) fn observe_volume(v: &Volume, region: &str) -> ObservedResource {
-    let a = attrs([
-        (attr::ZONE, text(v.availability_zone())),
-        ("size_gb", v.size().map(Value::from)),
-        (
-            "volume_type",
-            v.volume_type()
-                .map(|t| Value::from(crate::volume_types::observed(t.as_str()).as_str())),
-        ),
-        (
-            attr::ATTACHED_TO,
-            Some(attachment(v).map_or(Value::Null, Value::String)),
-        ),
-    ]);
-    let status = Some(v.state().map(|s| s.as_str()).unwrap_or_default());
-    observed(
-        ResourceKind::Volume,
-        v.volume_id(),
-        region,
-        v.tags(),
-        a,
-        status,
-    )
-}
-
-/// Terminated and shutting-down instances are gone for gpuform.
-pub(crate) fn is_gone(i: &Instance) -> bool {
-    matches!(
-        i.state().and_then(|s| s.name()),
-        Some(InstanceStateName::Terminated) | Some(InstanceStateName::ShuttingDown)
-    )
-}
-
-fn root_volume_id(i: &Instance) -> Option<String> {
-    let root = i.root_device_name()?;
-    i.block_device_mappings()
-        .iter()
-        .find(|m| m.device_name() == Some(root))
-        .and_then(|m| m.ebs())
-        .and_then(|e| e.volume_id())
-        .map(str::to_string)
-}
-
-pub(crate) fn observe_instance(
-    i: &Instance,
-    region: &str,
-    root_gb: Option<i32>,
-) -> ObservedResource {
-    let tags = i.tags();
-    // The image as the engine named it (a logical name maps to a different
-    // AMI over time); the AMI id for instances gpuform did not launch.
-    let image = tag_value(tags, IMAGE_TAG).or(i.image_id());
-    let spot = i.instance_lifecycle().map(|l| l.as_str()) == Some("spot");
-    let pricing = match tag_value(tags, PRICING_TAG) {
-        _ if spot => "spot",
-        Some(p) if p != "spot" => p,
-        _ => "on-demand",
-    };
-    // EFA shows as interface type `efa`; when gpuform launched the instance,
-    // the request is kept in a tag (an rdma request on a type without EFA
-    // gets plain networking, and must not look like drift).
-    let has_efa = i
-        .network_interfaces()
-        .iter()
-        .any(|n| n.interface_type() == Some("efa"));
-    let rdma = tag_value(tags, RDMA_TAG).map_or(has_efa, |v| v == "true");
-    let a = attrs([
-        (
-            attr::INSTANCE_TYPE,
-            text(i.instance_type().map(|t| t.as_str())),
-        ),
-        (
-            attr::ZONE,
-            text(i.placement().and_then(|p| p.availability_zone())),
-        ),
-        (attr::IMAGE, text(image)),
-        (attr::PRICING, text(Some(pricing))),
-        ("root_gb", root_gb.map(Value::from)),
-        ("rdma", Some(rdma.into())),
-        // The primary private IPv4 address (a reported attribute).
-        (attr::PRIVATE_IP, text(i.private_ip_address())),
-    ]);
-    let status = Some(
-        i.state()
-            .and_then(|s| s.name())
-            .map(|n| n.as_str())
-            .unwrap_or_default(),
-    );
-    observed(
-        ResourceKind::Instance,
-        i.instance_id(),
-        region,
-        tags,
-        a,
-        status,
-    )
 }
 
 /// Everything in the region, of every owner (`gpuform audit`): one

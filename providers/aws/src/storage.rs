@@ -2,9 +2,9 @@
 //! are not EC2 and not supported yet.
 
 use crate::client::{by_id, describe_volumes, empty_answer};
-use crate::compute::{existing_instance, launch_wait, wait_launched};
 use crate::errors::{done, sent, Op};
-use crate::refresh::{observe_volume, volume_gone};
+use crate::instances::{existing_instance, launch_wait, wait_launched};
+use crate::observe::{attachment, live_attachments, observe_volume, volume_gone};
 use crate::tags::{client_token, new_tag_spec};
 use crate::AwsProvider;
 use async_trait::async_trait;
@@ -120,24 +120,6 @@ impl StorageApi for AwsProvider {
         let request = c.delete_volume().volume_id(id);
         done("DeleteVolume", Op::Other, request.send()).await
     }
-}
-
-/// The instance a volume is attached (or attaching) to, per DescribeVolumes'
-/// `Attachments` (a volume detaching is on its way out).
-pub(crate) fn attachment(v: &Volume) -> Option<String> {
-    live_attachments(v)
-        .next()
-        .and_then(|a| a.instance_id())
-        .map(str::to_string)
-}
-
-fn live_attachments(v: &Volume) -> impl Iterator<Item = &aws_sdk_ec2::types::VolumeAttachment> {
-    v.attachments().iter().filter(|a| {
-        matches!(
-            a.state().map(|s| s.as_str()),
-            Some("attached") | Some("attaching")
-        )
-    })
 }
 
 /// The volume once DescribeVolumes shows it out of `creating`: AttachVolume

@@ -1,7 +1,9 @@
 //! Request shapes, checked on the built request (nothing is sent).
 
 use super::*;
+use crate::instances::launch_failure;
 use aws_sdk_ec2::config::{BehaviorVersion, Region};
+use aws_sdk_ec2::types::{Instance, InstanceStateName};
 
 fn offline_client() -> Client {
     // Never sends anything: these tests only look at built requests.
