@@ -9,7 +9,7 @@
 
 use crate::client::{s, Api, CBS, CVM, VPC};
 use crate::errors::undocumented;
-use crate::observe::{self, attachment, observed_ingress};
+use crate::observe::{attachment, described, observed_ingress};
 use crate::tags::{tag_filter, tags_of, TAG_KIND};
 use crate::TencentProvider;
 use async_trait::async_trait;
@@ -230,7 +230,7 @@ fn counts(l: &Listing, v: &Value) -> bool {
 
 /// A described item as the neutral resource of the listing's kind.
 pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource {
-    observe::described(l.kind, l.id_key, v, region)
+    described(l.kind, l.id_key, v, region)
 }
 
 /// Instances on their way out (TerminateInstances accepted, or in the recycle
