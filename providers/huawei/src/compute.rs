@@ -1,9 +1,8 @@
 //! Servers (ECS) and placements (ECS server groups).
 
-use crate::client::{job_entity_ids, list_field, s, Call, Service};
+use crate::client::{job_entity_ids, s, Call, Service};
 use crate::errors::{self, PENDING_PAYMENT};
-use crate::network::wait_subnet_ready;
-use crate::refresh::{read, read_one};
+use crate::refresh::{read, read_one, server_groups, wait_subnet_ready};
 use crate::{images, tags, HuaweiProvider};
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -18,14 +17,6 @@ use serde_json::{json, Value};
 
 /// An ECS takes at most 10 tags ("Creating ECSs", `server_tags`).
 const MAX_SERVER_TAGS: usize = 10;
-
-/// "Querying ECS Groups", GET /v1/{project_id}/cloudservers/os-server-groups.
-pub async fn server_groups(p: &HuaweiProvider, region: &str) -> Result<Vec<Value>> {
-    let pid = p.project(region)?;
-    let path = format!("/v1/{pid}/cloudservers/os-server-groups");
-    let v = p.client.get(Service::Ecs, region, path).await?;
-    list_field(&v, "server_groups", "listing ECS groups")
-}
 
 /// ShowServerLimits ("Querying Tenant Quotas", GET
 /// /v1/{project_id}/cloudservers/limits,

@@ -7,7 +7,8 @@
 //! the driver is implemented in the module of its kind: `network`
 //! (`NetworkApi`), `compute` (`ComputeApi`), `storage` (`StorageApi`),
 //! `refresh` (`RefreshApi`), `tags` (`TagApi`) and `buckets` (`BucketApi`,
-//! OBS over the shared flow of `gpuform-objstore`).
+//! OBS over the shared flow of `gpuform-objstore`); `observe` reads Huawei's
+//! answers as observations.
 
 mod buckets;
 mod client;
@@ -16,6 +17,7 @@ mod discovery;
 mod errors;
 mod images;
 mod network;
+mod observe;
 pub mod prices;
 mod refresh;
 mod storage;

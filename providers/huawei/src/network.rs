@@ -4,7 +4,8 @@
 //! name first, so an interrupted create is adopted, not duplicated.
 
 use crate::client::{list_field, s, Call, Service};
-use crate::refresh::{list_v1, read_one};
+use crate::observe::{egress_open, ingress_rules};
+use crate::refresh::{list_v1, read_one, wait_subnet_ready};
 use crate::{tags, HuaweiProvider};
 use async_trait::async_trait;
 use gpuform_provider::Result;
@@ -224,29 +225,6 @@ async fn wait_vpc_ready(p: &HuaweiProvider, region: &str, pid: &str, id: &str) -
         .map(|_| ())
 }
 
-/// Polls a subnet until it is `ACTIVE` and answers it: a new subnet is
-/// `UNKNOWN` until it is attached to its VPC ("Querying Subnet Details",
-/// support.huaweicloud.com/api-vpc/vpc_subnet01_0002.html: ACTIVE = attached
-/// to the VPC, UNKNOWN = not yet, ERROR = failed).
-pub async fn wait_subnet_ready(
-    p: &HuaweiProvider,
-    region: &str,
-    pid: &str,
-    id: &str,
-) -> Result<Value> {
-    let path = format!("/v1/{pid}/subnets/{id}");
-    p.client
-        .wait_status(
-            Service::Vpc,
-            region,
-            path,
-            "subnet",
-            &["ACTIVE"],
-            &["ERROR"],
-        )
-        .await
-}
-
 /// The region's private (intranet) DNS servers, by priority: "Querying
 /// Name Servers", GET /v2/nameservers?type=private&region=…
 /// (support.huaweicloud.com/api-dns/dns_api_69001.html). A subnet created
@@ -374,37 +352,9 @@ async fn sync_rules(
     Ok(())
 }
 
-/// Whether a group lets all IPv4 traffic out: the egress rule every new
-/// group has ("Creating a Security Group", vpc_sg01_0001: all outbound
-/// traffic allowed), with no protocol and no remote (or 0.0.0.0/0).
-pub fn egress_open(sg: &Value) -> bool {
-    let empty = |r: &Value, k: &str| s(r, k).is_empty();
-    sg.get("security_group_rules")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|r| {
-            s(r, "direction") == "egress"
-                && s(r, "ethertype") == "IPv4"
-                && empty(r, "protocol")
-                && empty(r, "remote_group_id")
-                && (empty(r, "remote_ip_prefix") || s(r, "remote_ip_prefix") == "0.0.0.0/0")
-        })
-}
-
-/// A group's ingress rules (from CIDRs and from groups), in its order.
-pub fn ingress_rules(sg: &Value) -> Vec<&Value> {
-    sg.get("security_group_rules")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|r| s(r, "direction") == "ingress")
-        .collect()
-}
-
 /// A neutral rule as a Huawei security group rule. ICMP rules have no
 /// ports; the spec's range is kept in the description so the rule reads
-/// back as it was asked (see [`neutral_rule`]).
+/// back as it was asked (see [`crate::observe::neutral_rule`]).
 fn rule_body(sg: &str, rule: &IngressRule) -> Result<Value> {
     let IngressRule {
         protocol,
@@ -448,28 +398,10 @@ fn same_rule(want: &Value, have: &Value) -> bool {
         && n(want, "port_range_max") == n(have, "port_range_max")
 }
 
-/// A group's CIDR rule in neutral words (`{protocol, from_port, to_port,
-/// cidr}`), ICMP ports read back from the description [`rule_body`] wrote.
-pub fn neutral_rule(r: &Value) -> Value {
-    let (mut from, mut to) = (
-        r.get("port_range_min").cloned().unwrap_or(Value::Null),
-        r.get("port_range_max").cloned().unwrap_or(Value::Null),
-    );
-    if let Some((f, t)) = s(r, "description")
-        .strip_prefix("gpuform-ports=")
-        .and_then(|p| p.split_once('-'))
-    {
-        if let (Ok(f), Ok(t)) = (f.parse::<u64>(), t.parse::<u64>()) {
-            from = json!(f);
-            to = json!(t);
-        }
-    }
-    json!({"protocol": s(r, "protocol"), "from_port": from, "to_port": to, "cidr": s(r, "remote_ip_prefix")})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::neutral_rule;
 
     #[test]
     fn gateway() {

@@ -2,7 +2,7 @@
 //! Buckets (OBS) are not made yet.
 
 use crate::client::{job_entity_ids, list_field, s, Call, Service};
-use crate::refresh::observe_volume;
+use crate::observe::{attachment, observe_volume};
 use crate::{tags, HuaweiProvider};
 use async_trait::async_trait;
 use gpuform_provider::attr;
@@ -12,17 +12,6 @@ use gpuform_provider::{
     Update, VolumeSpec,
 };
 use serde_json::{json, Value};
-
-/// The server a disk is attached to: the first of its `attachments`
-/// ("Querying Details About an EVS Disk": server_id per attachment).
-pub fn attachment(v: &Value) -> Option<String> {
-    v.get("attachments")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|at| s(at, "server_id"))
-        .find(|sid| !sid.is_empty())
-}
 
 #[async_trait]
 impl StorageApi for HuaweiProvider {

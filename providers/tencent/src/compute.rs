@@ -8,12 +8,9 @@
 use crate::client::{first_id, s, CVM};
 use crate::errors::{reference_gone_is_invalid, undocumented};
 use crate::images;
-use crate::network::vpc_of_subnet;
-use crate::refresh::{self, observed};
-use crate::tags::{
-    ownership_of, resource_name, tag_list, tags_from_list, tags_of, TAG_IMAGE, TAG_KIND,
-    TAG_PRICING,
-};
+use crate::observe::observed;
+use crate::refresh::{self, vpc_of_subnet};
+use crate::tags::{resource_name, tag_list, tags_from_list, TAG_IMAGE, TAG_KIND, TAG_PRICING};
 use crate::TencentProvider;
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -24,7 +21,7 @@ use gpuform_provider::{
     Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
     Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, ResourceKind, Scope,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::time::Duration;
 
 #[async_trait]
@@ -383,37 +380,4 @@ async fn wait_terminated(p: &TencentProvider, region: &str, id: &str) -> Result<
         backoff.sleep().await;
     }
     Ok(Some(last))
-}
-
-/// After DeleteSubnet / DeleteSecurityGroup answered ResourceInUse:
-/// releases gpuform's instances that hold `filter` = `id` from the
-/// recycle bin (213/4931), and its failed launches, so that the next try
-/// can succeed. Instances without gpuform's tags are left alone.
-pub(crate) async fn release_recycled(
-    p: &TencentProvider,
-    region: &str,
-    filter: &str,
-    id: &str,
-) -> Result<usize> {
-    let mut body = Map::new();
-    body.insert(
-        "Filters".into(),
-        json!([
-            {"Name": filter, "Values": [id]},
-            {"Name": "instance-state", "Values": ["SHUTDOWN", "LAUNCH_FAILED"]},
-        ]),
-    );
-    let l = &refresh::INSTANCE;
-    let recycled = p
-        .client
-        .describe_all(l.api, l.action, region, body, l.set_key)
-        .await?;
-    let mut released = 0;
-    for v in recycled {
-        if ownership_of(&tags_of(&v)).is_some() {
-            terminate_instance(p, region, s(&v, "InstanceId")).await?;
-            released += 1;
-        }
-    }
-    Ok(released)
 }

@@ -15,8 +15,9 @@
 //! [`CloudDriver`] identity. Each part of the driver is implemented in the
 //! module of its kind: `network` (`NetworkApi`), `compute` (`ComputeApi`),
 //! `storage` (`StorageApi`), `refresh` (`RefreshApi`: reads and lists),
-//! `tags` (`TagApi`: writes and reads tags); `client` signs and pages
-//! calls, `errors` maps Tencent's codes, `images` resolves image names.
+//! `tags` (`TagApi`: writes and reads tags); `observe` reads Tencent's
+//! answers as observations, `client` signs and pages calls, `errors` maps
+//! Tencent's codes, `images` resolves image names.
 //!
 //! Credentials: `TENCENTCLOUD_SECRET_ID`, `TENCENTCLOUD_SECRET_KEY` and optional
 //! `TENCENTCLOUD_SESSION_TOKEN` (the variables tccli uses). Endpoint override:
@@ -32,6 +33,7 @@ mod discovery;
 pub mod errors;
 pub mod images;
 mod network;
+mod observe;
 pub mod prices;
 mod refresh;
 mod storage;

@@ -5,21 +5,19 @@
 //! finds the first resource instead of making a second.
 
 use crate::client::{documented_object, s, VPC};
-use crate::compute;
-use crate::errors::undocumented;
+use crate::observe::{observed_ingress, PORTS_NOTE};
 use crate::refresh::{self, Listing};
-use crate::tags::{resource_name, tag_filter, tag_list};
+use crate::tags::{ownership_of, resource_name, tag_filter, tag_list, tags_of};
 use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec, ObservedIngress,
-    ObservedResource, OwnershipTags, Protocol, ProviderError, Scope, SubnetSpec, Update,
+    ComputeApi, Create, ErrorKind, FirewallSpec, IngressRule, NetworkApi, NetworkSpec,
+    ObservedResource, OwnershipTags, Protocol, Scope, SubnetSpec, Update,
 };
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
 
 /// The resource of a create without ClientToken: the one already made with
 /// this token (by a call whose answer was lost), found by its token tag, or
@@ -167,16 +165,14 @@ impl NetworkApi for TencentProvider {
 
     /// https://www.tencentcloud.com/document/api/215/15783 (DeleteSubnet)
     async fn delete_subnet(&self, scope: &Scope, id: &str) -> Result<()> {
-        let region = scope.region.as_str();
-        delete_network_member(self, region, ("DeleteSubnet", "SubnetId"), "subnet-id", id).await
+        delete_network_member(self, scope, ("DeleteSubnet", "SubnetId"), "subnet-id", id).await
     }
 
     /// https://www.tencentcloud.com/document/api/215/15803 (DeleteSecurityGroup)
     async fn delete_firewall(&self, scope: &Scope, id: &str) -> Result<()> {
-        let region = scope.region.as_str();
         delete_network_member(
             self,
-            region,
+            scope,
             ("DeleteSecurityGroup", "SecurityGroupId"),
             "security-group-id",
             id,
@@ -189,36 +185,6 @@ impl NetworkApi for TencentProvider {
         let (region, current, want) = (u.region(), u.current, u.want);
         replace_policies(self, region, &current.id, want).await
     }
-}
-
-/// The VPC of a subnet (RunInstances needs both), cached: a subnet never moves.
-pub(crate) async fn vpc_of_subnet(
-    p: &TencentProvider,
-    region: &str,
-    subnet: &str,
-) -> Result<String> {
-    if let Some(v) = p
-        .subnet_vpc
-        .lock()
-        .ok()
-        .and_then(|m| m.get(subnet).cloned())
-    {
-        return Ok(v);
-    }
-    let found = refresh::describe_one(p, &refresh::SUBNET, region, subnet).await?;
-    let vpc = found
-        .map(|v| s(&v, "VpcId").to_string())
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| {
-            ProviderError::new(
-                ErrorKind::Invalid,
-                format!("subnet {subnet} does not exist in {region}"),
-            )
-        })?;
-    if let Ok(mut m) = p.subnet_vpc.lock() {
-        m.insert(subnet.to_string(), vpc.clone());
-    }
-    Ok(vpc)
 }
 
 /// https://www.tencentcloud.com/document/api/215/15810 (ModifySecurityGroupPolicies):
@@ -276,111 +242,9 @@ fn ingress_policies(sg: &str, rules: &[IngressRule]) -> Vec<Value> {
     v
 }
 
-/// The description gpuform gives a CIDR policy: the port range as the spec
-/// wrote it, for what `Port` cannot say (ICMP has no port; `ALL` is 0-65535
-/// or whatever full range the spec spelled).
-const PORTS_NOTE: &str = "gpuform ports=";
-
-/// A group's observed `ingress`: its Ingress policies, by
-/// https://www.tencentcloud.com/document/api/215/15804
-/// (DescribeSecurityGroupPolicies: `SecurityGroupPolicySet` with
-/// `Version`, `Ingress` and `Egress`). An answer without them is an
-/// error, never "no rules".
-pub(crate) async fn group_ingress(p: &TencentProvider, region: &str, sg: &str) -> Result<Value> {
-    const ACTION: &str = "DescribeSecurityGroupPolicies";
-    let resp = p
-        .client
-        .call(VPC, ACTION, region, &json!({ "SecurityGroupId": sg }))
-        .await?;
-    let direction = |d: &str| {
-        resp.get("SecurityGroupPolicySet")
-            .and_then(|set| set.get(d))
-            .and_then(Value::as_array)
-            .ok_or_else(|| undocumented(ACTION, &format!("SecurityGroupPolicySet.{d}")))
-    };
-    Ok(observed_ingress(
-        sg,
-        direction("Ingress")?,
-        direction("Egress")?,
-    ))
-}
-
-/// Whether Egress `policies` let all traffic out: a policy that ACCEPTs
-/// every protocol to 0.0.0.0/0, as [`egress_policies`] writes, ahead of any
-/// DROP (policies apply in order, the first match wins: 215/20089).
-fn egress_open(policies: &[Value]) -> bool {
-    for p in policies {
-        let all = matches!(s(p, "Protocol").to_ascii_lowercase().as_str(), "all" | "");
-        let everywhere = s(p, "CidrBlock") == "0.0.0.0/0";
-        if all && everywhere {
-            return s(p, "Action").eq_ignore_ascii_case("ACCEPT");
-        }
-    }
-    false
-}
-
-/// The `ingress` attribute as a group's Ingress policies say it is: the
-/// CIDR rules that ACCEPT, as an [`ObservedIngress`] (a set, in the neutral
-/// rules' order), with the members' rule missing when no policy accepts all
-/// traffic from the group itself, and the egress marker when `egress`
-/// does not let all traffic out. A new group denies everything in both
-/// directions (CreateSecurityGroup, 215/15806): a create interrupted
-/// before either CreateSecurityGroupPolicies call leaves it so, and this is
-/// how refresh sees it.
-fn observed_ingress(sg: &str, policies: &[Value], egress: &[Value]) -> Value {
-    let mut seen = ObservedIngress {
-        rules: BTreeSet::new(),
-        member_rule: false,
-        egress: egress_open(egress),
-    };
-    for p in policies {
-        if !s(p, "Action").eq_ignore_ascii_case("ACCEPT") {
-            continue;
-        }
-        let group = s(p, "SecurityGroupId");
-        if !group.is_empty() {
-            let all = matches!(s(p, "Protocol").to_ascii_lowercase().as_str(), "all" | "");
-            seen.member_rule |= group == sg && all;
-            continue;
-        }
-        // A policy gpuform cannot write (another protocol, an address
-        // template) is no neutral rule.
-        if let Some(rule) = rule_of_policy(p) {
-            seen.rules.insert(rule);
-        }
-    }
-    seen.to_value()
-}
-
 /// What a create or an update wrote, as refresh will read it back.
 fn written_ingress(sg: &str, rules: &[IngressRule]) -> Value {
     observed_ingress(sg, &ingress_policies(sg, rules), &egress_policies())
-}
-
-/// A CIDR policy as a neutral rule. Its ports: `Port` ("80", "8000-8010");
-/// when that is `ALL` or absent, the range gpuform noted in
-/// `PolicyDescription`; else every port for tcp and udp, none for the rest.
-fn rule_of_policy(p: &Value) -> Option<IngressRule> {
-    let protocol = Protocol::parse(s(p, "Protocol"))?;
-    let cidr = Some(s(p, "CidrBlock")).filter(|c| !c.is_empty())?;
-    let num = |x: &str| x.trim().parse::<u16>().ok();
-    let range = |r: &str| {
-        r.split_once('-')
-            .and_then(|(a, b)| Some((num(a)?, num(b)?)))
-    };
-    let port = s(p, "Port").trim();
-    let noted = s(p, "PolicyDescription").strip_prefix(PORTS_NOTE);
-    let ports = num(port)
-        .map(|n| (n, n))
-        .or_else(|| range(port))
-        .or_else(|| noted.and_then(range))
-        .or(protocol.has_ports().then_some((0, 65535)));
-    Some(IngressRule {
-        protocol,
-        from_port: ports.map(|(f, _)| f),
-        to_port: ports.map(|(_, t)| t),
-        cidr: cidr.to_string(),
-    })
 }
 
 /// New groups deny everything in both directions (CreateSecurityGroup page),
@@ -396,17 +260,18 @@ fn egress_policies() -> Vec<Value> {
 /// DescribeInstances filter that finds them) and the call made once more.
 async fn delete_network_member(
     p: &TencentProvider,
-    region: &str,
+    scope: &Scope,
     (action, id_key): (&str, &str),
     filter: &str,
     id: &str,
 ) -> Result<()> {
+    let region = scope.region.as_str();
     let mut body = Map::new();
     body.insert(id_key.into(), json!(id));
     let body = Value::Object(body);
     match p.client.call(VPC, action, region, &body).await {
         Err(e) if e.kind == ErrorKind::DependencyViolation => {
-            if compute::release_recycled(p, region, filter, id).await? == 0 {
+            if release_recycled(p, scope, filter, id).await? == 0 {
                 return Err(e);
             }
             ok_if_gone(p.client.call(VPC, action, region, &body).await)
@@ -415,9 +280,46 @@ async fn delete_network_member(
     }
 }
 
+/// After DeleteSubnet / DeleteSecurityGroup answered ResourceInUse:
+/// releases gpuform's instances that hold `filter` = `id` from the
+/// recycle bin (213/4931), and its failed launches, so that the next try
+/// can succeed. Instances without gpuform's tags are left alone. Each goes
+/// the way of any instance's delete (`ComputeApi::delete_instance`: terminated
+/// again from the recycle bin until it is released).
+async fn release_recycled(
+    p: &TencentProvider,
+    scope: &Scope,
+    filter: &str,
+    id: &str,
+) -> Result<usize> {
+    let mut body = Map::new();
+    body.insert(
+        "Filters".into(),
+        json!([
+            {"Name": filter, "Values": [id]},
+            {"Name": "instance-state", "Values": ["SHUTDOWN", "LAUNCH_FAILED"]},
+        ]),
+    );
+    let (l, region) = (&refresh::INSTANCE, scope.region.as_str());
+    let recycled = p
+        .client
+        .describe_all(l.api, l.action, region, body, l.set_key)
+        .await?;
+    let mut released = 0;
+    for v in recycled {
+        if ownership_of(&tags_of(&v)).is_some() {
+            p.delete_instance(scope, s(&v, "InstanceId")).await?;
+            released += 1;
+        }
+    }
+    Ok(released)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuform_provider::ObservedIngress;
+    use std::collections::BTreeSet;
 
     fn rule(v: Value) -> IngressRule {
         IngressRule::parse(&v).unwrap()

@@ -1,23 +1,23 @@
 //! Reading resources back: `read` (Describe-by-ids) and `list_owned`
-//! (Describe with a tag filter), and the one `observe` that turns a described
-//! item of any kind into an [`ObservedResource`].
+//! (Describe with a tag filter), one [`Listing`] per kind, and `observe`,
+//! which reads a described item of a listing as an [`ObservedResource`]
+//! (with [`crate::observe`]).
 //!
 //! An answer without the list (or, for a create, the object) its page
 //! documents is an error, never an empty result (see
 //! [`crate::errors::undocumented`]); a throttled call fails the refresh.
 
 use crate::client::{s, Api, CBS, CVM, VPC};
-use crate::network;
-use crate::tags::{
-    ownership_of, tag_filter, tags_of, user_tags_value, TAG_IMAGE, TAG_KIND, TAG_PRICING,
-};
+use crate::errors::undocumented;
+use crate::observe::{attachment, described, observed_ingress};
+use crate::tags::{tag_filter, tags_of, TAG_KIND};
 use crate::TencentProvider;
 use async_trait::async_trait;
 use gpuform_provider::attr;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup, ObservedResource,
-    OwnershipTags, Pricing, RefreshApi, ResourceKind, Scope,
+    ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
+    ObservedResource, OwnershipTags, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::{json, Map, Value};
 
@@ -211,7 +211,7 @@ async fn observe_all<'a>(
     for v in items {
         let mut o = observe(l, v, region);
         if l.kind == ResourceKind::Firewall {
-            let ingress = network::group_ingress(p, region, &o.id).await?;
+            let ingress = group_ingress(p, region, &o.id).await?;
             o.attrs.insert(attr::INGRESS.into(), ingress);
         }
         out.push(o);
@@ -230,133 +230,7 @@ fn counts(l: &Listing, v: &Value) -> bool {
 
 /// A described item as the neutral resource of the listing's kind.
 pub(crate) fn observe(l: &Listing, v: &Value, region: &str) -> ObservedResource {
-    let tags = tags_of(v);
-    let mut a = Attrs::new();
-    let status = match l.kind {
-        ResourceKind::Network => {
-            a.insert(attr::CIDR.into(), json!(s(v, "CidrBlock")));
-            "available"
-        }
-        ResourceKind::Subnet => {
-            a.insert(attr::CIDR.into(), json!(s(v, "CidrBlock")));
-            a.insert(attr::ZONE.into(), json!(s(v, "Zone")));
-            "available"
-        }
-        // A group's rules come from another call (see `observe_all`).
-        ResourceKind::Firewall
-        | ResourceKind::Placement
-        | ResourceKind::Bucket
-        | ResourceKind::Block => "available",
-        ResourceKind::Instance => {
-            instance_attrs(v, &tags, &mut a);
-            s(v, "InstanceState")
-        }
-        ResourceKind::Volume => {
-            disk_attrs(v, &mut a);
-            s(v, "DiskState")
-        }
-    };
-    observed(l.kind, s(v, l.id_key), region, &tags, a, status)
-}
-
-/// The neutral resource, with the user's tags as its `tags`.
-pub(crate) fn observed(
-    kind: ResourceKind,
-    id: &str,
-    region: &str,
-    tags: &std::collections::BTreeMap<String, String>,
-    mut attrs: Attrs,
-    status: &str,
-) -> ObservedResource {
-    attrs.insert(attr::TAGS.into(), user_tags_value(tags));
-    ObservedResource {
-        kind,
-        id: id.to_string(),
-        region: region.to_string(),
-        ownership: ownership_of(tags),
-        attrs,
-        status: status.to_ascii_lowercase(),
-    }
-}
-
-fn zone_of(v: &Value) -> Option<&str> {
-    v.get("Placement")
-        .and_then(|p| p.get("Zone"))
-        .and_then(Value::as_str)
-}
-
-fn pricing_of(
-    charge_type: &str,
-    tags: &std::collections::BTreeMap<String, String>,
-) -> Option<String> {
-    match charge_type {
-        "POSTPAID_BY_HOUR" => Some(Pricing::OnDemand.to_string()),
-        "SPOTPAID" => Some(Pricing::Spot.to_string()),
-        // The period is not reported back; gpuform tags what it asked for.
-        "PREPAID" => Some(
-            tags.get(TAG_PRICING)
-                .cloned()
-                .unwrap_or_else(|| Pricing::Reserved1y.to_string()),
-        ),
-        _ => None,
-    }
-}
-
-fn instance_attrs(v: &Value, tags: &std::collections::BTreeMap<String, String>, a: &mut Attrs) {
-    a.insert(attr::INSTANCE_TYPE.into(), json!(s(v, "InstanceType")));
-    if let Some(z) = zone_of(v) {
-        a.insert(attr::ZONE.into(), json!(z));
-    }
-    let image = tags
-        .get(TAG_IMAGE)
-        .cloned()
-        .unwrap_or_else(|| s(v, "ImageId").to_string());
-    a.insert(attr::IMAGE.into(), json!(image));
-    if let Some(p) = pricing_of(s(v, "InstanceChargeType"), tags) {
-        a.insert(attr::PRICING.into(), json!(p));
-    }
-    if let Some(size) = v
-        .get("SystemDisk")
-        .and_then(|d| d.get("DiskSize"))
-        .and_then(Value::as_u64)
-    {
-        a.insert(attr::ROOT_GB.into(), json!(size));
-    }
-    // The primary private address: DescribeInstances' `PrivateIpAddresses`
-    // (https://www.tencentcloud.com/document/api/213/15753, Instance), the
-    // primary ENI's first.
-    if let Some(ip) = v
-        .pointer("/PrivateIpAddresses/0")
-        .and_then(Value::as_str)
-        .filter(|ip| !ip.is_empty())
-    {
-        a.insert(attr::PRIVATE_IP.into(), json!(ip));
-    }
-}
-
-fn disk_attrs(v: &Value, a: &mut Attrs) {
-    if let Some(z) = zone_of(v) {
-        a.insert(attr::ZONE.into(), json!(z));
-    }
-    if let Some(size) = v.get("DiskSize").and_then(Value::as_u64) {
-        a.insert(attr::SIZE_GB.into(), json!(size));
-    }
-    a.insert(
-        "volume_type".into(),
-        json!(crate::volume_types::observed(s(v, "DiskType")).as_str()),
-    );
-    a.insert(
-        attr::ATTACHED_TO.into(),
-        attachment(v).map_or(Value::Null, Value::String),
-    );
-}
-
-/// The instance a disk is attached (or attaching) to: DescribeDisks'
-/// `InstanceId` while `DiskState` is ATTACHED or ATTACHING
-/// (https://www.tencentcloud.com/document/api/362/16315).
-fn attachment(v: &Value) -> Option<String> {
-    let i = s(v, "InstanceId");
-    (matches!(s(v, "DiskState"), "ATTACHED" | "ATTACHING") && !i.is_empty()).then(|| i.to_string())
+    described(l.kind, l.id_key, v, region)
 }
 
 /// Instances on their way out (TerminateInstances accepted, or in the recycle
@@ -481,4 +355,58 @@ fn built_on(v: &Value, disks: &[&Value], row: &mut InventoryInstance) {
         .map(|d| s(d, "DiskId").to_string())
         .collect();
     row.data_volumes.sort();
+}
+
+/// The VPC of a subnet (RunInstances needs both), cached: a subnet never moves.
+pub(crate) async fn vpc_of_subnet(
+    p: &TencentProvider,
+    region: &str,
+    subnet: &str,
+) -> Result<String> {
+    if let Some(v) = p
+        .subnet_vpc
+        .lock()
+        .ok()
+        .and_then(|m| m.get(subnet).cloned())
+    {
+        return Ok(v);
+    }
+    let found = describe_one(p, &SUBNET, region, subnet).await?;
+    let vpc = found
+        .map(|v| s(&v, "VpcId").to_string())
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Invalid,
+                format!("subnet {subnet} does not exist in {region}"),
+            )
+        })?;
+    if let Ok(mut m) = p.subnet_vpc.lock() {
+        m.insert(subnet.to_string(), vpc.clone());
+    }
+    Ok(vpc)
+}
+
+/// A group's observed `ingress`: its Ingress policies, by
+/// https://www.tencentcloud.com/document/api/215/15804
+/// (DescribeSecurityGroupPolicies: `SecurityGroupPolicySet` with
+/// `Version`, `Ingress` and `Egress`). An answer without them is an
+/// error, never "no rules".
+pub(crate) async fn group_ingress(p: &TencentProvider, region: &str, sg: &str) -> Result<Value> {
+    const ACTION: &str = "DescribeSecurityGroupPolicies";
+    let resp = p
+        .client
+        .call(VPC, ACTION, region, &json!({ "SecurityGroupId": sg }))
+        .await?;
+    let direction = |d: &str| {
+        resp.get("SecurityGroupPolicySet")
+            .and_then(|set| set.get(d))
+            .and_then(Value::as_array)
+            .ok_or_else(|| undocumented(ACTION, &format!("SecurityGroupPolicySet.{d}")))
+    };
+    Ok(observed_ingress(
+        sg,
+        direction("Ingress")?,
+        direction("Egress")?,
+    ))
 }
