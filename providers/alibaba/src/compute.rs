@@ -1,10 +1,11 @@
 //! Instances (ECS `RunInstances`, one call per node) and placements (ECS
 //! deployment sets).
 
+use crate::api::Api;
 use crate::client::{
     empty_answer, items, json_array, required, text, Listing, Paging, Params, Product,
 };
-use crate::refresh::{observed, Api};
+use crate::refresh::observed;
 use crate::tags::{
     client_token, naming, parse_placement_description, placement_description, resource_name,
     tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,

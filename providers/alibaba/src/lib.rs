@@ -54,6 +54,7 @@
 //! STS), as Alibaba's own CLI and SDKs read them; they never reach errors,
 //! logs or `Debug` output.
 
+mod api;
 mod buckets;
 mod client;
 mod compute;

@@ -2,8 +2,9 @@
 //! create when the request names the instance, else as an update),
 //! resizing, detaching and deleting. Buckets are not supported (OSS is another API).
 
+use crate::api::Api;
 use crate::client::{json_array, required, text, Params};
-use crate::refresh::{observed, Api};
+use crate::refresh::observed;
 use crate::tags::{naming, tags_of};
 use crate::volume_types;
 use crate::AlibabaProvider;
