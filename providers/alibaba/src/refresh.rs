@@ -2,25 +2,25 @@
 //! Describe call filtered by the project tag (or by ids), so its cost grows
 //! with pages; a tag-filtered listing that reaches [`TAG_FILTER_CAP`] is
 //! redone through ListTagResources and Describe by id. What each answer
-//! item becomes is up to its kind's module (`observe_*`).
+//! item becomes is up to `observe.rs` (`observe_*`).
 
 use crate::api::{Api, IdFilter};
 use crate::client::{json_array, listed_items, text, Listing, Paging, Params};
-use crate::compute::{observe_deployment_set, observe_instance};
-use crate::network::{observe_group, observe_vpc, observe_vswitch, GroupRules};
-use crate::storage::observe_disk;
-use crate::tags::{ownership_of, tag_filter, tags_of, user_tags_of};
+use crate::observe::{
+    observe_deployment_set, observe_disk, observe_group, observe_instance, observe_vpc,
+    observe_vswitch, GroupRules,
+};
+use crate::tags::{tag_filter, tags_of};
 use crate::{AlibabaProvider, Product};
 use async_trait::async_trait;
-use gpuform_provider::attr;
 use gpuform_provider::Backoff;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
+    ErrorKind, Inventory, InventoryApi, InventoryInstance, InventoryVolume, Lookup,
     ObservedResource, OwnershipTags, ProviderError, RefreshApi, ResourceKind, Scope,
 };
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// Tag-filtered Describe calls (DescribeInstances, DescribeDisks,
@@ -33,27 +33,6 @@ use std::time::Duration;
 pub const TAG_FILTER_CAP: usize = 1000;
 /// ListTagResources rows per page (VPC: MaxResults 1-50, default 50).
 const TAG_PAGE: usize = 50;
-/// An observed resource from a Describe item: its id under `id_key`, its
-/// status (lower case), ownership from its tags and the user tags in `tags`.
-pub(crate) fn observed(
-    kind: ResourceKind,
-    item: &Value,
-    id_key: &str,
-    tags: &BTreeMap<String, String>,
-    mut attrs: Attrs,
-    region: &str,
-) -> ObservedResource {
-    attrs.insert(attr::TAGS.into(), user_tags_of(tags).to_value());
-    ObservedResource {
-        kind,
-        id: text(item, id_key),
-        region: region.to_string(),
-        ownership: ownership_of(tags),
-        attrs,
-        status: text(item, "Status").to_ascii_lowercase(),
-    }
-}
-
 /// System disk sizes by instance id, for `root_gb`.
 fn system_sizes(disks: &[Value]) -> HashMap<String, u64> {
     disks
