@@ -1,13 +1,13 @@
 //! Instances (ECS `RunInstances`, one call per node) and placements (ECS
 //! deployment sets).
 
+use crate::api::Api;
 use crate::client::{
     empty_answer, items, json_array, required, text, Listing, Paging, Params, Product,
 };
-use crate::refresh::{observed, Api};
+use crate::observe::SUBSCRIPTION_ENDS;
 use crate::tags::{
-    client_token, naming, parse_placement_description, placement_description, resource_name,
-    tags_of, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
+    client_token, naming, placement_description, resource_name, IMAGE_TAG, PRICING_TAG, RDMA_TAG,
 };
 use crate::AlibabaProvider;
 use async_trait::async_trait;
@@ -16,11 +16,11 @@ use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attrs, Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
+    Cloud, ComputeApi, Create, ErrorKind, InstanceSpec, ObservedResource, PlacementSpec,
     PlacementStrategy, Pricing, ProviderError, QuotaMarket, QuotaReading, QuotaUnit, Reservation,
     ReservationFilter, ResourceKind, Scope,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -56,10 +56,6 @@ pub(crate) const PRIVATE_POOLS: [Listing; 2] = [
 /// "The specified parameter \"PrivatePoolOptions.Ids\" exist invalid
 /// element Id.").
 const NO_SUCH_POOL: &str = "Invalid.PrivatePoolOptions.Ids";
-
-/// Observed attribute of a subscription instance: when its term ends
-/// (DescribeInstances `ExpiredTime`, `yyyy-MM-ddTHH:mmZ` UTC).
-pub const SUBSCRIPTION_ENDS: &str = "subscription_ends";
 
 impl AlibabaProvider {
     /// Waits for a new instance to be Running. RunInstances answers once the
@@ -530,106 +526,10 @@ fn subscription_refusal(id: &str, ends: &str) -> String {
     )
 }
 
-// --------------------------------------------------------------------- observe
-
-/// An instance as DescribeInstances reports it, with its system disk size
-/// (DescribeDisks) for `root_gb`.
-pub(crate) fn observe_instance(i: &Value, region: &str, root_gb: Option<u64>) -> ObservedResource {
-    let tags = tags_of(i);
-    let mut a = Attrs::new();
-    a.insert(attr::INSTANCE_TYPE.into(), json!(text(i, "InstanceType")));
-    a.insert(attr::ZONE.into(), json!(text(i, "ZoneId")));
-    // The image asked for (logical name or id) while the instance still runs
-    // the image gpuform resolved it to; the API's ImageId otherwise.
-    let image = tags
-        .get(IMAGE_TAG)
-        .cloned()
-        .unwrap_or_else(|| text(i, "ImageId"));
-    a.insert(attr::IMAGE.into(), json!(image));
-    let charge = text(i, "InstanceChargeType");
-    let spot = text(i, "SpotStrategy");
-    let pricing = if charge == "PrePaid" {
-        match tags.get(PRICING_TAG).map(String::as_str) {
-            Some(p @ ("reserved-1y" | "reserved-3y")) => p.to_string(),
-            _ => "reserved".to_string(),
-        }
-    } else if spot == "SpotAsPriceGo" || spot == "SpotWithPriceLimit" {
-        Pricing::Spot.to_string()
-    } else {
-        Pricing::OnDemand.to_string()
-    };
-    a.insert(attr::PRICING.into(), json!(pricing));
-    if charge == "PrePaid" {
-        a.insert(SUBSCRIPTION_ENDS.into(), json!(text(i, "ExpiredTime")));
-    }
-    if let Some(gb) = root_gb {
-        a.insert(attr::ROOT_GB.into(), json!(gb));
-    }
-    if let Some(r) = tags.get(RDMA_TAG) {
-        a.insert(attr::RDMA.into(), json!(r == "true"));
-    }
-    if let Some(ip) = private_ip(i) {
-        a.insert(attr::PRIVATE_IP.into(), json!(ip));
-    }
-    observed(ResourceKind::Instance, i, "InstanceId", &tags, a, region)
-}
-
-/// The primary private IPv4 address of a VPC instance: DescribeInstances'
-/// `VpcAttributes.PrivateIpAddress.IpAddress[0]`, else the primary ENI's
-/// `NetworkInterfaces.NetworkInterface[].PrimaryIpAddress` (`Type` Primary).
-/// `None` while none is assigned yet.
-fn private_ip(i: &Value) -> Option<String> {
-    let first = i
-        .pointer("/VpcAttributes/PrivateIpAddress/IpAddress/0")
-        .and_then(Value::as_str);
-    let eni = || {
-        i.pointer("/NetworkInterfaces/NetworkInterface")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|n| {
-                matches!(
-                    n.get("Type").and_then(Value::as_str),
-                    None | Some("Primary")
-                )
-            })
-            .find_map(|n| n.get("PrimaryIpAddress").and_then(Value::as_str))
-    };
-    first
-        .or_else(eni)
-        .filter(|ip| !ip.is_empty())
-        .map(str::to_string)
-}
-
-/// A deployment set; its ownership is in its description.
-pub(crate) fn observe_deployment_set(d: &Value, region: &str) -> ObservedResource {
-    let either = |a: &str, b: &str| {
-        Some(text(d, a))
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| text(d, b))
-    };
-    let mut a = Attrs::new();
-    let strategy = match either("DeploymentStrategy", "Strategy").as_str() {
-        "LowLatency" => Some(PlacementStrategy::Cluster),
-        "Availability" => Some(PlacementStrategy::Spread),
-        _ => None,
-    };
-    if let Some(s) = strategy {
-        a.insert(attr::STRATEGY.into(), json!(s.as_str()));
-    }
-    ObservedResource {
-        kind: ResourceKind::Placement,
-        id: text(d, "DeploymentSetId"),
-        region: region.to_string(),
-        ownership: parse_placement_description(&either("DeploymentSetDescription", "Description")),
-        attrs: a,
-        status: "available".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn subscriptions_end_when_described() {
@@ -641,28 +541,6 @@ mod tests {
         assert_eq!(unexpired_subscription(&i, "2027-11-29T16:01Z"), None);
         let paygo = json!({"InstanceChargeType": "PostPaid", "ExpiredTime": "2099-01-01T00:00Z"});
         assert_eq!(unexpired_subscription(&paygo, "2026-11-29T00:00Z"), None);
-    }
-
-    #[test]
-    fn instances_read_back_as_asked() {
-        let i = json!({"InstanceId": "i-1", "Status": "Running", "InstanceChargeType": "PrePaid",
-            "ExpiredTime": "2027-11-29T16:00Z", "ImageId": "m-1",
-            "Tags": {"Tag": [{"TagKey": PRICING_TAG, "TagValue": "reserved-3y"},
-                             {"TagKey": RDMA_TAG, "TagValue": "true"}, {"TagKey": "team", "TagValue": "ml"}]}});
-        let o = observe_instance(&i, "r", Some(100));
-        assert_eq!(o.status, "running");
-        assert_eq!(o.attrs["pricing"], "reserved-3y");
-        assert_eq!(o.attrs["image"], "m-1");
-        assert_eq!(o.attrs["rdma"], true);
-        assert_eq!(o.attrs["root_gb"], 100);
-        assert_eq!(o.attrs["tags"], json!({"team": "ml"}));
-        assert_eq!(o.attrs[SUBSCRIPTION_ENDS], "2027-11-29T16:00Z");
-        let spot = json!({"InstanceId": "i-2", "SpotStrategy": "SpotWithPriceLimit"});
-        assert_eq!(observe_instance(&spot, "r", None).attrs["pricing"], "spot");
-        // No address assigned yet: not reported.
-        assert!(!observe_instance(&spot, "r", None)
-            .attrs
-            .contains_key(attr::PRIVATE_IP));
     }
 
     #[test]
@@ -696,26 +574,5 @@ mod tests {
         assert_eq!(r.state, "scheduled");
         assert!(!r.is_active() && !r.targeted);
         assert_eq!((r.zone.as_str(), r.end.as_deref()), ("cn-hangzhou-i", None));
-    }
-
-    #[test]
-    fn instances_report_their_private_address() {
-        let vpc = json!({"InstanceId": "i-1",
-            "VpcAttributes": {"VpcId": "vpc-1", "PrivateIpAddress": {"IpAddress": ["172.16.0.7"]}},
-            "NetworkInterfaces": {"NetworkInterface": [{"Type": "Primary", "PrimaryIpAddress": "172.16.0.9"}]}});
-        assert_eq!(
-            observe_instance(&vpc, "r", None).attrs["private_ip"],
-            "172.16.0.7"
-        );
-        // Only the ENI list: its primary interface's address.
-        let eni = json!({"InstanceId": "i-2",
-            "VpcAttributes": {"PrivateIpAddress": {"IpAddress": []}},
-            "NetworkInterfaces": {"NetworkInterface": [
-                {"Type": "Secondary", "PrimaryIpAddress": "172.16.1.5"},
-                {"Type": "Primary", "PrimaryIpAddress": "172.16.0.8"}]}});
-        assert_eq!(
-            observe_instance(&eni, "r", None).attrs["private_ip"],
-            "172.16.0.8"
-        );
     }
 }

@@ -1,7 +1,7 @@
 //! Logical image names (`ubuntu-22.04-cuda`) → ECS image ids.
 
+use crate::api::Api;
 use crate::client::{text, Params};
-use crate::refresh::Api;
 use crate::AlibabaProvider;
 use gpuform_provider::Result;
 use gpuform_provider::{ErrorKind, ProviderError};

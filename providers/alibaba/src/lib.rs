@@ -19,7 +19,10 @@
 //! deployment sets), `storage.rs` (`StorageApi`: disks), `refresh.rs`
 //! (`RefreshApi`: read, list_owned), `tags.rs` (`TagApi`: ownership and
 //! user tags, names), next to `images.rs`, `client.rs` (signed calls,
-//! pagination) and `errors.rs` (error codes). Request parsing, unsupported kinds, the
+//! pagination) and `errors.rs` (error codes). What the part files share sits
+//! in leaves that import none of them: `api.rs` (the Describe table, `Api`)
+//! and `observe.rs` (every `observe_*`: answers as observations), so part
+//! files and `refresh.rs` never import each other. Request parsing, unsupported kinds, the
 //! updatable check and read-after-update are done once by the
 //! `gpuform_provider` wrapper over [`CloudDriver`].
 //!
@@ -54,6 +57,7 @@
 //! STS), as Alibaba's own CLI and SDKs read them; they never reach errors,
 //! logs or `Debug` output.
 
+mod api;
 mod buckets;
 mod client;
 mod compute;
@@ -61,6 +65,7 @@ mod discovery;
 mod errors;
 mod images;
 mod network;
+mod observe;
 pub mod prices;
 mod refresh;
 mod storage;
@@ -69,9 +74,9 @@ mod volume_types;
 
 pub use buckets::{ENV_OSS_ENDPOINT, OSS};
 pub use client::{default_host, Endpoint, Product, RpcClient, CENTRAL_VPC_REGIONS};
-pub use compute::SUBSCRIPTION_ENDS;
 pub use errors::classify;
 pub use images::{image_name_prefix, is_image_id, LOGICAL_IMAGES};
+pub use observe::SUBSCRIPTION_ENDS;
 pub use refresh::TAG_FILTER_CAP;
 pub use tags::{
     parse_placement_description, placement_description, IMAGE_TAG, KIND_TAG, PLACEMENT_MARK,

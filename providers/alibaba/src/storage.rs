@@ -2,9 +2,9 @@
 //! create when the request names the instance, else as an update),
 //! resizing, detaching and deleting. Buckets are not supported (OSS is another API).
 
+use crate::api::Api;
 use crate::client::{json_array, required, text, Params};
-use crate::refresh::{observed, Api};
-use crate::tags::{naming, tags_of};
+use crate::tags::naming;
 use crate::volume_types;
 use crate::AlibabaProvider;
 use async_trait::async_trait;
@@ -12,10 +12,10 @@ use gpuform_provider::attr;
 use gpuform_provider::ok_if_gone;
 use gpuform_provider::Result;
 use gpuform_provider::{
-    Attachment, Attrs, Cloud, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind,
-    Scope, StorageApi, Update, VolumeSpec,
+    Attachment, Cloud, Create, ErrorKind, ObservedResource, ProviderError, ResourceKind, Scope,
+    StorageApi, Update, VolumeSpec,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 impl AlibabaProvider {
     async fn wait_in_use(&self, region: &str, disk: &str) -> Result<ObservedResource> {
@@ -193,52 +193,5 @@ impl StorageApi for AlibabaProvider {
         p.push("Type", "online");
         self.ecs(region, "ResizeDisk", &p).await?;
         Ok(())
-    }
-}
-
-/// A data disk as DescribeDisks reports it.
-pub(crate) fn observe_disk(d: &Value, region: &str) -> ObservedResource {
-    let mut a = Attrs::new();
-    a.insert(attr::ZONE.into(), json!(text(d, "ZoneId")));
-    if let Some(s) = d.get("Size").and_then(Value::as_u64) {
-        a.insert(attr::SIZE_GB.into(), json!(s));
-    }
-    a.insert(
-        "volume_type".into(),
-        json!(volume_types::observed(&text(d, "Category")).as_str()),
-    );
-    // DescribeDisks: InstanceId is the instance the disk is attached to,
-    // set only while it is In_use (or Attaching).
-    let status = text(d, "Status");
-    let instance = text(d, "InstanceId");
-    a.insert(
-        attr::ATTACHED_TO.into(),
-        if matches!(status.as_str(), "In_use" | "Attaching") && !instance.is_empty() {
-            json!(instance)
-        } else {
-            Value::Null
-        },
-    );
-    observed(ResourceKind::Volume, d, "DiskId", &tags_of(d), a, region)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn disks_read_back_as_asked() {
-        let d = json!({"DiskId": "d-1", "Status": "In_use", "InstanceId": "i-1", "Size": 500,
-                       "Category": "cloud_essd", "ZoneId": "z"});
-        let o = observe_disk(&d, "r");
-        assert_eq!(
-            (o.status.as_str(), &o.attrs["attached_to"]),
-            ("in_use", &json!("i-1"))
-        );
-        let detaching = json!({"DiskId": "d-1", "Status": "Detaching", "InstanceId": "i-1"});
-        assert_eq!(
-            observe_disk(&detaching, "r").attrs["attached_to"],
-            Value::Null
-        );
     }
 }

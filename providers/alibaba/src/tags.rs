@@ -6,8 +6,8 @@
 //! have no tags in the API: their ownership goes into their description
 //! ([`placement_description`]), in the same call.
 
+use crate::api::Api;
 use crate::client::{items, Params};
-use crate::refresh::Api;
 use crate::AlibabaProvider;
 use async_trait::async_trait;
 use gpuform_provider::attr;
