@@ -28,6 +28,7 @@ RULES=(
   'Huawei EVS disk types (the Huawei table)|providers/huawei/src/volume_types.rs|"(SATA|SAS|GPSSD|SSD|ESSD)2?"'
   'neutral attribute keys (attr::PRICING, attr::SIZE_GB, ...)|providers/api/src/resource.rs|"attached_to"|(get|insert|ip)\("private_ip"|attrs(\(\))?\.(get|get_mut|insert|remove|contains_key)\("(zone|instance_type|image|pricing|root_gb|rdma|user_data|spot_max_price|mig|size_gb|volume_type|storage_class|versioning|encryption|lifecycle|public_access_blocked|force_destroy|strategy)"'
   'reading a provider key (aws, sandbox:aws): a Target, read once where a file enters (its Deserialize)|src/address.rs|Target::parse\(|"sandbox:(aws|alibaba|tencent|huawei)?"'
+  'what a cloud crate'"'"'s part files share (observation, listings): observe.rs and refresh.rs, never another part file|providers/api/src/driver.rs|use crate::(compute|network|storage)\b|crate::(compute|network|storage)::[a-z_]+'
   'the text of a resource address (cluster.NAME.LOCAL, bucket.NAME, ADDRESS~ID): an Address, built and taken apart by its methods|providers/api/src/address.rs|format(_compact)?!\("(cluster|bucket)\.\{[^}]*\}(\.|")|strip_prefix\("cluster\.|\{[a-z_.]*\}~\{|contains\(.~.\)'
 )
 
@@ -92,6 +93,7 @@ const EVS_TYPE: &str = "SAS";
 fn attached(a: &serde_json::Map<String, serde_json::Value>) -> bool { a.get("attached_to").is_some() }
 fn key(k: &str) -> bool { crate::address::Target::parse(k).is_some_and(|t| t.sandbox) }
 fn node(cluster: &str, i: usize) -> String { format!("cluster.{cluster}.node[{i}]") }
+use crate::network::observed_ingress;
 EOF
   local out
   out="$(check 2>&1 || true)"
