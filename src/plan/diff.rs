@@ -638,29 +638,27 @@ pub fn record_price(r: &Record, catalog: &Catalog, cny_per_usd: f64) -> Option<f
 /// Keeps the changes whose address matches a target (exactly, or as a
 /// prefix ending at a `.` or `[`), plus what those depend on.
 fn restrict_to_targets(changes: Vec<ResourceChange>, targets: &[String]) -> Vec<ResourceChange> {
-    let matches = |a: &Address| targets.iter().any(|t| a.selected_by(t));
-    let by_addr: HashMap<&str, &ResourceChange> =
-        changes.iter().map(|c| (c.address.as_str(), c)).collect();
-    let mut keep: BTreeSet<&str> = BTreeSet::new();
-    let mut stack: Vec<&str> = changes
+    let by_addr: HashMap<&Address, &ResourceChange> =
+        changes.iter().map(|c| (&c.address, c)).collect();
+    let mut keep: BTreeSet<&Address> = BTreeSet::new();
+    let mut stack: Vec<&Address> = changes
         .iter()
-        .filter(|c| matches(&c.address))
-        .map(|c| c.address.as_str())
+        .map(|c| &c.address)
+        .filter(|a| targets.iter().any(|t| a.selected_by(t)))
         .collect();
     while let Some(a) = stack.pop() {
         if !keep.insert(a) {
             continue;
         }
         if let Some(c) = by_addr.get(a) {
-            for dep in c.deps.values() {
-                stack.push(dep.as_str());
-            }
+            stack.extend(c.deps.values());
         }
     }
-    let keep: BTreeSet<Address> = keep.into_iter().map(Address::from).collect();
+    let kept: Vec<bool> = changes.iter().map(|c| keep.contains(&c.address)).collect();
     changes
         .into_iter()
-        .filter(|c| keep.contains(&c.address))
+        .zip(kept)
+        .filter_map(|(c, k)| k.then_some(c))
         .collect()
 }
 
@@ -708,5 +706,50 @@ mod tests {
         assert!(changed_keys(&kept, &spec("10.0.0.0/20")).is_empty());
         // Until the spec asks for another range.
         assert_eq!(changed_keys(&kept, &spec("10.0.32.0/20")), vec!["cidr"]);
+    }
+
+    /// `--target` keeps what it names and, transitively, what that stands
+    /// on; nothing else, and the changes keep their order.
+    #[test]
+    fn a_target_keeps_its_dependencies_and_nothing_else() {
+        let change = |address: &str, deps: &[(&str, &str)]| {
+            let mut c = delete_change(
+                &Address::from(address),
+                &subnet(&[]),
+                gpuform_catalog::Catalog::builtin(),
+                &DiffOptions::default(),
+                false,
+            );
+            c.deps = deps
+                .iter()
+                .map(|(r, a)| (r.to_string(), Address::from(*a)))
+                .collect();
+            c
+        };
+        let changes = vec![
+            change("cluster.a.network", &[]),
+            change("cluster.a.subnet[x]", &[("network", "cluster.a.network")]),
+            change("cluster.a.node[0]", &[("subnet", "cluster.a.subnet[x]")]),
+            change("cluster.a.node[1]", &[("subnet", "cluster.a.subnet[x]")]),
+            change("cluster.b.network", &[]),
+        ];
+        let kept = |targets: &[&str]| -> Vec<String> {
+            let targets: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+            restrict_to_targets(changes.clone(), &targets)
+                .into_iter()
+                .map(|c| c.address.to_string())
+                .collect()
+        };
+        assert_eq!(
+            kept(&["cluster.a.node[1]"]),
+            [
+                "cluster.a.network",
+                "cluster.a.subnet[x]",
+                "cluster.a.node[1]"
+            ]
+        );
+        assert_eq!(kept(&["cluster.b"]), ["cluster.b.network"]);
+        assert_eq!(kept(&["cluster.a.node"]).len(), 4);
+        assert!(kept(&["cluster.c"]).is_empty());
     }
 }

@@ -263,7 +263,6 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
             continue;
         };
         let (cluster_cloud, cluster_region) = (net.target.cloud, net.region.clone());
-        let node_prefix = Address::in_cluster(name, "node[");
         for key in &cluster.reads {
             let bucket = Address::of_bucket(key);
             let Some(b) = out.get(&bucket) else {
@@ -278,7 +277,10 @@ fn link_reads(spec: &crate::spec::Spec, out: &mut Desired) {
                 bucket_region: b.region.clone(),
             });
             for r in out.resources.iter_mut().filter(|r| {
-                r.kind == ResourceKind::Instance && r.address.starts_with(&*node_prefix)
+                r.kind == ResourceKind::Instance
+                    && r.address
+                        .local_in(name)
+                        .is_some_and(|l| l.starts_with("node["))
             }) {
                 r.deps
                     .insert(format!("{READS_ROLE}{key}").into(), bucket.clone());

@@ -99,12 +99,6 @@ impl Borrow<str> for Address {
     }
 }
 
-impl AsRef<str> for Address {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl From<&str> for Address {
     fn from(text: &str) -> Address {
         Address(CompactString::from(text))
@@ -114,22 +108,6 @@ impl From<&str> for Address {
 impl From<String> for Address {
     fn from(text: String) -> Address {
         Address(CompactString::from(text))
-    }
-}
-
-impl From<&String> for Address {
-    fn from(text: &String) -> Address {
-        Address(CompactString::from(text.as_str()))
-    }
-}
-
-/// Any text is an address (its parts may be absent), so reading one from a
-/// flag cannot fail.
-impl std::str::FromStr for Address {
-    type Err = std::convert::Infallible;
-
-    fn from_str(text: &str) -> Result<Address, Self::Err> {
-        Ok(Address::from(text))
     }
 }
 
@@ -156,24 +134,6 @@ impl PartialEq<str> for Address {
 impl PartialEq<&str> for Address {
     fn eq(&self, other: &&str) -> bool {
         self.0 == *other
-    }
-}
-
-impl PartialEq<String> for Address {
-    fn eq(&self, other: &String) -> bool {
-        self.0 == other.as_str()
-    }
-}
-
-impl PartialEq<Address> for str {
-    fn eq(&self, other: &Address) -> bool {
-        other.0 == self
-    }
-}
-
-impl PartialEq<Address> for &str {
-    fn eq(&self, other: &Address) -> bool {
-        other.0 == *self
     }
 }
 

@@ -103,11 +103,17 @@ impl AwsProvider {
 /// `GPUFORM_AWS_SETTLE_MS` overrides it, for tests against a consistent
 /// stand-in (moto answers only once it has done the work).
 pub(crate) fn settle_time() -> Duration {
-    std::env::var("GPUFORM_AWS_SETTLE_MS")
+    millis_from_env("GPUFORM_AWS_SETTLE_MS", Duration::from_secs(10))
+}
+
+/// A wait the environment variable `name` may override, in milliseconds
+/// (tests against stand-ins shorten the clouds' documented waits).
+pub(crate) fn millis_from_env(name: &str, default: Duration) -> Duration {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis)
-        .unwrap_or(Duration::from_secs(10))
+        .unwrap_or(default)
 }
 
 /// An endpoint URL without any `user:password@` part, for output.

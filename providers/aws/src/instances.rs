@@ -1,7 +1,7 @@
 //! The instance helpers compute and storage share: an instance that
 //! exists, looked up by id, and a new launch waited out of `pending`.
 
-use crate::client::{by_id, describe_instances};
+use crate::client::{by_id, describe_instances, millis_from_env};
 use crate::observe::is_gone;
 use aws_sdk_ec2::types::{Instance, InstanceStateName};
 use aws_sdk_ec2::Client;
@@ -16,11 +16,7 @@ use std::time::Duration;
 /// refresh sees it gone and the plan re-creates it. `GPUFORM_AWS_LAUNCH_WAIT_MS`
 /// overrides it (0: do not wait).
 pub(crate) fn launch_wait() -> Duration {
-    std::env::var("GPUFORM_AWS_LAUNCH_WAIT_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or(Duration::from_secs(180))
+    millis_from_env("GPUFORM_AWS_LAUNCH_WAIT_MS", Duration::from_secs(180))
 }
 
 /// Polls a new instance until it leaves `pending` or `wait` has passed; a
